@@ -1,0 +1,30 @@
+/*
+ * call.h - the per-call context handed to provider ops (internal).
+ *
+ * A call carries where the provider's error message goes and which
+ * cancellation token applies. It lives on the host's stack for one op.
+ */
+#ifndef SBX_HOST_CALL_H
+#define SBX_HOST_CALL_H
+
+#include <sbx/sbx.h>
+
+struct sbx_call {
+    sbx_error *err;     /* never NULL: points at scratch when the caller
+                           passed none */
+    sbx_cancel *cancel; /* may be NULL */
+    sbx_error scratch;
+};
+
+/* Prepare a call for one op. */
+void sbx_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel);
+
+/*
+ * Finish a call: when the op failed without a message, write a generic one
+ * naming the provider and the op; copy the result into the caller's error.
+ * Returns rc.
+ */
+int sbx_call_end(struct sbx_call *call, int rc, const char *provider,
+                 const char *op);
+
+#endif

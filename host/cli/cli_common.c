@@ -1,0 +1,82 @@
+/* cli_common.c - error messages and context opening shared by subcommands. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <string.h>
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("sbx: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, int status, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "sbx%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'sbx%s%s --help'.\n", cmd ? " " : "", cmd ? cmd : "");
+    return status;
+}
+
+int cli_option_error(const char *cmd, int status, int c, char **argv)
+{
+    /* getopt_long has advanced optind past the offending word. */
+    const char *word = optind > 0 ? argv[optind - 1] : "?";
+    if (c == ':') {
+        if (optopt)
+            return cli_usage_error(cmd, status, "option '-%c' needs a value", optopt);
+        return cli_usage_error(cmd, status, "option '%s' needs a value", word);
+    }
+    if (optopt && strncmp(word, "--", 2) != 0)
+        return cli_usage_error(cmd, status, "unknown option '-%c'", optopt);
+    /* For long options getopt leaves optopt 0 (unknown) or the option's
+     * value (an argument given to a flag that takes none). */
+    const char *eq = strchr(word, '=');
+    if (optopt && eq)
+        return cli_usage_error(cmd, status, "option '%.*s' takes no value",
+                               (int)(eq - word), word);
+    return cli_usage_error(cmd, status, "unknown option '%s'", word);
+}
+
+int cli_open(const struct cli_globals *g, const char *provider, sbx_ctx **out)
+{
+    struct sbx_options opts;
+    memset(&opts, 0, sizeof opts);
+    opts.size = sizeof opts;
+    opts.config_path = g->config_path;
+    opts.provider = provider;
+    sbx_error err;
+    int rc = sbx_open(&opts, out, &err);
+    if (rc != SBX_OK)
+        cli_error("%s", err.message[0] ? err.message : sbx_strerror(rc));
+    return rc;
+}
+
+const char *cli_caps_text(uint64_t caps, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 64; i++) {
+        uint64_t bit = UINT64_C(1) << i;
+        if (!(caps & bit))
+            continue;
+        const char *name = sbx_cap_name(bit);
+        int n = name ? snprintf(buf + used, len - used, "%s%s", used ? "," : "", name)
+                     : snprintf(buf + used, len - used, "%s0x%llx", used ? "," : "",
+                                (unsigned long long)bit);
+        if (n < 0 || (size_t)n >= len - used)
+            break; /* truncated: what fits is still informative */
+        used += (size_t)n;
+    }
+    if (used == 0)
+        snprintf(buf, len, "-");
+    return buf;
+}

@@ -1,0 +1,270 @@
+/*
+ * cmd_providers.c - `sbx providers`: every plugin installed in the search
+ * path, with its descriptor (loaded, never initialized) or its load error.
+ *
+ * The listing is collected into a json-c array first; the table and the
+ * --json output are two renderings of it.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fputs("Usage: sbx providers [--json] [--keys]\n"
+          "\n"
+          "List every provider plugin installed in the plugin search path\n"
+          "($SBX_PLUGIN_PATH, else plugin_dir, else the installed directory).\n"
+          "Only descriptors are loaded: no provider is initialized, no\n"
+          "credentials are read and nothing is contacted.\n"
+          "\n"
+          "Options:\n"
+          "  --json          print a JSON array (name, version, abi, capabilities,\n"
+          "                  config_keys, path, enabled, default, status, error)\n"
+          "  --keys          also list each provider's configuration keys\n"
+          "  -c, --config FILE  read this configuration file\n"
+          "  -h, --help      show this help\n", f);
+}
+
+static const char *config_type_name(int type)
+{
+    switch (type) {
+    case SBX_CFG_STRING: return "string";
+    case SBX_CFG_INT: return "int";
+    case SBX_CFG_BOOL: return "bool";
+    case SBX_CFG_SIZE: return "size";
+    case SBX_CFG_MAP: return "map";
+    case SBX_CFG_LIST: return "list";
+    case SBX_CFG_NUMBER: return "number";
+    }
+    return "unknown";
+}
+
+struct listing {
+    json_object *array;
+    const char *default_name;
+    bool failed; /* out of memory while building */
+};
+
+static json_object *string_or_null(const char *s)
+{
+    return s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *describe_caps(uint64_t caps)
+{
+    json_object *arr = json_object_new_array();
+    for (int i = 0; arr && i < 64; i++) {
+        uint64_t bit = UINT64_C(1) << i;
+        if (!(caps & bit))
+            continue;
+        const char *name = sbx_cap_name(bit);
+        char unknown[32];
+        if (!name) {
+            snprintf(unknown, sizeof unknown, "0x%llx", (unsigned long long)bit);
+            name = unknown;
+        }
+        json_object_array_add(arr, json_object_new_string(name));
+    }
+    return arr;
+}
+
+static json_object *describe_keys(const struct sbx_config_key *keys)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; arr && keys && keys[i].key; i++) {
+        json_object *k = json_object_new_object();
+        json_object_object_add(k, "key", json_object_new_string(keys[i].key));
+        json_object_object_add(k, "type",
+                               json_object_new_string(config_type_name(keys[i].type)));
+        json_object_object_add(k, "description", string_or_null(keys[i].description));
+        json_object_array_add(arr, k);
+    }
+    return arr;
+}
+
+static void collect(void *ud, const struct sbx_provider_info *info)
+{
+    struct listing *l = ud;
+    json_object *o = json_object_new_object();
+    if (!o) {
+        l->failed = true;
+        return;
+    }
+    const struct sbx_provider_desc *d = info->desc;
+    json_object_object_add(o, "name", string_or_null(info->name));
+    json_object_object_add(o, "version", d ? string_or_null(d->version) : NULL);
+    if (d) {
+        json_object *abi = json_object_new_object();
+        json_object_object_add(abi, "major", json_object_new_int64(d->abi_major));
+        json_object_object_add(abi, "minor", json_object_new_int64(d->abi_minor));
+        json_object_object_add(o, "abi", abi);
+        json_object_object_add(o, "capabilities", describe_caps(d->caps));
+        json_object_object_add(o, "config_keys", describe_keys(d->config_keys));
+    } else {
+        json_object_object_add(o, "abi", NULL);
+        json_object_object_add(o, "capabilities", json_object_new_array());
+        json_object_object_add(o, "config_keys", json_object_new_array());
+    }
+    json_object_object_add(o, "path", string_or_null(info->path));
+    json_object_object_add(o, "enabled", json_object_new_boolean(info->enabled));
+    json_object_object_add(
+        o, "default",
+        json_object_new_boolean(info->name && !strcmp(info->name, l->default_name)));
+    json_object_object_add(o, "status",
+                           json_object_new_string(info->status == SBX_OK
+                                                      ? "ok"
+                                                      : sbx_strerror(info->status)));
+    json_object_object_add(o, "error",
+                           info->status == SBX_OK ? NULL : string_or_null(info->error));
+    json_object_array_add(l->array, o);
+}
+
+static const char *field(json_object *o, const char *key)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, key, &v) || !v)
+        return "-";
+    return json_object_get_string(v);
+}
+
+/* The ABI as "major.minor", or "-" when the descriptor could not be read. */
+static const char *abi_text(json_object *o, char *buf, size_t len)
+{
+    json_object *abi, *major, *minor;
+    if (!json_object_object_get_ex(o, "abi", &abi) || !abi ||
+        !json_object_object_get_ex(abi, "major", &major) ||
+        !json_object_object_get_ex(abi, "minor", &minor))
+        return "-";
+    snprintf(buf, len, "%d.%d", json_object_get_int(major), json_object_get_int(minor));
+    return buf;
+}
+
+static const char *caps_text(json_object *o, char *buf, size_t len)
+{
+    json_object *caps;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (json_object_object_get_ex(o, "capabilities", &caps)) {
+        size_t n = json_object_array_length(caps);
+        for (size_t i = 0; i < n; i++) {
+            int w = snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+                             json_object_get_string(json_object_array_get_idx(caps, i)));
+            if (w < 0 || (size_t)w >= len - used)
+                break;
+            used += (size_t)w;
+        }
+    }
+    return used ? buf : "-";
+}
+
+static const char *enabled_text(json_object *o)
+{
+    json_object *en, *def;
+    json_object_object_get_ex(o, "enabled", &en);
+    json_object_object_get_ex(o, "default", &def);
+    if (json_object_get_boolean(def))
+        return "default";
+    return json_object_get_boolean(en) ? "yes" : "no";
+}
+
+static void print_table(json_object *arr, bool keys)
+{
+    size_t n = json_object_array_length(arr);
+    int wname = 4, wver = 7, wcaps = 12;
+    char buf[512];
+    for (size_t i = 0; i < n; i++) {
+        json_object *o = json_object_array_get_idx(arr, i);
+        int l = (int)strlen(field(o, "name"));
+        wname = l > wname ? l : wname;
+        l = (int)strlen(field(o, "version"));
+        wver = l > wver ? l : wver;
+        l = (int)strlen(caps_text(o, buf, sizeof buf));
+        wcaps = l > wcaps ? l : wcaps;
+    }
+    printf("%-*s  %-*s  %-3s  %-*s  %-7s  %s\n", wname, "NAME", wver, "VERSION", "ABI",
+           wcaps, "CAPABILITIES", "ENABLED", "PATH");
+    for (size_t i = 0; i < n; i++) {
+        json_object *o = json_object_array_get_idx(arr, i);
+        char abi[32];
+        printf("%-*s  %-*s  %-3s  %-*s  %-7s  %s\n", wname, field(o, "name"), wver,
+               field(o, "version"), abi_text(o, abi, sizeof abi), wcaps,
+               caps_text(o, buf, sizeof buf), enabled_text(o), field(o, "path"));
+        if (strcmp(field(o, "status"), "ok") != 0)
+            printf("%*s  error: %s\n", wname, "", field(o, "error"));
+        json_object *ks;
+        if (keys && json_object_object_get_ex(o, "config_keys", &ks)) {
+            size_t nk = json_object_array_length(ks);
+            for (size_t k = 0; k < nk; k++) {
+                json_object *key = json_object_array_get_idx(ks, k);
+                printf("%*s  %s (%s): %s\n", wname, "", field(key, "key"),
+                       field(key, "type"), field(key, "description"));
+            }
+        }
+    }
+}
+
+int cmd_providers(const struct cli_globals *g, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"keys", no_argument, NULL, 'k'},
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_globals globals = *g;
+    bool json = false, keys = false;
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:c:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'k':
+            keys = true;
+            break;
+        case 'c':
+            globals.config_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        default:
+            return cli_option_error("providers", CLI_EXIT_USAGE, c, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("providers", CLI_EXIT_USAGE, "unexpected argument '%s'",
+                               argv[optind]);
+
+    sbx_ctx *ctx;
+    if (cli_open(&globals, NULL, &ctx) != SBX_OK)
+        return CLI_EXIT_SBX;
+    struct listing l = {json_object_new_array(), sbx_default_provider(ctx), false};
+    sbx_error err;
+    int rc = l.array ? sbx_list_installed(ctx, collect, &l, &err)
+                     : sbx_error_set(&err, SBX_E_NOMEM, "out of memory");
+    if (rc == SBX_OK && l.failed)
+        rc = sbx_error_set(&err, SBX_E_NOMEM, "out of memory");
+    if (rc != SBX_OK) {
+        cli_error("%s", err.message);
+    } else if (json) {
+        puts(json_object_to_json_string_ext(l.array, JSON_C_TO_STRING_PRETTY |
+                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
+    } else {
+        print_table(l.array, keys);
+    }
+    json_object_put(l.array);
+    sbx_close(ctx);
+    if (rc == SBX_OK && fflush(stdout) != 0) {
+        cli_error("cannot write the listing: %s", strerror(errno));
+        rc = SBX_E_IO;
+    }
+    return rc == SBX_OK ? CLI_EXIT_OK : CLI_EXIT_SBX;
+}

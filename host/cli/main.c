@@ -1,0 +1,105 @@
+/*
+ * main.c - the `sbx` command: global options and subcommand dispatch.
+ *
+ *   sbx [--config FILE] SUBCOMMAND [OPTIONS] [ARGS...]
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <string.h>
+
+struct subcommand {
+    const char *name;
+    int (*fn)(const struct cli_globals *g, int argc, char **argv);
+    const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+    {"run", cmd_run, "run a command in a fresh sandbox, then destroy it"},
+    {"providers", cmd_providers, "list the installed provider plugins"},
+    {"check", cmd_check, "validate the configuration and the enabled providers"},
+    {"conformance", cmd_conformance, "run the conformance suite against a provider"},
+};
+
+#define NSUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])
+
+static void usage(FILE *f)
+{
+    fputs("Usage: sbx [--config FILE] COMMAND [OPTIONS] [ARGS...]\n"
+          "\n"
+          "Run commands in sandboxes served by provider plugins.\n"
+          "\n"
+          "Commands:\n", f);
+    for (size_t i = 0; i < NSUBCOMMANDS; i++)
+        fprintf(f, "  %-12s %s\n", subcommands[i].name, subcommands[i].summary);
+    fputs("\n"
+          "Options:\n"
+          "  -c, --config FILE  read this configuration file (else $SBX_CONFIG,\n"
+          "                     else the system sbx.yaml and conf.d/)\n"
+          "  -h, --help         show this help, or 'sbx COMMAND --help'\n"
+          "  -V, --version      show the sbx version and its provider ABI\n", f);
+}
+
+static const struct subcommand *find_subcommand(const char *name)
+{
+    for (size_t i = 0; i < NSUBCOMMANDS; i++)
+        if (!strcmp(subcommands[i].name, name))
+            return &subcommands[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_globals g = {NULL};
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:c:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            g.config_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        case 'V':
+            printf("sbx %s (provider ABI %d.%d)\n", SBX_VERSION, SBX_ABI_MAJOR,
+                   SBX_ABI_MINOR);
+            return CLI_EXIT_OK;
+        default:
+            return cli_option_error(NULL, CLI_EXIT_USAGE, c, argv);
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *name = argv[optind];
+    if (!strcmp(name, "help")) {
+        /* `sbx help COMMAND` is `sbx COMMAND --help`. */
+        if (optind + 1 >= argc) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
+        const struct subcommand *sc = find_subcommand(argv[optind + 1]);
+        if (!sc)
+            return cli_usage_error(NULL, CLI_EXIT_USAGE, "unknown command '%s'",
+                                   argv[optind + 1]);
+        char *help_argv[] = {argv[optind + 1], (char *)"--help", NULL};
+        optind = 0;
+        return sc->fn(&g, 2, help_argv);
+    }
+    const struct subcommand *sc = find_subcommand(name);
+    if (!sc)
+        return cli_usage_error(NULL, CLI_EXIT_USAGE, "unknown command '%s'", name);
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    optind = 0; /* full re-initialization of getopt for the subcommand */
+    return sc->fn(&g, sub_argc, sub_argv);
+}

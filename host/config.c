@@ -1,0 +1,917 @@
+/*
+ * config.c - loading sbx.yaml and conf.d drop-ins into struct sbx_config.
+ *
+ * Files are read with libyaml's event parser (streamed, never loaded whole)
+ * by a small recursive-descent reader that knows the shape of the file:
+ *
+ *   default_provider: <name>
+ *   plugin_dir: <path>
+ *   store: { driver: sqlite|postgres, path: <path>, dsn: <dsn> }
+ *   providers: { <name>: { key: scalar | {k: scalar} | [scalar] } | null }
+ *
+ * Every problem stops the load with "file:line: key: problem". Provider
+ * sections are only checked for shape here; config_check.c validates them
+ * against the provider's declared keys once the plugin is known.
+ */
+#include "config.h"
+
+#include <yaml.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef SBX_SYSCONF_DIR
+#define SBX_SYSCONF_DIR "/etc/sbx"
+#endif
+
+#define TOP_KEYS "default_provider, plugin_dir, store, providers"
+#define STORE_KEYS "driver, path, dsn"
+#define NAME_RULE "1 to 64 characters of a-z, 0-9, '_' and '-'"
+
+/* Where a value was set, for "first set at" messages. */
+struct origin {
+    const char *file;
+    int line;
+};
+
+/* State that lives across all files of one load. */
+struct load {
+    struct sbx_config *cfg;
+    struct origin plugin_dir, store_driver, store_path, store_dsn;
+    sbx_error *err;
+};
+
+/* One file being parsed. */
+struct reader {
+    struct load *ld;
+    const char *file; /* borrowed from cfg->files */
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    bool have_ev;
+    int store_line, providers_line; /* same-file duplicates of these maps */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+/* ------------------------------------------------------------------------ */
+
+static int line_of(const yaml_event_t *ev)
+{
+    return (int)ev->start_mark.line + 1;
+}
+
+static const char *event_kind(const yaml_event_t *ev)
+{
+    switch (ev->type) {
+    case YAML_MAPPING_START_EVENT: return "a mapping";
+    case YAML_SEQUENCE_START_EVENT: return "a sequence";
+    case YAML_SCALAR_EVENT: return "a scalar";
+    default: return "nothing";
+    }
+}
+
+static const char *scalar_text(const yaml_event_t *ev)
+{
+    return (const char *)ev->data.scalar.value;
+}
+
+/* A plain, untagged empty, "~" or "null" scalar: YAML's null. */
+static bool scalar_is_null(const yaml_event_t *ev)
+{
+    if (ev->type != YAML_SCALAR_EVENT || ev->data.scalar.tag != NULL ||
+        ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *s = scalar_text(ev);
+    return s[0] == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
+           strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+}
+
+/* Whether a provider name is well formed: [a-z0-9_-]{1,64}. */
+static bool provider_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static char *join_path(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *s = malloc(a + b + 2);
+    if (!s)
+        return NULL;
+    memcpy(s, dir, a);
+    size_t n = a;
+    if (a > 0 && dir[a - 1] != '/')
+        s[n++] = '/';
+    memcpy(s + n, name, b + 1);
+    return s;
+}
+
+static int nomem(struct load *ld)
+{
+    return sbx_error_set(ld->err, SBX_E_NOMEM, "configuration: out of memory");
+}
+
+/* "first set at line N" in the same file, else "first set at FILE:N". */
+static int duplicate(struct reader *r, int line, const char *key,
+                     struct origin first)
+{
+    if (first.file == r->file || strcmp(first.file, r->file) == 0)
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: %s: duplicate key (first set at line %d)",
+                             r->file, line, key, first.line);
+    return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                         "%s:%d: %s: set twice (first set at %s:%d)", r->file,
+                         line, key, first.file, first.line);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Report a libyaml failure with file, line and libyaml's own text. */
+static int syntax_error(struct reader *r)
+{
+    const yaml_parser_t *p = &r->parser;
+    const char *problem = p->problem ? p->problem : "malformed YAML";
+    if (p->error == YAML_MEMORY_ERROR)
+        return nomem(r->ld);
+    if (p->error == YAML_READER_ERROR)
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s: %s (at byte %zu)", r->file, problem,
+                             p->problem_offset);
+    if (p->context)
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG, "%s:%d: %s (%s at line %d)",
+                             r->file, (int)p->problem_mark.line + 1, problem,
+                             p->context, (int)p->context_mark.line + 1);
+    return sbx_error_set(r->ld->err, SBX_E_CONFIG, "%s:%d: %s", r->file,
+                         (int)p->problem_mark.line + 1, problem);
+}
+
+/* Advance to the next event, refusing aliases and NUL bytes in scalars. */
+static int next(struct reader *r)
+{
+    if (r->have_ev) {
+        yaml_event_delete(&r->ev);
+        r->have_ev = false;
+    }
+    if (!yaml_parser_parse(&r->parser, &r->ev))
+        return syntax_error(r);
+    r->have_ev = true;
+    if (r->ev.type == YAML_ALIAS_EVENT)
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: aliases (*%s) are not supported; write the "
+                             "value out",
+                             r->file, line_of(&r->ev),
+                             (const char *)r->ev.data.alias.anchor);
+    if (r->ev.type == YAML_SCALAR_EVENT &&
+        strlen(scalar_text(&r->ev)) != r->ev.data.scalar.length)
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: a value contains a NUL character", r->file,
+                             line_of(&r->ev));
+    return SBX_OK;
+}
+
+/*
+ * Read the key of a mapping entry. Returns SBX_OK with *key set (a copy the
+ * caller frees) and *line, or SBX_OK with *key NULL at the end of the
+ * mapping, or an error.
+ */
+static int next_key(struct reader *r, const char *where, char **key, int *line)
+{
+    *key = NULL;
+    int rc = next(r);
+    if (rc)
+        return rc;
+    if (r->ev.type == YAML_MAPPING_END_EVENT)
+        return SBX_OK;
+    *line = line_of(&r->ev);
+    if (r->ev.type != YAML_SCALAR_EVENT)
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: %s: expected a plain key, got %s", r->file,
+                             *line, where, event_kind(&r->ev));
+    *key = strdup(scalar_text(&r->ev));
+    return *key ? SBX_OK : nomem(r->ld);
+}
+
+/* Read a non-empty string value for `key` into a new copy. */
+static int string_value(struct reader *r, const char *key, char **out)
+{
+    int rc = next(r);
+    if (rc)
+        return rc;
+    int line = line_of(&r->ev);
+    if (r->ev.type != YAML_SCALAR_EVENT)
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: %s: expected a string, got %s", r->file,
+                             line, key, event_kind(&r->ev));
+    if (scalar_is_null(&r->ev) || scalar_text(&r->ev)[0] == '\0')
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: %s: expected a string, got an empty value",
+                             r->file, line, key);
+    *out = strdup(scalar_text(&r->ev));
+    return *out ? SBX_OK : nomem(r->ld);
+}
+
+/*
+ * Read the start of a value that must be a mapping or null. Returns SBX_OK
+ * with *is_map telling which, or an error naming `key`.
+ */
+static int map_or_null(struct reader *r, const char *key, bool *is_map)
+{
+    int rc = next(r);
+    if (rc)
+        return rc;
+    if (r->ev.type == YAML_MAPPING_START_EVENT) {
+        *is_map = true;
+        return SBX_OK;
+    }
+    if (scalar_is_null(&r->ev)) {
+        *is_map = false;
+        return SBX_OK;
+    }
+    return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                         "%s:%d: %s: expected a mapping, got %s", r->file,
+                         line_of(&r->ev), key, event_kind(&r->ev));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Provider sections                                                         */
+/* ------------------------------------------------------------------------ */
+
+static int add_entry(struct load *ld, struct sbx_config_section *sec,
+                     const char *key, const char *value, int node,
+                     const char *file, int line)
+{
+    struct sbx_config_entry *e =
+        realloc(sec->entries, (sec->count + 1) * sizeof *e);
+    if (!e)
+        return nomem(ld);
+    sec->entries = e;
+    e = &sec->entries[sec->count];
+    *e = (struct sbx_config_entry){.node = node, .file = file, .line = line};
+    e->key = strdup(key);
+    e->value = value ? strdup(value) : NULL;
+    if (!e->key || (value && !e->value)) {
+        free(e->key);
+        free(e->value);
+        return nomem(ld);
+    }
+    sec->count++;
+    return SBX_OK;
+}
+
+/* Index of the entry with exactly this key among entries[from..], or -1. */
+static long find_entry(const struct sbx_config_section *sec, size_t from,
+                       const char *key)
+{
+    for (size_t i = from; i < sec->count; i++)
+        if (strcmp(sec->entries[i].key, key) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* "<a>.<b>" into a new string. */
+static char *dotted(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *s = malloc(la + lb + 2);
+    if (!s)
+        return NULL;
+    memcpy(s, a, la);
+    s[la] = '.';
+    memcpy(s + la + 1, b, lb + 1);
+    return s;
+}
+
+/* The elements of a map-valued key: "<key>.<name>: scalar". `parent` is the
+ * index of the MAP entry; `path` is "providers.<name>.<key>" for errors. */
+static int read_entry_map(struct reader *r, struct sbx_config_section *sec,
+                          size_t parent, const char *path)
+{
+    const char *key = sec->entries[parent].key;
+    for (;;) {
+        char *name = NULL;
+        int line = 0;
+        int rc = next_key(r, path, &name, &line);
+        if (rc || !name)
+            return rc;
+        char *flat = dotted(key, name);
+        char *full = dotted(path, name);
+        if (!flat || !full) {
+            rc = nomem(r->ld);
+        } else if (name[0] == '\0') {
+            rc = sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                               "%s:%d: %s: empty key", r->file, line, path);
+        } else {
+            long dup = find_entry(sec, parent + 1, flat);
+            if (dup >= 0) {
+                rc = duplicate(r, line, full,
+                               (struct origin){sec->entries[dup].file,
+                                               sec->entries[dup].line});
+            } else if ((rc = next(r)) == SBX_OK) {
+                if (r->ev.type != YAML_SCALAR_EVENT)
+                    rc = sbx_error_set(
+                        r->ld->err, SBX_E_CONFIG,
+                        "%s:%d: %s: expected a scalar, got %s (mappings "
+                        "nest only one level in a provider section)",
+                        r->file, line_of(&r->ev), full, event_kind(&r->ev));
+                else
+                    rc = add_entry(r->ld, sec, flat,
+                                   scalar_is_null(&r->ev) ? ""
+                                                          : scalar_text(&r->ev),
+                                   SBX_NODE_SCALAR, r->file, line);
+            }
+        }
+        free(flat);
+        free(full);
+        free(name);
+        if (rc)
+            return rc;
+    }
+}
+
+/* The items of a list-valued key: "<key>.<index>: scalar". */
+static int read_entry_list(struct reader *r, struct sbx_config_section *sec,
+                           size_t parent, const char *path)
+{
+    char *key = strdup(sec->entries[parent].key);
+    if (!key)
+        return nomem(r->ld);
+    int rc;
+    for (size_t i = 0;; i++) {
+        if ((rc = next(r)))
+            break;
+        if (r->ev.type == YAML_SEQUENCE_END_EVENT)
+            break;
+        char idx[32];
+        snprintf(idx, sizeof idx, "%zu", i);
+        if (r->ev.type != YAML_SCALAR_EVENT) {
+            rc = sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                               "%s:%d: %s.%s: expected a scalar, got %s (a list "
+                               "holds plain values only)",
+                               r->file, line_of(&r->ev), path, idx,
+                               event_kind(&r->ev));
+            break;
+        }
+        char *flat = dotted(key, idx);
+        if (!flat) {
+            rc = nomem(r->ld);
+            break;
+        }
+        rc = add_entry(r->ld, sec, flat,
+                       scalar_is_null(&r->ev) ? "" : scalar_text(&r->ev),
+                       SBX_NODE_SCALAR, r->file, line_of(&r->ev));
+        free(flat);
+        if (rc)
+            break;
+    }
+    free(key);
+    return rc;
+}
+
+/* The body of `providers.<name>: { ... }` after its MAPPING_START. */
+static int read_section(struct reader *r, struct sbx_config_section *sec)
+{
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "providers.%s", sec->name);
+    for (;;) {
+        char *key = NULL;
+        int line = 0;
+        int rc = next_key(r, prefix, &key, &line);
+        if (rc || !key)
+            return rc;
+        char *path = dotted(prefix, key);
+        if (!path) {
+            rc = nomem(r->ld);
+        } else if (key[0] == '\0') {
+            rc = sbx_error_set(r->ld->err, SBX_E_CONFIG, "%s:%d: %s: empty key",
+                               r->file, line, prefix);
+        } else if (strchr(key, '.')) {
+            /* Dots separate a key from its map or list elements. */
+            rc = sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                               "%s:%d: %s: a key name cannot contain '.'",
+                               r->file, line, path);
+        } else {
+            long dup = find_entry(sec, 0, key);
+            if (dup >= 0)
+                rc = duplicate(r, line, path,
+                               (struct origin){sec->entries[dup].file,
+                                               sec->entries[dup].line});
+            else
+                rc = next(r);
+        }
+        if (rc == SBX_OK) {
+            size_t at = sec->count;
+            switch (r->ev.type) {
+            case YAML_SCALAR_EVENT:
+                rc = add_entry(r->ld, sec, key,
+                               scalar_is_null(&r->ev) ? "" : scalar_text(&r->ev),
+                               SBX_NODE_SCALAR, r->file, line);
+                break;
+            case YAML_MAPPING_START_EVENT:
+                rc = add_entry(r->ld, sec, key, NULL, SBX_NODE_MAP, r->file, line);
+                if (rc == SBX_OK)
+                    rc = read_entry_map(r, sec, at, path);
+                break;
+            case YAML_SEQUENCE_START_EVENT:
+                rc = add_entry(r->ld, sec, key, NULL, SBX_NODE_SEQ, r->file, line);
+                if (rc == SBX_OK)
+                    rc = read_entry_list(r, sec, at, path);
+                break;
+            default:
+                rc = sbx_error_set(r->ld->err, SBX_E_INTERNAL,
+                                   "%s:%d: %s: unexpected YAML event", r->file,
+                                   line, path);
+                break;
+            }
+        }
+        free(path);
+        free(key);
+        if (rc)
+            return rc;
+    }
+}
+
+/* The body of `providers: { ... }` after its MAPPING_START. */
+static int read_providers(struct reader *r)
+{
+    struct sbx_config *cfg = r->ld->cfg;
+    for (;;) {
+        char *name = NULL;
+        int line = 0;
+        int rc = next_key(r, "providers", &name, &line);
+        if (rc || !name)
+            return rc;
+        const struct sbx_config_section *prev = sbx_config_section(cfg, name);
+        bool is_map = false;
+        if (!provider_name_valid(name)) {
+            rc = sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                               "%s:%d: providers.%.80s: invalid provider name "
+                               "(expected " NAME_RULE ")",
+                               r->file, line, name);
+        } else if (prev) {
+            char key[96];
+            snprintf(key, sizeof key, "providers.%s", name);
+            rc = duplicate(r, line, key, (struct origin){prev->file, prev->line});
+        } else {
+            char key[96];
+            snprintf(key, sizeof key, "providers.%s", name);
+            rc = map_or_null(r, key, &is_map);
+        }
+        if (rc == SBX_OK) {
+            struct sbx_config_section *s =
+                realloc(cfg->sections, (cfg->nsections + 1) * sizeof *s);
+            if (!s) {
+                rc = nomem(r->ld);
+            } else {
+                cfg->sections = s;
+                s = &cfg->sections[cfg->nsections++];
+                *s = (struct sbx_config_section){
+                    .name = name, .file = r->file, .line = line};
+                name = NULL; /* owned by the section now */
+                if (is_map)
+                    rc = read_section(r, s);
+            }
+        }
+        free(name);
+        if (rc)
+            return rc;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Top level                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A top-level or store scalar that may be set once across all files. */
+static int set_once(struct reader *r, const char *key, int line, char **slot,
+                    struct origin *origin)
+{
+    if (*slot)
+        return duplicate(r, line, key, *origin);
+    int rc = string_value(r, key, slot);
+    if (rc == SBX_OK)
+        *origin = (struct origin){r->file, line};
+    return rc;
+}
+
+/* The body of `store: { ... }` after its MAPPING_START. */
+static int read_store(struct reader *r)
+{
+    struct load *ld = r->ld;
+    struct sbx_config *cfg = ld->cfg;
+    for (;;) {
+        char *key = NULL;
+        int line = 0;
+        int rc = next_key(r, "store", &key, &line);
+        if (rc || !key)
+            return rc;
+        if (strcmp(key, "driver") == 0) {
+            rc = set_once(r, "store.driver", line, &cfg->store_driver,
+                          &ld->store_driver);
+            if (rc == SBX_OK && strcmp(cfg->store_driver, "sqlite") != 0 &&
+                strcmp(cfg->store_driver, "postgres") != 0)
+                rc = sbx_error_set(ld->err, SBX_E_CONFIG,
+                                   "%s:%d: store.driver: unknown driver "
+                                   "\"%.40s\" (expected sqlite or postgres)",
+                                   r->file, line, cfg->store_driver);
+        } else if (strcmp(key, "path") == 0) {
+            rc = set_once(r, "store.path", line, &cfg->store_path,
+                          &ld->store_path);
+        } else if (strcmp(key, "dsn") == 0) {
+            rc = set_once(r, "store.dsn", line, &cfg->store_dsn, &ld->store_dsn);
+        } else {
+            rc = sbx_error_set(ld->err, SBX_E_CONFIG,
+                               "%s:%d: store.%.80s: unknown key (expected one "
+                               "of " STORE_KEYS ")",
+                               r->file, line, key);
+        }
+        free(key);
+        if (rc)
+            return rc;
+    }
+}
+
+/* The top-level mapping, after its MAPPING_START. */
+static int read_top(struct reader *r)
+{
+    struct load *ld = r->ld;
+    struct sbx_config *cfg = ld->cfg;
+    for (;;) {
+        char *key = NULL;
+        int line = 0;
+        int rc = next_key(r, "top level", &key, &line);
+        if (rc || !key)
+            return rc;
+        bool is_map = false;
+        if (strcmp(key, "default_provider") == 0) {
+            struct origin o = {cfg->default_provider_file,
+                               cfg->default_provider_line};
+            rc = set_once(r, key, line, &cfg->default_provider, &o);
+            if (rc == SBX_OK) {
+                cfg->default_provider_file = o.file;
+                cfg->default_provider_line = o.line;
+                if (!provider_name_valid(cfg->default_provider))
+                    rc = sbx_error_set(ld->err, SBX_E_CONFIG,
+                                       "%s:%d: default_provider: invalid "
+                                       "provider name \"%.80s\" (expected " NAME_RULE
+                                       ")",
+                                       r->file, line, cfg->default_provider);
+            }
+        } else if (strcmp(key, "plugin_dir") == 0) {
+            rc = set_once(r, key, line, &cfg->plugin_dir, &ld->plugin_dir);
+        } else if (strcmp(key, "store") == 0) {
+            if (r->store_line)
+                rc = duplicate(r, line, key,
+                               (struct origin){r->file, r->store_line});
+            else if ((rc = map_or_null(r, key, &is_map)) == SBX_OK) {
+                r->store_line = line;
+                if (is_map)
+                    rc = read_store(r);
+            }
+        } else if (strcmp(key, "providers") == 0) {
+            if (r->providers_line)
+                rc = duplicate(r, line, key,
+                               (struct origin){r->file, r->providers_line});
+            else if ((rc = map_or_null(r, key, &is_map)) == SBX_OK) {
+                r->providers_line = line;
+                if (is_map)
+                    rc = read_providers(r);
+            }
+        } else {
+            rc = sbx_error_set(ld->err, SBX_E_CONFIG,
+                               "%s:%d: %.80s: unknown key (expected one of " TOP_KEYS
+                               ")",
+                               r->file, line, key);
+        }
+        free(key);
+        if (rc)
+            return rc;
+    }
+}
+
+/* One YAML stream: empty, or a single document holding a mapping or null. */
+static int read_stream(struct reader *r)
+{
+    int rc = next(r); /* STREAM_START */
+    if (rc)
+        return rc;
+    if ((rc = next(r)))
+        return rc;
+    if (r->ev.type == YAML_STREAM_END_EVENT)
+        return SBX_OK; /* empty file */
+    /* DOCUMENT_START, then the root node. */
+    if ((rc = next(r)))
+        return rc;
+    if (r->ev.type == YAML_MAPPING_START_EVENT) {
+        if ((rc = read_top(r)))
+            return rc;
+    } else if (!scalar_is_null(&r->ev)) {
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: expected a mapping of settings at the top "
+                             "level, got %s",
+                             r->file, line_of(&r->ev), event_kind(&r->ev));
+    }
+    if ((rc = next(r))) /* DOCUMENT_END */
+        return rc;
+    if ((rc = next(r)))
+        return rc;
+    if (r->ev.type == YAML_DOCUMENT_START_EVENT)
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: a second YAML document; a configuration "
+                             "file holds exactly one",
+                             r->file, line_of(&r->ev));
+    return SBX_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Record a file name in cfg->files (taking ownership) and return the copy
+ * the entries borrow, or NULL when out of memory (path is freed). */
+static const char *remember_file(struct sbx_config *cfg, char *path)
+{
+    char **f = realloc(cfg->files, (cfg->nfiles + 1) * sizeof *f);
+    if (!f) {
+        free(path);
+        return NULL;
+    }
+    cfg->files = f;
+    cfg->files[cfg->nfiles++] = path;
+    return path;
+}
+
+/* Read one file; path is taken over. With `optional`, a missing file is
+ * skipped silently. */
+static int read_file(struct load *ld, char *path, bool optional)
+{
+    FILE *fp = fopen(path, "re");
+    if (!fp) {
+        int e = errno;
+        int rc = SBX_OK;
+        if (!(optional && e == ENOENT))
+            rc = sbx_error_set(ld->err, SBX_E_IO, "%s: cannot open: %s", path,
+                               strerror(e));
+        free(path);
+        return rc;
+    }
+    struct stat st;
+    bool stat_ok = fstat(fileno(fp), &st) == 0;
+    if (!stat_ok || S_ISDIR(st.st_mode)) {
+        int rc = sbx_error_set(ld->err, SBX_E_IO, "%s: %s", path,
+                               stat_ok ? "is a directory, not a file"
+                                       : strerror(errno));
+        fclose(fp);
+        free(path);
+        return rc;
+    }
+    const char *file = remember_file(ld->cfg, path);
+    if (!file) {
+        fclose(fp);
+        return nomem(ld);
+    }
+
+    struct reader r = {.ld = ld, .file = file};
+    int rc;
+    if (!yaml_parser_initialize(&r.parser)) {
+        rc = nomem(ld);
+    } else {
+        yaml_parser_set_input_file(&r.parser, fp);
+        rc = read_stream(&r);
+        if (r.have_ev)
+            yaml_event_delete(&r.ev);
+        yaml_parser_delete(&r.parser);
+    }
+    if (rc == SBX_OK && ferror(fp))
+        rc = sbx_error_set(ld->err, SBX_E_IO, "%s: read error", file);
+    fclose(fp);
+    return rc;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_dropin_name(const char *name)
+{
+    size_t n = strlen(name);
+    return name[0] != '.' && n > 5 && strcmp(name + n - 5, ".yaml") == 0;
+}
+
+/* Read every <dir>/*.yaml in name order; a missing directory is fine. */
+static int read_dropins(struct load *ld, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return SBX_OK;
+        return sbx_error_set(ld->err, SBX_E_IO, "%s: cannot read drop-in "
+                             "directory: %s", dir, strerror(errno));
+    }
+    char **names = NULL;
+    size_t n = 0;
+    int rc = SBX_OK;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!is_dropin_name(de->d_name))
+            continue;
+        char **grown = realloc(names, (n + 1) * sizeof *grown);
+        char *copy = grown ? strdup(de->d_name) : NULL;
+        if (grown)
+            names = grown;
+        if (!copy) {
+            rc = nomem(ld);
+            break;
+        }
+        names[n++] = copy;
+    }
+    closedir(d);
+    if (rc == SBX_OK)
+        qsort(names, n, sizeof *names, compare_names);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == SBX_OK) {
+            char *path = join_path(dir, names[i]);
+            rc = path ? read_file(ld, path, false) : nomem(ld);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+/* The conf.d directory beside an explicit file. */
+static char *dropin_dir_beside(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return strdup("conf.d");
+    size_t len = (size_t)(slash - path) + 1; /* keep the slash */
+    char *s = malloc(len + sizeof "conf.d");
+    if (!s)
+        return NULL;
+    memcpy(s, path, len);
+    memcpy(s + len, "conf.d", sizeof "conf.d");
+    return s;
+}
+
+/* Settings that only make sense together. */
+static int check_store(struct load *ld)
+{
+    const struct sbx_config *cfg = ld->cfg;
+    if (!cfg->store_driver)
+        return SBX_OK;
+    if (strcmp(cfg->store_driver, "sqlite") == 0 && cfg->store_dsn)
+        return sbx_error_set(ld->err, SBX_E_CONFIG,
+                             "%s:%d: store.dsn: only used with driver postgres "
+                             "(driver is sqlite at %s:%d; use store.path)",
+                             ld->store_dsn.file, ld->store_dsn.line,
+                             ld->store_driver.file, ld->store_driver.line);
+    if (strcmp(cfg->store_driver, "postgres") == 0 && cfg->store_path)
+        return sbx_error_set(ld->err, SBX_E_CONFIG,
+                             "%s:%d: store.path: only used with driver sqlite "
+                             "(driver is postgres at %s:%d; use store.dsn)",
+                             ld->store_path.file, ld->store_path.line,
+                             ld->store_driver.file, ld->store_driver.line);
+    return SBX_OK;
+}
+
+int sbx_config_load_dir(const char *path, const char *sysconfdir,
+                        struct sbx_config **out, sbx_error *err)
+{
+    *out = NULL;
+    struct sbx_config *cfg = calloc(1, sizeof *cfg);
+    if (!cfg)
+        return sbx_error_set(err, SBX_E_NOMEM, "configuration: out of memory");
+    struct load ld = {.cfg = cfg, .err = err};
+    int rc;
+    char *dir = NULL;
+    if (path) {
+        char *copy = strdup(path);
+        dir = dropin_dir_beside(path);
+        rc = copy && dir ? read_file(&ld, copy, false) : nomem(&ld);
+        if (!dir)
+            free(copy);
+    } else {
+        const char *sys = sysconfdir ? sysconfdir : SBX_SYSCONF_DIR;
+        char *main_file = join_path(sys, "sbx.yaml");
+        dir = join_path(sys, "conf.d");
+        rc = main_file && dir ? read_file(&ld, main_file, true) : nomem(&ld);
+        if (!dir)
+            free(main_file);
+    }
+    if (rc == SBX_OK)
+        rc = read_dropins(&ld, dir);
+    if (rc == SBX_OK)
+        rc = check_store(&ld);
+    free(dir);
+    if (rc) {
+        sbx_config_free(cfg);
+        return rc;
+    }
+    *out = cfg;
+    return SBX_OK;
+}
+
+int sbx_config_load(const char *path, struct sbx_config **out, sbx_error *err)
+{
+    return sbx_config_load_dir(path, SBX_SYSCONF_DIR, out, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Access and cleanup                                                        */
+/* ------------------------------------------------------------------------ */
+
+void sbx_config_free(struct sbx_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->default_provider);
+    free(cfg->plugin_dir);
+    free(cfg->store_driver);
+    free(cfg->store_path);
+    free(cfg->store_dsn);
+    for (size_t i = 0; i < cfg->nsections; i++) {
+        struct sbx_config_section *s = &cfg->sections[i];
+        for (size_t j = 0; j < s->count; j++) {
+            free(s->entries[j].key);
+            free(s->entries[j].value);
+        }
+        free(s->entries);
+        free(s->name);
+    }
+    free(cfg->sections);
+    for (size_t i = 0; i < cfg->nfiles; i++)
+        free(cfg->files[i]);
+    free(cfg->files);
+    free(cfg);
+}
+
+const struct sbx_config_section *
+sbx_config_section(const struct sbx_config *cfg, const char *name)
+{
+    if (!cfg || !name)
+        return NULL;
+    for (size_t i = 0; i < cfg->nsections; i++)
+        if (strcmp(cfg->sections[i].name, name) == 0)
+            return &cfg->sections[i];
+    return NULL;
+}
+
+const char *sbx_config_section_get(const struct sbx_config_section *sec,
+                                   const char *key)
+{
+    if (!sec || !key)
+        return NULL;
+    for (size_t i = 0; i < sec->count; i++) {
+        const struct sbx_config_entry *e = &sec->entries[i];
+        if (e->node == SBX_NODE_SCALAR && strcmp(e->key, key) == 0)
+            return e->value;
+    }
+    return NULL;
+}
+
+int sbx_config_section_entry(const struct sbx_config_section *sec,
+                             const char *key, size_t index, const char **name,
+                             const char **value)
+{
+    if (!sec || !key)
+        return 0;
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < sec->count; i++) {
+        const struct sbx_config_entry *e = &sec->entries[i];
+        if (e->node == SBX_NODE_SCALAR || strcmp(e->key, key) != 0)
+            continue;
+        /* Elements follow their MAP/SEQ entry directly. */
+        size_t seen = 0;
+        for (size_t j = i + 1; j < sec->count; j++) {
+            const struct sbx_config_entry *el = &sec->entries[j];
+            if (strncmp(el->key, key, klen) != 0 || el->key[klen] != '.')
+                break;
+            if (seen++ == index) {
+                if (name)
+                    *name = el->key + klen + 1;
+                if (value)
+                    *value = el->value;
+                return 1;
+            }
+        }
+        return 0;
+    }
+    return 0;
+}

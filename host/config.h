@@ -1,0 +1,97 @@
+/*
+ * config.h - reading sbx.yaml and its conf.d drop-ins (libyaml).
+ *
+ * Internal to libsbx. The configuration is parsed once into plain structs;
+ * each provider section is kept as a flat list of dotted keys ("labels.team")
+ * with the file and line each came from, so that the registry can check it
+ * against the provider's declared config_keys and report file:line:key.
+ */
+#ifndef SBX_HOST_CONFIG_H
+#define SBX_HOST_CONFIG_H
+
+#include <sbx/sbx.h>
+
+#include <stddef.h>
+
+/* Kind of YAML node an entry came from. */
+enum sbx_config_node {
+    SBX_NODE_SCALAR = 1,
+    SBX_NODE_MAP = 2,
+    SBX_NODE_SEQ = 3
+};
+
+/* One entry of a provider section. For a map or list key there is one entry
+ * for the key itself (node MAP/SEQ, value NULL) and one per element
+ * ("labels.team", "args.0") with node SCALAR. */
+struct sbx_config_entry {
+    char *key;   /* dotted path inside the section */
+    char *value; /* scalar text, NULL for MAP/SEQ */
+    int node;    /* enum sbx_config_node */
+    const char *file; /* borrowed from struct sbx_config.files */
+    int line;         /* 1-based */
+};
+
+/* The `providers.<name>` section. */
+struct sbx_config_section {
+    char *name;
+    const char *file;
+    int line;
+    struct sbx_config_entry *entries;
+    size_t count;
+};
+
+struct sbx_config {
+    char *default_provider; /* NULL when unset */
+    const char *default_provider_file;
+    int default_provider_line;
+    char *plugin_dir; /* NULL when unset */
+    char *store_driver, *store_path, *store_dsn;
+    struct sbx_config_section *sections;
+    size_t nsections;
+    char **files; /* every file read, in order; owns the strings */
+    size_t nfiles;
+};
+
+/*
+ * Load the configuration. path: an explicit file (must exist); NULL means
+ * the system file <sysconfdir>/sbx/sbx.yaml (absent: built-in defaults)
+ * followed by <sysconfdir>/sbx/conf.d/<name>.yaml in name order. With an explicit
+ * path, the conf.d directory beside it is read too. Later files may add
+ * provider sections; a section or top-level scalar set twice is an error
+ * naming both places.
+ * Errors: SBX_E_CONFIG "file:line: key: problem" for unknown keys, wrong
+ * types and YAML syntax errors; SBX_E_IO for unreadable files.
+ */
+int sbx_config_load(const char *path, struct sbx_config **out, sbx_error *err);
+
+/* Same, but with the system configuration directory given (tests). */
+int sbx_config_load_dir(const char *path, const char *sysconfdir,
+                        struct sbx_config **out, sbx_error *err);
+
+/* Free a configuration. NULL is ignored. */
+void sbx_config_free(struct sbx_config *cfg);
+
+/* The section of a provider, or NULL. */
+const struct sbx_config_section *
+sbx_config_section(const struct sbx_config *cfg, const char *name);
+
+/*
+ * Check a section against a provider's declared keys (NULL-key terminated
+ * array, may be NULL meaning "no keys"): unknown key or wrong type gives
+ * SBX_E_CONFIG "file:line: providers.<name>.<key>: problem". Values of typed
+ * keys are rewritten in canonical form (SIZE in bytes, BOOL true/false).
+ */
+int sbx_config_check_section(struct sbx_config_section *sec,
+                             const struct sbx_config_key *keys,
+                             sbx_error *err);
+
+/* Value of a scalar key of a section, or NULL (sec may be NULL). */
+const char *sbx_config_section_get(const struct sbx_config_section *sec,
+                                   const char *key);
+
+/* Entry `index` of a MAP or LIST key: 1 with *name and *value set, or 0. */
+int sbx_config_section_entry(const struct sbx_config_section *sec,
+                             const char *key, size_t index, const char **name,
+                             const char **value);
+
+#endif

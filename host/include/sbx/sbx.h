@@ -1,0 +1,304 @@
+/*
+ * sbx/sbx.h - the libsbx consumer API.
+ *
+ * An agent runtime, the `sbx` CLI and the conformance suite use this API to
+ * open a host context (configuration plus the enabled providers), get a
+ * provider, and create, attach, use and destroy sandboxes. Providers are
+ * written against sbx/provider.h instead and never link libsbx.
+ *
+ * Conventions:
+ *  - Functions returning int return an sbx_status (SBX_OK is 0). On failure
+ *    they fill the caller's sbx_error (when not NULL) with the status and a
+ *    message that names what was wrong. Messages never contain credentials.
+ *  - Objects returned through an out-pointer are owned by the caller and
+ *    freed with the matching *_free/_close/_release function.
+ *  - Strings passed in are borrowed for the duration of the call.
+ *  - An sbx_ctx may be used from several threads at once; an sbx_handle may
+ *    be used for concurrent exec/read/write.
+ */
+#ifndef SBX_SBX_H
+#define SBX_SBX_H
+
+#include <sbx/provider.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SBX_VERSION "0.1.0"
+
+/* Marks the functions libsbx exports (it is built with hidden visibility). */
+#if defined(__GNUC__) || defined(__clang__)
+#define SBX_API __attribute__((visibility("default")))
+#else
+#define SBX_API
+#endif
+
+/* Longest error message kept, including the NUL. */
+#define SBX_ERROR_MAX 1024
+
+/* The outcome of a failed call: a stable status code and a message. */
+typedef struct sbx_error {
+    int status;                  /* an sbx_status */
+    char message[SBX_ERROR_MAX]; /* "" when status is SBX_OK */
+} sbx_error;
+
+/* Reset an error to SBX_OK. */
+SBX_API void sbx_error_clear(sbx_error *err);
+
+/* Set an error (when err is not NULL) and return status. printf-style. */
+SBX_API int sbx_error_set(sbx_error *err, int status, const char *fmt, ...)
+    SBX_PRINTF_LIKE(3, 4);
+
+/* ------------------------------------------------------------------------ */
+/* Cancellation                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* A cancellation token. Firing it makes every call that was given it return
+ * SBX_E_CANCELLED promptly (a running command is killed). */
+typedef struct sbx_cancel sbx_cancel;
+
+/* Allocate a token. Returns SBX_OK, SBX_E_NOMEM or SBX_E_IO. */
+SBX_API int sbx_cancel_new(sbx_cancel **out);
+
+/* Fire the token. Async-signal-safe: may be called from a signal handler.
+ * Firing twice is harmless. */
+SBX_API void sbx_cancel_fire(sbx_cancel *c);
+
+/* Whether the token has fired. */
+SBX_API bool sbx_cancel_fired(const sbx_cancel *c);
+
+/* Free a token; no call may still be using it. NULL is ignored. */
+SBX_API void sbx_cancel_free(sbx_cancel *c);
+
+/* ------------------------------------------------------------------------ */
+/* Bounded capture sink                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Keeps the first head_max and the last tail_max bytes written to it and
+ * counts the rest, so memory stays bounded however much a command prints.
+ * truncated is set once anything was dropped.
+ */
+typedef struct sbx_capture {
+    char *head;
+    size_t head_len, head_max;
+    char *tail; /* ring buffer */
+    size_t tail_len, tail_pos, tail_max;
+    uint64_t total;
+    bool truncated;
+    bool failed; /* allocation failed: the sink reported SBX_E_NOMEM */
+} sbx_capture;
+
+/* Prepare an empty capture; buffers are allocated on first write. */
+SBX_API void sbx_capture_init(sbx_capture *c, size_t head_max, size_t tail_max);
+
+/* A sink writing into c (c must outlive the sink's use). */
+SBX_API struct sbx_sink sbx_capture_sink(sbx_capture *c);
+
+/* Copy what was kept into a new NUL-terminated string: the head, then (when
+ * truncated) the marker "\n[... N bytes truncated ...]\n", then the tail.
+ * The caller frees it. NULL when out of memory. */
+SBX_API char *sbx_capture_text(const sbx_capture *c);
+
+/* Free the buffers; the capture may be initialized again. */
+SBX_API void sbx_capture_free(sbx_capture *c);
+
+/* A source reading from a file descriptor (not closed by the source). */
+SBX_API struct sbx_source sbx_fd_source(int *fd);
+
+/* A source reading a memory buffer; *cursor holds the read position and must
+ * start at 0. */
+struct sbx_memory_source {
+    const void *data;
+    size_t len, pos;
+};
+SBX_API struct sbx_source sbx_memory_source(struct sbx_memory_source *m);
+
+/* A sink writing to a file descriptor, retrying short writes. */
+SBX_API struct sbx_sink sbx_fd_sink(int *fd);
+
+/* ------------------------------------------------------------------------ */
+/* Hashing                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Lowercase hex SHA-256 of a session key; out receives
+ * SBX_KEY_HASH_LEN + 1 bytes. This is the only form of a key that may
+ * appear in names, labels and logs. */
+SBX_API void sbx_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1]);
+
+/* ------------------------------------------------------------------------ */
+/* Host context                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sbx_ctx sbx_ctx;
+
+/* How to open a context. Zero-initialize, set size = sizeof, fill what you
+ * need; NULL members mean "use the environment, then the defaults". */
+struct sbx_options {
+    uint32_t size;
+    const char *config_path; /* else $SBX_CONFIG, else <sysconfdir>/sbx/sbx.yaml
+                                plus conf.d/ (absent: built-in defaults) */
+    const char *provider;    /* else $SBX_PROVIDER: selects it as default and
+                                enables it even without a config section */
+    const char *plugin_path; /* colon list; else $SBX_PLUGIN_PATH, else
+                                plugin_dir from config, else the installed
+                                provider directory */
+    bool ignore_environment; /* do not read SBX_* variables (tests) */
+};
+
+/*
+ * Open a host context: read configuration, resolve and validate every
+ * enabled provider's descriptor (no provider code beyond describe runs, no
+ * credentials are read). Fails with SBX_E_CONFIG for bad configuration
+ * (message "file:line: key: problem") and SBX_E_ABI/SBX_E_NOT_FOUND for a
+ * provider that cannot be loaded (message names provider, file, expected
+ * and actual values).
+ */
+SBX_API int sbx_open(const struct sbx_options *opts, sbx_ctx **out, sbx_error *err);
+
+/* Close a context: finalizes initialized providers. Handles must have been
+ * released. NULL is ignored. Plugins stay mapped (never dlclosed). */
+SBX_API void sbx_close(sbx_ctx *ctx);
+
+/* Name of the default provider for new sandboxes (never NULL). */
+SBX_API const char *sbx_default_provider(const sbx_ctx *ctx);
+
+/* Number of enabled providers and the name of the i-th one. */
+SBX_API size_t sbx_provider_count(const sbx_ctx *ctx);
+SBX_API const char *sbx_provider_name_at(const sbx_ctx *ctx, size_t i);
+
+/* Store settings from the configuration (for the session manager).
+ * Values are borrowed from ctx; NULL when unset. */
+SBX_API const char *sbx_config_store_driver(const sbx_ctx *ctx);
+SBX_API const char *sbx_config_store_path(const sbx_ctx *ctx);
+SBX_API const char *sbx_config_store_dsn(const sbx_ctx *ctx);
+
+/* The plugin search directories in effect, colon-separated (borrowed). */
+SBX_API const char *sbx_plugin_path(const sbx_ctx *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Providers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sbx_provider sbx_provider;
+
+/*
+ * Find an enabled provider by name (NULL: the default). Runs nothing but
+ * lookup; the descriptor is available at once. SBX_E_NOT_FOUND when the
+ * name is not enabled (the message lists the enabled ones).
+ */
+SBX_API int sbx_provider_lookup(sbx_ctx *ctx, const char *name, sbx_provider **out,
+                        sbx_error *err);
+
+/* Descriptor and resolved plugin file of a provider (borrowed). */
+SBX_API const struct sbx_provider_desc *sbx_provider_desc(const sbx_provider *p);
+SBX_API const char *sbx_provider_path(const sbx_provider *p);
+
+/* One installed plugin as seen by sbx_list_installed. */
+struct sbx_provider_info {
+    const char *name;
+    const char *path;                     /* resolved file */
+    const struct sbx_provider_desc *desc; /* NULL when it failed to load */
+    int status;                           /* SBX_OK or why it failed */
+    const char *error;                    /* message when status != SBX_OK */
+    bool enabled;                         /* enabled by the configuration */
+};
+
+/* Called once per installed plugin, in name order; the info is borrowed for
+ * the call. */
+typedef void (*sbx_provider_info_fn)(void *ud,
+                                     const struct sbx_provider_info *info);
+
+/* Visit every plugin installed in the search path, loading descriptors only
+ * (no init). Plugins that fail validation are reported, not fatal. */
+SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
+                               sbx_error *err);
+
+/* Run the provider's init if it has not run yet (thread-safe, once). A
+ * failed init is reported with the provider's name and is retried on the
+ * next call. All sandbox functions call this themselves. */
+SBX_API int sbx_provider_ready(sbx_provider *p, sbx_error *err);
+
+/* Admission from the descriptor alone: SBX_OK when the provider declares
+ * every capability in `caps`, else SBX_E_UNSUPPORTED naming the provider and
+ * the missing capabilities. Never runs init. */
+SBX_API int sbx_provider_admit(const sbx_provider *p, uint64_t caps, sbx_error *err);
+
+/* Name of one capability bit ("file_mounts", ...), or NULL if unknown. */
+SBX_API const char *sbx_cap_name(uint64_t bit);
+
+/* ------------------------------------------------------------------------ */
+/* Sandboxes                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A host-side sandbox handle: the provider, its handle, key and reference. */
+typedef struct sbx_handle sbx_handle;
+
+/* Options of sbx_create; zero-initialize and set size. */
+struct sbx_create_options {
+    uint32_t size;
+    const char *spec_hash;  /* may be NULL */
+    uint64_t caps_required; /* checked by admission first */
+};
+
+/* Create (or find) the sandbox of a session key. Idempotent. cancel may be
+ * NULL. */
+SBX_API int sbx_create(sbx_provider *p, const char *session_key,
+               const struct sbx_create_options *opts, sbx_cancel *cancel,
+               sbx_handle **out, sbx_error *err);
+
+/* Attach to a persisted reference; SBX_E_DENIED when it belongs to another
+ * key, SBX_E_NOT_FOUND when it is gone. */
+SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref,
+               sbx_cancel *cancel, sbx_handle **out, sbx_error *err);
+
+/* The persisted reference of a handle (borrowed from the handle). */
+SBX_API const char *sbx_handle_ref(const sbx_handle *h);
+
+/* The workspace root inside the sandbox (borrowed from the handle). */
+SBX_API const char *sbx_handle_root(const sbx_handle *h);
+
+/* The provider a handle belongs to. */
+SBX_API sbx_provider *sbx_handle_provider(const sbx_handle *h);
+
+/* Run a command. args->size must be set. The result is filled when SBX_OK
+ * is returned (a nonzero exit code is still SBX_OK). */
+SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
+             struct sbx_exec_result *res, sbx_cancel *cancel, sbx_error *err);
+
+/* Stream a workspace-relative file into a sink. */
+SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sink,
+             sbx_cancel *cancel, sbx_error *err);
+
+/* Write a workspace-relative file from a source (mode 0 means 0644). */
+SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *src,
+              unsigned mode, sbx_cancel *cancel, sbx_error *err);
+
+/* Release the handle; the sandbox stays. NULL is ignored. */
+SBX_API void sbx_release(sbx_handle *h);
+
+/* Destroy the sandbox of (session_key, ref). Idempotent. */
+SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *ref,
+                sbx_cancel *cancel, sbx_error *err);
+
+/* Capability calls: SBX_E_UNSUPPORTED when the provider lacks the cap. */
+SBX_API int sbx_mount_put(sbx_handle *h, const char *path, const struct sbx_blob *blob,
+                  sbx_cancel *cancel, sbx_error *err);
+SBX_API int sbx_mount_remove(sbx_handle *h, const char *path, sbx_cancel *cancel,
+                     sbx_error *err);
+SBX_API int sbx_export_outputs(sbx_handle *h, const struct sbx_sink *tar_sink,
+                       sbx_cancel *cancel, sbx_error *err);
+SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
+                      const struct sbx_blob *bundle, sbx_cancel *cancel,
+                      sbx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBX_SBX_H */

@@ -1,0 +1,48 @@
+/*
+ * registry.h - the host context and its enabled providers (internal).
+ *
+ * The context owns the configuration and one record per enabled provider:
+ * the validated plugin, its config section, the host table handed to init,
+ * and the provider state once init has run. Nothing here knows about
+ * sessions or stores.
+ */
+#ifndef SBX_HOST_REGISTRY_H
+#define SBX_HOST_REGISTRY_H
+
+#include "config.h"
+#include "loader.h"
+
+#include <pthread.h>
+
+struct sbx_provider {
+    struct sbx_ctx *ctx;
+    struct sbx_plugin plugin;
+    struct sbx_config_section *section; /* NULL: enabled without a section */
+    struct sbx_host host;               /* handed to init; ctx points here */
+    pthread_mutex_t init_lock;
+    bool initialized;
+    void *state; /* the provider's, valid once initialized */
+};
+
+struct sbx_ctx {
+    struct sbx_config *config;
+    char *search_path;
+    char *default_provider;
+    struct sbx_provider **providers;
+    size_t nproviders;
+    int log_level; /* messages at or below this level are printed */
+};
+
+/* The op at `member` of a provider's table, or NULL when the plugin's
+ * ops_size says the table ends before it. */
+#define SBX_PROVIDER_OP(p, member)                                          \
+    ((p)->plugin.desc->ops_size >=                                          \
+             offsetof(struct sbx_provider_ops, member) +                    \
+                 sizeof((p)->plugin.desc->ops->member)                      \
+         ? (p)->plugin.desc->ops->member                                    \
+         : NULL)
+
+/* Fill the host table of a provider record (registry_host.c). */
+void sbx_host_table_init(struct sbx_provider *p);
+
+#endif

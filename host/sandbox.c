@@ -1,0 +1,271 @@
+/*
+ * sandbox.c - sandbox handles: the consumer API over provider ops.
+ *
+ * Every wrapper makes sure the provider is initialized, refuses work on an
+ * already-fired cancellation token, runs the op with a per-call context and
+ * guarantees that a failure carries a message.
+ */
+#include "call.h"
+#include "registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sbx_handle {
+    sbx_provider *provider;
+    sbx_sandbox *sb;
+    char ref[SBX_REF_MAX];
+    const char *root;
+};
+
+/* Common prologue: init, cancellation. */
+static int prepare(sbx_provider *p, sbx_cancel *cancel, sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (sbx_cancel_fired(cancel))
+        return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
+    return sbx_provider_ready(p, err);
+}
+
+static int new_handle(sbx_provider *p, sbx_sandbox *sb, const char *ref,
+                      sbx_handle **out, sbx_error *err)
+{
+    sbx_handle *h = calloc(1, sizeof *h);
+    if (!h) {
+        p->plugin.desc->ops->release(sb);
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    h->provider = p;
+    h->sb = sb;
+    memcpy(h->ref, ref, SBX_REF_MAX);
+    h->root = p->plugin.desc->ops->root(sb);
+    *out = h;
+    return SBX_OK;
+}
+
+static int check_key(const char *key, sbx_error *err)
+{
+    if (!key || !*key)
+        return sbx_error_set(err, SBX_E_INVALID, "session key is empty");
+    return SBX_OK;
+}
+
+SBX_API int sbx_create(sbx_provider *p, const char *session_key,
+                       const struct sbx_create_options *opts, sbx_cancel *cancel,
+                       sbx_handle **out, sbx_error *err)
+{
+    int rc = check_key(session_key, err);
+    if (rc != SBX_OK)
+        return rc;
+    uint64_t caps = opts ? opts->caps_required : 0;
+    /* Admission first: decided from the descriptor, before init. */
+    if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK)
+        return rc;
+    if ((rc = prepare(p, cancel, err)) != SBX_OK)
+        return rc;
+    char hash[SBX_KEY_HASH_LEN + 1];
+    sbx_key_hash(session_key, hash);
+    struct sbx_create_args args = {
+        .size = sizeof args,
+        .session_key = session_key,
+        .key_hash = hash,
+        .spec_hash = opts && opts->spec_hash ? opts->spec_hash : "",
+        .caps_required = caps,
+    };
+    char ref[SBX_REF_MAX];
+    memset(ref, 0, sizeof ref);
+    sbx_sandbox *sb = NULL;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = p->plugin.desc->ops->create(p->state, &call, &args, ref, &sb);
+    rc = sbx_call_end(&call, rc, p->plugin.name, "create");
+    if (rc != SBX_OK)
+        return rc;
+    if (!sb || ref[0] == '\0' || ref[SBX_REF_MAX - 1] != '\0') {
+        if (sb)
+            p->plugin.desc->ops->release(sb);
+        return sbx_error_set(err, SBX_E_PROTOCOL,
+                             "provider \"%s\": create returned no handle or a "
+                             "malformed reference", p->plugin.name);
+    }
+    return new_handle(p, sb, ref, out, err);
+}
+
+SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref,
+                       sbx_cancel *cancel, sbx_handle **out, sbx_error *err)
+{
+    int rc = check_key(session_key, err);
+    if (rc != SBX_OK)
+        return rc;
+    if (!ref || !*ref || strlen(ref) >= SBX_REF_MAX)
+        return sbx_error_set(err, SBX_E_INVALID, "sandbox reference is empty or "
+                             "longer than %d bytes", SBX_REF_MAX - 1);
+    if ((rc = prepare(p, cancel, err)) != SBX_OK)
+        return rc;
+    sbx_sandbox *sb = NULL;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = p->plugin.desc->ops->attach(p->state, &call, session_key, ref, &sb);
+    rc = sbx_call_end(&call, rc, p->plugin.name, "attach");
+    if (rc != SBX_OK)
+        return rc;
+    if (!sb)
+        return sbx_error_set(err, SBX_E_PROTOCOL,
+                             "provider \"%s\": attach returned no handle",
+                             p->plugin.name);
+    char copy[SBX_REF_MAX];
+    memset(copy, 0, sizeof copy);
+    memcpy(copy, ref, strlen(ref));
+    return new_handle(p, sb, copy, out, err);
+}
+
+SBX_API const char *sbx_handle_ref(const sbx_handle *h)
+{
+    return h->ref;
+}
+
+SBX_API const char *sbx_handle_root(const sbx_handle *h)
+{
+    return h->root;
+}
+
+SBX_API sbx_provider *sbx_handle_provider(const sbx_handle *h)
+{
+    return h->provider;
+}
+
+SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
+                     struct sbx_exec_result *res, sbx_cancel *cancel,
+                     sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!args || !args->argv || !args->argv[0] || !args->argv[0][0])
+        return sbx_error_set(err, SBX_E_INVALID, "exec: no command given");
+    if (sbx_cancel_fired(cancel))
+        return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
+    struct sbx_exec_args a = *args;
+    a.size = sizeof a;
+    memset(res, 0, sizeof *res);
+    res->size = sizeof *res;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    int rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, res);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "exec");
+}
+
+SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sink,
+                     sbx_cancel *cancel, sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!path || !*path)
+        return sbx_error_set(err, SBX_E_INVALID, "read: empty path");
+    if (sbx_cancel_fired(cancel))
+        return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    int rc = h->provider->plugin.desc->ops->read_file(h->sb, &call, path, sink);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "read");
+}
+
+SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *src,
+                      unsigned mode, sbx_cancel *cancel, sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!path || !*path)
+        return sbx_error_set(err, SBX_E_INVALID, "write: empty path");
+    if (sbx_cancel_fired(cancel))
+        return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    int rc = h->provider->plugin.desc->ops->write_file(h->sb, &call, path, src,
+                                                        mode);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "write");
+}
+
+SBX_API void sbx_release(sbx_handle *h)
+{
+    if (!h)
+        return;
+    h->provider->plugin.desc->ops->release(h->sb);
+    free(h);
+}
+
+SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *ref,
+                        sbx_cancel *cancel, sbx_error *err)
+{
+    int rc = check_key(session_key, err);
+    if (rc != SBX_OK)
+        return rc;
+    if (!ref || !*ref)
+        return sbx_error_set(err, SBX_E_INVALID, "sandbox reference is empty");
+    if ((rc = prepare(p, cancel, err)) != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = p->plugin.desc->ops->destroy(p->state, &call, session_key, ref);
+    return sbx_call_end(&call, rc, p->plugin.name, "destroy");
+}
+
+/* Capability ops: refuse unless the descriptor declares the cap (the loader
+ * has checked that a declared cap has its ops). */
+static int cap_call_begin(sbx_handle *h, uint64_t cap, sbx_cancel *cancel,
+                          sbx_error *err)
+{
+    sbx_error_clear(err);
+    int rc = sbx_provider_admit(h->provider, cap, err);
+    if (rc != SBX_OK)
+        return rc;
+    if (sbx_cancel_fired(cancel))
+        return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
+    return SBX_OK;
+}
+
+SBX_API int sbx_mount_put(sbx_handle *h, const char *path,
+                          const struct sbx_blob *blob, sbx_cancel *cancel,
+                          sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_FILE_MOUNTS, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, mount_put)(h->sb, &call, path, blob);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "mount_put");
+}
+
+SBX_API int sbx_mount_remove(sbx_handle *h, const char *path, sbx_cancel *cancel,
+                             sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_FILE_MOUNTS, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, mount_remove)(h->sb, &call, path);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "mount_remove");
+}
+
+SBX_API int sbx_export_outputs(sbx_handle *h, const struct sbx_sink *tar_sink,
+                               sbx_cancel *cancel, sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_OUTPUT_EXPORT, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, export_outputs)(h->sb, &call, tar_sink);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "export_outputs");
+}
+
+SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
+                              const struct sbx_blob *bundle, sbx_cancel *cancel,
+                              sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_SKILLS, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, skill_install)(h->sb, &call, name, bundle);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "skill_install");
+}

@@ -1,0 +1,64 @@
+/* stream.c - ready-made sources and sinks over fds and memory. */
+#include <sbx/sbx.h>
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+static long fd_read(void *ctx, void *buf, size_t cap)
+{
+    int fd = *(int *)ctx;
+    for (;;) {
+        ssize_t n = read(fd, buf, cap);
+        if (n >= 0)
+            return (long)n;
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+SBX_API struct sbx_source sbx_fd_source(int *fd)
+{
+    struct sbx_source s = {fd, fd_read};
+    return s;
+}
+
+static long memory_read(void *ctx, void *buf, size_t cap)
+{
+    struct sbx_memory_source *m = ctx;
+    size_t n = m->len - m->pos;
+    if (n > cap)
+        n = cap;
+    memcpy(buf, (const char *)m->data + m->pos, n);
+    m->pos += n;
+    return (long)n;
+}
+
+SBX_API struct sbx_source sbx_memory_source(struct sbx_memory_source *m)
+{
+    struct sbx_source s = {m, memory_read};
+    return s;
+}
+
+static int fd_write(void *ctx, const void *buf, size_t len)
+{
+    int fd = *(int *)ctx;
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return SBX_E_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return SBX_OK;
+}
+
+SBX_API struct sbx_sink sbx_fd_sink(int *fd)
+{
+    struct sbx_sink s = {fd, fd_write};
+    return s;
+}

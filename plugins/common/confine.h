@@ -1,0 +1,58 @@
+/*
+ * confine.h - path confinement below a directory, for providers that keep a
+ * workspace on the local file system.
+ *
+ * Every lookup goes through openat2(2) with RESOLVE_BENEATH and
+ * RESOLVE_NO_MAGICLINKS relative to a directory fd, so "..", absolute paths
+ * and symlinks (absolute or relative) that lead out of the directory fail
+ * with EXDEV, race-free, instead of being resolved. Requires Linux >= 5.6;
+ * on older kernels the functions fail with ENOSYS.
+ *
+ * Conventions: functions return 0 or a non-negative fd on success and
+ * -errno on failure; they never print, never exit and touch no process-global
+ * state. Every fd they open is O_CLOEXEC and owned by the caller.
+ */
+#ifndef SBX_PLUGINS_CONFINE_H
+#define SBX_PLUGINS_CONFINE_H
+
+#include <sys/types.h>
+
+/*
+ * confine_open - open `path` relative to the directory `dirfd`, refusing to
+ * resolve anything outside it.
+ * flags/mode are as for openat(2); O_CLOEXEC is always added. Returns the new
+ * fd or -errno: -EXDEV when the path (or a symlink on it) escapes dirfd,
+ * -ELOOP for magic links or symlink loops, -ENOSYS without openat2.
+ */
+int confine_open(int dirfd, const char *path, int flags, mode_t mode);
+
+/*
+ * confine_path_is_relative - lexical pre-check of a workspace path: nonzero
+ * when path is non-NULL, non-empty and does not start with '/'. Use it to
+ * give a precise message before touching the file system; the enforcement
+ * is confine_open().
+ */
+int confine_path_is_relative(const char *path);
+
+/*
+ * confine_mkdirs - make sure the directory `path` (relative to dirfd) exists,
+ * creating missing components with `mode` (umask applies), each creation
+ * done with mkdirat() in a parent that was itself opened confined.
+ * Returns an O_PATH|O_DIRECTORY fd of the directory (owned by the caller) or
+ * -errno (-EXDEV on escape, -ENOTDIR when a component is a file).
+ * An empty path or "." returns a new fd for dirfd itself.
+ */
+int confine_mkdirs(int dirfd, const char *path, mode_t mode);
+
+/*
+ * confine_remove_tree - remove the entry `name` (one path component, no
+ * slash) of the directory dirfd and, when it is a directory, everything
+ * below it. Symlinks are removed, never followed; directories are opened
+ * with O_NOFOLLOW and walked with fdopendir()/unlinkat(). Directories
+ * without write or search permission for the owner are made accessible
+ * first. Returns 0 (also when `name` does not exist) or -errno.
+ * Uses one fd per directory level of the tree.
+ */
+int confine_remove_tree(int dirfd, const char *name);
+
+#endif /* SBX_PLUGINS_CONFINE_H */

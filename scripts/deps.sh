@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages sbx needs, only when some are missing.
+#   scripts/deps.sh build   packages to build and run sbx
+#   scripts/deps.sh test    plus what the test suite needs (criterion,
+#                           dockerd, PostgreSQL, busybox for the test image)
+set -euo pipefail
+
+build_pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libjson-c-dev
+            libyaml-dev libarchive-dev libpq-dev libsqlite3-dev libssl-dev)
+test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps
+           python3 curl)
+
+want=("${build_pkgs[@]}")
+[ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+    missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: missing packages: ${missing[*]} (run as root, or install them)" >&2
+  exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

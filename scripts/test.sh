@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Build everything and run every test: once with -Werror, once under
+# AddressSanitizer + UndefinedBehaviorSanitizer. Starts the real services the
+# tests need (dockerd on a private socket, a throwaway PostgreSQL) and stops
+# them on exit.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+scripts/deps.sh test
+
+jobs=$(nproc)
+cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON >/dev/null
+cmake --build build/ci -j"$jobs"
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSBX_WERROR=ON \
+      -DSBX_SANITIZE=ON -DSBX_BUILD_BENCH=OFF >/dev/null
+cmake --build build/asan -j"$jobs"
+
+svc=$(mktemp -d /tmp/sbx-test.XXXXXX)
+chmod 755 "$svc"
+stop_services() {
+  [ -x scripts/services/dockerd.sh ] && scripts/services/dockerd.sh stop "$svc/docker" || true
+  [ -x scripts/services/postgres.sh ] && scripts/services/postgres.sh stop "$svc/pg" || true
+  rm -rf "$svc"
+}
+trap stop_services EXIT
+
+if [ -x scripts/services/postgres.sh ]; then
+  SBX_TEST_PG_DSN=$(scripts/services/postgres.sh start "$svc/pg")
+  export SBX_TEST_PG_DSN
+fi
+if [ -x scripts/services/dockerd.sh ]; then
+  SBX_TEST_DOCKER_HOST=$(scripts/services/dockerd.sh start "$svc/docker")
+  export SBX_TEST_DOCKER_HOST SBX_TEST_DOCKER_IMAGE=sbx-test:busybox
+fi
+
+status=0
+echo "== tests (gcc, -Werror) =="
+ctest --test-dir build/ci --output-on-failure --timeout 600 || status=1
+echo "== tests (ASan + UBSan) =="
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure --timeout 900 || status=1
+exit $status
