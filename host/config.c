@@ -714,7 +714,7 @@ static bool is_dropin_name(const char *name)
     return name[0] != '.' && n > 5 && strcmp(name + n - 5, ".yaml") == 0;
 }
 
-/* Read every <dir>/*.yaml in name order; a missing directory is fine. */
+/* Read every <dir>/NAME.yaml in name order; a missing directory is fine. */
 static int read_dropins(struct load *ld, const char *dir)
 {
     DIR *d = opendir(dir);
@@ -742,7 +742,7 @@ static int read_dropins(struct load *ld, const char *dir)
         names[n++] = copy;
     }
     closedir(d);
-    if (rc == SBX_OK)
+    if (rc == SBX_OK && n > 1)
         qsort(names, n, sizeof *names, compare_names);
     for (size_t i = 0; i < n; i++) {
         if (rc == SBX_OK) {

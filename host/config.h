@@ -54,17 +54,26 @@ struct sbx_config {
 
 /*
  * Load the configuration. path: an explicit file (must exist); NULL means
- * the system file <sysconfdir>/sbx/sbx.yaml (absent: built-in defaults)
- * followed by <sysconfdir>/sbx/conf.d/<name>.yaml in name order. With an explicit
- * path, the conf.d directory beside it is read too. Later files may add
- * provider sections; a section or top-level scalar set twice is an error
- * naming both places.
+ * the system file <sysconfdir>/sbx.yaml (absent: fine) followed by
+ * <sysconfdir>/conf.d/<name>.yaml in name order (hidden files and other
+ * extensions skipped), where <sysconfdir> is SBX_SYSCONF_DIR, e.g.
+ * /usr/local/etc/sbx. No files at all means built-in defaults: no
+ * sections, every setting NULL. With an explicit path, the conf.d directory
+ * beside it is read too (if it exists). Later files may add provider
+ * sections and settings; a section, a top-level scalar or a store key set
+ * twice is an error naming both places.
+ * On success *out is a new configuration the caller frees with
+ * sbx_config_free; on failure *out is NULL.
  * Errors: SBX_E_CONFIG "file:line: key: problem" for unknown keys, wrong
- * types and YAML syntax errors; SBX_E_IO for unreadable files.
+ * types, bad provider names, bad store drivers and YAML syntax errors;
+ * SBX_E_IO for unreadable files (or a directory where a file is expected);
+ * SBX_E_NOMEM.
  */
 int sbx_config_load(const char *path, struct sbx_config **out, sbx_error *err);
 
-/* Same, but with the system configuration directory given (tests). */
+/* Same, but with the system configuration directory given (the directory
+ * holding sbx.yaml and conf.d/; NULL means SBX_SYSCONF_DIR). Used by tests
+ * and by anything that must not read the installed configuration. */
 int sbx_config_load_dir(const char *path, const char *sysconfdir,
                         struct sbx_config **out, sbx_error *err);
 
@@ -79,7 +88,10 @@ sbx_config_section(const struct sbx_config *cfg, const char *name);
  * Check a section against a provider's declared keys (NULL-key terminated
  * array, may be NULL meaning "no keys"): unknown key or wrong type gives
  * SBX_E_CONFIG "file:line: providers.<name>.<key>: problem". Values of typed
- * keys are rewritten in canonical form (SIZE in bytes, BOOL true/false).
+ * keys are rewritten in canonical form (SIZE in bytes, BOOL true/false, INT
+ * as plain decimal, NUMBER without a leading '+'); checking twice is
+ * harmless. A declared type this host does not know is SBX_E_ABI. sec may
+ * be NULL (nothing to check).
  */
 int sbx_config_check_section(struct sbx_config_section *sec,
                              const struct sbx_config_key *keys,

@@ -4,7 +4,7 @@
  * Internal to libsbx. A provider named N is the file N.so in one of the
  * search directories. Loading runs sbx_provider_describe() and nothing else
  * of the plugin; validation checks the descriptor against this host's ABI.
- * Plugins are never dlclosed.
+ * Plugins that passed validation are never dlclosed.
  */
 #ifndef SBX_HOST_LOADER_H
 #define SBX_HOST_LOADER_H
@@ -22,25 +22,37 @@ struct sbx_plugin {
 /*
  * Resolve <dir>/<name>.so in the colon-separated search path, dlopen it
  * (RTLD_NOW | RTLD_LOCAL), call the entry point and validate the
- * descriptor. On failure *out is untouched and err names the provider, the
- * file and, for mismatches, the expected and actual values:
- *  - SBX_E_NOT_FOUND: unknown name (the message lists installed names),
+ * descriptor. Empty components of the search path are skipped (never the
+ * current directory); the first directory holding an entry of that name
+ * wins, even when the entry is unusable. On failure *out is untouched and
+ * err names the provider, the file and, for mismatches, the expected and
+ * actual values:
+ *  - SBX_E_INVALID: name is not a valid provider name (nothing is searched),
+ *  - SBX_E_NOT_FOUND: unknown name (the message lists installed names), or
+ *    a symbolic link to a missing file,
+ *  - SBX_E_NOMEM: out of memory,
  *  - SBX_E_ABI: not a regular file, dlopen failure (with dlerror), missing
  *    entry symbol, NULL descriptor, major mismatch, newer minor, sizes below
- *    the 1.0 minimum, name mismatch, unknown capability bit, capability
- *    without its ops, missing core op.
+ *    the 1.0 minimum, invalid or mismatched name, NULL/empty/unprintable
+ *    version, NULL ops table, missing core op, unknown capability bit,
+ *    capability without its ops, or a file that cannot be accessed.
+ * A plugin refused after dlopen is dlclosed again (none of its ops ran).
  * The caller frees out with sbx_plugin_clear (which does not dlclose).
  */
 int sbx_plugin_load(const char *search_path, const char *name,
                     struct sbx_plugin *out, sbx_error *err);
 
 /* Validate a descriptor as loaded from `path` under `name` (exposed so that
- * tests can check descriptors without building files). */
+ * tests can check descriptors without building files). Returns SBX_OK,
+ * SBX_E_ABI with a message as above, or SBX_E_INVALID when name itself is
+ * not a valid provider name. Reads nothing past the plugin's desc_size and
+ * ops_size. */
 int sbx_plugin_validate(const struct sbx_provider_desc *desc, const char *name,
                         const char *path, sbx_error *err);
 
-/* List the provider names installed in a search path (files *.so, sorted,
- * without duplicates). Returns a NULL-terminated array the caller frees with
+/* List the provider names installed in a search path: regular files (or
+ * links to them) named <valid name>.so, sorted, without duplicates; missing
+ * directories are skipped. Returns a NULL-terminated array the caller frees with
  * sbx_plugin_names_free, or NULL when out of memory. */
 char **sbx_plugin_names(const char *search_path);
 void sbx_plugin_names_free(char **names);

@@ -7,7 +7,7 @@ set -euo pipefail
 
 build_pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libjson-c-dev
             libyaml-dev libarchive-dev libpq-dev libsqlite3-dev libssl-dev)
-test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps
+test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps libxml2-utils
            python3 curl)
 
 want=("${build_pkgs[@]}")

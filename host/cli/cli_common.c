@@ -30,12 +30,13 @@ int cli_option_error(const char *cmd, int status, int c, char **argv)
 {
     /* getopt_long has advanced optind past the offending word. */
     const char *word = optind > 0 ? argv[optind - 1] : "?";
+    bool is_long = strncmp(word, "--", 2) == 0;
     if (c == ':') {
-        if (optopt)
-            return cli_usage_error(cmd, status, "option '-%c' needs a value", optopt);
-        return cli_usage_error(cmd, status, "option '%s' needs a value", word);
+        if (is_long || !optopt)
+            return cli_usage_error(cmd, status, "option '%s' needs a value", word);
+        return cli_usage_error(cmd, status, "option '-%c' needs a value", optopt);
     }
-    if (optopt && strncmp(word, "--", 2) != 0)
+    if (optopt && !is_long)
         return cli_usage_error(cmd, status, "unknown option '-%c'", optopt);
     /* For long options getopt leaves optopt 0 (unknown) or the option's
      * value (an argument given to a flag that takes none). */

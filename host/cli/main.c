@@ -5,8 +5,11 @@
  */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <string.h>
+#include <unistd.h>
 
 struct subcommand {
     const char *name;
@@ -48,6 +51,24 @@ static const struct subcommand *find_subcommand(const char *name)
     return NULL;
 }
 
+/* Make sure descriptors 0, 1 and 2 are open (on /dev/null if they were
+ * closed), so that no pipe or file opened later lands on them and gets
+ * mistaken for standard input or output. */
+static bool open_standard_fds(void)
+{
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (nfd != fd) {
+            if (nfd >= 0)
+                close(nfd);
+            return false;
+        }
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -58,6 +79,9 @@ int main(int argc, char **argv)
     };
     struct cli_globals g = {NULL};
     int c;
+
+    if (!open_standard_fds())
+        return CLI_EXIT_SBX; /* nowhere to report it */
 
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:c:hV", longopts, NULL)) != -1) {

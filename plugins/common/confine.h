@@ -27,12 +27,15 @@
 int confine_open(int dirfd, const char *path, int flags, mode_t mode);
 
 /*
- * confine_path_is_relative - lexical pre-check of a workspace path: nonzero
- * when path is non-NULL, non-empty and does not start with '/'. Use it to
- * give a precise message before touching the file system; the enforcement
- * is confine_open().
+ * confine_check_path - lexical pre-check of a path meant to stay below a
+ * directory, done before touching the file system so that an escaping path
+ * is refused even when its components do not exist (and no parent
+ * directory gets created for it). Returns 0 when path is non-empty,
+ * relative and no ".." climbs above its start; -EINVAL for NULL or ""; and
+ * -EXDEV for an absolute or escaping path. Symlinks are not looked at: the
+ * enforcement is confine_open().
  */
-int confine_path_is_relative(const char *path);
+int confine_check_path(const char *path);
 
 /*
  * confine_mkdirs - make sure the directory `path` (relative to dirfd) exists,

@@ -1,0 +1,283 @@
+/*
+ * bench_docker.c - the docker provider through the plugin ABI, and the
+ * daemon's own floor: a minimal libcurl loop issuing the same Engine API
+ * calls for an exec (create, start, inspect) on one reused connection.
+ *
+ *   bench_docker HOST IMAGE [RUNS]
+ *
+ * Per run: create+start, 100 execs of `true`, write and read a 1 MiB file,
+ * destroy. Prints medians over the runs (total, per exec), then the floor's
+ * per-exec median over the same number of execs.
+ */
+#include <sbx/provider.h>
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXECS 100
+#define FILE_BYTES (1024 * 1024)
+
+struct sbx_call {
+    char message[2048];
+};
+
+static const char *cfg_host, *cfg_image;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void hlog(const struct sbx_host *h, int level, const char *fmt, ...)
+{
+    (void)h;
+    (void)level;
+    (void)fmt;
+}
+
+static int hset(const struct sbx_host *h, sbx_call *c, int st, const char *fmt, ...)
+{
+    (void)h;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->message, sizeof c->message, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static const char *hget(const struct sbx_host *h, const char *key)
+{
+    (void)h;
+    if (!strcmp(key, "host"))
+        return cfg_host;
+    if (!strcmp(key, "image"))
+        return cfg_image;
+    return NULL;
+}
+
+static int hentry(const struct sbx_host *h, const char *k, size_t i, const char **n,
+                  const char **v)
+{
+    (void)h, (void)k, (void)i, (void)n, (void)v;
+    return 0;
+}
+
+static int hcancelled(const struct sbx_host *h, const sbx_call *c)
+{
+    (void)h, (void)c;
+    return 0;
+}
+
+static int hcancel_fd(const struct sbx_host *h, const sbx_call *c)
+{
+    (void)h, (void)c;
+    return -1;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void die(const char *what, int rc, const sbx_call *c)
+{
+    fprintf(stderr, "bench_docker: %s: %s: %s\n", what, sbx_strerror(rc), c->message);
+    exit(1);
+}
+
+struct mem {
+    const char *p;
+    size_t len, pos;
+};
+
+static long mem_read(void *ctx, void *buf, size_t cap)
+{
+    struct mem *m = ctx;
+    size_t n = m->len - m->pos < cap ? m->len - m->pos : cap;
+    memcpy(buf, m->p + m->pos, n);
+    m->pos += n;
+    return (long)n;
+}
+
+static int count_write(void *ctx, const void *p, size_t n)
+{
+    (void)p;
+    *(size_t *)ctx += n;
+    return 0;
+}
+
+/* ---- the floor -------------------------------------------------------- */
+
+static size_t collect(char *p, size_t s, size_t n, void *ud)
+{
+    char *buf = ud;
+    size_t len = strlen(buf), add = s * n;
+    if (len + add < 4096) {
+        memcpy(buf + len, p, add);
+        buf[len + add] = '\0';
+    }
+    return s * n;
+}
+
+static void floor_request(CURL *e, const char *base, const char *path, const char *body,
+                          char *out)
+{
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    out[0] = '\0';
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e, CURLOPT_HTTPGET, body ? 0L : 1L);
+    if (body)
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+    CURLcode rc = curl_easy_perform(e);
+    if (rc != CURLE_OK) {
+        fprintf(stderr, "floor: %s: %s\n", path, curl_easy_strerror(rc));
+        exit(1);
+    }
+}
+
+static double floor_execs(const char *id, double *per, int n)
+{
+    CURL *e = curl_easy_init();
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    const char *base = "http://localhost/v1.41";
+    char tcpbase[256];
+    if (!strncmp(cfg_host, "unix://", 7)) {
+        curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, cfg_host + 7);
+    } else {
+        snprintf(tcpbase, sizeof tcpbase, "http://%s/v1.41", cfg_host + 6);
+        base = tcpbase;
+    }
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);
+    char *out = calloc(1, 4096);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
+    for (int i = 0; i < n; i++) {
+        double t0 = now();
+        char path[256], eid[65];
+        snprintf(path, sizeof path, "/containers/%s/exec", id);
+        floor_request(e, base, path,
+                      "{\"AttachStdout\":true,\"AttachStderr\":true,\"Cmd\":[\"true\"]}",
+                      out);
+        char *p = strstr(out, "\"Id\":\"");
+        if (!p) {
+            fprintf(stderr, "floor: exec create: %s\n", out);
+            exit(1);
+        }
+        snprintf(eid, sizeof eid, "%.64s", p + 6);
+        snprintf(path, sizeof path, "/exec/%s/start", eid);
+        floor_request(e, base, path, "{\"Detach\":false,\"Tty\":false}", out);
+        snprintf(path, sizeof path, "/exec/%s/json", eid);
+        floor_request(e, base, path, NULL, out);
+        per[i] = now() - t0;
+    }
+    free(out);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(e);
+    return median(per, (size_t)n);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s HOST IMAGE [RUNS]\n", argv[0]);
+        return 2;
+    }
+    cfg_host = argv[1];
+    cfg_image = argv[2];
+    int runs = argc > 3 ? atoi(argv[3]) : 5;
+    if (runs < 1)
+        runs = 1;
+    void *so = dlopen(SBX_BENCH_PROVIDER_DIR "/docker.so", RTLD_NOW);
+    if (!so) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        return 1;
+    }
+    const struct sbx_provider_desc *d =
+        ((sbx_provider_describe_fn)dlsym(so, SBX_PROVIDER_ENTRY))();
+    const struct sbx_provider_ops *ops = d->ops;
+    struct sbx_host host = {sizeof host, SBX_ABI_MINOR, NULL, hlog, hset, hget, hentry,
+                            hcancelled, hcancel_fd};
+    sbx_call c = {""};
+    void *st = NULL;
+    int rc = ops->init(&host, &c, &st);
+    if (rc)
+        die("init", rc, &c);
+
+    char *data = malloc(FILE_BYTES);
+    for (size_t i = 0; i < FILE_BYTES; i++)
+        data[i] = (char)(i * 31);
+    double *totals = calloc((size_t)runs, sizeof *totals);
+    double *per = calloc((size_t)runs * EXECS, sizeof *per);
+    double *floor_per = calloc((size_t)runs * EXECS, sizeof *floor_per);
+    for (int r = 0; r < runs; r++) {
+        char key[64], hash[65], ref[SBX_REF_MAX];
+        snprintf(key, sizeof key, "bench-%ld-%d", (long)time(NULL), r);
+        unsigned char md[32];
+        unsigned mdlen = 0;
+        EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL);
+        for (int i = 0; i < 32; i++)
+            snprintf(hash + 2 * i, 3, "%02x", md[i]);
+        struct sbx_create_args ca = {sizeof ca, key, hash, "", 0};
+        sbx_sandbox *sb = NULL;
+        double t0 = now();
+        if ((rc = ops->create(st, &c, &ca, ref, &sb)))
+            die("create", rc, &c);
+        const char *tru[] = {"true", NULL};
+        for (int i = 0; i < EXECS; i++) {
+            struct sbx_exec_args a = {0};
+            a.size = sizeof a;
+            a.argv = tru;
+            struct sbx_exec_result res = {sizeof res, 0, 0, 0, 0, 0};
+            double e0 = now();
+            if ((rc = ops->exec(sb, &c, &a, &res)) || res.exit_code)
+                die("exec", rc, &c);
+            per[r * EXECS + i] = now() - e0;
+        }
+        struct mem m = {data, FILE_BYTES, 0};
+        struct sbx_source src = {&m, mem_read};
+        if ((rc = ops->write_file(sb, &c, "bench.bin", &src, 0)))
+            die("write", rc, &c);
+        size_t got = 0;
+        struct sbx_sink sink = {&got, count_write};
+        if ((rc = ops->read_file(sb, &c, "bench.bin", &sink)) || got != FILE_BYTES)
+            die("read", rc, &c);
+        ops->release(sb);
+        if ((rc = ops->destroy(st, &c, key, ref)))
+            die("destroy", rc, &c);
+        totals[r] = now() - t0;
+
+        /* the floor, on a container of the same image */
+        if ((rc = ops->create(st, &c, &ca, ref, &sb)))
+            die("create", rc, &c);
+        floor_execs(ref, floor_per + r * EXECS, EXECS);
+        ops->release(sb);
+        ops->destroy(st, &c, key, ref);
+    }
+    printf("sbx_total_median_s %.4f\n", median(totals, (size_t)runs));
+    printf("sbx_exec_median_ms %.3f\n", 1000 * median(per, (size_t)runs * EXECS));
+    printf("floor_exec_median_ms %.3f\n", 1000 * median(floor_per, (size_t)runs * EXECS));
+    ops->fini(st);
+    free(data);
+    free(totals);
+    free(per);
+    free(floor_per);
+    return 0;
+}

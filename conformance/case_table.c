@@ -1,0 +1,81 @@
+/*
+ * case_table.c - every conformance case, in run order.
+ *
+ * A case declares the capabilities it needs; the runner skips it (with the
+ * reason) when the provider's descriptor lacks one. Capability cases are
+ * appended here by the changes that add each capability. Names are stable:
+ * CI systems track them across runs.
+ */
+#include "cf_internal.h"
+
+const struct cf_case cf_cases[] = {
+    {"identity_two_instances",
+     "one session key gives one reference, in one instance and across two",
+     0, cf_case_identity_two_instances},
+    {"create_idempotent_second_instance",
+     "create from a second instance returns the same sandbox with the same files",
+     0, cf_case_create_idempotent_second_instance},
+    {"attach_after_restart",
+     "after closing the instance, a new one attaches and sees the earlier files",
+     0, cf_case_attach_after_restart},
+    {"attach_other_key_denied",
+     "attach with a different session key is refused with SBX_E_DENIED",
+     0, cf_case_attach_other_key_denied},
+    {"destroy_other_key_denied",
+     "destroy with a different session key is refused and destroys nothing",
+     0, cf_case_destroy_other_key_denied},
+    {"destroy_twice",
+     "destroying a sandbox twice, and again from a new instance, succeeds",
+     0, cf_case_destroy_twice},
+    {"attach_after_destroy",
+     "attach after destroy is SBX_E_NOT_FOUND; a new create starts empty",
+     0, cf_case_attach_after_destroy},
+    {"exec_exit_codes",
+     "exit codes 0, 3 and 255 come back unchanged with SBX_OK",
+     0, cf_case_exec_exit_codes},
+    {"exec_argv_no_shell",
+     "argv reaches the program verbatim, without a shell",
+     0, cf_case_exec_argv_no_shell},
+    {"exec_missing_command",
+     "a missing program is SBX_E_NO_COMMAND (or exit code 127)",
+     0, cf_case_exec_missing_command},
+    {"exec_stdout_stderr",
+     "stdout and stderr are delivered apart and counted",
+     0, cf_case_exec_stdout_stderr},
+    {"exec_stdin",
+     "stdin is streamed (1 MiB through cat, byte-exact), empty, or left unread",
+     0, cf_case_exec_stdin},
+    {"exec_env",
+     "the command sees the variables passed and none of the host's",
+     0, cf_case_exec_env},
+    {"exec_cwd",
+     "cwd selects a workspace subdirectory; cwd outside the workspace is refused",
+     0, cf_case_exec_cwd},
+    {"file_binary_roundtrip",
+     "300 KiB of all byte values round-trip under a/b/c, also through cat",
+     0, cf_case_file_binary_roundtrip},
+    {"file_read_missing",
+     "reading a missing file is SBX_E_NOT_FOUND",
+     0, cf_case_file_read_missing},
+    {"file_mode",
+     "write_file applies the mode: 0755 is executable, 0 is not",
+     0, cf_case_file_mode},
+    {"path_escape_read",
+     "reads of ../x, absolute paths and symlinks leading out are refused",
+     0, cf_case_path_escape_read},
+    {"path_escape_write",
+     "writes to ../x, absolute paths and through symlinks leading out are "
+     "refused and nothing lands outside",
+     0, cf_case_path_escape_write},
+    {"cancel_running",
+     "cancelling sleep 30 returns SBX_E_CANCELLED within 1 s, no process left",
+     0, cf_case_cancel_running},
+    {"timeout_kills_children",
+     "a 500 ms timeout sets timed_out and kills the command's children too",
+     0, cf_case_timeout_kills_children},
+    {"output_bounded",
+     "64 MiB of output is truncated, flagged and counted; memory stays bounded",
+     0, cf_case_output_bounded},
+};
+
+const size_t cf_case_total = sizeof cf_cases / sizeof cf_cases[0];

@@ -1,0 +1,138 @@
+/*
+ * cases_output.c - output past the cap is truncated, flagged and counted,
+ * and the host process's memory stays bounded while 72 MiB stream through.
+ */
+#include "cf_internal.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define OUT_BYTES (64ull * 1024 * 1024)
+#define ERR_BYTES (8ull * 1024 * 1024)
+/* Peak RSS growth allowed while the output streams through. */
+#define GROWTH_MAX_KIB (16 * 1024)
+
+/* Reset the peak RSS (VmHWM) of this process; false when the kernel does
+ * not allow it (then growth is measured against the earlier peak). */
+static bool reset_peak_rss(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok;
+}
+
+/* A "Name:   N kB" line of /proc/self/status in KiB, or -1. */
+static long status_kib(const char *name)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return -1;
+    char line[256];
+    long v = -1;
+    size_t nl = strlen(name);
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, name, nl) && line[nl] == ':') {
+            v = strtol(line + nl + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+static bool all_zero(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return false;
+    return true;
+}
+
+void cf_case_output_bounded(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    char script[256];
+    snprintf(script, sizeof script,
+             "echo head-marker; head -c %llu /dev/zero; echo tail-marker; "
+             "head -c %llu /dev/zero >&2",
+             OUT_BYTES, ERR_BYTES);
+    const char *argv[] = {"sh", "-c", script, NULL};
+
+    bool reset = reset_peak_rss();
+    long before = status_kib("VmHWM");
+    struct cf_exec e;
+    memset(&e, 0, sizeof e);
+    e.argv = argv;
+    e.timeout_ms = 300000;
+    cf_exec(&e, h);
+    long after = status_kib("VmHWM");
+
+    const uint64_t want_out = OUT_BYTES + 24; /* two 12-byte marker lines */
+    const sbx_capture *o = &e.out;
+    if (!cf_expect_ok(t, e.status, &e.err, "exec of 72 MiB of output"))
+        goto done;
+    if (e.res.exit_code != 0 || e.res.timed_out) {
+        cf_fail(t, "the command exited with %d (timed out: %d)", e.res.exit_code,
+                e.res.timed_out);
+        goto done;
+    }
+    if (o->total != want_out || e.res.out_bytes != want_out) {
+        cf_fail(t, "stdout: the sink got %llu bytes and the result counts %llu; "
+                   "want %llu",
+                (unsigned long long)o->total, (unsigned long long)e.res.out_bytes,
+                (unsigned long long)want_out);
+        goto done;
+    }
+    if (e.errout.total != ERR_BYTES || e.res.err_bytes != ERR_BYTES) {
+        cf_fail(t, "stderr: the sink got %llu bytes and the result counts %llu; "
+                   "want %llu",
+                (unsigned long long)e.errout.total,
+                (unsigned long long)e.res.err_bytes, ERR_BYTES);
+        goto done;
+    }
+    if (!o->truncated || !e.errout.truncated || o->head_len != CF_CAPTURE_MAX ||
+        o->tail_len != CF_CAPTURE_MAX) {
+        cf_fail(t, "capture: truncated %d/%d, kept %zu head and %zu tail bytes; "
+                   "want truncated with %d and %d",
+                o->truncated, e.errout.truncated, o->head_len, o->tail_len,
+                CF_CAPTURE_MAX, CF_CAPTURE_MAX);
+        goto done;
+    }
+    /* Check both kept ends: the markers and the zeros between them. */
+    bool head_ok = !memcmp(o->head, "head-marker\n", 12) &&
+                   all_zero(o->head + 12, o->head_len - 12);
+    char *tail = malloc(o->tail_len);
+    bool tail_ok = false;
+    if (tail) {
+        /* The ring's oldest byte sits at tail_pos once it has wrapped. */
+        for (size_t i = 0; i < o->tail_len; i++)
+            tail[i] = o->tail[(o->tail_pos + i) % o->tail_max];
+        tail_ok = !memcmp(tail + o->tail_len - 12, "tail-marker\n", 12) &&
+                  all_zero(tail, o->tail_len - 12);
+    }
+    free(tail);
+    if (!head_ok || !tail_ok) {
+        cf_fail(t, "the kept %s of the output is not what the command printed",
+                head_ok ? "tail" : "head");
+        goto done;
+    }
+    if (before < 0 || after < 0) {
+        cf_fail(t, "cannot read VmHWM from /proc/self/status");
+        goto done;
+    }
+    if (after - before > GROWTH_MAX_KIB)
+        cf_fail(t, "peak RSS grew by %ld KiB while %llu bytes streamed through "
+                   "(limit %d KiB%s): output is being buffered",
+                after - before, (unsigned long long)(want_out + ERR_BYTES),
+                GROWTH_MAX_KIB, reset ? "" : ", peak could not be reset");
+done:
+    cf_exec_free(&e);
+}

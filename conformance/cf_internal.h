@@ -1,0 +1,266 @@
+/*
+ * cf_internal.h - internals of the conformance suite shared by its files.
+ *
+ * A case is a function in the table of case_table.c. It gets a cf_test,
+ * opens contexts and sandboxes through the fixture helpers (which remember
+ * everything for cleanup), and records its verdict with cf_fail/cf_skip.
+ * A case that returns without calling either passed. The runner releases
+ * handles, destroys every sandbox the case created and closes its contexts
+ * afterwards, whatever the outcome.
+ */
+#ifndef SBX_CF_INTERNAL_H
+#define SBX_CF_INTERNAL_H
+
+#include <sbx/conformance.h>
+#include <sbx/sbx.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ------------------------------------------------------------------------ */
+/* Cases                                                                      */
+/* ------------------------------------------------------------------------ */
+
+struct cf_test;
+
+typedef void (*cf_case_fn)(struct cf_test *t);
+
+/* One entry of the case table. */
+struct cf_case {
+    const char *name;        /* stable, [a-z0-9_] */
+    const char *description; /* one line */
+    uint64_t caps;           /* SBX_CAP_* the case needs; skipped otherwise */
+    cf_case_fn run;
+};
+
+/* The table, in run order (case_table.c). */
+extern const struct cf_case cf_cases[];
+extern const size_t cf_case_total;
+
+/* Case functions, one per contract (cases_*.c). */
+void cf_case_identity_two_instances(struct cf_test *t);
+void cf_case_create_idempotent_second_instance(struct cf_test *t);
+void cf_case_attach_after_restart(struct cf_test *t);
+void cf_case_attach_other_key_denied(struct cf_test *t);
+void cf_case_destroy_other_key_denied(struct cf_test *t);
+void cf_case_destroy_twice(struct cf_test *t);
+void cf_case_attach_after_destroy(struct cf_test *t);
+void cf_case_exec_exit_codes(struct cf_test *t);
+void cf_case_exec_argv_no_shell(struct cf_test *t);
+void cf_case_exec_missing_command(struct cf_test *t);
+void cf_case_exec_stdout_stderr(struct cf_test *t);
+void cf_case_exec_stdin(struct cf_test *t);
+void cf_case_exec_env(struct cf_test *t);
+void cf_case_exec_cwd(struct cf_test *t);
+void cf_case_file_binary_roundtrip(struct cf_test *t);
+void cf_case_file_read_missing(struct cf_test *t);
+void cf_case_file_mode(struct cf_test *t);
+void cf_case_path_escape_read(struct cf_test *t);
+void cf_case_path_escape_write(struct cf_test *t);
+void cf_case_cancel_running(struct cf_test *t);
+void cf_case_timeout_kills_children(struct cf_test *t);
+void cf_case_output_bounded(struct cf_test *t);
+
+/* ------------------------------------------------------------------------ */
+/* Fixture: per-case state and cleanup (fixture.c)                            */
+/* ------------------------------------------------------------------------ */
+
+#define CF_MAX_CTX 4
+#define CF_MAX_HANDLES 8
+#define CF_MAX_SANDBOXES 8
+#define CF_KEY_MAX 160
+#define CF_MESSAGE_MAX 1024
+
+struct cf_tracked_handle {
+    sbx_handle *h;
+    int ctx; /* index into cf_test.ctx */
+};
+
+struct cf_tracked_sandbox {
+    char key[CF_KEY_MAX];
+    char ref[SBX_REF_MAX];
+};
+
+/* The state of one running case. */
+struct cf_test {
+    const struct cf_case *c;
+    const struct sbx_options *open_opts; /* provider already filled in */
+    const char *provider;                /* name under test */
+    int outcome;                         /* enum sbx_conformance_outcome */
+    char message[CF_MESSAGE_MAX];
+    char token[33];   /* random hex, unique to this run of the case */
+    unsigned keys;    /* session keys handed out so far */
+    sbx_ctx *ctx[CF_MAX_CTX];
+    sbx_provider *prov[CF_MAX_CTX];
+    struct cf_tracked_handle handles[CF_MAX_HANDLES];
+    struct cf_tracked_sandbox sandboxes[CF_MAX_SANDBOXES];
+    size_t nsandboxes;
+};
+
+/* Prepare t for a case (random token) and run the cleanup afterwards. A
+ * failing cleanup turns a pass into a failure. */
+int cf_test_init(struct cf_test *t, const struct cf_case *c,
+                 const struct sbx_options *open_opts, const char *provider);
+void cf_test_cleanup(struct cf_test *t);
+
+/* Record a failure (the first message is kept) and return false, so a case
+ * can write `return (void)cf_fail(t, ...)` or `if (!x) return cf_fail(...)`. */
+bool cf_fail(struct cf_test *t, const char *fmt, ...) SBX_PRINTF_LIKE(2, 3);
+
+/* Mark the case skipped with a reason (unless it already failed). */
+void cf_skip(struct cf_test *t, const char *fmt, ...) SBX_PRINTF_LIKE(2, 3);
+
+/* Whether the case has failed so far. */
+bool cf_failed(const struct cf_test *t);
+
+/* When status is not SBX_OK, fail with "<what>: <STATUS>: <message>" and
+ * return false. */
+bool cf_expect_ok(struct cf_test *t, int status, const sbx_error *err,
+                  const char *what);
+
+/* The constant's name of a status ("SBX_E_DENIED"). */
+const char *cf_status_name(int status);
+
+/* Open a new host context (a new provider instance) and look the provider
+ * up. Returns NULL after failing the case. */
+sbx_provider *cf_open(struct cf_test *t);
+
+/* Close the context p belongs to after releasing its tracked handles: a
+ * restart. */
+void cf_close(struct cf_test *t, sbx_provider *p);
+
+/* Write a fresh session key for this case into key[CF_KEY_MAX]. */
+void cf_new_key(struct cf_test *t, char *key);
+
+/* sbx_create through p; tracks the handle and remembers (key, ref) for
+ * cleanup. NULL after failing the case. */
+sbx_handle *cf_create(struct cf_test *t, sbx_provider *p, const char *key);
+
+/* Open a context, make a key and create its sandbox: the usual start of a
+ * case. *pout (may be NULL) receives the provider. */
+sbx_handle *cf_sandbox(struct cf_test *t, sbx_provider **pout);
+
+/* Track a handle obtained directly (e.g. from sbx_attach) so the cleanup
+ * releases it. Releases it at once and fails the case when the table is
+ * full. */
+void cf_track(struct cf_test *t, sbx_provider *p, sbx_handle *h);
+
+/* Release a tracked handle now. */
+void cf_release(struct cf_test *t, sbx_handle *h);
+
+/* ------------------------------------------------------------------------ */
+/* Running commands (exec_helpers.c)                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Head and tail kept of each stream by cf_exec. */
+#define CF_CAPTURE_MAX (64 * 1024)
+
+/* One sbx_exec call: fill the inputs, call cf_exec, read the outputs, and
+ * free with cf_exec_free. */
+struct cf_exec {
+    const char *const *argv;
+    const char *const *env;
+    const char *cwd;
+    const struct sbx_source *in;
+    int64_t timeout_ms;
+    sbx_cancel *cancel;
+
+    int status;
+    sbx_error err;
+    struct sbx_exec_result res;
+    sbx_capture out, errout;
+    double seconds; /* wall time of the call */
+};
+
+/* Run e on h, capturing both streams. */
+void cf_exec(struct cf_exec *e, sbx_handle *h);
+void cf_exec_free(struct cf_exec *e);
+
+/* The kept bytes of a capture as a new NUL-terminated string (only
+ * meaningful when not truncated). NULL when out of memory. */
+char *cf_capture_string(const sbx_capture *c);
+
+/*
+ * Run `sh -c script` in the workspace root and require SBX_OK with exit
+ * code 0. On success returns the captured stdout (caller frees; "" when
+ * empty); otherwise fails the case (quoting stderr) and returns NULL.
+ */
+char *cf_sh(struct cf_test *t, sbx_handle *h, const char *script);
+
+/* Render n bytes as a quoted C-style string for messages, truncated to fit
+ * buf (at most cap bytes, NUL-terminated). Returns buf. */
+const char *cf_quote(const void *data, size_t n, char *buf, size_t cap);
+
+/* Write a small string file; false after failing the case. */
+bool cf_write_text(struct cf_test *t, sbx_handle *h, const char *path,
+                   const char *text);
+
+/* Read a file (of at most CF_CAPTURE_MAX bytes) and require it to equal
+ * text; false after failing the case. */
+bool cf_expect_file(struct cf_test *t, sbx_handle *h, const char *path,
+                    const char *text);
+
+/* CLOCK_MONOTONIC in seconds, for measuring durations. */
+double cf_now(void);
+
+/* ------------------------------------------------------------------------ */
+/* Deterministic byte streams (pattern.c)                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Byte i of the pattern with a given seed. Every aligned 256-byte block is
+ * a permutation of all byte values (so NULs are everywhere). */
+unsigned char cf_pattern_byte(uint64_t i, uint32_t seed);
+
+/* A source producing `len` pattern bytes in irregular chunk sizes. */
+struct cf_pattern_source {
+    uint64_t len, pos;
+    uint32_t seed;
+    unsigned calls;
+};
+struct sbx_source cf_pattern_source(struct cf_pattern_source *s, uint64_t len,
+                                    uint32_t seed);
+
+/* A sink checking that what it receives is the pattern; records the first
+ * mismatching offset. Never fails the provider's call. */
+struct cf_pattern_sink {
+    uint64_t pos;
+    uint32_t seed;
+    uint64_t mismatch; /* UINT64_MAX when none */
+};
+struct sbx_sink cf_pattern_sink(struct cf_pattern_sink *s, uint32_t seed);
+
+/* ------------------------------------------------------------------------ */
+/* Reports (report_text.c, report_junit.c)                                    */
+/* ------------------------------------------------------------------------ */
+
+/* What the reports say about the provider under test. */
+struct cf_report_info {
+    const char *provider;
+    const char *version;
+    const char *path;
+    uint64_t caps;
+    unsigned total; /* selected cases */
+};
+
+void cf_report_begin(FILE *out, int format, const struct cf_report_info *info);
+void cf_report_case(FILE *out, int format, unsigned index, bool verbose,
+                    const struct sbx_conformance_result *r);
+void cf_report_end(FILE *out, int format,
+                   const struct sbx_conformance_summary *s);
+
+/* Write the JUnit XML report to path (via a temporary file in the same
+ * directory, renamed into place). SBX_E_IO with the path on failure. */
+int cf_junit_write(const char *path, const struct cf_report_info *info,
+                   const struct sbx_conformance_result *results, size_t n,
+                   const struct sbx_conformance_summary *s, sbx_error *err);
+
+/* Write s to f with XML escaping: & < > " ' as entities, and bytes XML 1.0
+ * cannot carry (control characters, invalid UTF-8) as "\xNN" text. */
+void cf_xml_escape(FILE *f, const char *s);
+
+/* Comma-separated capability names of caps, or "none" (into buf). */
+const char *cf_caps_text(uint64_t caps, char *buf, size_t cap);
+
+#endif /* SBX_CF_INTERNAL_H */

@@ -1,0 +1,474 @@
+/*
+ * archive_check.c - entry validation and checked extraction of archives
+ * that come out of a sandbox (see archive_check.h).
+ */
+#include "archive_check.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <search.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NAME_MAX_BYTES 4096
+#define IO_CHUNK (64 * 1024)
+
+struct seen {
+    int is_dir;
+    char name[];
+};
+
+struct sbx_archive_check {
+    struct sbx_archive_limits lim;
+    void *names; /* tsearch tree of struct seen */
+    uint64_t entries;
+    uint64_t total;
+    /* the current file entry */
+    uint64_t declared, delivered;
+    char current[600];
+};
+
+static int seen_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct seen *)a)->name, ((const struct seen *)b)->name);
+}
+
+int sbx_archive_check_new(const struct sbx_archive_limits *limits,
+                          sbx_archive_check **out, sbx_error *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    struct sbx_archive_limits *l = &(*out)->lim;
+    if (limits)
+        *l = *limits;
+    if (!l->max_file_bytes)
+        l->max_file_bytes = SBX_ARCHIVE_DEFAULT_MAX_FILE;
+    if (!l->max_total_bytes)
+        l->max_total_bytes = SBX_ARCHIVE_DEFAULT_MAX_TOTAL;
+    if (!l->max_entries)
+        l->max_entries = SBX_ARCHIVE_DEFAULT_MAX_ENTRIES;
+    return SBX_OK;
+}
+
+void sbx_archive_check_free(sbx_archive_check *c)
+{
+    if (!c)
+        return;
+    tdestroy(c->names, free);
+    free(c);
+}
+
+/* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char b = s[i];
+        if (b < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp, min;
+        if ((b & 0xe0) == 0xc0) {
+            len = 2, cp = b & 0x1f, min = 0x80;
+        } else if ((b & 0xf0) == 0xe0) {
+            len = 3, cp = b & 0x0f, min = 0x800;
+        } else if ((b & 0xf8) == 0xf0) {
+            len = 4, cp = b & 0x07, min = 0x10000;
+        } else {
+            return 0;
+        }
+        if (i + len > n)
+            return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* A printable rendering of a hostile name for messages. */
+static void show(const char *name, char *out, size_t cap)
+{
+    size_t j = 0;
+    for (size_t i = 0; name[i] && j + 5 < cap && i < 120; i++) {
+        unsigned char ch = (unsigned char)name[i];
+        if (ch < 0x20 || ch == 0x7f || ch >= 0x80)
+            j += (size_t)snprintf(out + j, cap - j, "\\x%02x", ch);
+        else
+            out[j++] = (char)ch;
+    }
+    out[j] = '\0';
+}
+
+static const char *type_name(mode_t t)
+{
+    switch (t) {
+    case AE_IFLNK: return "a symbolic link";
+    case AE_IFCHR: return "a character device";
+    case AE_IFBLK: return "a block device";
+    case AE_IFIFO: return "a FIFO";
+    case AE_IFSOCK: return "a socket";
+    default: return "of an unknown type";
+    }
+}
+
+/* Normalize "./a//b/" to "a/b"; refuse absolute names, "..", control
+ * characters. */
+static int normalize(const char *raw, char *out, size_t cap, const char **why)
+{
+    size_t len = strlen(raw);
+    if (len == 0) {
+        *why = "has an empty name";
+        return -1;
+    }
+    if (len >= NAME_MAX_BYTES || len >= cap) {
+        *why = "has a name that is too long";
+        return -1;
+    }
+    if (raw[0] == '/') {
+        *why = "has an absolute name";
+        return -1;
+    }
+    if (!valid_utf8((const unsigned char *)raw, len)) {
+        *why = "has a name that is not valid UTF-8";
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if ((unsigned char)raw[i] < 0x20 || raw[i] == 0x7f || raw[i] == '\\') {
+            *why = "has a control character or backslash in its name";
+            return -1;
+        }
+    }
+    size_t used = 0;
+    const char *p = raw;
+    while (*p) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            *why = "has \"..\" in its name";
+            return -1;
+        }
+        if (n > 255) {
+            *why = "has a name component longer than 255 bytes";
+            return -1;
+        }
+        if (n && !(n == 1 && p[0] == '.')) {
+            if (used)
+                out[used++] = '/';
+            memcpy(out + used, p, n);
+            used += n;
+        }
+        p += n;
+        if (*p == '/')
+            p++;
+    }
+    out[used] = '\0';
+    return 0;
+}
+
+static struct seen *lookup(sbx_archive_check *c, const char *name)
+{
+    size_t n = strlen(name);
+    struct seen *key = malloc(sizeof *key + n + 1);
+    if (!key)
+        return NULL;
+    memcpy(key->name, name, n + 1);
+    void *found = tfind(key, &c->names, seen_cmp);
+    free(key);
+    return found ? *(struct seen **)found : NULL;
+}
+
+int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char *name,
+                            size_t cap, int *is_dir, sbx_error *err)
+{
+    char shown[600];
+    const char *raw = archive_entry_pathname(e);
+    if (!raw)
+        raw = archive_entry_pathname_utf8(e);
+    if (!raw)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "archive entry %llu has a name that cannot be decoded",
+                             (unsigned long long)c->entries + 1);
+    show(raw, shown, sizeof shown);
+    snprintf(c->current, sizeof c->current, "%s", shown);
+    c->declared = c->delivered = 0;
+
+    if (++c->entries > c->lim.max_entries)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "archive has more than %llu entries (at \"%s\")",
+                             (unsigned long long)c->lim.max_entries, shown);
+    if (archive_entry_hardlink(e))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "archive entry \"%s\" is a hard link; only regular files "
+                             "and directories are allowed",
+                             shown);
+    mode_t type = archive_entry_filetype(e);
+    if (type != AE_IFREG && type != AE_IFDIR)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "archive entry \"%s\" is %s; only regular files and "
+                             "directories are allowed",
+                             shown, type_name(type));
+    const char *why = NULL;
+    if (normalize(raw, name, cap, &why) != 0)
+        return sbx_error_set(err, SBX_E_INVALID, "archive entry \"%s\" %s", shown, why);
+    *is_dir = type == AE_IFDIR;
+    if (!*name) {
+        if (!*is_dir)
+            return sbx_error_set(err, SBX_E_INVALID,
+                                 "archive entry \"%s\" names the root as a file", shown);
+        return SBX_OK; /* the root directory itself */
+    }
+    if (!*is_dir) {
+        int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+        if (size < 0)
+            size = 0;
+        if ((uint64_t)size > c->lim.max_file_bytes)
+            return sbx_error_set(err, SBX_E_INVALID,
+                                 "archive entry \"%s\" is %lld bytes, over the limit of "
+                                 "%llu per file",
+                                 shown, (long long)size,
+                                 (unsigned long long)c->lim.max_file_bytes);
+        if (c->total + (uint64_t)size > c->lim.max_total_bytes)
+            return sbx_error_set(err, SBX_E_INVALID,
+                                 "archive is over the total limit of %llu bytes (at "
+                                 "\"%s\")",
+                                 (unsigned long long)c->lim.max_total_bytes, shown);
+        c->declared = (uint64_t)size;
+    }
+    /* no duplicates, and nothing below a file */
+    for (char *slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        struct seen *parent = lookup(c, name);
+        *slash = '/';
+        if (parent && !parent->is_dir)
+            return sbx_error_set(err, SBX_E_INVALID,
+                                 "archive entry \"%s\" is below an entry that is a "
+                                 "file",
+                                 shown);
+    }
+    struct seen *prev = lookup(c, name);
+    if (prev) {
+        if (prev->is_dir && *is_dir)
+            return SBX_OK; /* a directory listed twice is harmless */
+        return sbx_error_set(err, SBX_E_INVALID, "archive entry \"%s\" appears twice",
+                             shown);
+    }
+    size_t n = strlen(name);
+    struct seen *s = malloc(sizeof *s + n + 1);
+    if (!s)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    s->is_dir = *is_dir;
+    memcpy(s->name, name, n + 1);
+    if (!tsearch(s, &c->names, seen_cmp)) {
+        free(s);
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    return SBX_OK;
+}
+
+int sbx_archive_check_data(sbx_archive_check *c, uint64_t n, sbx_error *err)
+{
+    c->delivered += n;
+    c->total += n;
+    if (c->delivered > c->declared || c->delivered > c->lim.max_file_bytes)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "archive entry \"%s\" holds more data than it declares",
+                             c->current);
+    if (c->total > c->lim.max_total_bytes)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "archive is over the total limit of %llu bytes (at \"%s\")",
+                             (unsigned long long)c->lim.max_total_bytes, c->current);
+    return SBX_OK;
+}
+
+/* ---- extraction ------------------------------------------------------- */
+
+struct src_reader {
+    const struct sbx_source *src;
+    char buf[IO_CHUNK];
+    int failed;
+};
+
+static la_ssize_t src_read(struct archive *a, void *ud, const void **out)
+{
+    struct src_reader *r = ud;
+    (void)a;
+    long n = r->src->read(r->src->ctx, r->buf, sizeof r->buf);
+    if (n < 0) {
+        r->failed = 1;
+        return -1;
+    }
+    *out = r->buf;
+    return (la_ssize_t)n;
+}
+
+/* Open (creating when missing) the directory holding the last component of
+ * name, below dest_fd, without following symlinks. *base points into name. */
+static int open_parent(int dest_fd, char *name, const char **base)
+{
+    int fd = dup(dest_fd);
+    if (fd < 0)
+        return -1;
+    char *p = name;
+    char *slash;
+    while ((slash = strchr(p, '/'))) {
+        *slash = '\0';
+        if (mkdirat(fd, p, 0755) != 0 && errno != EEXIST) {
+            *slash = '/';
+            close(fd);
+            return -1;
+        }
+        int next = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        *slash = '/';
+        close(fd);
+        if (next < 0)
+            return -1;
+        fd = next;
+        p = slash + 1;
+    }
+    *base = p;
+    return fd;
+}
+
+static int extract_entry(struct archive *a, sbx_archive_check *c, int dest_fd,
+                         char *name, int is_dir, mode_t perm, char *buf, sbx_error *err)
+{
+    char shown[600];
+    show(name, shown, sizeof shown);
+    const char *base;
+    int pfd = open_parent(dest_fd, name, &base);
+    if (pfd < 0)
+        return sbx_error_set(err, SBX_E_IO, "extracting \"%s\": %s", shown,
+                             strerror(errno));
+    int rc = SBX_OK;
+    if (is_dir) {
+        if (mkdirat(pfd, base, 0755) != 0) {
+            struct stat st;
+            if (errno != EEXIST || fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+                !S_ISDIR(st.st_mode))
+                rc = sbx_error_set(err, SBX_E_IO, "extracting directory \"%s\": %s",
+                                   shown, strerror(errno ? errno : EEXIST));
+        }
+        close(pfd);
+        return rc;
+    }
+    mode_t mode = (perm & 0111) ? 0755 : 0644;
+    int fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    mode);
+    close(pfd);
+    if (fd < 0)
+        return sbx_error_set(err, SBX_E_IO, "extracting \"%s\": %s", shown,
+                             strerror(errno));
+    for (;;) {
+        la_ssize_t n = archive_read_data(a, buf, IO_CHUNK);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            rc = sbx_error_set(err, SBX_E_INVALID, "reading archive entry \"%s\": %s",
+                               shown, archive_error_string(a));
+            break;
+        }
+        rc = sbx_archive_check_data(c, (uint64_t)n, err);
+        if (rc != SBX_OK)
+            break;
+        size_t off = 0;
+        while (off < (size_t)n) {
+            ssize_t w = write(fd, buf + off, (size_t)n - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0) {
+                rc = sbx_error_set(err, SBX_E_IO, "writing \"%s\": %s", shown,
+                                   strerror(errno));
+                break;
+            }
+            off += (size_t)w;
+        }
+        if (rc != SBX_OK)
+            break;
+    }
+    if (close(fd) != 0 && rc == SBX_OK)
+        rc = sbx_error_set(err, SBX_E_IO, "writing \"%s\": %s", shown, strerror(errno));
+    return rc;
+}
+
+int sbx_archive_extract_checked(const struct sbx_source *src, const char *format,
+                                int dest_fd, const struct sbx_archive_limits *limits,
+                                sbx_error *err)
+{
+    if (format && strcmp(format, "tar") != 0 && strcmp(format, "tar.gz") != 0 &&
+        strcmp(format, "zip") != 0)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "archive format \"%s\" is not supported (tar, tar.gz, zip)",
+                             format);
+    sbx_archive_check *c = NULL;
+    int rc = sbx_archive_check_new(limits, &c, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct archive *a = archive_read_new();
+    struct src_reader *r = calloc(1, sizeof *r);
+    char *buf = malloc(IO_CHUNK);
+    char *name = malloc(NAME_MAX_BYTES);
+    if (!a || !r || !buf || !name) {
+        rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    r->src = src;
+    if (!format || strcmp(format, "zip") != 0)
+        archive_read_support_format_tar(a);
+    if (!format || strcmp(format, "zip") == 0)
+        archive_read_support_format_zip(a);
+    if (!format || strcmp(format, "tar.gz") == 0)
+        archive_read_support_filter_gzip(a);
+    if (archive_read_open(a, r, NULL, src_read, NULL) != ARCHIVE_OK) {
+        rc = r->failed ? SBX_E_IO
+                       : sbx_error_set(err, SBX_E_INVALID, "not a valid archive: %s",
+                                       archive_error_string(a));
+        goto out;
+    }
+    for (;;) {
+        struct archive_entry *e;
+        int h = archive_read_next_header(a, &e);
+        if (h == ARCHIVE_EOF)
+            break;
+        if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
+            rc = r->failed ? SBX_E_IO
+                           : sbx_error_set(err, SBX_E_INVALID, "bad archive: %s",
+                                           archive_error_string(a));
+            goto out;
+        }
+        int is_dir = 0;
+        rc = sbx_archive_check_entry(c, e, name, NAME_MAX_BYTES, &is_dir, err);
+        if (rc != SBX_OK)
+            goto out;
+        if (!*name)
+            continue;
+        rc = extract_entry(a, c, dest_fd, name, is_dir, archive_entry_perm(e), buf, err);
+        if (rc != SBX_OK) {
+            if (r->failed)
+                rc = SBX_E_IO;
+            goto out;
+        }
+    }
+    rc = SBX_OK;
+out:
+    if (a)
+        archive_read_free(a);
+    free(r);
+    free(buf);
+    free(name);
+    sbx_archive_check_free(c);
+    return rc;
+}

@@ -1,0 +1,76 @@
+/*
+ * archive_check.h - validating archives that come out of a sandbox (output
+ * exports, skill bundles, snapshots) before anything of them reaches the
+ * host's filesystem.
+ *
+ * Every entry must be a regular file or a directory with a relative UTF-8
+ * name free of "..", control characters and duplicates; symlinks,
+ * hardlinks, devices, FIFOs and sockets are refused, as are files over the
+ * per-file limit and archives over the total or entry-count limits. Sizes
+ * are checked against the declared size (so a sparse file that would
+ * expand past the limit is refused before any data is read) and against
+ * the bytes actually delivered.
+ *
+ * Internal to libsbx (no SBX_API): the export and skill code call it.
+ */
+#ifndef SBX_ARCHIVE_CHECK_H
+#define SBX_ARCHIVE_CHECK_H
+
+#include <sbx/sbx.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct archive_entry;
+
+/* Limits; zero members take the defaults below. */
+struct sbx_archive_limits {
+    uint64_t max_file_bytes;  /* one regular file */
+    uint64_t max_total_bytes; /* all regular files together */
+    uint64_t max_entries;     /* files and directories */
+};
+
+#define SBX_ARCHIVE_DEFAULT_MAX_FILE (UINT64_C(1) << 30)   /* 1 GiB */
+#define SBX_ARCHIVE_DEFAULT_MAX_TOTAL (UINT64_C(4) << 30)  /* 4 GiB */
+#define SBX_ARCHIVE_DEFAULT_MAX_ENTRIES UINT64_C(100000)
+
+/* The state of one archive's validation: totals and the names seen. */
+typedef struct sbx_archive_check sbx_archive_check;
+
+/* Start validating an archive. limits may be NULL (defaults). Returns
+ * SBX_OK or SBX_E_NOMEM. Free with sbx_archive_check_free. */
+int sbx_archive_check_new(const struct sbx_archive_limits *limits,
+                          sbx_archive_check **out, sbx_error *err);
+
+/* Free the state. NULL is ignored. */
+void sbx_archive_check_free(sbx_archive_check *c);
+
+/*
+ * Validate the next entry's header. On SBX_OK, name (cap bytes) receives
+ * the normalized relative name ("a/b", no trailing slash; "" for the
+ * archive's root directory, which callers skip) and *is_dir whether it is a
+ * directory. Otherwise SBX_E_INVALID with a message naming the entry and
+ * the rule it broke.
+ */
+int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char *name,
+                            size_t cap, int *is_dir, sbx_error *err);
+
+/* Account n data bytes actually read for the current file entry; refuses
+ * (SBX_E_INVALID) bytes beyond the declared size or the limits. */
+int sbx_archive_check_data(sbx_archive_check *c, uint64_t n, sbx_error *err);
+
+/*
+ * Read a whole archive from src and extract it, validated, below the
+ * directory dest_fd (normally an empty staging directory; the caller
+ * publishes it atomically by renaming it, or removes it on failure).
+ * format: "tar", "tar.gz", "zip", or NULL to accept any of them.
+ * Extraction never follows a symlink, never replaces an existing entry and
+ * opens everything O_CLOEXEC; files get mode 0644 (0755 when any execute bit
+ * was set), directories 0755. On failure part of the archive may have been
+ * extracted into dest_fd and nothing outside it.
+ */
+int sbx_archive_extract_checked(const struct sbx_source *src, const char *format,
+                                int dest_fd, const struct sbx_archive_limits *limits,
+                                sbx_error *err);
+
+#endif /* SBX_ARCHIVE_CHECK_H */

@@ -1,0 +1,579 @@
+/*
+ * loader.c - finding, opening and validating provider plugins.
+ *
+ * The handshake runs nothing of a plugin but its ELF constructors (which
+ * dlopen cannot avoid) and sbx_provider_describe(). Everything the
+ * descriptor says is checked before anyone calls an op, and every refusal
+ * names the provider, the file and the expected and actual values, so an
+ * operator can tell a stale plugin from a broken one without a debugger.
+ */
+#include "loader.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Longest provider name (see sbx_plugin_name_valid). */
+#define NAME_MAX_LEN 64
+/* Longest provider version string a descriptor may carry. */
+#define VERSION_MAX_LEN 64
+
+/* A member of struct sbx_provider_ops, addressed by offset so that the same
+ * code can check presence against the plugin's ops_size. */
+struct op_ref {
+    const char *name;
+    size_t offset;
+};
+
+#define OP(member) {#member, offsetof(struct sbx_provider_ops, member)}
+
+/* Ops every provider must implement (all inside SBX_OPS_SIZE_1_0). */
+static const struct op_ref core_ops[] = {
+    OP(init),      OP(fini),       OP(create), OP(attach),  OP(exec),
+    OP(read_file), OP(write_file), OP(root),   OP(release), OP(destroy),
+};
+
+/* The ops each capability needs. PACKAGES runs through exec and needs none. */
+static const struct cap_rule {
+    uint64_t bit;
+    size_t nops;
+    struct op_ref ops[2];
+} cap_rules[] = {
+    {SBX_CAP_FILE_MOUNTS, 2, {OP(mount_put), OP(mount_remove)}},
+    {SBX_CAP_OUTPUT_EXPORT, 1, {OP(export_outputs)}},
+    {SBX_CAP_SKILLS, 1, {OP(skill_install)}},
+    {SBX_CAP_MEMORY, 1, {OP(memory_attach)}},
+    {SBX_CAP_EGRESS, 1, {OP(egress_apply)}},
+    {SBX_CAP_PACKAGES, 0, {{NULL, 0}}},
+};
+
+#undef OP
+
+bool sbx_plugin_name_valid(const char *name)
+{
+    if (!name || !*name)
+        return false;
+    size_t n = 0;
+    for (const char *c = name; *c; c++, n++) {
+        if (n >= NAME_MAX_LEN)
+            return false;
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+              *c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Copy an untrusted string from a plugin into dst for a message: at most
+ * NAME_MAX_LEN characters, quotes, backslashes and control bytes escaped, so
+ * a hostile descriptor cannot forge or garble the host's output.
+ */
+static void quote_untrusted(char *dst, size_t cap, const char *s)
+{
+    if (!s) {
+        snprintf(dst, cap, "NULL");
+        return;
+    }
+    size_t used = 0;
+    dst[used++] = '"';
+    size_t i;
+    for (i = 0; s[i] && i < NAME_MAX_LEN && used + 6 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+            used += (size_t)snprintf(dst + used, cap - used, "\\x%02x", c);
+        else
+            dst[used++] = (char)c;
+    }
+    if (s[i] && used + 5 < cap) {
+        memcpy(dst + used, "...", 3);
+        used += 3;
+    }
+    dst[used++] = '"';
+    dst[used] = '\0';
+}
+
+/* Set err to `provider "<name>" (<path>): <detail>` and return status. */
+static int refuse(sbx_error *err, int status, const char *name, const char *path,
+                  const char *fmt, ...) SBX_PRINTF_LIKE(5, 6);
+
+static int refuse(sbx_error *err, int status, const char *name, const char *path,
+                  const char *fmt, ...)
+{
+    char detail[SBX_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return sbx_error_set(err, status, "provider \"%s\" (%s): %s", name, path, detail);
+}
+
+/* Whether the op at `offset` lies inside the plugin's table and is set.
+ * Members beyond ops_size do not exist in the plugin and count as absent. */
+static bool op_present(const struct sbx_provider_ops *ops, uint32_t ops_size,
+                       size_t offset, bool *beyond)
+{
+    void (*fn)(void);
+    *beyond = offset + sizeof fn > ops_size;
+    if (*beyond)
+        return false;
+    /* All function pointers share one representation on the platforms we
+     * support; memcpy avoids reading a member through the wrong type. */
+    memcpy(&fn, (const char *)ops + offset, sizeof fn);
+    return fn != NULL;
+}
+
+/* The version string must be short printable text (shown by `sbx providers`). */
+static bool version_valid(const char *v)
+{
+    if (!v || !*v || strnlen(v, VERSION_MAX_LEN + 1) > VERSION_MAX_LEN)
+        return false;
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++)
+        if (*c < 0x20 || *c >= 0x7f)
+            return false;
+    return true;
+}
+
+/* The prefix, then the members a 1.0 host reads. */
+static int validate_header(const struct sbx_provider_desc *desc, const char *name,
+                           const char *path, sbx_error *err)
+{
+    if (!desc)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "%s() returned NULL: expected a provider descriptor",
+                      SBX_PROVIDER_ENTRY);
+    if (desc->abi_major != SBX_ABI_MAJOR)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "ABI major version mismatch: host expects %d, plugin has %u "
+                      "(plugin ABI %u.%u)",
+                      SBX_ABI_MAJOR, desc->abi_major, desc->abi_major,
+                      desc->abi_minor);
+    if (desc->abi_minor > SBX_ABI_MINOR)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "ABI minor version too new: host supports up to %d.%d, "
+                      "plugin requires %u.%u",
+                      SBX_ABI_MAJOR, SBX_ABI_MINOR, desc->abi_major, desc->abi_minor);
+    if (desc->desc_size < SBX_DESC_SIZE_1_0)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "descriptor size too small: host expects at least %zu bytes "
+                      "(ABI %d.0), plugin has %u",
+                      (size_t)SBX_DESC_SIZE_1_0, SBX_ABI_MAJOR, desc->desc_size);
+    if (desc->ops_size < SBX_OPS_SIZE_1_0)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "ops table size too small: host expects at least %zu bytes "
+                      "(ABI %d.0), plugin has %u",
+                      (size_t)SBX_OPS_SIZE_1_0, SBX_ABI_MAJOR, desc->ops_size);
+
+    char shown[NAME_MAX_LEN * 4 + 8];
+    if (!sbx_plugin_name_valid(desc->name)) {
+        quote_untrusted(shown, sizeof shown, desc->name);
+        return refuse(err, SBX_E_ABI, name, path,
+                      "invalid provider name in descriptor: expected \"%s\" "
+                      "(letters a-z, digits, '_' or '-', 1 to %d characters), "
+                      "plugin has %s",
+                      name, NAME_MAX_LEN, shown);
+    }
+    if (strcmp(desc->name, name) != 0)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "name mismatch: expected \"%s\" (the file name), plugin has "
+                      "\"%s\"",
+                      name, desc->name);
+    if (!version_valid(desc->version)) {
+        quote_untrusted(shown, sizeof shown, desc->version);
+        return refuse(err, SBX_E_ABI, name, path,
+                      "invalid provider version: expected a non-empty printable "
+                      "string of at most %d characters, plugin has %s",
+                      VERSION_MAX_LEN, shown);
+    }
+    return SBX_OK;
+}
+
+static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
+                        const char *path, sbx_error *err)
+{
+    const struct sbx_provider_ops *ops = desc->ops;
+    if (!ops)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "ops table is NULL: expected a pointer to the provider's ops");
+
+    bool beyond;
+    for (size_t i = 0; i < sizeof core_ops / sizeof core_ops[0]; i++)
+        if (!op_present(ops, desc->ops_size, core_ops[i].offset, &beyond))
+            return refuse(err, SBX_E_ABI, name, path,
+                          "core op %s is missing: expected a function, plugin has "
+                          "NULL",
+                          core_ops[i].name);
+
+    uint64_t unknown = desc->caps & ~SBX_CAP_ALL_1_0;
+    if (unknown)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "unknown capability bits 0x%llx: host knows 0x%llx (ABI %d.%d), "
+                      "plugin declares 0x%llx",
+                      (unsigned long long)unknown,
+                      (unsigned long long)SBX_CAP_ALL_1_0, SBX_ABI_MAJOR,
+                      SBX_ABI_MINOR, (unsigned long long)desc->caps);
+
+    for (size_t i = 0; i < sizeof cap_rules / sizeof cap_rules[0]; i++) {
+        const struct cap_rule *r = &cap_rules[i];
+        if (!(desc->caps & r->bit))
+            continue;
+        for (size_t j = 0; j < r->nops; j++) {
+            if (op_present(ops, desc->ops_size, r->ops[j].offset, &beyond))
+                continue;
+            if (beyond)
+                return refuse(err, SBX_E_ABI, name, path,
+                              "capability %s declared but op %s is absent: expected "
+                              "an ops table of at least %zu bytes, plugin has %u",
+                              sbx_cap_name(r->bit), r->ops[j].name,
+                              r->ops[j].offset + sizeof(void (*)(void)),
+                              desc->ops_size);
+            return refuse(err, SBX_E_ABI, name, path,
+                          "capability %s declared but op %s is missing: expected a "
+                          "function, plugin has NULL",
+                          sbx_cap_name(r->bit), r->ops[j].name);
+        }
+    }
+    return SBX_OK;
+}
+
+int sbx_plugin_validate(const struct sbx_provider_desc *desc, const char *name,
+                        const char *path, sbx_error *err)
+{
+    if (!sbx_plugin_name_valid(name)) {
+        char shown[NAME_MAX_LEN * 4 + 8];
+        quote_untrusted(shown, sizeof shown, name);
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "invalid provider name %s: expected letters a-z, "
+                             "digits, '_' or '-', 1 to %d characters",
+                             shown, NAME_MAX_LEN);
+    }
+    if (!path)
+        path = "?";
+    int rc = validate_header(desc, name, path, err);
+    if (rc != SBX_OK)
+        return rc;
+    return validate_ops(desc, name, path, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Search path                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Walk the colon-separated directories of a search path. Empty components
+ * are skipped rather than taken as the current directory, so a stray ':'
+ * never loads code from wherever the process happens to run. Trailing
+ * slashes are dropped. Returns the next component's start and length, or
+ * NULL at the end.
+ */
+static const char *next_dir(const char **cursor, size_t *len)
+{
+    const char *p = *cursor;
+    while (p && *p) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *start = p;
+        p = end ? end + 1 : p + n;
+        while (n > 1 && start[n - 1] == '/')
+            n--;
+        if (n > 0) {
+            *cursor = p;
+            *len = n;
+            return start;
+        }
+    }
+    *cursor = p;
+    return NULL;
+}
+
+/* "<dir>/<file>" in a new string, or NULL when out of memory. */
+static char *join(const char *dir, size_t dir_len, const char *file, const char *ext)
+{
+    size_t flen = strlen(file), elen = strlen(ext);
+    bool slash = !(dir_len == 1 && dir[0] == '/');
+    char *p = malloc(dir_len + slash + flen + elen + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, dir_len);
+    if (slash)
+        p[dir_len] = '/';
+    memcpy(p + dir_len + slash, file, flen);
+    memcpy(p + dir_len + slash + flen, ext, elen + 1);
+    return p;
+}
+
+/* Whether `path` is (or links to) a regular file. */
+static bool is_regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void sbx_plugin_names_free(char **names)
+{
+    if (!names)
+        return;
+    for (char **n = names; *n; n++)
+        free(*n);
+    free(names);
+}
+
+/* Append every "<valid name>.so" regular file of one directory. */
+static bool collect_dir(const char *dir, size_t dir_len, char ***names, size_t *count,
+                        size_t *cap)
+{
+    char *dirz = strndup(dir, dir_len);
+    if (!dirz)
+        return false;
+    DIR *d = opendir(dirz);
+    if (!d) { /* a missing or unreadable directory holds no plugins */
+        free(dirz);
+        return true;
+    }
+    bool ok = true;
+    struct dirent *e;
+    while (ok && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n <= 3 || n - 3 > NAME_MAX_LEN || strcmp(e->d_name + n - 3, ".so") != 0)
+            continue;
+        char stem[NAME_MAX_LEN + 1];
+        memcpy(stem, e->d_name, n - 3);
+        stem[n - 3] = '\0';
+        if (!sbx_plugin_name_valid(stem))
+            continue;
+        char *full = join(dirz, dir_len, e->d_name, "");
+        if (!full) {
+            ok = false;
+            break;
+        }
+        bool regular = is_regular(full);
+        free(full);
+        if (!regular)
+            continue;
+        if (*count + 2 > *cap) {
+            size_t ncap = *cap ? *cap * 2 : 16;
+            char **grown = realloc(*names, ncap * sizeof *grown);
+            if (!grown) {
+                ok = false;
+                break;
+            }
+            *names = grown;
+            *cap = ncap;
+        }
+        (*names)[*count] = strdup(stem);
+        if (!(*names)[*count]) {
+            ok = false;
+            break;
+        }
+        (*count)++;
+    }
+    closedir(d);
+    free(dirz);
+    return ok;
+}
+
+char **sbx_plugin_names(const char *search_path)
+{
+    char **names = NULL;
+    size_t count = 0, cap = 0;
+    const char *cursor = search_path, *dir;
+    size_t len;
+    while ((dir = next_dir(&cursor, &len)) != NULL) {
+        if (!collect_dir(dir, len, &names, &count, &cap)) {
+            if (names)
+                names[count] = NULL;
+            sbx_plugin_names_free(names);
+            return NULL;
+        }
+    }
+    if (!names) {
+        names = calloc(1, sizeof *names);
+        return names;
+    }
+    qsort(names, count, sizeof *names, cmp_names);
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (kept && strcmp(names[kept - 1], names[i]) == 0)
+            free(names[i]);
+        else
+            names[kept++] = names[i];
+    }
+    names[kept] = NULL;
+    return names;
+}
+
+/* The NOT_FOUND refusal, listing what is installed. */
+static int refuse_unknown(const char *search_path, const char *name, sbx_error *err)
+{
+    char list[SBX_ERROR_MAX];
+    size_t used = 0;
+    char **names = sbx_plugin_names(search_path);
+    if (!names) {
+        snprintf(list, sizeof list, "(could not list: out of memory)");
+    } else if (!names[0]) {
+        snprintf(list, sizeof list, "none");
+    } else {
+        list[0] = '\0';
+        for (char **n = names; *n; n++) {
+            int w = snprintf(list + used, sizeof list - used, "%s%s",
+                             used ? ", " : "", *n);
+            if (w < 0 || (size_t)w >= sizeof list - used) {
+                /* too many to show: keep what fits and say so */
+                if (used + 5 < sizeof list)
+                    snprintf(list + used, sizeof list - used, ", ...");
+                break;
+            }
+            used += (size_t)w;
+        }
+    }
+    sbx_plugin_names_free(names);
+    return sbx_error_set(err, SBX_E_NOT_FOUND,
+                         "provider \"%s\" (%s.so): not installed: no %s.so in "
+                         "search path \"%s\"; installed providers: %s",
+                         name, name, name, search_path ? search_path : "", list);
+}
+
+/*
+ * Find the first <dir>/<name>.so of the search path; the first directory
+ * that has the entry wins, even when that entry is unusable (falling
+ * through to a later directory would silently load a different plugin).
+ */
+static int resolve(const char *search_path, const char *name, char **out,
+                   sbx_error *err)
+{
+    const char *cursor = search_path, *dir;
+    size_t len;
+    while ((dir = next_dir(&cursor, &len)) != NULL) {
+        char *path = join(dir, len, name, ".so");
+        if (!path)
+            return sbx_error_set(err, SBX_E_NOMEM, "provider \"%s\": out of memory",
+                                 name);
+        struct stat st;
+        if (stat(path, &st) == 0) {
+            if (!S_ISREG(st.st_mode)) {
+                int rc = refuse(err, SBX_E_ABI, name, path,
+                                "not a regular file: expected a shared object, "
+                                "found a %s",
+                                S_ISDIR(st.st_mode) ? "directory" : "special file");
+                free(path);
+                return rc;
+            }
+            *out = path;
+            return SBX_OK;
+        }
+        int e = errno;
+        if (e == ENOENT && lstat(path, &st) == 0) {
+            int rc = refuse(err, SBX_E_NOT_FOUND, name, path,
+                            "file is missing: the symbolic link points to a file "
+                            "that does not exist");
+            free(path);
+            return rc;
+        }
+        if (e != ENOENT && e != ENOTDIR) {
+            int rc = refuse(err, SBX_E_ABI, name, path, "cannot access file: %s",
+                            strerror(e));
+            free(path);
+            return rc;
+        }
+        free(path);
+    }
+    return refuse_unknown(search_path, name, err);
+}
+
+/* dlopen, find the entry point, describe and validate. */
+static int open_plugin(const char *name, const char *path, void **dl_out,
+                       const struct sbx_provider_desc **desc_out, sbx_error *err)
+{
+    dlerror();
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *why = dlerror();
+        return refuse(err, SBX_E_ABI, name, path, "cannot load shared object: %s",
+                      why ? why : "unknown dlopen error");
+    }
+    dlerror();
+    void *sym = dlsym(dl, SBX_PROVIDER_ENTRY);
+    const char *why = dlerror();
+    int rc;
+    if (!sym) {
+        rc = refuse(err, SBX_E_ABI, name, path,
+                    "entry point %s() not found: expected the symbol to be exported, "
+                    "plugin does not export it (%s)",
+                    SBX_PROVIDER_ENTRY, why ? why : "symbol is NULL");
+    } else {
+        sbx_provider_describe_fn describe;
+        /* POSIX guarantees a data pointer from dlsym converts to a function
+         * pointer; memcpy keeps -pedantic quiet about it. */
+        memcpy(&describe, &sym, sizeof describe);
+        const struct sbx_provider_desc *desc = describe();
+        rc = sbx_plugin_validate(desc, name, path, err);
+        if (rc == SBX_OK) {
+            *dl_out = dl;
+            *desc_out = desc;
+            return SBX_OK;
+        }
+    }
+    /* Refused before any op ran: unmapping it is safe, and keeps a process
+     * that probes many broken plugins from accumulating them. */
+    dlclose(dl);
+    return rc;
+}
+
+int sbx_plugin_load(const char *search_path, const char *name,
+                    struct sbx_plugin *out, sbx_error *err)
+{
+    if (!sbx_plugin_name_valid(name)) {
+        char shown[NAME_MAX_LEN * 4 + 8];
+        quote_untrusted(shown, sizeof shown, name);
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "invalid provider name %s: expected letters a-z, "
+                             "digits, '_' or '-', 1 to %d characters",
+                             shown, NAME_MAX_LEN);
+    }
+    char *path = NULL;
+    int rc = resolve(search_path, name, &path, err);
+    if (rc != SBX_OK)
+        return rc;
+
+    void *dl = NULL;
+    const struct sbx_provider_desc *desc = NULL;
+    rc = open_plugin(name, path, &dl, &desc, err);
+    if (rc != SBX_OK) {
+        free(path);
+        return rc;
+    }
+    /* Validated: from here on the plugin stays mapped for good. */
+    char *name_copy = strdup(name);
+    if (!name_copy) {
+        free(path);
+        return sbx_error_set(err, SBX_E_NOMEM, "provider \"%s\": out of memory", name);
+    }
+    out->name = name_copy;
+    out->path = path;
+    out->desc = desc;
+    out->dl = dl;
+    return SBX_OK;
+}
+
+void sbx_plugin_clear(struct sbx_plugin *p)
+{
+    if (!p)
+        return;
+    free(p->name);
+    free(p->path);
+    p->name = NULL;
+    p->path = NULL;
+    p->desc = NULL;
+    /* p->dl is deliberately left open: plugins are never dlclosed. */
+    p->dl = NULL;
+}

@@ -1,0 +1,237 @@
+/*
+ * docker.h - internals of the `docker` provider.
+ *
+ * The provider speaks the Docker Engine API over the daemon's unix socket
+ * (or tcp://) through the shared HTTP helper; it never runs the docker CLI.
+ * Files by responsibility:
+ *   provider.c   descriptor, ops table, init/fini
+ *   config.c     the providers.docker section
+ *   engine.c     API version negotiation, requests, error reporting
+ *   image.c      image presence and pull with progress
+ *   lifecycle.c  create/attach/destroy/release/root, ownership labels
+ *   exec.c       exec create/start (hijacked stream), timeouts and cancel
+ *   paths.c      workspace-relative path checks and in-container resolution
+ *   files.c      read_file/write_file through the archive endpoints
+ *   hash.c       SHA-256 helpers (key hash, names)
+ */
+#ifndef SBX_DOCKER_H
+#define SBX_DOCKER_H
+
+#include <sbx/provider.h>
+
+#include "http_client.h"
+#include "http_json.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Highest Engine API version this provider speaks; lowest it accepts. */
+#define DOCKER_API_MAX_MAJOR 1
+#define DOCKER_API_MAX_MINOR 41
+#define DOCKER_API_MIN_MINOR 40
+
+/* Where the workspace lives inside every container. */
+#define DOCKER_WORKSPACE "/workspace"
+
+/* Labels this provider puts on its containers. */
+#define DOCKER_LABEL_MANAGED "sbx.managed"
+#define DOCKER_LABEL_OWNER "sbx.owner"
+#define DOCKER_LABEL_SPEC "sbx.spec"
+#define DOCKER_LABEL_NETWORK "sbx.network"
+#define DOCKER_LABEL_MOUNTS "sbx.mounts"
+#define DOCKER_LABEL_PREFIX "sbx."
+
+/* Environment variable that tags every process of one exec (see exec.c). */
+#define DOCKER_EXEC_TAG_VAR "SBX_EXEC_TAG"
+
+struct docker_label {
+    char *key;
+    char *value;
+};
+
+/* The providers.docker section, resolved. */
+struct docker_config {
+    char *host;          /* unix:///... or tcp://host:port */
+    char *image;
+    char *network;       /* "none" unless configured */
+    int64_t memory;      /* bytes, 0: unlimited */
+    int64_t nano_cpus;   /* cpus * 1e9, 0: unlimited */
+    int64_t pids_limit;  /* 0: unlimited */
+    char *user;          /* NULL: the image's user */
+    /* Owner given to uploaded files. A numeric user ("uid[:gid]") is written
+     * into the tar headers; a user name is resolved by the daemon in the
+     * container's /etc/passwd (copyUIDGID). */
+    int user_numeric;
+    int64_t uid, gid;
+    int read_only_rootfs;
+    struct docker_label *labels;
+    size_t nlabels;
+    char *resource_dir;  /* host directory for provider-owned resources */
+};
+
+/* A provider instance. */
+struct docker_state {
+    const struct sbx_host *host;
+    struct docker_config cfg;
+    sbx_http *http;
+    pthread_mutex_t lock;  /* guards api_prefix negotiation */
+    int negotiated;
+    char api_prefix[16];   /* "/v1.41" */
+};
+
+/* A sandbox handle: immutable after create/attach, so concurrent exec and
+ * file ops on it need no lock. */
+struct sbx_sandbox {
+    struct docker_state *st;
+    char id[65];                      /* container ID */
+    char key_hash[SBX_KEY_HASH_LEN + 1];
+};
+
+/* A cancellation bridge from a host call to the HTTP helper. */
+struct docker_cancel {
+    const struct sbx_host *host;
+    sbx_call *call;
+    struct sbx_http_cancel c;
+};
+
+/* ---- config.c --------------------------------------------------------- */
+
+/* Read the section through the host table into cfg. SBX_E_CONFIG with a
+ * message naming the key when a value is unusable. */
+int docker_config_load(const struct sbx_host *host, sbx_call *call,
+                       struct docker_config *cfg);
+void docker_config_free(struct docker_config *cfg);
+
+/* The query suffix and tar owner for uploads: "&copyUIDGID=true" for a
+ * named user, "" otherwise; uid and gid receive the tar header owner. */
+const char *docker_upload_owner(const struct docker_config *cfg, int64_t *uid,
+                                int64_t *gid);
+
+/* ---- engine.c --------------------------------------------------------- */
+
+/* Prepare the bridge for call (c->c is what requests take). call may be
+ * NULL for requests that must run even after the caller cancelled (cleanup
+ * after a cancellation). */
+void docker_cancel_init(struct docker_cancel *c, const struct sbx_host *host,
+                        sbx_call *call);
+
+/* Negotiate the API version once per instance (GET /version). */
+int docker_negotiate(struct docker_state *st, sbx_call *call);
+
+/*
+ * One JSON request to the Engine API. path is below the version prefix
+ * ("/containers/x/json"), printf-style. body may be NULL; *out (may be
+ * NULL to discard) receives the parsed response. On failure nothing is
+ * reported to the host: the caller decides with docker_report. call may be
+ * NULL: the request then ignores cancellation.
+ */
+int docker_json(struct docker_state *st, sbx_call *call, const char *method,
+                json_object *body, json_object **out, sbx_http_error *err,
+                const char *fmt, ...) SBX_PRINTF_LIKE(7, 8);
+
+/* Build "/v1.41" + path into buf (printf-style). 0, or -1 when too long. */
+int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
+                ...) SBX_PRINTF_LIKE(4, 5);
+
+/* Report a failed request to the host, prefixed with what was attempted,
+ * with a hint for an unreachable daemon or a refused socket. Returns the
+ * status. */
+int docker_report(struct docker_state *st, sbx_call *call,
+                  const sbx_http_error *err, const char *fmt, ...)
+    SBX_PRINTF_LIKE(4, 5);
+
+/* Set the call's error (or, with no call, log it) and return status. */
+int docker_error(struct docker_state *st, sbx_call *call, int status,
+                 const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+
+/* ---- image.c ---------------------------------------------------------- */
+
+/* Pull the configured image, reporting progress through host->log. */
+int docker_image_pull(struct docker_state *st, sbx_call *call);
+
+/* ---- hash.c ------------------------------------------------------------- */
+
+/* Lowercase hex SHA-256 of len bytes; out has 65 bytes. -1 on failure. */
+int docker_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* ---- lifecycle.c ------------------------------------------------------- */
+
+int docker_create(void *state, sbx_call *call, const struct sbx_create_args *args,
+                  char *ref, sbx_sandbox **out);
+int docker_attach(void *state, sbx_call *call, const char *session_key,
+                  const char *ref, sbx_sandbox **out);
+int docker_destroy(void *state, sbx_call *call, const char *session_key,
+                   const char *ref);
+const char *docker_root(sbx_sandbox *sb);
+void docker_release(sbx_sandbox *sb);
+
+/* ---- exec.c ------------------------------------------------------------ */
+
+int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                struct sbx_exec_result *res);
+
+/*
+ * Run a helper command (argv) in the container as the sandbox user, output
+ * discarded except that up to cap-1 bytes of stdout+stderr are kept in
+ * `output` (may be NULL). *exit_code receives its exit status. Used for
+ * renames and for killing an exec's processes.
+ */
+int docker_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
+                       int64_t timeout_ms, int *exit_code, char *output,
+                       size_t cap);
+
+/* docker_exec_helper as another user (e.g. "0"); NULL: the container's. */
+int docker_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user,
+                          const char *const *argv, int64_t timeout_ms, int *exit_code,
+                          char *output, size_t cap);
+
+/* ---- paths.c ----------------------------------------------------------- */
+
+/* Check a workspace-relative path (no absolute, no "..", no empty or "."
+ * components, no NUL-free control bytes), normalizing "a//b/" to "a/b".
+ * allow_root lets "" and "." mean the root. *out is malloc'd, "" for the
+ * root. SBX_E_INVALID with a message otherwise. */
+int docker_path_check(struct docker_state *st, sbx_call *call, const char *what,
+                      const char *path, int allow_root, char **out);
+
+/* Stat of a path inside the container (from X-Docker-Container-Path-Stat). */
+struct docker_stat {
+    int exists;
+    uint32_t mode;       /* Go os.FileMode bits */
+    int64_t size;
+    char link_target[4096]; /* fully resolved target when a symlink */
+};
+
+#define DOCKER_MODE_DIR (UINT32_C(1) << 31)
+#define DOCKER_MODE_SYMLINK (UINT32_C(1) << 27)
+#define DOCKER_MODE_IRREGULAR_MASK                                               \
+    ((UINT32_C(1) << 26) | (UINT32_C(1) << 25) | (UINT32_C(1) << 24) |           \
+     (UINT32_C(1) << 21) | (UINT32_C(1) << 19))
+
+/* Parse the stat header value (base64 JSON). 0 or -1. */
+int docker_stat_parse(const char *header_value, struct docker_stat *st);
+
+/* HEAD the archive endpoint for an absolute container path. A missing path
+ * is SBX_OK with exists == 0. */
+int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
+                     struct docker_stat *out, sbx_http_error *err);
+
+/*
+ * Resolve the workspace-relative path rel inside the container, refusing
+ * symlinks that lead out of the workspace. On success *resolved (malloc'd)
+ * is an absolute container path with every symlink among the components
+ * that exist replaced by its in-workspace target; *existing is the number
+ * of leading components that exist; fst is the stat of the full path
+ * (exists == 0 when it does not).
+ */
+int docker_resolve(sbx_sandbox *sb, sbx_call *call, const char *rel,
+                   char **resolved, size_t *existing, struct docker_stat *fst);
+
+/* ---- files.c ----------------------------------------------------------- */
+
+int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     const struct sbx_sink *sink);
+int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                      const struct sbx_source *src, unsigned mode);
+
+#endif /* SBX_DOCKER_H */

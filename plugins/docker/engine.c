@@ -1,0 +1,171 @@
+/*
+ * engine.c - talking to the Engine API: version negotiation, JSON requests
+ * and error reporting with operator hints.
+ */
+#include "docker.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cancel_check(void *ctx)
+{
+    struct docker_cancel *c = ctx;
+    return c->call && c->host->cancelled && c->host->cancelled(c->host, c->call);
+}
+
+void docker_cancel_init(struct docker_cancel *c, const struct sbx_host *host,
+                        sbx_call *call)
+{
+    c->host = host;
+    c->call = call;
+    c->c.fd = call && host->cancel_fd ? host->cancel_fd(host, call) : -1;
+    c->c.check = cancel_check;
+    c->c.ctx = c;
+}
+
+int docker_report(struct docker_state *st, sbx_call *call,
+                  const sbx_http_error *err, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const char *hint = "";
+    if (err->status == SBX_E_UNAVAILABLE && err->http_status == 0)
+        hint = " (is the Docker daemon running? check providers.docker.host "
+               "or DOCKER_HOST)";
+    else if (err->status == SBX_E_DENIED && err->http_status == 0)
+        hint = " (this user may not use the Docker socket: run as root or "
+               "join the socket's group)";
+    return docker_error(st, call, err->status, "docker: %s: %s%s", what,
+                        err->message, hint);
+}
+
+int docker_error(struct docker_state *st, sbx_call *call, int status,
+                 const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (call)
+        return st->host->set_error(st->host, call, status, "%s", msg);
+    st->host->log(st->host, SBX_LOG_WARN, "%s", msg);
+    return status;
+}
+
+static int vpath(struct docker_state *st, char *buf, size_t cap, const char *fmt,
+                 va_list ap)
+{
+    size_t n = strlen(st->api_prefix);
+    if (n >= cap)
+        return -1;
+    memcpy(buf, st->api_prefix, n);
+    int m = vsnprintf(buf + n, cap - n, fmt, ap);
+    return (m < 0 || (size_t)m >= cap - n) ? -1 : 0;
+}
+
+int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
+                ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vpath(st, buf, cap, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int docker_json(struct docker_state *st, sbx_call *call, const char *method,
+                json_object *body, json_object **out, sbx_http_error *err,
+                const char *fmt, ...)
+{
+    char path[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vpath(st, path, sizeof path, fmt, ap);
+    va_end(ap);
+    if (rc != 0)
+        return sbx_http_fail(err, SBX_E_INVALID, "request path too long");
+    struct docker_cancel dc;
+    docker_cancel_init(&dc, st->host, call);
+    struct sbx_http_request req = {0};
+    req.method = method;
+    req.path = path;
+    req.cancel = &dc.c;
+    json_object *doc = NULL;
+    rc = sbx_http_json_body(st->http, &req, body, &doc, NULL, err);
+    if (out)
+        *out = doc;
+    else
+        json_object_put(doc);
+    return rc;
+}
+
+/* "1.41" -> 41 (major must be 1); -1 when unparsable. */
+static int api_minor(const char *v)
+{
+    if (!v || strncmp(v, "1.", 2) != 0)
+        return -1;
+    char *end;
+    long m = strtol(v + 2, &end, 10);
+    return (end == v + 2 || *end || m < 0 || m > 1000) ? -1 : (int)m;
+}
+
+int docker_negotiate(struct docker_state *st, sbx_call *call)
+{
+    pthread_mutex_lock(&st->lock);
+    if (st->negotiated) {
+        pthread_mutex_unlock(&st->lock);
+        return SBX_OK;
+    }
+    struct docker_cancel dc;
+    docker_cancel_init(&dc, st->host, call);
+    struct sbx_http_request req = {0};
+    req.method = "GET";
+    req.path = "/version";
+    req.cancel = &dc.c;
+    req.timeout_ms = 30000;
+    json_object *ver = NULL;
+    sbx_http_error err;
+    int rc = sbx_http_json(st->http, &req, &ver, NULL, &err);
+    if (rc != SBX_OK) {
+        pthread_mutex_unlock(&st->lock);
+        return docker_report(st, call, &err, "contacting the daemon at %s",
+                             st->cfg.host);
+    }
+    const char *api = sbx_json_str(ver, "ApiVersion");
+    const char *min_api = sbx_json_str(ver, "MinAPIVersion");
+    int have = api_minor(api);
+    int floor_minor = min_api ? api_minor(min_api) : 0;
+    if (have < 0) {
+        json_object_put(ver);
+        pthread_mutex_unlock(&st->lock);
+        return st->host->set_error(st->host, call, SBX_E_PROTOCOL,
+                                   "docker: %s answered /version without a usable "
+                                   "ApiVersion",
+                                   st->cfg.host);
+    }
+    int use = have < DOCKER_API_MAX_MINOR ? have : DOCKER_API_MAX_MINOR;
+    if (use < DOCKER_API_MIN_MINOR || (floor_minor > use)) {
+        json_object_put(ver);
+        pthread_mutex_unlock(&st->lock);
+        return st->host->set_error(
+            st->host, call, SBX_E_UNSUPPORTED,
+            "docker: the daemon at %s speaks Engine API %s (minimum %s); this "
+            "provider needs 1.%d to 1.%d",
+            st->cfg.host, api, min_api ? min_api : "?", DOCKER_API_MIN_MINOR,
+            DOCKER_API_MAX_MINOR);
+    }
+    snprintf(st->api_prefix, sizeof st->api_prefix, "/v1.%d", use);
+    st->negotiated = 1;
+    st->host->log(st->host, SBX_LOG_DEBUG, "docker: daemon %s, API %s, using %s",
+                  sbx_json_str(ver, "Version") ? sbx_json_str(ver, "Version") : "?",
+                  api, st->api_prefix + 1);
+    json_object_put(ver);
+    pthread_mutex_unlock(&st->lock);
+    return SBX_OK;
+}

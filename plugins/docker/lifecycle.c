@@ -1,0 +1,574 @@
+/*
+ * lifecycle.c - create, attach, destroy, release and root.
+ *
+ * A session's container is named "sbx-" plus the first 32 hex digits of the
+ * key hash and carries labels: sbx.managed=true, sbx.owner=<full key hash>,
+ * sbx.spec=<spec hash>, and what it was created with (sbx.network,
+ * sbx.mounts) so attach can tell a container that was changed behind our
+ * back. The persisted reference is the container ID: a container that was
+ * removed and recreated under the same name is a different workspace, and
+ * attach reports the old one as not found instead of silently using the new.
+ */
+#include "docker.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NAME_PREFIX "sbx-"
+#define NAME_HASH_LEN 32
+
+static const char *owner_of(json_object *info)
+{
+    return sbx_json_str(sbx_json_obj(sbx_json_obj(info, "Config"), "Labels"),
+                        DOCKER_LABEL_OWNER);
+}
+
+static const char *label_of(json_object *info, const char *key)
+{
+    return sbx_json_str(sbx_json_obj(sbx_json_obj(info, "Config"), "Labels"), key);
+}
+
+static int valid_ref(const char *ref)
+{
+    size_t n = ref ? strlen(ref) : 0;
+    if (n != 64)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)ref[i]) || isupper((unsigned char)ref[i]))
+            return 0;
+    return 1;
+}
+
+/* Canonical text of a mount list: "type:source:destination:rw|ro" joined
+ * by ';' in the order given. Anonymous volumes have no stable source. */
+static int mounts_canon(json_object *mounts, int from_inspect, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    size_t n = mounts ? json_object_array_length(mounts) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(mounts, i);
+        const char *type = sbx_json_str(m, "Type");
+        const char *dst = sbx_json_str(m, from_inspect ? "Destination" : "Target");
+        const char *src = sbx_json_str(m, "Source");
+        int rw = from_inspect ? sbx_json_bool(m, "RW", 0)
+                              : !sbx_json_bool(m, "ReadOnly", 0);
+        if (!type || !dst)
+            return -1;
+        if (strcmp(type, "volume") == 0)
+            src = "";
+        int k = snprintf(out + used, cap - used, "%s%s:%s:%s:%s", i ? ";" : "", type,
+                         src ? src : "", dst, rw ? "rw" : "ro");
+        if (k < 0 || (size_t)k >= cap - used)
+            return -1;
+        used += (size_t)k;
+    }
+    return 0;
+}
+
+/* Mount entries in the container's inspect output, sorted by destination
+ * as we create them (we create them in that order). */
+static int mounts_of_inspect(json_object *info, char *out, size_t cap)
+{
+    json_object *mounts;
+    if (!json_object_object_get_ex(info, "Mounts", &mounts) ||
+        !json_object_is_type(mounts, json_type_array))
+        mounts = NULL;
+    /* inspect lists mounts in map order: sort a copy by destination */
+    size_t n = mounts ? json_object_array_length(mounts) : 0;
+    json_object *sorted = json_object_new_array();
+    if (!sorted)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(sorted,
+                              json_object_get(json_object_array_get_idx(mounts, i)));
+    for (size_t i = 1; i < n; i++) {
+        for (size_t j = i; j > 0; j--) {
+            json_object *a = json_object_array_get_idx(sorted, j - 1);
+            json_object *b = json_object_array_get_idx(sorted, j);
+            const char *da = sbx_json_str(a, "Destination");
+            const char *db = sbx_json_str(b, "Destination");
+            if (!da || !db || strcmp(da, db) <= 0)
+                break;
+            json_object_get(a);
+            json_object_get(b);
+            json_object_array_put_idx(sorted, j - 1, b);
+            json_object_array_put_idx(sorted, j, a);
+        }
+    }
+    int rc = mounts_canon(sorted, 1, out, cap);
+    json_object_put(sorted);
+    return rc;
+}
+
+static json_object *str_array(const char *const *v)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; a && v[i]; i++)
+        json_object_array_add(a, json_object_new_string(v[i]));
+    return a;
+}
+
+/* The mounts a new container gets (sorted by destination). */
+static json_object *mounts_spec(struct docker_state *st)
+{
+    json_object *mounts = json_object_new_array();
+    if (!mounts)
+        return NULL;
+    if (st->cfg.read_only_rootfs) {
+        /* The root filesystem is read-only: the workspace lives on an
+         * anonymous volume (removed with the container). */
+        json_object *m = json_object_new_object();
+        json_object_object_add(m, "Type", json_object_new_string("volume"));
+        json_object_object_add(m, "Target", json_object_new_string(DOCKER_WORKSPACE));
+        json_object_object_add(m, "ReadOnly", json_object_new_boolean(0));
+        json_object_array_add(mounts, m);
+    }
+    return mounts;
+}
+
+static json_object *create_body(struct docker_state *st,
+                                const struct sbx_create_args *args,
+                                json_object *mounts, const char *mounts_text)
+{
+    const struct docker_config *c = &st->cfg;
+    json_object *b = json_object_new_object();
+    json_object *labels = json_object_new_object();
+    json_object *hc = json_object_new_object();
+    if (!b || !labels || !hc) {
+        json_object_put(b);
+        json_object_put(labels);
+        json_object_put(hc);
+        return NULL;
+    }
+    static const char *const entry[] = {"sleep", "infinity", NULL};
+    static const char *const no_cmd[] = {NULL};
+    json_object_object_add(b, "Image", json_object_new_string(c->image));
+    json_object_object_add(b, "Entrypoint", str_array(entry));
+    json_object_object_add(b, "Cmd", str_array(no_cmd));
+    json_object_object_add(b, "WorkingDir", json_object_new_string(DOCKER_WORKSPACE));
+    if (c->user)
+        json_object_object_add(b, "User", json_object_new_string(c->user));
+    json_object_object_add(b, "Tty", json_object_new_boolean(0));
+    json_object_object_add(b, "OpenStdin", json_object_new_boolean(0));
+    json_object_object_add(b, "AttachStdin", json_object_new_boolean(0));
+    json_object_object_add(b, "AttachStdout", json_object_new_boolean(0));
+    json_object_object_add(b, "AttachStderr", json_object_new_boolean(0));
+
+    for (size_t i = 0; i < c->nlabels; i++)
+        json_object_object_add(labels, c->labels[i].key,
+                               json_object_new_string(c->labels[i].value));
+    json_object_object_add(labels, DOCKER_LABEL_MANAGED, json_object_new_string("true"));
+    json_object_object_add(labels, DOCKER_LABEL_OWNER,
+                           json_object_new_string(args->key_hash));
+    json_object_object_add(labels, DOCKER_LABEL_SPEC,
+                           json_object_new_string(args->spec_hash ? args->spec_hash
+                                                                  : ""));
+    json_object_object_add(labels, DOCKER_LABEL_NETWORK,
+                           json_object_new_string(c->network));
+    json_object_object_add(labels, DOCKER_LABEL_MOUNTS,
+                           json_object_new_string(mounts_text));
+    json_object_object_add(b, "Labels", labels);
+
+    json_object_object_add(hc, "NetworkMode", json_object_new_string(c->network));
+    /* docker-init as PID 1 reaps the orphans of killed exec trees. */
+    json_object_object_add(hc, "Init", json_object_new_boolean(1));
+    if (c->memory) {
+        json_object_object_add(hc, "Memory", json_object_new_int64(c->memory));
+        json_object_object_add(hc, "MemorySwap", json_object_new_int64(c->memory));
+    }
+    if (c->nano_cpus)
+        json_object_object_add(hc, "NanoCpus", json_object_new_int64(c->nano_cpus));
+    if (c->pids_limit)
+        json_object_object_add(hc, "PidsLimit", json_object_new_int64(c->pids_limit));
+    json_object_object_add(hc, "ReadonlyRootfs",
+                           json_object_new_boolean(c->read_only_rootfs));
+    if (c->read_only_rootfs) {
+        json_object *tmpfs = json_object_new_object();
+        json_object_object_add(tmpfs, "/tmp", json_object_new_string("rw,nosuid,nodev"));
+        json_object_object_add(hc, "Tmpfs", tmpfs);
+    }
+    static const char *const secopt[] = {"no-new-privileges:true", NULL};
+    json_object_object_add(hc, "SecurityOpt", str_array(secopt));
+    json_object_object_add(hc, "Mounts", json_object_get(mounts));
+    json_object *restart = json_object_new_object();
+    json_object_object_add(restart, "Name", json_object_new_string("no"));
+    json_object_object_add(hc, "RestartPolicy", restart);
+    json_object_object_add(b, "HostConfig", hc);
+    return b;
+}
+
+static struct sbx_sandbox *new_handle(struct docker_state *st, const char *id,
+                                      const char *key_hash)
+{
+    struct sbx_sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb)
+        return NULL;
+    sb->st = st;
+    snprintf(sb->id, sizeof sb->id, "%s", id);
+    snprintf(sb->key_hash, sizeof sb->key_hash, "%s", key_hash);
+    return sb;
+}
+
+static int inspect(struct docker_state *st, sbx_call *call, const char *id_or_name,
+                   json_object **info, sbx_http_error *err)
+{
+    return docker_json(st, call, "GET", NULL, info, err, "/containers/%s/json",
+                       id_or_name);
+}
+
+/*
+ * Check that an inspected container is ours and unchanged, and make it run.
+ * SBX_E_DENIED when labels, network or mounts do not match what we created.
+ */
+static int verify_and_start(struct docker_state *st, sbx_call *call,
+                            json_object *info, const char *key_hash)
+{
+    const char *id = sbx_json_str(info, "Id");
+    const char *name = sbx_json_str(info, "Name");
+    const char *managed = label_of(info, DOCKER_LABEL_MANAGED);
+    const char *owner = owner_of(info);
+    if (!id)
+        return st->host->set_error(st->host, call, SBX_E_PROTOCOL,
+                                   "docker: container inspect without an Id");
+    if (!managed || strcmp(managed, "true") != 0 || !owner)
+        return st->host->set_error(st->host, call, SBX_E_DENIED,
+                                   "docker: container %.12s (%s) is not managed by "
+                                   "sbx",
+                                   id, name ? name : "?");
+    if (strcmp(owner, key_hash) != 0)
+        return st->host->set_error(st->host, call, SBX_E_DENIED,
+                                   "docker: container %.12s belongs to another "
+                                   "session (owner %.12s..., expected %.12s...)",
+                                   id, owner, key_hash);
+    /* Network: the mode it was created with, and no network attached since. */
+    const char *want_net = label_of(info, DOCKER_LABEL_NETWORK);
+    const char *mode = sbx_json_str(sbx_json_obj(info, "HostConfig"), "NetworkMode");
+    if (!want_net || !mode || strcmp(want_net, mode) != 0)
+        return st->host->set_error(st->host, call, SBX_E_DENIED,
+                                   "docker: container %.12s has network mode %s; it "
+                                   "was created with %s",
+                                   id, mode ? mode : "?", want_net ? want_net : "?");
+    json_object *nets =
+        sbx_json_obj(sbx_json_obj(info, "NetworkSettings"), "Networks");
+    if (nets) {
+        json_object_object_foreach(nets, net_name, net_val) {
+            (void)net_val;
+            if (strcmp(net_name, want_net) != 0)
+                return st->host->set_error(
+                    st->host, call, SBX_E_DENIED,
+                    "docker: container %.12s was connected to network %s after it "
+                    "was created with %s",
+                    id, net_name, want_net);
+        }
+    }
+    const char *want_mounts = label_of(info, DOCKER_LABEL_MOUNTS);
+    char have_mounts[4096];
+    if (!want_mounts || mounts_of_inspect(info, have_mounts, sizeof have_mounts) ||
+        strcmp(want_mounts, have_mounts) != 0)
+        return st->host->set_error(st->host, call, SBX_E_DENIED,
+                                   "docker: container %.12s has mounts [%s]; it was "
+                                   "created with [%s]",
+                                   id, want_mounts ? have_mounts : "?",
+                                   want_mounts ? want_mounts : "?");
+
+    json_object *state = sbx_json_obj(info, "State");
+    const char *status = sbx_json_str(state, "Status");
+    sbx_http_error err;
+    int rc = SBX_OK;
+    if (status && (strcmp(status, "removing") == 0 || strcmp(status, "dead") == 0))
+        return st->host->set_error(st->host, call, SBX_E_NOT_FOUND,
+                                   "docker: container %.12s is being removed", id);
+    if (sbx_json_bool(state, "Paused", 0)) {
+        rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/unpause",
+                         id);
+        if (rc != SBX_OK)
+            return docker_report(st, call, &err, "unpausing container %.12s", id);
+    } else if (!sbx_json_bool(state, "Running", 0)) {
+        rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/start",
+                         id);
+        if (rc != SBX_OK && err.http_status != 304)
+            return docker_report(st, call, &err, "starting container %.12s", id);
+    }
+    return SBX_OK;
+}
+
+/* Make /workspace belong to the configured user: a tar holding the one
+ * directory entry, owned by that user, extracted over it. */
+static int own_workspace(struct docker_state *st, sbx_call *call, const char *id);
+
+int docker_create(void *state, sbx_call *call, const struct sbx_create_args *args,
+                  char *ref, sbx_sandbox **out)
+{
+    struct docker_state *st = state;
+    *out = NULL;
+    if (!args || !args->key_hash || strlen(args->key_hash) != SBX_KEY_HASH_LEN)
+        return st->host->set_error(st->host, call, SBX_E_INVALID,
+                                   "docker: create needs a %d-character key hash",
+                                   SBX_KEY_HASH_LEN);
+    int rc = docker_negotiate(st, call);
+    if (rc != SBX_OK)
+        return rc;
+
+    char name[sizeof NAME_PREFIX + NAME_HASH_LEN];
+    snprintf(name, sizeof name, NAME_PREFIX "%.*s", NAME_HASH_LEN, args->key_hash);
+
+    json_object *mounts = mounts_spec(st);
+    char mounts_text[4096];
+    if (!mounts || mounts_canon(mounts, 0, mounts_text, sizeof mounts_text)) {
+        json_object_put(mounts);
+        return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+    }
+    json_object *body = create_body(st, args, mounts, mounts_text);
+    json_object_put(mounts);
+    if (!body)
+        return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+
+    json_object *created = NULL, *info = NULL;
+    sbx_http_error err;
+    char id[65] = "";
+    int fresh = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rc = docker_json(st, call, "POST", body, &created, &err,
+                         "/containers/create?name=%s", name);
+        if (rc == SBX_E_NOT_FOUND && attempt == 0 && strstr(err.message, "image")) {
+            rc = docker_image_pull(st, call);
+            if (rc != SBX_OK)
+                goto out;
+            continue;
+        }
+        break;
+    }
+    if (rc == SBX_OK) {
+        const char *cid = sbx_json_str(created, "Id");
+        if (!cid || !valid_ref(cid)) {
+            rc = st->host->set_error(st->host, call, SBX_E_PROTOCOL,
+                                     "docker: container create answered without "
+                                     "a valid Id");
+            goto out;
+        }
+        snprintf(id, sizeof id, "%s", cid);
+        fresh = 1;
+    } else if (rc == SBX_E_EXISTS) {
+        /* The session's container exists (an earlier create, maybe from
+         * another instance): adopt it only if it is this key's. */
+        rc = inspect(st, call, name, &info, &err);
+        if (rc != SBX_OK) {
+            rc = docker_report(st, call, &err, "inspecting existing container %s",
+                               name);
+            goto out;
+        }
+        const char *owner = owner_of(info);
+        const char *cid = sbx_json_str(info, "Id");
+        if (!owner || strcmp(owner, args->key_hash) != 0 || !cid || !valid_ref(cid)) {
+            rc = st->host->set_error(st->host, call, SBX_E_EXISTS,
+                                     "docker: container %s exists and does not "
+                                     "belong to this session",
+                                     name);
+            goto out;
+        }
+        snprintf(id, sizeof id, "%s", cid);
+    } else {
+        rc = docker_report(st, call, &err, "creating container %s from %s", name,
+                           st->cfg.image);
+        goto out;
+    }
+
+    if (fresh) {
+        rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/start",
+                         id);
+        if (rc != SBX_OK && err.http_status != 304) {
+            rc = docker_report(st, call, &err, "starting container %s", name);
+            goto out;
+        }
+        rc = own_workspace(st, call, id);
+        if (rc != SBX_OK)
+            goto out;
+    } else {
+        rc = verify_and_start(st, call, info, args->key_hash);
+        if (rc != SBX_OK)
+            goto out;
+    }
+    *out = new_handle(st, id, args->key_hash);
+    if (!*out) {
+        rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(ref, SBX_REF_MAX, "%s", id);
+    rc = SBX_OK;
+out:
+    json_object_put(body);
+    json_object_put(created);
+    json_object_put(info);
+    return rc;
+}
+
+int docker_attach(void *state, sbx_call *call, const char *session_key,
+                  const char *ref, sbx_sandbox **out)
+{
+    struct docker_state *st = state;
+    *out = NULL;
+    if (!valid_ref(ref))
+        return st->host->set_error(st->host, call, SBX_E_INVALID,
+                                   "docker: \"%.80s\" is not a container reference "
+                                   "made by this provider",
+                                   ref ? ref : "");
+    char key_hash[65];
+    if (!session_key || docker_sha256_hex(session_key, strlen(session_key), key_hash))
+        return st->host->set_error(st->host, call, SBX_E_INVALID,
+                                   "docker: attach needs a session key");
+    int rc = docker_negotiate(st, call);
+    if (rc != SBX_OK)
+        return rc;
+    json_object *info = NULL;
+    sbx_http_error err;
+    rc = inspect(st, call, ref, &info, &err);
+    if (rc == SBX_E_NOT_FOUND)
+        return st->host->set_error(st->host, call, SBX_E_NOT_FOUND,
+                                   "docker: container %.12s no longer exists (the "
+                                   "workspace is gone)",
+                                   ref);
+    if (rc != SBX_OK)
+        return docker_report(st, call, &err, "inspecting container %.12s", ref);
+    rc = verify_and_start(st, call, info, key_hash);
+    json_object_put(info);
+    if (rc != SBX_OK)
+        return rc;
+    *out = new_handle(st, ref, key_hash);
+    if (!*out)
+        return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+    return SBX_OK;
+}
+
+int docker_destroy(void *state, sbx_call *call, const char *session_key,
+                   const char *ref)
+{
+    struct docker_state *st = state;
+    if (!valid_ref(ref))
+        return st->host->set_error(st->host, call, SBX_E_INVALID,
+                                   "docker: \"%.80s\" is not a container reference "
+                                   "made by this provider",
+                                   ref ? ref : "");
+    char key_hash[65];
+    if (!session_key || docker_sha256_hex(session_key, strlen(session_key), key_hash))
+        return st->host->set_error(st->host, call, SBX_E_INVALID,
+                                   "docker: destroy needs a session key");
+    int rc = docker_negotiate(st, call);
+    if (rc != SBX_OK)
+        return rc;
+    json_object *info = NULL;
+    sbx_http_error err;
+    rc = inspect(st, call, ref, &info, &err);
+    if (rc == SBX_E_NOT_FOUND)
+        return SBX_OK; /* already gone */
+    if (rc != SBX_OK)
+        return docker_report(st, call, &err, "inspecting container %.12s", ref);
+    const char *owner = owner_of(info);
+    if (!owner || strcmp(owner, key_hash) != 0) {
+        json_object_put(info);
+        return st->host->set_error(st->host, call, SBX_E_DENIED,
+                                   "docker: container %.12s does not belong to this "
+                                   "session; not removing it",
+                                   ref);
+    }
+    json_object_put(info);
+    rc = docker_json(st, call, "DELETE", NULL, NULL, &err,
+                     "/containers/%s?force=true&v=true", ref);
+    if (rc == SBX_E_NOT_FOUND)
+        return SBX_OK;
+    if (rc == SBX_E_EXISTS) {
+        /* "removal already in progress": wait for it to finish */
+        for (int i = 0; i < 100; i++) {
+            rc = inspect(st, call, ref, NULL, &err);
+            if (rc == SBX_E_NOT_FOUND)
+                return SBX_OK;
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        return st->host->set_error(st->host, call, SBX_E_UNAVAILABLE,
+                                   "docker: container %.12s is still being removed",
+                                   ref);
+    }
+    if (rc != SBX_OK)
+        return docker_report(st, call, &err, "removing container %.12s", ref);
+    return SBX_OK;
+}
+
+const char *docker_root(sbx_sandbox *sb)
+{
+    (void)sb;
+    return DOCKER_WORKSPACE;
+}
+
+void docker_release(sbx_sandbox *sb)
+{
+    free(sb);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static int own_workspace(struct docker_state *st, sbx_call *call, const char *id)
+{
+    /* With a read-only root filesystem the workspace volume keeps the owner
+     * of the image's /workspace (docs/providers/docker.md). */
+    if (!st->cfg.user || st->cfg.read_only_rootfs)
+        return SBX_OK;
+    enum { TAR_MAX = 16384 };
+    unsigned char *buf = malloc(TAR_MAX);
+    if (!buf)
+        return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+    size_t used = 0;
+    int64_t uid, gid;
+    const char *owner_query = docker_upload_owner(&st->cfg, &uid, &gid);
+    struct archive *a = archive_write_new();
+    struct archive_entry *e = archive_entry_new();
+    int ok = a && e && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
+             archive_write_set_bytes_per_block(a, 512) == ARCHIVE_OK &&
+             archive_write_open_memory(a, buf, TAR_MAX, &used) == ARCHIVE_OK;
+    if (ok) {
+        archive_entry_set_pathname(e, DOCKER_WORKSPACE + 1);
+        archive_entry_set_filetype(e, AE_IFDIR);
+        archive_entry_set_perm(e, 0755);
+        archive_entry_set_uid(e, uid);
+        archive_entry_set_gid(e, gid);
+        archive_entry_set_mtime(e, time(NULL), 0);
+        ok = archive_write_header(a, e) == ARCHIVE_OK &&
+             archive_write_close(a) == ARCHIVE_OK;
+    }
+    if (e)
+        archive_entry_free(e);
+    if (a)
+        archive_write_free(a);
+    if (!ok) {
+        free(buf);
+        return st->host->set_error(st->host, call, SBX_E_INTERNAL,
+                                   "docker: building the workspace archive failed");
+    }
+    /* The daemon skips the extraction root itself, so the directory entry
+     * is extracted into "/". */
+    char path[256];
+    docker_path(st, path, sizeof path, "/containers/%s/archive?path=%%2F%s", id,
+                owner_query);
+    struct docker_cancel dc;
+    docker_cancel_init(&dc, st->host, call);
+    struct sbx_http_request req = {0};
+    req.method = "PUT";
+    req.path = path;
+    req.content_type = "application/x-tar";
+    req.body = buf;
+    req.body_len = used;
+    req.cancel = &dc.c;
+    sbx_http_error err;
+    int rc = sbx_http_request(st->http, &req, NULL, NULL, &err);
+    free(buf);
+    if (rc != SBX_OK)
+        return docker_report(st, call, &err, "giving %s to user %s in container %.12s",
+                             DOCKER_WORKSPACE, st->cfg.user, id);
+    return SBX_OK;
+}

@@ -1,0 +1,84 @@
+/*
+ * provider.c - the `docker` provider's descriptor, ops table, init and fini.
+ *
+ * init reads the configuration and prepares the HTTP client; it does not
+ * contact the daemon. The API version is negotiated on first use, so a
+ * daemon that is down at start-up only fails the calls made while it is
+ * down, with an error that names the endpoint.
+ */
+#include "docker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct sbx_config_key docker_keys[] = {
+    {"host", SBX_CFG_STRING,
+     "daemon endpoint: unix:///path or tcp://host:port (default: $DOCKER_HOST, "
+     "else unix:///var/run/docker.sock)"},
+    {"image", SBX_CFG_STRING, "image of new sandboxes (default debian:bookworm-slim)"},
+    {"network", SBX_CFG_STRING, "network mode of new sandboxes (default none)"},
+    {"memory", SBX_CFG_SIZE, "memory limit per sandbox (swap included)"},
+    {"cpus", SBX_CFG_NUMBER, "CPU limit per sandbox, e.g. 1.5"},
+    {"pids_limit", SBX_CFG_INT, "maximum number of processes per sandbox"},
+    {"user", SBX_CFG_STRING, "user (name or uid[:gid]) commands run as"},
+    {"read_only_rootfs", SBX_CFG_BOOL,
+     "read-only root filesystem; the workspace and /tmp stay writable"},
+    {"labels", SBX_CFG_MAP, "extra labels on every container (not sbx.*)"},
+    {"resource_dir", SBX_CFG_STRING,
+     "host directory for provider-owned resources (default /var/lib/sbx/docker)"},
+    {NULL, 0, NULL}};
+
+static int docker_init(const struct sbx_host *host, sbx_call *call, void **state)
+{
+    *state = NULL;
+    struct docker_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return host->set_error(host, call, SBX_E_NOMEM, "out of memory");
+    st->host = host;
+    int rc = docker_config_load(host, call, &st->cfg);
+    if (rc != SBX_OK) {
+        docker_config_free(&st->cfg);
+        free(st);
+        return rc;
+    }
+    sbx_http_error err;
+    rc = sbx_http_new(st->cfg.host, &st->http, &err);
+    if (rc != SBX_OK) {
+        rc = host->set_error(host, call, rc, "docker: providers.docker.host: %s",
+                             err.message);
+        docker_config_free(&st->cfg);
+        free(st);
+        return rc;
+    }
+    pthread_mutex_init(&st->lock, NULL);
+    snprintf(st->api_prefix, sizeof st->api_prefix, "/v1.%d", DOCKER_API_MAX_MINOR);
+    *state = st;
+    return SBX_OK;
+}
+
+static void docker_fini(void *state)
+{
+    struct docker_state *st = state;
+    if (!st)
+        return;
+    sbx_http_free(st->http);
+    pthread_mutex_destroy(&st->lock);
+    docker_config_free(&st->cfg);
+    free(st);
+}
+
+static const struct sbx_provider_ops docker_ops = {
+    .init = docker_init,
+    .fini = docker_fini,
+    .create = docker_create,
+    .attach = docker_attach,
+    .exec = docker_exec,
+    .read_file = docker_read_file,
+    .write_file = docker_write_file,
+    .root = docker_root,
+    .release = docker_release,
+    .destroy = docker_destroy,
+};
+
+SBX_PROVIDER_DEFINE("docker", "0.1.0", 0, &docker_ops, docker_keys)

@@ -1,0 +1,74 @@
+/*
+ * local.h - internals of the `local` provider, shared by its source files.
+ *
+ * The provider keeps one directory per session key under a configured root
+ * and runs commands as ordinary host processes in it. It is NOT a security
+ * boundary: see docs/providers/local.md.
+ */
+#ifndef SBX_LOCAL_H
+#define SBX_LOCAL_H
+
+#include <sbx/provider.h>
+
+#include <stddef.h>
+
+/* Size of the buffers used to stream files and command I/O. */
+#define LOCAL_CHUNK (64 * 1024)
+
+/* One provider instance (created by init). Immutable after init, so ops
+ * may read it from any thread. */
+struct local_state {
+    const struct sbx_host *host; /* borrowed until fini */
+    char *root;                  /* absolute, normalized, owned */
+    size_t root_len;
+};
+
+/* A sandbox handle: one workspace directory. Immutable after creation, so
+ * exec/read_file/write_file may run concurrently on it. */
+struct sbx_sandbox {
+    struct local_state *st;
+    int dirfd;               /* O_PATH|O_DIRECTORY fd of the workspace */
+    char path[SBX_REF_MAX];  /* absolute workspace path, also the ref */
+};
+
+/* Workspace lifecycle (workspace.c). Signatures are those of the ops. */
+int local_create(void *state, sbx_call *call,
+                 const struct sbx_create_args *args, char *ref,
+                 sbx_sandbox **out);
+int local_attach(void *state, sbx_call *call, const char *session_key,
+                 const char *ref, sbx_sandbox **out);
+int local_destroy(void *state, sbx_call *call, const char *session_key,
+                  const char *ref);
+void local_release(sbx_sandbox *sb);
+const char *local_root(sbx_sandbox *sb);
+
+/* Commands (exec.c). */
+int local_exec(sbx_sandbox *sb, sbx_call *call,
+               const struct sbx_exec_args *args, struct sbx_exec_result *res);
+
+/* Files (files.c). */
+int local_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                    const struct sbx_sink *sink);
+int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     const struct sbx_source *src, unsigned mode);
+
+/*
+ * local_spawn - start argv as a new process group leader (spawn.c).
+ * cwd_fd is the directory the child starts in; stdio_fds are the child's
+ * stdin, stdout and stderr; envp is the complete environment. argv[0] without
+ * a slash is searched in the PATH of envp (or LOCAL_DEFAULT_PATH).
+ * On success stores the pid and returns SBX_OK; otherwise sets the call's
+ * error (SBX_E_NO_COMMAND, SBX_E_NOT_EXEC, SBX_E_IO, SBX_E_NOMEM) and
+ * returns it. No child is left behind on failure.
+ */
+#define LOCAL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+int local_spawn(const struct sbx_host *host, sbx_call *call,
+                const char *const *argv, const char *const *envp, int cwd_fd,
+                const int stdio_fds[3], int *pid_out);
+
+/* local_key_hash - lowercase hex SHA-256 of a session key into
+ * out[SBX_KEY_HASH_LEN + 1] (key_hash.c). Returns 0, or -1 when the digest
+ * could not be computed. */
+int local_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1]);
+
+#endif /* SBX_LOCAL_H */

@@ -1,0 +1,174 @@
+/*
+ * provider.c - descriptor, configuration and instance lifecycle of the
+ * `local` provider.
+ *
+ * The root directory comes from the `root` key; without it, from
+ * $XDG_STATE_HOME/sbx/local or $HOME/.local/state/sbx/local (the environment
+ * is read here, in init, and nowhere else). init touches no file: the root
+ * is created by the first create.
+ */
+#include "local.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct sbx_config_key local_config_keys[] = {
+    {"root", SBX_CFG_STRING,
+     "directory holding one workspace per session "
+     "(default $XDG_STATE_HOME/sbx/local or ~/.local/state/sbx/local)"},
+    {NULL, 0, NULL},
+};
+
+/*
+ * Normalize an absolute directory path lexically: drop empty and "."
+ * components and trailing slashes. ".." is refused because the ownership
+ * check of attach compares paths as strings. Returns a malloc'd string,
+ * or NULL with *why set.
+ */
+static char *normalize_root(const char *path, const char **why)
+{
+    if (path[0] != '/') {
+        *why = "must be an absolute path";
+        return NULL;
+    }
+    size_t len = strlen(path);
+    char *out = malloc(len + 1);
+    if (out == NULL) {
+        *why = "out of memory";
+        return NULL;
+    }
+    size_t o = 0;
+    const char *p = path;
+    while (*p != '\0') {
+        while (*p == '/')
+            p++;
+        const char *start = p;
+        while (*p != '\0' && *p != '/')
+            p++;
+        size_t n = (size_t)(p - start);
+        if (n == 0 || (n == 1 && start[0] == '.'))
+            continue;
+        if (n == 2 && start[0] == '.' && start[1] == '.') {
+            free(out);
+            *why = "must not contain '..'";
+            return NULL;
+        }
+        out[o++] = '/';
+        memcpy(out + o, start, n);
+        o += n;
+    }
+    out[o] = '\0';
+    if (o == 0) {
+        free(out);
+        *why = "must not be '/'";
+        return NULL;
+    }
+    return out;
+}
+
+/* The default root from the environment, malloc'd, or NULL. Relative
+ * values of XDG_STATE_HOME are ignored, as the XDG spec asks. */
+static char *default_root(void)
+{
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *base = NULL, *suffix = NULL;
+    if (xdg != NULL && xdg[0] == '/') {
+        base = xdg;
+        suffix = "/sbx/local";
+    } else {
+        const char *home = getenv("HOME");
+        if (home == NULL || home[0] != '/')
+            return NULL;
+        base = home;
+        suffix = "/.local/state/sbx/local";
+    }
+    size_t n = strlen(base) + strlen(suffix) + 1;
+    char *out = malloc(n);
+    if (out != NULL)
+        snprintf(out, n, "%s%s", base, suffix);
+    return out;
+}
+
+static int local_init(const struct sbx_host *host, sbx_call *call,
+                      void **state)
+{
+    const char *configured =
+        host->config_get != NULL ? host->config_get(host, "root") : NULL;
+    char *raw = NULL;
+    if (configured != NULL) {
+        if (configured[0] == '\0')
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "local: providers.local.root is empty");
+        raw = strdup(configured);
+    } else {
+        raw = default_root();
+        if (raw == NULL)
+            return host->set_error(
+                host, call, SBX_E_CONFIG,
+                "local: no root directory: set providers.local.root, or "
+                "XDG_STATE_HOME or HOME to an absolute path");
+    }
+    if (raw == NULL)
+        return host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+
+    const char *why = NULL;
+    char *root = normalize_root(raw, &why);
+    if (root == NULL) {
+        int rc = host->set_error(host, call, SBX_E_CONFIG,
+                                 "local: root '%s' %s", raw, why);
+        free(raw);
+        return rc;
+    }
+    free(raw);
+
+    /* The persisted reference is "<root>/<64 hex>" and must fit. */
+    size_t root_len = strlen(root);
+    if (root_len + 1 + SBX_KEY_HASH_LEN + 1 > SBX_REF_MAX) {
+        int rc = host->set_error(host, call, SBX_E_CONFIG,
+                                 "local: root '%s' is too long (at most %d "
+                                 "bytes)",
+                                 root,
+                                 SBX_REF_MAX - SBX_KEY_HASH_LEN - 2);
+        free(root);
+        return rc;
+    }
+
+    struct local_state *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        free(root);
+        return host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+    }
+    st->host = host;
+    st->root = root;
+    st->root_len = root_len;
+    *state = st;
+    if (host->log != NULL)
+        host->log(host, SBX_LOG_DEBUG, "local: workspaces under %s", root);
+    return SBX_OK;
+}
+
+static void local_fini(void *state)
+{
+    struct local_state *st = state;
+    if (st == NULL)
+        return;
+    free(st->root);
+    free(st);
+}
+
+static const struct sbx_provider_ops local_ops = {
+    .init = local_init,
+    .fini = local_fini,
+    .create = local_create,
+    .attach = local_attach,
+    .exec = local_exec,
+    .read_file = local_read_file,
+    .write_file = local_write_file,
+    .root = local_root,
+    .release = local_release,
+    .destroy = local_destroy,
+};
+
+/* No capabilities: the local provider refuses packages, egress and mounts. */
+SBX_PROVIDER_DEFINE("local", "0.1.0", 0, &local_ops, local_config_keys)

@@ -1,0 +1,270 @@
+/*
+ * workspace.c - the workspace directories of the `local` provider: create,
+ * attach, destroy, release.
+ *
+ * Layout: <root>/<sha256(session_key) in hex>/. The persisted reference is
+ * that absolute path. Ownership is the name itself: attach and destroy
+ * recompute the hash of the session key and refuse a reference whose last
+ * component differs or which is not directly under the configured root.
+ */
+#include "local.h"
+
+#include "confine.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Workspaces and the directories created above them are private to the
+ * user running the host. */
+#define LOCAL_DIR_MODE 0700
+
+/* Nonzero when s is exactly SBX_KEY_HASH_LEN lowercase hex digits. */
+static int is_key_hash(const char *s)
+{
+    if (s == NULL || strlen(s) != SBX_KEY_HASH_LEN)
+        return 0;
+    for (const char *p = s; *p != '\0'; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* mkdir -p of the root: every missing component is created; existing ones
+ * are fine. Returns an O_PATH fd of the root, or -1 with the error set. */
+static int open_root_creating(struct local_state *st, sbx_call *call, int *rc)
+{
+    const struct sbx_host *host = st->host;
+    char *path = strdup(st->root);
+    if (path == NULL) {
+        *rc = host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+        return -1;
+    }
+    /* st->root is normalized: it starts with '/' and has no empty parts. */
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(path, LOCAL_DIR_MODE) < 0 && errno != EEXIST) {
+            *rc = host->set_error(host, call,
+                                  errno == EACCES || errno == EPERM
+                                      ? SBX_E_DENIED
+                                      : SBX_E_IO,
+                                  "local: cannot create directory '%s': %s",
+                                  path, strerror(errno));
+            free(path);
+            return -1;
+        }
+        *p = saved;
+        if (saved == '\0')
+            break;
+    }
+    free(path);
+
+    int fd = open(st->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        *rc = host->set_error(host, call, SBX_E_IO,
+                              "local: cannot open root '%s': %s", st->root,
+                              strerror(errno));
+    return fd;
+}
+
+/* Allocate a handle for the workspace `hash` under rootfd. The entry must be
+ * a real directory (not a symlink). Returns SBX_OK or an error status with
+ * the message set; `missing` is the status to use when it does not exist. */
+static int open_workspace(struct local_state *st, sbx_call *call, int rootfd,
+                          const char *hash, int missing, sbx_sandbox **out)
+{
+    const struct sbx_host *host = st->host;
+    sbx_sandbox *sb = calloc(1, sizeof *sb);
+    if (sb == NULL)
+        return host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+    snprintf(sb->path, sizeof sb->path, "%s/%s", st->root, hash);
+    sb->st = st;
+    sb->dirfd = openat(rootfd, hash,
+                       O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sb->dirfd < 0) {
+        int err = errno;
+        int rc;
+        if (err == ENOENT)
+            rc = host->set_error(host, call, missing,
+                                 "local: workspace '%s' does not exist",
+                                 sb->path);
+        else if (err == ELOOP || err == ENOTDIR)
+            rc = host->set_error(host, call,
+                                 missing == SBX_E_NOT_FOUND ? SBX_E_NOT_FOUND
+                                                            : SBX_E_EXISTS,
+                                 "local: '%s' exists but is not a workspace "
+                                 "directory",
+                                 sb->path);
+        else
+            rc = host->set_error(host, call, SBX_E_IO,
+                                 "local: cannot open workspace '%s': %s",
+                                 sb->path, strerror(err));
+        free(sb);
+        return rc;
+    }
+    *out = sb;
+    return SBX_OK;
+}
+
+int local_create(void *state, sbx_call *call,
+                 const struct sbx_create_args *args, char *ref,
+                 sbx_sandbox **out)
+{
+    struct local_state *st = state;
+    const struct sbx_host *host = st->host;
+    const size_t need = offsetof(struct sbx_create_args, key_hash) +
+                        sizeof args->key_hash;
+
+    if (args == NULL || args->size < need || args->session_key == NULL ||
+        ref == NULL || out == NULL)
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "local: create: missing arguments");
+    if (!is_key_hash(args->key_hash))
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "local: create: key hash is not %d lowercase "
+                               "hex digits",
+                               SBX_KEY_HASH_LEN);
+    /* The directory name must be the hash attach will recompute. */
+    char hash[SBX_KEY_HASH_LEN + 1];
+    if (local_key_hash(args->session_key, hash) != 0)
+        return host->set_error(host, call, SBX_E_INTERNAL,
+                               "local: cannot compute SHA-256");
+    if (strcmp(hash, args->key_hash) != 0)
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "local: create: key hash %s is not the "
+                               "SHA-256 of the session key",
+                               args->key_hash);
+
+    int rc = SBX_OK;
+    int rootfd = open_root_creating(st, call, &rc);
+    if (rootfd < 0)
+        return rc;
+    /* EEXIST: created before, maybe by another instance. open_workspace
+     * then checks it is a directory and not a symlink. */
+    if (mkdirat(rootfd, hash, LOCAL_DIR_MODE) < 0 && errno != EEXIST) {
+        int err = errno;
+        rc = host->set_error(host, call,
+                             err == EACCES || err == EPERM ? SBX_E_DENIED
+                                                           : SBX_E_IO,
+                             "local: cannot create workspace '%s/%s': %s",
+                             st->root, hash, strerror(err));
+        close(rootfd);
+        return rc;
+    }
+    rc = open_workspace(st, call, rootfd, hash, SBX_E_IO, out);
+    close(rootfd);
+    if (rc == SBX_OK)
+        snprintf(ref, SBX_REF_MAX, "%s", (*out)->path);
+    return rc;
+}
+
+/* Check that ref is <root>/<sha256(session_key)>; on success the hash is
+ * stored in `hash`. Returns SBX_OK or SBX_E_DENIED/SBX_E_INVALID with the
+ * error set. The session key never appears in messages. */
+static int check_ownership(struct local_state *st, sbx_call *call,
+                           const char *op, const char *session_key,
+                           const char *ref, char hash[SBX_KEY_HASH_LEN + 1])
+{
+    const struct sbx_host *host = st->host;
+    if (session_key == NULL || ref == NULL)
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "local: %s: missing session key or reference",
+                               op);
+    if (local_key_hash(session_key, hash) != 0)
+        return host->set_error(host, call, SBX_E_INTERNAL,
+                               "local: cannot compute SHA-256");
+    size_t ref_len = strnlen(ref, SBX_REF_MAX);
+    if (ref_len != st->root_len + 1 + SBX_KEY_HASH_LEN ||
+        memcmp(ref, st->root, st->root_len) != 0 || ref[st->root_len] != '/')
+        return host->set_error(host, call, SBX_E_DENIED,
+                               "local: %s: reference '%.*s' is not a "
+                               "workspace directly under the root '%s'",
+                               op, (int)ref_len, ref, st->root);
+    if (memcmp(ref + st->root_len + 1, hash, SBX_KEY_HASH_LEN) != 0)
+        return host->set_error(host, call, SBX_E_DENIED,
+                               "local: %s: workspace '%s' does not belong to "
+                               "this session key (expected %s)",
+                               op, ref, hash);
+    return SBX_OK;
+}
+
+int local_attach(void *state, sbx_call *call, const char *session_key,
+                 const char *ref, sbx_sandbox **out)
+{
+    struct local_state *st = state;
+    const struct sbx_host *host = st->host;
+    char hash[SBX_KEY_HASH_LEN + 1];
+
+    if (out == NULL)
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "local: attach: missing arguments");
+    int rc = check_ownership(st, call, "attach", session_key, ref, hash);
+    if (rc != SBX_OK)
+        return rc;
+    /* Never recreate anything here: a lost workspace is NOT_FOUND. */
+    int rootfd = open(st->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0) {
+        int err = errno;
+        if (err == ENOENT)
+            return host->set_error(host, call, SBX_E_NOT_FOUND,
+                                   "local: workspace '%s' does not exist "
+                                   "(root '%s' is gone)",
+                                   ref, st->root);
+        return host->set_error(host, call, SBX_E_IO,
+                               "local: cannot open root '%s': %s", st->root,
+                               strerror(err));
+    }
+    rc = open_workspace(st, call, rootfd, hash, SBX_E_NOT_FOUND, out);
+    close(rootfd);
+    return rc;
+}
+
+int local_destroy(void *state, sbx_call *call, const char *session_key,
+                  const char *ref)
+{
+    struct local_state *st = state;
+    const struct sbx_host *host = st->host;
+    char hash[SBX_KEY_HASH_LEN + 1];
+
+    int rc = check_ownership(st, call, "destroy", session_key, ref, hash);
+    if (rc != SBX_OK)
+        return rc;
+    int rootfd = open(st->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0) {
+        if (errno == ENOENT)
+            return SBX_OK;
+        return host->set_error(host, call, SBX_E_IO,
+                               "local: cannot open root '%s': %s", st->root,
+                               strerror(errno));
+    }
+    int err = confine_remove_tree(rootfd, hash);
+    close(rootfd);
+    if (err < 0)
+        return host->set_error(host, call,
+                               err == -EACCES || err == -EPERM ? SBX_E_DENIED
+                                                               : SBX_E_IO,
+                               "local: cannot remove workspace '%s': %s", ref,
+                               strerror(-err));
+    return SBX_OK;
+}
+
+void local_release(sbx_sandbox *sb)
+{
+    if (sb == NULL)
+        return;
+    if (sb->dirfd >= 0)
+        close(sb->dirfd);
+    free(sb);
+}
+
+const char *local_root(sbx_sandbox *sb)
+{
+    return sb->path;
+}

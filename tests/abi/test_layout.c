@@ -1,0 +1,269 @@
+/*
+ * test_layout.c - pins the binary layout of ABI 1.0 on x86_64.
+ *
+ * Providers built against one version of sbx/provider.h are loaded by hosts
+ * built against another, so every member's offset and every struct's size
+ * is part of the contract, as are the numbers of the status codes and the
+ * capability bits. If this test fails, the header changed the ABI: restore
+ * the layout, or append instead and bump SBX_ABI_MINOR (or MAJOR).
+ */
+#include <sbx/provider.h>
+
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+#define PIN_OFF(type, member, off)                                             \
+    cr_expect_eq(offsetof(struct type, member), (size_t)(off),                 \
+                 "offsetof(struct " #type ", " #member ") is %zu, pinned %zu",  \
+                 offsetof(struct type, member), (size_t)(off))
+#define PIN_SIZE(type, size)                                                   \
+    cr_expect_eq(sizeof(struct type), (size_t)(size),                          \
+                 "sizeof(struct " #type ") is %zu, pinned %zu",                 \
+                 sizeof(struct type), (size_t)(size))
+
+#if defined(__x86_64__) && defined(__LP64__)
+#define LAYOUT_PINNED 1
+#else
+#define LAYOUT_PINNED 0
+#endif
+
+static void require_pinned_platform(void)
+{
+    if (!LAYOUT_PINNED)
+        cr_skip_test("layout is pinned for x86_64 (LP64) only");
+}
+
+Test(layout, provider_desc)
+{
+    require_pinned_platform();
+    /* the frozen prefix */
+    PIN_OFF(sbx_provider_desc, abi_major, 0);
+    PIN_OFF(sbx_provider_desc, abi_minor, 4);
+    PIN_OFF(sbx_provider_desc, desc_size, 8);
+    PIN_OFF(sbx_provider_desc, ops_size, 12);
+    /* 1.0 */
+    PIN_OFF(sbx_provider_desc, name, 16);
+    PIN_OFF(sbx_provider_desc, version, 24);
+    PIN_OFF(sbx_provider_desc, caps, 32);
+    PIN_OFF(sbx_provider_desc, ops, 40);
+    PIN_OFF(sbx_provider_desc, config_keys, 48);
+    PIN_OFF(sbx_provider_desc, reserved, 56);
+    cr_expect_eq(sizeof(((struct sbx_provider_desc *)0)->reserved), 32);
+    PIN_SIZE(sbx_provider_desc, 88);
+    cr_expect_eq(SBX_DESC_SIZE_1_0, 56);
+}
+
+Test(layout, provider_ops)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_provider_ops, init, 0);
+    PIN_OFF(sbx_provider_ops, fini, 8);
+    PIN_OFF(sbx_provider_ops, create, 16);
+    PIN_OFF(sbx_provider_ops, attach, 24);
+    PIN_OFF(sbx_provider_ops, exec, 32);
+    PIN_OFF(sbx_provider_ops, read_file, 40);
+    PIN_OFF(sbx_provider_ops, write_file, 48);
+    PIN_OFF(sbx_provider_ops, root, 56);
+    PIN_OFF(sbx_provider_ops, release, 64);
+    PIN_OFF(sbx_provider_ops, destroy, 72);
+    PIN_OFF(sbx_provider_ops, mount_put, 80);
+    PIN_OFF(sbx_provider_ops, mount_remove, 88);
+    PIN_OFF(sbx_provider_ops, export_outputs, 96);
+    PIN_OFF(sbx_provider_ops, skill_install, 104);
+    PIN_OFF(sbx_provider_ops, memory_attach, 112);
+    PIN_OFF(sbx_provider_ops, egress_apply, 120);
+    PIN_SIZE(sbx_provider_ops, 128);
+    cr_expect_eq(SBX_OPS_SIZE_1_0, 80);
+}
+
+Test(layout, host_table)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_host, size, 0);
+    PIN_OFF(sbx_host, abi_minor, 4);
+    PIN_OFF(sbx_host, ctx, 8);
+    PIN_OFF(sbx_host, log, 16);
+    PIN_OFF(sbx_host, set_error, 24);
+    PIN_OFF(sbx_host, config_get, 32);
+    PIN_OFF(sbx_host, config_entry, 40);
+    PIN_OFF(sbx_host, cancelled, 48);
+    PIN_OFF(sbx_host, cancel_fd, 56);
+    PIN_SIZE(sbx_host, 64);
+}
+
+Test(layout, streams)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_sink, ctx, 0);
+    PIN_OFF(sbx_sink, write, 8);
+    PIN_SIZE(sbx_sink, 16);
+    PIN_OFF(sbx_source, ctx, 0);
+    PIN_OFF(sbx_source, read, 8);
+    PIN_SIZE(sbx_source, 16);
+}
+
+Test(layout, config_key)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_config_key, key, 0);
+    PIN_OFF(sbx_config_key, type, 8);
+    PIN_OFF(sbx_config_key, description, 16);
+    PIN_SIZE(sbx_config_key, 24);
+}
+
+Test(layout, create_args)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_create_args, size, 0);
+    PIN_OFF(sbx_create_args, session_key, 8);
+    PIN_OFF(sbx_create_args, key_hash, 16);
+    PIN_OFF(sbx_create_args, spec_hash, 24);
+    PIN_OFF(sbx_create_args, caps_required, 32);
+    PIN_SIZE(sbx_create_args, 40);
+}
+
+Test(layout, exec_args)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_exec_args, size, 0);
+    PIN_OFF(sbx_exec_args, argv, 8);
+    PIN_OFF(sbx_exec_args, env, 16);
+    PIN_OFF(sbx_exec_args, cwd, 24);
+    PIN_OFF(sbx_exec_args, in, 32);
+    PIN_OFF(sbx_exec_args, timeout_ms, 40);
+    PIN_OFF(sbx_exec_args, out, 48);
+    PIN_OFF(sbx_exec_args, err, 56);
+    PIN_SIZE(sbx_exec_args, 64);
+}
+
+Test(layout, exec_result)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_exec_result, size, 0);
+    PIN_OFF(sbx_exec_result, exit_code, 4);
+    PIN_OFF(sbx_exec_result, term_signal, 8);
+    PIN_OFF(sbx_exec_result, timed_out, 12);
+    PIN_OFF(sbx_exec_result, out_bytes, 16);
+    PIN_OFF(sbx_exec_result, err_bytes, 24);
+    PIN_SIZE(sbx_exec_result, 32);
+}
+
+Test(layout, blob)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_blob, size, 0);
+    PIN_OFF(sbx_blob, src, 8);
+    PIN_OFF(sbx_blob, length, 16);
+    PIN_OFF(sbx_blob, sha256, 24);
+    PIN_OFF(sbx_blob, format, 32);
+    PIN_SIZE(sbx_blob, 40);
+}
+
+Test(abi_numbers, versions_and_limits)
+{
+    cr_expect_eq(SBX_ABI_MAJOR, 1);
+    cr_expect_eq(SBX_ABI_MINOR, 0);
+    cr_expect_str_eq(SBX_PROVIDER_ENTRY, "sbx_provider_describe");
+    cr_expect_eq(SBX_REF_MAX, 512);
+    cr_expect_eq(SBX_KEY_HASH_LEN, 64);
+}
+
+Test(abi_numbers, status_codes)
+{
+    cr_expect_eq(SBX_OK, 0);
+    cr_expect_eq(SBX_E_NOT_FOUND, 1);
+    cr_expect_eq(SBX_E_DENIED, 2);
+    cr_expect_eq(SBX_E_UNSUPPORTED, 3);
+    cr_expect_eq(SBX_E_INVALID, 4);
+    cr_expect_eq(SBX_E_TIMEOUT, 5);
+    cr_expect_eq(SBX_E_CANCELLED, 6);
+    cr_expect_eq(SBX_E_UNAVAILABLE, 7);
+    cr_expect_eq(SBX_E_PROTOCOL, 8);
+    cr_expect_eq(SBX_E_IO, 9);
+    cr_expect_eq(SBX_E_NOMEM, 10);
+    cr_expect_eq(SBX_E_EXISTS, 11);
+    cr_expect_eq(SBX_E_CONFIG, 12);
+    cr_expect_eq(SBX_E_ABI, 13);
+    cr_expect_eq(SBX_E_NOT_EXEC, 14);
+    cr_expect_eq(SBX_E_NO_COMMAND, 15);
+    cr_expect_eq(SBX_E_INTERNAL, 16);
+    cr_expect_eq(SBX_STATUS_COUNT, 17);
+}
+
+Test(abi_numbers, transient_codes)
+{
+    /* Exactly these two may be retried unchanged. */
+    for (int s = 0; s < SBX_STATUS_COUNT; s++) {
+        int want = s == SBX_E_UNAVAILABLE || s == SBX_E_TIMEOUT;
+        cr_expect_eq(!!sbx_status_is_transient((sbx_status)s), want,
+                     "sbx_status_is_transient(%d) = %d", s,
+                     sbx_status_is_transient((sbx_status)s));
+    }
+}
+
+Test(abi_numbers, capability_bits)
+{
+    cr_expect_eq(SBX_CAP_FILE_MOUNTS, UINT64_C(0x01));
+    cr_expect_eq(SBX_CAP_OUTPUT_EXPORT, UINT64_C(0x02));
+    cr_expect_eq(SBX_CAP_SKILLS, UINT64_C(0x04));
+    cr_expect_eq(SBX_CAP_MEMORY, UINT64_C(0x08));
+    cr_expect_eq(SBX_CAP_EGRESS, UINT64_C(0x10));
+    cr_expect_eq(SBX_CAP_PACKAGES, UINT64_C(0x20));
+    cr_expect_eq(SBX_CAP_ALL_1_0, SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT |
+                                      SBX_CAP_SKILLS | SBX_CAP_MEMORY |
+                                      SBX_CAP_EGRESS | SBX_CAP_PACKAGES);
+}
+
+Test(abi_numbers, enums_in_the_descriptor_and_host_table)
+{
+    cr_expect_eq(SBX_CFG_STRING, 1);
+    cr_expect_eq(SBX_CFG_INT, 2);
+    cr_expect_eq(SBX_CFG_BOOL, 3);
+    cr_expect_eq(SBX_CFG_SIZE, 4);
+    cr_expect_eq(SBX_CFG_MAP, 5);
+    cr_expect_eq(SBX_CFG_LIST, 6);
+    cr_expect_eq(SBX_CFG_NUMBER, 7);
+    cr_expect_eq(SBX_LOG_ERROR, 0);
+    cr_expect_eq(SBX_LOG_WARN, 1);
+    cr_expect_eq(SBX_LOG_INFO, 2);
+    cr_expect_eq(SBX_LOG_DEBUG, 3);
+}
+
+Test(abi_numbers, every_status_has_its_own_message)
+{
+    const char *unknown = sbx_strerror((sbx_status)SBX_STATUS_COUNT);
+    cr_expect_str_eq(unknown, "unknown status");
+    cr_expect_str_eq(sbx_strerror((sbx_status)-1), "unknown status");
+    for (int s = 0; s < SBX_STATUS_COUNT; s++) {
+        const char *m = sbx_strerror((sbx_status)s);
+        cr_assert_not_null(m, "status %d", s);
+        cr_expect_neq(m[0], '\0', "status %d has an empty message", s);
+        cr_expect_str_neq(m, unknown, "status %d has no message", s);
+        for (int t = 0; t < s; t++)
+            cr_expect_str_neq(m, sbx_strerror((sbx_status)t),
+                              "statuses %d and %d share the message \"%s\"", t, s, m);
+    }
+}
+
+/* The macro must fill the version and sizes a host checks. */
+static const struct sbx_provider_ops macro_ops;
+SBX_PROVIDER_DEFINE("macro", "9.9.9", SBX_CAP_PACKAGES, &macro_ops, NULL)
+
+Test(abi_numbers, define_macro_fills_versions_and_sizes)
+{
+    const struct sbx_provider_desc *d = sbx_provider_describe();
+    cr_assert_not_null(d);
+    cr_expect_eq(d, sbx_provider_describe(), "describe must return static data");
+    cr_expect_eq(d->abi_major, SBX_ABI_MAJOR);
+    cr_expect_eq(d->abi_minor, SBX_ABI_MINOR);
+    cr_expect_eq(d->desc_size, sizeof(struct sbx_provider_desc));
+    cr_expect_eq(d->ops_size, sizeof(struct sbx_provider_ops));
+    cr_expect_str_eq(d->name, "macro");
+    cr_expect_str_eq(d->version, "9.9.9");
+    cr_expect_eq(d->caps, SBX_CAP_PACKAGES);
+    cr_expect_eq(d->ops, &macro_ops);
+    cr_expect_null(d->config_keys);
+    for (int i = 0; i < 4; i++)
+        cr_expect_null(d->reserved[i]);
+}

@@ -1,0 +1,60 @@
+/*
+ * suite_runner.h - run the conformance suite from a test against a
+ * provider configured in a private temporary directory, and inspect what
+ * it reported.
+ */
+#ifndef SBX_TEST_SUITE_RUNNER_H
+#define SBX_TEST_SUITE_RUNNER_H
+
+#include <sbx/conformance.h>
+
+#include <limits.h>
+#include <stddef.h>
+
+#define SR_MAX_RESULTS 128
+
+struct sr_result {
+    char name[64];
+    int outcome;
+    char message[1024];
+};
+
+struct sr_run {
+    char dir[64];             /* temporary directory of this run */
+    char workspaces[PATH_MAX]; /* dir/ws: the provider's root */
+    char config[PATH_MAX];    /* dir/sbx.yaml */
+    char junit[PATH_MAX];     /* dir/junit.xml */
+    int status;               /* what sbx_conformance_run returned */
+    sbx_error err;
+    struct sbx_conformance_summary summary;
+    char *output;             /* everything printed to opts.out */
+    size_t output_len;
+    struct sr_result results[SR_MAX_RESULTS];
+    size_t nresults;
+};
+
+/*
+ * Make a temporary directory, write a config whose `providers` section is
+ * `provider_yaml` (with every "@ROOT@" replaced by the workspace root),
+ * and run the suite against `provider` with the plugin path `plugin_path`.
+ * Returns 0, or -1 when the directory or config could not be made.
+ */
+int sr_run_suite(struct sr_run *r, const char *provider, const char *provider_yaml,
+                 const char *plugin_path, int format, const char *filter);
+
+/* The result of case `name`, or NULL when it was not reported. */
+const struct sr_result *sr_find(const struct sr_run *r, const char *name);
+
+/* Number of entries in the workspace root (0 when it does not exist). */
+int sr_count_workspaces(const struct sr_run *r);
+
+/* Exit status of `xmllint --noout path` (127 when it cannot be run). */
+int sr_xmllint(const char *path);
+
+/* Number of occurrences of needle in the file at path (-1: unreadable). */
+int sr_count_in_file(const char *path, const char *needle);
+
+/* Remove the temporary directory and free the output. */
+void sr_free(struct sr_run *r);
+
+#endif /* SBX_TEST_SUITE_RUNNER_H */

@@ -1,0 +1,169 @@
+/*
+ * test_files.c - read_file/write_file through the archive endpoints:
+ * binary round trips, nested parents, overwrite, modes, not-found, and
+ * refusal of every path that leaves the workspace.
+ */
+#include "harness.h"
+
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct dh h;
+static char key[64], hash[65], ref[SBX_REF_MAX];
+static sbx_sandbox *sb;
+
+static void setup(void)
+{
+    dh_require_daemon();
+    dh_open(&h, NULL, NULL);
+    dh_new_key(key, hash);
+    sb = dh_create(&h, key, ref);
+}
+
+static void teardown(void)
+{
+    if (sb) {
+        h.ops->release(sb);
+        dh_destroy(&h, key, ref);
+    }
+    dh_close(&h);
+}
+
+TestSuite(docker_files, .init = setup, .fini = teardown, .timeout = 180);
+
+Test(docker_files, binary_round_trip_with_nested_parents)
+{
+    size_t n = 5 * 1024 * 1024 + 3;
+    unsigned char *data = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (unsigned char)((i * 131) ^ (i >> 9));
+    data[0] = 0;
+    data[n - 1] = 0;
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(dh_write(&h, sb, "deep/er/still/blob.bin", data, n, 0, &c), SBX_OK, "%s",
+                 c.message);
+    struct dh_buf out = {0};
+    cr_assert_eq(dh_read(&h, sb, "deep/er/still/blob.bin", &out, &c), SBX_OK, "%s",
+                 c.message);
+    cr_expect_eq(out.len, n);
+    cr_expect(out.len == n && memcmp(out.data, data, n) == 0, "content differs");
+    dh_buf_free(&out);
+    /* the shell sees the same file, with mode 0644 */
+    char *sum = dh_sh(&h, sb, "stat -c '%s %a' deep/er/still/blob.bin; ls -a deep/er/still");
+    char want[128];
+    snprintf(want, sizeof want, "%zu 644\n.\n..\nblob.bin\n", n);
+    cr_expect_str_eq(sum, want, "no temporary file may be left behind");
+    free(sum);
+    free(data);
+    dh_call_free(&c);
+}
+
+Test(docker_files, overwrite_empty_and_modes)
+{
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(dh_write(&h, sb, "f.txt", "first version\n", 14, 0, &c), SBX_OK);
+    cr_assert_eq(dh_write(&h, sb, "f.txt", "2\n", 2, 0755, &c), SBX_OK);
+    struct dh_buf out = {0};
+    cr_assert_eq(dh_read(&h, sb, "f.txt", &out, &c), SBX_OK);
+    cr_expect_str_eq(out.data, "2\n");
+    dh_buf_free(&out);
+    char *m = dh_sh(&h, sb, "stat -c %a f.txt; ./f.txt; echo $?");
+    cr_expect(strncmp(m, "755\n", 4) == 0, "%s", m);
+    free(m);
+    cr_assert_eq(dh_write(&h, sb, "empty", "", 0, 0, &c), SBX_OK);
+    cr_assert_eq(dh_read(&h, sb, "empty", &out, &c), SBX_OK);
+    cr_expect_eq(out.len, 0);
+    /* a file written by a command is readable, one in a subdir too */
+    free(dh_sh(&h, sb, "mkdir -p made && printf 'by shell' > made/x"));
+    cr_assert_eq(dh_read(&h, sb, "./made//x", &out, &c), SBX_OK, "%s", c.message);
+    cr_expect_str_eq(out.data, "by shell");
+    dh_buf_free(&out);
+    dh_call_free(&c);
+}
+
+Test(docker_files, missing_files_and_directories)
+{
+    struct sbx_call c;
+    dh_call_init(&c);
+    struct dh_buf out = {0};
+    cr_expect_eq(dh_read(&h, sb, "nope.txt", &out, &c), SBX_E_NOT_FOUND, "%s", c.message);
+    cr_expect(strstr(c.message, "nope.txt"), "%s", c.message);
+    cr_expect_eq(dh_read(&h, sb, "no/such/dir/f", &out, &c), SBX_E_NOT_FOUND);
+    free(dh_sh(&h, sb, "mkdir -p adir; echo x > plain"));
+    cr_expect_eq(dh_read(&h, sb, "adir", &out, &c), SBX_E_INVALID, "%s", c.message);
+    cr_expect_eq(dh_write(&h, sb, "adir", "x", 1, 0, &c), SBX_E_INVALID, "%s", c.message);
+    cr_expect_eq(dh_write(&h, sb, "plain/sub", "x", 1, 0, &c), SBX_E_INVALID, "%s",
+                 c.message);
+    cr_expect_eq(dh_read(&h, sb, "", &out, &c), SBX_E_INVALID);
+    cr_expect_eq(out.len, 0);
+    dh_call_free(&c);
+}
+
+Test(docker_files, escapes_are_refused_and_nothing_lands_outside)
+{
+    free(dh_sh(&h, sb, "ln -s / escape; ln -s /etc/passwd pw; ln -s .. up; "
+                       "ln -s /tmp/outside-target victim; mkdir -p real; "
+                       "echo inner > real/f; ln -s real inlink; ln -s /workspace/real abs"));
+    struct sbx_call c;
+    dh_call_init(&c);
+    const char *reads[] = {"../etc/passwd", "/etc/passwd", "a/../../x", "escape/etc/passwd",
+                           "pw", "up/etc/passwd", NULL};
+    for (int i = 0; reads[i]; i++) {
+        struct dh_buf out = {0};
+        int rc = dh_read(&h, sb, reads[i], &out, &c);
+        cr_expect_eq(rc, SBX_E_INVALID, "read %s gave %s: %s", reads[i],
+                     sbx_strerror(rc), c.message);
+        cr_expect_eq(out.len, 0, "read %s delivered bytes", reads[i]);
+        dh_buf_free(&out);
+    }
+    const char *writes[] = {"../x", "/tmp/x", "escape/tmp/x", "up/x", "victim", NULL};
+    for (int i = 0; writes[i]; i++) {
+        int rc = dh_write(&h, sb, writes[i], "bad", 3, 0, &c);
+        cr_expect_eq(rc, SBX_E_INVALID, "write %s gave %s: %s", writes[i],
+                     sbx_strerror(rc), c.message);
+    }
+    char *found = dh_sh(&h, sb, "ls /tmp; ls -a / | grep -x x; true");
+    cr_expect_str_eq(found, "", "files appeared outside the workspace: %s", found);
+    free(found);
+    /* links that stay inside are followed */
+    struct dh_buf out = {0};
+    cr_expect_eq(dh_read(&h, sb, "inlink/f", &out, &c), SBX_OK, "%s", c.message);
+    cr_expect_str_eq(out.data ? out.data : "", "inner\n");
+    dh_buf_free(&out);
+    cr_expect_eq(dh_read(&h, sb, "abs/f", &out, &c), SBX_OK, "%s", c.message);
+    dh_buf_free(&out);
+    cr_expect_eq(dh_write(&h, sb, "inlink/g", "via link", 8, 0, &c), SBX_OK, "%s",
+                 c.message);
+    char *g = dh_sh(&h, sb, "cat real/g");
+    cr_expect_str_eq(g, "via link");
+    free(g);
+    dh_call_free(&c);
+}
+
+static int stop_after_one(void *ctx, const void *p, size_t n)
+{
+    int *calls = ctx;
+    (void)p;
+    (void)n;
+    return ++*calls >= 2 ? SBX_E_CANCELLED : 0;
+}
+
+Test(docker_files, sink_failure_stops_the_read)
+{
+    size_t n = 4 * 1024 * 1024;
+    char *data = calloc(1, n);
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(dh_write(&h, sb, "big", data, n, 0, &c), SBX_OK);
+    int calls = 0;
+    struct sbx_sink s = {&calls, stop_after_one};
+    cr_expect_eq(h.ops->read_file(sb, &c, "big", &s), SBX_E_CANCELLED, "%s", c.message);
+    cr_expect_eq(calls, 2);
+    free(data);
+    dh_call_free(&c);
+}
