@@ -1,9 +1,10 @@
 /*
  * exec.c - run a command of the `local` provider and pump its I/O.
  *
- * One poll() loop serves the stdin pipe (non-blocking write end, fed from
- * the caller's source), the stdout and stderr pipes (chunks go to the sinks
- * as they arrive), the host's cancel fd and a pidfd of the leader.
+ * One poll() loop serves the stdout and stderr pipes (chunks go to the
+ * sinks as they arrive), the host's cancel fd, a pidfd of the leader and
+ * the completion fd of the stdin feeder. stdin is streamed by the feeder
+ * thread (feeder.c), because the caller's source may block.
  *
  * Process tree policy: the command runs as the leader of its own process
  * group, and exec never returns while that group has members.
@@ -20,12 +21,12 @@
 #include "local.h"
 
 #include "confine.h"
+#include "feeder.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +50,9 @@ struct run {
     const struct sbx_exec_args *args;
     pid_t pid;
     int pidfd;          /* -1 when pidfd_open is unavailable */
-    int in_fd;          /* parent's write end of stdin, -1 once closed */
     int out_fd, err_fd; /* parent's read ends, -1 at EOF */
-    unsigned char *in_buf;
-    size_t in_len, in_off;
-    int src_eof;
+    struct local_feeder *feeder; /* NULL without stdin */
+    int feeder_done;
     unsigned char *io_buf; /* read buffer for stdout/stderr */
     uint64_t out_bytes, err_bytes;
 
@@ -86,7 +85,6 @@ static void kill_group(struct run *r)
         (void)kill(-r->pid, SIGKILL);
         r->group_killed = 1;
         r->drain_end = now_ms() + LOCAL_KILL_DRAIN_MS;
-        close_fd(&r->in_fd);
     }
 }
 
@@ -126,67 +124,6 @@ static int make_pipe(int fds[2])
         }
     }
     return 0;
-}
-
-/* write() that cannot raise SIGPIPE in the host: SIGPIPE is blocked for this
- * thread around the write and, when the write caused one, consumed before
- * the mask is restored. */
-static ssize_t write_no_sigpipe(int fd, const void *buf, size_t len)
-{
-    sigset_t pipe_set, old, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigemptyset(&pending);
-    sigpending(&pending);
-    int was_pending = sigismember(&pending, SIGPIPE);
-
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    ssize_t n = write(fd, buf, len);
-    int err = errno;
-    if (n < 0 && err == EPIPE && !was_pending) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
-            ;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = err;
-    return n;
-}
-
-/* The stdin pipe is writable: refill the buffer from the source when it is
- * empty, then write what the pipe takes. */
-static void feed_stdin(struct run *r)
-{
-    if (r->in_off == r->in_len && !r->src_eof) {
-        const struct sbx_source *src = r->args->in;
-        long n = src->read(src->ctx, r->in_buf, LOCAL_CHUNK);
-        if (n < 0) {
-            /* The host has set the call's error already. */
-            r->status = SBX_E_IO;
-            kill_group(r);
-            return;
-        }
-        if (n == 0 || (size_t)n > LOCAL_CHUNK) {
-            r->src_eof = 1;
-        } else {
-            r->in_len = (size_t)n;
-            r->in_off = 0;
-        }
-    }
-    if (r->in_off == r->in_len) {
-        if (r->src_eof)
-            close_fd(&r->in_fd); /* EOF for the command */
-        return;
-    }
-    ssize_t w = write_no_sigpipe(r->in_fd, r->in_buf + r->in_off,
-                                 r->in_len - r->in_off);
-    if (w > 0) {
-        r->in_off += (size_t)w;
-    } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-        /* EPIPE: the command stopped reading its stdin, which is its
-         * right; the rest of the input is dropped. */
-        close_fd(&r->in_fd);
-    }
 }
 
 /* One of the output pipes is readable: pass a chunk to its sink. */
@@ -260,10 +197,11 @@ static void pump(struct run *r)
         }
 
         struct pollfd pfd[5];
-        int n = 0, i_in = -1, i_out = -1, i_err = -1, i_cancel = -1;
-        if (r->in_fd >= 0) {
-            i_in = n;
-            pfd[n++] = (struct pollfd){.fd = r->in_fd, .events = POLLOUT};
+        int n = 0, i_feed = -1, i_out = -1, i_err = -1, i_cancel = -1;
+        if (r->feeder != NULL && !r->feeder_done) {
+            i_feed = n;
+            pfd[n++] = (struct pollfd){
+                .fd = local_feeder_done_fd(r->feeder), .events = POLLIN};
         }
         if (r->out_fd >= 0) {
             i_out = n;
@@ -311,8 +249,15 @@ static void pump(struct run *r)
          * rather than spin on it. */
         if (i_cancel >= 0 && (pfd[i_cancel].revents & (POLLHUP | POLLNVAL)))
             cancel_fd = -1;
-        if (i_in >= 0 && pfd[i_in].revents != 0 && r->in_fd >= 0)
-            feed_stdin(r);
+        if (i_feed >= 0 && pfd[i_feed].revents != 0) {
+            r->feeder_done = 1;
+            if (local_feeder_failed(r->feeder)) {
+                /* The host has set the call's error already. */
+                r->status = SBX_E_IO;
+                kill_group(r);
+                return;
+            }
+        }
         if (i_out >= 0 && pfd[i_out].revents != 0 && r->out_fd >= 0)
             drain_output(r, &r->out_fd, a->out, &r->out_bytes);
         if (i_err >= 0 && pfd[i_err].revents != 0 && r->err_fd >= 0)
@@ -430,12 +375,11 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
 
     struct run r = {
         .host = host, .call = call, .args = args, .pid = -1, .pidfd = -1,
-        .in_fd = -1, .out_fd = -1, .err_fd = -1, .status = SBX_OK,
+        .out_fd = -1, .err_fd = -1, .status = SBX_OK,
     };
     int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-    r.in_buf = malloc(LOCAL_CHUNK);
     r.io_buf = malloc(LOCAL_CHUNK);
-    if (r.in_buf == NULL || r.io_buf == NULL) {
+    if (r.io_buf == NULL) {
         rc = host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
         goto out;
     }
@@ -466,14 +410,25 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
     close_fd(&in_p[0]);
     close_fd(&out_p[1]);
     close_fd(&err_p[1]);
-    r.in_fd = in_p[1];
-    in_p[1] = -1;
     r.out_fd = out_p[0];
     out_p[0] = -1;
     r.err_fd = err_p[0];
     err_p[0] = -1;
-    if (args->in == NULL)
-        close_fd(&r.in_fd); /* empty stdin */
+    if (args->in == NULL) {
+        close_fd(&in_p[1]); /* empty stdin */
+    } else {
+        int err = local_feeder_start(&r.feeder, args->in, in_p[1]);
+        in_p[1] = -1; /* consumed */
+        if (err != 0) {
+            rc = host->set_error(host, call, SBX_E_NOMEM,
+                                 "local: cannot start feeding stdin of "
+                                 "'%s': %s",
+                                 args->argv[0], strerror(err));
+            kill_group(&r);
+            reap_leader(r.pid);
+            goto out;
+        }
+    }
 
     /* A pidfd is always close-on-exec. Without one (kernel < 5.3) the loop
      * polls the leader's state periodically. */
@@ -482,6 +437,10 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
 
     pump(&r);
     kill_group(&r); /* nothing of the command outlives exec */
+    /* Waits for a source read in progress: the source is borrowed. */
+    if (local_feeder_stop(r.feeder) && r.status == SBX_OK)
+        r.status = SBX_E_IO; /* the source failed; its message is set */
+    r.feeder = NULL;
     int ws = reap_leader(r.pid);
 
     res->out_bytes = r.out_bytes;
@@ -502,7 +461,6 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
 
 out:
     close_fd(&r.pidfd);
-    close_fd(&r.in_fd);
     close_fd(&r.out_fd);
     close_fd(&r.err_fd);
     for (int i = 0; i < 2; i++) {
@@ -512,7 +470,6 @@ out:
     }
     if (cwd_fd >= 0)
         close(cwd_fd);
-    free(r.in_buf);
     free(r.io_buf);
     return rc;
 }

@@ -1,0 +1,260 @@
+/*
+ * sbx/session.h - durable sessions: one logical sandbox per session key.
+ *
+ * The session manager sits between a consumer (an agent runtime, the `sbx`
+ * CLI) and the providers. It keeps, in a store (SQLite or PostgreSQL), which
+ * session key owns which provider resource, so that any worker process, on
+ * any machine sharing the store, finds the same sandbox for the same key.
+ *
+ * Life cycle of a key (see docs/SESSIONS.md for the long form):
+ *  - acquire: the key's binding, if any, is attached. Otherwise the caller
+ *    claims a provisioning intent (written before any provider call), calls
+ *    the provider's create, records the resource's reference on the intent,
+ *    installs the spec's packages, and only then publishes the binding. Of N
+ *    workers racing on one key exactly one creates; the others wait for the
+ *    binding and attach to it.
+ *  - attach (acquire-existing): only attaches. A key without a binding, or a
+ *    binding whose resource is gone, is SBX_E_NOT_FOUND; a lost resource is
+ *    never replaced by an empty sandbox.
+ *  - delete: fence the session (no new admissions), destroy the resource
+ *    with retries, remove the binding and the session.
+ *  - reconcile: clean up what crashed workers left behind (see
+ *    sbx_sessions_reconcile).
+ *
+ * Handles returned by acquire and attach are ordinary sbx_handle objects:
+ * use sbx_exec, sbx_read, sbx_write on them and sbx_release when done (the
+ * sandbox stays).
+ *
+ * Conventions are those of sbx/sbx.h: int results are sbx_status values,
+ * errors are filled into a caller's sbx_error, strings passed in are
+ * borrowed for the call. Messages name a session by the first 12 hex digits
+ * of its key hash, never by the raw key.
+ */
+#ifndef SBX_SESSION_H
+#define SBX_SESSION_H
+
+#include <sbx/sbx.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A session manager: a host context plus an open store. */
+typedef struct sbx_sessions sbx_sessions;
+
+/* Package managers a spec may name (stable numbers). */
+enum sbx_package_manager {
+    SBX_PKG_APT = 1,
+    SBX_PKG_CARGO = 2,
+    SBX_PKG_GEM = 3,
+    SBX_PKG_GO = 4,
+    SBX_PKG_NPM = 5,
+    SBX_PKG_PIP = 6
+};
+
+/* One environment package: a manager and the name it installs ("curl",
+ * "requests==2.31.0", "golang.org/x/tools/cmd/goimports@v0.1.0"). */
+struct sbx_package {
+    int manager;      /* enum sbx_package_manager */
+    const char *name; /* must not be empty or start with '-' */
+};
+
+/*
+ * What a session's sandbox must provide. Zero-initialize and set size.
+ * The spec is hashed (sbx_session_spec_hash) and the hash is recorded on the
+ * binding; the provider is not part of the hash.
+ */
+struct sbx_session_spec {
+    uint32_t size;
+    const char *provider;      /* for a new binding; NULL: the default */
+    uint64_t caps;             /* capabilities the session will use */
+    const struct sbx_package *packages; /* installed after create, in order */
+    size_t npackages;          /* a non-empty set needs SBX_CAP_PACKAGES */
+};
+
+/* Options of sbx_sessions_open. Zero-initialize and set size; zero/NULL
+ * members take the defaults described. */
+struct sbx_sessions_options {
+    uint32_t size;
+    const char *store_driver; /* "sqlite"/"postgres"; else from the context's
+                                 configuration (see sbx_sessions_open) */
+    const char *store_target; /* a file for sqlite, a DSN for postgres */
+    int64_t lease_ms;         /* an intent not updated for this long is
+                                 taken over by others; 0: 300 000 (5 min) */
+    int64_t wait_ms;          /* how long acquire waits for another worker's
+                                 provisioning; 0: the lease */
+    bool ignore_environment;  /* do not read SBX_STORE_DSN, XDG_STATE_HOME,
+                                 HOME (tests) */
+};
+
+/*
+ * Open a session manager over ctx (which must outlive it).
+ *
+ * The store is, in order of precedence: opts->store_driver/store_target;
+ * else the configuration's `store` section (sbx_config_store_driver/path/
+ * dsn) with $SBX_STORE_DSN replacing the configured dsn; the driver defaults
+ * to "postgres" when a dsn is known and to "sqlite" otherwise; the SQLite
+ * file defaults to $XDG_STATE_HOME/sbx/sbx.db (else ~/.local/state/sbx/
+ * sbx.db), whose directory is created (mode 0700) when missing.
+ *
+ * Migrations are applied. Errors: those of the store (SBX_E_CONFIG for an
+ * unknown driver or a malformed DSN, SBX_E_UNAVAILABLE for an unreachable
+ * server, SBX_E_IO for an unusable file), SBX_E_NOMEM. Messages never
+ * contain a password.
+ */
+SBX_API int sbx_sessions_open(sbx_ctx *ctx, const struct sbx_sessions_options *opts,
+                              sbx_sessions **out, sbx_error *err);
+
+/* Close a manager (handles obtained from it stay valid: they belong to the
+ * context). NULL is ignored. */
+SBX_API void sbx_sessions_close(sbx_sessions *m);
+
+/* "sqlite" or "postgres": the store driver in use. */
+SBX_API const char *sbx_sessions_store_driver(const sbx_sessions *m);
+
+/*
+ * The hash of a spec: lowercase hex SHA-256 of a canonical text of its
+ * capabilities and packages (in order), into out[SBX_KEY_HASH_LEN + 1].
+ * spec NULL hashes like an empty spec. SBX_E_INVALID for a package with an
+ * unknown manager or a bad name (the message names it).
+ */
+SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
+                                  char out[SBX_KEY_HASH_LEN + 1], sbx_error *err);
+
+/* Parse "manager:name" ("pip:requests==2.31.0") into *out; out->name points
+ * into text. SBX_E_INVALID naming the problem otherwise. */
+SBX_API int sbx_package_parse(const char *text, struct sbx_package *out,
+                              sbx_error *err);
+
+/* Name of a package manager ("apt", ...), or NULL when unknown. */
+SBX_API const char *sbx_package_manager_name(int manager);
+
+/* What acquire did (all false when it failed). */
+struct sbx_acquire_info {
+    bool created;      /* this call provisioned the sandbox */
+    bool spec_changed; /* the binding was made from another spec: the given
+                          spec was NOT applied (recorded_spec_hash says
+                          which one is in force) */
+    char recorded_spec_hash[SBX_KEY_HASH_LEN + 1]; /* "" when none recorded */
+    char provider[64]; /* the provider of the binding */
+};
+
+/*
+ * Ensure the sandbox of a key and return a handle to it.
+ *
+ * When the key is bound, attaches (a lost resource is SBX_E_NOT_FOUND, as
+ * for sbx_session_attach). When spec is not NULL its hash is compared with
+ * the recorded one; a difference is reported in info->spec_changed and is
+ * not applied. spec NULL means "as recorded" for a bound key and an empty
+ * spec for a new one.
+ *
+ * When the key is not bound: admission first, from the descriptor alone (no
+ * provider init, no credentials): spec->caps plus SBX_CAP_PACKAGES for a
+ * non-empty package set must be declared by the provider, else
+ * SBX_E_UNSUPPORTED naming both and nothing is written or provisioned.
+ * Then the intent is claimed, the resource created, its reference recorded
+ * on the intent, packages installed (each manager checked first), and the
+ * binding published. A failure after the intent was written leaves the
+ * intent (and the resource it names) for a retry or for the reconciler; the
+ * sandbox is never handed out half-provisioned.
+ *
+ * When another worker holds the intent, waits (polling) until it publishes,
+ * up to the manager's wait time (SBX_E_TIMEOUT), and attaches. An intent
+ * whose owner is dead (a process of this machine that no longer exists) or
+ * whose lease expired is taken over: its resource is destroyed and the key
+ * provisioned afresh.
+ *
+ * Other errors: SBX_E_DENIED while the session is being deleted,
+ * SBX_E_NOT_FOUND for a binding naming a provider that is not enabled (the
+ * message names it), SBX_E_CANCELLED, provider and store errors. info may
+ * be NULL. The caller releases *out with sbx_release.
+ */
+SBX_API int sbx_session_acquire(sbx_sessions *m, const char *session_key,
+                                const struct sbx_session_spec *spec,
+                                sbx_cancel *cancel, sbx_handle **out,
+                                struct sbx_acquire_info *info, sbx_error *err);
+
+/*
+ * Attach to the existing sandbox of a key; never creates anything.
+ * SBX_E_NOT_FOUND when the key has no binding, or when its resource is gone
+ * (the message says the sandbox is lost and will not be recreated);
+ * SBX_E_DENIED while the session is being deleted; SBX_E_NOT_FOUND naming
+ * the provider when the binding's provider is not enabled.
+ */
+SBX_API int sbx_session_attach(sbx_sessions *m, const char *session_key,
+                               sbx_cancel *cancel, sbx_handle **out,
+                               sbx_error *err);
+
+/*
+ * Delete a session: fence it (acquire and attach are refused from then on),
+ * destroy its resource (transient provider errors are retried with backoff),
+ * then remove the binding and the session row. An intent left by a dead or
+ * expired owner is cleaned up on the way; one held by a live worker is
+ * waited for (that worker's publish is refused and it destroys what it
+ * made). SBX_E_NOT_FOUND when the key has no session. On failure the
+ * session stays fenced and sbx_sessions_reconcile finishes the deletion.
+ */
+SBX_API int sbx_session_delete(sbx_sessions *m, const char *session_key,
+                               sbx_cancel *cancel, sbx_error *err);
+
+/* One binding as listed (borrowed for the callback). */
+struct sbx_session_info {
+    const char *session_key;
+    const char *provider;
+    const char *external_id;
+    const char *spec_hash; /* NULL when none recorded */
+    int64_t created_at;    /* ms since the epoch */
+    bool deleting;         /* fenced for deletion */
+};
+
+typedef int (*sbx_session_info_fn)(void *ud, const struct sbx_session_info *info);
+
+/*
+ * List bindings in strcmp order of key, starting after `after` (NULL: from
+ * the start), at most `limit` (1..1000) of them. fn is called per binding;
+ * a nonzero return stops the listing and is returned. *more (may be NULL)
+ * says whether bindings follow the last one visited: pass its key as
+ * `after` to continue.
+ */
+SBX_API int sbx_session_list(sbx_sessions *m, const char *after, size_t limit,
+                             sbx_session_info_fn fn, void *ud, bool *more,
+                             sbx_error *err);
+
+/* What one reconcile pass did. */
+struct sbx_reconcile_report {
+    size_t intents_seen;      /* intents found */
+    size_t intents_cleaned;   /* taken over, resource destroyed, dropped */
+    size_t intents_skipped;   /* owner alive and lease running */
+    size_t deletions_done;    /* fenced sessions finished */
+    size_t failures;          /* items that failed (retried next pass) */
+};
+
+/*
+ * One reconcile pass.
+ *
+ * Intents: each intent whose owner is dead (a process of this machine that
+ * no longer exists) or whose lease expired (lease_ms; 0: the manager's) is
+ * taken over. Policy: the resource is destroyed and the intent dropped,
+ * never completed: a sandbox whose provisioning was interrupted is not
+ * trusted (packages may be half installed), and the next acquire of the
+ * key provisions it afresh. The resource is the intent's recorded
+ * reference; when none was recorded (the crash came between create and
+ * recording), create is called again, which the ABI makes idempotent, to
+ * learn the reference, and that resource is destroyed.
+ *
+ * Deletions: every fenced session is finished as sbx_session_delete does.
+ *
+ * Items that fail are counted and left for the next pass; the first
+ * failure's message is kept in err and the call returns its status after
+ * visiting everything. report may be NULL.
+ */
+SBX_API int sbx_sessions_reconcile(sbx_sessions *m, int64_t lease_ms,
+                                   sbx_cancel *cancel,
+                                   struct sbx_reconcile_report *report,
+                                   sbx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBX_SESSION_H */

@@ -1,0 +1,165 @@
+/*
+ * session_intent.c - what acquire, delete and reconcile share: deciding
+ * whether an intent's owner is gone, taking an intent over safely, cleaning
+ * up the resource an intent names, destroying with retries, the test crash
+ * points and cancellable sleeps.
+ */
+#include "cancel.h"
+#include "session_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void sbx_session_crash_point(const sbx_sessions *m, const char *step)
+{
+    if (m->crash_at[0] && !strcmp(m->crash_at, step))
+        raise(SIGKILL);
+}
+
+void sbx_session_label(const char *key, char out[13])
+{
+    sbx_store_key_label(key, out);
+}
+
+int64_t sbx_session_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sbx_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err)
+{
+    int64_t end = sbx_session_now_ms() + ms;
+    for (;;) {
+        if (sbx_cancel_fired(cancel))
+            return sbx_error_set(err, SBX_E_CANCELLED, "cancelled");
+        int64_t left = end - sbx_session_now_ms();
+        if (left <= 0)
+            return SBX_OK;
+        struct pollfd pfd = {cancel ? cancel->fd : -1, POLLIN, 0};
+        if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+            return sbx_error_set(err, SBX_E_IO, "poll: %s", strerror(errno));
+    }
+}
+
+/* Whether `owner` ("host:pid:random", see sbx_store_owner_token) names a
+ * process of this machine that no longer exists. Another machine's
+ * processes cannot be checked: only their lease tells. */
+static bool owner_dead(const sbx_sessions *m, const char *owner)
+{
+    const char *last = strrchr(owner, ':');
+    if (!last || last == owner)
+        return false;
+    const char *p = last - 1;
+    while (p > owner && *p != ':')
+        p--;
+    if (*p != ':')
+        return false;
+    size_t host_len = (size_t)(p - owner);
+    if (host_len != strlen(m->hostname) || memcmp(owner, m->hostname, host_len))
+        return false;
+    char *end;
+    errno = 0;
+    long pid = strtol(p + 1, &end, 10);
+    if (end != last || errno || pid <= 0)
+        return false;
+    if (pid == (long)getpid())
+        return false; /* another manager of this very process: alive */
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+bool sbx_session_intent_stale(const sbx_sessions *m, const struct sbx_intent *in,
+                              int64_t lease_ms)
+{
+    if (!strcmp(in->owner, m->owner))
+        return false;
+    return in->age_ms >= lease_ms || owner_dead(m, in->owner);
+}
+
+int sbx_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
+                         int64_t lease_ms, struct sbx_intent *taken,
+                         sbx_error *err)
+{
+    /* The store takes over when the intent is at least `lease` old. Asking
+     * for the age we saw (at least 1 ms) refuses an intent that somebody
+     * else took over or refreshed since we read it: its age restarted. */
+    int64_t lease = seen->age_ms >= lease_ms ? lease_ms : seen->age_ms;
+    if (lease < 1)
+        lease = 1;
+    return sbx_store_takeover_intent(m->store, seen->session_key, m->owner, lease,
+                                     taken, err);
+}
+
+int sbx_session_provider(sbx_sessions *m, const char *key, const char *name,
+                         sbx_provider **out, sbx_error *err)
+{
+    sbx_error why;
+    int rc = sbx_provider_lookup(m->ctx, name, out, &why);
+    if (rc == SBX_OK)
+        return SBX_OK;
+    char label[13];
+    sbx_session_label(key, label);
+    return sbx_error_set(err, rc,
+                         "session %s belongs to provider \"%s\", which is not "
+                         "enabled in this configuration: %s",
+                         label, name, why.message);
+}
+
+int sbx_session_destroy_resource(sbx_provider *p, const char *key, const char *ref,
+                                 sbx_cancel *cancel, sbx_error *err)
+{
+    int64_t backoff = 100;
+    for (int attempt = 1;; attempt++) {
+        int rc = sbx_destroy(p, key, ref, cancel, err);
+        if (rc == SBX_OK || !sbx_status_is_transient((sbx_status)rc) ||
+            attempt >= SBX_SESSION_DESTROY_ATTEMPTS)
+            return rc;
+        sbx_error slept;
+        if (sbx_session_sleep(backoff, cancel, &slept) != SBX_OK)
+            return rc;
+        backoff *= 2;
+    }
+}
+
+int sbx_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
+                             sbx_cancel *cancel, sbx_error *err)
+{
+    sbx_provider *p;
+    int rc = sbx_session_provider(m, in->session_key, in->provider, &p, err);
+    if (rc != SBX_OK)
+        return rc;
+    char ref[SBX_REF_MAX];
+    if (in->external_id) {
+        snprintf(ref, sizeof ref, "%s", in->external_id);
+    } else {
+        /* The crash came before the reference was recorded (maybe before
+         * create ran at all). create is idempotent: calling it again
+         * returns the resource of this key, which is then destroyed. */
+        struct sbx_create_options copts;
+        memset(&copts, 0, sizeof copts);
+        copts.size = sizeof copts;
+        copts.spec_hash = in->spec_hash;
+        sbx_handle *h;
+        rc = sbx_create(p, in->session_key, &copts, cancel, &h, err);
+        if (rc != SBX_OK)
+            return rc;
+        snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+        sbx_release(h);
+        /* Record it, so that a crash from here on leaves a reference. */
+        rc = sbx_store_update_intent(m->store, in->session_key, m->owner, "cleaning",
+                                     ref, err);
+        if (rc != SBX_OK)
+            return rc;
+    }
+    rc = sbx_session_destroy_resource(p, in->session_key, ref, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    return sbx_store_release_intent(m->store, in->session_key, m->owner, err);
+}

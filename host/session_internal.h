@@ -1,0 +1,106 @@
+/*
+ * session_internal.h - what the session manager's source files share
+ * (internal to libsbx): the manager struct, the test crash points, intent
+ * ownership checks, resource clean-up and package installation.
+ */
+#ifndef SBX_HOST_SESSION_INTERNAL_H
+#define SBX_HOST_SESSION_INTERNAL_H
+
+#include <sbx/session.h>
+
+#include "store.h"
+
+struct sbx_sessions {
+    sbx_ctx *ctx;             /* borrowed */
+    struct sbx_store *store;  /* owned */
+    char owner[256];          /* this manager's intent owner token */
+    char hostname[64];        /* as it appears in owner tokens */
+    int64_t lease_ms;
+    int64_t wait_ms;
+    char crash_at[64];        /* test hook: "" when unset */
+};
+
+/* Default intent lease (5 minutes). */
+#define SBX_SESSION_LEASE_MS 300000
+
+/* Attempts for a provider destroy that fails transiently. */
+#define SBX_SESSION_DESTROY_ATTEMPTS 5
+
+/*
+ * Test hook: when $SBX_TEST_CRASH_AT (read at open) names `step`, the
+ * process kills itself with SIGKILL right there, as a crash would. Steps:
+ * before-intent, after-intent, after-create, during-packages,
+ * before-publish, during-destroy, after-destroy.
+ */
+void sbx_session_crash_point(const sbx_sessions *m, const char *step);
+
+/* The first 12 hex digits of a key's hash, for messages. */
+void sbx_session_label(const char *key, char out[13]);
+
+/* Sleep ms milliseconds, waking early when cancel fires. Returns SBX_OK or
+ * SBX_E_CANCELLED (err set). */
+int sbx_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err);
+
+/* Milliseconds on the monotonic clock. */
+int64_t sbx_session_now_ms(void);
+
+/*
+ * Whether an intent may be taken over: its owner is a process of this
+ * machine that no longer exists, or its lease (lease_ms) expired. Never
+ * true for the manager's own intents.
+ */
+bool sbx_session_intent_stale(const sbx_sessions *m, const struct sbx_intent *in,
+                              int64_t lease_ms);
+
+/*
+ * Take over a stale intent (checked with sbx_session_intent_stale) without
+ * stealing it from a worker that took it over in the meantime. SBX_OK when
+ * the caller now owns it; SBX_E_EXISTS when someone else does;
+ * SBX_E_NOT_FOUND when it is gone. *taken receives the intent.
+ */
+int sbx_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
+                         int64_t lease_ms, struct sbx_intent *taken,
+                         sbx_error *err);
+
+/*
+ * Clean up an intent the manager owns: destroy the resource it names (when
+ * it names none, call the provider's idempotent create to learn it, then
+ * destroy it) and drop the intent. On failure the intent stays.
+ */
+int sbx_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
+                             sbx_cancel *cancel, sbx_error *err);
+
+/* Look up the provider of an existing binding or intent; SBX_E_NOT_FOUND
+ * with a message naming the provider and the session when it is not
+ * enabled. */
+int sbx_session_provider(sbx_sessions *m, const char *key, const char *name,
+                         sbx_provider **out, sbx_error *err);
+
+/* Destroy (key, ref) on p, retrying transient failures with backoff. */
+int sbx_session_destroy_resource(sbx_provider *p, const char *key, const char *ref,
+                                 sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * Finish the deletion of a fenced session: destroy its bound resource,
+ * clean up a stale intent, remove the session. When a live worker holds
+ * an intent, waits for it up to the manager's wait time if `wait` is set,
+ * else returns SBX_E_UNAVAILABLE. SBX_OK also when the session is gone.
+ */
+int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
+                              sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * Install the spec's packages in a freshly created sandbox, as argument
+ * vectors run through exec: for each manager in order of first appearance,
+ * check the manager is there (its version command), then install its
+ * packages in one command. Calls `progress(ud, manager)` before each
+ * manager (the caller refreshes its intent there). SBX_E_NO_COMMAND when
+ * a manager is missing, SBX_E_IO when an install failed (the message
+ * quotes the end of its output), or the exec's error.
+ */
+int sbx_session_install_packages(sbx_handle *h, const struct sbx_session_spec *spec,
+                                 int (*progress)(void *ud, const char *manager,
+                                                 sbx_error *err),
+                                 void *ud, sbx_cancel *cancel, sbx_error *err);
+
+#endif
