@@ -171,7 +171,7 @@ static double floor_execs(const char *id, double *per, int n)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
     for (int i = 0; i < n; i++) {
         double t0 = now();
-        char path[256], eid[65];
+        char path[SBX_REF_MAX + 32], eid[65];
         snprintf(path, sizeof path, "/containers/%s/exec", id);
         floor_request(e, base, path,
                       "{\"AttachStdout\":true,\"AttachStderr\":true,\"Cmd\":[\"true\"]}",
