@@ -7,7 +7,8 @@
  * thread (feeder.c), because the caller's source may block.
  *
  * Process tree policy: the command runs as the leader of its own process
- * group, and exec never returns while that group has members.
+ * group, and exec sends SIGKILL to that group before it returns, so nothing
+ * the command started keeps running.
  *  - Timeout, cancellation, a sink or source failure: SIGKILL to the group.
  *  - Normal end: once the leader has exited, the output pipes are drained
  *    until they reach EOF or LOCAL_LEADER_GRACE_MS pass (background children
@@ -17,6 +18,8 @@
  * group id) cannot be reused by an unrelated process in between.
  * After a kill, pipes still held by processes that left the group (setsid)
  * are drained for at most LOCAL_KILL_DRAIN_MS, then abandoned.
+ * Before returning, exec also waits for a read of the stdin source that is
+ * in progress (the source is borrowed for the call only).
  */
 #include "local.h"
 

@@ -139,6 +139,65 @@ Test(local_exec, stdin_is_streamed)
     free(data);
 }
 
+/* A source over a pipe: read blocks until the test writes or closes it,
+ * like a terminal with nobody typing. */
+struct pipe_source {
+    int rd, wr;
+};
+
+static long pipe_source_read(void *ctx, void *buf, size_t cap)
+{
+    struct pipe_source *p = ctx;
+    for (;;) {
+        ssize_t n = read(p->rd, buf, cap);
+        if (n >= 0 || errno != EINTR)
+            return (long)n;
+    }
+}
+
+/* Output sink that answers "ready" by typing a line and closing the input. */
+struct answering_sink {
+    struct buf_sink seen;
+    struct pipe_source *in;
+};
+
+static int answering_write(void *ctx, const void *data, size_t len)
+{
+    struct answering_sink *a = ctx;
+    struct sbx_sink inner = buf_sink(&a->seen);
+    inner.write(inner.ctx, data, len);
+    if (a->in->wr >= 0 && strstr(buf_sink_str(&a->seen), "ready\n")) {
+        cr_assert_eq(write(a->in->wr, "typed\n", 6), 6);
+        close(a->in->wr);
+        a->in->wr = -1;
+    }
+    return 0;
+}
+
+Test(local_exec, output_streams_while_the_stdin_source_blocks, .timeout = 20)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    struct pipe_source ps = {.rd = p[0], .wr = p[1]};
+    struct sbx_source src = {.ctx = &ps, .read = pipe_source_read};
+    struct answering_sink as = {.in = &ps};
+    struct sbx_sink out = {.ctx = &as, .write = answering_write};
+    struct sbx_exec_args a = {
+        .size = sizeof a,
+        .argv = (const char *const[]){"sh", "-c", "echo ready; cat", NULL},
+        .in = &src, .out = &out, .timeout_ms = 10000,
+    };
+    struct sbx_exec_result res = {.size = sizeof res};
+    harness_call_init(&H.call);
+    int rc = H.ops->exec(H.sb, &H.call, &a, &res);
+    cr_assert_eq(rc, SBX_OK, "%s", H.call.msg);
+    cr_assert_eq(res.timed_out, 0, "stdout was held up by the idle source");
+    cr_assert_str_eq(buf_sink_str(&as.seen), "ready\ntyped\n");
+    cr_assert_eq(res.exit_code, 0);
+    close(ps.rd);
+    buf_sink_free(&as.seen);
+}
+
 Test(local_exec, missing_stdin_is_empty)
 {
     struct run_result r;
