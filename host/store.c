@@ -4,6 +4,8 @@
  */
 #include "store.h"
 
+#include "pq_lazy.h"
+
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,8 @@ int sbx_store_open_with(const char *driver, const char *target,
             return sbx_error_set(err, SBX_E_INVALID,
                                  "postgres store: no connection string given "
                                  "(store.dsn or SBX_STORE_DSN)");
+        if ((rc = sbx_pq_load(err)) != SBX_OK)
+            return rc;
         rc = sbx_store_pg_open(target, timeout, &s, err);
     } else {
         return sbx_error_set(err, SBX_E_CONFIG,

@@ -6,9 +6,10 @@
  * write lock up front: racing writers queue on it (for up to the lock
  * timeout, via sqlite3_busy_timeout) instead of failing later with
  * SQLITE_BUSY_SNAPSHOT, so each operation sees the state the previous one
- * committed. Statements are prepared once per connection.
+ * committed. Statements are prepared once per connection. The operations
+ * themselves are decided in store_ops.c over the primitives below.
  */
-#include "store.h"
+#include "store_impl.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -52,6 +53,10 @@ enum stmt_id {
 #define INTENT_COLS                                                              \
     "session_key, provider, owner, spec_hash, external_id, step, created_at, "   \
     "updated_at"
+/* Parameter ?9 of an intent query is the current time, for the age column
+ * (this machine's clock is the store's clock). */
+#define NOW_PARAM 9
+#define INTENT_SELECT "SELECT " INTENT_COLS ", max(0, ?9 - updated_at) FROM intents "
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -59,7 +64,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_VERSION] = "SELECT coalesce(max(version), 0) FROM schema_version",
     [ST_GET_BINDING] = "SELECT " BINDING_COLS BINDING_FROM " WHERE b.session_key = ?1",
-    [ST_GET_INTENT] = "SELECT " INTENT_COLS " FROM intents WHERE session_key = ?1",
+    [ST_GET_INTENT] = INTENT_SELECT "WHERE session_key = ?1",
     [ST_SESSION_STATE] = "SELECT state FROM sessions WHERE session_key = ?1",
     [ST_INSERT_SESSION] = "INSERT INTO sessions (session_key, state, created_at, "
                           "updated_at) VALUES (?1, 'active', ?2, ?2)",
@@ -85,9 +90,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LIST_BINDINGS_AFTER] = "SELECT " BINDING_COLS BINDING_FROM
                                " WHERE b.session_key > ?2"
                                " ORDER BY b.session_key LIMIT ?1",
-    [ST_LIST_INTENTS] = "SELECT " INTENT_COLS " FROM intents "
-                        "ORDER BY session_key LIMIT ?1",
-    [ST_LIST_INTENTS_AFTER] = "SELECT " INTENT_COLS " FROM intents "
+    [ST_LIST_INTENTS] = INTENT_SELECT "ORDER BY session_key LIMIT ?1",
+    [ST_LIST_INTENTS_AFTER] = INTENT_SELECT
                               "WHERE session_key > ?2 ORDER BY session_key LIMIT ?1",
     [ST_LIST_DELETING] = "SELECT session_key FROM sessions WHERE state = 'deleting' "
                          "ORDER BY session_key LIMIT ?1",
@@ -96,13 +100,24 @@ static const char *const stmt_sql[ST_COUNT] = {
                                "ORDER BY session_key LIMIT ?1",
 };
 
+/* The rows of one statement (store_impl.h). */
+struct sqlite_store;
+struct sq_cursor {
+    struct sbx_store_cursor base;
+    struct sqlite_store *st;
+    sqlite3_stmt *q;
+    const char *what; /* for messages: "reading a binding" */
+};
+
 struct sqlite_store {
-    struct sbx_store base;
+    struct sbx_store_impl impl;
     sqlite3 *db;
     sqlite3_stmt *stmts[ST_COUNT];
+    struct sq_cursor list_cursor; /* of the list call in progress */
 };
 
 static const struct sbx_store_ops sqlite_ops;
+static const struct sbx_store_prims sqlite_prims;
 
 static struct sqlite_store *from_base(struct sbx_store *s)
 {
@@ -131,7 +146,8 @@ static int fail(struct sqlite_store *st, int rc, const char *what, sbx_error *er
         return sbx_error_set(err, SBX_E_UNAVAILABLE,
                              "%s: %s: %s (another process held the lock for more "
                              "than %d ms)",
-                             st->base.label, what, msg, st->base.lock_timeout_ms);
+                             st->impl.base.label, what, msg,
+                             st->impl.base.lock_timeout_ms);
     case SQLITE_CONSTRAINT:
         status = SBX_E_EXISTS;
         break;
@@ -154,9 +170,9 @@ static int fail(struct sqlite_store *st, int rc, const char *what, sbx_error *er
     }
     int sys = st->db ? sqlite3_system_errno(st->db) : 0;
     if (status == SBX_E_IO && sys != 0)
-        return sbx_error_set(err, status, "%s: %s: %s (%s)", st->base.label, what, msg,
-                             strerror(sys));
-    return sbx_error_set(err, status, "%s: %s: %s", st->base.label, what, msg);
+        return sbx_error_set(err, status, "%s: %s: %s (%s)", st->impl.base.label, what,
+                             msg, strerror(sys));
+    return sbx_error_set(err, status, "%s: %s: %s", st->impl.base.label, what, msg);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -208,108 +224,100 @@ static int exec_key(struct sqlite_store *st, enum stmt_id id, const char *key,
     return exec_done(st, q, what, err);
 }
 
-static char *col_dup(sqlite3_stmt *q, int i, bool *failed)
+/* ------------------------------------------------------------------------ */
+/* Cursors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int cursor_next(struct sbx_store_cursor *c, bool *row, sbx_error *err)
 {
-    return sbx_store_strdup((const char *)sqlite3_column_text(q, i), failed);
+    struct sq_cursor *sc = (struct sq_cursor *)c;
+    int r = sqlite3_step(sc->q);
+    *row = r == SQLITE_ROW;
+    if (r == SQLITE_ROW || r == SQLITE_DONE)
+        return SBX_OK;
+    return fail(sc->st, r, sc->what, err);
 }
 
-static int read_binding(struct sqlite_store *st, sqlite3_stmt *q, struct sbx_binding *b,
-                        sbx_error *err)
+static const char *cursor_text(struct sbx_store_cursor *c, int col)
 {
-    bool failed = false;
-    b->session_key = col_dup(q, 0, &failed);
-    b->provider = col_dup(q, 1, &failed);
-    b->external_id = col_dup(q, 2, &failed);
-    b->spec_hash = col_dup(q, 3, &failed);
-    b->created_at = sqlite3_column_int64(q, 4);
-    const char *state = (const char *)sqlite3_column_text(q, 5);
-    b->deleting = state && strcmp(state, "deleting") == 0;
-    if (failed) {
-        sbx_binding_clear(b);
-        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", st->base.label);
-    }
-    return SBX_OK;
+    return (const char *)sqlite3_column_text(((struct sq_cursor *)c)->q, col);
 }
 
-static int read_intent(struct sqlite_store *st, sqlite3_stmt *q, int64_t now,
-                       struct sbx_intent *in, sbx_error *err)
+static int64_t cursor_integer(struct sbx_store_cursor *c, int col)
 {
-    bool failed = false;
-    in->session_key = col_dup(q, 0, &failed);
-    in->provider = col_dup(q, 1, &failed);
-    in->owner = col_dup(q, 2, &failed);
-    in->spec_hash = col_dup(q, 3, &failed);
-    in->external_id = col_dup(q, 4, &failed);
-    in->step = col_dup(q, 5, &failed);
-    in->created_at = sqlite3_column_int64(q, 6);
-    in->updated_at = sqlite3_column_int64(q, 7);
-    in->age_ms = now > in->updated_at ? now - in->updated_at : 0; /* clock steps */
-    if (failed) {
-        sbx_intent_clear(in);
-        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", st->base.label);
-    }
-    return SBX_OK;
+    return sqlite3_column_int64(((struct sq_cursor *)c)->q, col);
 }
 
-/* Fetch the binding of key. *found tells whether there was one. */
-static int fetch_binding(struct sqlite_store *st, const char *key, struct sbx_binding *b,
+/* A cursor over the rows of q, a bound statement; `what` names the read in
+ * messages. */
+static void cursor_init(struct sq_cursor *c, struct sqlite_store *st, sqlite3_stmt *q,
+                        const char *what)
+{
+    c->base.next = cursor_next;
+    c->base.text = cursor_text;
+    c->base.integer = cursor_integer;
+    c->st = st;
+    c->q = q;
+    c->what = what;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reads                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static int fetch_binding(struct sbx_store *s, const char *key, struct sbx_binding *b,
                          bool *found, sbx_error *err)
 {
+    struct sqlite_store *st = from_base(s);
     sqlite3_stmt *q = NULL;
     *found = false;
     int rc = stmt(st, ST_GET_BINDING, &q, err);
     if (rc != SBX_OK)
         return rc;
     bind_text(q, 1, key);
-    int s = sqlite3_step(q);
-    if (s == SQLITE_ROW) {
-        *found = true;
-        rc = read_binding(st, q, b, err);
-    } else if (s != SQLITE_DONE) {
-        rc = fail(st, s, "reading a binding", err);
-    }
+    struct sq_cursor c;
+    cursor_init(&c, st, q, "reading a binding");
+    rc = sbx_store_first_binding(s, &c.base, b, found, err);
     sqlite3_reset(q);
     return rc;
 }
 
-static int fetch_intent(struct sqlite_store *st, const char *key, struct sbx_intent *in,
-                        bool *found, sbx_error *err)
+/* The write lock of the transaction covers every row: lock is implied. */
+static int fetch_intent(struct sbx_store *s, const char *key, bool lock,
+                        struct sbx_intent *in, bool *found, sbx_error *err)
 {
+    struct sqlite_store *st = from_base(s);
     sqlite3_stmt *q = NULL;
     *found = false;
     int rc = stmt(st, ST_GET_INTENT, &q, err);
     if (rc != SBX_OK)
         return rc;
     bind_text(q, 1, key);
-    int s = sqlite3_step(q);
-    if (s == SQLITE_ROW) {
-        *found = true;
-        rc = read_intent(st, q, now_ms(), in, err);
-    } else if (s != SQLITE_DONE) {
-        rc = fail(st, s, "reading an intent", err);
-    }
+    sqlite3_bind_int64(q, NOW_PARAM, now_ms());
+    struct sq_cursor c;
+    cursor_init(&c, st, q, "reading an intent");
+    rc = sbx_store_first_intent(s, &c.base, in, found, err);
     sqlite3_reset(q);
     return rc;
 }
 
-/* The state of a session: 0 none, 1 active, 2 deleting. */
-enum { SESSION_NONE = 0, SESSION_ACTIVE = 1, SESSION_DELETING = 2 };
-
-static int fetch_state(struct sqlite_store *st, const char *key, int *state,
-                       sbx_error *err)
+static int session_state(struct sbx_store *s, const char *key, int *state,
+                         sbx_error *err)
 {
+    struct sqlite_store *st = from_base(s);
     sqlite3_stmt *q = NULL;
-    *state = SESSION_NONE;
+    *state = SBX_SESSION_NONE;
     int rc = stmt(st, ST_SESSION_STATE, &q, err);
     if (rc != SBX_OK)
         return rc;
     bind_text(q, 1, key);
-    int s = sqlite3_step(q);
-    if (s == SQLITE_ROW) {
+    int r = sqlite3_step(q);
+    if (r == SQLITE_ROW) {
         const char *v = (const char *)sqlite3_column_text(q, 0);
-        *state = v && strcmp(v, "deleting") == 0 ? SESSION_DELETING : SESSION_ACTIVE;
-    } else if (s != SQLITE_DONE) {
-        rc = fail(st, s, "reading a session", err);
+        *state = v && strcmp(v, "deleting") == 0 ? SBX_SESSION_DELETING
+                                                 : SBX_SESSION_ACTIVE;
+    } else if (r != SQLITE_DONE) {
+        rc = fail(st, r, "reading a session", err);
     }
     sqlite3_reset(q);
     return rc;
@@ -319,8 +327,9 @@ static int fetch_state(struct sqlite_store *st, const char *key, int *state,
 /* Transactions                                                               */
 /* ------------------------------------------------------------------------ */
 
-static int begin(struct sqlite_store *st, sbx_error *err)
+static int begin(struct sbx_store *s, sbx_error *err)
 {
+    struct sqlite_store *st = from_base(s);
     sqlite3_stmt *q = NULL;
     int rc = stmt(st, ST_BEGIN, &q, err);
     return rc != SBX_OK ? rc : exec_done(st, q, "starting a write transaction", err);
@@ -345,8 +354,9 @@ static int rollback(struct sqlite_store *st, int status)
 }
 
 /* Finish a transaction: commit on success, roll back otherwise. */
-static int finish(struct sqlite_store *st, int status, sbx_error *err)
+static int finish(struct sbx_store *s, int status, sbx_error *err)
 {
+    struct sqlite_store *st = from_base(s);
     if (status != SBX_OK)
         return rollback(st, status);
     int rc = commit(st, err);
@@ -354,57 +364,218 @@ static int finish(struct sqlite_store *st, int status, sbx_error *err)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Messages about intents                                                     */
+/* Writes (inside the write transaction)                                      */
 /* ------------------------------------------------------------------------ */
 
-static int no_intent(struct sqlite_store *st, const char *key, sbx_error *err)
+/* Under the database write lock the row cannot change until the commit. */
+static int open_session(struct sbx_store *s, const char *key, int *state,
+                        sbx_error *err)
 {
-    char lbl[13];
-    sbx_store_key_label(key, lbl);
-    return sbx_error_set(err, SBX_E_NOT_FOUND, "%s: session %s has no provisioning intent",
-                         st->base.label, lbl);
+    struct sqlite_store *st = from_base(s);
+    int rc = session_state(s, key, state, err);
+    if (rc != SBX_OK || *state != SBX_SESSION_NONE)
+        return rc;
+    sqlite3_stmt *q = NULL;
+    if ((rc = stmt(st, ST_INSERT_SESSION, &q, err)) != SBX_OK)
+        return rc;
+    bind_text(q, 1, key);
+    sqlite3_bind_int64(q, 2, now_ms());
+    if ((rc = exec_done(st, q, "creating the session", err)) == SBX_OK)
+        *state = SBX_SESSION_ACTIVE;
+    return rc;
 }
 
-static int not_owner(struct sqlite_store *st, const char *key, const char *holder,
-                     sbx_error *err)
+static int insert_intent(struct sbx_store *s, const struct sbx_claim_request *req,
+                         sbx_error *err)
 {
-    char lbl[13];
-    sbx_store_key_label(key, lbl);
-    return sbx_error_set(err, SBX_E_DENIED,
-                         "%s: the provisioning intent of session %s is held by "
-                         "owner %s, not by the caller",
-                         st->base.label, lbl, holder);
-}
-
-static int fenced(struct sqlite_store *st, const char *key, sbx_error *err)
-{
-    char lbl[13];
-    sbx_store_key_label(key, lbl);
-    return sbx_error_set(err, SBX_E_DENIED,
-                         "%s: session %s is being deleted; no new admissions",
-                         st->base.label, lbl);
-}
-
-/* Within a transaction: the caller's intent, or NOT_FOUND/DENIED. */
-static int owned_intent(struct sqlite_store *st, const char *key, const char *owner,
-                        struct sbx_intent *in, sbx_error *err)
-{
-    bool found;
-    int rc = fetch_intent(st, key, in, &found, err);
+    struct sqlite_store *st = from_base(s);
+    sqlite3_stmt *q = NULL;
+    int rc = stmt(st, ST_INSERT_INTENT, &q, err);
     if (rc != SBX_OK)
         return rc;
-    if (!found)
-        return no_intent(st, key, err);
-    if (strcmp(in->owner, owner) != 0) {
-        rc = not_owner(st, key, in->owner, err);
-        sbx_intent_clear(in);
+    bind_text(q, 1, req->session_key);
+    bind_text(q, 2, req->provider);
+    bind_text(q, 3, req->owner);
+    bind_text(q, 4, req->spec_hash);
+    bind_text(q, 5, req->step);
+    sqlite3_bind_int64(q, 6, now_ms());
+    return exec_done(st, q, "writing the intent", err);
+}
+
+static int touch_intent(struct sbx_store *s, const char *key, struct sbx_intent *in,
+                        sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    int64_t now = now_ms();
+    sqlite3_stmt *q = NULL;
+    int rc = stmt(st, ST_TOUCH_INTENT, &q, err);
+    if (rc != SBX_OK)
         return rc;
-    }
+    bind_text(q, 1, key);
+    sqlite3_bind_int64(q, 2, now);
+    if ((rc = exec_done(st, q, "refreshing the intent", err)) != SBX_OK)
+        return rc;
+    in->updated_at = now;
+    in->age_ms = 0;
     return SBX_OK;
 }
 
+static int update_intent(struct sbx_store *s, const char *key, const char *step,
+                         const char *external_id, sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    sqlite3_stmt *q = NULL;
+    int rc = stmt(st, ST_UPDATE_INTENT, &q, err);
+    if (rc != SBX_OK)
+        return rc;
+    bind_text(q, 1, key);
+    bind_text(q, 2, step);
+    bind_text(q, 3, external_id);
+    sqlite3_bind_int64(q, 4, now_ms());
+    return exec_done(st, q, "updating the intent", err);
+}
+
+static int set_owner(struct sbx_store *s, const char *key, const char *owner,
+                     struct sbx_intent *in, sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    int64_t now = now_ms();
+    sqlite3_stmt *q = NULL;
+    int rc = stmt(st, ST_SET_OWNER, &q, err);
+    if (rc != SBX_OK)
+        return rc;
+    bind_text(q, 1, key);
+    bind_text(q, 2, owner);
+    sqlite3_bind_int64(q, 3, now);
+    if ((rc = exec_done(st, q, "taking over the intent", err)) != SBX_OK)
+        return rc;
+    char *dup = strdup(owner);
+    if (!dup)
+        return sbx_store_nomem(s, err);
+    free(in->owner);
+    in->owner = dup;
+    in->updated_at = now;
+    in->age_ms = 0;
+    return SBX_OK;
+}
+
+static int delete_intent(struct sbx_store *s, const char *key, sbx_error *err)
+{
+    return exec_key(from_base(s), ST_DELETE_INTENT, key, "deleting the intent", err);
+}
+
+static int bound_key(struct sbx_store *s, const char *provider, const char *external_id,
+                     char other[13], bool *found, sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    sqlite3_stmt *q = NULL;
+    *found = false;
+    int rc = stmt(st, ST_BINDING_BY_EXTERNAL, &q, err);
+    if (rc != SBX_OK)
+        return rc;
+    bind_text(q, 1, provider);
+    bind_text(q, 2, external_id);
+    int r = sqlite3_step(q);
+    if (r == SQLITE_ROW) {
+        *found = true;
+        sbx_store_key_label((const char *)sqlite3_column_text(q, 0), other);
+    } else if (r != SQLITE_DONE) {
+        rc = fail(st, r, "checking the external id", err);
+    }
+    sqlite3_reset(q);
+    return rc;
+}
+
+static int insert_binding(struct sbx_store *s, const char *key,
+                          const struct sbx_intent *in, int64_t *created_at,
+                          sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    int64_t now = now_ms();
+    sqlite3_stmt *q = NULL;
+    int rc = stmt(st, ST_INSERT_BINDING, &q, err);
+    if (rc != SBX_OK)
+        return rc;
+    bind_text(q, 1, key);
+    bind_text(q, 2, in->provider);
+    bind_text(q, 3, in->external_id);
+    bind_text(q, 4, in->spec_hash);
+    sqlite3_bind_int64(q, 5, now);
+    if ((rc = exec_done(st, q, "writing the binding", err)) == SBX_OK)
+        *created_at = now;
+    return rc;
+}
+
+static int fence(struct sbx_store *s, const char *key, bool *found, sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    int rc = begin(s, err);
+    if (rc != SBX_OK)
+        return rc;
+    sqlite3_stmt *q = NULL;
+    if ((rc = stmt(st, ST_FENCE, &q, err)) == SBX_OK) {
+        bind_text(q, 1, key);
+        sqlite3_bind_int64(q, 2, now_ms());
+        rc = exec_done(st, q, "fencing the session", err);
+    }
+    if (rc == SBX_OK)
+        *found = sqlite3_changes(st->db) > 0;
+    return finish(s, rc, err);
+}
+
+static int delete_session(struct sbx_store *s, const char *key, sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    int rc = exec_key(st, ST_DELETE_BINDING, key, "deleting the binding", err);
+    if (rc == SBX_OK)
+        rc = exec_key(st, ST_DELETE_SESSION, key, "deleting the session", err);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
-/* Operations                                                                 */
+/* Lists                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static const struct {
+    enum stmt_id first, after;
+    const char *what;
+} list_stmts[] = {
+    [SBX_STORE_LIST_BINDINGS] = {ST_LIST_BINDINGS, ST_LIST_BINDINGS_AFTER,
+                                 "listing bindings"},
+    [SBX_STORE_LIST_INTENTS] = {ST_LIST_INTENTS, ST_LIST_INTENTS_AFTER,
+                                "listing intents"},
+    [SBX_STORE_LIST_DELETING] = {ST_LIST_DELETING, ST_LIST_DELETING_AFTER,
+                                 "listing deleting sessions"},
+};
+
+/* Bind the row limit (one more than the page tells whether more follow),
+ * the cursor and, for intents, the time their age is measured at. */
+static int list(struct sbx_store *s, enum sbx_store_list which, const char *after,
+                size_t limit, struct sbx_store_cursor **cur, sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    sqlite3_stmt *q = NULL;
+    int rc = stmt(st, after ? list_stmts[which].after : list_stmts[which].first, &q, err);
+    if (rc != SBX_OK)
+        return rc;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)limit + 1);
+    if (after)
+        bind_text(q, 2, after);
+    if (which == SBX_STORE_LIST_INTENTS)
+        sqlite3_bind_int64(q, NOW_PARAM, now_ms());
+    cursor_init(&st->list_cursor, st, q, list_stmts[which].what);
+    *cur = &st->list_cursor.base;
+    return SBX_OK;
+}
+
+static void list_end(struct sbx_store *s, struct sbx_store_cursor *cur)
+{
+    (void)s;
+    sqlite3_reset(((struct sq_cursor *)cur)->q);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Schema version                                                             */
 /* ------------------------------------------------------------------------ */
 
 static int sq_schema_version(struct sbx_store *s, int *out, sbx_error *err)
@@ -420,457 +591,6 @@ static int sq_schema_version(struct sbx_store *s, int *out, sbx_error *err)
     else
         rc = fail(st, r, "reading the schema version", err);
     sqlite3_reset(q);
-    return rc;
-}
-
-static int sq_get_binding(struct sbx_store *s, const char *key, struct sbx_binding *out,
-                          sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    bool found;
-    int rc = fetch_binding(st, key, out, &found, err);
-    if (rc == SBX_OK && !found) {
-        char lbl[13];
-        sbx_store_key_label(key, lbl);
-        return sbx_error_set(err, SBX_E_NOT_FOUND, "%s: session %s has no binding",
-                             s->label, lbl);
-    }
-    return rc;
-}
-
-static int sq_get_intent(struct sbx_store *s, const char *key, struct sbx_intent *out,
-                         sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    bool found;
-    int rc = fetch_intent(st, key, out, &found, err);
-    if (rc == SBX_OK && !found)
-        return no_intent(st, key, err);
-    return rc;
-}
-
-/* The claim, inside the write transaction. */
-static int claim_locked(struct sqlite_store *st, const struct sbx_claim_request *req,
-                        struct sbx_claim *out, sbx_error *err)
-{
-    int64_t now = now_ms();
-    int state;
-    int rc = fetch_state(st, req->session_key, &state, err);
-    if (rc != SBX_OK)
-        return rc;
-    if (state == SESSION_DELETING)
-        return fenced(st, req->session_key, err);
-    sqlite3_stmt *q = NULL;
-    if (state == SESSION_NONE) {
-        if ((rc = stmt(st, ST_INSERT_SESSION, &q, err)) != SBX_OK)
-            return rc;
-        bind_text(q, 1, req->session_key);
-        sqlite3_bind_int64(q, 2, now);
-        if ((rc = exec_done(st, q, "creating the session", err)) != SBX_OK)
-            return rc;
-    }
-
-    bool found;
-    if ((rc = fetch_binding(st, req->session_key, &out->binding, &found, err)) != SBX_OK)
-        return rc;
-    if (found) {
-        out->outcome = SBX_CLAIM_BOUND;
-        return SBX_OK;
-    }
-    if ((rc = fetch_intent(st, req->session_key, &out->intent, &found, err)) != SBX_OK)
-        return rc;
-    if (found) {
-        if (strcmp(out->intent.owner, req->owner) != 0) {
-            out->outcome = SBX_CLAIM_HELD;
-            return SBX_OK;
-        }
-        /* Already ours: refresh the lease. */
-        if ((rc = stmt(st, ST_TOUCH_INTENT, &q, err)) != SBX_OK)
-            return rc;
-        bind_text(q, 1, req->session_key);
-        sqlite3_bind_int64(q, 2, now);
-        if ((rc = exec_done(st, q, "refreshing the intent", err)) != SBX_OK)
-            return rc;
-        out->intent.updated_at = now;
-        out->intent.age_ms = 0;
-        out->outcome = SBX_CLAIM_WON;
-        return SBX_OK;
-    }
-
-    if ((rc = stmt(st, ST_INSERT_INTENT, &q, err)) != SBX_OK)
-        return rc;
-    bind_text(q, 1, req->session_key);
-    bind_text(q, 2, req->provider);
-    bind_text(q, 3, req->owner);
-    bind_text(q, 4, req->spec_hash);
-    bind_text(q, 5, req->step);
-    sqlite3_bind_int64(q, 6, now);
-    if ((rc = exec_done(st, q, "writing the intent", err)) != SBX_OK)
-        return rc;
-    /* Read it back so the caller gets exactly what is stored. */
-    if ((rc = fetch_intent(st, req->session_key, &out->intent, &found, err)) != SBX_OK)
-        return rc;
-    if (!found)
-        return sbx_error_set(err, SBX_E_INTERNAL, "%s: the new intent vanished",
-                             st->base.label);
-    out->outcome = SBX_CLAIM_WON;
-    return SBX_OK;
-}
-
-static int sq_claim(struct sbx_store *s, const struct sbx_claim_request *req,
-                    struct sbx_claim *out, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    int rc = begin(st, err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = finish(st, claim_locked(st, req, out, err), err);
-    if (rc != SBX_OK)
-        sbx_claim_clear(out);
-    return rc;
-}
-
-static int sq_update_intent(struct sbx_store *s, const char *key, const char *owner,
-                            const char *step, const char *external_id, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    int rc = begin(st, err);
-    if (rc != SBX_OK)
-        return rc;
-    struct sbx_intent in = {0};
-    rc = owned_intent(st, key, owner, &in, err);
-    sbx_intent_clear(&in);
-    sqlite3_stmt *q = NULL;
-    if (rc == SBX_OK && (rc = stmt(st, ST_UPDATE_INTENT, &q, err)) == SBX_OK) {
-        bind_text(q, 1, key);
-        bind_text(q, 2, step);
-        bind_text(q, 3, external_id);
-        sqlite3_bind_int64(q, 4, now_ms());
-        rc = exec_done(st, q, "updating the intent", err);
-    }
-    return finish(st, rc, err);
-}
-
-static int takeover_locked(struct sqlite_store *st, const char *key, const char *owner,
-                           int64_t lease_ms, struct sbx_intent *out, sbx_error *err)
-{
-    bool found;
-    int rc = fetch_intent(st, key, out, &found, err);
-    if (rc != SBX_OK)
-        return rc;
-    if (!found)
-        return no_intent(st, key, err);
-    if (strcmp(out->owner, owner) != 0 && out->age_ms < lease_ms) {
-        char lbl[13];
-        sbx_store_key_label(key, lbl);
-        return sbx_error_set(err, SBX_E_EXISTS,
-                             "%s: the provisioning intent of session %s is held by "
-                             "owner %s, updated %lld ms ago (lease %lld ms)",
-                             st->base.label, lbl, out->owner, (long long)out->age_ms,
-                             (long long)lease_ms);
-    }
-    int64_t now = now_ms();
-    sqlite3_stmt *q = NULL;
-    if ((rc = stmt(st, ST_SET_OWNER, &q, err)) != SBX_OK)
-        return rc;
-    bind_text(q, 1, key);
-    bind_text(q, 2, owner);
-    sqlite3_bind_int64(q, 3, now);
-    if ((rc = exec_done(st, q, "taking over the intent", err)) != SBX_OK)
-        return rc;
-    char *dup = strdup(owner);
-    if (!dup)
-        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", st->base.label);
-    free(out->owner);
-    out->owner = dup;
-    out->updated_at = now;
-    out->age_ms = 0;
-    return SBX_OK;
-}
-
-static int sq_takeover_intent(struct sbx_store *s, const char *key, const char *owner,
-                              int64_t lease_ms, struct sbx_intent *out, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    int rc = begin(st, err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = finish(st, takeover_locked(st, key, owner, lease_ms, out, err), err);
-    if (rc != SBX_OK)
-        sbx_intent_clear(out);
-    return rc;
-}
-
-static int sq_release_intent(struct sbx_store *s, const char *key, const char *owner,
-                             sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    int rc = begin(st, err);
-    if (rc != SBX_OK)
-        return rc;
-    struct sbx_intent in = {0};
-    rc = owned_intent(st, key, owner, &in, err);
-    sbx_intent_clear(&in);
-    if (rc == SBX_OK)
-        rc = exec_key(st, ST_DELETE_INTENT, key, "deleting the intent", err);
-    return finish(st, rc, err);
-}
-
-static int publish_locked(struct sqlite_store *st, const char *key, const char *owner,
-                          struct sbx_binding *out, sbx_error *err)
-{
-    char lbl[13];
-    sbx_store_key_label(key, lbl);
-    struct sbx_intent in = {0};
-    int rc = owned_intent(st, key, owner, &in, err);
-    if (rc != SBX_OK)
-        return rc;
-    int state;
-    bool found;
-    sqlite3_stmt *q = NULL;
-    if ((rc = fetch_state(st, key, &state, err)) != SBX_OK)
-        goto out;
-    if (state == SESSION_DELETING) {
-        rc = fenced(st, key, err);
-        goto out;
-    }
-    if (!in.external_id) {
-        rc = sbx_error_set(err, SBX_E_INVALID,
-                           "%s: the intent of session %s has no external id yet; "
-                           "record it before publishing",
-                           st->base.label, lbl);
-        goto out;
-    }
-    if ((rc = fetch_binding(st, key, out, &found, err)) != SBX_OK)
-        goto out;
-    if (found) {
-        sbx_binding_clear(out);
-        rc = sbx_error_set(err, SBX_E_EXISTS, "%s: session %s already has a binding",
-                           st->base.label, lbl);
-        goto out;
-    }
-    if ((rc = stmt(st, ST_BINDING_BY_EXTERNAL, &q, err)) != SBX_OK)
-        goto out;
-    bind_text(q, 1, in.provider);
-    bind_text(q, 2, in.external_id);
-    int r = sqlite3_step(q);
-    if (r == SQLITE_ROW) {
-        char other[13];
-        sbx_store_key_label((const char *)sqlite3_column_text(q, 0), other);
-        rc = sbx_error_set(err, SBX_E_EXISTS,
-                           "%s: %s resource %s is already bound to session %s",
-                           st->base.label, in.provider, in.external_id, other);
-    } else if (r != SQLITE_DONE) {
-        rc = fail(st, r, "checking the external id", err);
-    }
-    sqlite3_reset(q);
-    if (rc != SBX_OK)
-        goto out;
-
-    int64_t now = now_ms();
-    if ((rc = stmt(st, ST_INSERT_BINDING, &q, err)) != SBX_OK)
-        goto out;
-    bind_text(q, 1, key);
-    bind_text(q, 2, in.provider);
-    bind_text(q, 3, in.external_id);
-    bind_text(q, 4, in.spec_hash);
-    sqlite3_bind_int64(q, 5, now);
-    if ((rc = exec_done(st, q, "writing the binding", err)) != SBX_OK)
-        goto out;
-    if ((rc = exec_key(st, ST_DELETE_INTENT, key, "deleting the intent", err)) != SBX_OK)
-        goto out;
-    /* Hand the binding over: the strings move from the intent. */
-    out->session_key = in.session_key;
-    out->provider = in.provider;
-    out->external_id = in.external_id;
-    out->spec_hash = in.spec_hash;
-    out->created_at = now;
-    out->deleting = false;
-    in.session_key = in.provider = in.external_id = in.spec_hash = NULL;
-out:
-    sbx_intent_clear(&in);
-    return rc;
-}
-
-static int sq_publish(struct sbx_store *s, const char *key, const char *owner,
-                      struct sbx_binding *out, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    int rc = begin(st, err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = finish(st, publish_locked(st, key, owner, out, err), err);
-    if (rc != SBX_OK)
-        sbx_binding_clear(out);
-    return rc;
-}
-
-static int sq_fence(struct sbx_store *s, const char *key, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    int rc = begin(st, err);
-    if (rc != SBX_OK)
-        return rc;
-    sqlite3_stmt *q = NULL;
-    if ((rc = stmt(st, ST_FENCE, &q, err)) == SBX_OK) {
-        bind_text(q, 1, key);
-        sqlite3_bind_int64(q, 2, now_ms());
-        rc = exec_done(st, q, "fencing the session", err);
-    }
-    if (rc == SBX_OK && sqlite3_changes(st->db) == 0) {
-        char lbl[13];
-        sbx_store_key_label(key, lbl);
-        rc = sbx_error_set(err, SBX_E_NOT_FOUND, "%s: no session %s to delete",
-                           s->label, lbl);
-    }
-    return finish(st, rc, err);
-}
-
-static int remove_locked(struct sqlite_store *st, const char *key, sbx_error *err)
-{
-    char lbl[13];
-    sbx_store_key_label(key, lbl);
-    int state;
-    int rc = fetch_state(st, key, &state, err);
-    if (rc != SBX_OK)
-        return rc;
-    if (state == SESSION_NONE)
-        return sbx_error_set(err, SBX_E_NOT_FOUND, "%s: no session %s", st->base.label,
-                             lbl);
-    if (state != SESSION_DELETING)
-        return sbx_error_set(err, SBX_E_DENIED,
-                             "%s: session %s is not fenced; fence it before removing it",
-                             st->base.label, lbl);
-    struct sbx_intent in = {0};
-    bool found;
-    if ((rc = fetch_intent(st, key, &in, &found, err)) != SBX_OK)
-        return rc;
-    if (found) {
-        rc = sbx_error_set(err, SBX_E_UNAVAILABLE,
-                           "%s: session %s still has a provisioning intent held by "
-                           "owner %s (updated %lld ms ago); it must be released or "
-                           "taken over and cleaned first",
-                           st->base.label, lbl, in.owner, (long long)in.age_ms);
-        sbx_intent_clear(&in);
-        return rc;
-    }
-    if ((rc = exec_key(st, ST_DELETE_BINDING, key, "deleting the binding", err)) != SBX_OK)
-        return rc;
-    return exec_key(st, ST_DELETE_SESSION, key, "deleting the session", err);
-}
-
-static int sq_remove_session(struct sbx_store *s, const char *key, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    int rc = begin(st, err);
-    if (rc != SBX_OK)
-        return rc;
-    return finish(st, remove_locked(st, key, err), err);
-}
-
-/* Start a list query: bind the page size (one extra row tells whether more
- * follow) and the cursor. */
-static int list_start(struct sqlite_store *st, enum stmt_id first, enum stmt_id after_id,
-                      const char *after, size_t limit, sqlite3_stmt **q, sbx_error *err)
-{
-    int rc = stmt(st, after ? after_id : first, q, err);
-    if (rc != SBX_OK)
-        return rc;
-    sqlite3_bind_int64(*q, 1, (sqlite3_int64)limit + 1);
-    if (after)
-        bind_text(*q, 2, after);
-    return SBX_OK;
-}
-
-static int sq_list_bindings(struct sbx_store *s, const char *after, size_t limit,
-                            struct sbx_binding_page *out, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    sqlite3_stmt *q = NULL;
-    int rc = list_start(st, ST_LIST_BINDINGS, ST_LIST_BINDINGS_AFTER, after, limit, &q, err);
-    if (rc != SBX_OK)
-        return rc;
-    out->items = calloc(limit, sizeof *out->items);
-    if (!out->items)
-        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", s->label);
-    int r;
-    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-        if (out->count == limit) {
-            out->more = true;
-            break;
-        }
-        if ((rc = read_binding(st, q, &out->items[out->count], err)) != SBX_OK)
-            break;
-        out->count++;
-    }
-    if (rc == SBX_OK && r != SQLITE_ROW && r != SQLITE_DONE)
-        rc = fail(st, r, "listing bindings", err);
-    sqlite3_reset(q);
-    if (rc != SBX_OK)
-        sbx_binding_page_free(out);
-    return rc;
-}
-
-static int sq_list_intents(struct sbx_store *s, const char *after, size_t limit,
-                           struct sbx_intent_page *out, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    sqlite3_stmt *q = NULL;
-    int rc = list_start(st, ST_LIST_INTENTS, ST_LIST_INTENTS_AFTER, after, limit, &q, err);
-    if (rc != SBX_OK)
-        return rc;
-    out->items = calloc(limit, sizeof *out->items);
-    if (!out->items)
-        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", s->label);
-    int64_t now = now_ms();
-    int r;
-    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-        if (out->count == limit) {
-            out->more = true;
-            break;
-        }
-        if ((rc = read_intent(st, q, now, &out->items[out->count], err)) != SBX_OK)
-            break;
-        out->count++;
-    }
-    if (rc == SBX_OK && r != SQLITE_ROW && r != SQLITE_DONE)
-        rc = fail(st, r, "listing intents", err);
-    sqlite3_reset(q);
-    if (rc != SBX_OK)
-        sbx_intent_page_free(out);
-    return rc;
-}
-
-static int sq_list_deleting(struct sbx_store *s, const char *after, size_t limit,
-                            struct sbx_key_page *out, sbx_error *err)
-{
-    struct sqlite_store *st = from_base(s);
-    sqlite3_stmt *q = NULL;
-    int rc = list_start(st, ST_LIST_DELETING, ST_LIST_DELETING_AFTER, after, limit, &q, err);
-    if (rc != SBX_OK)
-        return rc;
-    out->keys = calloc(limit, sizeof *out->keys);
-    if (!out->keys)
-        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", s->label);
-    int r;
-    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
-        if (out->count == limit) {
-            out->more = true;
-            break;
-        }
-        bool failed = false;
-        out->keys[out->count] = col_dup(q, 0, &failed);
-        if (failed) {
-            rc = sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", s->label);
-            break;
-        }
-        out->count++;
-    }
-    if (rc == SBX_OK && r != SQLITE_ROW && r != SQLITE_DONE)
-        rc = fail(st, r, "listing deleting sessions", err);
-    sqlite3_reset(q);
-    if (rc != SBX_OK)
-        sbx_key_page_free(out);
     return rc;
 }
 
@@ -903,7 +623,7 @@ static int exec_sql(struct sqlite_store *st, const char *sql, const char *what,
  */
 static int enable_wal(struct sqlite_store *st, sbx_error *err)
 {
-    int64_t deadline = now_ms() + st->base.lock_timeout_ms;
+    int64_t deadline = now_ms() + st->impl.base.lock_timeout_ms;
     for (;;) {
         sqlite3_stmt *q = NULL;
         int rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &q, NULL);
@@ -918,7 +638,7 @@ static int enable_wal(struct sqlite_store *st, sbx_error *err)
                 return sbx_error_set(err, SBX_E_IO,
                                      "%s: cannot switch the database to WAL mode "
                                      "(journal mode stays '%s')",
-                                     st->base.label, mode ? mode : "?");
+                                     st->impl.base.label, mode ? mode : "?");
             }
         }
         sqlite3_finalize(q);
@@ -945,22 +665,14 @@ static int current_version(struct sqlite_store *st, int *version, sbx_error *err
     if (r != SQLITE_ROW)
         return fail(st, r, "reading the schema", err);
     *version = 0;
-    return present ? sq_schema_version(&st->base, version, err) : SBX_OK;
-}
-
-static int newer_schema(struct sqlite_store *st, int version, sbx_error *err)
-{
-    return sbx_error_set(err, SBX_E_CONFIG,
-                         "%s: schema version %d is newer than this sbx supports (%d); "
-                         "use a newer sbx",
-                         st->base.label, version, SBX_STORE_SCHEMA_VERSION);
+    return present ? sq_schema_version(&st->impl.base, version, err) : SBX_OK;
 }
 
 /* Apply one migration unless another opener did; in its own transaction. */
 static int apply_migration(struct sqlite_store *st, const struct sbx_store_migration *m,
                            sbx_error *err)
 {
-    int rc = begin(st, err);
+    int rc = begin(&st->impl.base, err);
     if (rc != SBX_OK)
         return rc;
     rc = exec_sql(st,
@@ -971,9 +683,9 @@ static int apply_migration(struct sqlite_store *st, const struct sbx_store_migra
                   "creating schema_version", err);
     int version = 0;
     if (rc == SBX_OK)
-        rc = sq_schema_version(&st->base, &version, err);
+        rc = sq_schema_version(&st->impl.base, &version, err);
     if (rc == SBX_OK && version > SBX_STORE_SCHEMA_VERSION)
-        rc = newer_schema(st, version, err);
+        rc = sbx_store_newer_schema(&st->impl.base, version, err);
     if (rc == SBX_OK && version < m->version) {
         char what[96];
         snprintf(what, sizeof what, "applying migration %d (%s)", m->version, m->name);
@@ -995,7 +707,7 @@ static int apply_migration(struct sqlite_store *st, const struct sbx_store_migra
             sqlite3_finalize(q);
         }
     }
-    return finish(st, rc, err);
+    return finish(&st->impl.base, rc, err);
 }
 
 static int migrate(struct sqlite_store *st, sbx_error *err)
@@ -1005,7 +717,7 @@ static int migrate(struct sqlite_store *st, sbx_error *err)
     if (rc != SBX_OK)
         return rc;
     if (version > SBX_STORE_SCHEMA_VERSION)
-        return newer_schema(st, version, err);
+        return sbx_store_newer_schema(&st->impl.base, version, err);
     size_t n;
     const struct sbx_store_migration *m = sbx_store_migrations(&n);
     for (size_t i = 0; i < n; i++) {
@@ -1049,15 +761,16 @@ int sbx_store_sqlite_open(const char *path, int lock_timeout_ms, struct sbx_stor
     struct sqlite_store *st = calloc(1, sizeof *st);
     if (!st)
         return sbx_error_set(err, SBX_E_NOMEM, "sqlite store %s: out of memory", path);
-    st->base.ops = &sqlite_ops;
-    st->base.lock_timeout_ms = lock_timeout_ms;
+    st->impl.base.ops = &sqlite_ops;
+    st->impl.prims = &sqlite_prims;
+    st->impl.base.lock_timeout_ms = lock_timeout_ms;
     size_t n = strlen(path) + sizeof "sqlite store ";
-    st->base.label = malloc(n);
-    if (!st->base.label) {
+    st->impl.base.label = malloc(n);
+    if (!st->impl.base.label) {
         free(st);
         return sbx_error_set(err, SBX_E_NOMEM, "sqlite store %s: out of memory", path);
     }
-    snprintf(st->base.label, n, "sqlite store %s", path);
+    snprintf(st->impl.base.label, n, "sqlite store %s", path);
 
     int r = sqlite3_open_v2(path, &st->db,
                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
@@ -1065,7 +778,7 @@ int sbx_store_sqlite_open(const char *path, int lock_timeout_ms, struct sbx_stor
                             NULL);
     if (r != SQLITE_OK) {
         rc = fail(st, r, "opening", err);
-        sq_close(&st->base);
+        sq_close(&st->impl.base);
         return rc;
     }
     sqlite3_extended_result_codes(st->db, 1);
@@ -1086,27 +799,37 @@ int sbx_store_sqlite_open(const char *path, int lock_timeout_ms, struct sbx_stor
     if (rc == SBX_OK)
         rc = migrate(st, err);
     if (rc != SBX_OK) {
-        sq_close(&st->base);
+        sq_close(&st->impl.base);
         return rc;
     }
-    *out = &st->base;
+    *out = &st->impl.base;
     return SBX_OK;
 }
+
+static const struct sbx_store_prims sqlite_prims = {
+    .ready = NULL, /* one file, no connection to lose */
+    .begin = begin,
+    .finish = finish,
+    .fetch_binding = fetch_binding,
+    .fetch_intent = fetch_intent,
+    .open_session = open_session,
+    .lock_session = session_state,
+    .insert_intent = insert_intent,
+    .touch_intent = touch_intent,
+    .update_intent = update_intent,
+    .set_owner = set_owner,
+    .delete_intent = delete_intent,
+    .bound_key = bound_key,
+    .insert_binding = insert_binding,
+    .fence = fence,
+    .delete_session = delete_session,
+    .list = list,
+    .list_end = list_end,
+};
 
 static const struct sbx_store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sq_close,
     .schema_version = sq_schema_version,
-    .get_binding = sq_get_binding,
-    .get_intent = sq_get_intent,
-    .claim = sq_claim,
-    .update_intent = sq_update_intent,
-    .takeover_intent = sq_takeover_intent,
-    .release_intent = sq_release_intent,
-    .publish = sq_publish,
-    .fence = sq_fence,
-    .remove_session = sq_remove_session,
-    .list_bindings = sq_list_bindings,
-    .list_intents = sq_list_intents,
-    .list_deleting = sq_list_deleting,
+    SBX_STORE_SHARED_OPS,
 };
