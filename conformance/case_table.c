@@ -76,6 +76,38 @@ const struct cf_case cf_cases[] = {
     {"output_bounded",
      "64 MiB of output is truncated, flagged and counted; memory stays bounded",
      0, cf_case_output_bounded},
+    {"export_shell_and_files",
+     "shell and file tools share /mnt/session/outputs; export publishes it and "
+     "a second export replaces the first",
+     SBX_CAP_OUTPUT_EXPORT, cf_case_export_shell_and_files},
+    {"export_refuses_symlink",
+     "an outputs symlink to /etc/passwd makes export fail naming it; the "
+     "previous export stays and nothing is left beside it",
+     SBX_CAP_OUTPUT_EXPORT, cf_case_export_refuses_symlink},
+    {"mount_put_read_only",
+     "a verified blob appears at /mnt/session/uploads, cannot be changed from "
+     "inside, and a second put replaces it",
+     SBX_CAP_FILE_MOUNTS, cf_case_mount_put_read_only},
+    {"mount_put_verifies",
+     "a blob with a wrong size or SHA-256, or an escaping path, is refused and "
+     "never appears",
+     SBX_CAP_FILE_MOUNTS, cf_case_mount_put_verifies},
+    {"mount_remove_idempotent",
+     "mount_remove removes, succeeds again and for absent paths, also after a "
+     "restart",
+     SBX_CAP_FILE_MOUNTS, cf_case_mount_remove_idempotent},
+    {"skill_install_read_only",
+     "a pinned bundle appears read-only at /workspace/skills/<name>/ and a new "
+     "version replaces it whole",
+     SBX_CAP_SKILLS, cf_case_skill_install_read_only},
+    {"skill_install_verifies",
+     "a wrong SHA-256, a symlink or .. entry, or a bad name is refused and "
+     "nothing appears",
+     SBX_CAP_SKILLS, cf_case_skill_install_verifies},
+    {"skill_survives_restart",
+     "an installed skill is still there, read-only, after attach from a new "
+     "instance",
+     SBX_CAP_SKILLS, cf_case_skill_survives_restart},
 };
 
 const size_t cf_case_total = sizeof cf_cases / sizeof cf_cases[0];

@@ -62,6 +62,14 @@ void cf_case_path_escape_write(struct cf_test *t);
 void cf_case_cancel_running(struct cf_test *t);
 void cf_case_timeout_kills_children(struct cf_test *t);
 void cf_case_output_bounded(struct cf_test *t);
+void cf_case_export_shell_and_files(struct cf_test *t);
+void cf_case_export_refuses_symlink(struct cf_test *t);
+void cf_case_mount_put_read_only(struct cf_test *t);
+void cf_case_mount_put_verifies(struct cf_test *t);
+void cf_case_mount_remove_idempotent(struct cf_test *t);
+void cf_case_skill_install_read_only(struct cf_test *t);
+void cf_case_skill_install_verifies(struct cf_test *t);
+void cf_case_skill_survives_restart(struct cf_test *t);
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: per-case state and cleanup (fixture.c)                            */

@@ -110,13 +110,15 @@ SBX_API int sbx_sessions_open(sbx_ctx *ctx, const struct sbx_sessions_options *o
         return rc;
     }
     m->ctx = ctx;
+    pthread_mutex_init(&m->busy_lock, NULL);
+    pthread_cond_init(&m->busy_done, NULL);
     sbx_store_owner_token(m->owner, sizeof m->owner);
     if (gethostname(m->hostname, sizeof m->hostname) != 0)
         strcpy(m->hostname, "localhost");
     m->hostname[sizeof m->hostname - 1] = '\0';
     m->lease_ms = o.lease_ms ? o.lease_ms : SBX_SESSION_LEASE_MS;
     m->wait_ms = o.wait_ms ? o.wait_ms : m->lease_ms;
-    const char *crash = getenv("SBX_TEST_CRASH_AT");
+    const char *crash = o.ignore_environment ? NULL : getenv("SBX_TEST_CRASH_AT");
     if (crash)
         snprintf(m->crash_at, sizeof m->crash_at, "%s", crash);
     *out = m;
@@ -128,6 +130,9 @@ SBX_API void sbx_sessions_close(sbx_sessions *m)
     if (!m)
         return;
     sbx_store_close(m->store);
+    pthread_mutex_destroy(&m->busy_lock);
+    pthread_cond_destroy(&m->busy_done);
+    free(m->busy);
     free(m);
 }
 

@@ -22,6 +22,85 @@ void sbx_session_crash_point(const sbx_sessions *m, const char *step)
         raise(SIGKILL);
 }
 
+static bool key_busy(const sbx_sessions *m, const char *key)
+{
+    for (size_t i = 0; i < m->nbusy; i++)
+        if (!strcmp(m->busy[i], key))
+            return true;
+    return false;
+}
+
+/* Take the key's turn; when wait is false and another thread has it,
+ * SBX_E_EXISTS at once. */
+static int key_take(sbx_sessions *m, const char *key, bool wait, sbx_cancel *cancel,
+                    sbx_error *err)
+{
+    char *copy = strdup(key);
+    if (!copy)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    pthread_mutex_lock(&m->busy_lock);
+    while (key_busy(m, key)) {
+        if (!wait) {
+            pthread_mutex_unlock(&m->busy_lock);
+            free(copy);
+            return SBX_E_EXISTS;
+        }
+        if (sbx_cancel_fired(cancel)) {
+            pthread_mutex_unlock(&m->busy_lock);
+            free(copy);
+            return sbx_error_set(err, SBX_E_CANCELLED, "cancelled");
+        }
+        /* Wake now and then to notice a cancellation. */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&m->busy_done, &m->busy_lock, &until);
+    }
+    if (m->nbusy == m->busy_cap) {
+        size_t cap = m->busy_cap ? m->busy_cap * 2 : 8;
+        char **grown = realloc(m->busy, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&m->busy_lock);
+            free(copy);
+            return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        }
+        m->busy = grown;
+        m->busy_cap = cap;
+    }
+    m->busy[m->nbusy++] = copy;
+    pthread_mutex_unlock(&m->busy_lock);
+    return SBX_OK;
+}
+
+int sbx_session_key_take(sbx_sessions *m, const char *key, sbx_cancel *cancel,
+                         sbx_error *err)
+{
+    return key_take(m, key, true, cancel, err);
+}
+
+int sbx_session_key_try_take(sbx_sessions *m, const char *key, sbx_error *err)
+{
+    return key_take(m, key, false, NULL, err);
+}
+
+void sbx_session_key_give(sbx_sessions *m, const char *key)
+{
+    pthread_mutex_lock(&m->busy_lock);
+    for (size_t i = 0; i < m->nbusy; i++) {
+        if (!strcmp(m->busy[i], key)) {
+            free(m->busy[i]);
+            m->busy[i] = m->busy[--m->nbusy];
+            break;
+        }
+    }
+    pthread_cond_broadcast(&m->busy_done);
+    pthread_mutex_unlock(&m->busy_lock);
+}
+
 void sbx_session_label(const char *key, char out[13])
 {
     sbx_store_key_label(key, out);
@@ -162,4 +241,36 @@ int sbx_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
     if (rc != SBX_OK)
         return rc;
     return sbx_store_release_intent(m->store, in->session_key, m->owner, err);
+}
+
+int sbx_session_reclaim(sbx_sessions *m, const struct sbx_intent *in,
+                        int64_t lease_ms, sbx_cancel *cancel, sbx_error *err)
+{
+    if (!strcmp(in->owner, m->owner)) {
+        /* Our own: left by an earlier call of this manager that failed,
+         * unless a thread of ours is on it right now. */
+        int rc = sbx_session_key_try_take(m, in->session_key, err);
+        if (rc != SBX_OK)
+            return rc;
+        struct sbx_intent now = {0};
+        rc = sbx_store_get_intent(m->store, in->session_key, &now, err);
+        if ((rc == SBX_OK && strcmp(now.owner, m->owner) != 0) ||
+            rc == SBX_E_NOT_FOUND)
+            rc = SBX_E_EXISTS; /* taken over or finished meanwhile */
+        if (rc == SBX_OK)
+            rc = sbx_session_clean_intent(m, &now, cancel, err);
+        sbx_intent_clear(&now);
+        sbx_session_key_give(m, in->session_key);
+        return rc;
+    }
+    if (!sbx_session_intent_stale(m, in, lease_ms))
+        return SBX_E_EXISTS;
+    struct sbx_intent taken = {0};
+    int rc = sbx_session_takeover(m, in, lease_ms, &taken, err);
+    if (rc == SBX_OK)
+        rc = sbx_session_clean_intent(m, &taken, cancel, err);
+    else if (rc == SBX_E_NOT_FOUND)
+        rc = SBX_E_EXISTS; /* finished meanwhile */
+    sbx_intent_clear(&taken);
+    return rc;
 }

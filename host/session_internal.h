@@ -10,9 +10,18 @@
 
 #include "store.h"
 
+#include <pthread.h>
+
 struct sbx_sessions {
     sbx_ctx *ctx;             /* borrowed */
     struct sbx_store *store;  /* owned */
+    /* Keys being provisioned by a thread of this manager. All threads share
+     * one owner token, so the store cannot tell them apart: they take
+     * turns per key here instead. */
+    pthread_mutex_t busy_lock;
+    pthread_cond_t busy_done;
+    char **busy;
+    size_t nbusy, busy_cap;
     char owner[256];          /* this manager's intent owner token */
     char hostname[64];        /* as it appears in owner tokens */
     int64_t lease_ms;
@@ -36,6 +45,15 @@ void sbx_session_crash_point(const sbx_sessions *m, const char *step);
 
 /* The first 12 hex digits of a key's hash, for messages. */
 void sbx_session_label(const char *key, char out[13]);
+
+/* Take / give back a key's turn among this manager's threads (see
+ * struct sbx_sessions). Taking waits, honouring cancel: SBX_OK,
+ * SBX_E_CANCELLED or SBX_E_NOMEM (err set). */
+int sbx_session_key_take(sbx_sessions *m, const char *key, sbx_cancel *cancel,
+                         sbx_error *err);
+void sbx_session_key_give(sbx_sessions *m, const char *key);
+/* Take the turn only if no thread has it: SBX_OK or SBX_E_EXISTS. */
+int sbx_session_key_try_take(sbx_sessions *m, const char *key, sbx_error *err);
 
 /* Sleep ms milliseconds, waking early when cancel fires. Returns SBX_OK or
  * SBX_E_CANCELLED (err set). */
@@ -69,6 +87,17 @@ int sbx_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
  */
 int sbx_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
                              sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * Clean up an intent that nobody is working on: another owner's stale
+ * intent (taken over first), or this manager's own leftover from a failed
+ * call (when no thread of the manager has the key's turn). SBX_OK when
+ * cleaned; SBX_E_EXISTS when it is someone's live work, or another worker
+ * took it or finished it first; else the clean-up's error (the intent is
+ * kept).
+ */
+int sbx_session_reclaim(sbx_sessions *m, const struct sbx_intent *in,
+                        int64_t lease_ms, sbx_cancel *cancel, sbx_error *err);
 
 /* Look up the provider of an existing binding or intent; SBX_E_NOT_FOUND
  * with a message naming the provider and the session when it is not

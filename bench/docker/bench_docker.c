@@ -61,6 +61,8 @@ static const char *hget(const struct sbx_host *h, const char *key)
         return cfg_host;
     if (!strcmp(key, "image"))
         return cfg_image;
+    if (!strcmp(key, "resource_dir"))
+        return "/tmp/sbx-bench-docker-resources";
     return NULL;
 }
 

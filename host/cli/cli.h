@@ -10,7 +10,9 @@
 #define SBX_CLI_H
 
 #include <sbx/sbx.h>
+#include <sbx/session.h>
 
+#include <getopt.h>
 #include <stdio.h>
 
 /* Exit statuses shared with timeout(1), env(1) and POSIX shells. */
@@ -33,6 +35,14 @@ int cmd_providers(const struct cli_globals *g, int argc, char **argv);
 int cmd_check(const struct cli_globals *g, int argc, char **argv);
 int cmd_run(const struct cli_globals *g, int argc, char **argv);
 int cmd_conformance(const struct cli_globals *g, int argc, char **argv);
+int cmd_create(const struct cli_globals *g, int argc, char **argv);
+int cmd_exec(const struct cli_globals *g, int argc, char **argv);
+int cmd_read(const struct cli_globals *g, int argc, char **argv);
+int cmd_write(const struct cli_globals *g, int argc, char **argv);
+int cmd_destroy(const struct cli_globals *g, int argc, char **argv);
+int cmd_sessions(const struct cli_globals *g, int argc, char **argv);
+int cmd_reconcile(const struct cli_globals *g, int argc, char **argv);
+int cmd_export(const struct cli_globals *g, int argc, char **argv);
 
 /* Print "sbx: <message>\n" on stderr. */
 void cli_error(const char *fmt, ...) SBX_PRINTF_LIKE(1, 2);
@@ -59,5 +69,127 @@ int cli_open(const struct cli_globals *g, const char *provider, sbx_ctx **out);
 /* Names of the capability bits in `caps`, comma-separated, into buf ("-"
  * when none; unknown bits as 0x.. values). Returns buf. */
 const char *cli_caps_text(uint64_t caps, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Running one command with live output (cli_exec.c): `run` and `exec`       */
+/* ------------------------------------------------------------------------ */
+
+enum cli_stdin_mode { CLI_STDIN_AUTO, CLI_STDIN_ALWAYS, CLI_STDIN_NEVER };
+
+/* What the exec options (-t, -C, -e, -i, --no-stdin) set. env must have
+ * room for one entry per argument plus the NULL (entries are borrowed from
+ * argv). */
+struct cli_exec_options {
+    int64_t timeout_ms;
+    const char *cwd;
+    const char **env; /* NULL-terminated */
+    size_t nenv;
+    enum cli_stdin_mode stdin_mode;
+};
+
+/* The getopt spellings of the exec options, to splice into a command's
+ * option tables. 'N' is --no-stdin. */
+#define CLI_EXEC_SHORTOPTS "t:C:e:i"
+#define CLI_EXEC_LONGOPTS                                \
+    {"timeout", required_argument, NULL, 't'},           \
+    {"cwd", required_argument, NULL, 'C'},               \
+    {"env", required_argument, NULL, 'e'},               \
+    {"stdin", no_argument, NULL, 'i'},                   \
+    {"no-stdin", no_argument, NULL, 'N'}
+
+/* Help text of the exec options. */
+#define CLI_EXEC_OPTIONS_HELP                                                \
+    "  -t, --timeout DUR    kill the command's process tree after DUR\n"      \
+    "                       seconds (1.5, or with a suffix: 500ms, 2m, 1h);\n" \
+    "                       0 means no timeout\n"                             \
+    "  -C, --cwd DIR        workspace-relative working directory\n"          \
+    "  -e, --env NAME=VALUE set a variable (repeatable); nothing else of\n"   \
+    "                       this environment reaches the command\n"          \
+    "  -i, --stdin          stream standard input even when it is a terminal\n" \
+    "      --no-stdin       give the command an empty standard input\n"      \
+    "                       (default: stream it unless it is a terminal)\n"
+
+/* Help text of the exit statuses of a command run with live output. */
+#define CLI_EXEC_EXIT_HELP                                                   \
+    "Exit status: the command's own; 124 when it timed out; 125 when sbx\n"  \
+    "failed; 126 when it cannot be executed; 127 when it was not found;\n"   \
+    "128+N when it was killed by signal N (130 after Ctrl-C).\n"
+
+/* Parse a duration: a non-negative decimal number of seconds with an
+ * optional ms/s/m/h suffix. Returns false when malformed or too large. */
+bool cli_parse_duration_ms(const char *text, int64_t *out);
+
+/*
+ * Apply getopt result `c` (with its argument) when it is an exec option:
+ * sets *handled and returns CLI_EXIT_OK, or a usage error (status 125, as
+ * for `run`). *handled is false for other options.
+ */
+int cli_exec_option(const char *cmd, int c, const char *arg,
+                    struct cli_exec_options *eo, bool *handled);
+
+/*
+ * Install the SIGINT/SIGTERM/SIGHUP/SIGPIPE handling of a command that runs
+ * something in a sandbox: the first signal fires cli_run_cancel(), a
+ * second one cli_cleanup_cancel(). Returns SBX_OK, or an error (printed).
+ * cli_interrupt_teardown restores the default handlers and frees the
+ * tokens.
+ */
+int cli_interrupt_setup(void);
+void cli_interrupt_teardown(void);
+sbx_cancel *cli_run_cancel(void);
+sbx_cancel *cli_cleanup_cancel(void);
+/* The signal caught since setup, or 0. */
+int cli_caught_signal(void);
+
+/* Sleep ms milliseconds; false when a signal interrupted it (after
+ * cli_interrupt_setup). */
+bool cli_sleep_ms(int64_t ms);
+
+/*
+ * Run cmd in h with stdin/stdout/stderr streamed live and return the exit
+ * status by the rules of `sbx run`: the command's own, 124 timeout, 125
+ * sbx failed (message printed), 126, 127, 128+N (signal, or interrupted),
+ * 141 when our output reader went away. Uses cli_run_cancel().
+ */
+int cli_exec_streamed(sbx_handle *h, const struct cli_exec_options *eo,
+                      char *const *cmd);
+
+/* ------------------------------------------------------------------------ */
+/* Session commands (cli_session.c)                                          */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Open a host context (provider as for cli_open) and a session manager over
+ * the configured store. On failure prints "sbx: <message>", closes what was
+ * opened and returns the sbx_status.
+ */
+int cli_sessions_open(const struct cli_globals *g, const char *provider,
+                      sbx_ctx **ctx, sbx_sessions **m);
+
+/* Close what cli_sessions_open opened (NULLs are ignored). */
+void cli_sessions_close(sbx_ctx *ctx, sbx_sessions *m);
+
+/* Returned by a cli_session_parse option callback after printing help. */
+#define CLI_HELP_SHOWN (-1)
+
+/* Called per option: c is the getopt result (':' and '?' included), arg its
+ * argument, argv the vector getopt was given. Returns CLI_EXIT_OK, an exit
+ * status (stop), or CLI_HELP_SHOWN. */
+typedef int (*cli_option_fn)(void *ud, int c, const char *arg, char **argv);
+
+/*
+ * Parse `sbx CMD [OPTIONS] SESSION [OPTIONS] [--] [ARGS...]`: options are
+ * accepted before and after the SESSION operand, which must be a non-empty
+ * key of at most 1024 bytes. On CLI_EXIT_OK, *key is the session key and
+ * *rest the index in argv of the first remaining argument. Returns the
+ * callback's status, CLI_HELP_SHOWN, or 125 after a usage error.
+ */
+int cli_session_parse(const char *cmd, int argc, char **argv, const char *shortopts,
+                      const struct option *longopts, cli_option_fn fn, void *ud,
+                      const char **key, int *rest);
+
+/* Print "sbx: <message>" for a failed call and return the exit status of
+ * an sbx failure (125), or 128+N when a signal interrupted it. */
+int cli_session_failed(int rc, const sbx_error *err);
 
 #endif

@@ -22,6 +22,14 @@ static const struct subcommand subcommands[] = {
     {"providers", cmd_providers, "list the installed provider plugins"},
     {"check", cmd_check, "validate the configuration and the enabled providers"},
     {"conformance", cmd_conformance, "run the conformance suite against a provider"},
+    {"create", cmd_create, "provision the sandbox of a session key"},
+    {"exec", cmd_exec, "run a command in a session's sandbox (creating it)"},
+    {"read", cmd_read, "copy a file of a session's sandbox to stdout"},
+    {"write", cmd_write, "write stdin to a file of a session's sandbox"},
+    {"export", cmd_export, "copy a session's outputs into a host directory"},
+    {"destroy", cmd_destroy, "delete a session and its sandbox"},
+    {"sessions", cmd_sessions, "list the sessions that have a sandbox"},
+    {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
 };
 
 #define NSUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])

@@ -13,6 +13,11 @@
  *   paths.c      workspace-relative path checks and in-container resolution
  *   files.c      read_file/write_file through the archive endpoints
  *   hash.c       SHA-256 helpers (key hash, names)
+ *   resources.c  the session's host-side resource directory (binds, staging)
+ *   outputs.c    export_outputs (OUTPUT_EXPORT)
+ *   staging.c    verifying pinned blobs in the staging directory, sweeping
+ *   mounts.c     mount_put/mount_remove (FILE_MOUNTS)
+ *   skills.c     skill_install and the repair of skills at attach (SKILLS)
  */
 #ifndef SBX_DOCKER_H
 #define SBX_DOCKER_H
@@ -24,6 +29,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Highest Engine API version this provider speaks; lowest it accepts. */
 #define DOCKER_API_MAX_MAJOR 1
@@ -32,6 +38,11 @@
 
 /* Where the workspace lives inside every container. */
 #define DOCKER_WORKSPACE "/workspace"
+
+/* Binds of the session's resource directory (resources.c). */
+#define DOCKER_OUTPUTS "/mnt/session/outputs"
+#define DOCKER_UPLOADS "/mnt/session/uploads"
+#define DOCKER_SKILLS DOCKER_WORKSPACE "/skills"
 
 /* Labels this provider puts on its containers. */
 #define DOCKER_LABEL_MANAGED "sbx.managed"
@@ -85,6 +96,14 @@ struct sbx_sandbox {
     struct docker_state *st;
     char id[65];                      /* container ID */
     char key_hash[SBX_KEY_HASH_LEN + 1];
+    /* Host paths of the binds the container really has (from its mounts),
+     * NULL when it was created without them: the capability ops then fail
+     * closed instead of writing into the container's own file system. */
+    char *outputs_src;
+    char *uploads_src;
+    char *skills_src;
+    char *staging;                    /* the session's staging directory */
+    char *skill_state;                /* the session's skill-state directory */
 };
 
 /* A cancellation bridge from a host call to the HTTP helper. */
@@ -217,15 +236,100 @@ int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
                      struct docker_stat *out, sbx_http_error *err);
 
 /*
- * Resolve the workspace-relative path rel inside the container, refusing
- * symlinks that lead out of the workspace. On success *resolved (malloc'd)
+ * Resolve the path rel (relative to root: the workspace or the outputs
+ * directory) inside the container, refusing symlinks that lead out of root. On success *resolved (malloc'd)
  * is an absolute container path with every symlink among the components
  * that exist replaced by its in-workspace target; *existing is the number
  * of leading components that exist; fst is the stat of the full path
  * (exists == 0 when it does not).
  */
-int docker_resolve(sbx_sandbox *sb, sbx_call *call, const char *rel,
+int docker_resolve(sbx_sandbox *sb, sbx_call *call, const char *root, const char *rel,
                    char **resolved, size_t *existing, struct docker_stat *fst);
+
+/* The root a file op's path is below and the checked path relative to it:
+ * /mnt/session/outputs for a path inside it (so the file tools and the shell
+ * see the same outputs directory), else the workspace (docker_path_check).
+ * A path into the outputs of a container without that mount is
+ * SBX_E_UNSUPPORTED. *rel is malloc'd. */
+int docker_path_rooted(sbx_sandbox *sb, sbx_call *call, const char *what,
+                       const char *path, const char **root, char **rel);
+
+/* ---- resources.c ------------------------------------------------------ */
+
+/* <resource_dir>/<name>[/<sub>] into buf. -1 when it does not fit. */
+int docker_res_dir(struct docker_state *st, const char *name, const char *sub,
+                   char *buf, size_t cap);
+
+/* mkdir -p of an absolute path (existing directories are kept); 0 or -1
+ * with errno. */
+int docker_res_mkdirs(const char *path, mode_t mode);
+
+/* Make the session's resource directory and its subdirectories (outputs,
+ * uploads, skills, staging), keeping what exists. SBX_E_IO naming the path. */
+int docker_res_prepare(struct docker_state *st, sbx_call *call, const char *name);
+
+/* Empty the subdirectories (for a freshly created container). */
+int docker_res_empty(struct docker_state *st, sbx_call *call, const char *name);
+
+/* Make the outputs directory writable for the configured user: owned by a
+ * numeric uid:gid, or sticky and world-writable (like /tmp) for a user
+ * name, which only the container can resolve. The session directory above
+ * it is private to the provider either way. */
+int docker_res_own_outputs(struct docker_state *st, sbx_call *call, const char *name);
+
+/* Remove the session's resource directory; absent is SBX_OK. call may be
+ * NULL (the error is then logged). */
+int docker_res_remove(struct docker_state *st, sbx_call *call, const char *name);
+
+/* ---- outputs.c --------------------------------------------------------- */
+
+/* Stream /mnt/session/outputs as a tar whose entries are relative to it. */
+int docker_export_outputs(sbx_sandbox *sb, sbx_call *call,
+                          const struct sbx_sink *tar_sink);
+
+/* ---- staging.c --------------------------------------------------------- */
+
+/* Open the handle's staging directory (SBX_E_UNSUPPORTED without the
+ * resource binds). *dirfd is owned by the caller. */
+int docker_staging_open(sbx_sandbox *sb, sbx_call *call, const char *what, int *dirfd);
+
+/* Remove the staging entries whose creator died (no flock held on them). */
+void docker_staging_sweep(int dirfd);
+
+/* "<kind>-<24 random hex>" into out. -1 without random bytes. */
+int docker_staging_name(const char *kind, char *out, size_t cap);
+
+/* Create a staging file with a fresh name (into name) and hold an exclusive
+ * flock on it through *fd (close it to release). */
+int docker_staging_file(struct docker_state *st, sbx_call *call, int dirfd,
+                        const char *kind, char *name, size_t cap, int *fd);
+
+/* Check a blob's arguments (source, 64-hex SHA-256). SBX_E_INVALID. */
+int docker_blob_args(struct docker_state *st, sbx_call *call, const char *what,
+                     const struct sbx_blob *blob);
+
+/* Stream the blob into fd while hashing; SBX_E_INVALID when its length or
+ * SHA-256 differ from the expected ones (reading stops as soon as it is
+ * longer), SBX_E_CANCELLED, SBX_E_IO. The data is fsync'ed. */
+int docker_blob_copy(struct docker_state *st, sbx_call *call, const char *what,
+                     const struct sbx_blob *blob, int fd);
+
+/* ---- mounts.c ---------------------------------------------------------- */
+
+int docker_mount_put(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     const struct sbx_blob *blob);
+int docker_mount_remove(sbx_sandbox *sb, sbx_call *call, const char *path);
+
+/* ---- skills.c ---------------------------------------------------------- */
+
+int docker_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
+                         const struct sbx_blob *bundle);
+
+/* Check every installed skill of the handle against its recorded tree and
+ * restore missing or damaged ones from their kept bundles (a skill that
+ * cannot be restored is removed and logged). SBX_OK, or SBX_E_IO /
+ * SBX_E_CANCELLED when the directories cannot be worked on. */
+int docker_skills_repair(sbx_sandbox *sb, sbx_call *call);
 
 /* ---- files.c ----------------------------------------------------------- */
 

@@ -56,12 +56,13 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
 {
     struct docker_state *st = sb->st;
     char *rel = NULL, *resolved = NULL;
-    int rc = docker_path_check(st, call, "read", path, 0, &rel);
+    const char *root;
+    int rc = docker_path_rooted(sb, call, "read", path, &root, &rel);
     if (rc != SBX_OK)
         return rc;
     size_t existing;
     struct docker_stat fst;
-    rc = docker_resolve(sb, call, rel, &resolved, &existing, &fst);
+    rc = docker_resolve(sb, call, root, rel, &resolved, &existing, &fst);
     if (rc != SBX_OK)
         goto out;
     if (!fst.exists) {
@@ -347,7 +348,8 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     int fd = -1;
     struct tar_gen g = {0};
     g.fd = -1;
-    int rc = docker_path_check(st, call, "write", path, 0, &rel);
+    const char *root;
+    int rc = docker_path_rooted(sb, call, "write", path, &root, &rel);
     if (rc != SBX_OK)
         return rc;
     if (!src || !src->read) {
@@ -360,7 +362,7 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     /* Resolve first: a refused path must not consume the source. */
     size_t existing;
     struct docker_stat fst;
-    rc = docker_resolve(sb, call, rel, &resolved, &existing, &fst);
+    rc = docker_resolve(sb, call, root, rel, &resolved, &existing, &fst);
     if (rc != SBX_OK)
         goto out;
     if (fst.exists && (fst.mode & DOCKER_MODE_DIR)) {
@@ -396,7 +398,7 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     size_t ncomp = 1;
     for (const char *c = rel; *c; c++)
         ncomp += *c == '/';
-    size_t base_levels = existing < ncomp ? existing : ncomp - 1; /* under /workspace */
+    size_t base_levels = existing < ncomp ? existing : ncomp - 1; /* under root */
     /* split `resolved` into base dir and the tail below it */
     size_t tail_comps = ncomp - base_levels;
     char *cut = resolved + strlen(resolved);

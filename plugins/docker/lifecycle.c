@@ -15,6 +15,7 @@
 #include <archive_entry.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,12 +116,29 @@ static json_object *str_array(const char *const *v)
     return a;
 }
 
-/* The mounts a new container gets (sorted by destination). */
-static json_object *mounts_spec(struct docker_state *st)
+static void add_bind(struct docker_state *st, json_object *mounts, const char *name,
+                     const char *sub, const char *target, int read_only)
+{
+    char src[4096];
+    docker_res_dir(st, name, sub, src, sizeof src);
+    json_object *m = json_object_new_object();
+    json_object_object_add(m, "Type", json_object_new_string("bind"));
+    json_object_object_add(m, "Source", json_object_new_string(src));
+    json_object_object_add(m, "Target", json_object_new_string(target));
+    json_object_object_add(m, "ReadOnly", json_object_new_boolean(read_only));
+    json_object_array_add(mounts, m);
+}
+
+/* The mounts a new container gets, sorted by destination (attach compares
+ * them in that order): the binds of the session's resource directory and,
+ * with a read-only root filesystem, the workspace volume. */
+static json_object *mounts_spec(struct docker_state *st, const char *name)
 {
     json_object *mounts = json_object_new_array();
     if (!mounts)
         return NULL;
+    add_bind(st, mounts, name, "outputs", DOCKER_OUTPUTS, 0);
+    add_bind(st, mounts, name, "uploads", DOCKER_UPLOADS, 1);
     if (st->cfg.read_only_rootfs) {
         /* The root filesystem is read-only: the workspace lives on an
          * anonymous volume (removed with the container). */
@@ -130,6 +148,7 @@ static json_object *mounts_spec(struct docker_state *st)
         json_object_object_add(m, "ReadOnly", json_object_new_boolean(0));
         json_object_array_add(mounts, m);
     }
+    add_bind(st, mounts, name, "skills", DOCKER_SKILLS, 1);
     return mounts;
 }
 
@@ -204,8 +223,33 @@ static json_object *create_body(struct docker_state *st,
     return b;
 }
 
+/* The host source of the bind at target in a mount list (create spec or
+ * inspect output), or NULL. */
+static const char *bind_source(json_object *mounts, int from_inspect,
+                               const char *target)
+{
+    size_t n = mounts && json_object_is_type(mounts, json_type_array)
+                   ? json_object_array_length(mounts)
+                   : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(mounts, i);
+        const char *type = sbx_json_str(m, "Type");
+        const char *dst = sbx_json_str(m, from_inspect ? "Destination" : "Target");
+        if (type && dst && strcmp(type, "bind") == 0 && strcmp(dst, target) == 0)
+            return sbx_json_str(m, "Source");
+    }
+    return NULL;
+}
+
+static int dup_opt(const char *s, char **out)
+{
+    *out = s ? strdup(s) : NULL;
+    return s && !*out ? -1 : 0;
+}
+
 static struct sbx_sandbox *new_handle(struct docker_state *st, const char *id,
-                                      const char *key_hash)
+                                      const char *key_hash, json_object *mounts,
+                                      int from_inspect)
 {
     struct sbx_sandbox *sb = calloc(1, sizeof *sb);
     if (!sb)
@@ -213,7 +257,37 @@ static struct sbx_sandbox *new_handle(struct docker_state *st, const char *id,
     sb->st = st;
     snprintf(sb->id, sizeof sb->id, "%s", id);
     snprintf(sb->key_hash, sizeof sb->key_hash, "%s", key_hash);
+    const char *up = bind_source(mounts, from_inspect, DOCKER_UPLOADS);
+    int bad = dup_opt(bind_source(mounts, from_inspect, DOCKER_OUTPUTS),
+                      &sb->outputs_src) ||
+              dup_opt(up, &sb->uploads_src) ||
+              dup_opt(bind_source(mounts, from_inspect, DOCKER_SKILLS),
+                      &sb->skills_src);
+    if (!bad && up) {
+        /* staging/ and skill-state/ are the uploads bind's siblings
+         * (resources.c) */
+        const char *slash = strrchr(up, '/');
+        int n = slash ? (int)(slash - up) : 0;
+        size_t cap = (size_t)n + sizeof "/skill-state";
+        sb->staging = malloc(cap);
+        sb->skill_state = malloc(cap);
+        bad = !sb->staging || !sb->skill_state;
+        if (!bad) {
+            snprintf(sb->staging, cap, "%.*s/staging", n, up);
+            snprintf(sb->skill_state, cap, "%.*s/skill-state", n, up);
+        }
+    }
+    if (bad) {
+        docker_release(sb);
+        return NULL;
+    }
     return sb;
+}
+
+static json_object *inspect_mounts(json_object *info)
+{
+    json_object *m;
+    return json_object_object_get_ex(info, "Mounts", &m) ? m : NULL;
 }
 
 static int inspect(struct docker_state *st, sbx_call *call, const char *id_or_name,
@@ -278,6 +352,18 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
                                    id, want_mounts ? have_mounts : "?",
                                    want_mounts ? want_mounts : "?");
 
+    /* A bind whose host directory vanished would keep a stopped container
+     * from starting: make them again (the skills are restored after). */
+    static const char *const binds[] = {DOCKER_OUTPUTS, DOCKER_UPLOADS, DOCKER_SKILLS};
+    for (size_t i = 0; i < sizeof binds / sizeof binds[0]; i++) {
+        const char *src = bind_source(inspect_mounts(info), 1, binds[i]);
+        if (src && docker_res_mkdirs(src, 0755) != 0)
+            return st->host->set_error(st->host, call, SBX_E_IO,
+                                       "docker: container %.12s: cannot make its "
+                                       "bind directory %s: %s",
+                                       id, src, strerror(errno));
+    }
+
     json_object *state = sbx_json_obj(info, "State");
     const char *status = sbx_json_str(state, "Status");
     sbx_http_error err;
@@ -319,16 +405,20 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     char name[sizeof NAME_PREFIX + NAME_HASH_LEN];
     snprintf(name, sizeof name, NAME_PREFIX "%.*s", NAME_HASH_LEN, args->key_hash);
 
-    json_object *mounts = mounts_spec(st);
+    rc = docker_res_prepare(st, call, name);
+    if (rc != SBX_OK)
+        return rc;
+    json_object *mounts = mounts_spec(st, name);
     char mounts_text[4096];
     if (!mounts || mounts_canon(mounts, 0, mounts_text, sizeof mounts_text)) {
         json_object_put(mounts);
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
     }
     json_object *body = create_body(st, args, mounts, mounts_text);
-    json_object_put(mounts);
-    if (!body)
+    if (!body) {
+        json_object_put(mounts);
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+    }
 
     json_object *created = NULL, *info = NULL;
     sbx_http_error err;
@@ -381,6 +471,13 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     }
 
     if (fresh) {
+        /* A new workspace starts empty, even when a container of the same
+         * name left its resource directory behind. */
+        rc = docker_res_empty(st, call, name);
+        if (rc == SBX_OK)
+            rc = docker_res_own_outputs(st, call, name);
+        if (rc != SBX_OK)
+            goto out;
         rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/start",
                          id);
         if (rc != SBX_OK && err.http_status != 304) {
@@ -390,12 +487,18 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
         rc = own_workspace(st, call, id);
         if (rc != SBX_OK)
             goto out;
+        *out = new_handle(st, id, args->key_hash, mounts, 0);
     } else {
         rc = verify_and_start(st, call, info, args->key_hash);
         if (rc != SBX_OK)
             goto out;
+        *out = new_handle(st, id, args->key_hash, inspect_mounts(info), 1);
+        if (*out && (rc = docker_skills_repair(*out, call)) != SBX_OK) {
+            docker_release(*out);
+            *out = NULL;
+            goto out;
+        }
     }
-    *out = new_handle(st, id, args->key_hash);
     if (!*out) {
         rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
         goto out;
@@ -403,6 +506,7 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     snprintf(ref, SBX_REF_MAX, "%s", id);
     rc = SBX_OK;
 out:
+    json_object_put(mounts);
     json_object_put(body);
     json_object_put(created);
     json_object_put(info);
@@ -437,13 +541,42 @@ int docker_attach(void *state, sbx_call *call, const char *session_key,
     if (rc != SBX_OK)
         return docker_report(st, call, &err, "inspecting container %.12s", ref);
     rc = verify_and_start(st, call, info, key_hash);
+    if (rc == SBX_OK)
+        *out = new_handle(st, ref, key_hash, inspect_mounts(info), 1);
     json_object_put(info);
     if (rc != SBX_OK)
         return rc;
-    *out = new_handle(st, ref, key_hash);
     if (!*out)
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+    /* skills must be whole before a restarted process uses them */
+    rc = docker_skills_repair(*out, call);
+    if (rc != SBX_OK) {
+        docker_release(*out);
+        *out = NULL;
+        return rc;
+    }
     return SBX_OK;
+}
+
+/* After the container `ref` is gone: remove the session's resource
+ * directory, unless a newer container of the same name (a later create for
+ * the same key) still has it bound. */
+static int remove_resources(struct docker_state *st, sbx_call *call, const char *name,
+                            const char *ref)
+{
+    json_object *info = NULL;
+    sbx_http_error err;
+    int rc = inspect(st, call, name, &info, &err);
+    if (rc == SBX_OK) {
+        const char *id = sbx_json_str(info, "Id");
+        int newer = id && strcmp(id, ref) != 0;
+        json_object_put(info);
+        if (newer)
+            return SBX_OK;
+    } else if (rc != SBX_E_NOT_FOUND) {
+        return docker_report(st, call, &err, "inspecting container %s", name);
+    }
+    return docker_res_remove(st, call, name);
 }
 
 int docker_destroy(void *state, sbx_call *call, const char *session_key,
@@ -462,11 +595,13 @@ int docker_destroy(void *state, sbx_call *call, const char *session_key,
     int rc = docker_negotiate(st, call);
     if (rc != SBX_OK)
         return rc;
+    char name[sizeof NAME_PREFIX + NAME_HASH_LEN];
+    snprintf(name, sizeof name, NAME_PREFIX "%.*s", NAME_HASH_LEN, key_hash);
     json_object *info = NULL;
     sbx_http_error err;
     rc = inspect(st, call, ref, &info, &err);
     if (rc == SBX_E_NOT_FOUND)
-        return SBX_OK; /* already gone */
+        return remove_resources(st, call, name, ref); /* already gone */
     if (rc != SBX_OK)
         return docker_report(st, call, &err, "inspecting container %.12s", ref);
     const char *owner = owner_of(info);
@@ -481,13 +616,13 @@ int docker_destroy(void *state, sbx_call *call, const char *session_key,
     rc = docker_json(st, call, "DELETE", NULL, NULL, &err,
                      "/containers/%s?force=true&v=true", ref);
     if (rc == SBX_E_NOT_FOUND)
-        return SBX_OK;
+        return remove_resources(st, call, name, ref);
     if (rc == SBX_E_EXISTS) {
         /* "removal already in progress": wait for it to finish */
         for (int i = 0; i < 100; i++) {
             rc = inspect(st, call, ref, NULL, &err);
             if (rc == SBX_E_NOT_FOUND)
-                return SBX_OK;
+                return remove_resources(st, call, name, ref);
             struct timespec ts = {0, 100 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
@@ -497,7 +632,7 @@ int docker_destroy(void *state, sbx_call *call, const char *session_key,
     }
     if (rc != SBX_OK)
         return docker_report(st, call, &err, "removing container %.12s", ref);
-    return SBX_OK;
+    return remove_resources(st, call, name, ref);
 }
 
 const char *docker_root(sbx_sandbox *sb)
@@ -508,6 +643,13 @@ const char *docker_root(sbx_sandbox *sb)
 
 void docker_release(sbx_sandbox *sb)
 {
+    if (!sb)
+        return;
+    free(sb->outputs_src);
+    free(sb->uploads_src);
+    free(sb->skills_src);
+    free(sb->staging);
+    free(sb->skill_state);
     free(sb);
 }
 

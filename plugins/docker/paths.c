@@ -187,24 +187,45 @@ int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
     return SBX_OK;
 }
 
-static int inside_workspace(const char *p)
+static int inside(const char *root, const char *p)
 {
-    size_t n = strlen(DOCKER_WORKSPACE);
-    return strncmp(p, DOCKER_WORKSPACE, n) == 0 && (p[n] == '\0' || p[n] == '/');
+    size_t n = strlen(root);
+    return strncmp(p, root, n) == 0 && (p[n] == '\0' || p[n] == '/');
 }
 
-int docker_resolve(sbx_sandbox *sb, sbx_call *call, const char *rel, char **resolved,
-                   size_t *existing, struct docker_stat *fst)
+int docker_path_rooted(sbx_sandbox *sb, sbx_call *call, const char *what,
+                       const char *path, const char **root, char **rel)
+{
+    struct docker_state *st = sb->st;
+    size_t n = strlen(DOCKER_OUTPUTS);
+    *root = DOCKER_WORKSPACE;
+    if (path && strncmp(path, DOCKER_OUTPUTS, n) == 0 &&
+        (path[n] == '/' || path[n] == '\0')) {
+        if (!sb->outputs_src)
+            return st->host->set_error(st->host, call, SBX_E_UNSUPPORTED,
+                                       "docker: %s \"%.200s\": container %.12s was "
+                                       "created without the %s mount",
+                                       what, path, sb->id, DOCKER_OUTPUTS);
+        *root = DOCKER_OUTPUTS;
+        path += n;
+        while (*path == '/')
+            path++;
+    }
+    return docker_path_check(st, call, what, path, 0, rel);
+}
+
+int docker_resolve(sbx_sandbox *sb, sbx_call *call, const char *root, const char *rel,
+                   char **resolved, size_t *existing, struct docker_stat *fst)
 {
     struct docker_state *st = sb->st;
     *resolved = NULL;
     *existing = 0;
     memset(fst, 0, sizeof *fst);
-    size_t cap = PATH_MAX_LEN * 2 + strlen(DOCKER_WORKSPACE) + 2;
+    size_t cap = PATH_MAX_LEN * 2 + strlen(root) + 2;
     char *cur = malloc(cap);
     if (!cur)
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
-    snprintf(cur, cap, "%s", DOCKER_WORKSPACE);
+    snprintf(cur, cap, "%s", root);
     const char *p = rel;
     size_t count = 0;
     while (*p) {
@@ -249,13 +270,12 @@ int docker_resolve(sbx_sandbox *sb, sbx_call *call, const char *rel, char **reso
         }
         count++;
         if (s.mode & DOCKER_MODE_SYMLINK) {
-            if (!s.link_target[0] || !inside_workspace(s.link_target)) {
+            if (!s.link_target[0] || !inside(root, s.link_target)) {
                 free(cur);
                 return st->host->set_error(st->host, call, SBX_E_INVALID,
                                            "docker: \"%.200s\": a symlink in the "
-                                           "path leads out of the workspace (to "
-                                           "%.200s)",
-                                           rel,
+                                           "path leads out of %s (to %.200s)",
+                                           rel, root,
                                            s.link_target[0] ? s.link_target : "?");
             }
             snprintf(cur, cap, "%s", s.link_target);

@@ -79,6 +79,12 @@ static const struct sbx_provider_ops docker_ops = {
     .root = docker_root,
     .release = docker_release,
     .destroy = docker_destroy,
+    .mount_put = docker_mount_put,
+    .mount_remove = docker_mount_remove,
+    .export_outputs = docker_export_outputs,
+    .skill_install = docker_skill_install,
 };
 
-SBX_PROVIDER_DEFINE("docker", "0.1.0", 0, &docker_ops, docker_keys)
+SBX_PROVIDER_DEFINE("docker", "0.1.0",
+                    SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS,
+                    &docker_ops, docker_keys)

@@ -77,6 +77,20 @@ void cli_env_add_fixtures(struct cli_env *e)
     snprintf(e->plugin_path + n, sizeof e->plugin_path - n, ":%s", CLI_FIXTURE_DIR);
 }
 
+void cli_env_setenv(struct cli_env *e, const char *name, const char *value)
+{
+    size_t nlen = strlen(name);
+    size_t i = 0;
+    while (i < e->nextra &&
+           !(strncmp(e->extra[i], name, nlen) == 0 && e->extra[i][nlen] == '='))
+        i++;
+    cr_assert(i < sizeof e->extra / sizeof e->extra[0], "too many variables");
+    int n = snprintf(e->extra[i], sizeof e->extra[i], "%s=%s", name, value);
+    cr_assert(n > 0 && (size_t)n < sizeof e->extra[i], "variable too long");
+    if (i == e->nextra)
+        e->nextra++;
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag,
                         struct FTW *ftw)
 {
@@ -130,6 +144,13 @@ static void make_env(const struct cli_env *e, char **envp, char *storage, size_t
     add_var(envp, &n, storage, &used, len, "LC_ALL", "C");
     if (e->config[0])
         add_var(envp, &n, storage, &used, len, "SBX_CONFIG", e->config);
+    for (size_t i = 0; i < e->nextra; i++) {
+        size_t w = strlen(e->extra[i]) + 1;
+        cr_assert(w <= len - used, "environment too large");
+        memcpy(storage + used, e->extra[i], w);
+        envp[n++] = storage + used;
+        used += w;
+    }
     for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++) {
         const char *v = getenv(passed[i]);
         if (v)
@@ -177,7 +198,7 @@ void cli_spawn(const struct cli_env *e, const char *const *args, enum cli_stdin 
     }
     argv[n] = NULL;
     char *envp[16];
-    char storage[8 * PATH_MAX];
+    char storage[12 * PATH_MAX];
     make_env(e, envp, storage, sizeof storage);
 
     int rc = posix_spawn(&p->pid, CLI_SBX_BIN, &fa, &attr, (char *const *)argv, envp);

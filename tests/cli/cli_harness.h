@@ -28,6 +28,8 @@ struct cli_env {
     char ws_root[PATH_MAX]; /* providers.local.root in the written config */
     char config[PATH_MAX];  /* the config file, "" when SBX_CONFIG is unset */
     char plugin_path[2 * PATH_MAX]; /* $SBX_PLUGIN_PATH */
+    char extra[4][PATH_MAX];        /* more "NAME=value" (cli_env_setenv) */
+    size_t nextra;
 };
 
 /* Create the temporary directory; SBX_PLUGIN_PATH is the build-tree
@@ -43,6 +45,10 @@ void cli_env_local_config(struct cli_env *e);
 
 /* Append the fixture plugin directory to SBX_PLUGIN_PATH. */
 void cli_env_add_fixtures(struct cli_env *e);
+
+/* Give the child one more variable (at most 4; setting a name again
+ * replaces it). */
+void cli_env_setenv(struct cli_env *e, const char *name, const char *value);
 
 /* Remove the temporary directory and everything in it. */
 void cli_env_fini(struct cli_env *e);

@@ -145,6 +145,46 @@ Test(docker_files, escapes_are_refused_and_nothing_lands_outside)
     dh_call_free(&c);
 }
 
+Test(docker_files, outputs_directory_shared_and_confined)
+{
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(dh_write(&h, sb, "/mnt/session/outputs/r/report.txt", "tool\n", 5, 0,
+                          &c),
+                 SBX_OK, "%s", c.message);
+    char *seen = dh_sh(&h, sb, "cat /mnt/session/outputs/r/report.txt; "
+                               "echo shell > /mnt/session/outputs/s.txt; "
+                               "ln -s /etc /mnt/session/outputs/etc; "
+                               "ln -s /workspace /mnt/session/outputs/ws; "
+                               "ln -s r /mnt/session/outputs/rr");
+    cr_expect_str_eq(seen, "tool\n");
+    free(seen);
+    struct dh_buf out = {0};
+    cr_expect_eq(dh_read(&h, sb, "/mnt/session/outputs/s.txt", &out, &c), SBX_OK, "%s",
+                 c.message);
+    cr_expect_str_eq(out.data ? out.data : "", "shell\n");
+    dh_buf_free(&out);
+    /* a link inside the outputs directory is followed */
+    cr_expect_eq(dh_read(&h, sb, "/mnt/session/outputs/rr/report.txt", &out, &c), SBX_OK,
+                 "%s", c.message);
+    dh_buf_free(&out);
+    /* leaving the outputs directory is refused, into the workspace too */
+    const char *bad[] = {"/mnt/session/outputs/etc/passwd", "/mnt/session/outputs/ws/x",
+                         "/mnt/session/outputs/../uploads/x",
+                         "/mnt/session/outputsx/y", "/mnt/session/outputs", NULL};
+    for (int i = 0; bad[i]; i++) {
+        cr_expect_eq(dh_read(&h, sb, bad[i], &out, &c), SBX_E_INVALID, "read %s: %s",
+                     bad[i], c.message);
+        cr_expect_eq(out.len, 0);
+        cr_expect_eq(dh_write(&h, sb, bad[i], "x", 1, 0, &c), SBX_E_INVALID,
+                     "write %s: %s", bad[i], c.message);
+    }
+    char *found = dh_sh(&h, sb, "ls /etc | grep -x x; ls /workspace | grep -x x; true");
+    cr_expect_str_eq(found, "");
+    free(found);
+    dh_call_free(&c);
+}
+
 static int stop_after_one(void *ctx, const void *p, size_t n)
 {
     int *calls = ctx;

@@ -74,10 +74,11 @@ Test(docker_lifecycle, labels_name_and_limits)
     cr_expect(!strstr(body.data, key), "the raw session key leaked into the container");
     dh_buf_free(&body);
     /* no network but loopback; runs as the configured user, who owns the
-     * workspace */
+     * workspace and the outputs directory */
     char *out = dh_sh(&lim, sb, "ls /sys/class/net | tr '\\n' ' '; id -u; "
-                                "touch /workspace/owned && echo ok");
-    cr_expect_str_eq(out, "lo 1000\nok\n");
+                                "touch /workspace/owned && echo ok; "
+                                "touch /mnt/session/outputs/owned && echo outputs");
+    cr_expect_str_eq(out, "lo 1000\nok\noutputs\n");
     free(out);
     lim.ops->release(sb);
     dh_destroy(&lim, key, ref);
@@ -298,4 +299,52 @@ Test(docker_lifecycle, missing_image_is_explained)
     cr_expect(strstr(c.message, "pulling it failed"), "%s", c.message);
     dh_call_free(&c);
     dh_close(&x);
+}
+
+Test(docker_lifecycle, read_only_rootfs_keeps_workspace_and_outputs_writable)
+{
+    static const char *const extra[] = {"read_only_rootfs", "true", NULL};
+    struct dh ro;
+    dh_open(&ro, NULL, extra);
+    char key[64], hash[65], ref[SBX_REF_MAX];
+    dh_new_key(key, hash);
+    sbx_sandbox *sb = dh_create(&ro, key, ref);
+    char *out = dh_sh(&ro, sb, "touch /rootfs-file 2>/dev/null && echo root-writable; "
+                               "touch /workspace/w && echo ws; "
+                               "touch /mnt/session/outputs/o && echo outputs; "
+                               "test -d /workspace/skills && echo skills");
+    cr_expect_str_eq(out, "ws\noutputs\nskills\n");
+    free(out);
+    ro.ops->release(sb);
+    /* attach from another instance accepts the mounts as created */
+    struct dh again;
+    dh_open(&again, NULL, extra);
+    struct sbx_call c;
+    dh_call_init(&c);
+    sbx_sandbox *sb2 = NULL;
+    cr_expect_eq(again.ops->attach(again.state, &c, key, ref, &sb2), SBX_OK, "%s",
+                 c.message);
+    if (sb2)
+        again.ops->release(sb2);
+    dh_call_free(&c);
+    dh_close(&again);
+    dh_destroy(&ro, key, ref);
+    dh_close(&ro);
+}
+
+Test(docker_lifecycle, named_user_can_write_outputs)
+{
+    static const char *const extra[] = {"user", "nobody", NULL};
+    struct dh named;
+    dh_open(&named, NULL, extra);
+    char key[64], hash[65], ref[SBX_REF_MAX];
+    dh_new_key(key, hash);
+    sbx_sandbox *sb = dh_create(&named, key, ref);
+    char *out = dh_sh(&named, sb, "id -un; echo x > /mnt/session/outputs/f && "
+                                  "stat -c %U /mnt/session/outputs/f");
+    cr_expect_str_eq(out, "nobody\nnobody\n");
+    free(out);
+    named.ops->release(sb);
+    dh_destroy(&named, key, ref);
+    dh_close(&named);
 }

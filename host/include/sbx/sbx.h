@@ -297,6 +297,44 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
                       const struct sbx_blob *bundle, sbx_cancel *cancel,
                       sbx_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Exporting outputs to a host directory                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Limits of sbx_export_to_dir; zero members take the defaults (1 GiB per
+ * file, 4 GiB in all, 100 000 entries). */
+struct sbx_export_limits {
+    uint64_t max_file_bytes;  /* one regular file */
+    uint64_t max_total_bytes; /* all regular files together */
+    uint64_t max_entries;     /* files and directories */
+};
+
+/*
+ * Export the sandbox's /mnt/session/outputs (SBX_CAP_OUTPUT_EXPORT) into
+ * the host directory target_dir. The archive is streamed from the provider
+ * and every entry is validated: regular files and directories only (no
+ * symlinks, hard links, devices, FIFOs, sockets), relative UTF-8 names
+ * without "..", no duplicates, per-file and total size limits (a declared
+ * size over a limit is refused before its data is read). The files are
+ * extracted into a new directory beside target_dir and published by a
+ * rename, so target_dir holds the previous export or the complete new one;
+ * exporting again replaces it. An existing target_dir must be empty or the
+ * product of an earlier export (recorded in ".<name>.sbx-export" beside
+ * it, which is also the lock that serializes exports into one target).
+ * The parent of target_dir must exist. limits may be NULL; cancel may be
+ * NULL.
+ *
+ * Errors: SBX_E_UNSUPPORTED when the provider lacks the capability or the
+ * sandbox was created without its outputs directory; SBX_E_INVALID naming
+ * the first refused entry and the rule it broke (nothing is published and
+ * nothing stays behind beside the target); SBX_E_EXISTS for a target that
+ * an export did not create; SBX_E_NOT_FOUND for a missing parent; the
+ * provider's status when the transfer fails; SBX_E_CANCELLED.
+ */
+SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
+                              const struct sbx_export_limits *limits,
+                              sbx_cancel *cancel, sbx_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,9 @@
  * use sbx_exec, sbx_read, sbx_write on them and sbx_release when done (the
  * sandbox stays).
  *
+ * A manager may be used from several threads at once (the store serializes
+ * its calls); it must not be used in a child after fork: open another.
+ *
  * Conventions are those of sbx/sbx.h: int results are sbx_status values,
  * errors are filled into a caller's sbx_error, strings passed in are
  * borrowed for the call. Messages name a session by the first 12 hex digits

@@ -1,0 +1,155 @@
+/*
+ * cases_skills.c - SKILLS: a pinned bundle (size + SHA-256) published
+ * read-only at /workspace/skills/<name>/, replaced whole by a new version,
+ * refused (and never visible) when its digest is wrong or an entry is
+ * hostile, and still there after attach from a restarted instance.
+ */
+#include "cf_internal.h"
+
+#include "skill_bundles.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SK "/workspace/skills"
+
+static int install(sbx_handle *h, const char *name, const unsigned char *data,
+                   size_t len, const char *sha, sbx_error *err)
+{
+    struct sbx_memory_source m = {data, len, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    struct sbx_blob b;
+    memset(&b, 0, sizeof b);
+    b.size = sizeof b;
+    b.src = &src;
+    b.length = len;
+    b.sha256 = sha;
+    b.format = "tar.gz";
+    sbx_error_clear(err);
+    return sbx_skill_install(h, name, &b, NULL, err);
+}
+
+/* `sh -c script` with its exit status ignored; stdout, or NULL after
+ * failing the case. */
+static char *sh_any(struct cf_test *t, sbx_handle *h, const char *script)
+{
+    const char *argv[] = {"sh", "-c", script, NULL};
+    struct cf_exec e;
+    memset(&e, 0, sizeof e);
+    e.argv = argv;
+    e.timeout_ms = 30000;
+    cf_exec(&e, h);
+    char *out = NULL;
+    if (cf_expect_ok(t, e.status, &e.err, script))
+        out = cf_capture_string(&e.out);
+    cf_exec_free(&e);
+    return out;
+}
+
+static bool expect_sh(struct cf_test *t, sbx_handle *h, const char *script,
+                      const char *want, const char *what)
+{
+    char *o = sh_any(t, h, script);
+    char q[300];
+    if (o && strcmp(o, want) != 0)
+        cf_fail(t, "%s: the sandbox printed %s", what, cf_quote(o, strlen(o), q, sizeof q));
+    bool ok = o && !cf_failed(t);
+    free(o);
+    return ok;
+}
+
+void cf_case_skill_install_read_only(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    sbx_error err;
+    if (!cf_expect_ok(t, install(h, "hello", BUNDLE_V1, sizeof BUNDLE_V1, BUNDLE_V1_SHA,
+                                 &err),
+                      &err, "skill_install hello"))
+        return;
+    if (!expect_sh(t, h, "cat " SK "/hello/SKILL.md; " SK "/hello/bin/run.sh",
+                   "# hello skill\nskill-ran\n", "reading and running the skill"))
+        return;
+    if (!expect_sh(t, h,
+                   "echo x > " SK "/hello/SKILL.md 2>/dev/null && echo wrote; "
+                   "touch " SK "/hello/new 2>/dev/null && echo created; "
+                   "mkdir " SK "/other 2>/dev/null && echo made-dir; "
+                   "rm -rf " SK "/hello/bin 2>/dev/null; cat " SK "/hello/SKILL.md; "
+                   "ls " SK "/hello",
+                   "# hello skill\nSKILL.md\nbin\n", "writing into the skill from inside"))
+        return;
+    /* a new version replaces the old one whole */
+    if (!cf_expect_ok(t, install(h, "hello", BUNDLE_V2, sizeof BUNDLE_V2, BUNDLE_V2_SHA,
+                                 &err),
+                      &err, "skill_install hello (v2)"))
+        return;
+    expect_sh(t, h, "cat " SK "/hello/SKILL.md; ls " SK "/hello", "# hello v2\nSKILL.md\n",
+              "after installing v2");
+}
+
+void cf_case_skill_install_verifies(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    sbx_error err;
+    struct {
+        const char *what, *name;
+        const unsigned char *data;
+        size_t len;
+        const char *sha;
+        const char *needle; /* in the message */
+    } bad[] = {
+        {"a wrong SHA-256", "wrongsum", BUNDLE_V1, sizeof BUNDLE_V1, BUNDLE_V2_SHA, "SHA"},
+        {"a symlink to /etc/passwd", "evil", BUNDLE_EVIL, sizeof BUNDLE_EVIL,
+         BUNDLE_EVIL_SHA, "passwd"},
+        {"an entry named ../escaped.txt", "dotdot", BUNDLE_DOTDOT, sizeof BUNDLE_DOTDOT,
+         BUNDLE_DOTDOT_SHA, "escaped.txt"},
+        {"a name with a slash", "../up", BUNDLE_V1, sizeof BUNDLE_V1, BUNDLE_V1_SHA, "up"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = install(h, bad[i].name, bad[i].data, bad[i].len, bad[i].sha, &err);
+        if (rc != SBX_E_INVALID)
+            return (void)cf_fail(t, "skill_install with %s returned %s (%s); want "
+                                    "SBX_E_INVALID",
+                                 bad[i].what, cf_status_name(rc), err.message);
+        if (!strstr(err.message, bad[i].needle))
+            return (void)cf_fail(t, "skill_install with %s: the message does not name "
+                                    "\"%s\": %s",
+                                 bad[i].what, bad[i].needle, err.message);
+    }
+    expect_sh(t, h, "ls -A " SK "; ls / /workspace | grep -x escaped.txt; true", "",
+              "after refused bundles");
+}
+
+void cf_case_skill_survives_restart(struct cf_test *t)
+{
+    sbx_provider *p = NULL;
+    sbx_handle *h = cf_sandbox(t, &p);
+    if (!h)
+        return;
+    sbx_error err;
+    if (!cf_expect_ok(t, install(h, "hello", BUNDLE_V1, sizeof BUNDLE_V1, BUNDLE_V1_SHA,
+                                 &err),
+                      &err, "skill_install hello"))
+        return;
+    char ref[SBX_REF_MAX], key[CF_KEY_MAX];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    snprintf(key, sizeof key, "%s", t->sandboxes[t->nsandboxes - 1].key);
+    cf_close(t, p);
+    sbx_provider *p2 = cf_open(t);
+    if (!p2)
+        return;
+    sbx_handle *h2 = NULL;
+    if (!cf_expect_ok(t, sbx_attach(p2, key, ref, NULL, &h2, &err), &err,
+                      "attach after a restart"))
+        return;
+    cf_track(t, p2, h2);
+    if (!expect_sh(t, h2, "cat " SK "/hello/SKILL.md; " SK "/hello/bin/run.sh",
+                   "# hello skill\nskill-ran\n", "the skill after a restart"))
+        return;
+    expect_sh(t, h2, "touch " SK "/hello/x 2>/dev/null && echo wrote; true", "",
+              "writing into the skill after a restart");
+}

@@ -1,0 +1,158 @@
+/*
+ * cmd_create.c - `sbx create SESSION`: provision the sandbox of a session
+ * key (or find the one it has), from a spec given as options.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fputs("Usage: sbx create [OPTIONS] SESSION\n"
+          "\n"
+          "Provision the sandbox of session key SESSION and record it in the\n"
+          "session store; prints 'created', or 'exists' when the key already has\n"
+          "one (with the same spec). Workers racing on one key end with one\n"
+          "sandbox.\n"
+          "\n"
+          "Options:\n"
+          "  -p, --provider NAME     provider of a new sandbox (else $SBX_PROVIDER,\n"
+          "                          else default_provider, else local)\n"
+          "  -P, --package MGR:NAME  install a package after create (repeatable);\n"
+          "                          MGR is apt, cargo, gem, go, npm or pip, e.g.\n"
+          "                          pip:requests==2.31.0; needs a provider with\n"
+          "                          the packages capability\n"
+          "  -r, --require CAP       the session will use capability CAP\n"
+          "                          (repeatable): file_mounts, output_export,\n"
+          "                          skills, memory, egress, packages\n"
+          "  -c, --config FILE       read this configuration file\n"
+          "  -h, --help              show this help\n"
+          "\n"
+          "A spec that differs from the one the session was created with is an\n"
+          "error: it is not applied (destroy the session to recreate it).\n"
+          "Exit status: 0 on success, 125 when sbx failed.\n", f);
+}
+
+static int parse_cap(const char *name, uint64_t *caps)
+{
+    for (int b = 0; b < 64; b++) {
+        const char *n = sbx_cap_name(UINT64_C(1) << b);
+        if (n && !strcmp(n, name)) {
+            *caps |= UINT64_C(1) << b;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int create(const struct cli_globals *g, const char *key,
+                  const struct sbx_session_spec *spec)
+{
+    sbx_ctx *ctx;
+    sbx_sessions *m;
+    if (cli_sessions_open(g, spec->provider, &ctx, &m) != SBX_OK)
+        return cli_caught_signal() ? CLI_EXIT_SIGNAL + cli_caught_signal()
+                                   : CLI_EXIT_SBX;
+    sbx_handle *h = NULL;
+    struct sbx_acquire_info info;
+    sbx_error err;
+    int status = CLI_EXIT_OK;
+    int rc = sbx_session_acquire(m, key, spec, cli_run_cancel(), &h, &info, &err);
+    if (rc != SBX_OK) {
+        status = cli_session_failed(rc, &err);
+    } else if (info.spec_changed) {
+        char want[SBX_KEY_HASH_LEN + 1];
+        sbx_session_spec_hash(spec, want, &err);
+        cli_error("session exists with another spec (recorded %.12s, requested "
+                  "%.12s): the change is not applied; destroy the session to "
+                  "recreate it", info.recorded_spec_hash[0] ? info.recorded_spec_hash
+                                                            : "none",
+                  want);
+        status = CLI_EXIT_SBX;
+    } else {
+        printf("%s\n", info.created ? "created" : "exists");
+    }
+    sbx_release(h);
+    cli_sessions_close(ctx, m);
+    return status;
+}
+
+struct create_args {
+    struct cli_globals *globals;
+    struct sbx_session_spec *spec;
+    struct sbx_package *pkgs;
+};
+
+static int on_option(void *ud, int c, const char *arg, char **argv)
+{
+    struct create_args *a = ud;
+    sbx_error err;
+    switch (c) {
+    case 'p':
+        a->spec->provider = arg;
+        return CLI_EXIT_OK;
+    case 'P':
+        if (sbx_package_parse(arg, &a->pkgs[a->spec->npackages], &err) != SBX_OK)
+            return cli_usage_error("create", CLI_EXIT_SBX, "%s", err.message);
+        a->spec->npackages++;
+        return CLI_EXIT_OK;
+    case 'r':
+        if (parse_cap(arg, &a->spec->caps) != 0)
+            return cli_usage_error("create", CLI_EXIT_SBX,
+                                   "unknown capability '%s' (expected "
+                                   "file_mounts, output_export, skills, "
+                                   "memory, egress or packages)", arg);
+        return CLI_EXIT_OK;
+    case 'c':
+        a->globals->config_path = arg;
+        return CLI_EXIT_OK;
+    case 'h':
+        usage(stdout);
+        return CLI_HELP_SHOWN;
+    default:
+        return cli_option_error("create", CLI_EXIT_SBX, c, argv);
+    }
+}
+
+int cmd_create(const struct cli_globals *g, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"provider", required_argument, NULL, 'p'},
+        {"package", required_argument, NULL, 'P'},
+        {"require", required_argument, NULL, 'r'},
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_globals globals = *g;
+    struct sbx_session_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.size = sizeof spec;
+    /* Every --package fits: at most one per argument. */
+    struct sbx_package *pkgs = calloc((size_t)argc + 1, sizeof *pkgs);
+    if (!pkgs) {
+        cli_error("out of memory");
+        return CLI_EXIT_SBX;
+    }
+    spec.packages = pkgs;
+    struct create_args a = {&globals, &spec, pkgs};
+    const char *key = NULL;
+    int rest = 0;
+    int status = cli_session_parse("create", argc, argv, "+:p:P:r:c:h", longopts,
+                                   on_option, &a, &key, &rest);
+    if (status == CLI_EXIT_OK && rest < argc)
+        status = cli_usage_error("create", CLI_EXIT_SBX, "unexpected argument '%s'",
+                                 argv[rest]);
+    if (status == CLI_EXIT_OK) {
+        if (cli_interrupt_setup() != SBX_OK) {
+            status = CLI_EXIT_SBX;
+        } else {
+            status = create(&globals, key, &spec);
+            cli_interrupt_teardown();
+        }
+    }
+    free(pkgs);
+    return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
+}

@@ -1,0 +1,128 @@
+/*
+ * cmd_exec.c - `sbx exec SESSION -- CMD...`: run a command in the sandbox of
+ * a session key, creating it when the key has none yet (as the first tool
+ * call of a session does). A key whose sandbox is lost fails: nothing is
+ * recreated.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fputs("Usage: sbx exec [OPTIONS] SESSION [--] COMMAND [ARGS...]\n"
+          "\n"
+          "Run COMMAND in the workspace of session key SESSION with output\n"
+          "streamed live. A key without a sandbox gets one (default spec); a\n"
+          "key whose sandbox is gone is an error and nothing is recreated. No\n"
+          "shell is involved: use 'sh -c' for one.\n"
+          "\n"
+          "Options (before or after SESSION):\n"
+          "  -p, --provider NAME  provider of a new sandbox (else $SBX_PROVIDER,\n"
+          "                       else default_provider, else local)\n"
+          CLI_EXEC_OPTIONS_HELP
+          "  -c, --config FILE    read this configuration file\n"
+          "  -h, --help           show this help\n"
+          "\n"
+          CLI_EXEC_EXIT_HELP, f);
+}
+
+static int exec_in_session(const struct cli_globals *g, const char *provider,
+                           const char *key, const struct cli_exec_options *eo,
+                           char *const *cmd)
+{
+    sbx_ctx *ctx;
+    sbx_sessions *m;
+    if (cli_sessions_open(g, provider, &ctx, &m) != SBX_OK)
+        return cli_caught_signal() ? CLI_EXIT_SIGNAL + cli_caught_signal()
+                                   : CLI_EXIT_SBX;
+    struct sbx_session_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.size = sizeof spec;
+    spec.provider = provider;
+    sbx_handle *h = NULL;
+    sbx_error err;
+    int status;
+    /* No spec check for a bound key: exec uses whatever was provisioned. */
+    int rc = sbx_session_acquire(m, key, provider ? &spec : NULL, cli_run_cancel(),
+                                 &h, NULL, &err);
+    if (rc != SBX_OK)
+        status = cli_session_failed(rc, &err);
+    else
+        status = cli_exec_streamed(h, eo, cmd);
+    sbx_release(h);
+    cli_sessions_close(ctx, m);
+    return status;
+}
+
+struct exec_cli_args {
+    struct cli_globals *globals;
+    struct cli_exec_options *eo;
+    const char *provider;
+};
+
+static int on_option(void *ud, int c, const char *arg, char **argv)
+{
+    struct exec_cli_args *a = ud;
+    bool handled;
+    int status = cli_exec_option("exec", c, arg, a->eo, &handled);
+    if (handled)
+        return status;
+    switch (c) {
+    case 'p':
+        a->provider = arg;
+        return CLI_EXIT_OK;
+    case 'c':
+        a->globals->config_path = arg;
+        return CLI_EXIT_OK;
+    case 'h':
+        usage(stdout);
+        return CLI_HELP_SHOWN;
+    default:
+        return cli_option_error("exec", CLI_EXIT_SBX, c, argv);
+    }
+}
+
+int cmd_exec(const struct cli_globals *g, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"provider", required_argument, NULL, 'p'},
+        CLI_EXEC_LONGOPTS,
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_globals globals = *g;
+    struct cli_exec_options eo;
+    memset(&eo, 0, sizeof eo);
+    /* Every --env fits: at most one per argument. */
+    eo.env = calloc((size_t)argc + 1, sizeof *eo.env);
+    if (!eo.env) {
+        cli_error("out of memory");
+        return CLI_EXIT_SBX;
+    }
+    struct exec_cli_args a = {&globals, &eo, NULL};
+    const char *key = NULL;
+    int rest = 0;
+    int status = cli_session_parse("exec", argc, argv,
+                                   "+:p:" CLI_EXEC_SHORTOPTS "c:h", longopts,
+                                   on_option, &a, &key, &rest);
+    if (status == CLI_EXIT_OK && rest >= argc)
+        status = cli_usage_error("exec", CLI_EXIT_SBX,
+                                 "missing command (usage: sbx exec [OPTIONS] "
+                                 "SESSION -- COMMAND [ARGS...])");
+    if (status == CLI_EXIT_OK && argv[rest][0] == '\0')
+        status = cli_usage_error("exec", CLI_EXIT_SBX, "the command name is empty");
+    if (status == CLI_EXIT_OK) {
+        if (cli_interrupt_setup() != SBX_OK) {
+            status = CLI_EXIT_SBX;
+        } else {
+            status = exec_in_session(&globals, a.provider, key, &eo, argv + rest);
+            cli_interrupt_teardown();
+        }
+    }
+    free(eo.env);
+    return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
+}

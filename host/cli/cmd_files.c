@@ -1,0 +1,141 @@
+/*
+ * cmd_files.c - `sbx read SESSION PATH` (the file to stdout) and
+ * `sbx write SESSION PATH` (stdin to the file), streamed in chunks.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct file_args {
+    const char *cmd;
+    struct cli_globals *globals;
+    unsigned mode;
+    void (*usage)(FILE *f);
+};
+
+static void read_usage(FILE *f)
+{
+    fputs("Usage: sbx read [OPTIONS] SESSION PATH\n"
+          "\n"
+          "Copy the workspace-relative file PATH of session SESSION's sandbox to\n"
+          "standard output. The session must have a sandbox already.\n"
+          "\n"
+          "Options:\n"
+          "  -c, --config FILE  read this configuration file\n"
+          "  -h, --help         show this help\n"
+          "\n"
+          "Exit status: 0 on success, 125 when sbx failed (no such session or\n"
+          "file, a path leaving the workspace, a lost sandbox).\n", f);
+}
+
+static void write_usage(FILE *f)
+{
+    fputs("Usage: sbx write [OPTIONS] SESSION PATH\n"
+          "\n"
+          "Write standard input to the workspace-relative file PATH of session\n"
+          "SESSION's sandbox (parent directories are created; the file appears\n"
+          "complete or not at all). A key without a sandbox gets one, as with\n"
+          "'sbx exec'.\n"
+          "\n"
+          "Options:\n"
+          "  -m, --mode MODE    permission bits in octal (default 0644)\n"
+          "  -c, --config FILE  read this configuration file\n"
+          "  -h, --help         show this help\n"
+          "\n"
+          "Exit status: 0 on success, 125 when sbx failed.\n", f);
+}
+
+static int on_option(void *ud, int c, const char *arg, char **argv)
+{
+    struct file_args *a = ud;
+    switch (c) {
+    case 'm': {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(arg, &end, 8);
+        if (!*arg || *end || errno || v > 07777)
+            return cli_usage_error(a->cmd, CLI_EXIT_SBX,
+                                   "invalid --mode '%s' (expected octal bits such "
+                                   "as 0644)", arg);
+        a->mode = (unsigned)v;
+        return CLI_EXIT_OK;
+    }
+    case 'c':
+        a->globals->config_path = arg;
+        return CLI_EXIT_OK;
+    case 'h':
+        a->usage(stdout);
+        return CLI_HELP_SHOWN;
+    default:
+        return cli_option_error(a->cmd, CLI_EXIT_SBX, c, argv);
+    }
+}
+
+static int file_command(const struct cli_globals *g, int argc, char **argv,
+                        bool writing)
+{
+    static const struct option read_opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const struct option write_opts[] = {
+        {"mode", required_argument, NULL, 'm'},
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_globals globals = *g;
+    struct file_args a = {writing ? "write" : "read", &globals, 0,
+                          writing ? write_usage : read_usage};
+    const char *key = NULL;
+    int rest = 0;
+    int status = cli_session_parse(a.cmd, argc, argv, writing ? "+:m:c:h" : "+:c:h",
+                                   writing ? write_opts : read_opts, on_option, &a,
+                                   &key, &rest);
+    if (status == CLI_HELP_SHOWN)
+        return CLI_EXIT_OK;
+    if (status != CLI_EXIT_OK)
+        return status;
+    if (rest >= argc)
+        return cli_usage_error(a.cmd, CLI_EXIT_SBX, "missing PATH");
+    if (rest + 1 < argc)
+        return cli_usage_error(a.cmd, CLI_EXIT_SBX, "unexpected argument '%s'",
+                               argv[rest + 1]);
+    const char *path = argv[rest];
+
+    sbx_ctx *ctx;
+    sbx_sessions *m;
+    if (cli_sessions_open(&globals, NULL, &ctx, &m) != SBX_OK)
+        return CLI_EXIT_SBX;
+    sbx_handle *h = NULL;
+    sbx_error err;
+    int rc = writing ? sbx_session_acquire(m, key, NULL, NULL, &h, NULL, &err)
+                     : sbx_session_attach(m, key, NULL, &h, &err);
+    if (rc == SBX_OK) {
+        int fd = writing ? 0 : 1;
+        if (writing) {
+            struct sbx_source src = sbx_fd_source(&fd);
+            rc = sbx_write(h, path, &src, a.mode, NULL, &err);
+        } else {
+            struct sbx_sink sink = sbx_fd_sink(&fd);
+            rc = sbx_read(h, path, &sink, NULL, &err);
+        }
+    }
+    status = rc == SBX_OK ? CLI_EXIT_OK : cli_session_failed(rc, &err);
+    sbx_release(h);
+    cli_sessions_close(ctx, m);
+    return status;
+}
+
+int cmd_read(const struct cli_globals *g, int argc, char **argv)
+{
+    return file_command(g, argc, argv, false);
+}
+
+int cmd_write(const struct cli_globals *g, int argc, char **argv)
+{
+    return file_command(g, argc, argv, true);
+}

@@ -1,0 +1,131 @@
+/*
+ * cmd_reconcile.c - `sbx reconcile [--watch [--interval DUR]]`: clean up
+ * what crashed workers left behind (see sbx_sessions_reconcile), once or
+ * periodically as a service until SIGTERM/SIGINT.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <string.h>
+
+#define DEFAULT_INTERVAL_MS 30000
+
+static void usage(FILE *f)
+{
+    fputs("Usage: sbx reconcile [OPTIONS]\n"
+          "\n"
+          "Finish what crashed or killed workers left behind: a provisioning\n"
+          "intent whose worker is gone (a process of this machine that no\n"
+          "longer exists) or whose lease expired has its sandbox destroyed and\n"
+          "is dropped (the next use of the session provisions it afresh); a\n"
+          "session fenced for deletion is deleted. Prints one summary line per\n"
+          "pass.\n"
+          "\n"
+          "Options:\n"
+          "  -w, --watch          run a pass every interval until SIGTERM or\n"
+          "                       SIGINT (for a service)\n"
+          "  -i, --interval DUR   time between passes with --watch (default 30s)\n"
+          "  -l, --lease DUR      take over intents not updated for DUR even\n"
+          "                       when their worker may be alive (default 5m)\n"
+          "  -c, --config FILE    read this configuration file\n"
+          "  -h, --help           show this help\n"
+          "\n"
+          "Exit status: 0 when everything was reconciled (with --watch: when\n"
+          "stopped by a signal), 125 when sbx failed or an item is left for a\n"
+          "later pass.\n", f);
+}
+
+/* One pass; prints its summary. Returns the sbx_status. */
+static int pass(sbx_sessions *m, int64_t lease_ms)
+{
+    struct sbx_reconcile_report rep;
+    sbx_error err;
+    int rc = sbx_sessions_reconcile(m, lease_ms, cli_run_cancel(), &rep, &err);
+    if (rc == SBX_E_CANCELLED && cli_caught_signal())
+        return rc;
+    printf("reconcile: %zu intents seen, %zu cleaned, %zu left to live workers; "
+           "%zu deletions finished; %zu failures\n",
+           rep.intents_seen, rep.intents_cleaned, rep.intents_skipped,
+           rep.deletions_done, rep.failures);
+    fflush(stdout);
+    if (rc != SBX_OK)
+        cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)rc));
+    return rc;
+}
+
+int cmd_reconcile(const struct cli_globals *g, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"watch", no_argument, NULL, 'w'},
+        {"interval", required_argument, NULL, 'i'},
+        {"lease", required_argument, NULL, 'l'},
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_globals globals = *g;
+    bool watch = false, interval_given = false;
+    int64_t interval_ms = DEFAULT_INTERVAL_MS, lease_ms = 0;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:wi:l:c:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'w':
+            watch = true;
+            break;
+        case 'i':
+            if (!cli_parse_duration_ms(optarg, &interval_ms) || interval_ms == 0)
+                return cli_usage_error("reconcile", CLI_EXIT_SBX,
+                                       "invalid --interval '%s' (expected a positive "
+                                       "duration such as 30, 1.5, 500ms, 2m)",
+                                       optarg);
+            interval_given = true;
+            break;
+        case 'l':
+            if (!cli_parse_duration_ms(optarg, &lease_ms) || lease_ms == 0)
+                return cli_usage_error("reconcile", CLI_EXIT_SBX,
+                                       "invalid --lease '%s' (expected a positive "
+                                       "duration such as 30, 500ms, 5m)", optarg);
+            break;
+        case 'c':
+            globals.config_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        default:
+            return cli_option_error("reconcile", CLI_EXIT_SBX, c, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("reconcile", CLI_EXIT_SBX, "unexpected argument '%s'",
+                               argv[optind]);
+    if (interval_given && !watch)
+        return cli_usage_error("reconcile", CLI_EXIT_SBX,
+                               "--interval needs --watch");
+    if (cli_interrupt_setup() != SBX_OK)
+        return CLI_EXIT_SBX;
+    sbx_ctx *ctx;
+    sbx_sessions *m;
+    int status;
+    if (cli_sessions_open(&globals, NULL, &ctx, &m) != SBX_OK) {
+        status = CLI_EXIT_SBX;
+    } else if (!watch) {
+        status = pass(m, lease_ms) == SBX_OK ? CLI_EXIT_OK : CLI_EXIT_SBX;
+        if (cli_caught_signal())
+            status = CLI_EXIT_SIGNAL + cli_caught_signal();
+        cli_sessions_close(ctx, m);
+    } else {
+        /* A failed pass is reported and retried at the next interval: a
+         * service keeps running through a store or backend outage. */
+        for (;;) {
+            pass(m, lease_ms);
+            if (cli_caught_signal() || !cli_sleep_ms(interval_ms))
+                break;
+        }
+        status = CLI_EXIT_OK;
+        cli_sessions_close(ctx, m);
+    }
+    cli_interrupt_teardown();
+    return status;
+}

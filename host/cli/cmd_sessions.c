@@ -1,0 +1,161 @@
+/*
+ * cmd_sessions.c - `sbx sessions [--json]`: list the sessions that have a
+ * sandbox, page by page from the store (memory stays bounded however many
+ * there are).
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PAGE 500
+
+struct list_state {
+    bool json;
+    size_t count;
+    char *last; /* key of the last row printed, the next page's cursor */
+    bool failed;
+};
+
+static void usage(FILE *f)
+{
+    fputs("Usage: sbx sessions [OPTIONS]\n"
+          "\n"
+          "List the sessions that have a sandbox: key, provider, state\n"
+          "(active, or deleting once fenced), creation time (UTC) and the\n"
+          "provider's reference, in key order.\n"
+          "\n"
+          "Options:\n"
+          "      --json         print a JSON array of objects with the members\n"
+          "                     session, provider, external_id, spec_hash,\n"
+          "                     created_at (ms since the epoch), deleting\n"
+          "  -c, --config FILE  read this configuration file\n"
+          "  -h, --help         show this help\n"
+          "\n"
+          "Exit status: 0 on success, 125 when sbx failed.\n", f);
+}
+
+/* A key as a table cell: bytes that could move the cursor or change the
+ * terminal (controls, DEL) are shown as '?'. --json escapes them instead. */
+static void print_key(const char *key)
+{
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
+}
+
+static int print_one(void *ud, const struct sbx_session_info *s)
+{
+    struct list_state *st = ud;
+    if (st->json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "session", json_object_new_string(s->session_key));
+        json_object_object_add(o, "provider", json_object_new_string(s->provider));
+        json_object_object_add(o, "external_id",
+                               json_object_new_string(s->external_id));
+        json_object_object_add(o, "spec_hash",
+                               s->spec_hash ? json_object_new_string(s->spec_hash)
+                                            : NULL);
+        json_object_object_add(o, "created_at", json_object_new_int64(s->created_at));
+        json_object_object_add(o, "deleting", json_object_new_boolean(s->deleting));
+        printf("%s\n  %s", st->count ? "," : "",
+               json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+    } else {
+        char when[32] = "-";
+        time_t t = (time_t)(s->created_at / 1000);
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        if (st->count == 0)
+            printf("%-32s %-12s %-8s %-20s %s\n", "SESSION", "PROVIDER", "STATE",
+                   "CREATED", "REFERENCE");
+        print_key(s->session_key);
+        size_t len = strlen(s->session_key);
+        printf("%*s %-12s %-8s %-20s %s\n", len < 32 ? (int)(32 - len) : 0, "",
+               s->provider, s->deleting ? "deleting" : "active", when,
+               s->external_id);
+    }
+    st->count++;
+    free(st->last);
+    st->last = strdup(s->session_key);
+    if (!st->last) {
+        st->failed = true;
+        return 1;
+    }
+    return 0;
+}
+
+static int list_all(sbx_sessions *m, bool json)
+{
+    struct list_state st = {json, 0, NULL, false};
+    if (json)
+        fputs("[", stdout);
+    int status = CLI_EXIT_OK;
+    for (;;) {
+        bool more = false;
+        sbx_error err;
+        int rc = sbx_session_list(m, st.last, PAGE, print_one, &st, &more, &err);
+        if (st.failed) {
+            cli_error("out of memory");
+            status = CLI_EXIT_SBX;
+            break;
+        }
+        if (rc != SBX_OK) {
+            status = cli_session_failed(rc, &err);
+            break;
+        }
+        if (!more)
+            break;
+    }
+    if (json)
+        fputs(st.count ? "\n]\n" : "]\n", stdout);
+    free(st.last);
+    if (fflush(stdout) != 0 && status == CLI_EXIT_OK) {
+        cli_error("cannot write the list to standard output");
+        status = CLI_EXIT_SBX;
+    }
+    return status;
+}
+
+int cmd_sessions(const struct cli_globals *g, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct cli_globals globals = *g;
+    bool json = false;
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:c:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'c':
+            globals.config_path = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        default:
+            return cli_option_error("sessions", CLI_EXIT_SBX, c, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("sessions", CLI_EXIT_SBX, "unexpected argument '%s'",
+                               argv[optind]);
+    sbx_ctx *ctx;
+    sbx_sessions *m;
+    if (cli_sessions_open(&globals, NULL, &ctx, &m) != SBX_OK)
+        return CLI_EXIT_SBX;
+    int status = list_all(m, json);
+    cli_sessions_close(ctx, m);
+    return status;
+}

@@ -1,0 +1,397 @@
+/*
+ * export.c - sbx_export_to_dir: a sandbox's outputs, validated, published
+ * into a host directory atomically.
+ *
+ * The provider's export_outputs pushes a tar stream into a sink; the
+ * checked extractor (archive_check.c) pulls from a source. A thread runs
+ * the export and writes into one end of a socket pair; this thread
+ * extracts from the other end, so nothing is buffered beyond the socket's
+ * own buffer. When the extractor refuses an entry it closes its end: the
+ * provider's next write fails (EPIPE, with MSG_NOSIGNAL so no signal is
+ * raised) and the transfer stops, so a hostile archive is never downloaded
+ * in full.
+ *
+ * Publication: the archive is extracted into a fresh directory beside the
+ * target (".<name>.sbx-export-XXXXXX"), which is then renamed over it; an
+ * existing target is swapped with renameat2(RENAME_EXCHANGE) and the old
+ * tree removed, so a reader sees the previous export or the new one, never
+ * a mixture. To avoid replacing a directory that sbx did not write, an
+ * existing non-empty target is replaced only when the marker file beside it
+ * (".<name>.sbx-export", which also serves as the lock serializing exports
+ * into the same target) records that directory's device and inode.
+ */
+#include "archive_check.h"
+
+#include <sbx/sbx.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- removing a tree without following symlinks ----------------------- */
+
+static int remove_tree_at(int dfd, const char *name, int depth)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dfd, name, 0) == 0 || errno == ENOENT ? 0 : -1;
+    if (depth > 256) {
+        errno = ELOOP;
+        return -1;
+    }
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        rc = remove_tree_at(dirfd(d), de->d_name, depth + 1);
+    }
+    closedir(d);
+    if (rc != 0)
+        return rc;
+    return unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* ---- the export thread -------------------------------------------------- */
+
+struct producer {
+    sbx_handle *h;
+    sbx_cancel *cancel;
+    int fd;          /* our end of the socket pair; closed when done */
+    int sink_failed; /* the extractor went away: our write failed */
+    int status;
+    sbx_error err;
+};
+
+static int sock_write(void *ctx, const void *buf, size_t len)
+{
+    struct producer *p = ctx;
+    const char *b = buf;
+    while (len > 0) {
+        ssize_t n = send(p->fd, b, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            p->sink_failed = 1;
+            return SBX_E_IO;
+        }
+        b += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void *produce(void *arg)
+{
+    struct producer *p = arg;
+    struct sbx_sink sink = {p, sock_write};
+    sbx_error_clear(&p->err);
+    p->status = sbx_export_outputs(p->h, &sink, p->cancel, &p->err);
+    close(p->fd); /* end of the archive for the extractor */
+    p->fd = -1;
+    return NULL;
+}
+
+struct consumer {
+    int fd;
+    int failed_errno;
+};
+
+static long sock_read(void *ctx, void *buf, size_t cap)
+{
+    struct consumer *c = ctx;
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, cap, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            c->failed_errno = errno;
+            return -1;
+        }
+        return (long)n;
+    }
+}
+
+/* ---- target checks and the marker ------------------------------------- */
+
+/* Split target into a parent path (malloc'd; "." when none) and its last
+ * component (pointing into *copy). */
+static int split_target(const char *target, char **copy, char **parent,
+                        const char **base, sbx_error *err)
+{
+    *copy = strdup(target);
+    if (!*copy)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    size_t n = strlen(*copy);
+    while (n > 1 && (*copy)[n - 1] == '/')
+        (*copy)[--n] = '\0';
+    char *slash = strrchr(*copy, '/');
+    const char *b = slash ? slash + 1 : *copy;
+    if (!*b || strcmp(b, ".") == 0 || strcmp(b, "..") == 0)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "export target \"%s\" must name a directory by its own "
+                             "name (not /, . or ..)",
+                             target);
+    if (slash == *copy)
+        *parent = strdup("/");
+    else if (slash)
+        *parent = strndup(*copy, (size_t)(slash - *copy));
+    else
+        *parent = strdup(".");
+    if (!*parent)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    *base = b;
+    return SBX_OK;
+}
+
+static int dir_is_empty(int pfd, const char *name)
+{
+    int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return 0;
+    }
+    int empty = 1;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            empty = 0;
+            break;
+        }
+    closedir(d);
+    return empty;
+}
+
+/* Whether the marker (open at mfd) names the directory st. */
+static int marker_matches(int mfd, const struct stat *st)
+{
+    char buf[128];
+    ssize_t n = pread(mfd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    unsigned long long dev, ino;
+    if (sscanf(buf, "sbx-export %llu %llu", &dev, &ino) != 2)
+        return 0;
+    return dev == (unsigned long long)st->st_dev && ino == (unsigned long long)st->st_ino;
+}
+
+static int marker_write(int mfd, const struct stat *st)
+{
+    char buf[128];
+    int n = snprintf(buf, sizeof buf, "sbx-export %llu %llu\n",
+                     (unsigned long long)st->st_dev, (unsigned long long)st->st_ino);
+    if (ftruncate(mfd, 0) != 0)
+        return -1;
+    return pwrite(mfd, buf, (size_t)n, 0) == n ? 0 : -1;
+}
+
+/* ---- the whole export ------------------------------------------------- */
+
+SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
+                              const struct sbx_export_limits *limits,
+                              sbx_cancel *cancel, sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!h || !target_dir || !*target_dir)
+        return sbx_error_set(err, SBX_E_INVALID, "export needs a sandbox and a target "
+                                                 "directory");
+    char *copy = NULL, *parent = NULL, *tmp_path = NULL, *marker = NULL;
+    const char *base = NULL;
+    int pfd = -1, mfd = -1, tfd = -1, sv[2] = {-1, -1};
+    int marker_existed = 0, tmp_made = 0;
+    int rc = split_target(target_dir, &copy, &parent, &base, err);
+    if (rc != SBX_OK)
+        goto out;
+    pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0) {
+        rc = sbx_error_set(err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_IO,
+                           "export target \"%s\": its parent directory %s cannot be "
+                           "opened: %s",
+                           target_dir, parent, strerror(errno));
+        goto out;
+    }
+
+    /* Lock (and marker) beside the target: one export into it at a time. */
+    size_t blen = strlen(base);
+    marker = malloc(blen + 32);
+    tmp_path = malloc(strlen(parent) + blen + 48);
+    if (!marker || !tmp_path) {
+        rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    snprintf(marker, blen + 32, ".%s.sbx-export", base);
+    marker_existed = faccessat(pfd, marker, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    mfd = openat(pfd, marker, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (mfd < 0 || flock(mfd, LOCK_EX) != 0) {
+        rc = sbx_error_set(err, SBX_E_IO, "export target \"%s\": cannot open or lock "
+                                          "%s/%s: %s",
+                           target_dir, parent, marker, strerror(errno));
+        goto out;
+    }
+
+    struct stat tst;
+    int target_exists = fstatat(pfd, base, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!target_exists && errno != ENOENT) {
+        rc = sbx_error_set(err, SBX_E_IO, "export target \"%s\": %s", target_dir,
+                           strerror(errno));
+        goto out;
+    }
+    if (target_exists) {
+        if (!S_ISDIR(tst.st_mode)) {
+            rc = sbx_error_set(err, SBX_E_INVALID,
+                               "export target \"%s\" exists and is not a directory",
+                               target_dir);
+            goto out;
+        }
+        if (!dir_is_empty(pfd, base) && !marker_matches(mfd, &tst)) {
+            rc = sbx_error_set(err, SBX_E_EXISTS,
+                               "export target \"%s\" is a non-empty directory that "
+                               "an earlier export did not create; refusing to "
+                               "replace it (give a new or empty directory)",
+                               target_dir);
+            goto out;
+        }
+    }
+
+    /* A fresh staging directory beside the target. */
+    snprintf(tmp_path, strlen(parent) + blen + 48, "%s/.%s.sbx-export-XXXXXX", parent,
+             base);
+    if (!mkdtemp(tmp_path)) {
+        rc = sbx_error_set(err, SBX_E_IO, "export: cannot create a staging directory "
+                                          "beside \"%s\": %s",
+                           target_dir, strerror(errno));
+        goto out;
+    }
+    tmp_made = 1;
+    const char *tmp_name = strrchr(tmp_path, '/') + 1;
+    tfd = openat(pfd, tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tfd < 0 || fchmod(tfd, 0755) != 0) {
+        rc = sbx_error_set(err, SBX_E_IO, "export: cannot open %s: %s", tmp_path,
+                           strerror(errno));
+        goto out;
+    }
+
+    /* Stream: the provider writes into sv[0] on a thread, we extract sv[1]. */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        rc = sbx_error_set(err, SBX_E_IO, "export: socketpair: %s", strerror(errno));
+        goto out;
+    }
+    struct producer prod = {h, cancel, sv[0], 0, SBX_OK, {0, ""}};
+    sv[0] = -1; /* owned by the thread now */
+    pthread_t th;
+    if (pthread_create(&th, NULL, produce, &prod) != 0) {
+        close(prod.fd);
+        rc = sbx_error_set(err, SBX_E_NOMEM, "export: cannot start a thread");
+        goto out;
+    }
+    struct consumer cons = {sv[1], 0};
+    struct sbx_source src = {&cons, sock_read};
+    struct sbx_archive_limits lim = {0, 0, 0};
+    if (limits) {
+        lim.max_file_bytes = limits->max_file_bytes;
+        lim.max_total_bytes = limits->max_total_bytes;
+        lim.max_entries = limits->max_entries;
+    }
+    sbx_error xerr;
+    sbx_error_clear(&xerr);
+    int xrc = sbx_archive_extract_checked(&src, "tar", tfd, &lim, &xerr);
+    if (xrc == SBX_OK) {
+        /* The end-of-archive blocks are read; take the rest so the
+         * provider's transfer completes normally. */
+        char drain[4096];
+        while (sock_read(&cons, drain, sizeof drain) > 0)
+            ;
+    } else {
+        shutdown(sv[1], SHUT_RDWR); /* stops the provider's transfer */
+    }
+    pthread_join(th, NULL);
+
+    if (prod.status != SBX_OK && !prod.sink_failed) {
+        /* The provider failed on its own (no outputs mount, daemon gone,
+         * cancelled): its message explains the truncated archive best. */
+        rc = sbx_error_set(err, prod.status, "export from the sandbox failed: %s",
+                           prod.err.message);
+        goto out;
+    }
+    if (xrc != SBX_OK) {
+        rc = sbx_error_set(err, xrc, "export refused: %s%s", xerr.message,
+                           cons.failed_errno ? " (reading the stream failed)" : "");
+        goto out;
+    }
+    if (prod.status != SBX_OK) {
+        rc = sbx_error_set(err, prod.status, "export from the sandbox failed: %s",
+                           prod.err.message);
+        goto out;
+    }
+
+    /* Publish. */
+    if (target_exists) {
+        if (renameat2(pfd, tmp_name, pfd, base, RENAME_EXCHANGE) != 0) {
+            rc = sbx_error_set(err, SBX_E_IO, "export: replacing \"%s\" failed: %s",
+                               target_dir, strerror(errno));
+            goto out;
+        }
+        /* tmp_name now holds the previous export: removed below. */
+    } else if (renameat2(pfd, tmp_name, pfd, base, RENAME_NOREPLACE) != 0) {
+        rc = sbx_error_set(err, SBX_E_IO, "export: publishing \"%s\" failed: %s",
+                           target_dir, strerror(errno));
+        goto out;
+    } else {
+        tmp_made = 0;
+    }
+    struct stat nst;
+    if (fstatat(pfd, base, &nst, AT_SYMLINK_NOFOLLOW) != 0 || marker_write(mfd, &nst) != 0) {
+        rc = sbx_error_set(err, SBX_E_IO, "export: recording the export of \"%s\" "
+                                          "failed: %s",
+                           target_dir, strerror(errno));
+        goto out;
+    }
+    marker_existed = 1;
+    rc = SBX_OK;
+out:
+    if (tfd >= 0)
+        close(tfd);
+    if (sv[0] >= 0)
+        close(sv[0]);
+    if (sv[1] >= 0)
+        close(sv[1]);
+    if (tmp_made && remove_tree_at(pfd, strrchr(tmp_path, '/') + 1, 0) != 0 &&
+        rc == SBX_OK)
+        rc = sbx_error_set(err, SBX_E_IO, "export: removing the previous export of "
+                                          "\"%s\" failed: %s",
+                           target_dir, strerror(errno));
+    if (mfd >= 0) {
+        if (!marker_existed)
+            unlinkat(pfd, marker, 0);
+        close(mfd); /* releases the lock */
+    }
+    if (pfd >= 0)
+        close(pfd);
+    free(copy);
+    free(parent);
+    free(tmp_path);
+    free(marker);
+    return rc;
+}

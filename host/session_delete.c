@@ -1,0 +1,90 @@
+/*
+ * session_delete.c - deleting a session: fence, destroy with retries,
+ * remove the binding and the session row.
+ */
+#include "session_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A live worker's provisioning, seen from a deletion: its publish will be
+ * refused and it will destroy what it made; poll for that. */
+#define DELETE_POLL_MS 50
+
+int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
+                              sbx_cancel *cancel, sbx_error *err)
+{
+    char label[13];
+    sbx_session_label(key, label);
+    struct sbx_binding b = {0};
+    int rc = sbx_store_get_binding(m->store, key, &b, err);
+    if (rc == SBX_OK) {
+        sbx_provider *p;
+        rc = sbx_session_provider(m, key, b.provider, &p, err);
+        if (rc == SBX_OK) {
+            sbx_session_crash_point(m, "during-destroy");
+            sbx_error why;
+            rc = sbx_session_destroy_resource(p, key, b.external_id, cancel, &why);
+            if (rc != SBX_OK)
+                sbx_error_set(err, rc,
+                              "session %s: cannot destroy its sandbox (provider "
+                              "\"%s\", reference %s): %s; the session stays fenced "
+                              "for 'sbx reconcile'",
+                              label, b.provider, b.external_id, why.message);
+        }
+        sbx_binding_clear(&b);
+        if (rc != SBX_OK)
+            return rc;
+        sbx_session_crash_point(m, "after-destroy");
+    } else if (rc != SBX_E_NOT_FOUND) {
+        return rc;
+    }
+
+    int64_t deadline = sbx_session_now_ms() + m->wait_ms;
+    for (;;) {
+        sbx_error why;
+        rc = sbx_store_remove_session(m->store, key, &why);
+        if (rc == SBX_OK || rc == SBX_E_NOT_FOUND)
+            return SBX_OK;
+        if (rc != SBX_E_UNAVAILABLE)
+            return sbx_error_set(err, rc, "%s", why.message);
+        /* An intent is held: clean it when nobody is working on it. */
+        struct sbx_intent in = {0};
+        int irc = sbx_store_get_intent(m->store, key, &in, err);
+        if (irc == SBX_OK) {
+            irc = sbx_session_reclaim(m, &in, m->lease_ms, cancel, err);
+            sbx_intent_clear(&in);
+            if (irc == SBX_OK)
+                continue;
+            if (irc != SBX_E_EXISTS)
+                return irc;
+        } else if (irc != SBX_E_NOT_FOUND) {
+            return irc;
+        }
+        if (!wait || sbx_session_now_ms() >= deadline)
+            return sbx_error_set(err, SBX_E_UNAVAILABLE,
+                                 "session %s: deletion waits for a worker that is "
+                                 "still provisioning it (%s); the session stays "
+                                 "fenced for 'sbx reconcile'", label, why.message);
+        if ((rc = sbx_session_sleep(DELETE_POLL_MS, cancel, err)) != SBX_OK)
+            return rc;
+    }
+}
+
+SBX_API int sbx_session_delete(sbx_sessions *m, const char *session_key,
+                               sbx_cancel *cancel, sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!session_key || !*session_key)
+        return sbx_error_set(err, SBX_E_INVALID, "session key is empty");
+    sbx_error why;
+    int rc = sbx_store_fence(m->store, session_key, &why);
+    if (rc == SBX_E_NOT_FOUND) {
+        char label[13];
+        sbx_session_label(session_key, label);
+        return sbx_error_set(err, SBX_E_NOT_FOUND, "session %s does not exist", label);
+    }
+    if (rc != SBX_OK)
+        return sbx_error_set(err, rc, "%s", why.message);
+    return sbx_session_finish_delete(m, session_key, true, cancel, err);
+}

@@ -1,0 +1,103 @@
+/*
+ * session_spec.c - session specs: package names, parsing "manager:name",
+ * and the spec hash recorded on bindings.
+ */
+#include "session_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const manager_names[] = {
+    [SBX_PKG_APT] = "apt", [SBX_PKG_CARGO] = "cargo", [SBX_PKG_GEM] = "gem",
+    [SBX_PKG_GO] = "go",   [SBX_PKG_NPM] = "npm",     [SBX_PKG_PIP] = "pip",
+};
+#define NMANAGERS (sizeof manager_names / sizeof manager_names[0])
+
+SBX_API const char *sbx_package_manager_name(int manager)
+{
+    if (manager <= 0 || (size_t)manager >= NMANAGERS)
+        return NULL;
+    return manager_names[manager];
+}
+
+/* A package name is passed as one argv element to the manager: it must be
+ * non-empty, must not look like an option, and holds no control
+ * characters or spaces. */
+static int check_package(const struct sbx_package *pkg, sbx_error *err)
+{
+    const char *mgr = sbx_package_manager_name(pkg->manager);
+    if (!mgr)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "package manager %d is unknown (expected apt, cargo, "
+                             "gem, go, npm or pip)", pkg->manager);
+    if (!pkg->name || !pkg->name[0])
+        return sbx_error_set(err, SBX_E_INVALID, "%s package: the name is empty",
+                             mgr);
+    if (pkg->name[0] == '-')
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "%s package '%s': a name must not start with '-'", mgr,
+                             pkg->name);
+    if (strlen(pkg->name) > 512)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "%s package: the name is longer than 512 bytes", mgr);
+    for (const unsigned char *p = (const unsigned char *)pkg->name; *p; p++)
+        if (*p <= ' ' || *p == 0x7f)
+            return sbx_error_set(err, SBX_E_INVALID,
+                                 "%s package '%s': blanks and control characters "
+                                 "are not allowed in a name", mgr, pkg->name);
+    return SBX_OK;
+}
+
+SBX_API int sbx_package_parse(const char *text, struct sbx_package *out,
+                              sbx_error *err)
+{
+    sbx_error_clear(err);
+    const char *colon = text ? strchr(text, ':') : NULL;
+    if (!colon)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "package '%s' is not MANAGER:NAME (for example "
+                             "pip:requests==2.31.0 or apt:curl)", text ? text : "");
+    out->manager = 0;
+    for (size_t i = 1; i < NMANAGERS; i++)
+        if (strlen(manager_names[i]) == (size_t)(colon - text) &&
+            !memcmp(manager_names[i], text, (size_t)(colon - text)))
+            out->manager = (int)i;
+    out->name = colon + 1;
+    if (!out->manager)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "package '%s': unknown manager '%.*s' (expected apt, "
+                             "cargo, gem, go, npm or pip)",
+                             text, (int)(colon - text), text);
+    return check_package(out, err);
+}
+
+/* Canonical text: a version line, the capability bits, then one line per
+ * package "manager name" in the order given (installation order is part of
+ * what the sandbox looks like). */
+SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
+                                  char out[SBX_KEY_HASH_LEN + 1], sbx_error *err)
+{
+    sbx_error_clear(err);
+    uint64_t caps = spec ? spec->caps : 0;
+    size_t n = spec ? spec->npackages : 0;
+    size_t len = 64;
+    for (size_t i = 0; i < n; i++) {
+        int rc = check_package(&spec->packages[i], err);
+        if (rc != SBX_OK)
+            return rc;
+        len += strlen(spec->packages[i].name) + 16;
+    }
+    char *text = malloc(len);
+    if (!text)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    size_t used = (size_t)snprintf(text, len, "sbx-spec 1\ncaps %llx\n",
+                                   (unsigned long long)caps);
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)snprintf(text + used, len - used, "package %s %s\n",
+                                 sbx_package_manager_name(spec->packages[i].manager),
+                                 spec->packages[i].name);
+    sbx_key_hash(text, out);
+    free(text);
+    return SBX_OK;
+}

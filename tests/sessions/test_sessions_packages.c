@@ -1,0 +1,219 @@
+/*
+ * test_sessions_packages.c - environment packages: installed after create,
+ * as argument vectors (never through a shell), each manager checked first;
+ * a failure leaves the intent and the sandbox is never published.
+ *
+ * The provider is the pkgtest fixture (local with the packages capability,
+ * commands confined to PATH=<bin>); <bin> holds stand-in managers that
+ * record every argument vector into a log. No real package manager runs.
+ */
+#include "session_env.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define RUN(s, r, ...)                                            \
+    do {                                                          \
+        const char *args_[] = {__VA_ARGS__, NULL};                \
+        sess_run((s), args_, NULL, (r));                          \
+    } while (0)
+
+struct pkg_env {
+    struct sess_env s;
+    char bin[256]; /* short: a mkdtemp name under /tmp */
+    char log[512];
+};
+
+/* A stand-in manager: records "[arg0][arg1]..." (shell builtins only: PATH
+ * holds nothing else); its install command prints `msg` on stderr and exits
+ * with `status`, everything else succeeds. */
+static void stand_in(struct pkg_env *e, const char *name, int status, const char *msg)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%.64s", e->bin, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+    fprintf(f,
+            "#!/bin/sh\n"
+            "printf '[%%s]' \"${0##*/}\" \"$@\" >> '%s'\n"
+            "echo >> '%s'\n"
+            "[ -n \"$DEBIAN_FRONTEND\" ] && printf 'DEBIAN_FRONTEND=%%s\\n' "
+            "\"$DEBIAN_FRONTEND\" >> '%s'\n"
+            "[ \"$1\" = install ] || exit 0\n"
+            "printf '%%s\\n' '%s' >&2\n"
+            "exit %d\n",
+            e->log, e->log, e->log, msg, status);
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(chmod(path, 0755), 0);
+}
+
+static void pkg_env_init(struct pkg_env *e, const char *driver)
+{
+    memset(e, 0, sizeof *e);
+    /* bin and the log live outside the workspace root. */
+    snprintf(e->bin, sizeof e->bin, "/tmp/sbx-pkg-bin-XXXXXX");
+    cr_assert_not_null(mkdtemp(e->bin));
+    snprintf(e->log, sizeof e->log, "%s/argv.log", e->bin);
+    char extra[1024];
+    snprintf(extra, sizeof extra,
+             "  pkgtest:\n"
+             "    root: @ROOT@\n"
+             "    bin: %s\n", e->bin);
+    sess_env_init(&e->s, driver, extra, false);
+    size_t n = strlen(e->s.cli.plugin_path);
+    snprintf(e->s.cli.plugin_path + n, sizeof e->s.cli.plugin_path - n, ":%s",
+             SBX_TEST_SESSION_FIXTURE_DIR);
+}
+
+static void pkg_env_fini(struct pkg_env *e)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", e->bin);
+    cr_assert_eq(system(cmd), 0);
+    sess_env_fini(&e->s);
+}
+
+/* The log's content ("" when nothing ran); the caller frees it. */
+static char *read_log(struct pkg_env *e)
+{
+    FILE *f = fopen(e->log, "r");
+    if (!f)
+        return strdup("");
+    char *buf = calloc(1, 8192);
+    size_t n = fread(buf, 1, 8191, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void installs_as_argv(const char *driver)
+{
+    struct pkg_env e;
+    pkg_env_init(&e, driver);
+    stand_in(&e, "pip", 0, "ok");
+    stand_in(&e, "apt-get", 0, "ok");
+    struct cli_result r;
+    /* A name a shell would act on: it must reach pip as one argument. */
+    RUN(&e.s, &r, "create", "pk", "--provider", "pkgtest", "--package",
+        "pip:requests==2.31.0", "--package", "apt:curl", "--package",
+        "pip:x;touch${IFS}pwned$(id)");
+    cr_assert_eq(r.status, 0, "create: %s", r.err);
+    cr_assert_str_eq(r.out, "created\n");
+    cli_result_free(&r);
+    char *log = read_log(&e);
+    cr_assert_str_eq(log,
+                     "[pip][--version]\n"
+                     "[pip][install][--no-input][requests==2.31.0]"
+                     "[x;touch${IFS}pwned$(id)]\n"
+                     "[apt-get][--version]\n"
+                     "DEBIAN_FRONTEND=noninteractive\n"
+                     "[apt-get][update]\n"
+                     "DEBIAN_FRONTEND=noninteractive\n"
+                     "[apt-get][install][-y][--no-install-recommends][curl]\n"
+                     "DEBIAN_FRONTEND=noninteractive\n");
+    free(log);
+    cr_assert_eq(sess_check_consistent(&e.s), 1);
+    RUN(&e.s, &r, "exec", "pk", "--", "/bin/ls", "-A");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "", "a shell ran a package name: %s", r.out);
+    cli_result_free(&r);
+
+    /* Same spec again: exists; another spec: refused, nothing installed. */
+    RUN(&e.s, &r, "create", "pk", "--package", "pip:requests==2.31.0", "--package",
+        "apt:curl", "--package", "pip:x;touch${IFS}pwned$(id)");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "exists\n");
+    cli_result_free(&r);
+    RUN(&e.s, &r, "create", "pk", "--package", "pip:requests==2.32.0");
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "not applied"), "%s", r.err);
+    cli_result_free(&r);
+    log = read_log(&e);
+    cr_assert_null(strstr(log, "2.32.0"), "a changed spec was applied: %s", log);
+    free(log);
+    pkg_env_fini(&e);
+}
+
+Test(sessions_packages, installs_as_argv_sqlite) { installs_as_argv("sqlite"); }
+Test(sessions_packages, installs_as_argv_postgres) { installs_as_argv("postgres"); }
+
+/* A failed setup leaves the intent (and its sandbox) for the reconciler and
+ * never publishes the sandbox. */
+static void failure_leaves_intent(struct pkg_env *e, const char *key,
+                                  const char *expect)
+{
+    struct cli_result r;
+    RUN(&e->s, &r, "create", key, "--provider", "pkgtest", "--package",
+        "pip:requests", "--package", "gem:rails");
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, expect), "expected '%s' in: %s", expect, r.err);
+    cli_result_free(&r);
+    cr_assert_eq(sess_count(&e->s, "SELECT count(*) FROM bindings"), 0,
+                 "a half-provisioned sandbox was published");
+    cr_assert_eq(sess_count(&e->s, "SELECT count(*) FROM intents "
+                                   "WHERE external_id IS NOT NULL"), 1,
+                 "the intent with its resource was not left");
+    cr_assert_eq(sess_workspaces(&e->s), 1);
+    RUN(&e->s, &r, "read", key, "anything");
+    cr_assert_eq(r.status, 125, "the half-provisioned sandbox was reachable");
+    cli_result_free(&r);
+    RUN(&e->s, &r, "reconcile");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cli_result_free(&r);
+    cr_assert_eq(sess_check_consistent(&e->s), 0);
+}
+
+Test(sessions_packages, missing_manager_is_checked_first)
+{
+    struct pkg_env e;
+    pkg_env_init(&e, "sqlite");
+    stand_in(&e, "pip", 0, "ok");
+    failure_leaves_intent(&e, "nogem", "package manager 'gem' is not installed");
+    char *log = read_log(&e);
+    cr_assert_str_eq(log, "[pip][--version]\n"
+                          "[pip][install][--no-input][requests]\n");
+    free(log);
+    pkg_env_fini(&e);
+}
+
+Test(sessions_packages, failed_install_names_the_cause)
+{
+    struct pkg_env e;
+    pkg_env_init(&e, "sqlite");
+    stand_in(&e, "pip", 0, "ok");
+    stand_in(&e, "gem", 1, "ERROR: could not find gem rails");
+    failure_leaves_intent(&e, "badgem", "could not find gem rails");
+    char *log = read_log(&e);
+    cr_assert(strstr(log, "[gem][install][--no-document][rails]\n"), "%s", log);
+    free(log);
+    pkg_env_fini(&e);
+}
+
+Test(sessions_packages, crash_during_package_setup)
+{
+    struct pkg_env e;
+    pkg_env_init(&e, "sqlite");
+    stand_in(&e, "pip", 0, "ok");
+    struct cli_result r;
+    cli_env_setenv(&e.s.cli, "SBX_TEST_CRASH_AT", "during-packages");
+    RUN(&e.s, &r, "create", "crashy", "--provider", "pkgtest", "--package", "pip:a");
+    cli_env_setenv(&e.s.cli, "SBX_TEST_CRASH_AT", "");
+    cr_assert_eq(r.status, CLI_KILLED_BY + SIGKILL, "status %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    cr_assert_eq(sess_count(&e.s, "SELECT count(*) FROM bindings"), 0);
+    RUN(&e.s, &r, "reconcile");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cli_result_free(&r);
+    cr_assert_eq(sess_check_consistent(&e.s), 0);
+    /* And the retry provisions it completely. */
+    RUN(&e.s, &r, "create", "crashy", "--provider", "pkgtest", "--package", "pip:a");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    cr_assert_eq(sess_check_consistent(&e.s), 1);
+    pkg_env_fini(&e);
+}
