@@ -4,6 +4,8 @@
  */
 #include "archive_check.h"
 
+#include "archive_lazy.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -413,8 +415,11 @@ int sbx_archive_extract_checked(const struct sbx_source *src, const char *format
         return sbx_error_set(err, SBX_E_INVALID,
                              "archive format \"%s\" is not supported (tar, tar.gz, zip)",
                              format);
+    int rc = sbx_archive_load(err);
+    if (rc != SBX_OK)
+        return rc;
     sbx_archive_check *c = NULL;
-    int rc = sbx_archive_check_new(limits, &c, err);
+    rc = sbx_archive_check_new(limits, &c, err);
     if (rc != SBX_OK)
         return rc;
     struct archive *a = archive_read_new();

@@ -1,22 +1,18 @@
 /*
- * pq_lazy.c - forwarders to libpq, which is dlopened on first use.
+ * pq_lazy.c - forwarders to libpq, which is loaded on first use.
  *
- * Each function below has libpq's exact prototype (checked by the compiler
- * against <libpq-fe.h>) and calls the real one through a pointer resolved by
- * sbx_pq_load(). They are hidden inside libsbx, so they never interpose on
- * an application's own libpq. The store calls sbx_pq_load() first and
- * reports a missing library as an error; a forwarder reached without a
- * loaded library (a broken install used by code that skipped that check)
- * stops the process with a message rather than jump through NULL.
+ * Each function below has libpq's exact prototype (the compiler checks it
+ * against <libpq-fe.h>) and calls the real one through a pointer resolved
+ * the first time any of them, or sbx_pq_load(), runs. They are hidden inside
+ * libsbx, so they never interpose on an application's own libpq. The store
+ * calls sbx_pq_load() first and reports a missing library as an error.
  */
 #include "pq_lazy.h"
 
-#include <dlfcn.h>
+#include "lazy_lib.h"
+
 #include <libpq-fe.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 static struct {
     void (*PQclear)(PGresult *res);
@@ -43,223 +39,201 @@ static struct {
     PQnoticeProcessor (*PQsetNoticeProcessor)(PGconn *conn, PQnoticeProcessor proc, void *arg);
     ConnStatusType (*PQstatus)(const PGconn *conn);
     PGTransactionStatusType (*PQtransactionStatus)(const PGconn *conn);
-} pq;
+} fn;
 
-static pthread_once_t pq_once = PTHREAD_ONCE_INIT;
-static char pq_failure[512]; /* empty when loading succeeded */
+#define SYMBOL(name) {#name, &fn.name, sizeof fn.name}
+static const struct sbx_lazy_symbol symbols[] = {
+    SYMBOL(PQclear),
+    SYMBOL(PQcmdTuples),
+    SYMBOL(PQconndefaults),
+    SYMBOL(PQconnectdbParams),
+    SYMBOL(PQconnectdb),
+    SYMBOL(PQconnectionNeedsPassword),
+    SYMBOL(PQconninfoFree),
+    SYMBOL(PQconninfoParse),
+    SYMBOL(PQerrorMessage),
+    SYMBOL(PQexec),
+    SYMBOL(PQexecParams),
+    SYMBOL(PQexecPrepared),
+    SYMBOL(PQfinish),
+    SYMBOL(PQfreemem),
+    SYMBOL(PQgetisnull),
+    SYMBOL(PQgetvalue),
+    SYMBOL(PQntuples),
+    SYMBOL(PQprepare),
+    SYMBOL(PQreset),
+    SYMBOL(PQresultErrorField),
+    SYMBOL(PQresultStatus),
+    SYMBOL(PQsetNoticeProcessor),
+    SYMBOL(PQstatus),
+    SYMBOL(PQtransactionStatus),
+};
 
-/* dlsym returns void *; converting it to a function pointer is what POSIX
- * specifies for dlsym, done through memcpy to stay within ISO C. */
-static int resolve(void *lib, const char *name, void *slot, size_t size)
-{
-    void *sym = dlsym(lib, name);
-    if (!sym) {
-        const char *why = dlerror();
-        snprintf(pq_failure, sizeof pq_failure, "%s lacks %s: %s",
-                 SBX_LIBPQ_SONAME, name, why ? why : "no such symbol");
-        return -1;
-    }
-    memcpy(slot, &sym, size);
-    return 0;
-}
-
-#define RESOLVE(lib, fn) resolve((lib), #fn, &pq.fn, sizeof pq.fn)
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char failure[512]; /* empty when loading succeeded */
 
 static void load_once(void)
 {
-    void *lib = dlopen(SBX_LIBPQ_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(pq_failure, sizeof pq_failure,
-                 "the PostgreSQL store needs %s (Debian package libpq5): %s",
-                 SBX_LIBPQ_SONAME, why ? why : "cannot be loaded");
-        return;
-    }
-    if (RESOLVE(lib, PQclear) ||
-        RESOLVE(lib, PQcmdTuples) ||
-        RESOLVE(lib, PQconndefaults) ||
-        RESOLVE(lib, PQconnectdbParams) ||
-        RESOLVE(lib, PQconnectdb) ||
-        RESOLVE(lib, PQconnectionNeedsPassword) ||
-        RESOLVE(lib, PQconninfoFree) ||
-        RESOLVE(lib, PQconninfoParse) ||
-        RESOLVE(lib, PQerrorMessage) ||
-        RESOLVE(lib, PQexec) ||
-        RESOLVE(lib, PQexecParams) ||
-        RESOLVE(lib, PQexecPrepared) ||
-        RESOLVE(lib, PQfinish) ||
-        RESOLVE(lib, PQfreemem) ||
-        RESOLVE(lib, PQgetisnull) ||
-        RESOLVE(lib, PQgetvalue) ||
-        RESOLVE(lib, PQntuples) ||
-        RESOLVE(lib, PQprepare) ||
-        RESOLVE(lib, PQreset) ||
-        RESOLVE(lib, PQresultErrorField) ||
-        RESOLVE(lib, PQresultStatus) ||
-        RESOLVE(lib, PQsetNoticeProcessor) ||
-        RESOLVE(lib, PQstatus) ||
-        RESOLVE(lib, PQtransactionStatus))
-        return; /* pq_failure says which symbol; keep lib mapped */
+    sbx_lazy_resolve(SBX_LIBPQ_SONAME, "libpq5", "the PostgreSQL store", symbols,
+                     sizeof symbols / sizeof symbols[0], failure, sizeof failure);
 }
 
-/* The table, loaded; called by every forwarder. */
+/* Called by every forwarder. */
 static void ensure_loaded(void)
 {
-    pthread_once(&pq_once, load_once);
-    if (pq_failure[0]) {
-        fprintf(stderr, "sbx: %s\n", pq_failure);
-        abort();
-    }
+    pthread_once(&once, load_once);
+    if (failure[0])
+        sbx_lazy_missing(failure);
 }
 
 int sbx_pq_load(sbx_error *err)
 {
-    pthread_once(&pq_once, load_once);
-    if (pq_failure[0])
-        return sbx_error_set(err, SBX_E_UNSUPPORTED, "%s", pq_failure);
+    pthread_once(&once, load_once);
+    if (failure[0])
+        return sbx_error_set(err, SBX_E_UNSUPPORTED, "%s", failure);
     return SBX_OK;
 }
 
 void PQclear(PGresult *res)
 {
     ensure_loaded();
-    pq.PQclear(res);
+    fn.PQclear(res);
 }
 
-char * PQcmdTuples(PGresult *res)
+char *PQcmdTuples(PGresult *res)
 {
     ensure_loaded();
-    return pq.PQcmdTuples(res);
+    return fn.PQcmdTuples(res);
 }
 
-PQconninfoOption * PQconndefaults(void)
+PQconninfoOption *PQconndefaults(void)
 {
     ensure_loaded();
-    return pq.PQconndefaults();
+    return fn.PQconndefaults();
 }
 
-PGconn * PQconnectdbParams(const char *const *keywords, const char *const *values, int expand_dbname)
+PGconn *PQconnectdbParams(const char *const *keywords, const char *const *values, int expand_dbname)
 {
     ensure_loaded();
-    return pq.PQconnectdbParams(keywords, values, expand_dbname);
+    return fn.PQconnectdbParams(keywords, values, expand_dbname);
 }
 
-PGconn * PQconnectdb(const char *conninfo)
+PGconn *PQconnectdb(const char *conninfo)
 {
     ensure_loaded();
-    return pq.PQconnectdb(conninfo);
+    return fn.PQconnectdb(conninfo);
 }
 
 int PQconnectionNeedsPassword(const PGconn *conn)
 {
     ensure_loaded();
-    return pq.PQconnectionNeedsPassword(conn);
+    return fn.PQconnectionNeedsPassword(conn);
 }
 
 void PQconninfoFree(PQconninfoOption *opts)
 {
     ensure_loaded();
-    pq.PQconninfoFree(opts);
+    fn.PQconninfoFree(opts);
 }
 
-PQconninfoOption * PQconninfoParse(const char *conninfo, char **errmsg)
+PQconninfoOption *PQconninfoParse(const char *conninfo, char **errmsg)
 {
     ensure_loaded();
-    return pq.PQconninfoParse(conninfo, errmsg);
+    return fn.PQconninfoParse(conninfo, errmsg);
 }
 
-char * PQerrorMessage(const PGconn *conn)
+char *PQerrorMessage(const PGconn *conn)
 {
     ensure_loaded();
-    return pq.PQerrorMessage(conn);
+    return fn.PQerrorMessage(conn);
 }
 
-PGresult * PQexec(PGconn *conn, const char *query)
+PGresult *PQexec(PGconn *conn, const char *query)
 {
     ensure_loaded();
-    return pq.PQexec(conn, query);
+    return fn.PQexec(conn, query);
 }
 
-PGresult * PQexecParams(PGconn *conn, const char *command, int nParams, const Oid *paramTypes, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat)
+PGresult *PQexecParams(PGconn *conn, const char *command, int nParams, const Oid *paramTypes, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat)
 {
     ensure_loaded();
-    return pq.PQexecParams(conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats, resultFormat);
+    return fn.PQexecParams(conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats, resultFormat);
 }
 
-PGresult * PQexecPrepared(PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat)
+PGresult *PQexecPrepared(PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat)
 {
     ensure_loaded();
-    return pq.PQexecPrepared(conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat);
+    return fn.PQexecPrepared(conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat);
 }
 
 void PQfinish(PGconn *conn)
 {
     ensure_loaded();
-    pq.PQfinish(conn);
+    fn.PQfinish(conn);
 }
 
 void PQfreemem(void *ptr)
 {
     ensure_loaded();
-    pq.PQfreemem(ptr);
+    fn.PQfreemem(ptr);
 }
 
 int PQgetisnull(const PGresult *res, int tup_num, int field_num)
 {
     ensure_loaded();
-    return pq.PQgetisnull(res, tup_num, field_num);
+    return fn.PQgetisnull(res, tup_num, field_num);
 }
 
-char * PQgetvalue(const PGresult *res, int tup_num, int field_num)
+char *PQgetvalue(const PGresult *res, int tup_num, int field_num)
 {
     ensure_loaded();
-    return pq.PQgetvalue(res, tup_num, field_num);
+    return fn.PQgetvalue(res, tup_num, field_num);
 }
 
 int PQntuples(const PGresult *res)
 {
     ensure_loaded();
-    return pq.PQntuples(res);
+    return fn.PQntuples(res);
 }
 
-PGresult * PQprepare(PGconn *conn, const char *stmtName, const char *query, int nParams, const Oid *paramTypes)
+PGresult *PQprepare(PGconn *conn, const char *stmtName, const char *query, int nParams, const Oid *paramTypes)
 {
     ensure_loaded();
-    return pq.PQprepare(conn, stmtName, query, nParams, paramTypes);
+    return fn.PQprepare(conn, stmtName, query, nParams, paramTypes);
 }
 
 void PQreset(PGconn *conn)
 {
     ensure_loaded();
-    pq.PQreset(conn);
+    fn.PQreset(conn);
 }
 
-char * PQresultErrorField(const PGresult *res, int fieldcode)
+char *PQresultErrorField(const PGresult *res, int fieldcode)
 {
     ensure_loaded();
-    return pq.PQresultErrorField(res, fieldcode);
+    return fn.PQresultErrorField(res, fieldcode);
 }
 
 ExecStatusType PQresultStatus(const PGresult *res)
 {
     ensure_loaded();
-    return pq.PQresultStatus(res);
+    return fn.PQresultStatus(res);
 }
 
 PQnoticeProcessor PQsetNoticeProcessor(PGconn *conn, PQnoticeProcessor proc, void *arg)
 {
     ensure_loaded();
-    return pq.PQsetNoticeProcessor(conn, proc, arg);
+    return fn.PQsetNoticeProcessor(conn, proc, arg);
 }
 
 ConnStatusType PQstatus(const PGconn *conn)
 {
     ensure_loaded();
-    return pq.PQstatus(conn);
+    return fn.PQstatus(conn);
 }
 
 PGTransactionStatusType PQtransactionStatus(const PGconn *conn)
 {
     ensure_loaded();
-    return pq.PQtransactionStatus(conn);
+    return fn.PQtransactionStatus(conn);
 }

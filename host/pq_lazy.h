@@ -5,7 +5,8 @@
  * GnuTLS, ...) costs every `sbx` start several milliseconds, and most hosts
  * never use the PostgreSQL store. pq_lazy.c defines the libpq functions the
  * PostgreSQL store calls, with libpq's own signatures, as hidden forwarders
- * to the real library, which is dlopened the first time it is needed.
+ * to the real library, which is dlopened the first time it is needed
+ * (lazy_lib.c).
  */
 #ifndef SBX_HOST_PQ_LAZY_H
 #define SBX_HOST_PQ_LAZY_H
