@@ -716,7 +716,6 @@ static int setup(sbx_http *h, struct sbx_http_xfer *x, sbx_http_error *err)
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(e, CURLOPT_READFUNCTION, on_upload);
         curl_easy_setopt(e, CURLOPT_READDATA, x);
-        curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
         if (req->body_src_len >= 0)
             curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE,
                              (curl_off_t)req->body_src_len);

@@ -204,6 +204,17 @@ int docker_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user,
                           const char *const *argv, int64_t timeout_ms, int *exit_code,
                           char *output, size_t cap);
 
+/*
+ * A helper command fed with stdin from `in` (killed on cancellation and
+ * timeout, like a user's command). When the source fails the command is
+ * killed before its stdin is closed, so it never takes a partial input for
+ * a whole one; the result is then SBX_E_IO (the source has said why).
+ * Also SBX_E_CANCELLED, SBX_E_TIMEOUT.
+ */
+int docker_exec_helper_in(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
+                          const struct sbx_source *in, int64_t timeout_ms,
+                          int *exit_code, char *output, size_t cap);
+
 /* ---- paths.c ----------------------------------------------------------- */
 
 /* Check a workspace-relative path (no absolute, no "..", no empty or "."

@@ -36,6 +36,8 @@
 #include <time.h>
 
 #define READ_CHUNK (64 * 1024)
+/* Bytes the stdin feeder moves per read and send. */
+#define FEED_CHUNK (256 * 1024)
 /* After the kill, how long the stream may take to end. */
 #define KILL_GRACE_MS 10000
 /* Time given to the killer exec itself. */
@@ -81,6 +83,7 @@ struct exec_spec {
     const char *user; /* NULL: the container's user */
     int killable;    /* tag it, kill it on timeout/cancel */
     int cancellable; /* honour the call's cancellation */
+    int kill_on_source_error; /* (killable) no end of file after a failed source */
 };
 
 struct exec_outcome {
@@ -101,19 +104,25 @@ struct feeder {
     const struct sbx_source *in;
     int fd;
     int failed;
+    /* Kill the command (tag) before it can see end of file when the source
+     * fails, so that a partial input is never taken for a whole one. */
+    sbx_sandbox *sb;
+    const char *kill_tag_env;
 };
+
+static void kill_tagged(sbx_sandbox *sb, const char *tag_env);
 
 static void *feed_stdin(void *arg)
 {
     struct feeder *f = arg;
-    char *buf = malloc(READ_CHUNK);
+    char *buf = malloc(FEED_CHUNK);
     if (!buf) {
         f->failed = 1;
         shutdown(f->fd, SHUT_WR);
         return NULL;
     }
     for (;;) {
-        long n = f->in->read(f->in->ctx, buf, READ_CHUNK);
+        long n = f->in->read(f->in->ctx, buf, FEED_CHUNK);
         if (n < 0) {
             f->failed = 1;
             break;
@@ -139,6 +148,8 @@ static void *feed_stdin(void *arg)
         }
     }
 out:
+    if (f->failed && f->kill_tag_env)
+        kill_tagged(f->sb, f->kill_tag_env);
     shutdown(f->fd, SHUT_WR);
     free(buf);
     return NULL;
@@ -418,7 +429,9 @@ static int run_exec(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spe
     if (rc != SBX_OK)
         return docker_report(st, call, &err, "starting exec %.12s", eid);
 
-    struct feeder feeder = {spec->in, sbx_http_xfer_socket(x), 0};
+    struct feeder feeder = {spec->in, sbx_http_xfer_socket(x), 0, sb,
+                            spec->killable && spec->kill_on_source_error ? tag_env
+                                                                         : NULL};
     pthread_t feeder_thread;
     int feeding = 0;
     if (spec->in) {
@@ -668,6 +681,43 @@ int docker_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user,
         return SBX_E_CANCELLED;
     if (oc.timed_out)
         return SBX_E_TIMEOUT;
+    if (oc.start_failed) {
+        bounded_write(&b, oc.start_msg, strlen(oc.start_msg));
+        *exit_code = oc.start_failed;
+        return SBX_OK;
+    }
+    *exit_code = oc.exit_code;
+    return SBX_OK;
+}
+
+int docker_exec_helper_in(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
+                          const struct sbx_source *in, int64_t timeout_ms,
+                          int *exit_code, char *output, size_t cap)
+{
+    struct bounded b = {output, cap, 0};
+    if (output && cap)
+        output[0] = '\0';
+    struct sbx_sink sink = {&b, bounded_write};
+    struct exec_spec spec = {
+        .argv = argv,
+        .in = in,
+        .timeout_ms = timeout_ms,
+        .out = &sink,
+        .err = &sink,
+        .killable = 1, /* a cancelled transfer must not leave cat running */
+        .cancellable = 1,
+        .kill_on_source_error = 1,
+    };
+    struct exec_outcome oc;
+    int rc = run_exec(sb, call, &spec, &oc);
+    if (rc != SBX_OK)
+        return rc;
+    if (oc.cancelled)
+        return SBX_E_CANCELLED;
+    if (oc.timed_out)
+        return SBX_E_TIMEOUT;
+    if (oc.source_failed)
+        return SBX_E_IO; /* the source has said why */
     if (oc.start_failed) {
         bounded_write(&b, oc.start_msg, strlen(oc.start_msg));
         *exit_code = oc.start_failed;

@@ -385,6 +385,22 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
     return SBX_OK;
 }
 
+/* After a create that made no container: remove the resource directory
+ * prepared for it, unless a container of this session has that name (made
+ * meanwhile by another instance). Failures are only logged. */
+static void forget_resources(struct docker_state *st, const char *name,
+                             const char *key_hash)
+{
+    json_object *info = NULL;
+    sbx_http_error err;
+    int rc = inspect(st, NULL, name, &info, &err);
+    const char *owner = rc == SBX_OK ? owner_of(info) : NULL;
+    int ours = owner && strcmp(owner, key_hash) == 0;
+    json_object_put(info);
+    if (rc == SBX_E_NOT_FOUND || (rc == SBX_OK && !ours))
+        docker_res_remove(st, NULL, name);
+}
+
 /* Make /workspace belong to the configured user: a tar holding the one
  * directory entry, owned by that user, extracted over it. */
 static int own_workspace(struct docker_state *st, sbx_call *call, const char *id);
@@ -429,8 +445,10 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
                          "/containers/create?name=%s", name);
         if (rc == SBX_E_NOT_FOUND && attempt == 0 && strstr(err.message, "image")) {
             rc = docker_image_pull(st, call);
-            if (rc != SBX_OK)
+            if (rc != SBX_OK) {
+                forget_resources(st, name, args->key_hash);
                 goto out;
+            }
             continue;
         }
         break;
@@ -461,12 +479,14 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
                                      "docker: container %s exists and does not "
                                      "belong to this session",
                                      name);
+            forget_resources(st, name, args->key_hash);
             goto out;
         }
         snprintf(id, sizeof id, "%s", cid);
     } else {
         rc = docker_report(st, call, &err, "creating container %s from %s", name,
                            st->cfg.image);
+        forget_resources(st, name, args->key_hash);
         goto out;
     }
 

@@ -185,6 +185,49 @@ Test(docker_files, outputs_directory_shared_and_confined)
     dh_call_free(&c);
 }
 
+/* A source that delivers `good` bytes, then fails. */
+struct failing {
+    size_t good, pos;
+    struct sbx_call *call;
+};
+
+static long failing_read(void *ctx, void *buf, size_t cap)
+{
+    struct failing *f = ctx;
+    if (f->pos >= f->good) {
+        snprintf(f->call->message, sizeof f->call->message, "test source broke");
+        f->call->status = SBX_E_IO;
+        return -1;
+    }
+    size_t n = f->good - f->pos < cap ? f->good - f->pos : cap;
+    memset(buf, 'z', n);
+    f->pos += n;
+    return (long)n;
+}
+
+Test(docker_files, failing_source_publishes_nothing)
+{
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(dh_write(&h, sb, "keep/me.txt", "old\n", 4, 0, &c), SBX_OK, "%s",
+                 c.message);
+    /* small (read ahead whole) and large (streamed) sources */
+    size_t sizes[] = {1000, 3 * 1024 * 1024};
+    for (int i = 0; i < 2; i++) {
+        struct failing f = {sizes[i], 0, &c};
+        struct sbx_source src = {&f, failing_read};
+        int rc = h.ops->write_file(sb, &c, "keep/me.txt", &src, 0);
+        cr_expect_eq(rc, SBX_E_IO, "size %zu: %s", sizes[i], c.message);
+        cr_expect_str_eq(c.message, "test source broke");
+        char *out = dh_sh(&h, sb, "cat keep/me.txt; ls -A keep");
+        cr_expect_str_eq(out, "old\nme.txt\n", "size %zu: a partial file was "
+                                                 "published or left behind",
+                         sizes[i]);
+        free(out);
+    }
+    dh_call_free(&c);
+}
+
 static int stop_after_one(void *ctx, const void *p, size_t n)
 {
     int *calls = ctx;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct dh h;
 
@@ -231,6 +232,10 @@ Test(docker_lifecycle, foreign_container_with_our_name_is_refused)
     cr_expect_null(sb);
     cr_expect(strstr(c.message, "does not belong"), "%s", c.message);
     dh_call_free(&c);
+    /* the failed create left no resource directory behind */
+    char res[512];
+    snprintf(res, sizeof res, "%s/sbx-%.32s", h.resource_dir, hash);
+    cr_expect_neq(access(res, F_OK), 0, "%s was left behind", res);
     snprintf(path, sizeof path, "/v1.41/containers/sbx-%.32s?force=true", hash);
     cr_expect_eq(dh_api(h.host_uri, "DELETE", path, NULL, NULL), 204);
 }
