@@ -42,7 +42,7 @@ struct sbx_source cf_pattern_source(struct cf_pattern_source *s, uint64_t len,
     memset(s, 0, sizeof *s);
     s->len = len;
     s->seed = seed;
-    struct sbx_source src = {s, pattern_read};
+    struct sbx_source src = {.ctx = s, .read = pattern_read};
     return src;
 }
 

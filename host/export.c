@@ -307,7 +307,7 @@ SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
         goto out;
     }
     struct consumer cons = {sv[1], 0};
-    struct sbx_source src = {&cons, sock_read};
+    struct sbx_source src = {.ctx = &cons, .read = sock_read};
     struct sbx_archive_limits lim = {0, 0, 0};
     if (limits) {
         lim.max_file_bytes = limits->max_file_bytes;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static long fd_read(void *ctx, void *buf, size_t cap)
@@ -17,9 +18,28 @@ static long fd_read(void *ctx, void *buf, size_t cap)
     }
 }
 
+static int fd_poll_fd(void *ctx)
+{
+    return *(int *)ctx;
+}
+
+/* Known only for a regular file: what is left from the current offset. */
+static int64_t fd_length(void *ctx)
+{
+    int fd = *(int *)ctx;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    off_t pos = lseek(fd, 0, SEEK_CUR);
+    if (pos < 0 || pos > st.st_size)
+        return -1;
+    return (int64_t)(st.st_size - pos);
+}
+
 SBX_API struct sbx_source sbx_fd_source(int *fd)
 {
-    struct sbx_source s = {fd, fd_read};
+    struct sbx_source s = {.ctx = fd, .read = fd_read, .poll_fd = fd_poll_fd,
+                           .length = fd_length};
     return s;
 }
 
@@ -34,9 +54,15 @@ static long memory_read(void *ctx, void *buf, size_t cap)
     return (long)n;
 }
 
+static int64_t memory_length(void *ctx)
+{
+    const struct sbx_memory_source *m = ctx;
+    return (int64_t)(m->len - m->pos);
+}
+
 SBX_API struct sbx_source sbx_memory_source(struct sbx_memory_source *m)
 {
-    struct sbx_source s = {m, memory_read};
+    struct sbx_source s = {.ctx = m, .read = memory_read, .length = memory_length};
     return s;
 }
 

@@ -171,10 +171,24 @@ struct sbx_sink {
  * A source supplies bytes to the provider (stdin, file contents, bundles).
  * read returns the number of bytes stored in buf (1..cap), 0 at end of
  * stream, or -1 on error (the host has already set the call's error).
+ *
+ * The two optional members let a provider do better than calling read in a
+ * loop; NULL means "not known":
+ *  - poll_fd: a descriptor that polls readable once read will not block
+ *    (data or end of stream). A provider feeding a command's stdin waits on
+ *    it (next to its own stop signal) instead of blocking in read, so it can
+ *    return as soon as the command has exited even though the source has
+ *    nothing more to say. Without it, a provider must wait for a read in
+ *    progress before returning: the source is borrowed only for the call.
+ *  - length: the exact number of bytes the source will still deliver, or -1
+ *    when that is not known. Lets a provider write size-prefixed formats
+ *    (a tar header) without spooling.
  */
 struct sbx_source {
     void *ctx;
     long (*read)(void *ctx, void *buf, size_t cap);
+    int (*poll_fd)(void *ctx);
+    int64_t (*length)(void *ctx);
 };
 
 /* ------------------------------------------------------------------------ */

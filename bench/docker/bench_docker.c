@@ -254,7 +254,7 @@ int main(int argc, char **argv)
             per[r * EXECS + i] = now() - e0;
         }
         struct mem m = {data, FILE_BYTES, 0};
-        struct sbx_source src = {&m, mem_read};
+        struct sbx_source src = {.ctx = &m, .read = mem_read};
         if ((rc = ops->write_file(sb, &c, "bench.bin", &src, 0)))
             die("write", rc, &c);
         size_t got = 0;

@@ -278,7 +278,7 @@ int main(int argc, char **argv)
     long read_growth = -1;
     for (int i = 0; i < runs; i++) {
         int fd = open(src, O_RDONLY | O_CLOEXEC);
-        struct sbx_source in = {&fd, fd_read};
+        struct sbx_source in = {.ctx = &fd, .read = fd_read};
         t0 = now();
         if ((rc = ops->write_file(sb, &c, "big.bin", &in, 0)))
             die("write_file", rc, &c);

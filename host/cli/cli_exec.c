@@ -265,6 +265,14 @@ static long term_read(void *ctx, void *buf, size_t cap)
     }
 }
 
+/* stdin may stay open and quiet after the command exits: telling the
+ * provider which fd to poll lets it stop without waiting for input. */
+static int term_poll_fd(void *ctx)
+{
+    const struct term_source *t = ctx;
+    return t->fd;
+}
+
 /* The exit status for a finished exec (rc is its sbx_status). */
 static int exec_exit_status(int rc, const struct sbx_exec_result *res,
                             const sbx_error *err, const struct term_sink *out,
@@ -301,7 +309,8 @@ int cli_exec_streamed(sbx_handle *h, const struct cli_exec_options *eo,
     if (caught_signal)
         return CLI_EXIT_SIGNAL + caught_signal; /* interrupted before exec */
     struct term_source in_t = {0};
-    struct sbx_source in = {&in_t, term_read};
+    struct sbx_source in = {.ctx = &in_t, .read = term_read,
+                            .poll_fd = term_poll_fd};
     bool use_stdin = eo->stdin_mode == CLI_STDIN_ALWAYS ||
                      (eo->stdin_mode == CLI_STDIN_AUTO && !isatty(0));
     struct term_sink out_t = {1, false}, err_t = {2, false};

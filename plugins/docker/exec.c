@@ -112,6 +112,27 @@ struct feeder {
 
 static void kill_tagged(sbx_sandbox *sb, const char *tag_env);
 
+/*
+ * Before each read, wait until the source has input (when it offers a
+ * pollable fd) or the connection ends: the daemon closing it (the command
+ * exited) or exec shutting it down. Then a quiet source that stays open
+ * never keeps exec from returning. Returns 1 to read, 0 to wait again, -1
+ * to stop.
+ */
+static int wait_for_input(struct feeder *f)
+{
+    int fd = f->in->poll_fd ? f->in->poll_fd(f->in->ctx) : -1;
+    if (fd < 0)
+        return 1; /* not pollable: read may block until it has input */
+    struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN},
+                            {.fd = f->fd, .events = POLLRDHUP}};
+    if (poll(pfd, 2, -1) < 0)
+        return errno == EINTR ? 0 : 1;
+    if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+        return -1;
+    return pfd[0].revents != 0 ? 1 : 0;
+}
+
 static void *feed_stdin(void *arg)
 {
     struct feeder *f = arg;
@@ -122,6 +143,11 @@ static void *feed_stdin(void *arg)
         return NULL;
     }
     for (;;) {
+        int wait = wait_for_input(f);
+        if (wait < 0)
+            break;
+        if (wait == 0)
+            continue;
         long n = f->in->read(f->in->ctx, buf, FEED_CHUNK);
         if (n < 0) {
             f->failed = 1;

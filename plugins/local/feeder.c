@@ -63,6 +63,26 @@ static int write_all(struct local_feeder *f, const unsigned char *buf,
     return 0;
 }
 
+/*
+ * Before each read, wait until the source has input (when it offers a
+ * pollable fd) or a stop comes: then a quiet source that stays open never
+ * keeps exec from returning after the command exited. Returns 1 to read,
+ * 0 to wait again, -1 to stop.
+ */
+static int wait_for_input(struct local_feeder *f)
+{
+    int fd = f->src->poll_fd ? f->src->poll_fd(f->src->ctx) : -1;
+    if (fd < 0)
+        return 1; /* not pollable: read may block until it has input */
+    struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN},
+                            {.fd = f->stop_fd, .events = POLLIN}};
+    if (poll(pfd, 2, -1) < 0)
+        return errno == EINTR ? 0 : 1;
+    if (pfd[1].revents != 0)
+        return -1;
+    return pfd[0].revents != 0 ? 1 : 0;
+}
+
 static void *feeder_main(void *arg)
 {
     struct local_feeder *f = arg;
@@ -72,6 +92,11 @@ static void *feeder_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
 
     for (;;) {
+        int wait = wait_for_input(f);
+        if (wait < 0)
+            break; /* stop requested: the command is done with stdin */
+        if (wait == 0)
+            continue;
         long n = f->src->read(f->src->ctx, f->buf, LOCAL_CHUNK);
         if (n < 0) {
             /* The host has set the call's error already. */

@@ -100,7 +100,9 @@ Test(layout, streams)
     PIN_SIZE(sbx_sink, 16);
     PIN_OFF(sbx_source, ctx, 0);
     PIN_OFF(sbx_source, read, 8);
-    PIN_SIZE(sbx_source, 16);
+    PIN_OFF(sbx_source, poll_fd, 16);
+    PIN_OFF(sbx_source, length, 24);
+    PIN_SIZE(sbx_source, 32);
 }
 
 Test(layout, config_key)

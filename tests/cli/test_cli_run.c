@@ -271,3 +271,32 @@ Test(cli_run, streams_output_while_stdin_is_idle)
     cr_assert_str_eq(line, "ready");
     cr_assert_eq(status, 0, "status %d", status);
 }
+
+/* A caller's stdin that stays open and quiet must not keep sbx waiting once
+ * the command has exited (the provider polls the source's fd). */
+Test(cli_run, returns_when_the_command_exits_though_stdin_stays_open)
+{
+    struct cli_proc p;
+    cli_spawn(&env, (const char *[]){"run", "--", "sh", "-c", "exit 4", NULL},
+              CLI_STDIN_PIPE, &p);
+    int status = cli_wait(&p, 3000);
+    cr_assert_eq(status, 4, "status %d (-1: still waiting for stdin)", status);
+    if (p.in_fd >= 0) {
+        close(p.in_fd);
+        p.in_fd = -1;
+    }
+}
+
+/* Same with a timeout: the timeout ends it, not the end of stdin. */
+Test(cli_run, timeout_with_stdin_open_and_quiet)
+{
+    struct cli_proc p;
+    cli_spawn(&env, (const char *[]){"run", "--timeout", "0.3", "--", "sleep", "30", NULL},
+              CLI_STDIN_PIPE, &p);
+    int status = cli_wait(&p, 3000);
+    cr_assert_eq(status, 124, "status %d", status);
+    if (p.in_fd >= 0) {
+        close(p.in_fd);
+        p.in_fd = -1;
+    }
+}

@@ -267,7 +267,7 @@ static long mem_read(void *ctx, void *buf, size_t cap)
 
 struct sbx_source dh_mem_source(struct dh_mem *m)
 {
-    struct sbx_source s = {m, mem_read};
+    struct sbx_source s = {.ctx = m, .read = mem_read};
     return s;
 }
 

@@ -215,7 +215,7 @@ Test(docker_files, failing_source_publishes_nothing)
     size_t sizes[] = {1000, 3 * 1024 * 1024};
     for (int i = 0; i < 2; i++) {
         struct failing f = {sizes[i], 0, &c};
-        struct sbx_source src = {&f, failing_read};
+        struct sbx_source src = {.ctx = &f, .read = failing_read};
         int rc = h.ops->write_file(sb, &c, "keep/me.txt", &src, 0);
         cr_expect_eq(rc, SBX_E_IO, "size %zu: %s", sizes[i], c.message);
         cr_expect_str_eq(c.message, "test source broke");

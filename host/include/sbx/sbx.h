@@ -108,11 +108,13 @@ SBX_API char *sbx_capture_text(const sbx_capture *c);
 /* Free the buffers; the capture may be initialized again. */
 SBX_API void sbx_capture_free(sbx_capture *c);
 
-/* A source reading from a file descriptor (not closed by the source). */
+/* A source reading from a file descriptor (not closed by the source). It
+ * offers the fd for polling, and its remaining length when it is a regular
+ * file. */
 SBX_API struct sbx_source sbx_fd_source(int *fd);
 
-/* A source reading a memory buffer; *cursor holds the read position and must
- * start at 0. */
+/* A source reading a memory buffer; pos holds the read position and must
+ * start at 0. Its length is known. */
 struct sbx_memory_source {
     const void *data;
     size_t len, pos;
