@@ -5,6 +5,7 @@
  */
 #include "cf_internal.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,4 +393,40 @@ void cf_case_exec_cwd(struct cf_test *t)
         if (!ok)
             return;
     }
+}
+
+/*
+ * A caller's stdin that stays open and says nothing (an interactive pipe)
+ * must not keep exec from returning once the command has exited: the source
+ * offers a pollable fd, and the provider stops feeding when the command is
+ * done. Then the source is still open, so a provider that waits for its end
+ * would hang until the guard.
+ */
+void cf_case_exec_stdin_left_open(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return (void)cf_fail(t, "pipe2 failed");
+    struct sbx_source in = sbx_fd_source(&p[0]);
+    const char *argv[] = {"sh", "-c", "exit 5", NULL};
+    struct cf_exec e;
+    memset(&e, 0, sizeof e);
+    e.argv = argv;
+    e.in = &in;
+    e.timeout_ms = CF_GUARD_MS;
+    cf_exec(&e, h);
+    if (cf_expect_ok(t, e.status, &e.err, "sh -c 'exit 5' with stdin left open")) {
+        if (e.res.timed_out || e.seconds > 5.0)
+            cf_fail(t, "exec returned after %.1f s (timed out: %d): it waited for "
+                       "the end of a stdin the command never read",
+                    e.seconds, e.res.timed_out);
+        else if (e.res.exit_code != 5)
+            cf_fail(t, "exit code %d, want 5", e.res.exit_code);
+    }
+    cf_exec_free(&e);
+    close(p[0]);
+    close(p[1]);
 }

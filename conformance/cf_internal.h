@@ -52,6 +52,7 @@ void cf_case_exec_argv_no_shell(struct cf_test *t);
 void cf_case_exec_missing_command(struct cf_test *t);
 void cf_case_exec_stdout_stderr(struct cf_test *t);
 void cf_case_exec_stdin(struct cf_test *t);
+void cf_case_exec_stdin_left_open(struct cf_test *t);
 void cf_case_exec_env(struct cf_test *t);
 void cf_case_exec_cwd(struct cf_test *t);
 void cf_case_file_binary_roundtrip(struct cf_test *t);
