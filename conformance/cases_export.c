@@ -26,14 +26,20 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path);
 }
 
-/* A private host directory for the export targets of one case. */
-static bool host_tmpdir(struct cf_test *t, char *dir, size_t cap)
+#define HOST_DIR_MAX 512
+#define TARGET_MAX (HOST_DIR_MAX + 8)
+
+/* A private host directory for the export targets of one case, into
+ * dir[HOST_DIR_MAX], and the (not yet existing) target <dir>/out into
+ * target[TARGET_MAX]. */
+static bool host_tmpdir(struct cf_test *t, char *dir, char *target)
 {
     const char *tmp = getenv("TMPDIR");
-    snprintf(dir, cap, "%s/sbx-cf-export-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(dir, HOST_DIR_MAX, "%s/sbx-cf-export-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir))
         return cf_fail(t, "cannot create a host directory for the export: %s",
                        strerror(errno));
+    snprintf(target, TARGET_MAX, "%s/out", dir);
     return true;
 }
 
@@ -107,10 +113,9 @@ void cf_case_export_shell_and_files(struct cf_test *t)
     if (!o || cf_failed(t))
         return;
 
-    char dir[512], target[600];
-    if (!host_tmpdir(t, dir, sizeof dir))
+    char dir[HOST_DIR_MAX], target[TARGET_MAX];
+    if (!host_tmpdir(t, dir, target))
         return;
-    snprintf(target, sizeof target, "%s/out", dir);
     sbx_error err;
     sbx_error_clear(&err);
     if (cf_expect_ok(t, sbx_export_to_dir(h, target, NULL, NULL, &err), &err,
@@ -149,10 +154,9 @@ void cf_case_export_refuses_symlink(struct cf_test *t)
     free(o);
     if (!o)
         return;
-    char dir[512], target[600];
-    if (!host_tmpdir(t, dir, sizeof dir))
+    char dir[HOST_DIR_MAX], target[TARGET_MAX];
+    if (!host_tmpdir(t, dir, target))
         return;
-    snprintf(target, sizeof target, "%s/out", dir);
     sbx_error err;
     sbx_error_clear(&err);
     if (cf_expect_ok(t, sbx_export_to_dir(h, target, NULL, NULL, &err), &err,

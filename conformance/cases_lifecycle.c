@@ -9,10 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Copy a handle's reference (it is borrowed from the handle). */
-static void copy_ref(char *dst, const sbx_handle *h)
+/* cf_sandbox, with the sandbox's key and reference copied into
+ * key[CF_KEY_MAX] and ref[SBX_REF_MAX]: the reference is borrowed from the
+ * handle, and these cases go on using both after releasing it. */
+static sbx_handle *sandbox_with_id(struct cf_test *t, sbx_provider **p, char *key,
+                                   char *ref)
 {
-    snprintf(dst, SBX_REF_MAX, "%s", sbx_handle_ref(h));
+    sbx_handle *h = cf_sandbox(t, p);
+    if (h) {
+        snprintf(key, CF_KEY_MAX, "%s", t->sandboxes[0].key);
+        snprintf(ref, SBX_REF_MAX, "%s", sbx_handle_ref(h));
+    }
+    return h;
 }
 
 void cf_case_identity_two_instances(struct cf_test *t)
@@ -97,12 +105,10 @@ void cf_case_create_idempotent_second_instance(struct cf_test *t)
 void cf_case_attach_after_restart(struct cf_test *t)
 {
     sbx_provider *a = NULL;
-    sbx_handle *h = cf_sandbox(t, &a);
+    char key[CF_KEY_MAX], ref[SBX_REF_MAX], root[SBX_REF_MAX];
+    sbx_handle *h = sandbox_with_id(t, &a, key, ref);
     if (!h)
         return;
-    char key[CF_KEY_MAX], ref[SBX_REF_MAX], root[SBX_REF_MAX];
-    snprintf(key, sizeof key, "%s", t->sandboxes[0].key);
-    copy_ref(ref, h);
     snprintf(root, sizeof root, "%s", sbx_handle_root(h));
 
     struct cf_pattern_source ps;
@@ -173,12 +179,10 @@ static bool expect_attach_denied(struct cf_test *t, sbx_provider *p,
 void cf_case_attach_other_key_denied(struct cf_test *t)
 {
     sbx_provider *a = NULL;
-    sbx_handle *h = cf_sandbox(t, &a);
+    char key[CF_KEY_MAX], other[CF_KEY_MAX], ref[SBX_REF_MAX];
+    sbx_handle *h = sandbox_with_id(t, &a, key, ref);
     if (!h)
         return;
-    char key[CF_KEY_MAX], other[CF_KEY_MAX], ref[SBX_REF_MAX];
-    snprintf(key, sizeof key, "%s", t->sandboxes[0].key);
-    copy_ref(ref, h);
     cf_new_key(t, other);
     if (!cf_write_text(t, h, "owner.txt", "owned\n"))
         return;
@@ -201,12 +205,10 @@ void cf_case_attach_other_key_denied(struct cf_test *t)
 void cf_case_destroy_other_key_denied(struct cf_test *t)
 {
     sbx_provider *a = NULL;
-    sbx_handle *h = cf_sandbox(t, &a);
+    char key[CF_KEY_MAX], other[CF_KEY_MAX], ref[SBX_REF_MAX];
+    sbx_handle *h = sandbox_with_id(t, &a, key, ref);
     if (!h)
         return;
-    char key[CF_KEY_MAX], other[CF_KEY_MAX], ref[SBX_REF_MAX];
-    snprintf(key, sizeof key, "%s", t->sandboxes[0].key);
-    copy_ref(ref, h);
     cf_new_key(t, other);
     if (!cf_write_text(t, h, "owner.txt", "owned\n"))
         return;
@@ -232,12 +234,10 @@ void cf_case_destroy_other_key_denied(struct cf_test *t)
 void cf_case_destroy_twice(struct cf_test *t)
 {
     sbx_provider *a = NULL;
-    sbx_handle *h = cf_sandbox(t, &a);
+    char key[CF_KEY_MAX], ref[SBX_REF_MAX];
+    sbx_handle *h = sandbox_with_id(t, &a, key, ref);
     if (!h)
         return;
-    char key[CF_KEY_MAX], ref[SBX_REF_MAX];
-    snprintf(key, sizeof key, "%s", t->sandboxes[0].key);
-    copy_ref(ref, h);
     cf_release(t, h);
     sbx_error err;
     sbx_error_clear(&err);
@@ -256,12 +256,10 @@ void cf_case_destroy_twice(struct cf_test *t)
 void cf_case_attach_after_destroy(struct cf_test *t)
 {
     sbx_provider *a = NULL;
-    sbx_handle *h = cf_sandbox(t, &a);
+    char key[CF_KEY_MAX], ref[SBX_REF_MAX];
+    sbx_handle *h = sandbox_with_id(t, &a, key, ref);
     if (!h)
         return;
-    char key[CF_KEY_MAX], ref[SBX_REF_MAX];
-    snprintf(key, sizeof key, "%s", t->sandboxes[0].key);
-    copy_ref(ref, h);
     if (!cf_write_text(t, h, "marker.txt", "before destroy\n"))
         return;
     cf_release(t, h);

@@ -6,7 +6,6 @@
  */
 #include "cf_internal.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,22 +32,6 @@ static int put(sbx_handle *h, const char *path, const char *text, uint64_t lengt
     return sbx_mount_put(h, path, &b, NULL, err);
 }
 
-/* The output of `sh -c script` (exit status ignored) into a new string. */
-static char *sh_any(struct cf_test *t, sbx_handle *h, const char *script)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct cf_exec e;
-    memset(&e, 0, sizeof e);
-    e.argv = argv;
-    e.timeout_ms = 30000;
-    cf_exec(&e, h);
-    char *out = NULL;
-    if (cf_expect_ok(t, e.status, &e.err, script))
-        out = cf_capture_string(&e.out);
-    cf_exec_free(&e);
-    return out;
-}
-
 void cf_case_mount_put_read_only(struct cf_test *t)
 {
     sbx_handle *h = cf_sandbox(t, NULL);
@@ -65,10 +48,10 @@ void cf_case_mount_put_read_only(struct cf_test *t)
     if (!o || cf_failed(t))
         return;
     /* Read-only inside: neither the file nor the directory can change. */
-    o = sh_any(t, h,
-               "echo evil > " UP "/data/in.txt 2>/dev/null && echo wrote-file; "
-               "touch " UP "/new 2>/dev/null && echo created-file; "
-               "rm -f " UP "/data/in.txt 2>/dev/null; cat " UP "/data/in.txt");
+    o = cf_sh_any(t, h,
+                  "echo evil > " UP "/data/in.txt 2>/dev/null && echo wrote-file; "
+                  "touch " UP "/new 2>/dev/null && echo created-file; "
+                  "rm -f " UP "/data/in.txt 2>/dev/null; cat " UP "/data/in.txt");
     if (o && strcmp(o, TEXT1) != 0)
         cf_fail(t, "writing into the uploads from inside the sandbox was not "
                    "refused: the shell printed %s",
@@ -119,7 +102,7 @@ void cf_case_mount_put_verifies(struct cf_test *t)
                                     "SBX_E_INVALID",
                                  paths[i], cf_status_name(rc), err.message);
     }
-    char *o = sh_any(t, h, "ls -A " UP "; ls / | grep -x escape.txt; true");
+    char *o = cf_sh_any(t, h, "ls -A " UP "; ls / | grep -x escape.txt; true");
     if (o && *o)
         cf_fail(t, "refused blobs left traces: the sandbox lists %s", o);
     free(o);
@@ -141,7 +124,7 @@ void cf_case_mount_remove_idempotent(struct cf_test *t)
         !cf_expect_ok(t, sbx_mount_remove(h, "never/there.txt", NULL, &err), &err,
                       "mount_remove of a path never put"))
         return;
-    char *o = sh_any(t, h, "test -e " UP "/gone/soon.txt && echo still-there; true");
+    char *o = cf_sh_any(t, h, "test -e " UP "/gone/soon.txt && echo still-there; true");
     if (o && *o)
         cf_fail(t, "after mount_remove the sandbox still sees the file");
     free(o);
@@ -153,18 +136,9 @@ void cf_case_mount_remove_idempotent(struct cf_test *t)
     if (!cf_expect_ok(t, put(h, "kept.txt", TEXT1, strlen(TEXT1), SHA1, &err), &err,
                       "mount_put kept.txt"))
         return;
-    char ref[SBX_REF_MAX], key[CF_KEY_MAX];
-    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
-    snprintf(key, sizeof key, "%s", t->sandboxes[t->nsandboxes - 1].key);
-    cf_close(t, p);
-    sbx_provider *p2 = cf_open(t);
-    if (!p2)
+    sbx_handle *h2 = cf_attach_after_restart(t, p, h);
+    if (!h2)
         return;
-    sbx_handle *h2 = NULL;
-    if (!cf_expect_ok(t, sbx_attach(p2, key, ref, NULL, &h2, &err), &err,
-                      "attach after a restart"))
-        return;
-    cf_track(t, p2, h2);
     o = cf_sh(t, h2, "cat " UP "/kept.txt");
     if (o && strcmp(o, TEXT1) != 0)
         cf_fail(t, "after a restart the upload reads %s", o);

@@ -8,7 +8,6 @@
 
 #include "skill_bundles.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,27 +29,10 @@ static int install(sbx_handle *h, const char *name, const unsigned char *data,
     return sbx_skill_install(h, name, &b, NULL, err);
 }
 
-/* `sh -c script` with its exit status ignored; stdout, or NULL after
- * failing the case. */
-static char *sh_any(struct cf_test *t, sbx_handle *h, const char *script)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct cf_exec e;
-    memset(&e, 0, sizeof e);
-    e.argv = argv;
-    e.timeout_ms = 30000;
-    cf_exec(&e, h);
-    char *out = NULL;
-    if (cf_expect_ok(t, e.status, &e.err, script))
-        out = cf_capture_string(&e.out);
-    cf_exec_free(&e);
-    return out;
-}
-
 static bool expect_sh(struct cf_test *t, sbx_handle *h, const char *script,
                       const char *want, const char *what)
 {
-    char *o = sh_any(t, h, script);
+    char *o = cf_sh_any(t, h, script);
     char q[300];
     if (o && strcmp(o, want) != 0)
         cf_fail(t, "%s: the sandbox printed %s", what, cf_quote(o, strlen(o), q, sizeof q));
@@ -59,16 +41,27 @@ static bool expect_sh(struct cf_test *t, sbx_handle *h, const char *script,
     return ok;
 }
 
-void cf_case_skill_install_read_only(struct cf_test *t)
+/* A new sandbox with version 1 of the "hello" skill installed; NULL after
+ * failing the case. *p (may be NULL) receives the provider. */
+static sbx_handle *sandbox_with_hello(struct cf_test *t, sbx_provider **p)
 {
-    sbx_handle *h = cf_sandbox(t, NULL);
+    sbx_handle *h = cf_sandbox(t, p);
     if (!h)
-        return;
+        return NULL;
     sbx_error err;
     if (!cf_expect_ok(t, install(h, "hello", BUNDLE_V1, sizeof BUNDLE_V1, BUNDLE_V1_SHA,
                                  &err),
                       &err, "skill_install hello"))
+        return NULL;
+    return h;
+}
+
+void cf_case_skill_install_read_only(struct cf_test *t)
+{
+    sbx_handle *h = sandbox_with_hello(t, NULL);
+    if (!h)
         return;
+    sbx_error err;
     if (!expect_sh(t, h, "cat " SK "/hello/SKILL.md; " SK "/hello/bin/run.sh",
                    "# hello skill\nskill-ran\n", "reading and running the skill"))
         return;
@@ -127,26 +120,12 @@ void cf_case_skill_install_verifies(struct cf_test *t)
 void cf_case_skill_survives_restart(struct cf_test *t)
 {
     sbx_provider *p = NULL;
-    sbx_handle *h = cf_sandbox(t, &p);
+    sbx_handle *h = sandbox_with_hello(t, &p);
     if (!h)
         return;
-    sbx_error err;
-    if (!cf_expect_ok(t, install(h, "hello", BUNDLE_V1, sizeof BUNDLE_V1, BUNDLE_V1_SHA,
-                                 &err),
-                      &err, "skill_install hello"))
+    sbx_handle *h2 = cf_attach_after_restart(t, p, h);
+    if (!h2)
         return;
-    char ref[SBX_REF_MAX], key[CF_KEY_MAX];
-    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
-    snprintf(key, sizeof key, "%s", t->sandboxes[t->nsandboxes - 1].key);
-    cf_close(t, p);
-    sbx_provider *p2 = cf_open(t);
-    if (!p2)
-        return;
-    sbx_handle *h2 = NULL;
-    if (!cf_expect_ok(t, sbx_attach(p2, key, ref, NULL, &h2, &err), &err,
-                      "attach after a restart"))
-        return;
-    cf_track(t, p2, h2);
     if (!expect_sh(t, h2, "cat " SK "/hello/SKILL.md; " SK "/hello/bin/run.sh",
                    "# hello skill\nskill-ran\n", "the skill after a restart"))
         return;

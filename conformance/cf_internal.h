@@ -151,6 +151,14 @@ sbx_handle *cf_create(struct cf_test *t, sbx_provider *p, const char *key);
  * case. *pout (may be NULL) receives the provider. */
 sbx_handle *cf_sandbox(struct cf_test *t, sbx_provider **pout);
 
+/*
+ * Simulate a worker restart: close p, the instance that created h (the
+ * case's most recent sandbox; h is released with it), open a new instance
+ * and attach the sandbox again. Returns the new (tracked) handle, or NULL
+ * after failing the case.
+ */
+sbx_handle *cf_attach_after_restart(struct cf_test *t, sbx_provider *p, sbx_handle *h);
+
 /* Track a handle obtained directly (e.g. from sbx_attach) so the cleanup
  * releases it. Releases it at once and fails the case when the table is
  * full. */
@@ -197,6 +205,13 @@ char *cf_capture_string(const sbx_capture *c);
  * empty); otherwise fails the case (quoting stderr) and returns NULL.
  */
 char *cf_sh(struct cf_test *t, sbx_handle *h, const char *script);
+
+/*
+ * Run `sh -c script` (with a 30 s timeout) and require only that the exec
+ * call succeeded: the exit status is ignored. Returns the captured stdout
+ * (caller frees), or NULL after failing the case (or out of memory).
+ */
+char *cf_sh_any(struct cf_test *t, sbx_handle *h, const char *script);
 
 /* Render n bytes as a quoted C-style string for messages, truncated to fit
  * buf (at most cap bytes, NUL-terminated). Returns buf. */

@@ -263,6 +263,25 @@ sbx_handle *cf_sandbox(struct cf_test *t, sbx_provider **pout)
     return cf_create(t, p, key);
 }
 
+sbx_handle *cf_attach_after_restart(struct cf_test *t, sbx_provider *p, sbx_handle *h)
+{
+    char ref[SBX_REF_MAX], key[CF_KEY_MAX];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    snprintf(key, sizeof key, "%s", t->sandboxes[t->nsandboxes - 1].key);
+    cf_close(t, p); /* the restart: the first instance is gone, h with it */
+    sbx_provider *p2 = cf_open(t);
+    if (!p2)
+        return NULL;
+    sbx_handle *h2 = NULL;
+    sbx_error err;
+    sbx_error_clear(&err);
+    if (!cf_expect_ok(t, sbx_attach(p2, key, ref, NULL, &h2, &err), &err,
+                      "attach after a restart"))
+        return NULL;
+    cf_track(t, p2, h2);
+    return h2;
+}
+
 void cf_test_cleanup(struct cf_test *t)
 {
     for (size_t i = 0; i < CF_MAX_HANDLES; i++) {

@@ -18,6 +18,17 @@ static void die(const char *what, const sbx_error *err)
     exit(2);
 }
 
+void bench_write_local_config(const char *dir, char *path, size_t len)
+{
+    snprintf(path, len, "%s/sbx.yaml", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die(path, NULL);
+    fprintf(f, "default_provider: local\nproviders:\n  local:\n    root: %s/ws\n", dir);
+    if (fclose(f) != 0)
+        die(path, NULL);
+}
+
 void bench_env_open(struct bench_env *b)
 {
     memset(b, 0, sizeof *b);
@@ -25,13 +36,7 @@ void bench_env_open(struct bench_env *b)
     if (!mkdtemp(b->dir))
         die("mkdtemp", NULL);
     char config[PATH_MAX + 16];
-    snprintf(config, sizeof config, "%s/sbx.yaml", b->dir);
-    FILE *f = fopen(config, "w");
-    if (!f)
-        die(config, NULL);
-    fprintf(f, "default_provider: local\nproviders:\n  local:\n    root: %s/ws\n", b->dir);
-    if (fclose(f) != 0)
-        die(config, NULL);
+    bench_write_local_config(b->dir, config, sizeof config);
 
     struct sbx_options opts;
     memset(&opts, 0, sizeof opts);
@@ -62,6 +67,11 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
     return 0;
 }
 
+void bench_remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void bench_env_close(struct bench_env *b)
 {
     sbx_error err;
@@ -72,7 +82,7 @@ void bench_env_close(struct bench_env *b)
                 ref ? err.message : "out of memory");
     free(ref);
     sbx_close(b->ctx);
-    nftw(b->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(b->dir);
 }
 
 double bench_now(void)
@@ -80,6 +90,29 @@ double bench_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int count_write(void *ctx, const void *buf, size_t len)
+{
+    (void)buf;
+    *(uint64_t *)ctx += len;
+    return 0;
+}
+
+void bench_exec_counted(sbx_handle *h, const char *const *argv, struct bench_exec *r)
+{
+    memset(r, 0, sizeof *r);
+    struct sbx_sink out = {&r->out_bytes, count_write}, err = {&r->err_bytes, count_write};
+    struct sbx_exec_args args;
+    memset(&args, 0, sizeof args);
+    args.size = sizeof args;
+    args.argv = argv;
+    args.out = &out;
+    args.err = &err;
+    r->res.size = sizeof r->res;
+    double t0 = bench_now();
+    r->rc = sbx_exec(h, &args, &r->res, NULL, &r->err);
+    r->seconds = bench_now() - t0;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -90,37 +90,17 @@ static double run_baseline(void)
     return bench_now() - t0;
 }
 
-static int count_write(void *ctx, const void *buf, size_t len)
-{
-    (void)buf;
-    *(uint64_t *)ctx += len;
-    return 0;
-}
-
 /* One run through libsbx; returns its wall time in seconds. */
 static double run_sbx(sbx_handle *h)
 {
-    uint64_t out_n = 0, err_n = 0;
-    struct sbx_sink out = {&out_n, count_write}, err = {&err_n, count_write};
-    struct sbx_exec_args args;
-    memset(&args, 0, sizeof args);
-    args.size = sizeof args;
-    args.argv = true_argv;
-    args.out = &out;
-    args.err = &err;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    sbx_error e;
-    double t0 = bench_now();
-    int rc = sbx_exec(h, &args, &res, NULL, &e);
-    double t = bench_now() - t0;
-    if (rc != SBX_OK || res.exit_code != 0) {
+    struct bench_exec r;
+    bench_exec_counted(h, true_argv, &r);
+    if (r.rc != SBX_OK || r.res.exit_code != 0) {
         fprintf(stderr, "bench_exec: sbx_exec /bin/true: %s (exit %d)\n",
-                rc != SBX_OK ? e.message : "ok", res.exit_code);
+                r.rc != SBX_OK ? r.err.message : "ok", r.res.exit_code);
         exit(2);
     }
-    return t;
+    return r.seconds;
 }
 
 int main(int argc, char **argv)

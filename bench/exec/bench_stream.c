@@ -61,43 +61,25 @@ static double run_baseline(unsigned long long bytes)
     return t;
 }
 
-static int count_write(void *ctx, const void *buf, size_t len)
-{
-    (void)buf;
-    *(uint64_t *)ctx += len;
-    return 0;
-}
-
 /* One streamed exec; returns its wall time in seconds. */
 static double run_sbx(sbx_handle *h, unsigned long long bytes)
 {
     char size[32];
     snprintf(size, sizeof size, "%llu", bytes);
     const char *const argv[] = {"head", "-c", size, "/dev/zero", NULL};
-    uint64_t out_n = 0, err_n = 0;
-    struct sbx_sink out = {&out_n, count_write}, err = {&err_n, count_write};
-    struct sbx_exec_args args;
-    memset(&args, 0, sizeof args);
-    args.size = sizeof args;
-    args.argv = argv;
-    args.out = &out;
-    args.err = &err;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    sbx_error e;
-    double t0 = bench_now();
-    int rc = sbx_exec(h, &args, &res, NULL, &e);
-    double t = bench_now() - t0;
-    if (rc != SBX_OK || res.exit_code != 0 || out_n != bytes || res.out_bytes != bytes) {
+    struct bench_exec r;
+    bench_exec_counted(h, argv, &r);
+    if (r.rc != SBX_OK || r.res.exit_code != 0 || r.out_bytes != bytes ||
+        r.res.out_bytes != bytes) {
         fprintf(stderr,
                 "bench_stream: sbx_exec head: %s (exit %d, %llu bytes counted, "
                 "%llu reported, %llu expected)\n",
-                rc != SBX_OK ? e.message : "ok", res.exit_code,
-                (unsigned long long)out_n, (unsigned long long)res.out_bytes, bytes);
+                r.rc != SBX_OK ? r.err.message : "ok", r.res.exit_code,
+                (unsigned long long)r.out_bytes, (unsigned long long)r.res.out_bytes,
+                bytes);
         exit(2);
     }
-    return t;
+    return r.seconds;
 }
 
 /* Reset VmHWM to the current RSS (Linux >= 4.0), so that the growth seen

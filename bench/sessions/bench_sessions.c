@@ -13,40 +13,20 @@
  * Runs on SQLite, and on PostgreSQL when SBX_TEST_PG_DSN is set. Targets:
  * ratio <= 1.5 (sqlite), <= 2.5 (postgres); exits 1 when one is missed.
  */
+#include "bench_common.h"
 #include "scratch_db.h"
 
 #include <sbx/session.h>
 
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define ROUNDS 21
 #define WARMUP 20
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void die(const char *what, const sbx_error *err)
 {
@@ -54,14 +34,30 @@ static void die(const char *what, const sbx_error *err)
     exit(2);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw)
+/* A context over the configuration cfg and a session manager over db;
+ * exits on error. */
+static sbx_sessions *open_sessions(const char *cfg, const struct scratch_db *db,
+                                   sbx_ctx **ctx)
 {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
+    struct sbx_options opts;
+    memset(&opts, 0, sizeof opts);
+    opts.size = sizeof opts;
+    opts.config_path = cfg;
+    opts.plugin_path = BENCH_PROVIDER_DIR;
+    opts.ignore_environment = true;
+    sbx_error err;
+    if (sbx_open(&opts, ctx, &err) != SBX_OK)
+        die("sbx_open", &err);
+    struct sbx_sessions_options so;
+    memset(&so, 0, sizeof so);
+    so.size = sizeof so;
+    so.store_driver = db->driver;
+    so.store_target = db->target;
+    so.ignore_environment = true;
+    sbx_sessions *m;
+    if (sbx_sessions_open(*ctx, &so, &m, &err) != SBX_OK)
+        die("sbx_sessions_open", &err);
+    return m;
 }
 
 static void exec_true(sbx_handle *h)
@@ -99,25 +95,9 @@ static double throughput(const char *cfg, const struct scratch_db *db,
         if (pids[w] > 0)
             continue;
         /* Child: a worker of its own, as on a real deployment. */
-        struct sbx_options opts;
-        memset(&opts, 0, sizeof opts);
-        opts.size = sizeof opts;
-        opts.config_path = cfg;
-        opts.plugin_path = BENCH_PROVIDER_DIR;
-        opts.ignore_environment = true;
         sbx_ctx *ctx;
+        sbx_sessions *m = open_sessions(cfg, db, &ctx);
         sbx_error err;
-        if (sbx_open(&opts, &ctx, &err) != SBX_OK)
-            die("sbx_open", &err);
-        struct sbx_sessions_options so;
-        memset(&so, 0, sizeof so);
-        so.size = sizeof so;
-        so.store_driver = db->driver;
-        so.store_target = db->target;
-        so.ignore_environment = true;
-        sbx_sessions *m;
-        if (sbx_sessions_open(ctx, &so, &m, &err) != SBX_OK)
-            die("sbx_sessions_open", &err);
         char key[32];
         snprintf(key, sizeof key, "bench-worker-%d", w);
         sbx_handle *h;
@@ -146,7 +126,7 @@ static double throughput(const char *cfg, const struct scratch_db *db,
             fprintf(stderr, "bench_sessions: a worker failed to start\n");
             exit(2);
         }
-    double t0 = now_s();
+    double t0 = bench_now();
     char gobuf[WORKERS];
     memset(gobuf, 'g', sizeof gobuf);
     if (write(go[1], gobuf, sizeof gobuf) != (ssize_t)sizeof gobuf) {
@@ -159,7 +139,7 @@ static double throughput(const char *cfg, const struct scratch_db *db,
         waitpid(pids[w], &st, 0);
         failed |= !WIFEXITED(st) || WEXITSTATUS(st) != 0;
     }
-    double secs = now_s() - t0;
+    double secs = bench_now() - t0;
     close(ready[0]);
     close(go[1]);
     if (failed) {
@@ -190,34 +170,10 @@ static double run_driver(const char *driver, unsigned long iters)
         exit(2);
     }
     char cfg[PATH_MAX];
-    snprintf(cfg, sizeof cfg, "%s/sbx.yaml", dir);
-    FILE *f = fopen(cfg, "w");
-    if (!f) {
-        perror(cfg);
-        exit(2);
-    }
-    fprintf(f, "default_provider: local\nproviders:\n  local:\n    root: %s/ws\n", dir);
-    fclose(f);
-
-    struct sbx_options opts;
-    memset(&opts, 0, sizeof opts);
-    opts.size = sizeof opts;
-    opts.config_path = cfg;
-    opts.plugin_path = BENCH_PROVIDER_DIR;
-    opts.ignore_environment = true;
+    bench_write_local_config(dir, cfg, sizeof cfg);
     sbx_ctx *ctx;
+    sbx_sessions *m = open_sessions(cfg, &db, &ctx);
     sbx_error err;
-    if (sbx_open(&opts, &ctx, &err) != SBX_OK)
-        die("sbx_open", &err);
-    struct sbx_sessions_options so;
-    memset(&so, 0, sizeof so);
-    so.size = sizeof so;
-    so.store_driver = db.driver;
-    so.store_target = db.target;
-    so.ignore_environment = true;
-    sbx_sessions *m;
-    if (sbx_sessions_open(ctx, &so, &m, &err) != SBX_OK)
-        die("sbx_sessions_open", &err);
 
     /* The session under test. The baseline holds one handle of the same
      * workspace and only execs, so the difference is the session's part. */
@@ -242,24 +198,25 @@ static double run_driver(const char *driver, unsigned long iters)
         exit(2);
     }
     for (size_t i = 0; i < n; i++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         exec_true(bare);
-        double t1 = now_s();
+        double t1 = bench_now();
         if (sbx_session_attach(m, "bench-session", NULL, &h, &err) != SBX_OK)
             die("attach", &err);
         exec_true(h);
         sbx_release(h);
-        double t2 = now_s();
+        double t2 = bench_now();
         /* The session's own part alone: acquire-existing + release. */
         if (sbx_session_attach(m, "bench-session", NULL, &h, &err) != SBX_OK)
             die("attach", &err);
         sbx_release(h);
-        double t3 = now_s();
+        double t3 = bench_now();
         base[i] = (t1 - t0) * 1e6;
         sess[i] = (t2 - t1) * 1e6;
         att[i] = (t3 - t2) * 1e6;
     }
-    double mb = median(base, n), ms = median(sess, n), ma = median(att, n);
+    double mb = bench_median(base, n), ms = bench_median(sess, n);
+    double ma = bench_median(att, n);
     free(base);
     free(sess);
     free(att);
@@ -275,7 +232,7 @@ static double run_driver(const char *driver, unsigned long iters)
     sbx_session_delete(m, "bench-session", NULL, &err);
     sbx_sessions_close(m);
     sbx_close(ctx);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_remove_tree(dir);
     scratch_destroy(&db);
     return ratio;
 }

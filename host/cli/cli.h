@@ -1,6 +1,6 @@
 /*
  * cli.h - what the `sbx` subcommands share: global options, exit codes,
- * error printing and option-parsing messages.
+ * error printing and option parsing.
  *
  * Every subcommand is a function `int cmd_X(const struct cli_globals *g,
  * int argc, char **argv)` where argv[0] is the subcommand's name; it returns
@@ -58,6 +58,56 @@ int cli_usage_error(const char *cmd, int status, const char *fmt, ...)
  * optopt, so call it right after getopt_long returned. Returns `status`.
  */
 int cli_option_error(const char *cmd, int status, int c, char **argv);
+
+/* Returned by cli_parse_options (and option callbacks) when the command's
+ * work is done without running it: the help or the version was printed. */
+#define CLI_HELP_SHOWN (-1)
+
+/* Returned by an option callback for an option it does not handle. */
+#define CLI_OPTION_UNKNOWN (-2)
+
+/* Called per option of a command's own: c is the getopt result, arg its
+ * argument. Returns CLI_EXIT_OK, an exit status (stop), CLI_HELP_SHOWN or
+ * CLI_OPTION_UNKNOWN. */
+typedef int (*cli_option_fn)(void *ud, int c, const char *arg);
+
+/* The long options every command accepts, and the end of the table: the
+ * last entries of a command's longopts. */
+#define CLI_COMMON_LONGOPTS                      \
+    {"config", required_argument, NULL, 'c'},    \
+    {"help", no_argument, NULL, 'h'},            \
+    {NULL, 0, NULL, 0}
+
+/* How a (sub)command parses its options. Every command accepts -c/--config
+ * and -h/--help; its own options go to `own`, except long flags that set an
+ * int through the `flag` member of struct option. */
+struct cli_command {
+    const char *name;              /* for messages; NULL for the top level */
+    int usage_status;              /* exit status of a usage error */
+    void (*usage)(FILE *f);        /* -h prints this on stdout */
+    const char *shortopts;         /* getopt spelling, including "c:h" */
+    const struct option *longopts; /* including config and help */
+    cli_option_fn own;             /* the command's own options, or NULL */
+    void *ud;                      /* passed to own */
+    struct cli_globals *globals;   /* -c sets globals->config_path */
+};
+
+/*
+ * Parse the options of argv[1..argc) (getopt is fully re-initialized;
+ * argv[0] is the command's name). Returns CLI_EXIT_OK with optind at the
+ * first operand, CLI_HELP_SHOWN after -h (or a callback's), or the exit
+ * status of the first bad option (message printed).
+ */
+int cli_parse_options(const struct cli_command *cmd, int argc, char **argv);
+
+/* CLI_EXIT_OK when argv has no argument from index `next` on; else prints
+ * "unexpected argument" and returns cmd's usage status. */
+int cli_no_more_arguments(const struct cli_command *cmd, int argc, char **argv,
+                          int next);
+
+/* cli_parse_options for a command that takes no operands: an argument left
+ * after the options is a usage error. */
+int cli_parse_no_operands(const struct cli_command *cmd, int argc, char **argv);
 
 /*
  * Open a host context with the global options; `provider` (may be NULL)
@@ -121,11 +171,11 @@ bool cli_parse_duration_ms(const char *text, int64_t *out);
 
 /*
  * Apply getopt result `c` (with its argument) when it is an exec option:
- * sets *handled and returns CLI_EXIT_OK, or a usage error (status 125, as
- * for `run`). *handled is false for other options.
+ * returns CLI_EXIT_OK, or a usage error (status 125, as for `run`);
+ * CLI_OPTION_UNKNOWN for other options.
  */
 int cli_exec_option(const char *cmd, int c, const char *arg,
-                    struct cli_exec_options *eo, bool *handled);
+                    struct cli_exec_options *eo);
 
 /*
  * Install the SIGINT/SIGTERM/SIGHUP/SIGPIPE handling of a command that runs
@@ -140,6 +190,10 @@ sbx_cancel *cli_run_cancel(void);
 sbx_cancel *cli_cleanup_cancel(void);
 /* The signal caught since setup, or 0. */
 int cli_caught_signal(void);
+
+/* The exit status after a failure that was already reported: 128+N when
+ * signal N was caught (it is what interrupted the call), else 125. */
+int cli_failure_status(void);
 
 /* Sleep ms milliseconds; false when a signal interrupted it (after
  * cli_interrupt_setup). */
@@ -169,23 +223,15 @@ int cli_sessions_open(const struct cli_globals *g, const char *provider,
 /* Close what cli_sessions_open opened (NULLs are ignored). */
 void cli_sessions_close(sbx_ctx *ctx, sbx_sessions *m);
 
-/* Returned by a cli_session_parse option callback after printing help. */
-#define CLI_HELP_SHOWN (-1)
-
-/* Called per option: c is the getopt result (':' and '?' included), arg its
- * argument, argv the vector getopt was given. Returns CLI_EXIT_OK, an exit
- * status (stop), or CLI_HELP_SHOWN. */
-typedef int (*cli_option_fn)(void *ud, int c, const char *arg, char **argv);
-
 /*
- * Parse `sbx CMD [OPTIONS] SESSION [OPTIONS] [--] [ARGS...]`: options are
- * accepted before and after the SESSION operand, which must be a non-empty
- * key of at most 1024 bytes. On CLI_EXIT_OK, *key is the session key and
- * *rest the index in argv of the first remaining argument. Returns the
- * callback's status, CLI_HELP_SHOWN, or 125 after a usage error.
+ * Parse `sbx CMD [OPTIONS] SESSION [OPTIONS] [--] [ARGS...]` as
+ * cli_parse_options does, with options accepted before and after the
+ * SESSION operand, which must be a non-empty key of at most 1024 bytes. On
+ * CLI_EXIT_OK, *key is the session key and *rest the index in argv of the
+ * first remaining argument. Returns what cli_parse_options returns, or
+ * cmd's usage status after a bad SESSION.
  */
-int cli_session_parse(const char *cmd, int argc, char **argv, const char *shortopts,
-                      const struct option *longopts, cli_option_fn fn, void *ud,
+int cli_session_parse(const struct cli_command *cmd, int argc, char **argv,
                       const char **key, int *rest);
 
 /* Print "sbx: <message>" for a failed call and return the exit status of

@@ -1,4 +1,5 @@
-/* cli_common.c - error messages and context opening shared by subcommands. */
+/* cli_common.c - error messages, option parsing and context opening shared
+ * by the subcommands. */
 #include "cli.h"
 
 #include <getopt.h>
@@ -45,6 +46,55 @@ int cli_option_error(const char *cmd, int status, int c, char **argv)
         return cli_usage_error(cmd, status, "option '%.*s' takes no value",
                                (int)(eq - word), word);
     return cli_usage_error(cmd, status, "unknown option '%s'", word);
+}
+
+int cli_parse_options(const struct cli_command *cmd, int argc, char **argv)
+{
+    int c;
+    optind = 0; /* full re-initialization */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, cmd->shortopts, cmd->longopts, NULL)) != -1) {
+        int status;
+        switch (c) {
+        case 0: /* a flag, set by getopt_long */
+            continue;
+        case 'c':
+            cmd->globals->config_path = optarg;
+            continue;
+        case 'h':
+            cmd->usage(stdout);
+            return CLI_HELP_SHOWN;
+        case ':':
+        case '?':
+            status = CLI_OPTION_UNKNOWN;
+            break;
+        default:
+            status = cmd->own ? cmd->own(cmd->ud, c, optarg) : CLI_OPTION_UNKNOWN;
+            break;
+        }
+        if (status == CLI_OPTION_UNKNOWN)
+            return cli_option_error(cmd->name, cmd->usage_status, c, argv);
+        if (status != CLI_EXIT_OK)
+            return status;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cli_no_more_arguments(const struct cli_command *cmd, int argc, char **argv,
+                          int next)
+{
+    if (next >= argc)
+        return CLI_EXIT_OK;
+    return cli_usage_error(cmd->name, cmd->usage_status, "unexpected argument '%s'",
+                           argv[next]);
+}
+
+int cli_parse_no_operands(const struct cli_command *cmd, int argc, char **argv)
+{
+    int status = cli_parse_options(cmd, argc, argv);
+    if (status != CLI_EXIT_OK)
+        return status;
+    return cli_no_more_arguments(cmd, argc, argv, optind);
 }
 
 int cli_open(const struct cli_globals *g, const char *provider, sbx_ctx **out)

@@ -75,9 +75,8 @@ bool cli_parse_duration_ms(const char *text, int64_t *out)
 }
 
 int cli_exec_option(const char *cmd, int c, const char *arg,
-                    struct cli_exec_options *eo, bool *handled)
+                    struct cli_exec_options *eo)
 {
-    *handled = true;
     switch (c) {
     case 't':
         if (!cli_parse_duration_ms(arg, &eo->timeout_ms))
@@ -102,8 +101,7 @@ int cli_exec_option(const char *cmd, int c, const char *arg,
         eo->stdin_mode = CLI_STDIN_NEVER;
         return CLI_EXIT_OK;
     default:
-        *handled = false;
-        return CLI_EXIT_OK;
+        return CLI_OPTION_UNKNOWN;
     }
 }
 
@@ -189,6 +187,11 @@ sbx_cancel *cli_cleanup_cancel(void)
 int cli_caught_signal(void)
 {
     return caught_signal;
+}
+
+int cli_failure_status(void)
+{
+    return caught_signal ? CLI_EXIT_SIGNAL + caught_signal : CLI_EXIT_SBX;
 }
 
 bool cli_sleep_ms(int64_t ms)

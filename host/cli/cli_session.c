@@ -32,39 +32,23 @@ void cli_sessions_close(sbx_ctx *ctx, sbx_sessions *m)
     sbx_close(ctx);
 }
 
-/* One getopt pass over argv[0..argc) (argv[0] is skipped as a name). */
-static int parse_pass(int argc, char **argv, const char *shortopts,
-                      const struct option *longopts, cli_option_fn fn, void *ud)
-{
-    int c;
-    optind = 0; /* full re-initialization */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-        int status = fn(ud, c, optarg, argv);
-        if (status != CLI_EXIT_OK)
-            return status;
-    }
-    return CLI_EXIT_OK;
-}
-
-int cli_session_parse(const char *cmd, int argc, char **argv, const char *shortopts,
-                      const struct option *longopts, cli_option_fn fn, void *ud,
+int cli_session_parse(const struct cli_command *cmd, int argc, char **argv,
                       const char **key, int *rest)
 {
-    int status = parse_pass(argc, argv, shortopts, longopts, fn, ud);
+    int status = cli_parse_options(cmd, argc, argv);
     if (status != CLI_EXIT_OK)
         return status;
     int k = optind;
     if (k >= argc)
-        return cli_usage_error(cmd, CLI_EXIT_SBX, "missing SESSION");
+        return cli_usage_error(cmd->name, cmd->usage_status, "missing SESSION");
     const char *s = argv[k];
     if (s[0] == '\0')
-        return cli_usage_error(cmd, CLI_EXIT_SBX, "the session key is empty");
+        return cli_usage_error(cmd->name, cmd->usage_status, "the session key is empty");
     if (strlen(s) > 1024)
-        return cli_usage_error(cmd, CLI_EXIT_SBX,
+        return cli_usage_error(cmd->name, cmd->usage_status,
                                "the session key is longer than 1024 bytes");
     /* Options after SESSION: parse argv[k..] with SESSION as its name. */
-    status = parse_pass(argc - k, argv + k, shortopts, longopts, fn, ud);
+    status = cli_parse_options(cmd, argc - k, argv + k);
     if (status != CLI_EXIT_OK)
         return status;
     *key = s;
@@ -75,7 +59,7 @@ int cli_session_parse(const char *cmd, int argc, char **argv, const char *shorto
 int cli_session_failed(int rc, const sbx_error *err)
 {
     if (rc == SBX_E_CANCELLED && cli_caught_signal())
-        return CLI_EXIT_SIGNAL + cli_caught_signal();
+        return cli_failure_status();
     cli_error("%s", err->message[0] ? err->message : sbx_strerror((sbx_status)rc));
     return CLI_EXIT_SBX;
 }

@@ -29,40 +29,21 @@ static void usage(FILE *f)
 
 int cmd_check(const struct cli_globals *g, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"init", no_argument, NULL, 'i'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    int init = 0;
+    const struct option longopts[] = {
+        {"init", no_argument, &init, 1},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    bool init = false;
-    int c;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:c:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'i':
-            init = true;
-            break;
-        case 'c':
-            globals.config_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_option_error("check", CLI_EXIT_USAGE, c, argv);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("check", CLI_EXIT_USAGE, "unexpected argument '%s'",
-                               argv[optind]);
+    const struct cli_command cmd = {"check", CLI_EXIT_USAGE, usage, "+:c:h", longopts,
+                                    NULL, NULL, &globals};
+    int status = cli_parse_no_operands(&cmd, argc, argv);
+    if (status != CLI_EXIT_OK)
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
 
     sbx_ctx *ctx;
     if (cli_open(&globals, NULL, &ctx) != SBX_OK)
         return CLI_EXIT_FAIL;
-    int status = CLI_EXIT_OK;
     const char *def = sbx_default_provider(ctx);
     for (size_t i = 0; i < sbx_provider_count(ctx); i++) {
         const char *name = sbx_provider_name_at(ctx, i);

@@ -42,6 +42,35 @@ static void list_cases(void)
     }
 }
 
+struct conformance_args {
+    struct sbx_conformance_options copts;
+    bool list;
+};
+
+static int on_option(void *ud, int c, const char *arg)
+{
+    struct conformance_args *a = ud;
+    switch (c) {
+    case 'j':
+        a->copts.junit_path = arg;
+        return CLI_EXIT_OK;
+    case 't':
+        a->copts.format = SBX_CONFORMANCE_TAP;
+        return CLI_EXIT_OK;
+    case 'f':
+        a->copts.filter = arg;
+        return CLI_EXIT_OK;
+    case 'l':
+        a->list = true;
+        return CLI_EXIT_OK;
+    case 'v':
+        a->copts.verbose = true;
+        return CLI_EXIT_OK;
+    default:
+        return CLI_OPTION_UNKNOWN;
+    }
+}
+
 int cmd_conformance(const struct cli_globals *g, int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -50,53 +79,26 @@ int cmd_conformance(const struct cli_globals *g, int argc, char **argv)
         {"filter", required_argument, NULL, 'f'},
         {"list", no_argument, NULL, 'l'},
         {"verbose", no_argument, NULL, 'v'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    struct sbx_conformance_options copts;
-    memset(&copts, 0, sizeof copts);
-    copts.size = sizeof copts;
-    copts.format = SBX_CONFORMANCE_HUMAN;
-    bool list = false;
-    int c;
-
-    opterr = 0;
+    struct conformance_args a;
+    memset(&a, 0, sizeof a);
+    struct sbx_conformance_options *copts = &a.copts;
+    copts->size = sizeof *copts;
+    copts->format = SBX_CONFORMANCE_HUMAN;
     /* Permuting: the provider may come before or after the options. */
-    while ((c = getopt_long(argc, argv, ":vc:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            copts.junit_path = optarg;
-            break;
-        case 't':
-            copts.format = SBX_CONFORMANCE_TAP;
-            break;
-        case 'f':
-            copts.filter = optarg;
-            break;
-        case 'l':
-            list = true;
-            break;
-        case 'v':
-            copts.verbose = true;
-            break;
-        case 'c':
-            globals.config_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_option_error("conformance", CLI_EXIT_USAGE, c, argv);
-        }
-    }
-    if (list) {
+    const struct cli_command cmd = {"conformance", CLI_EXIT_USAGE, usage, ":vc:h",
+                                    longopts, on_option, &a, &globals};
+    int status = cli_parse_options(&cmd, argc, argv);
+    if (status != CLI_EXIT_OK)
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
+    if (a.list) {
         list_cases();
         return CLI_EXIT_OK;
     }
     if (optind < argc)
-        copts.provider = argv[optind++];
+        copts->provider = argv[optind++];
     if (optind < argc)
         return cli_usage_error("conformance", CLI_EXIT_USAGE,
                                "unexpected argument '%s' (one provider at a time)",
@@ -111,7 +113,7 @@ int cmd_conformance(const struct cli_globals *g, int argc, char **argv)
     summary.size = sizeof summary;
     sbx_error err;
     sbx_error_clear(&err);
-    int rc = sbx_conformance_run(&open_opts, &copts, &summary, &err);
+    int rc = sbx_conformance_run(&open_opts, copts, &summary, &err);
     fflush(stdout);
     if (rc != SBX_OK)
         cli_error("%s", err.message[0] ? err.message : sbx_strerror(rc));

@@ -53,8 +53,7 @@ static int create(const struct cli_globals *g, const char *key,
     sbx_ctx *ctx;
     sbx_sessions *m;
     if (cli_sessions_open(g, spec->provider, &ctx, &m) != SBX_OK)
-        return cli_caught_signal() ? CLI_EXIT_SIGNAL + cli_caught_signal()
-                                   : CLI_EXIT_SBX;
+        return cli_failure_status();
     sbx_handle *h = NULL;
     struct sbx_acquire_info info;
     sbx_error err;
@@ -80,12 +79,11 @@ static int create(const struct cli_globals *g, const char *key,
 }
 
 struct create_args {
-    struct cli_globals *globals;
     struct sbx_session_spec *spec;
     struct sbx_package *pkgs;
 };
 
-static int on_option(void *ud, int c, const char *arg, char **argv)
+static int on_option(void *ud, int c, const char *arg)
 {
     struct create_args *a = ud;
     sbx_error err;
@@ -105,14 +103,8 @@ static int on_option(void *ud, int c, const char *arg, char **argv)
                                    "file_mounts, output_export, skills, "
                                    "memory, egress or packages)", arg);
         return CLI_EXIT_OK;
-    case 'c':
-        a->globals->config_path = arg;
-        return CLI_EXIT_OK;
-    case 'h':
-        usage(stdout);
-        return CLI_HELP_SHOWN;
     default:
-        return cli_option_error("create", CLI_EXIT_SBX, c, argv);
+        return CLI_OPTION_UNKNOWN;
     }
 }
 
@@ -122,9 +114,7 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         {"provider", required_argument, NULL, 'p'},
         {"package", required_argument, NULL, 'P'},
         {"require", required_argument, NULL, 'r'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
     struct sbx_session_spec spec;
@@ -137,14 +127,14 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         return CLI_EXIT_SBX;
     }
     spec.packages = pkgs;
-    struct create_args a = {&globals, &spec, pkgs};
+    struct create_args a = {&spec, pkgs};
+    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:r:c:h",
+                                    longopts, on_option, &a, &globals};
     const char *key = NULL;
     int rest = 0;
-    int status = cli_session_parse("create", argc, argv, "+:p:P:r:c:h", longopts,
-                                   on_option, &a, &key, &rest);
-    if (status == CLI_EXIT_OK && rest < argc)
-        status = cli_usage_error("create", CLI_EXIT_SBX, "unexpected argument '%s'",
-                                 argv[rest]);
+    int status = cli_session_parse(&cmd, argc, argv, &key, &rest);
+    if (status == CLI_EXIT_OK)
+        status = cli_no_more_arguments(&cmd, argc, argv, rest);
     if (status == CLI_EXIT_OK) {
         if (cli_interrupt_setup() != SBX_OK) {
             status = CLI_EXIT_SBX;

@@ -3,10 +3,6 @@
  */
 #include "cli.h"
 
-struct destroy_args {
-    struct cli_globals *globals;
-};
-
 static void usage(FILE *f)
 {
     fputs("Usage: sbx destroy [OPTIONS] SESSION\n"
@@ -23,41 +19,21 @@ static void usage(FILE *f)
           "that does not exist).\n", f);
 }
 
-static int on_option(void *ud, int c, const char *arg, char **argv)
-{
-    struct destroy_args *a = ud;
-    switch (c) {
-    case 'c':
-        a->globals->config_path = arg;
-        return CLI_EXIT_OK;
-    case 'h':
-        usage(stdout);
-        return CLI_HELP_SHOWN;
-    default:
-        return cli_option_error("destroy", CLI_EXIT_SBX, c, argv);
-    }
-}
-
 int cmd_destroy(const struct cli_globals *g, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    struct destroy_args a = {&globals};
+    const struct cli_command cmd = {"destroy", CLI_EXIT_SBX, usage, "+:c:h", longopts,
+                                    NULL, NULL, &globals};
     const char *key = NULL;
     int rest = 0;
-    int status = cli_session_parse("destroy", argc, argv, "+:c:h", longopts,
-                                   on_option, &a, &key, &rest);
-    if (status == CLI_HELP_SHOWN)
-        return CLI_EXIT_OK;
+    int status = cli_session_parse(&cmd, argc, argv, &key, &rest);
+    if (status == CLI_EXIT_OK)
+        status = cli_no_more_arguments(&cmd, argc, argv, rest);
     if (status != CLI_EXIT_OK)
-        return status;
-    if (rest < argc)
-        return cli_usage_error("destroy", CLI_EXIT_SBX, "unexpected argument '%s'",
-                               argv[rest]);
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
     sbx_ctx *ctx;
     sbx_sessions *m;
     if (cli_sessions_open(&globals, NULL, &ctx, &m) != SBX_OK)

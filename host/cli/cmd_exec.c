@@ -36,8 +36,7 @@ static int exec_in_session(const struct cli_globals *g, const char *provider,
     sbx_ctx *ctx;
     sbx_sessions *m;
     if (cli_sessions_open(g, provider, &ctx, &m) != SBX_OK)
-        return cli_caught_signal() ? CLI_EXIT_SIGNAL + cli_caught_signal()
-                                   : CLI_EXIT_SBX;
+        return cli_failure_status();
     struct sbx_session_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.size = sizeof spec;
@@ -58,31 +57,17 @@ static int exec_in_session(const struct cli_globals *g, const char *provider,
 }
 
 struct exec_cli_args {
-    struct cli_globals *globals;
     struct cli_exec_options *eo;
     const char *provider;
 };
 
-static int on_option(void *ud, int c, const char *arg, char **argv)
+static int on_option(void *ud, int c, const char *arg)
 {
     struct exec_cli_args *a = ud;
-    bool handled;
-    int status = cli_exec_option("exec", c, arg, a->eo, &handled);
-    if (handled)
-        return status;
-    switch (c) {
-    case 'p':
-        a->provider = arg;
-        return CLI_EXIT_OK;
-    case 'c':
-        a->globals->config_path = arg;
-        return CLI_EXIT_OK;
-    case 'h':
-        usage(stdout);
-        return CLI_HELP_SHOWN;
-    default:
-        return cli_option_error("exec", CLI_EXIT_SBX, c, argv);
-    }
+    if (c != 'p')
+        return cli_exec_option("exec", c, arg, a->eo);
+    a->provider = arg;
+    return CLI_EXIT_OK;
 }
 
 int cmd_exec(const struct cli_globals *g, int argc, char **argv)
@@ -90,9 +75,7 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
     static const struct option longopts[] = {
         {"provider", required_argument, NULL, 'p'},
         CLI_EXEC_LONGOPTS,
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
     struct cli_exec_options eo;
@@ -103,12 +86,13 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
         cli_error("out of memory");
         return CLI_EXIT_SBX;
     }
-    struct exec_cli_args a = {&globals, &eo, NULL};
+    struct exec_cli_args a = {&eo, NULL};
+    const struct cli_command cmd = {"exec", CLI_EXIT_SBX, usage,
+                                    "+:p:" CLI_EXEC_SHORTOPTS "c:h", longopts,
+                                    on_option, &a, &globals};
     const char *key = NULL;
     int rest = 0;
-    int status = cli_session_parse("exec", argc, argv,
-                                   "+:p:" CLI_EXEC_SHORTOPTS "c:h", longopts,
-                                   on_option, &a, &key, &rest);
+    int status = cli_session_parse(&cmd, argc, argv, &key, &rest);
     if (status == CLI_EXIT_OK && rest >= argc)
         status = cli_usage_error("exec", CLI_EXIT_SBX,
                                  "missing command (usage: sbx exec [OPTIONS] "

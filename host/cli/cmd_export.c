@@ -59,23 +59,18 @@ static bool parse_size(const char *text, uint64_t *out)
     return true;
 }
 
-struct export_args {
-    struct cli_globals *globals;
-    struct sbx_export_limits lim;
-};
-
 enum { OPT_MAX_FILE = 1000, OPT_MAX_TOTAL, OPT_MAX_ENTRIES };
 
-static int on_option(void *ud, int c, const char *arg, char **argv)
+static int on_option(void *ud, int c, const char *arg)
 {
-    struct export_args *a = ud;
+    struct sbx_export_limits *lim = ud;
     switch (c) {
     case OPT_MAX_FILE:
     case OPT_MAX_TOTAL:
     case OPT_MAX_ENTRIES: {
-        uint64_t *slot = c == OPT_MAX_FILE    ? &a->lim.max_file_bytes
-                         : c == OPT_MAX_TOTAL ? &a->lim.max_total_bytes
-                                              : &a->lim.max_entries;
+        uint64_t *slot = c == OPT_MAX_FILE    ? &lim->max_file_bytes
+                         : c == OPT_MAX_TOTAL ? &lim->max_total_bytes
+                                              : &lim->max_entries;
         if (!parse_size(arg, slot))
             return cli_usage_error("export", CLI_EXIT_SBX,
                                    "invalid %s '%s' (expected a positive number, "
@@ -86,14 +81,8 @@ static int on_option(void *ud, int c, const char *arg, char **argv)
                                    arg);
         return CLI_EXIT_OK;
     }
-    case 'c':
-        a->globals->config_path = arg;
-        return CLI_EXIT_OK;
-    case 'h':
-        usage(stdout);
-        return CLI_HELP_SHOWN;
     default:
-        return cli_option_error("export", CLI_EXIT_SBX, c, argv);
+        return CLI_OPTION_UNKNOWN;
     }
 }
 
@@ -103,8 +92,7 @@ static int run_export(const struct cli_globals *g, const char *key, const char *
     sbx_ctx *ctx;
     sbx_sessions *m;
     if (cli_sessions_open(g, NULL, &ctx, &m) != SBX_OK)
-        return cli_caught_signal() ? CLI_EXIT_SIGNAL + cli_caught_signal()
-                                   : CLI_EXIT_SBX;
+        return cli_failure_status();
     sbx_handle *h = NULL;
     sbx_error err;
     int rc = sbx_session_attach(m, key, cli_run_cancel(), &h, &err);
@@ -122,30 +110,25 @@ int cmd_export(const struct cli_globals *g, int argc, char **argv)
         {"max-file", required_argument, NULL, OPT_MAX_FILE},
         {"max-total", required_argument, NULL, OPT_MAX_TOTAL},
         {"max-entries", required_argument, NULL, OPT_MAX_ENTRIES},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    struct export_args a;
-    memset(&a, 0, sizeof a);
-    a.globals = &globals;
+    struct sbx_export_limits lim;
+    memset(&lim, 0, sizeof lim);
+    const struct cli_command cmd = {"export", CLI_EXIT_SBX, usage, "+:c:h", longopts,
+                                    on_option, &lim, &globals};
     const char *key = NULL;
     int rest = 0;
-    int status = cli_session_parse("export", argc, argv, "+:c:h", longopts, on_option,
-                                   &a, &key, &rest);
-    if (status == CLI_HELP_SHOWN)
-        return CLI_EXIT_OK;
+    int status = cli_session_parse(&cmd, argc, argv, &key, &rest);
+    if (status == CLI_EXIT_OK && rest >= argc)
+        status = cli_usage_error("export", CLI_EXIT_SBX, "missing DIR");
+    if (status == CLI_EXIT_OK)
+        status = cli_no_more_arguments(&cmd, argc, argv, rest + 1);
     if (status != CLI_EXIT_OK)
-        return status;
-    if (rest >= argc)
-        return cli_usage_error("export", CLI_EXIT_SBX, "missing DIR");
-    if (rest + 1 < argc)
-        return cli_usage_error("export", CLI_EXIT_SBX, "unexpected argument '%s'",
-                               argv[rest + 1]);
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
     if (cli_interrupt_setup() != SBX_OK)
         return CLI_EXIT_SBX;
-    status = run_export(&globals, key, argv[rest], &a.lim);
+    status = run_export(&globals, key, argv[rest], &lim);
     cli_interrupt_teardown();
     return status;
 }

@@ -10,9 +10,7 @@
 
 struct file_args {
     const char *cmd;
-    struct cli_globals *globals;
     unsigned mode;
-    void (*usage)(FILE *f);
 };
 
 static void read_usage(FILE *f)
@@ -47,63 +45,48 @@ static void write_usage(FILE *f)
           "Exit status: 0 on success, 125 when sbx failed.\n", f);
 }
 
-static int on_option(void *ud, int c, const char *arg, char **argv)
+static int on_option(void *ud, int c, const char *arg)
 {
     struct file_args *a = ud;
-    switch (c) {
-    case 'm': {
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(arg, &end, 8);
-        if (!*arg || *end || errno || v > 07777)
-            return cli_usage_error(a->cmd, CLI_EXIT_SBX,
-                                   "invalid --mode '%s' (expected octal bits such "
-                                   "as 0644)", arg);
-        a->mode = (unsigned)v;
-        return CLI_EXIT_OK;
-    }
-    case 'c':
-        a->globals->config_path = arg;
-        return CLI_EXIT_OK;
-    case 'h':
-        a->usage(stdout);
-        return CLI_HELP_SHOWN;
-    default:
-        return cli_option_error(a->cmd, CLI_EXIT_SBX, c, argv);
-    }
+    if (c != 'm')
+        return CLI_OPTION_UNKNOWN;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(arg, &end, 8);
+    if (!*arg || *end || errno || v > 07777)
+        return cli_usage_error(a->cmd, CLI_EXIT_SBX,
+                               "invalid --mode '%s' (expected octal bits such "
+                               "as 0644)", arg);
+    a->mode = (unsigned)v;
+    return CLI_EXIT_OK;
 }
 
 static int file_command(const struct cli_globals *g, int argc, char **argv,
                         bool writing)
 {
     static const struct option read_opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     static const struct option write_opts[] = {
         {"mode", required_argument, NULL, 'm'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    struct file_args a = {writing ? "write" : "read", &globals, 0,
-                          writing ? write_usage : read_usage};
+    struct file_args a = {writing ? "write" : "read", 0};
+    const struct cli_command cmd = {a.cmd, CLI_EXIT_SBX,
+                                    writing ? write_usage : read_usage,
+                                    writing ? "+:m:c:h" : "+:c:h",
+                                    writing ? write_opts : read_opts,
+                                    on_option, &a, &globals};
     const char *key = NULL;
     int rest = 0;
-    int status = cli_session_parse(a.cmd, argc, argv, writing ? "+:m:c:h" : "+:c:h",
-                                   writing ? write_opts : read_opts, on_option, &a,
-                                   &key, &rest);
-    if (status == CLI_HELP_SHOWN)
-        return CLI_EXIT_OK;
+    int status = cli_session_parse(&cmd, argc, argv, &key, &rest);
+    if (status == CLI_EXIT_OK && rest >= argc)
+        status = cli_usage_error(a.cmd, CLI_EXIT_SBX, "missing PATH");
+    if (status == CLI_EXIT_OK)
+        status = cli_no_more_arguments(&cmd, argc, argv, rest + 1);
     if (status != CLI_EXIT_OK)
-        return status;
-    if (rest >= argc)
-        return cli_usage_error(a.cmd, CLI_EXIT_SBX, "missing PATH");
-    if (rest + 1 < argc)
-        return cli_usage_error(a.cmd, CLI_EXIT_SBX, "unexpected argument '%s'",
-                               argv[rest + 1]);
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
     const char *path = argv[rest];
 
     sbx_ctx *ctx;

@@ -209,39 +209,18 @@ static void print_table(json_object *arr, bool keys)
 
 int cmd_providers(const struct cli_globals *g, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"keys", no_argument, NULL, 'k'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    int json = 0, keys = 0;
+    const struct option longopts[] = {
+        {"json", no_argument, &json, 1},
+        {"keys", no_argument, &keys, 1},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    bool json = false, keys = false;
-    int c;
-
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:c:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'k':
-            keys = true;
-            break;
-        case 'c':
-            globals.config_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_option_error("providers", CLI_EXIT_USAGE, c, argv);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("providers", CLI_EXIT_USAGE, "unexpected argument '%s'",
-                               argv[optind]);
+    const struct cli_command cmd = {"providers", CLI_EXIT_USAGE, usage, "+:c:h",
+                                    longopts, NULL, NULL, &globals};
+    int status = cli_parse_no_operands(&cmd, argc, argv);
+    if (status != CLI_EXIT_OK)
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
 
     sbx_ctx *ctx;
     if (cli_open(&globals, NULL, &ctx) != SBX_OK)
@@ -258,7 +237,7 @@ int cmd_providers(const struct cli_globals *g, int argc, char **argv)
         puts(json_object_to_json_string_ext(l.array, JSON_C_TO_STRING_PRETTY |
                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
     } else {
-        print_table(l.array, keys);
+        print_table(l.array, keys != 0);
     }
     json_object_put(l.array);
     sbx_close(ctx);

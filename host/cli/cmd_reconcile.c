@@ -53,65 +53,63 @@ static int pass(sbx_sessions *m, int64_t lease_ms)
     return rc;
 }
 
+struct reconcile_args {
+    bool watch, interval_given;
+    int64_t interval_ms, lease_ms;
+};
+
+static int on_option(void *ud, int c, const char *arg)
+{
+    struct reconcile_args *a = ud;
+    switch (c) {
+    case 'w':
+        a->watch = true;
+        return CLI_EXIT_OK;
+    case 'i':
+        if (!cli_parse_duration_ms(arg, &a->interval_ms) || a->interval_ms == 0)
+            return cli_usage_error("reconcile", CLI_EXIT_SBX,
+                                   "invalid --interval '%s' (expected a positive "
+                                   "duration such as 30, 1.5, 500ms, 2m)",
+                                   arg);
+        a->interval_given = true;
+        return CLI_EXIT_OK;
+    case 'l':
+        if (!cli_parse_duration_ms(arg, &a->lease_ms) || a->lease_ms == 0)
+            return cli_usage_error("reconcile", CLI_EXIT_SBX,
+                                   "invalid --lease '%s' (expected a positive "
+                                   "duration such as 30, 500ms, 5m)", arg);
+        return CLI_EXIT_OK;
+    default:
+        return CLI_OPTION_UNKNOWN;
+    }
+}
+
 int cmd_reconcile(const struct cli_globals *g, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"watch", no_argument, NULL, 'w'},
         {"interval", required_argument, NULL, 'i'},
         {"lease", required_argument, NULL, 'l'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    bool watch = false, interval_given = false;
-    int64_t interval_ms = DEFAULT_INTERVAL_MS, lease_ms = 0;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:wi:l:c:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'w':
-            watch = true;
-            break;
-        case 'i':
-            if (!cli_parse_duration_ms(optarg, &interval_ms) || interval_ms == 0)
-                return cli_usage_error("reconcile", CLI_EXIT_SBX,
-                                       "invalid --interval '%s' (expected a positive "
-                                       "duration such as 30, 1.5, 500ms, 2m)",
-                                       optarg);
-            interval_given = true;
-            break;
-        case 'l':
-            if (!cli_parse_duration_ms(optarg, &lease_ms) || lease_ms == 0)
-                return cli_usage_error("reconcile", CLI_EXIT_SBX,
-                                       "invalid --lease '%s' (expected a positive "
-                                       "duration such as 30, 500ms, 5m)", optarg);
-            break;
-        case 'c':
-            globals.config_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_option_error("reconcile", CLI_EXIT_SBX, c, argv);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("reconcile", CLI_EXIT_SBX, "unexpected argument '%s'",
-                               argv[optind]);
-    if (interval_given && !watch)
+    struct reconcile_args a = {false, false, DEFAULT_INTERVAL_MS, 0};
+    const struct cli_command cmd = {"reconcile", CLI_EXIT_SBX, usage, "+:wi:l:c:h",
+                                    longopts, on_option, &a, &globals};
+    int status = cli_parse_no_operands(&cmd, argc, argv);
+    if (status != CLI_EXIT_OK)
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
+    if (a.interval_given && !a.watch)
         return cli_usage_error("reconcile", CLI_EXIT_SBX,
                                "--interval needs --watch");
     if (cli_interrupt_setup() != SBX_OK)
         return CLI_EXIT_SBX;
     sbx_ctx *ctx;
     sbx_sessions *m;
-    int status;
     if (cli_sessions_open(&globals, NULL, &ctx, &m) != SBX_OK) {
         status = CLI_EXIT_SBX;
-    } else if (!watch) {
-        status = pass(m, lease_ms) == SBX_OK ? CLI_EXIT_OK : CLI_EXIT_SBX;
+    } else if (!a.watch) {
+        status = pass(m, a.lease_ms) == SBX_OK ? CLI_EXIT_OK : CLI_EXIT_SBX;
         if (cli_caught_signal())
             status = CLI_EXIT_SIGNAL + cli_caught_signal();
         cli_sessions_close(ctx, m);
@@ -119,8 +117,8 @@ int cmd_reconcile(const struct cli_globals *g, int argc, char **argv)
         /* A failed pass is reported and retried at the next interval: a
          * service keeps running through a store or backend outage. */
         for (;;) {
-            pass(m, lease_ms);
-            if (cli_caught_signal() || !cli_sleep_ms(interval_ms))
+            pass(m, a.lease_ms);
+            if (cli_caught_signal() || !cli_sleep_ms(a.interval_ms))
                 break;
         }
         status = CLI_EXIT_OK;

@@ -35,41 +35,29 @@ static void usage(FILE *f)
           CLI_EXEC_EXIT_HELP, f);
 }
 
+static int on_option(void *ud, int c, const char *arg)
+{
+    struct run_options *ro = ud;
+    if (c != 'p')
+        return cli_exec_option("run", c, arg, &ro->exec);
+    ro->provider = arg;
+    return CLI_EXIT_OK;
+}
+
 static int parse_options(int argc, char **argv, struct cli_globals *globals,
-                         struct run_options *ro, bool *help)
+                         struct run_options *ro)
 {
     static const struct option longopts[] = {
         {"provider", required_argument, NULL, 'p'},
         CLI_EXEC_LONGOPTS,
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:p:" CLI_EXEC_SHORTOPTS "c:h", longopts,
-                            NULL)) != -1) {
-        bool handled;
-        int status = cli_exec_option("run", c, optarg, &ro->exec, &handled);
-        if (handled) {
-            if (status != CLI_EXIT_OK)
-                return status;
-            continue;
-        }
-        switch (c) {
-        case 'p':
-            ro->provider = optarg;
-            break;
-        case 'c':
-            globals->config_path = optarg;
-            break;
-        case 'h':
-            *help = true;
-            return CLI_EXIT_OK;
-        default:
-            return cli_option_error("run", CLI_EXIT_SBX, c, argv);
-        }
-    }
+    const struct cli_command cmd = {"run", CLI_EXIT_SBX, usage,
+                                    "+:p:" CLI_EXEC_SHORTOPTS "c:h", longopts,
+                                    on_option, ro, globals};
+    int status = cli_parse_options(&cmd, argc, argv);
+    if (status != CLI_EXIT_OK)
+        return status;
     if (optind >= argc)
         return cli_usage_error("run", CLI_EXIT_SBX,
                                "missing command (usage: sbx run [OPTIONS] -- "
@@ -152,13 +140,10 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
         cli_error("out of memory");
         return CLI_EXIT_SBX;
     }
-    bool help = false;
-    int status = parse_options(argc, argv, &globals, &ro, &help);
-    if (status != CLI_EXIT_OK || help) {
-        if (help)
-            usage(stdout);
+    int status = parse_options(argc, argv, &globals, &ro);
+    if (status != CLI_EXIT_OK) {
         free(ro.exec.env);
-        return status;
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
     }
     char *const *cmd = argv + optind;
 
@@ -170,8 +155,7 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
     sbx_provider *p;
     sbx_error err;
     if (cli_open(&globals, ro.provider, &ctx) != SBX_OK) {
-        status = cli_caught_signal() ? CLI_EXIT_SIGNAL + cli_caught_signal()
-                                     : CLI_EXIT_SBX;
+        status = cli_failure_status();
     } else if (sbx_provider_lookup(ctx, ro.provider, &p, &err) != SBX_OK) {
         cli_error("%s", err.message);
         status = CLI_EXIT_SBX;

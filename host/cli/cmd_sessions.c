@@ -123,39 +123,22 @@ static int list_all(sbx_sessions *m, bool json)
 
 int cmd_sessions(const struct cli_globals *g, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    int json = 0;
+    const struct option longopts[] = {
+        {"json", no_argument, &json, 1},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    bool json = false;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:c:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'c':
-            globals.config_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_option_error("sessions", CLI_EXIT_SBX, c, argv);
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error("sessions", CLI_EXIT_SBX, "unexpected argument '%s'",
-                               argv[optind]);
+    const struct cli_command cmd = {"sessions", CLI_EXIT_SBX, usage, "+:c:h", longopts,
+                                    NULL, NULL, &globals};
+    int status = cli_parse_no_operands(&cmd, argc, argv);
+    if (status != CLI_EXIT_OK)
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
     sbx_ctx *ctx;
     sbx_sessions *m;
     if (cli_sessions_open(&globals, NULL, &ctx, &m) != SBX_OK)
         return CLI_EXIT_SBX;
-    int status = list_all(m, json);
+    status = list_all(m, json != 0);
     cli_sessions_close(ctx, m);
     return status;
 }

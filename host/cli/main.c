@@ -77,37 +77,33 @@ static bool open_standard_fds(void)
     return true;
 }
 
+/* The top level's own option: -V/--version. */
+static int on_option(void *ud, int c, const char *arg)
+{
+    (void)ud;
+    (void)arg;
+    if (c != 'V')
+        return CLI_OPTION_UNKNOWN;
+    printf("sbx %s (provider ABI %d.%d)\n", SBX_VERSION, SBX_ABI_MAJOR, SBX_ABI_MINOR);
+    return CLI_HELP_SHOWN;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        CLI_COMMON_LONGOPTS,
     };
     struct cli_globals g = {NULL};
-    int c;
+    const struct cli_command top = {NULL, CLI_EXIT_USAGE, usage, "+:c:hV", longopts,
+                                    on_option, NULL, &g};
 
     if (!open_standard_fds())
         return CLI_EXIT_SBX; /* nowhere to report it */
 
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:c:hV", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            g.config_path = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        case 'V':
-            printf("sbx %s (provider ABI %d.%d)\n", SBX_VERSION, SBX_ABI_MAJOR,
-                   SBX_ABI_MINOR);
-            return CLI_EXIT_OK;
-        default:
-            return cli_option_error(NULL, CLI_EXIT_USAGE, c, argv);
-        }
-    }
+    int status = cli_parse_options(&top, argc, argv);
+    if (status != CLI_EXIT_OK)
+        return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
     if (optind >= argc) {
         usage(stderr);
         return CLI_EXIT_USAGE;
