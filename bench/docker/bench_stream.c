@@ -1,18 +1,19 @@
 /*
  * bench_stream.c - the docker provider moving big data, through the plugin
  * ABI: peak RSS growth of the process for 256 MiB of exec stdout and for a
- * 256 MiB file read, and file write/read throughput against `docker cp` of
- * the same file on the same daemon.
+ * 256 MiB file read and write, and file write/read throughput against
+ * `docker cp` of the same file on the same daemon.
  *
  *   bench_stream HOST IMAGE [RUNS] [MIB]
  *
  * RSS: /proc/self/clear_refs ("5") resets the peak (VmHWM) before each
  * measurement; growth is the peak during the operation minus VmRSS just
  * before it. Data goes to a sink that counts (exec) or to a file on disk
- * (read), never to memory. Throughput: the median of RUNS timed transfers
- * of a MIB-MiB file between a host file and /workspace: sbx write_file
- * (from the file) and read_file (into a file) vs `docker cp` in both
- * directions.
+ * (read), never to memory; a write reads from a file on disk. Throughput:
+ * the median of RUNS timed transfers of a MIB-MiB file between a host file
+ * and /workspace: sbx write_file (from the file, whose source announces
+ * its length as libsbx's sbx_fd_source does) and read_file (into a file)
+ * vs `docker cp` in both directions.
  */
 #include <sbx/provider.h>
 
@@ -160,6 +161,18 @@ static long fd_read(void *ctx, void *buf, size_t cap)
     return n < 0 ? -1 : (long)n;
 }
 
+/* As libsbx's sbx_fd_source: a regular file announces what is left of it,
+ * which lets the provider stream it as a tar. */
+static int64_t fd_length(void *ctx)
+{
+    int fd = *(int *)ctx;
+    struct stat st;
+    off_t pos = lseek(fd, 0, SEEK_CUR);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || pos < 0 || pos > st.st_size)
+        return -1;
+    return (int64_t)(st.st_size - pos);
+}
+
 static void make_file(const char *path, size_t bytes)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -273,24 +286,61 @@ int main(int argc, char **argv)
     make_file(src, bytes);
     double *w_sbx = calloc((size_t)runs, sizeof(double));
     double *w_cp = calloc((size_t)runs, sizeof(double));
+    double *n_sbx = calloc((size_t)runs, sizeof(double));
+    double *n_cp = calloc((size_t)runs, sizeof(double));
     double *r_sbx = calloc((size_t)runs, sizeof(double));
     double *r_cp = calloc((size_t)runs, sizeof(double));
-    long read_growth = -1;
-    for (int i = 0; i < runs; i++) {
+    long read_growth = -1, write_growth = -1;
+    /* Two write measures: a new file, and the replacement of an existing
+     * one (sbx renames over it, which on ext4 starts the writeback of the
+     * new data at once; docker cp removes the old file first). Both targets
+     * of the replacement exist before the first run; every timed write
+     * starts after a sync, so none pays for the writeback of another. */
+    snprintf(cmd, sizeof cmd, "docker -H %s cp %s %s:/workspace/cp.bin", cfg_host, src,
+             ref);
+    run_cmd(cmd);
+    {
         int fd = open(src, O_RDONLY | O_CLOEXEC);
-        struct sbx_source in = {.ctx = &fd, .read = fd_read};
-        t0 = now();
+        struct sbx_source in = {.ctx = &fd, .read = fd_read, .length = fd_length};
         if ((rc = ops->write_file(sb, &c, "big.bin", &in, 0)))
             die("write_file", rc, &c);
-        w_sbx[i] = now() - t0;
         close(fd);
+    }
+    const char *rm_argv[] = {"rm", "-f", "new.bin", "cpnew.bin", NULL};
+    struct sbx_exec_args rm_args = {sizeof rm_args, rm_argv, NULL, NULL, NULL, 60000,
+                                    NULL, NULL};
+    for (int i = 0; i < runs; i++) {
+        double *times[2] = {n_sbx, w_sbx};
+        const char *names[2] = {"new.bin", "big.bin"};
+        if ((rc = ops->exec(sb, &c, &rm_args, &res)))
+            die("exec rm", rc, &c);
+        for (int k = 0; k < 2; k++) {
+            int fd = open(src, O_RDONLY | O_CLOEXEC);
+            struct sbx_source in = {.ctx = &fd, .read = fd_read, .length = fd_length};
+            run_cmd("sync");
+            reset_peak();
+            rss0 = proc_kib("VmRSS");
+            t0 = now();
+            if ((rc = ops->write_file(sb, &c, names[k], &in, 0)))
+                die("write_file", rc, &c);
+            times[k][i] = now() - t0;
+            long wg = proc_kib("VmHWM") - rss0;
+            if (wg > write_growth)
+                write_growth = wg;
+            close(fd);
+        }
 
+        snprintf(cmd, sizeof cmd, "docker -H %s cp %s %s:/workspace/cpnew.bin", cfg_host,
+                 src, ref);
+        run_cmd("sync");
+        n_cp[i] = run_cmd(cmd);
         snprintf(cmd, sizeof cmd, "docker -H %s cp %s %s:/workspace/cp.bin", cfg_host,
                  src, ref);
+        run_cmd("sync");
         w_cp[i] = run_cmd(cmd);
 
         unlink(dst);
-        fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         struct sbx_sink out = {&fd, fd_write};
         reset_peak();
         rss0 = proc_kib("VmRSS");
@@ -318,6 +368,7 @@ int main(int argc, char **argv)
         }
     }
     double ws = median(w_sbx, (size_t)runs), wc = median(w_cp, (size_t)runs);
+    double ns = median(n_sbx, (size_t)runs), nc = median(n_cp, (size_t)runs);
     double rs = median(r_sbx, (size_t)runs), rcp = median(r_cp, (size_t)runs);
     double mb = (double)mib;
     printf("bench_stream: %ld MiB, %d runs, daemon %s, image %s\n", mib, runs, cfg_host,
@@ -326,8 +377,13 @@ int main(int argc, char **argv)
            mb / exec_secs, exec_growth);
     printf("file read:   peak RSS growth %ld KiB (largest of %d runs)\n", read_growth,
            runs);
-    printf("write: sbx %.2f s (%.0f MiB/s), docker cp %.2f s (%.0f MiB/s): sbx "
-           "throughput %.2fx docker cp\n",
+    printf("file write:  peak RSS growth %ld KiB (largest of %d runs)\n", write_growth,
+           runs);
+    printf("write (new file): sbx %.2f s (%.0f MiB/s), docker cp %.2f s (%.0f MiB/s): "
+           "sbx throughput %.2fx docker cp\n",
+           ns, mb / ns, nc, mb / nc, nc / ns);
+    printf("write (replace):  sbx %.2f s (%.0f MiB/s), docker cp %.2f s (%.0f MiB/s): "
+           "sbx throughput %.2fx docker cp\n",
            ws, mb / ws, wc, mb / wc, wc / ws);
     printf("read:  sbx %.2f s (%.0f MiB/s), docker cp %.2f s (%.0f MiB/s): sbx "
            "throughput %.2fx docker cp\n",
@@ -341,6 +397,8 @@ int main(int argc, char **argv)
     run_cmd(cmd);
     free(w_sbx);
     free(w_cp);
+    free(n_sbx);
+    free(n_cp);
     free(r_sbx);
     free(r_cp);
     return 0;

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,21 +186,32 @@ out:
 
 /* ---- writing ---------------------------------------------------------- */
 
-/* A source is read ahead up to this many bytes: a file that ends within it
- * goes up as a tar from memory; a longer one is streamed into the
- * container through an exec's stdin (no spooling). */
+/* A source of unknown length is read ahead up to this many bytes: a file
+ * that ends within it goes up as a tar from memory; a longer one is streamed
+ * into the container through an exec's stdin (no spooling). */
 #define SMALL_MAX (1024 * 1024)
 
-/* The upload of a small file: libarchive writes tar blocks into `pending`;
- * curl pulls them through the source interface. */
+/* The upload of a tar: libarchive writes tar blocks into `pending`; curl
+ * pulls them through the source interface. The file's bytes come either
+ * from memory (`data`) or, chunk by chunk, from the caller's source
+ * (`src`), which must deliver exactly `remaining` more bytes.
+ *
+ * Any failure ends the request body early instead of aborting the
+ * connection: the daemon then answers only once it has stopped writing (a
+ * cut tar is an error to it, or a file we remove), so the cleanup that
+ * follows cannot race with an extraction still running. */
 struct tar_gen {
     struct archive *a;
     unsigned char *pending;
     size_t pend_len, pend_off, pend_cap;
-    const char *data; /* the file's bytes */
+    const char *data; /* the file's bytes, or NULL with src */
     size_t data_len, data_off;
+    const struct sbx_source *src;
+    int64_t announced, remaining;
+    unsigned char *chunk; /* CHUNK bytes, with src */
     int closed;
-    int failed;
+    int failed;        /* an sbx_status once something went wrong, else 0 */
+    int source_failed; /* the source reported its own error */
     char error[256];
 };
 
@@ -222,28 +234,95 @@ static la_ssize_t tar_sink(struct archive *a, void *ud, const void *buf, size_t 
     return (la_ssize_t)n;
 }
 
+static void gen_fail(struct tar_gen *g, int status, const char *fmt, ...)
+    SBX_PRINTF_LIKE(3, 4);
+
+static void gen_fail(struct tar_gen *g, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->error, sizeof g->error, fmt, ap);
+    va_end(ap);
+    g->failed = status;
+}
+
+static int gen_data(struct tar_gen *g, const void *p, size_t n)
+{
+    if (archive_write_data(g->a, p, n) != (la_ssize_t)n) {
+        gen_fail(g, SBX_E_IO, "building the archive failed: %s",
+                 archive_error_string(g->a));
+        return -1;
+    }
+    return 0;
+}
+
+/* Feed libarchive the next piece of the file from the caller's source, or
+ * close the archive once exactly the announced bytes have come. */
+static int gen_from_source(struct tar_gen *g)
+{
+    if (g->remaining > 0) {
+        size_t want = g->remaining < CHUNK ? (size_t)g->remaining : CHUNK;
+        long n = g->src->read(g->src->ctx, g->chunk, want);
+        if (n < 0) {
+            g->source_failed = 1; /* the source has reported its error */
+            g->failed = SBX_E_IO;
+            return -1;
+        }
+        if (n == 0) {
+            gen_fail(g, SBX_E_IO,
+                     "the source ended after %lld of the %lld bytes it announced",
+                     (long long)(g->announced - g->remaining), (long long)g->announced);
+            return -1;
+        }
+        if ((size_t)n > want)
+            n = (long)want; /* a misbehaving read: never past the buffer */
+        g->remaining -= n;
+        return gen_data(g, g->chunk, (size_t)n);
+    }
+    /* all announced bytes are in: the source must be at its end */
+    unsigned char one;
+    long n = g->src->read(g->src->ctx, &one, 1);
+    if (n < 0) {
+        g->source_failed = 1;
+        g->failed = SBX_E_IO;
+        return -1;
+    }
+    if (n > 0) {
+        gen_fail(g, SBX_E_IO, "the source delivered more than the %lld bytes it announced",
+                 (long long)g->announced);
+        return -1;
+    }
+    return 1; /* done */
+}
+
 static long tar_read(void *ctx, void *buf, size_t cap)
 {
     struct tar_gen *g = ctx;
     while (g->pend_off == g->pend_len) {
         g->pend_off = g->pend_len = 0;
-        if (g->closed)
-            return 0;
-        if (g->data_off < g->data_len) {
+        if (g->closed || g->failed)
+            return 0; /* end of body; a failure is reported after the response */
+        int more;
+        if (g->src) {
+            more = gen_from_source(g);
+            if (more < 0)
+                return 0;
+        } else if (g->data_off < g->data_len) {
             size_t want = g->data_len - g->data_off;
             if (want > CHUNK)
                 want = CHUNK;
-            if (archive_write_data(g->a, g->data + g->data_off, want) != (la_ssize_t)want) {
-                snprintf(g->error, sizeof g->error, "%s", archive_error_string(g->a));
-                g->failed = 1;
-                return -1;
-            }
+            if (gen_data(g, g->data + g->data_off, want) != 0)
+                return 0;
             g->data_off += want;
+            more = 0;
         } else {
+            more = 1;
+        }
+        if (more == 1) {
             if (archive_write_close(g->a) != ARCHIVE_OK) {
-                snprintf(g->error, sizeof g->error, "%s", archive_error_string(g->a));
-                g->failed = 1;
-                return -1;
+                gen_fail(g, SBX_E_IO, "building the archive failed: %s",
+                         archive_error_string(g->a));
+                return 0;
             }
             g->closed = 1;
         }
@@ -322,27 +401,27 @@ static int target_paths(struct target *t, const char *tmpname)
     return 0;
 }
 
-/* A small file: one PUT of a tar generated from memory holding the missing
- * parent directories and the file under its temporary name. */
-static int upload_small(sbx_sandbox *sb, sbx_call *call, const char *rel,
-                        const struct target *t, const char *tmpname, const char *data,
-                        size_t len, unsigned perm)
+/* One PUT of a tar holding the missing parent directories and the file
+ * (`size` bytes, from g's memory or source) under its temporary name. g's
+ * data members are set by the caller; the rest is managed here. */
+static int upload_tar(sbx_sandbox *sb, sbx_call *call, const char *rel,
+                      const struct target *t, const char *tmpname, struct tar_gen *g,
+                      int64_t size, unsigned perm)
 {
     struct docker_state *st = sb->st;
-    struct tar_gen g = {0};
     int rc = SBX_OK;
-    g.a = archive_write_new();
-    g.data = data;
-    g.data_len = len;
-    if (!g.a) {
+    g->a = archive_write_new();
+    if (g->src)
+        g->chunk = malloc(CHUNK);
+    if (!g->a || (g->src && !g->chunk)) {
         rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
-    archive_write_set_format_pax_restricted(g.a);
-    archive_write_set_bytes_per_block(g.a, 10240);
-    if (archive_write_open(g.a, &g, NULL, tar_sink, NULL) != ARCHIVE_OK) {
+    archive_write_set_format_pax_restricted(g->a);
+    archive_write_set_bytes_per_block(g->a, 10240);
+    if (archive_write_open(g->a, g, NULL, tar_sink, NULL) != ARCHIVE_OK) {
         rc = st->host->set_error(st->host, call, SBX_E_INTERNAL, "docker: write: %s",
-                                 archive_error_string(g.a));
+                                 archive_error_string(g->a));
         goto out;
     }
     int64_t uid, gid;
@@ -352,13 +431,13 @@ static int upload_small(sbx_sandbox *sb, sbx_call *call, const char *rel,
     int ok = 1;
     while (ok && (slash = strchr(slash, '/'))) {
         snprintf(entry, sizeof entry, "%.*s/", (int)(slash - t->tail), t->tail);
-        ok = add_entry(g.a, entry, 1, 0755, 0, uid, gid) == 0;
+        ok = add_entry(g->a, entry, 1, 0755, 0, uid, gid) == 0;
         slash++;
     }
     snprintf(entry, sizeof entry, "%.*s%s", (int)t->dirlen, t->tail, tmpname);
-    if (!ok || add_entry(g.a, entry, 0, perm, (int64_t)len, uid, gid) != 0) {
+    if (!ok || add_entry(g->a, entry, 0, perm, size, uid, gid) != 0) {
         rc = st->host->set_error(st->host, call, SBX_E_INTERNAL, "docker: write: %s",
-                                 archive_error_string(g.a));
+                                 archive_error_string(g->a));
         goto out;
     }
     char *esc = sbx_http_escape(t->base);
@@ -373,7 +452,7 @@ static int upload_small(sbx_sandbox *sb, sbx_call *call, const char *rel,
     free(esc);
     struct docker_cancel dc;
     docker_cancel_init(&dc, st->host, call);
-    struct sbx_source body = {.ctx = &g, .read = tar_read};
+    struct sbx_source body = {.ctx = g, .read = tar_read};
     struct sbx_http_request req = {0};
     req.method = "PUT";
     req.path = url;
@@ -383,19 +462,23 @@ static int upload_small(sbx_sandbox *sb, sbx_call *call, const char *rel,
     req.cancel = &dc.c;
     sbx_http_error err;
     rc = sbx_http_request(st->http, &req, NULL, NULL, &err);
-    if (rc != SBX_OK) {
-        if (g.failed)
-            rc = st->host->set_error(st->host, call, SBX_E_IO,
-                                     "docker: write %.200s: building the archive "
-                                     "failed: %s",
-                                     rel, g.error);
-        else
-            rc = docker_report(st, call, &err, "writing %.200s", rel);
-    }
+    /* the generator's failure explains whatever the daemon made of the cut
+     * body, and a body that looked complete to it is no success either */
+    if (g->failed && g->source_failed)
+        rc = SBX_E_IO; /* the source has set the call's error */
+    else if (g->failed)
+        rc = st->host->set_error(st->host, call, g->failed, "docker: write %.200s: %s",
+                                 rel, g->error);
+    else if (rc != SBX_OK)
+        rc = docker_report(st, call, &err, "writing %.200s", rel);
 out:
-    if (g.a)
-        archive_write_free(g.a);
-    free(g.pending);
+    if (g->a)
+        archive_write_free(g->a);
+    g->a = NULL;
+    free(g->pending);
+    g->pending = NULL;
+    free(g->chunk);
+    g->chunk = NULL;
     return rc;
 }
 
@@ -449,6 +532,52 @@ static int upload_stream(sbx_sandbox *sb, sbx_call *call, const char *rel,
     return rc;
 }
 
+/* Read a source of unknown length ahead into *head (malloc'd, the caller
+ * frees it) up to SMALL_MAX bytes: *have bytes, *ended when the source ended
+ * within them. A source error is SBX_E_IO (the source has set the call's
+ * error). */
+static int read_ahead(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *src,
+                      char **headp, size_t *havep, int *endedp)
+{
+    struct docker_state *st = sb->st;
+    char *head = malloc(SMALL_MAX);
+    size_t have = 0;
+    int ended = 0;
+    *headp = head;
+    if (!head)
+        return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+    while (have < SMALL_MAX) {
+        long n = src->read(src->ctx, head + have, SMALL_MAX - have);
+        if (n < 0)
+            return SBX_E_IO; /* the source has reported its error */
+        if (n == 0) {
+            ended = 1;
+            break;
+        }
+        have += (size_t)n;
+    }
+    if (!ended) {
+        /* exactly SMALL_MAX bytes is still small: peek one byte */
+        char one;
+        long n = src->read(src->ctx, &one, 1);
+        if (n < 0)
+            return SBX_E_IO;
+        ended = n == 0;
+        if (!ended) {
+            /* keep it: the read-ahead buffer grows by one byte */
+            char *more = realloc(head, SMALL_MAX + 1);
+            if (!more)
+                return st->host->set_error(st->host, call, SBX_E_NOMEM,
+                                           "out of memory");
+            *headp = head = more;
+            head[have++] = one;
+        }
+    }
+    *havep = have;
+    *endedp = ended;
+    return SBX_OK;
+}
+
 int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                       const struct sbx_source *src, unsigned mode)
 {
@@ -479,46 +608,14 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         goto out;
     }
 
-    /* Read ahead: does the whole file fit in SMALL_MAX bytes? */
-    head = malloc(SMALL_MAX);
-    if (!head) {
-        rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
-        goto out;
-    }
+    /* A known length: the tar header can be written first and the data
+     * streamed behind it. Otherwise read ahead: does the whole file fit in
+     * SMALL_MAX bytes? */
+    int64_t announced = src->length ? src->length(src->ctx) : -1;
     size_t have = 0;
-    int ended = 0;
-    while (have < SMALL_MAX) {
-        long n = src->read(src->ctx, head + have, SMALL_MAX - have);
-        if (n < 0) {
-            rc = SBX_E_IO; /* the source has reported its error */
-            goto out;
-        }
-        if (n == 0) {
-            ended = 1;
-            break;
-        }
-        have += (size_t)n;
-    }
-    if (!ended) {
-        /* exactly SMALL_MAX bytes is still small: peek one byte */
-        char one;
-        long n = src->read(src->ctx, &one, 1);
-        if (n < 0) {
-            rc = SBX_E_IO;
-            goto out;
-        }
-        ended = n == 0;
-        if (!ended) {
-            /* keep it: the read-ahead buffer grows by one byte */
-            char *more = realloc(head, SMALL_MAX + 1);
-            if (!more) {
-                rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
-                goto out;
-            }
-            head = more;
-            head[have++] = one;
-        }
-    }
+    int ended = 1;
+    if (announced < 0 && (rc = read_ahead(sb, call, src, &head, &have, &ended)) != SBX_OK)
+        goto out;
 
     /* Components: the resolved path is <existing part>/<missing...>/<name>.
      * The upload goes to the deepest existing directory. */
@@ -552,7 +649,18 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
             uploaded = 0; /* published */
         goto out;
     }
-    rc = upload_small(sb, call, rel, &t, tmpname, head, have, perm);
+    struct tar_gen g = {0};
+    int64_t size;
+    if (announced >= 0) {
+        g.src = src;
+        g.announced = g.remaining = announced;
+        size = announced;
+    } else {
+        g.data = head;
+        g.data_len = have;
+        size = (int64_t)have;
+    }
+    rc = upload_tar(sb, call, rel, &t, tmpname, &g, size, perm);
     if (rc != SBX_OK)
         goto out;
 

@@ -86,5 +86,6 @@ static const struct sbx_provider_ops docker_ops = {
 };
 
 SBX_PROVIDER_DEFINE("docker", "0.1.0",
-                    SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS,
+                    SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |
+                        SBX_CAP_PACKAGES,
                     &docker_ops, docker_keys)

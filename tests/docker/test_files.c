@@ -1,7 +1,8 @@
 /*
  * test_files.c - read_file/write_file through the archive endpoints:
  * binary round trips, nested parents, overwrite, modes, not-found, and
- * refusal of every path that leaves the workspace.
+ * refusal of every path that leaves the workspace; sources that announce
+ * their length (streamed tar) and sources that lie about it.
  */
 #include "harness.h"
 
@@ -248,5 +249,179 @@ Test(docker_files, sink_failure_stops_the_read)
     cr_expect_eq(h.ops->read_file(sb, &c, "big", &s), SBX_E_CANCELLED, "%s", c.message);
     cr_expect_eq(calls, 2);
     free(data);
+    dh_call_free(&c);
+}
+
+/* A memory source that announces `announced` bytes through length() and
+ * delivers `len` (a lying source when they differ). It records whether the
+ * provider asked for the length and read past the announced end. */
+struct sized {
+    const unsigned char *data;
+    size_t len, pos;
+    int64_t announced;
+    int length_calls;
+};
+
+static long sized_read(void *ctx, void *buf, size_t cap)
+{
+    struct sized *s = ctx;
+    size_t n = s->len - s->pos < cap ? s->len - s->pos : cap;
+    memcpy(buf, s->data + s->pos, n);
+    s->pos += n;
+    return (long)n;
+}
+
+static int64_t sized_length(void *ctx)
+{
+    struct sized *s = ctx;
+    s->length_calls++;
+    return s->announced - (int64_t)s->pos;
+}
+
+/* Bytes with long runs of NULs and every byte value. */
+static unsigned char *nul_heavy(size_t n)
+{
+    unsigned char *d = calloc(1, n);
+    for (size_t i = 0; i < n; i++)
+        if ((i / 4096) % 3 == 1)
+            d[i] = (unsigned char)(i * 7 + (i >> 12));
+    return d;
+}
+
+Test(docker_files, known_length_streams_a_binary_file)
+{
+    size_t n = 6 * 1024 * 1024 + 517; /* not a multiple of the tar block */
+    unsigned char *data = nul_heavy(n);
+    struct sbx_call c;
+    dh_call_init(&c);
+    struct sized s = {data, n, 0, (int64_t)n, 0};
+    struct sbx_source src = {.ctx = &s, .read = sized_read, .length = sized_length};
+    cr_assert_eq(h.ops->write_file(sb, &c, "k/nested/blob.bin", &src, 0640), SBX_OK,
+                 "%s", c.message);
+    cr_expect_geq(s.length_calls, 1, "the provider did not use the announced length");
+    cr_expect_eq(s.pos, n);
+    struct dh_buf out = {0};
+    cr_assert_eq(dh_read(&h, sb, "k/nested/blob.bin", &out, &c), SBX_OK, "%s", c.message);
+    cr_expect_eq(out.len, n);
+    cr_expect(out.len == n && memcmp(out.data, data, n) == 0, "content differs");
+    dh_buf_free(&out);
+    char *seen = dh_sh(&h, sb, "stat -c '%s %a' k/nested/blob.bin; ls -A k/nested");
+    char want[128];
+    snprintf(want, sizeof want, "%zu 640\nblob.bin\n", n);
+    cr_expect_str_eq(seen, want, "wrong size or mode, or a temporary file was left");
+    free(seen);
+
+    /* an empty file and an overwrite, announced too */
+    struct sized e = {data, 0, 0, 0, 0};
+    struct sbx_source esrc = {.ctx = &e, .read = sized_read, .length = sized_length};
+    cr_assert_eq(h.ops->write_file(sb, &c, "k/nested/blob.bin", &esrc, 0), SBX_OK, "%s",
+                 c.message);
+    seen = dh_sh(&h, sb, "stat -c '%s %a' k/nested/blob.bin; ls -A k/nested");
+    cr_expect_str_eq(seen, "0 644\nblob.bin\n");
+    free(seen);
+    free(data);
+    dh_call_free(&c);
+}
+
+Test(docker_files, lying_length_fails_and_leaves_nothing)
+{
+    size_t n = 3 * 1024 * 1024;
+    unsigned char *data = nul_heavy(n + 4096);
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(dh_write(&h, sb, "keep/me.txt", "old\n", 4, 0, &c), SBX_OK, "%s",
+                 c.message);
+    struct {
+        size_t deliver;
+        int64_t announce;
+        const char *why;
+    } cases[] = {
+        {n - 1000, (int64_t)n, "ended after"},      /* fewer than announced */
+        {0, (int64_t)n, "ended after 0 of"},        /* nothing at all */
+        {n + 1, (int64_t)n, "more than"},            /* one byte more */
+        {n, 1024, "more than"},                      /* far more */
+        {10, 0, "more than"},                        /* announced empty */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct sized s = {data, cases[i].deliver, 0, cases[i].announce, 0};
+        struct sbx_source src = {.ctx = &s, .read = sized_read, .length = sized_length};
+        /* over an existing file, and into a directory that does not exist */
+        int rc = h.ops->write_file(sb, &c, "keep/me.txt", &src, 0);
+        cr_expect(rc == SBX_E_IO || rc == SBX_E_INVALID, "case %zu gave %s: %s", i,
+                  sbx_strerror(rc), c.message);
+        cr_expect(strstr(c.message, cases[i].why), "case %zu: %s", i, c.message);
+        cr_expect(strstr(c.message, "keep/me.txt"), "case %zu: %s", i, c.message);
+        struct sized s2 = {data, cases[i].deliver, 0, cases[i].announce, 0};
+        struct sbx_source src2 = {.ctx = &s2, .read = sized_read, .length = sized_length};
+        rc = h.ops->write_file(sb, &c, "fresh/dir/new.bin", &src2, 0);
+        cr_expect(rc == SBX_E_IO || rc == SBX_E_INVALID, "case %zu gave %s: %s", i,
+                  sbx_strerror(rc), c.message);
+        char *out = dh_sh(&h, sb, "cat keep/me.txt; ls -A keep; "
+                                  "ls -A fresh/dir 2>/dev/null; true");
+        cr_expect_str_eq(out, "old\nme.txt\n",
+                         "case %zu: a partial file was published or left behind", i);
+        free(out);
+    }
+    free(data);
+    dh_call_free(&c);
+}
+
+/* A source with a length that fails after `good` bytes. */
+static int64_t failing_length(void *ctx)
+{
+    struct failing *f = ctx;
+    return (int64_t)(2 * f->good) - (int64_t)f->pos;
+}
+
+Test(docker_files, failing_source_with_length_publishes_nothing)
+{
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(dh_write(&h, sb, "keep/me.txt", "old\n", 4, 0, &c), SBX_OK, "%s",
+                 c.message);
+    struct failing f = {2 * 1024 * 1024, 0, &c};
+    struct sbx_source src = {.ctx = &f, .read = failing_read, .length = failing_length};
+    cr_expect_eq(h.ops->write_file(sb, &c, "keep/me.txt", &src, 0), SBX_E_IO, "%s",
+                 c.message);
+    cr_expect_str_eq(c.message, "test source broke");
+    char *out = dh_sh(&h, sb, "cat keep/me.txt; ls -A keep");
+    cr_expect_str_eq(out, "old\nme.txt\n");
+    free(out);
+    dh_call_free(&c);
+}
+
+Test(docker_files, unknown_length_still_round_trips)
+{
+    /* no length(): read ahead, then through the exec (large) or from
+     * memory (small) */
+    size_t sizes[] = {1024 * 1024, 1024 * 1024 + 1, 3 * 1024 * 1024 + 7, 100};
+    struct sbx_call c;
+    dh_call_init(&c);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        unsigned char *data = nul_heavy(n);
+        struct sized s = {data, n, 0, -1, 0};
+        struct sbx_source src = {.ctx = &s, .read = sized_read};
+        cr_assert_eq(h.ops->write_file(sb, &c, "u/blob.bin", &src, 0), SBX_OK, "%s",
+                     c.message);
+        struct dh_buf out = {0};
+        cr_assert_eq(dh_read(&h, sb, "u/blob.bin", &out, &c), SBX_OK, "%s", c.message);
+        cr_expect(out.len == n && memcmp(out.data, data, n) == 0,
+                  "size %zu: content differs (%zu bytes back)", n, out.len);
+        dh_buf_free(&out);
+        char *seen = dh_sh(&h, sb, "ls -A u");
+        cr_expect_str_eq(seen, "blob.bin\n", "size %zu", n);
+        free(seen);
+        /* a length() that does not know is the same as none */
+        s.pos = 0;
+        src.length = sized_length;
+        cr_assert_eq(h.ops->write_file(sb, &c, "u/blob2.bin", &src, 0), SBX_OK, "%s",
+                     c.message);
+        cr_assert_eq(dh_read(&h, sb, "u/blob2.bin", &out, &c), SBX_OK, "%s", c.message);
+        cr_expect(out.len == n && memcmp(out.data, data, n) == 0, "size %zu", n);
+        dh_buf_free(&out);
+        free(dh_sh(&h, sb, "rm u/blob2.bin"));
+        free(data);
+    }
     dh_call_free(&c);
 }
