@@ -6,7 +6,7 @@
  *   bench_docker HOST IMAGE [RUNS]
  *
  * Per run: create+start, 100 execs of `true`, write and read a 1 MiB file,
- * destroy. Prints medians over the runs (total, per exec), then the floor's
+ * destroy. Prints medians over the runs (total, per exec, each step), then the floor's
  * per-exec median over the same number of execs.
  */
 #include <sbx/provider.h>
@@ -229,6 +229,10 @@ int main(int argc, char **argv)
     double *totals = calloc((size_t)runs, sizeof *totals);
     double *per = calloc((size_t)runs * EXECS, sizeof *per);
     double *floor_per = calloc((size_t)runs * EXECS, sizeof *floor_per);
+    /* per step: create+start, all execs, write, read, destroy */
+    double *steps[5];
+    for (int s = 0; s < 5; s++)
+        steps[s] = calloc((size_t)runs, sizeof *steps[s]);
     for (int r = 0; r < runs; r++) {
         char key[64], hash[65], ref[SBX_REF_MAX];
         snprintf(key, sizeof key, "bench-%ld-%d", (long)time(NULL), r);
@@ -242,6 +246,8 @@ int main(int argc, char **argv)
         double t0 = now();
         if ((rc = ops->create(st, &c, &ca, ref, &sb)))
             die("create", rc, &c);
+        double t1 = now();
+        steps[0][r] = t1 - t0;
         const char *tru[] = {"true", NULL};
         for (int i = 0; i < EXECS; i++) {
             struct sbx_exec_args a = {0};
@@ -253,18 +259,25 @@ int main(int argc, char **argv)
                 die("exec", rc, &c);
             per[r * EXECS + i] = now() - e0;
         }
+        double t2 = now();
+        steps[1][r] = t2 - t1;
         struct mem m = {data, FILE_BYTES, 0};
         struct sbx_source src = {.ctx = &m, .read = mem_read};
         if ((rc = ops->write_file(sb, &c, "bench.bin", &src, 0)))
             die("write", rc, &c);
+        double t3 = now();
+        steps[2][r] = t3 - t2;
         size_t got = 0;
         struct sbx_sink sink = {&got, count_write};
         if ((rc = ops->read_file(sb, &c, "bench.bin", &sink)) || got != FILE_BYTES)
             die("read", rc, &c);
+        double t4 = now();
+        steps[3][r] = t4 - t3;
         ops->release(sb);
         if ((rc = ops->destroy(st, &c, key, ref)))
             die("destroy", rc, &c);
         totals[r] = now() - t0;
+        steps[4][r] = now() - t4;
 
         /* the floor, on a container of the same image */
         if ((rc = ops->create(st, &c, &ca, ref, &sb)))
@@ -275,6 +288,13 @@ int main(int argc, char **argv)
     }
     printf("sbx_total_median_s %.4f\n", median(totals, (size_t)runs));
     printf("sbx_exec_median_ms %.3f\n", 1000 * median(per, (size_t)runs * EXECS));
+    static const char *const step_names[5] = {"create_start", "execs_100", "write_1mib",
+                                              "read_1mib", "destroy"};
+    for (int s = 0; s < 5; s++) {
+        printf("sbx_step_%s_median_ms %.1f\n", step_names[s],
+               1000 * median(steps[s], (size_t)runs));
+        free(steps[s]);
+    }
     printf("floor_exec_median_ms %.3f\n", 1000 * median(floor_per, (size_t)runs * EXECS));
     ops->fini(st);
     free(data);
