@@ -223,6 +223,25 @@ void dh_destroy(struct dh *h, const char *key, const char *ref)
     dh_call_free(&c);
 }
 
+void dh_sandbox_setup(struct dh *h, char key[64], char hash[SBX_KEY_HASH_LEN + 1],
+                      char ref[SBX_REF_MAX], sbx_sandbox **sb)
+{
+    dh_require_daemon();
+    dh_open(h, NULL, NULL);
+    dh_new_key(key, hash);
+    *sb = dh_create(h, key, ref);
+}
+
+void dh_sandbox_teardown(struct dh *h, const char *key, const char *ref,
+                         sbx_sandbox *sb)
+{
+    if (sb) {
+        h->ops->release(sb);
+        dh_destroy(h, key, ref);
+    }
+    dh_close(h);
+}
+
 static int buf_write(void *ctx, const void *p, size_t n)
 {
     struct dh_buf *b = ctx;

@@ -56,6 +56,15 @@ sbx_sandbox *dh_create(struct dh *h, const char *key, char ref[SBX_REF_MAX]);
 /* destroy, asserting success. */
 void dh_destroy(struct dh *h, const char *key, const char *ref);
 
+/* The per-test sandbox most suites use: skip without a daemon, open the
+ * provider, create a sandbox under a fresh key (dh_sandbox_setup); release
+ * and destroy it and close the provider (dh_sandbox_teardown, which
+ * tolerates a setup that stopped early). */
+void dh_sandbox_setup(struct dh *h, char key[64], char hash[SBX_KEY_HASH_LEN + 1],
+                      char ref[SBX_REF_MAX], sbx_sandbox **sb);
+void dh_sandbox_teardown(struct dh *h, const char *key, const char *ref,
+                         sbx_sandbox *sb);
+
 /* Growing buffer used as an output sink. */
 struct dh_buf {
     char *data;

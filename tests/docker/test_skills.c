@@ -23,19 +23,12 @@ static sbx_sandbox *sb;
 
 static void setup(void)
 {
-    dh_require_daemon();
-    dh_open(&h, NULL, NULL);
-    dh_new_key(key, hash);
-    sb = dh_create(&h, key, ref);
+    dh_sandbox_setup(&h, key, hash, ref, &sb);
 }
 
 static void teardown(void)
 {
-    if (sb) {
-        h.ops->release(sb);
-        dh_destroy(&h, key, ref);
-    }
-    dh_close(&h);
+    dh_sandbox_teardown(&h, key, ref, sb);
 }
 
 TestSuite(docker_skills, .init = setup, .fini = teardown, .timeout = 180);
