@@ -9,13 +9,14 @@
  * destroy. Prints medians over the runs (total, per exec, each step), then the floor's
  * per-exec median over the same number of execs.
  */
+#include "bench_host.h"
+
 #include <sbx/provider.h>
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,84 +25,7 @@
 #define EXECS 100
 #define FILE_BYTES (1024 * 1024)
 
-struct sbx_call {
-    char message[2048];
-};
-
 static const char *cfg_host, *cfg_image;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void hlog(const struct sbx_host *h, int level, const char *fmt, ...)
-{
-    (void)h;
-    (void)level;
-    (void)fmt;
-}
-
-static int hset(const struct sbx_host *h, sbx_call *c, int st, const char *fmt, ...)
-{
-    (void)h;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->message, sizeof c->message, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static const char *hget(const struct sbx_host *h, const char *key)
-{
-    (void)h;
-    if (!strcmp(key, "host"))
-        return cfg_host;
-    if (!strcmp(key, "image"))
-        return cfg_image;
-    if (!strcmp(key, "resource_dir"))
-        return "/tmp/sbx-bench-docker-resources";
-    return NULL;
-}
-
-static int hentry(const struct sbx_host *h, const char *k, size_t i, const char **n,
-                  const char **v)
-{
-    (void)h, (void)k, (void)i, (void)n, (void)v;
-    return 0;
-}
-
-static int hcancelled(const struct sbx_host *h, const sbx_call *c)
-{
-    (void)h, (void)c;
-    return 0;
-}
-
-static int hcancel_fd(const struct sbx_host *h, const sbx_call *c)
-{
-    (void)h, (void)c;
-    return -1;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void die(const char *what, int rc, const sbx_call *c)
-{
-    fprintf(stderr, "bench_docker: %s: %s: %s\n", what, sbx_strerror(rc), c->message);
-    exit(1);
-}
 
 struct mem {
     const char *p;
@@ -172,7 +96,7 @@ static double floor_execs(const char *id, double *per, int n)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
     for (int i = 0; i < n; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         char path[SBX_REF_MAX + 32], eid[65];
         snprintf(path, sizeof path, "/containers/%s/exec", id);
         floor_request(e, base, path,
@@ -188,12 +112,12 @@ static double floor_execs(const char *id, double *per, int n)
         floor_request(e, base, path, "{\"Detach\":false,\"Tty\":false}", out);
         snprintf(path, sizeof path, "/exec/%s/json", eid);
         floor_request(e, base, path, NULL, out);
-        per[i] = now() - t0;
+        per[i] = bench_now() - t0;
     }
     free(out);
     curl_slist_free_all(hdr);
     curl_easy_cleanup(e);
-    return median(per, (size_t)n);
+    return bench_median(per, (size_t)n);
 }
 
 int main(int argc, char **argv)
@@ -215,13 +139,13 @@ int main(int argc, char **argv)
     const struct sbx_provider_desc *d =
         ((sbx_provider_describe_fn)dlsym(so, SBX_PROVIDER_ENTRY))();
     const struct sbx_provider_ops *ops = d->ops;
-    struct sbx_host host = {sizeof host, SBX_ABI_MINOR, NULL, hlog, hset, hget, hentry,
-                            hcancelled, hcancel_fd};
+    struct sbx_host host;
+    bench_host_init(&host, cfg_host, cfg_image, "/tmp/sbx-bench-docker-resources");
     sbx_call c = {""};
     void *st = NULL;
     int rc = ops->init(&host, &c, &st);
     if (rc)
-        die("init", rc, &c);
+        bench_die("bench_docker", "init", rc, &c);
 
     char *data = malloc(FILE_BYTES);
     for (size_t i = 0; i < FILE_BYTES; i++)
@@ -243,10 +167,10 @@ int main(int argc, char **argv)
             snprintf(hash + 2 * i, 3, "%02x", md[i]);
         struct sbx_create_args ca = {sizeof ca, key, hash, "", 0};
         sbx_sandbox *sb = NULL;
-        double t0 = now();
+        double t0 = bench_now();
         if ((rc = ops->create(st, &c, &ca, ref, &sb)))
-            die("create", rc, &c);
-        double t1 = now();
+            bench_die("bench_docker", "create", rc, &c);
+        double t1 = bench_now();
         steps[0][r] = t1 - t0;
         const char *tru[] = {"true", NULL};
         for (int i = 0; i < EXECS; i++) {
@@ -254,48 +178,48 @@ int main(int argc, char **argv)
             a.size = sizeof a;
             a.argv = tru;
             struct sbx_exec_result res = {sizeof res, 0, 0, 0, 0, 0};
-            double e0 = now();
+            double e0 = bench_now();
             if ((rc = ops->exec(sb, &c, &a, &res)) || res.exit_code)
-                die("exec", rc, &c);
-            per[r * EXECS + i] = now() - e0;
+                bench_die("bench_docker", "exec", rc, &c);
+            per[r * EXECS + i] = bench_now() - e0;
         }
-        double t2 = now();
+        double t2 = bench_now();
         steps[1][r] = t2 - t1;
         struct mem m = {data, FILE_BYTES, 0};
         struct sbx_source src = {.ctx = &m, .read = mem_read};
         if ((rc = ops->write_file(sb, &c, "bench.bin", &src, 0)))
-            die("write", rc, &c);
-        double t3 = now();
+            bench_die("bench_docker", "write", rc, &c);
+        double t3 = bench_now();
         steps[2][r] = t3 - t2;
         size_t got = 0;
         struct sbx_sink sink = {&got, count_write};
         if ((rc = ops->read_file(sb, &c, "bench.bin", &sink)) || got != FILE_BYTES)
-            die("read", rc, &c);
-        double t4 = now();
+            bench_die("bench_docker", "read", rc, &c);
+        double t4 = bench_now();
         steps[3][r] = t4 - t3;
         ops->release(sb);
         if ((rc = ops->destroy(st, &c, key, ref)))
-            die("destroy", rc, &c);
-        totals[r] = now() - t0;
-        steps[4][r] = now() - t4;
+            bench_die("bench_docker", "destroy", rc, &c);
+        totals[r] = bench_now() - t0;
+        steps[4][r] = bench_now() - t4;
 
         /* the floor, on a container of the same image */
         if ((rc = ops->create(st, &c, &ca, ref, &sb)))
-            die("create", rc, &c);
+            bench_die("bench_docker", "create", rc, &c);
         floor_execs(ref, floor_per + r * EXECS, EXECS);
         ops->release(sb);
         ops->destroy(st, &c, key, ref);
     }
-    printf("sbx_total_median_s %.4f\n", median(totals, (size_t)runs));
-    printf("sbx_exec_median_ms %.3f\n", 1000 * median(per, (size_t)runs * EXECS));
+    printf("sbx_total_median_s %.4f\n", bench_median(totals, (size_t)runs));
+    printf("sbx_exec_median_ms %.3f\n", 1000 * bench_median(per, (size_t)runs * EXECS));
     static const char *const step_names[5] = {"create_start", "execs_100", "write_1mib",
                                               "read_1mib", "destroy"};
     for (int s = 0; s < 5; s++) {
         printf("sbx_step_%s_median_ms %.1f\n", step_names[s],
-               1000 * median(steps[s], (size_t)runs));
+               1000 * bench_median(steps[s], (size_t)runs));
         free(steps[s]);
     }
-    printf("floor_exec_median_ms %.3f\n", 1000 * median(floor_per, (size_t)runs * EXECS));
+    printf("floor_exec_median_ms %.3f\n", 1000 * bench_median(floor_per, (size_t)runs * EXECS));
     ops->fini(st);
     free(data);
     free(totals);

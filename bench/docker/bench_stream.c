@@ -15,6 +15,8 @@
  * its length as libsbx's sbx_fd_source does) and read_file (into a file)
  * vs `docker cp` in both directions.
  */
+#include "bench_host.h"
+
 #include <sbx/provider.h>
 
 #include <openssl/evp.h>
@@ -22,7 +24,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,83 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-struct sbx_call {
-    char message[2048];
-};
-
 static const char *cfg_host, *cfg_image;
 static char res_dir[256];
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void hlog(const struct sbx_host *h, int level, const char *fmt, ...)
-{
-    (void)h, (void)level, (void)fmt;
-}
-
-static int hset(const struct sbx_host *h, sbx_call *c, int st, const char *fmt, ...)
-{
-    (void)h;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->message, sizeof c->message, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static const char *hget(const struct sbx_host *h, const char *key)
-{
-    (void)h;
-    if (!strcmp(key, "host"))
-        return cfg_host;
-    if (!strcmp(key, "image"))
-        return cfg_image;
-    if (!strcmp(key, "resource_dir"))
-        return res_dir;
-    return NULL;
-}
-
-static int hentry(const struct sbx_host *h, const char *k, size_t i, const char **n,
-                  const char **v)
-{
-    (void)h, (void)k, (void)i, (void)n, (void)v;
-    return 0;
-}
-
-static int hcancelled(const struct sbx_host *h, const sbx_call *c)
-{
-    (void)h, (void)c;
-    return 0;
-}
-
-static int hcancel_fd(const struct sbx_host *h, const sbx_call *c)
-{
-    (void)h, (void)c;
-    return -1;
-}
-
-static void die(const char *what, int rc, const sbx_call *c)
-{
-    fprintf(stderr, "bench_stream: %s: %s: %s\n", what, sbx_strerror(rc), c->message);
-    exit(1);
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* VmRSS or VmHWM of this process in KiB. */
 static long proc_kib(const char *field)
@@ -191,12 +117,12 @@ static void make_file(const char *path, size_t bytes)
 
 static double run_cmd(const char *cmd)
 {
-    double t0 = now();
+    double t0 = bench_now();
     if (system(cmd) != 0) {
         fprintf(stderr, "bench_stream: failed: %s\n", cmd);
         exit(1);
     }
-    return now() - t0;
+    return bench_now() - t0;
 }
 
 static off_t file_size(const char *path)
@@ -231,13 +157,13 @@ int main(int argc, char **argv)
     sbx_provider_describe_fn describe =
         (sbx_provider_describe_fn)dlsym(so, SBX_PROVIDER_ENTRY);
     const struct sbx_provider_ops *ops = describe()->ops;
-    struct sbx_host host = {sizeof host, SBX_ABI_MINOR, NULL, hlog, hset, hget, hentry,
-                            hcancelled, hcancel_fd};
+    struct sbx_host host;
+    bench_host_init(&host, cfg_host, cfg_image, res_dir);
     sbx_call c = {""};
     void *st = NULL;
     int rc = ops->init(&host, &c, &st);
     if (rc)
-        die("init", rc, &c);
+        bench_die("bench_stream", "init", rc, &c);
     char key_hash[SBX_KEY_HASH_LEN + 1];
     unsigned char md[32];
     unsigned mdlen = 0;
@@ -248,14 +174,14 @@ int main(int argc, char **argv)
     char ref[SBX_REF_MAX];
     sbx_sandbox *sb = NULL;
     if ((rc = ops->create(st, &c, &ca, ref, &sb)))
-        die("create", rc, &c);
+        bench_die("bench_stream", "create", rc, &c);
 
     /* warm up: connections, the exec path, the archive path */
     const char *true_argv[] = {"true", NULL};
     struct sbx_exec_args ea = {sizeof ea, true_argv, NULL, NULL, NULL, 60000, NULL, NULL};
     struct sbx_exec_result res = {sizeof res, 0, 0, 0, 0, 0};
     if ((rc = ops->exec(sb, &c, &ea, &res)))
-        die("exec true", rc, &c);
+        bench_die("bench_stream", "exec true", rc, &c);
 
     /* 1. RSS: 256 MiB of exec stdout into a counting sink */
     char cmd[2048];
@@ -268,10 +194,10 @@ int main(int argc, char **argv)
     ea.timeout_ms = 600000;
     reset_peak();
     long rss0 = proc_kib("VmRSS");
-    double t0 = now();
+    double t0 = bench_now();
     if ((rc = ops->exec(sb, &c, &ea, &res)))
-        die("exec head", rc, &c);
-    double exec_secs = now() - t0;
+        bench_die("bench_stream", "exec head", rc, &c);
+    double exec_secs = bench_now() - t0;
     long exec_growth = proc_kib("VmHWM") - rss0;
     if (counted != bytes || res.exit_code != 0) {
         fprintf(stderr, "bench_stream: exec delivered %llu bytes, exit %d\n", counted,
@@ -303,7 +229,7 @@ int main(int argc, char **argv)
         int fd = open(src, O_RDONLY | O_CLOEXEC);
         struct sbx_source in = {.ctx = &fd, .read = fd_read, .length = fd_length};
         if ((rc = ops->write_file(sb, &c, "big.bin", &in, 0)))
-            die("write_file", rc, &c);
+            bench_die("bench_stream", "write_file", rc, &c);
         close(fd);
     }
     const char *rm_argv[] = {"rm", "-f", "new.bin", "cpnew.bin", NULL};
@@ -313,17 +239,17 @@ int main(int argc, char **argv)
         double *times[2] = {n_sbx, w_sbx};
         const char *names[2] = {"new.bin", "big.bin"};
         if ((rc = ops->exec(sb, &c, &rm_args, &res)))
-            die("exec rm", rc, &c);
+            bench_die("bench_stream", "exec rm", rc, &c);
         for (int k = 0; k < 2; k++) {
             int fd = open(src, O_RDONLY | O_CLOEXEC);
             struct sbx_source in = {.ctx = &fd, .read = fd_read, .length = fd_length};
             run_cmd("sync");
             reset_peak();
             rss0 = proc_kib("VmRSS");
-            t0 = now();
+            t0 = bench_now();
             if ((rc = ops->write_file(sb, &c, names[k], &in, 0)))
-                die("write_file", rc, &c);
-            times[k][i] = now() - t0;
+                bench_die("bench_stream", "write_file", rc, &c);
+            times[k][i] = bench_now() - t0;
             long wg = proc_kib("VmHWM") - rss0;
             if (wg > write_growth)
                 write_growth = wg;
@@ -344,10 +270,10 @@ int main(int argc, char **argv)
         struct sbx_sink out = {&fd, fd_write};
         reset_peak();
         rss0 = proc_kib("VmRSS");
-        t0 = now();
+        t0 = bench_now();
         if ((rc = ops->read_file(sb, &c, "big.bin", &out)))
-            die("read_file", rc, &c);
-        r_sbx[i] = now() - t0;
+            bench_die("bench_stream", "read_file", rc, &c);
+        r_sbx[i] = bench_now() - t0;
         long g = proc_kib("VmHWM") - rss0;
         if (g > read_growth)
             read_growth = g;
@@ -367,9 +293,9 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    double ws = median(w_sbx, (size_t)runs), wc = median(w_cp, (size_t)runs);
-    double ns = median(n_sbx, (size_t)runs), nc = median(n_cp, (size_t)runs);
-    double rs = median(r_sbx, (size_t)runs), rcp = median(r_cp, (size_t)runs);
+    double ws = bench_median(w_sbx, (size_t)runs), wc = bench_median(w_cp, (size_t)runs);
+    double ns = bench_median(n_sbx, (size_t)runs), nc = bench_median(n_cp, (size_t)runs);
+    double rs = bench_median(r_sbx, (size_t)runs), rcp = bench_median(r_cp, (size_t)runs);
     double mb = (double)mib;
     printf("bench_stream: %ld MiB, %d runs, daemon %s, image %s\n", mib, runs, cfg_host,
            cfg_image);
@@ -391,7 +317,7 @@ int main(int argc, char **argv)
 
     ops->release(sb);
     if ((rc = ops->destroy(st, &c, "bench-stream", ref)))
-        die("destroy", rc, &c);
+        bench_die("bench_stream", "destroy", rc, &c);
     ops->fini(st);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     run_cmd(cmd);
