@@ -533,21 +533,30 @@ out:
     return rc;
 }
 
-int docker_attach(void *state, sbx_call *call, const char *session_key,
-                  const char *ref, sbx_sandbox **out)
+/* Common start of attach and destroy: a reference this provider made, the
+ * key's hash (for the ownership check) and a negotiated API version. */
+static int prepare_ref_call(struct docker_state *st, sbx_call *call,
+                            const char *op, const char *session_key,
+                            const char *ref, char key_hash[65])
 {
-    struct docker_state *st = state;
-    *out = NULL;
     if (!valid_ref(ref))
         return st->host->set_error(st->host, call, SBX_E_INVALID,
                                    "docker: \"%.80s\" is not a container reference "
                                    "made by this provider",
                                    ref ? ref : "");
-    char key_hash[65];
     if (!session_key || docker_sha256_hex(session_key, strlen(session_key), key_hash))
         return st->host->set_error(st->host, call, SBX_E_INVALID,
-                                   "docker: attach needs a session key");
-    int rc = docker_negotiate(st, call);
+                                   "docker: %s needs a session key", op);
+    return docker_negotiate(st, call);
+}
+
+int docker_attach(void *state, sbx_call *call, const char *session_key,
+                  const char *ref, sbx_sandbox **out)
+{
+    struct docker_state *st = state;
+    *out = NULL;
+    char key_hash[65];
+    int rc = prepare_ref_call(st, call, "attach", session_key, ref, key_hash);
     if (rc != SBX_OK)
         return rc;
     json_object *info = NULL;
@@ -603,16 +612,8 @@ int docker_destroy(void *state, sbx_call *call, const char *session_key,
                    const char *ref)
 {
     struct docker_state *st = state;
-    if (!valid_ref(ref))
-        return st->host->set_error(st->host, call, SBX_E_INVALID,
-                                   "docker: \"%.80s\" is not a container reference "
-                                   "made by this provider",
-                                   ref ? ref : "");
     char key_hash[65];
-    if (!session_key || docker_sha256_hex(session_key, strlen(session_key), key_hash))
-        return st->host->set_error(st->host, call, SBX_E_INVALID,
-                                   "docker: destroy needs a session key");
-    int rc = docker_negotiate(st, call);
+    int rc = prepare_ref_call(st, call, "destroy", session_key, ref, key_hash);
     if (rc != SBX_OK)
         return rc;
     char name[sizeof NAME_PREFIX + NAME_HASH_LEN];
