@@ -42,7 +42,7 @@ struct sbx_source cf_pattern_source(struct cf_pattern_source *s, uint64_t len,
     memset(s, 0, sizeof *s);
     s->len = len;
     s->seed = seed;
-    struct sbx_source src = {.ctx = s, .read = pattern_read};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = s, .read = pattern_read};
     return src;
 }
 
@@ -67,6 +67,6 @@ struct sbx_sink cf_pattern_sink(struct cf_pattern_sink *s, uint32_t seed)
     memset(s, 0, sizeof *s);
     s->seed = seed;
     s->mismatch = UINT64_MAX;
-    struct sbx_sink sink = {s, pattern_write};
+    struct sbx_sink sink = SBX_SINK_INIT(s, pattern_write);
     return sink;
 }

@@ -72,7 +72,7 @@ static int capture_write(void *ctx, const void *buf, size_t len)
 
 SBX_API struct sbx_sink sbx_capture_sink(sbx_capture *c)
 {
-    struct sbx_sink s = {c, capture_write};
+    struct sbx_sink s = SBX_SINK_INIT(c, capture_write);
     return s;
 }
 

@@ -3,6 +3,7 @@
  * declared configuration keys, and rewriting typed values in canonical form.
  */
 #include "config.h"
+#include "loader.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -160,9 +161,9 @@ static void known_keys(const struct sbx_config_key *keys, char *buf, size_t cap)
 {
     size_t len = 0;
     buf[0] = '\0';
-    for (size_t i = 0; keys && keys[i].key; i++) {
-        int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "",
-                         keys[i].key);
+    const struct sbx_config_key *k;
+    for (size_t i = 0; (k = sbx_config_key_at(keys, i)) != NULL; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", k->key);
         if (w < 0 || (size_t)w >= cap - len) {
             buf[len] = '\0';
             snprintf(buf + len, cap - len, len ? ", ..." : "...");
@@ -175,9 +176,10 @@ static void known_keys(const struct sbx_config_key *keys, char *buf, size_t cap)
 static const struct sbx_config_key *find_key(const struct sbx_config_key *keys,
                                              const char *key)
 {
-    for (size_t i = 0; keys && keys[i].key; i++)
-        if (strcmp(keys[i].key, key) == 0)
-            return &keys[i];
+    const struct sbx_config_key *k;
+    for (size_t i = 0; (k = sbx_config_key_at(keys, i)) != NULL; i++)
+        if (strcmp(k->key, key) == 0)
+            return k;
     return NULL;
 }
 

@@ -102,7 +102,7 @@ static int sock_write(void *ctx, const void *buf, size_t len)
 static void *produce(void *arg)
 {
     struct producer *p = arg;
-    struct sbx_sink sink = {p, sock_write};
+    struct sbx_sink sink = SBX_SINK_INIT(p, sock_write);
     sbx_error_clear(&p->err);
     p->status = sbx_export_outputs(p->h, &sink, p->cancel, &p->err);
     close(p->fd); /* end of the archive for the extractor */
@@ -307,7 +307,7 @@ SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
         goto out;
     }
     struct consumer cons = {sv[1], 0};
-    struct sbx_source src = {.ctx = &cons, .read = sock_read};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &cons, .read = sock_read};
     struct sbx_archive_limits lim = {0, 0, 0};
     if (limits) {
         lim.max_file_bytes = limits->max_file_bytes;

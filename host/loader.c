@@ -11,6 +11,8 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +24,11 @@
 #define NAME_MAX_LEN 64
 /* Longest provider version string a descriptor may carry. */
 #define VERSION_MAX_LEN 64
+/* Longest one-line description a descriptor may carry. */
+#define DESCRIPTION_MAX_LEN 200
+/* Most configuration keys a descriptor may declare: a bound that stops the
+ * host from walking a missing terminator through the plugin's memory. */
+#define CONFIG_KEYS_MAX 256
 
 /* A member of struct sbx_provider_ops, addressed by offset so that the same
  * code can check presence against the plugin's ops_size. */
@@ -47,8 +54,6 @@ static const struct cap_rule {
     {SBX_CAP_FILE_MOUNTS, 2, {OP(mount_put), OP(mount_remove)}},
     {SBX_CAP_OUTPUT_EXPORT, 1, {OP(export_outputs)}},
     {SBX_CAP_SKILLS, 1, {OP(skill_install)}},
-    {SBX_CAP_MEMORY, 1, {OP(memory_attach)}},
-    {SBX_CAP_EGRESS, 1, {OP(egress_apply)}},
     {SBX_CAP_PACKAGES, 0, {{NULL, 0}}},
 };
 
@@ -128,10 +133,10 @@ static bool op_present(const struct sbx_provider_ops *ops, uint32_t ops_size,
     return fn != NULL;
 }
 
-/* The version string must be short printable text (shown by `sbx providers`). */
-static bool version_valid(const char *v)
+/* Descriptor strings must be short printable text (shown by `sbx providers`). */
+static bool text_valid(const char *v, size_t max)
 {
-    if (!v || !*v || strnlen(v, VERSION_MAX_LEN + 1) > VERSION_MAX_LEN)
+    if (!v || !*v || strnlen(v, max + 1) > max)
         return false;
     for (const unsigned char *c = (const unsigned char *)v; *c; c++)
         if (*c < 0x20 || *c >= 0x7f)
@@ -183,14 +188,93 @@ static int validate_header(const struct sbx_provider_desc *desc, const char *nam
                       "name mismatch: expected \"%s\" (the file name), plugin has "
                       "\"%s\"",
                       name, desc->name);
-    if (!version_valid(desc->version)) {
+    if (!text_valid(desc->version, VERSION_MAX_LEN)) {
         quote_untrusted(shown, sizeof shown, desc->version);
         return refuse(err, SBX_E_ABI, name, path,
                       "invalid provider version: expected a non-empty printable "
                       "string of at most %d characters, plugin has %s",
                       VERSION_MAX_LEN, shown);
     }
+    if (!text_valid(desc->description, DESCRIPTION_MAX_LEN)) {
+        quote_untrusted(shown, sizeof shown, desc->description);
+        return refuse(err, SBX_E_ABI, name, path,
+                      "invalid provider description: expected one printable line "
+                      "of 1 to %d characters, plugin has %s",
+                      DESCRIPTION_MAX_LEN, shown);
+    }
+    if (desc->isolation > SBX_ISOLATION_VM)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "unknown isolation %u: host knows 0 (none), 1 (container) "
+                      "and 2 (vm) (ABI %d.%d)",
+                      desc->isolation, SBX_ABI_MAJOR, SBX_ABI_MINOR);
+    if (desc->reserved0)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "reserved member reserved0 is not zero: expected 0, plugin "
+                      "has 0x%x",
+                      desc->reserved0);
+    for (size_t i = 0; i < sizeof desc->reserved / sizeof desc->reserved[0]; i++)
+        if (desc->reserved[i])
+            return refuse(err, SBX_E_ABI, name, path,
+                          "reserved member reserved[%zu] is not zero: expected "
+                          "NULL, plugin has %p",
+                          i, desc->reserved[i]);
     return SBX_OK;
+}
+
+const struct sbx_config_key *sbx_config_key_at(const struct sbx_config_key *keys,
+                                               size_t i)
+{
+    if (!keys)
+        return NULL;
+    const struct sbx_config_key *k =
+        (const struct sbx_config_key *)((const char *)keys + i * keys->size);
+    return k->key ? k : NULL;
+}
+
+/* The key array: entries of one size, at least the 1.0 entry, well-formed
+ * names and types, terminated within CONFIG_KEYS_MAX entries. */
+static int validate_config_keys(const struct sbx_config_key *keys, const char *name,
+                                const char *path, sbx_error *err)
+{
+    if (!keys)
+        return SBX_OK;
+    if (keys->size < SBX_CONFIG_KEY_SIZE_1_0 || keys->size % sizeof(void *))
+        return refuse(err, SBX_E_ABI, name, path,
+                      "config key entry size invalid: expected a multiple of %zu of "
+                      "at least %zu bytes (ABI 1.0; write entries with "
+                      "SBX_CONFIG_KEY), plugin has %u",
+                      sizeof(void *), (size_t)SBX_CONFIG_KEY_SIZE_1_0, keys->size);
+    char shown[NAME_MAX_LEN * 4 + 8];
+    for (size_t i = 0; i <= CONFIG_KEYS_MAX; i++) {
+        const struct sbx_config_key *k =
+            (const struct sbx_config_key *)((const char *)keys + i * keys->size);
+        if (!k->key)
+            return SBX_OK;
+        if (i == CONFIG_KEYS_MAX)
+            break;
+        if (k->size != keys->size)
+            return refuse(err, SBX_E_ABI, name, path,
+                          "config key %zu has size %u, the first has %u: expected "
+                          "every entry built with SBX_CONFIG_KEY",
+                          i, k->size, keys->size);
+        if (!text_valid(k->key, NAME_MAX_LEN) || strchr(k->key, '.')) {
+            quote_untrusted(shown, sizeof shown, k->key);
+            return refuse(err, SBX_E_ABI, name, path,
+                          "config key %zu has an invalid name: expected printable "
+                          "text without '.', at most %d characters, plugin has %s",
+                          i, NAME_MAX_LEN, shown);
+        }
+        if (k->type < SBX_CFG_STRING || k->type > SBX_CFG_NUMBER)
+            return refuse(err, SBX_E_ABI, name, path,
+                          "config key \"%s\" has unknown type %d: host knows %d to "
+                          "%d (ABI %d.%d)",
+                          k->key, k->type, SBX_CFG_STRING, SBX_CFG_NUMBER,
+                          SBX_ABI_MAJOR, SBX_ABI_MINOR);
+    }
+    return refuse(err, SBX_E_ABI, name, path,
+                  "config key array has no terminator within %d entries: expected "
+                  "it to end with SBX_CONFIG_KEYS_END",
+                  CONFIG_KEYS_MAX);
 }
 
 static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
@@ -208,6 +292,15 @@ static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
                           "core op %s is missing: expected a function, plugin has "
                           "NULL",
                           core_ops[i].name);
+
+    for (size_t i = 0; i < sizeof ops->reserved / sizeof ops->reserved[0]; i++) {
+        size_t off = offsetof(struct sbx_provider_ops, reserved) + i * sizeof(void (*)(void));
+        if (op_present(ops, desc->ops_size, off, &beyond))
+            return refuse(err, SBX_E_ABI, name, path,
+                          "reserved op slot reserved[%zu] is set: expected NULL "
+                          "(memory and egress ops arrive in ABI 1.1)",
+                          i);
+    }
 
     uint64_t unknown = desc->caps & ~SBX_CAP_ALL_1_0;
     if (unknown)
@@ -255,6 +348,9 @@ int sbx_plugin_validate(const struct sbx_provider_desc *desc, const char *name,
     if (!path)
         path = "?";
     int rc = validate_header(desc, name, path, err);
+    if (rc != SBX_OK)
+        return rc;
+    rc = validate_config_keys(desc->config_keys, name, path, err);
     if (rc != SBX_OK)
         return rc;
     return validate_ops(desc, name, path, err);
@@ -490,6 +586,45 @@ static int resolve(const char *search_path, const char *name, char **out,
     return refuse_unknown(search_path, name, err);
 }
 
+/*
+ * A provider links nothing from the host (-z defs at build time cannot
+ * prove it: the host's own libsbx would satisfy the symbols). Walk the
+ * loaded object's dynamic section and refuse a DT_NEEDED entry naming
+ * libsbx, so a provider that would break with the next libsbx soname, or
+ * call host internals, is stopped at the handshake.
+ */
+static int check_no_libsbx(void *dl, const char *name, const char *path,
+                           sbx_error *err)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(dl, RTLD_DI_LINKMAP, &lm) != 0 || !lm || !lm->l_ld)
+        return SBX_OK; /* nothing to inspect: not an ELF object we can read */
+    const char *strtab = NULL;
+    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++)
+        if (d->d_tag == DT_STRTAB) {
+            ElfW(Addr) a = d->d_un.d_ptr;
+            /* glibc relocates these entries in place on most targets;
+             * where it does not, they are still offsets from l_addr. */
+            if (a < lm->l_addr)
+                a += lm->l_addr;
+            strtab = (const char *)a;
+        }
+    if (!strtab)
+        return SBX_OK;
+    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag != DT_NEEDED)
+            continue;
+        const char *need = strtab + d->d_un.d_val;
+        if (strncmp(need, "libsbx.so", 9) == 0 || strncmp(need, "libsbx-", 7) == 0)
+            return refuse(err, SBX_E_ABI, name, path,
+                          "links against the host library (needs %.64s): expected "
+                          "a provider that links nothing from the host; build it "
+                          "with only pkg-config sbx-provider",
+                          need);
+    }
+    return SBX_OK;
+}
+
 /* dlopen, find the entry point, describe and validate. */
 static int open_plugin(const char *name, const char *path, void **dl_out,
                        const struct sbx_provider_desc **desc_out, sbx_error *err)
@@ -517,6 +652,8 @@ static int open_plugin(const char *name, const char *path, void **dl_out,
         memcpy(&describe, &sym, sizeof describe);
         const struct sbx_provider_desc *desc = describe();
         rc = sbx_plugin_validate(desc, name, path, err);
+        if (rc == SBX_OK)
+            rc = check_no_libsbx(dl, name, path, err);
         if (rc == SBX_OK) {
             *dl_out = dl;
             *desc_out = desc;

@@ -34,8 +34,10 @@ struct sbx_plugin {
  *  - SBX_E_ABI: not a regular file, dlopen failure (with dlerror), missing
  *    entry symbol, NULL descriptor, major mismatch, newer minor, sizes below
  *    the 1.0 minimum, invalid or mismatched name, NULL/empty/unprintable
- *    version, NULL ops table, missing core op, unknown capability bit,
- *    capability without its ops, or a file that cannot be accessed.
+ *    version or description, unknown isolation, a non-zero reserved member
+ *    or reserved op slot, a malformed config key array, NULL ops table,
+ *    missing core op, unknown capability bit, capability without its ops,
+ *    a provider that links libsbx, or a file that cannot be accessed.
  * A plugin refused after dlopen is dlclosed again (none of its ops ran).
  * The caller frees out with sbx_plugin_clear (which does not dlclose).
  */
@@ -56,6 +58,11 @@ int sbx_plugin_validate(const struct sbx_provider_desc *desc, const char *name,
  * sbx_plugin_names_free, or NULL when out of memory. */
 char **sbx_plugin_names(const char *search_path);
 void sbx_plugin_names_free(char **names);
+
+/* Entry i of a validated config key array, stepping by the entries' own
+ * size; NULL at the terminator (or when keys is NULL). */
+const struct sbx_config_key *sbx_config_key_at(const struct sbx_config_key *keys,
+                                               size_t i);
 
 /* Free the strings of a plugin record (the library stays mapped). */
 void sbx_plugin_clear(struct sbx_plugin *p);

@@ -6,6 +6,7 @@
  * guarantees that a failure carries a message.
  */
 #include "call.h"
+#include "key_lock.h"
 #include "registry.h"
 
 #include <stdlib.h>
@@ -50,6 +51,38 @@ static int check_key(const char *key, sbx_error *err)
     return SBX_OK;
 }
 
+/* Sinks and sources come from the caller: refuse one whose size does not
+ * cover the 1.0 members, before a provider reads garbage through it. */
+static int check_sink(const struct sbx_sink *s, const char *what, sbx_error *err)
+{
+    if (s && (s->size < SBX_SINK_SIZE_1_0 || !s->write))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "%s: struct sbx_sink has size %u and %s write "
+                             "function: expected size >= %zu (use SBX_SINK_INIT)",
+                             what, s->size, s->write ? "a" : "no",
+                             (size_t)SBX_SINK_SIZE_1_0);
+    return SBX_OK;
+}
+
+static int check_source(const struct sbx_source *s, const char *what, sbx_error *err)
+{
+    if (s && (s->size < SBX_SOURCE_SIZE_1_0 || !s->read))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "%s: struct sbx_source has size %u and %s read "
+                             "function: expected size >= %zu (use SBX_SOURCE_INIT)",
+                             what, s->size, s->read ? "a" : "no",
+                             (size_t)SBX_SOURCE_SIZE_1_0);
+    return SBX_OK;
+}
+
+/* Hold the key for one lifecycle call (see key_lock.h). */
+static int hold_key(const sbx_provider *p, const char *hash, sbx_error *err)
+{
+    if (sbx_key_lock(p->plugin.name, hash) != SBX_OK)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    return SBX_OK;
+}
+
 SBX_API int sbx_create(sbx_provider *p, const char *session_key,
                        const struct sbx_create_options *opts, sbx_cancel *cancel,
                        sbx_handle **out, sbx_error *err)
@@ -75,10 +108,13 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
     char ref[SBX_REF_MAX];
     memset(ref, 0, sizeof ref);
     sbx_sandbox *sb = NULL;
+    if ((rc = hold_key(p, hash, err)) != SBX_OK)
+        return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     rc = p->plugin.desc->ops->create(p->state, &call, &args, ref, &sb);
     rc = sbx_call_end(&call, rc, p->plugin.name, "create");
+    sbx_key_unlock(p->plugin.name, hash);
     if (rc != SBX_OK)
         return rc;
     if (!sb || ref[0] == '\0' || ref[SBX_REF_MAX - 1] != '\0') {
@@ -102,11 +138,19 @@ SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref
                              "longer than %d bytes", SBX_REF_MAX - 1);
     if ((rc = prepare(p, cancel, err)) != SBX_OK)
         return rc;
+    char hash[SBX_KEY_HASH_LEN + 1];
+    sbx_key_hash(session_key, hash);
+    struct sbx_attach_args args = {
+        .size = sizeof args, .session_key = session_key, .key_hash = hash, .ref = ref,
+    };
     sbx_sandbox *sb = NULL;
+    if ((rc = hold_key(p, hash, err)) != SBX_OK)
+        return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
-    rc = p->plugin.desc->ops->attach(p->state, &call, session_key, ref, &sb);
+    rc = p->plugin.desc->ops->attach(p->state, &call, &args, &sb);
     rc = sbx_call_end(&call, rc, p->plugin.name, "attach");
+    sbx_key_unlock(p->plugin.name, hash);
     if (rc != SBX_OK)
         return rc;
     if (!sb)
@@ -141,6 +185,11 @@ SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
     sbx_error_clear(err);
     if (!args || !args->argv || !args->argv[0] || !args->argv[0][0])
         return sbx_error_set(err, SBX_E_INVALID, "exec: no command given");
+    int rc;
+    if ((rc = check_source(args->in, "exec stdin", err)) != SBX_OK ||
+        (rc = check_sink(args->out, "exec stdout", err)) != SBX_OK ||
+        (rc = check_sink(args->err, "exec stderr", err)) != SBX_OK)
+        return rc;
     if (sbx_cancel_fired(cancel))
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
     struct sbx_exec_args a = *args;
@@ -149,7 +198,7 @@ SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
     res->size = sizeof *res;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
-    int rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, res);
+    rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, res);
     return sbx_call_end(&call, rc, h->provider->plugin.name, "exec");
 }
 
@@ -159,11 +208,16 @@ SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sin
     sbx_error_clear(err);
     if (!path || !*path)
         return sbx_error_set(err, SBX_E_INVALID, "read: empty path");
+    if (!sink)
+        return sbx_error_set(err, SBX_E_INVALID, "read: no sink");
+    int rc = check_sink(sink, "read", err);
+    if (rc != SBX_OK)
+        return rc;
     if (sbx_cancel_fired(cancel))
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
-    int rc = h->provider->plugin.desc->ops->read_file(h->sb, &call, path, sink);
+    rc = h->provider->plugin.desc->ops->read_file(h->sb, &call, path, sink);
     return sbx_call_end(&call, rc, h->provider->plugin.name, "read");
 }
 
@@ -173,12 +227,16 @@ SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *
     sbx_error_clear(err);
     if (!path || !*path)
         return sbx_error_set(err, SBX_E_INVALID, "write: empty path");
+    if (!src)
+        return sbx_error_set(err, SBX_E_INVALID, "write: no source");
+    int rc = check_source(src, "write", err);
+    if (rc != SBX_OK)
+        return rc;
     if (sbx_cancel_fired(cancel))
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
-    int rc = h->provider->plugin.desc->ops->write_file(h->sb, &call, path, src,
-                                                        mode);
+    rc = h->provider->plugin.desc->ops->write_file(h->sb, &call, path, src, mode);
     return sbx_call_end(&call, rc, h->provider->plugin.name, "write");
 }
 
@@ -200,10 +258,19 @@ SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *re
         return sbx_error_set(err, SBX_E_INVALID, "sandbox reference is empty");
     if ((rc = prepare(p, cancel, err)) != SBX_OK)
         return rc;
+    char hash[SBX_KEY_HASH_LEN + 1];
+    sbx_key_hash(session_key, hash);
+    struct sbx_destroy_args args = {
+        .size = sizeof args, .session_key = session_key, .key_hash = hash, .ref = ref,
+    };
+    if ((rc = hold_key(p, hash, err)) != SBX_OK)
+        return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
-    rc = p->plugin.desc->ops->destroy(p->state, &call, session_key, ref);
-    return sbx_call_end(&call, rc, p->plugin.name, "destroy");
+    rc = p->plugin.desc->ops->destroy(p->state, &call, &args);
+    rc = sbx_call_end(&call, rc, p->plugin.name, "destroy");
+    sbx_key_unlock(p->plugin.name, hash);
+    return rc;
 }
 
 /* Capability ops: refuse unless the descriptor declares the cap (the loader
@@ -226,6 +293,8 @@ SBX_API int sbx_mount_put(sbx_handle *h, const char *path,
 {
     int rc = cap_call_begin(h, SBX_CAP_FILE_MOUNTS, cancel, err);
     if (rc != SBX_OK)
+        return rc;
+    if (blob && (rc = check_source(blob->src, "mount_put", err)) != SBX_OK)
         return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
@@ -251,6 +320,8 @@ SBX_API int sbx_export_outputs(sbx_handle *h, const struct sbx_sink *tar_sink,
     int rc = cap_call_begin(h, SBX_CAP_OUTPUT_EXPORT, cancel, err);
     if (rc != SBX_OK)
         return rc;
+    if ((rc = check_sink(tar_sink, "export_outputs", err)) != SBX_OK)
+        return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, export_outputs)(h->sb, &call, tar_sink);
@@ -263,6 +334,8 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
 {
     int rc = cap_call_begin(h, SBX_CAP_SKILLS, cancel, err);
     if (rc != SBX_OK)
+        return rc;
+    if (bundle && (rc = check_source(bundle->src, "skill_install", err)) != SBX_OK)
         return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);

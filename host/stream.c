@@ -38,7 +38,7 @@ static int64_t fd_length(void *ctx)
 
 SBX_API struct sbx_source sbx_fd_source(int *fd)
 {
-    struct sbx_source s = {.ctx = fd, .read = fd_read, .poll_fd = fd_poll_fd,
+    struct sbx_source s = {.size = sizeof(struct sbx_source), .ctx = fd, .read = fd_read, .poll_fd = fd_poll_fd,
                            .length = fd_length};
     return s;
 }
@@ -62,7 +62,7 @@ static int64_t memory_length(void *ctx)
 
 SBX_API struct sbx_source sbx_memory_source(struct sbx_memory_source *m)
 {
-    struct sbx_source s = {.ctx = m, .read = memory_read, .length = memory_length};
+    struct sbx_source s = {.size = sizeof(struct sbx_source), .ctx = m, .read = memory_read, .length = memory_length};
     return s;
 }
 
@@ -85,6 +85,6 @@ static int fd_write(void *ctx, const void *buf, size_t len)
 
 SBX_API struct sbx_sink sbx_fd_sink(int *fd)
 {
-    struct sbx_sink s = {fd, fd_write};
+    struct sbx_sink s = SBX_SINK_INIT(fd, fd_write);
     return s;
 }

@@ -18,11 +18,16 @@
  *    call. Whatever the provider produces goes into host-supplied sinks or
  *    buffers. Neither side frees the other's memory. Sandbox handles are
  *    created and released by the provider.
- *  - Threads: ops on different sandboxes may run concurrently; exec,
- *    read_file and write_file on one sandbox may run concurrently; create,
- *    attach and destroy for one session key are serialized by the host.
- *    Providers touch no process-global state (signal handlers, cwd, umask,
- *    environment, exit) and open every fd O_CLOEXEC.
+ *  - Threads (the long form is "Threads" below and in docs/ABI.md): init
+ *    runs once per instance, before anything else; ops on different
+ *    sandboxes, and exec, read_file and write_file on one sandbox, may run
+ *    concurrently; create, attach and destroy of one session key never
+ *    overlap within one host process (libsbx enforces it); across processes
+ *    nothing is serialized, so create must be idempotent against a racing
+ *    create of another process. One sink or source is never called from two
+ *    threads at once. Providers touch no process-global state (signal
+ *    handlers, signal mask of other threads, cwd, umask, environment, exit)
+ *    and open every fd O_CLOEXEC.
  *  - Status codes are stable numbers, never reused (see enum sbx_status).
  *
  * The header is C99 and compiles alone with -std=c99 -pedantic.
@@ -37,10 +42,27 @@
 extern "C" {
 #endif
 
-/* ABI version. Major must equal the host's; the plugin's minor must be <= the
- * host's minor. */
+/* ABI version of this header. Major must equal the host's; the minor a
+ * provider targets must be <= the host's minor. */
 #define SBX_ABI_MAJOR 1
 #define SBX_ABI_MINOR 0
+
+/*
+ * SBX_ABI_TARGET_MINOR - the oldest host minor a provider wants to load into
+ * (like GLib's GLIB_VERSION_MIN_REQUIRED). Define it before including this
+ * header, e.g. -DSBX_ABI_TARGET_MINOR=0, to build against a newer header a
+ * provider that uses nothing newer than that minor: its descriptor then
+ * claims that minor and an older host accepts it. Members a later minor
+ * appended may still be used after checking the size of the struct that
+ * carries them (the host fills in only what it knows). Defaults to
+ * SBX_ABI_MINOR.
+ */
+#ifndef SBX_ABI_TARGET_MINOR
+#define SBX_ABI_TARGET_MINOR SBX_ABI_MINOR
+#endif
+#if SBX_ABI_TARGET_MINOR > SBX_ABI_MINOR || SBX_ABI_TARGET_MINOR < 0
+#error "SBX_ABI_TARGET_MINOR must be between 0 and SBX_ABI_MINOR"
+#endif
 
 /* Name of the one exported entry point. */
 #define SBX_PROVIDER_ENTRY "sbx_provider_describe"
@@ -135,12 +157,29 @@ static inline int sbx_status_is_transient(sbx_status s)
 #define SBX_CAP_FILE_MOUNTS   (UINT64_C(1) << 0) /* mount_put, mount_remove */
 #define SBX_CAP_OUTPUT_EXPORT (UINT64_C(1) << 1) /* export_outputs */
 #define SBX_CAP_SKILLS        (UINT64_C(1) << 2) /* skill_install */
-#define SBX_CAP_MEMORY        (UINT64_C(1) << 3) /* memory_attach */
-#define SBX_CAP_EGRESS        (UINT64_C(1) << 4) /* egress_apply */
+/* Bits 3 and 4 are assigned to the memory stores and the egress allowlist.
+ * Their ops arrive in ABI 1.1 with size-prefixed argument structs; a 1.0
+ * host refuses a provider that declares them. */
+#define SBX_CAP_MEMORY        (UINT64_C(1) << 3) /* ops in ABI 1.1 */
+#define SBX_CAP_EGRESS        (UINT64_C(1) << 4) /* ops in ABI 1.1 */
 #define SBX_CAP_PACKAGES      (UINT64_C(1) << 5) /* packages run via exec */
 
-/* Every bit this header defines. */
-#define SBX_CAP_ALL_1_0 (UINT64_C(0x3f))
+/* Every bit a 1.0 host accepts. */
+#define SBX_CAP_ALL_1_0                                                   \
+    (SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |       \
+     SBX_CAP_PACKAGES)
+
+/* ------------------------------------------------------------------------ */
+/* Isolation: what stands between a command and the host                     */
+/* ------------------------------------------------------------------------ */
+
+/* Values of sbx_provider_desc.isolation. Shown by `sbx providers` and
+ * `sbx check`; 0 (none) is the safe default for a provider that forgets. */
+enum sbx_isolation {
+    SBX_ISOLATION_NONE = 0,      /* host processes: not a security boundary */
+    SBX_ISOLATION_CONTAINER = 1, /* namespaces and cgroups on a shared kernel */
+    SBX_ISOLATION_VM = 2         /* a virtual machine (microVM) of its own */
+};
 
 /* ------------------------------------------------------------------------ */
 /* Opaque types                                                               */
@@ -160,17 +199,31 @@ typedef struct sbx_call sbx_call;
 /*
  * A sink receives bytes produced by the provider (command output, file
  * contents, archives). write returns 0 to continue or a nonzero sbx_status
- * to make the provider stop and return that status. Chunks are borrowed.
+ * to make the provider stop and return that status (the sink has set the
+ * call's error). Chunks are borrowed for the call of write.
+ *
+ * size is sizeof(struct sbx_sink) as its creator built it: members appended
+ * in later minors are present only when size covers them. Threads: one sink
+ * is never called from two threads at once (a provider that reads stdout
+ * and stderr on two threads calls each sink from its own thread, or
+ * serializes); the stdout and stderr sinks of one exec may be called
+ * concurrently, each from one thread.
  */
 struct sbx_sink {
+    uint32_t size;
     void *ctx;
     int (*write)(void *ctx, const void *buf, size_t len);
 };
 
+/* Initializer: struct sbx_sink s = SBX_SINK_INIT(ctx, write_fn); */
+#define SBX_SINK_INIT(ctx_, write_) \
+    {(uint32_t)sizeof(struct sbx_sink), (ctx_), (write_)}
+
 /*
  * A source supplies bytes to the provider (stdin, file contents, bundles).
  * read returns the number of bytes stored in buf (1..cap), 0 at end of
- * stream, or -1 on error (the host has already set the call's error).
+ * stream, or -1 on error (the host has already set the call's error). The
+ * same thread rule as for sinks holds: never two calls at once.
  *
  * The two optional members let a provider do better than calling read in a
  * loop; NULL means "not known":
@@ -185,11 +238,17 @@ struct sbx_sink {
  *    (a tar header) without spooling.
  */
 struct sbx_source {
+    uint32_t size; /* sizeof(struct sbx_source) as its creator built it */
     void *ctx;
     long (*read)(void *ctx, void *buf, size_t cap);
     int (*poll_fd)(void *ctx);
     int64_t (*length)(void *ctx);
 };
+
+/* Initializer with both optional members NULL:
+ * struct sbx_source s = SBX_SOURCE_INIT(ctx, read_fn); */
+#define SBX_SOURCE_INIT(ctx_, read_) \
+    {(uint32_t)sizeof(struct sbx_source), (ctx_), (read_), NULL, NULL}
 
 /* ------------------------------------------------------------------------ */
 /* Configuration schema (static data in the descriptor)                      */
@@ -206,12 +265,21 @@ enum sbx_config_type {
 };
 
 /* One key a provider accepts in its `providers.<name>` section. The array in
- * the descriptor ends with an entry whose key is NULL. */
+ * the descriptor ends with an entry whose key is NULL. Every entry's size is
+ * sizeof(struct sbx_config_key) as the provider built it, and the host steps
+ * through the array by the first entry's size, so write the entries with
+ * SBX_CONFIG_KEY and end the array with SBX_CONFIG_KEYS_END. */
 struct sbx_config_key {
+    uint32_t size;
     const char *key;
     int type;                /* enum sbx_config_type */
     const char *description; /* one line, shown by `sbx providers --keys` */
 };
+
+#define SBX_CONFIG_KEY(key_, type_, description_)                       \
+    {(uint32_t)sizeof(struct sbx_config_key), (key_), (type_), (description_)}
+#define SBX_CONFIG_KEYS_END \
+    {(uint32_t)sizeof(struct sbx_config_key), NULL, 0, NULL}
 
 /* ------------------------------------------------------------------------ */
 /* Host table                                                                 */
@@ -284,6 +352,22 @@ struct sbx_create_args {
     uint64_t caps_required;  /* capabilities the session will use */
 };
 
+/* What the host asks attach for: reopen `ref`, owned by `session_key`. */
+struct sbx_attach_args {
+    uint32_t size;
+    const char *session_key; /* the caller's key; never put it in labels */
+    const char *key_hash;    /* SBX_KEY_HASH_LEN hex chars, as create got it */
+    const char *ref;         /* the persisted reference create wrote */
+};
+
+/* What the host asks destroy for: remove `ref`, owned by `session_key`. */
+struct sbx_destroy_args {
+    uint32_t size;
+    const char *session_key;
+    const char *key_hash;    /* SBX_KEY_HASH_LEN hex chars, as create got it */
+    const char *ref;
+};
+
 struct sbx_exec_args {
     uint32_t size;
     const char *const *argv;     /* argv[0] is the program; NULL-terminated */
@@ -340,11 +424,13 @@ struct sbx_provider_ops {
                   const struct sbx_create_args *args, char *ref,
                   sbx_sandbox **out);
 
-    /* Reopen a persisted reference, verifying it belongs to session_key
-     * (else SBX_E_DENIED). A reference that no longer resolves is
-     * SBX_E_NOT_FOUND. */
-    int (*attach)(void *state, sbx_call *call, const char *session_key,
-                  const char *ref, sbx_sandbox **out);
+    /* Reopen a persisted reference, verifying that it belongs to the key
+     * (compare the owner record kept at create with args->key_hash; else
+     * SBX_E_DENIED). A reference that no longer resolves is
+     * SBX_E_NOT_FOUND; one this provider never writes (malformed, or of
+     * another provider) is SBX_E_INVALID. */
+    int (*attach)(void *state, sbx_call *call,
+                  const struct sbx_attach_args *args, sbx_sandbox **out);
 
     /* Run a command; stream output to the sinks; honour timeout and
      * cancellation by killing the command's whole process tree. A command
@@ -369,10 +455,12 @@ struct sbx_provider_ops {
     /* Drop the handle; the resource stays. */
     void (*release)(sbx_sandbox *sb);
 
-    /* Destroy the resource of (session_key, ref). Idempotent: destroying a
-     * resource that is gone is SBX_OK. Ownership is verified first. */
-    int (*destroy)(void *state, sbx_call *call, const char *session_key,
-                   const char *ref);
+    /* Destroy the resource of (args->session_key, args->ref), stopping
+     * whatever still runs in it. Idempotent: destroying a resource that is
+     * gone is SBX_OK. Ownership is verified first (SBX_E_DENIED); a
+     * malformed reference is SBX_E_INVALID. */
+    int (*destroy)(void *state, sbx_call *call,
+                   const struct sbx_destroy_args *args);
 
     /* --- SBX_CAP_FILE_MOUNTS ------------------------------------------- */
     /* Publish a verified blob read-only at /mnt/session/uploads/<path>. */
@@ -392,17 +480,10 @@ struct sbx_provider_ops {
     int (*skill_install)(sbx_sandbox *sb, sbx_call *call, const char *name,
                          const struct sbx_blob *bundle);
 
-    /* --- SBX_CAP_MEMORY ------------------------------------------------ */
-    /* Make memory store `slug` visible at /mnt/memory/<slug>; writable
-     * nonzero for read_write. `version` is the store version to check out. */
-    int (*memory_attach)(sbx_sandbox *sb, sbx_call *call, const char *slug,
-                         int writable, const struct sbx_source *version);
-
-    /* --- SBX_CAP_EGRESS ------------------------------------------------ */
-    /* Replace the egress allowlist (NULL-terminated host/CIDR strings);
-     * everything else is denied. */
-    int (*egress_apply)(sbx_sandbox *sb, sbx_call *call,
-                        const char *const *allow);
+    /* Two slots kept for good (they once held 1.0 drafts of the memory
+     * and egress ops, whose signatures could not grow). Must be NULL; the
+     * ops of SBX_CAP_MEMORY and SBX_CAP_EGRESS are appended in 1.1. */
+    void (*reserved[2])(void);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -416,48 +497,70 @@ struct sbx_provider_desc {
     uint32_t desc_size; /* sizeof(struct sbx_provider_desc) of the plugin */
     uint32_t ops_size;  /* sizeof(struct sbx_provider_ops) of the plugin */
 
-    const char *name;    /* must equal the file name without ".so" */
-    const char *version; /* the provider's own version, e.g. "1.2.0" */
-    uint64_t caps;       /* SBX_CAP_* bits */
+    const char *name;        /* must equal the file name without ".so" */
+    const char *version;     /* the provider's own version, e.g. "1.2.0" */
+    const char *description; /* one line, e.g. "Docker Engine containers" */
+    uint32_t isolation;      /* enum sbx_isolation */
+    uint32_t reserved0;      /* zero */
+    uint64_t caps;           /* SBX_CAP_* bits */
     const struct sbx_provider_ops *ops;
-    const struct sbx_config_key *config_keys; /* NULL-key terminated, or NULL */
+    const struct sbx_config_key *config_keys; /* SBX_CONFIG_KEYS_END-terminated,
+                                                 or NULL */
     void *reserved[4];                        /* zero */
 };
 
-/* Smallest sizes a 1.0 host accepts: the descriptor up to config_keys, the
- * ops table up to destroy. */
+/* Smallest sizes a 1.0 host accepts: the whole 1.0 descriptor, the ops
+ * table up to destroy; the smallest config key entry. */
 #define SBX_DESC_SIZE_1_0 \
-    (offsetof(struct sbx_provider_desc, config_keys) + sizeof(void *))
+    (offsetof(struct sbx_provider_desc, reserved) + 4 * sizeof(void *))
 #define SBX_OPS_SIZE_1_0 \
     (offsetof(struct sbx_provider_ops, destroy) + sizeof(void (*)(void)))
+#define SBX_CONFIG_KEY_SIZE_1_0 \
+    (offsetof(struct sbx_config_key, description) + sizeof(const char *))
+/* The smallest sink and source a 1.0 provider may be given. */
+#define SBX_SINK_SIZE_1_0 \
+    (offsetof(struct sbx_sink, write) + sizeof(void (*)(void)))
+#define SBX_SOURCE_SIZE_1_0 \
+    (offsetof(struct sbx_source, length) + sizeof(void (*)(void)))
 
 /* The entry point every provider exports. Side-effect free: it returns
  * static data and may be called any number of times. */
 typedef const struct sbx_provider_desc *(*sbx_provider_describe_fn)(void);
 
+/* The entry point is a C symbol even when a C++ file defines it. */
+#ifdef __cplusplus
+#define SBX_PROVIDER_LINKAGE extern "C"
+#else
+#define SBX_PROVIDER_LINKAGE
+#endif
+
 /*
  * SBX_PROVIDER_DEFINE - define the descriptor and the entry point.
  *
  *   static const struct sbx_provider_ops my_ops = { .init = ..., ... };
- *   SBX_PROVIDER_DEFINE("mybackend", "0.1.0", SBX_CAP_OUTPUT_EXPORT,
+ *   SBX_PROVIDER_DEFINE("mybackend", "0.1.0", "what it runs on, one line",
+ *                       SBX_ISOLATION_CONTAINER, SBX_CAP_OUTPUT_EXPORT,
  *                       &my_ops, my_keys)
  *
- * Fills the version and size fields at compile time. Build the provider
- * with -fvisibility=hidden: only the entry point is exported.
+ * Fills the version and size fields at compile time (abi_minor is
+ * SBX_ABI_TARGET_MINOR). Use it once, at file scope, in C or C++; build the
+ * provider with -fvisibility=hidden: only the entry point is exported.
  */
-#define SBX_PROVIDER_DEFINE(name_, version_, caps_, ops_, config_keys_)      \
-    static const struct sbx_provider_desc sbx_provider_desc_ = {             \
-        SBX_ABI_MAJOR, SBX_ABI_MINOR,                                        \
-        (uint32_t)sizeof(struct sbx_provider_desc),                          \
-        (uint32_t)sizeof(struct sbx_provider_ops),                           \
-        (name_), (version_), (caps_), (ops_), (config_keys_),                \
-        {NULL, NULL, NULL, NULL}};                                           \
-    SBX_PROVIDER_EXPORT const struct sbx_provider_desc *                     \
-    sbx_provider_describe(void);                                             \
-    SBX_PROVIDER_EXPORT const struct sbx_provider_desc *                     \
-    sbx_provider_describe(void)                                              \
-    {                                                                        \
-        return &sbx_provider_desc_;                                          \
+#define SBX_PROVIDER_DEFINE(name_, version_, description_, isolation_, caps_,  \
+                            ops_, config_keys_)                                \
+    static const struct sbx_provider_desc sbx_provider_desc_ = {               \
+        SBX_ABI_MAJOR, SBX_ABI_TARGET_MINOR,                                   \
+        (uint32_t)sizeof(struct sbx_provider_desc),                            \
+        (uint32_t)sizeof(struct sbx_provider_ops),                             \
+        (name_), (version_), (description_), (uint32_t)(isolation_), 0,        \
+        (caps_), (ops_), (config_keys_),                                       \
+        {NULL, NULL, NULL, NULL}};                                             \
+    SBX_PROVIDER_LINKAGE SBX_PROVIDER_EXPORT const struct sbx_provider_desc *  \
+    sbx_provider_describe(void);                                               \
+    SBX_PROVIDER_LINKAGE SBX_PROVIDER_EXPORT const struct sbx_provider_desc *  \
+    sbx_provider_describe(void)                                                \
+    {                                                                          \
+        return &sbx_provider_desc_;                                            \
     }
 
 #ifdef __cplusplus

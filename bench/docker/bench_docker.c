@@ -10,6 +10,7 @@
  * per-exec median over the same number of execs.
  */
 #include "bench_host.h"
+#include "../../tests/support/op_args.h"
 
 #include <sbx/provider.h>
 
@@ -186,19 +187,19 @@ int main(int argc, char **argv)
         double t2 = bench_now();
         steps[1][r] = t2 - t1;
         struct mem m = {data, FILE_BYTES, 0};
-        struct sbx_source src = {.ctx = &m, .read = mem_read};
+        struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &m, .read = mem_read};
         if ((rc = ops->write_file(sb, &c, "bench.bin", &src, 0)))
             bench_die("bench_docker", "write", rc, &c);
         double t3 = bench_now();
         steps[2][r] = t3 - t2;
         size_t got = 0;
-        struct sbx_sink sink = {&got, count_write};
+        struct sbx_sink sink = SBX_SINK_INIT(&got, count_write);
         if ((rc = ops->read_file(sb, &c, "bench.bin", &sink)) || got != FILE_BYTES)
             bench_die("bench_docker", "read", rc, &c);
         double t4 = bench_now();
         steps[3][r] = t4 - t3;
         ops->release(sb);
-        if ((rc = ops->destroy(st, &c, key, ref)))
+        if ((rc = ops->destroy(st, &c, TEST_DESTROY_ARGS(key, ref))))
             bench_die("bench_docker", "destroy", rc, &c);
         totals[r] = bench_now() - t0;
         steps[4][r] = bench_now() - t4;
@@ -208,7 +209,7 @@ int main(int argc, char **argv)
             bench_die("bench_docker", "create", rc, &c);
         floor_execs(ref, floor_per + r * EXECS, EXECS);
         ops->release(sb);
-        ops->destroy(st, &c, key, ref);
+        ops->destroy(st, &c, TEST_DESTROY_ARGS(key, ref));
     }
     printf("sbx_total_median_s %.4f\n", bench_median(totals, (size_t)runs));
     printf("sbx_exec_median_ms %.3f\n", 1000 * bench_median(per, (size_t)runs * EXECS));

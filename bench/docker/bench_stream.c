@@ -16,6 +16,7 @@
  * vs `docker cp` in both directions.
  */
 #include "bench_host.h"
+#include "../../tests/support/op_args.h"
 
 #include <sbx/provider.h>
 
@@ -188,7 +189,7 @@ int main(int argc, char **argv)
     snprintf(cmd, sizeof cmd, "head -c %zu /dev/zero", bytes);
     const char *out_argv[] = {"sh", "-c", cmd, NULL};
     unsigned long long counted = 0;
-    struct sbx_sink count = {&counted, count_write};
+    struct sbx_sink count = SBX_SINK_INIT(&counted, count_write);
     ea.argv = out_argv;
     ea.out = &count;
     ea.timeout_ms = 600000;
@@ -227,7 +228,7 @@ int main(int argc, char **argv)
     run_cmd(cmd);
     {
         int fd = open(src, O_RDONLY | O_CLOEXEC);
-        struct sbx_source in = {.ctx = &fd, .read = fd_read, .length = fd_length};
+        struct sbx_source in = {.size = sizeof(struct sbx_source), .ctx = &fd, .read = fd_read, .length = fd_length};
         if ((rc = ops->write_file(sb, &c, "big.bin", &in, 0)))
             bench_die("bench_stream", "write_file", rc, &c);
         close(fd);
@@ -242,7 +243,7 @@ int main(int argc, char **argv)
             bench_die("bench_stream", "exec rm", rc, &c);
         for (int k = 0; k < 2; k++) {
             int fd = open(src, O_RDONLY | O_CLOEXEC);
-            struct sbx_source in = {.ctx = &fd, .read = fd_read, .length = fd_length};
+            struct sbx_source in = {.size = sizeof(struct sbx_source), .ctx = &fd, .read = fd_read, .length = fd_length};
             run_cmd("sync");
             reset_peak();
             rss0 = proc_kib("VmRSS");
@@ -267,7 +268,7 @@ int main(int argc, char **argv)
 
         unlink(dst);
         int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        struct sbx_sink out = {&fd, fd_write};
+        struct sbx_sink out = SBX_SINK_INIT(&fd, fd_write);
         reset_peak();
         rss0 = proc_kib("VmRSS");
         t0 = bench_now();
@@ -316,7 +317,7 @@ int main(int argc, char **argv)
            rs, mb / rs, rcp, mb / rcp, rcp / rs);
 
     ops->release(sb);
-    if ((rc = ops->destroy(st, &c, "bench-stream", ref)))
+    if ((rc = ops->destroy(st, &c, TEST_DESTROY_ARGS("bench-stream", ref))))
         bench_die("bench_stream", "destroy", rc, &c);
     ops->fini(st);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

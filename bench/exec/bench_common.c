@@ -102,7 +102,7 @@ static int count_write(void *ctx, const void *buf, size_t len)
 void bench_exec_counted(sbx_handle *h, const char *const *argv, struct bench_exec *r)
 {
     memset(r, 0, sizeof *r);
-    struct sbx_sink out = {&r->out_bytes, count_write}, err = {&r->err_bytes, count_write};
+    struct sbx_sink out = SBX_SINK_INIT(&r->out_bytes, count_write), err = SBX_SINK_INIT(&r->err_bytes, count_write);
     struct sbx_exec_args args;
     memset(&args, 0, sizeof args);
     args.size = sizeof args;

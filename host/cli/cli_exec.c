@@ -312,12 +312,12 @@ int cli_exec_streamed(sbx_handle *h, const struct cli_exec_options *eo,
     if (caught_signal)
         return CLI_EXIT_SIGNAL + caught_signal; /* interrupted before exec */
     struct term_source in_t = {0};
-    struct sbx_source in = {.ctx = &in_t, .read = term_read,
+    struct sbx_source in = {.size = sizeof(struct sbx_source), .ctx = &in_t, .read = term_read,
                             .poll_fd = term_poll_fd};
     bool use_stdin = eo->stdin_mode == CLI_STDIN_ALWAYS ||
                      (eo->stdin_mode == CLI_STDIN_AUTO && !isatty(0));
     struct term_sink out_t = {1, false}, err_t = {2, false};
-    struct sbx_sink out = {&out_t, term_write}, errs = {&err_t, term_write};
+    struct sbx_sink out = SBX_SINK_INIT(&out_t, term_write), errs = SBX_SINK_INIT(&err_t, term_write);
     struct sbx_exec_args args;
     memset(&args, 0, sizeof args);
     args.size = sizeof args;

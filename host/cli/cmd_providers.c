@@ -72,15 +72,16 @@ static json_object *describe_caps(uint64_t caps)
     return arr;
 }
 
-static json_object *describe_keys(const struct sbx_config_key *keys)
+static json_object *describe_keys(const struct sbx_provider_desc *d)
 {
     json_object *arr = json_object_new_array();
-    for (size_t i = 0; arr && keys && keys[i].key; i++) {
+    const struct sbx_config_key *key;
+    for (size_t i = 0; arr && (key = sbx_provider_config_key(d, i)) != NULL; i++) {
         json_object *k = json_object_new_object();
-        json_object_object_add(k, "key", json_object_new_string(keys[i].key));
+        json_object_object_add(k, "key", json_object_new_string(key->key));
         json_object_object_add(k, "type",
-                               json_object_new_string(config_type_name(keys[i].type)));
-        json_object_object_add(k, "description", string_or_null(keys[i].description));
+                               json_object_new_string(config_type_name(key->type)));
+        json_object_object_add(k, "description", string_or_null(key->description));
         json_object_array_add(arr, k);
     }
     return arr;
@@ -103,7 +104,7 @@ static void collect(void *ud, const struct sbx_provider_info *info)
         json_object_object_add(abi, "minor", json_object_new_int64(d->abi_minor));
         json_object_object_add(o, "abi", abi);
         json_object_object_add(o, "capabilities", describe_caps(d->caps));
-        json_object_object_add(o, "config_keys", describe_keys(d->config_keys));
+        json_object_object_add(o, "config_keys", describe_keys(d));
     } else {
         json_object_object_add(o, "abi", NULL);
         json_object_object_add(o, "capabilities", json_object_new_array());

@@ -121,7 +121,7 @@ static int run(sbx_http *h, const struct sbx_http_request *req,
     a->tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
     if (!a->tok)
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct sbx_sink sink = {a, feed};
+    struct sbx_sink sink = SBX_SINK_INIT(a, feed);
     int rc = sbx_http_request(h, req, &sink, http_status, err);
     if (rc == SBX_OK)
         rc = finish(a);

@@ -12,7 +12,6 @@
  *   exec.c       exec create/start (hijacked stream), timeouts and cancel
  *   paths.c      workspace-relative path checks and in-container resolution
  *   files.c      read_file/write_file through the archive endpoints
- *   hash.c       SHA-256 helpers (key hash, names)
  *   resources.c  the session's host-side resource directory (binds, staging)
  *   outputs.c    export_outputs (OUTPUT_EXPORT)
  *   staging.c    verifying pinned blobs in the staging directory, sweeping
@@ -168,19 +167,13 @@ int docker_error(struct docker_state *st, sbx_call *call, int status,
 /* Pull the configured image, reporting progress through host->log. */
 int docker_image_pull(struct docker_state *st, sbx_call *call);
 
-/* ---- hash.c ------------------------------------------------------------- */
-
-/* Lowercase hex SHA-256 of len bytes; out has 65 bytes. -1 on failure. */
-int docker_sha256_hex(const void *data, size_t len, char out[65]);
-
 /* ---- lifecycle.c ------------------------------------------------------- */
 
 int docker_create(void *state, sbx_call *call, const struct sbx_create_args *args,
                   char *ref, sbx_sandbox **out);
-int docker_attach(void *state, sbx_call *call, const char *session_key,
-                  const char *ref, sbx_sandbox **out);
-int docker_destroy(void *state, sbx_call *call, const char *session_key,
-                   const char *ref);
+int docker_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+                  sbx_sandbox **out);
+int docker_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
 const char *docker_root(sbx_sandbox *sb);
 void docker_release(sbx_sandbox *sb);
 

@@ -689,7 +689,7 @@ int docker_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user,
     struct bounded b = {output, cap, 0};
     if (output && cap)
         output[0] = '\0';
-    struct sbx_sink sink = {&b, bounded_write};
+    struct sbx_sink sink = SBX_SINK_INIT(&b, bounded_write);
     struct exec_spec spec = {
         .argv = argv,
         .timeout_ms = timeout_ms,
@@ -723,7 +723,7 @@ int docker_exec_helper_in(sbx_sandbox *sb, sbx_call *call, const char *const *ar
     struct bounded b = {output, cap, 0};
     if (output && cap)
         output[0] = '\0';
-    struct sbx_sink sink = {&b, bounded_write};
+    struct sbx_sink sink = SBX_SINK_INIT(&b, bounded_write);
     struct exec_spec spec = {
         .argv = argv,
         .in = in,

@@ -454,7 +454,7 @@ static int upload_tar(sbx_sandbox *sb, sbx_call *call, const char *rel,
     free(esc);
     struct docker_cancel dc;
     docker_cancel_init(&dc, st->host, call);
-    struct sbx_source body = {.ctx = g, .read = tar_read};
+    struct sbx_source body = {.size = sizeof(struct sbx_source), .ctx = g, .read = tar_read};
     struct sbx_http_request req = {0};
     req.method = "PUT";
     req.path = url;
@@ -517,7 +517,7 @@ static int upload_stream(sbx_sandbox *sb, sbx_call *call, const char *rel,
                          const struct target *t, struct chained *ch, unsigned perm)
 {
     struct docker_state *st = sb->st;
-    struct sbx_source in = {.ctx = ch, .read = chained_read};
+    struct sbx_source in = {.size = sizeof(struct sbx_source), .ctx = ch, .read = chained_read};
     char perm_text[16];
     snprintf(perm_text, sizeof perm_text, "%o", perm);
     const char *argv[] = {"sh", "-c",

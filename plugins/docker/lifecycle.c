@@ -534,29 +534,34 @@ out:
 }
 
 /* Common start of attach and destroy: a reference this provider made, the
- * key's hash (for the ownership check) and a negotiated API version. */
-static int prepare_ref_call(struct docker_state *st, sbx_call *call,
-                            const char *op, const char *session_key,
-                            const char *ref, char key_hash[65])
+ * key's hash from the host (for the ownership check) and a negotiated API
+ * version. attach and destroy args share their layout up to ref. */
+static int prepare_ref_call(struct docker_state *st, sbx_call *call, const char *op,
+                            uint32_t size, const char *ref, const char *key_hash)
 {
+    const size_t need = offsetof(struct sbx_attach_args, ref) + sizeof(const char *);
+    if (size < need)
+        return st->host->set_error(st->host, call, SBX_E_INVALID,
+                                   "docker: %s: argument struct too small (%u bytes)",
+                                   op, size);
     if (!valid_ref(ref))
         return st->host->set_error(st->host, call, SBX_E_INVALID,
                                    "docker: \"%.80s\" is not a container reference "
                                    "made by this provider",
                                    ref ? ref : "");
-    if (!session_key || docker_sha256_hex(session_key, strlen(session_key), key_hash))
+    if (!key_hash || strlen(key_hash) != SBX_KEY_HASH_LEN)
         return st->host->set_error(st->host, call, SBX_E_INVALID,
-                                   "docker: %s needs a session key", op);
+                                   "docker: %s needs the session key's hash", op);
     return docker_negotiate(st, call);
 }
 
-int docker_attach(void *state, sbx_call *call, const char *session_key,
-                  const char *ref, sbx_sandbox **out)
+int docker_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+                  sbx_sandbox **out)
 {
     struct docker_state *st = state;
     *out = NULL;
-    char key_hash[65];
-    int rc = prepare_ref_call(st, call, "attach", session_key, ref, key_hash);
+    const char *ref = args->ref, *key_hash = args->key_hash;
+    int rc = prepare_ref_call(st, call, "attach", args->size, ref, key_hash);
     if (rc != SBX_OK)
         return rc;
     json_object *info = NULL;
@@ -608,12 +613,11 @@ static int remove_resources(struct docker_state *st, sbx_call *call, const char 
     return docker_res_remove(st, call, name);
 }
 
-int docker_destroy(void *state, sbx_call *call, const char *session_key,
-                   const char *ref)
+int docker_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
 {
     struct docker_state *st = state;
-    char key_hash[65];
-    int rc = prepare_ref_call(st, call, "destroy", session_key, ref, key_hash);
+    const char *ref = args->ref, *key_hash = args->key_hash;
+    int rc = prepare_ref_call(st, call, "destroy", args->size, ref, key_hash);
     if (rc != SBX_OK)
         return rc;
     char name[sizeof NAME_PREFIX + NAME_HASH_LEN];

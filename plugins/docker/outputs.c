@@ -56,7 +56,7 @@ int docker_export_outputs(sbx_sandbox *sb, sbx_call *call,
     req.path = path;
     req.cancel = &dc.c;
     struct relay r = {tar_sink, 0};
-    struct sbx_sink sink = {&r, relay_write};
+    struct sbx_sink sink = SBX_SINK_INIT(&r, relay_write);
     sbx_http_error err;
     int rc = sbx_http_request(st->http, &req, &sink, NULL, &err);
     if (rc == SBX_OK)

@@ -13,21 +13,18 @@
 #include <string.h>
 
 static const struct sbx_config_key docker_keys[] = {
-    {"host", SBX_CFG_STRING,
-     "daemon endpoint: unix:///path or tcp://host:port (default: $DOCKER_HOST, "
-     "else unix:///var/run/docker.sock)"},
-    {"image", SBX_CFG_STRING, "image of new sandboxes (default debian:bookworm-slim)"},
-    {"network", SBX_CFG_STRING, "network mode of new sandboxes (default none)"},
-    {"memory", SBX_CFG_SIZE, "memory limit per sandbox (swap included)"},
-    {"cpus", SBX_CFG_NUMBER, "CPU limit per sandbox, e.g. 1.5"},
-    {"pids_limit", SBX_CFG_INT, "maximum number of processes per sandbox"},
-    {"user", SBX_CFG_STRING, "user (name or uid[:gid]) commands run as"},
-    {"read_only_rootfs", SBX_CFG_BOOL,
-     "read-only root filesystem; the workspace and /tmp stay writable"},
-    {"labels", SBX_CFG_MAP, "extra labels on every container (not sbx.*)"},
-    {"resource_dir", SBX_CFG_STRING,
-     "host directory for provider-owned resources (default /var/lib/sbx/docker)"},
-    {NULL, 0, NULL}};
+    SBX_CONFIG_KEY("host", SBX_CFG_STRING, "daemon endpoint: unix:///path or tcp://host:port (default: $DOCKER_HOST, "
+     "else unix:///var/run/docker.sock)"),
+    SBX_CONFIG_KEY("image", SBX_CFG_STRING, "image of new sandboxes (default debian:bookworm-slim)"),
+    SBX_CONFIG_KEY("network", SBX_CFG_STRING, "network mode of new sandboxes (default none)"),
+    SBX_CONFIG_KEY("memory", SBX_CFG_SIZE, "memory limit per sandbox (swap included)"),
+    SBX_CONFIG_KEY("cpus", SBX_CFG_NUMBER, "CPU limit per sandbox, e.g. 1.5"),
+    SBX_CONFIG_KEY("pids_limit", SBX_CFG_INT, "maximum number of processes per sandbox"),
+    SBX_CONFIG_KEY("user", SBX_CFG_STRING, "user (name or uid[:gid]) commands run as"),
+    SBX_CONFIG_KEY("read_only_rootfs", SBX_CFG_BOOL, "read-only root filesystem; the workspace and /tmp stay writable"),
+    SBX_CONFIG_KEY("labels", SBX_CFG_MAP, "extra labels on every container (not sbx.*)"),
+    SBX_CONFIG_KEY("resource_dir", SBX_CFG_STRING, "host directory for provider-owned resources (default /var/lib/sbx/docker)"),
+    SBX_CONFIG_KEYS_END};
 
 static int docker_init(const struct sbx_host *host, sbx_call *call, void **state)
 {
@@ -86,6 +83,8 @@ static const struct sbx_provider_ops docker_ops = {
 };
 
 SBX_PROVIDER_DEFINE("docker", "0.1.0",
+                    "Docker Engine containers over the Engine API",
+                    SBX_ISOLATION_CONTAINER,
                     SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |
                         SBX_CAP_PACKAGES,
                     &docker_ops, docker_keys)

@@ -253,7 +253,7 @@ static int extract(struct docker_state *st, sbx_call *call, const char *name,
         return st->host->set_error(st->host, call, SBX_E_IO, "docker: skill %s: %s",
                                    name, strerror(errno));
     struct fd_src fs = {bundle_fd};
-    struct sbx_source src = {.ctx = &fs, .read = fd_read};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &fs, .read = fd_read};
     sbx_error e;
     sbx_error_clear(&e);
     int rc = sbx_archive_extract_checked(&src, format, tfd, NULL, &e);
@@ -485,7 +485,7 @@ static int reinstall(sbx_sandbox *sb, sbx_call *call, int sdfd, int ssfd,
     if (bfd < 0)
         return SBX_E_NOT_FOUND;
     struct fd_src fs = {bfd};
-    struct sbx_source src = {.ctx = &fs, .read = fd_read};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &fs, .read = fd_read};
     struct sbx_blob b = {sizeof b, &src, m->length, m->sha256, m->format};
     /* check the kept bundle the way a new one is checked, into a scratch
      * file (bounded memory: streamed) */

@@ -35,10 +35,9 @@ struct sbx_sandbox {
 int local_create(void *state, sbx_call *call,
                  const struct sbx_create_args *args, char *ref,
                  sbx_sandbox **out);
-int local_attach(void *state, sbx_call *call, const char *session_key,
-                 const char *ref, sbx_sandbox **out);
-int local_destroy(void *state, sbx_call *call, const char *session_key,
-                  const char *ref);
+int local_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+                 sbx_sandbox **out);
+int local_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
 void local_release(sbx_sandbox *sb);
 const char *local_root(sbx_sandbox *sb);
 
@@ -65,10 +64,5 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
 int local_spawn(const struct sbx_host *host, sbx_call *call,
                 const char *const *argv, const char *const *envp, int cwd_fd,
                 const int stdio_fds[3], int *pid_out);
-
-/* local_key_hash - lowercase hex SHA-256 of a session key into
- * out[SBX_KEY_HASH_LEN + 1] (key_hash.c). Returns 0, or -1 when the digest
- * could not be computed. */
-int local_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1]);
 
 #endif /* SBX_LOCAL_H */

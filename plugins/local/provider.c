@@ -14,10 +14,9 @@
 #include <string.h>
 
 static const struct sbx_config_key local_config_keys[] = {
-    {"root", SBX_CFG_STRING,
-     "directory holding one workspace per session "
-     "(default $XDG_STATE_HOME/sbx/local or ~/.local/state/sbx/local)"},
-    {NULL, 0, NULL},
+    SBX_CONFIG_KEY("root", SBX_CFG_STRING, "directory holding one workspace per session "
+     "(default $XDG_STATE_HOME/sbx/local or ~/.local/state/sbx/local)"),
+    SBX_CONFIG_KEYS_END,
 };
 
 /*
@@ -171,4 +170,6 @@ static const struct sbx_provider_ops local_ops = {
 };
 
 /* No capabilities: the local provider refuses packages, egress and mounts. */
-SBX_PROVIDER_DEFINE("local", "0.1.0", 0, &local_ops, local_config_keys)
+SBX_PROVIDER_DEFINE("local", "0.1.0",
+                    "host processes in a workspace directory (not a security boundary)",
+                    SBX_ISOLATION_NONE, 0, &local_ops, local_config_keys)

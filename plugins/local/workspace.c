@@ -131,16 +131,9 @@ int local_create(void *state, sbx_call *call,
                                "local: create: key hash is not %d lowercase "
                                "hex digits",
                                SBX_KEY_HASH_LEN);
-    /* The directory name must be the hash attach will recompute. */
-    char hash[SBX_KEY_HASH_LEN + 1];
-    if (local_key_hash(args->session_key, hash) != 0)
-        return host->set_error(host, call, SBX_E_INTERNAL,
-                               "local: cannot compute SHA-256");
-    if (strcmp(hash, args->key_hash) != 0)
-        return host->set_error(host, call, SBX_E_INVALID,
-                               "local: create: key hash %s is not the "
-                               "SHA-256 of the session key",
-                               args->key_hash);
+    /* The directory is named by the key hash: attach and destroy get the
+     * same hash from the host and compare it with the name. */
+    const char *hash = args->key_hash;
 
     int rc = SBX_OK;
     int rootfd = open_root_creating(st, call, &rc);
@@ -165,47 +158,51 @@ int local_create(void *state, sbx_call *call,
     return rc;
 }
 
-/* Check that ref is <root>/<sha256(session_key)>; on success the hash is
- * stored in `hash`. Returns SBX_OK or SBX_E_DENIED/SBX_E_INVALID with the
- * error set. The session key never appears in messages. */
-static int check_ownership(struct local_state *st, sbx_call *call,
-                           const char *op, const char *session_key,
-                           const char *ref, char hash[SBX_KEY_HASH_LEN + 1])
+/* Check that ref is <root>/<key hash>: the workspace directory is the
+ * owner record. A reference that is not a workspace directly under this
+ * root was never written by this instance: SBX_E_INVALID. One whose
+ * directory is another key's: SBX_E_DENIED. The session key never appears
+ * in messages. */
+static int check_ownership(struct local_state *st, sbx_call *call, const char *op,
+                           uint32_t size, const char *key_hash, const char *ref)
 {
     const struct sbx_host *host = st->host;
-    if (session_key == NULL || ref == NULL)
+    /* attach and destroy args share this layout up to ref */
+    const size_t need = offsetof(struct sbx_attach_args, ref) + sizeof(const char *);
+    if (size < need || key_hash == NULL || ref == NULL)
         return host->set_error(host, call, SBX_E_INVALID,
-                               "local: %s: missing session key or reference",
-                               op);
-    if (local_key_hash(session_key, hash) != 0)
-        return host->set_error(host, call, SBX_E_INTERNAL,
-                               "local: cannot compute SHA-256");
+                               "local: %s: missing key hash or reference", op);
+    if (!is_key_hash(key_hash))
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "local: %s: key hash is not %d lowercase hex digits",
+                               op, SBX_KEY_HASH_LEN);
     size_t ref_len = strnlen(ref, SBX_REF_MAX);
     if (ref_len != st->root_len + 1 + SBX_KEY_HASH_LEN ||
-        memcmp(ref, st->root, st->root_len) != 0 || ref[st->root_len] != '/')
-        return host->set_error(host, call, SBX_E_DENIED,
+        memcmp(ref, st->root, st->root_len) != 0 || ref[st->root_len] != '/' ||
+        !is_key_hash(ref + st->root_len + 1))
+        return host->set_error(host, call, SBX_E_INVALID,
                                "local: %s: reference '%.*s' is not a "
                                "workspace directly under the root '%s'",
                                op, (int)ref_len, ref, st->root);
-    if (memcmp(ref + st->root_len + 1, hash, SBX_KEY_HASH_LEN) != 0)
+    if (memcmp(ref + st->root_len + 1, key_hash, SBX_KEY_HASH_LEN) != 0)
         return host->set_error(host, call, SBX_E_DENIED,
                                "local: %s: workspace '%s' does not belong to "
                                "this session key (expected %s)",
-                               op, ref, hash);
+                               op, ref, key_hash);
     return SBX_OK;
 }
 
-int local_attach(void *state, sbx_call *call, const char *session_key,
-                 const char *ref, sbx_sandbox **out)
+int local_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+                 sbx_sandbox **out)
 {
     struct local_state *st = state;
     const struct sbx_host *host = st->host;
-    char hash[SBX_KEY_HASH_LEN + 1];
 
-    if (out == NULL)
+    if (args == NULL || out == NULL)
         return host->set_error(host, call, SBX_E_INVALID,
                                "local: attach: missing arguments");
-    int rc = check_ownership(st, call, "attach", session_key, ref, hash);
+    const char *ref = args->ref, *hash = args->key_hash;
+    int rc = check_ownership(st, call, "attach", args->size, hash, ref);
     if (rc != SBX_OK)
         return rc;
     /* Never recreate anything here: a lost workspace is NOT_FOUND. */
@@ -226,14 +223,16 @@ int local_attach(void *state, sbx_call *call, const char *session_key,
     return rc;
 }
 
-int local_destroy(void *state, sbx_call *call, const char *session_key,
-                  const char *ref)
+int local_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
 {
     struct local_state *st = state;
     const struct sbx_host *host = st->host;
-    char hash[SBX_KEY_HASH_LEN + 1];
 
-    int rc = check_ownership(st, call, "destroy", session_key, ref, hash);
+    if (args == NULL)
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "local: destroy: missing arguments");
+    const char *ref = args->ref, *hash = args->key_hash;
+    int rc = check_ownership(st, call, "destroy", args->size, hash, ref);
     if (rc != SBX_OK)
         return rc;
     int rootfd = open(st->root, O_PATH | O_DIRECTORY | O_CLOEXEC);

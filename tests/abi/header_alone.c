@@ -16,14 +16,15 @@ static int demo_init(const struct sbx_host *host, sbx_call *call, void **state)
 
 static const struct sbx_provider_ops demo_ops = {demo_init, NULL, NULL, NULL, NULL,
                                                  NULL, NULL, NULL, NULL, NULL,
-                                                 NULL, NULL, NULL, NULL, NULL,
-                                                 NULL};
+                                                 NULL, NULL, NULL, NULL,
+                                                 {NULL, NULL}};
 
 static const struct sbx_config_key demo_keys[] = {
-    {"root", SBX_CFG_STRING, "a directory"},
-    {NULL, 0, NULL}};
+    SBX_CONFIG_KEY("root", SBX_CFG_STRING, "a directory"),
+    SBX_CONFIG_KEYS_END};
 
-SBX_PROVIDER_DEFINE("demo", "0.0.1", SBX_CAP_PACKAGES | SBX_CAP_EGRESS, &demo_ops,
+SBX_PROVIDER_DEFINE("demo", "0.0.1", "the header compiled alone", SBX_ISOLATION_NONE,
+                    SBX_CAP_PACKAGES | SBX_CAP_OUTPUT_EXPORT, &demo_ops,
                     demo_keys)
 
 /* Every inline helper and size macro must be usable from a C99 unit. */

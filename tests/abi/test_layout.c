@@ -45,13 +45,16 @@ Test(layout, provider_desc)
     /* 1.0 */
     PIN_OFF(sbx_provider_desc, name, 16);
     PIN_OFF(sbx_provider_desc, version, 24);
-    PIN_OFF(sbx_provider_desc, caps, 32);
-    PIN_OFF(sbx_provider_desc, ops, 40);
-    PIN_OFF(sbx_provider_desc, config_keys, 48);
-    PIN_OFF(sbx_provider_desc, reserved, 56);
+    PIN_OFF(sbx_provider_desc, description, 32);
+    PIN_OFF(sbx_provider_desc, isolation, 40);
+    PIN_OFF(sbx_provider_desc, reserved0, 44);
+    PIN_OFF(sbx_provider_desc, caps, 48);
+    PIN_OFF(sbx_provider_desc, ops, 56);
+    PIN_OFF(sbx_provider_desc, config_keys, 64);
+    PIN_OFF(sbx_provider_desc, reserved, 72);
     cr_expect_eq(sizeof(((struct sbx_provider_desc *)0)->reserved), 32);
-    PIN_SIZE(sbx_provider_desc, 88);
-    cr_expect_eq(SBX_DESC_SIZE_1_0, 56);
+    PIN_SIZE(sbx_provider_desc, 104);
+    cr_expect_eq(SBX_DESC_SIZE_1_0, 104);
 }
 
 Test(layout, provider_ops)
@@ -71,8 +74,8 @@ Test(layout, provider_ops)
     PIN_OFF(sbx_provider_ops, mount_remove, 88);
     PIN_OFF(sbx_provider_ops, export_outputs, 96);
     PIN_OFF(sbx_provider_ops, skill_install, 104);
-    PIN_OFF(sbx_provider_ops, memory_attach, 112);
-    PIN_OFF(sbx_provider_ops, egress_apply, 120);
+    PIN_OFF(sbx_provider_ops, reserved, 112);
+    cr_expect_eq(sizeof(((struct sbx_provider_ops *)0)->reserved), 16);
     PIN_SIZE(sbx_provider_ops, 128);
     cr_expect_eq(SBX_OPS_SIZE_1_0, 80);
 }
@@ -95,23 +98,44 @@ Test(layout, host_table)
 Test(layout, streams)
 {
     require_pinned_platform();
-    PIN_OFF(sbx_sink, ctx, 0);
-    PIN_OFF(sbx_sink, write, 8);
-    PIN_SIZE(sbx_sink, 16);
-    PIN_OFF(sbx_source, ctx, 0);
-    PIN_OFF(sbx_source, read, 8);
-    PIN_OFF(sbx_source, poll_fd, 16);
-    PIN_OFF(sbx_source, length, 24);
-    PIN_SIZE(sbx_source, 32);
+    PIN_OFF(sbx_sink, size, 0);
+    PIN_OFF(sbx_sink, ctx, 8);
+    PIN_OFF(sbx_sink, write, 16);
+    PIN_SIZE(sbx_sink, 24);
+    cr_expect_eq(SBX_SINK_SIZE_1_0, 24);
+    PIN_OFF(sbx_source, size, 0);
+    PIN_OFF(sbx_source, ctx, 8);
+    PIN_OFF(sbx_source, read, 16);
+    PIN_OFF(sbx_source, poll_fd, 24);
+    PIN_OFF(sbx_source, length, 32);
+    PIN_SIZE(sbx_source, 40);
+    cr_expect_eq(SBX_SOURCE_SIZE_1_0, 40);
 }
 
 Test(layout, config_key)
 {
     require_pinned_platform();
-    PIN_OFF(sbx_config_key, key, 0);
-    PIN_OFF(sbx_config_key, type, 8);
-    PIN_OFF(sbx_config_key, description, 16);
-    PIN_SIZE(sbx_config_key, 24);
+    PIN_OFF(sbx_config_key, size, 0);
+    PIN_OFF(sbx_config_key, key, 8);
+    PIN_OFF(sbx_config_key, type, 16);
+    PIN_OFF(sbx_config_key, description, 24);
+    PIN_SIZE(sbx_config_key, 32);
+    cr_expect_eq(SBX_CONFIG_KEY_SIZE_1_0, 32);
+}
+
+Test(layout, attach_and_destroy_args)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_attach_args, size, 0);
+    PIN_OFF(sbx_attach_args, session_key, 8);
+    PIN_OFF(sbx_attach_args, key_hash, 16);
+    PIN_OFF(sbx_attach_args, ref, 24);
+    PIN_SIZE(sbx_attach_args, 32);
+    PIN_OFF(sbx_destroy_args, size, 0);
+    PIN_OFF(sbx_destroy_args, session_key, 8);
+    PIN_OFF(sbx_destroy_args, key_hash, 16);
+    PIN_OFF(sbx_destroy_args, ref, 24);
+    PIN_SIZE(sbx_destroy_args, 32);
 }
 
 Test(layout, create_args)
@@ -212,9 +236,10 @@ Test(abi_numbers, capability_bits)
     cr_expect_eq(SBX_CAP_MEMORY, UINT64_C(0x08));
     cr_expect_eq(SBX_CAP_EGRESS, UINT64_C(0x10));
     cr_expect_eq(SBX_CAP_PACKAGES, UINT64_C(0x20));
+    /* MEMORY and EGRESS keep their bits but get their ops in 1.1. */
     cr_expect_eq(SBX_CAP_ALL_1_0, SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT |
-                                      SBX_CAP_SKILLS | SBX_CAP_MEMORY |
-                                      SBX_CAP_EGRESS | SBX_CAP_PACKAGES);
+                                      SBX_CAP_SKILLS | SBX_CAP_PACKAGES);
+    cr_expect_eq(SBX_CAP_ALL_1_0, UINT64_C(0x27));
 }
 
 Test(abi_numbers, enums_in_the_descriptor_and_host_table)
@@ -230,6 +255,9 @@ Test(abi_numbers, enums_in_the_descriptor_and_host_table)
     cr_expect_eq(SBX_LOG_WARN, 1);
     cr_expect_eq(SBX_LOG_INFO, 2);
     cr_expect_eq(SBX_LOG_DEBUG, 3);
+    cr_expect_eq(SBX_ISOLATION_NONE, 0);
+    cr_expect_eq(SBX_ISOLATION_CONTAINER, 1);
+    cr_expect_eq(SBX_ISOLATION_VM, 2);
 }
 
 Test(abi_numbers, every_status_has_its_own_message)
@@ -250,7 +278,8 @@ Test(abi_numbers, every_status_has_its_own_message)
 
 /* The macro must fill the version and sizes a host checks. */
 static const struct sbx_provider_ops macro_ops;
-SBX_PROVIDER_DEFINE("macro", "9.9.9", SBX_CAP_PACKAGES, &macro_ops, NULL)
+SBX_PROVIDER_DEFINE("macro", "9.9.9", "the macro under test", SBX_ISOLATION_VM,
+                    SBX_CAP_PACKAGES, &macro_ops, NULL)
 
 Test(abi_numbers, define_macro_fills_versions_and_sizes)
 {
@@ -263,6 +292,9 @@ Test(abi_numbers, define_macro_fills_versions_and_sizes)
     cr_expect_eq(d->ops_size, sizeof(struct sbx_provider_ops));
     cr_expect_str_eq(d->name, "macro");
     cr_expect_str_eq(d->version, "9.9.9");
+    cr_expect_str_eq(d->description, "the macro under test");
+    cr_expect_eq(d->isolation, SBX_ISOLATION_VM);
+    cr_expect_eq(d->reserved0, 0);
     cr_expect_eq(d->caps, SBX_CAP_PACKAGES);
     cr_expect_eq(d->ops, &macro_ops);
     cr_expect_null(d->config_keys);

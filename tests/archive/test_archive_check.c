@@ -169,7 +169,7 @@ TestSuite(archive_check, .init = scratch, .fini = cleanup, .timeout = 60);
 static int extract(struct mem *m, const char *format,
                    const struct sbx_archive_limits *lim, sbx_error *err)
 {
-    struct sbx_source src = {.ctx = m, .read = mem_read};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = m, .read = mem_read};
     int fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     cr_assert_geq(fd, 0);
     sbx_error_clear(err);

@@ -12,14 +12,14 @@
 TestSuite(config_check, .init = cfg_dir_setup, .fini = cfg_dir_teardown);
 
 static const struct sbx_config_key keys[] = {
-    {"name", SBX_CFG_STRING, "a string"},
-    {"count", SBX_CFG_INT, "an integer"},
-    {"ratio", SBX_CFG_NUMBER, "a number"},
-    {"flag", SBX_CFG_BOOL, "a boolean"},
-    {"memory", SBX_CFG_SIZE, "a size"},
-    {"labels", SBX_CFG_MAP, "a map"},
-    {"args", SBX_CFG_LIST, "a list"},
-    {NULL, 0, NULL},
+    SBX_CONFIG_KEY("name", SBX_CFG_STRING, "a string"),
+    SBX_CONFIG_KEY("count", SBX_CFG_INT, "an integer"),
+    SBX_CONFIG_KEY("ratio", SBX_CFG_NUMBER, "a number"),
+    SBX_CONFIG_KEY("flag", SBX_CFG_BOOL, "a boolean"),
+    SBX_CONFIG_KEY("memory", SBX_CFG_SIZE, "a size"),
+    SBX_CONFIG_KEY("labels", SBX_CFG_MAP, "a map"),
+    SBX_CONFIG_KEY("args", SBX_CFG_LIST, "a list"),
+    SBX_CONFIG_KEYS_END,
 };
 
 /* The loaded configuration of the current test (freed by check_done). */
@@ -308,7 +308,7 @@ Test(config_check, maps_and_lists)
 
 Test(config_check, unknown_declared_type_is_an_abi_error)
 {
-    static const struct sbx_config_key odd[] = {{"x", 99, "?"}, {NULL, 0, NULL}};
+    static const struct sbx_config_key odd[] = {SBX_CONFIG_KEY("x", 99, "?"), SBX_CONFIG_KEYS_END};
     struct sbx_config_section *sec = section_of("    x: 1\n");
     sbx_error err;
     sbx_error_clear(&err);

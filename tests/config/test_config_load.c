@@ -678,7 +678,7 @@ Test(config_load, shipped_example_config_loads)
         (struct sbx_config_section *)sbx_config_section(cfg, "local");
     cr_assert_not_null(local);
     static const struct sbx_config_key local_keys[] = {
-        {"root", SBX_CFG_STRING, "root"}, {NULL, 0, NULL}};
+        SBX_CONFIG_KEY("root", SBX_CFG_STRING, "root"), SBX_CONFIG_KEYS_END};
     cr_assert_eq(sbx_config_check_section(local, local_keys, &err), SBX_OK,
                  "%s", err.message);
     cr_assert_str_eq(sbx_config_section_get(local, "root"), "/var/lib/sbx/local");
@@ -704,12 +704,12 @@ Test(config_load, shipped_example_dropin_loads)
     cr_assert_not_null(d);
     /* The docker keys of docs/CONFIG.md, with their documented types. */
     static const struct sbx_config_key docker_keys[] = {
-        {"host", SBX_CFG_STRING, ""},       {"image", SBX_CFG_STRING, ""},
-        {"network", SBX_CFG_STRING, ""},    {"memory", SBX_CFG_SIZE, ""},
-        {"cpus", SBX_CFG_NUMBER, ""},       {"pids_limit", SBX_CFG_INT, ""},
-        {"user", SBX_CFG_STRING, ""},       {"read_only_rootfs", SBX_CFG_BOOL, ""},
-        {"labels", SBX_CFG_MAP, ""},        {"resource_dir", SBX_CFG_STRING, ""},
-        {NULL, 0, NULL}};
+        SBX_CONFIG_KEY("host", SBX_CFG_STRING, ""),       SBX_CONFIG_KEY("image", SBX_CFG_STRING, ""),
+        SBX_CONFIG_KEY("network", SBX_CFG_STRING, ""),    SBX_CONFIG_KEY("memory", SBX_CFG_SIZE, ""),
+        SBX_CONFIG_KEY("cpus", SBX_CFG_NUMBER, ""),       SBX_CONFIG_KEY("pids_limit", SBX_CFG_INT, ""),
+        SBX_CONFIG_KEY("user", SBX_CFG_STRING, ""),       SBX_CONFIG_KEY("read_only_rootfs", SBX_CFG_BOOL, ""),
+        SBX_CONFIG_KEY("labels", SBX_CFG_MAP, ""),        SBX_CONFIG_KEY("resource_dir", SBX_CFG_STRING, ""),
+        SBX_CONFIG_KEYS_END};
     cr_assert_eq(sbx_config_check_section(d, docker_keys, &err), SBX_OK, "%s",
                  err.message);
     cr_assert_str_eq(sbx_config_section_get(d, "memory"), "536870912");

@@ -129,72 +129,63 @@ static int fx_create(void *state, sbx_call *call, const struct sbx_create_args *
     int rc = st->inner->create(st->inner_state, call, args, inner_ref, &inner);
     if (rc != SBX_OK)
         return rc;
-    size_t klen = strlen(args->session_key);
-    if (strlen(FX_PREFIX) + 2 * klen + 1 + strlen(inner_ref) >= SBX_REF_MAX) {
+    if (strlen(FX_PREFIX) + SBX_KEY_HASH_LEN + 1 + strlen(inner_ref) >= SBX_REF_MAX) {
         st->inner->release(inner);
         return st->host->set_error(st->host, call, SBX_E_INVALID,
-                                   "cfixture: session key too long");
+                                   "cfixture: inner reference too long");
     }
-    char *w = ref + sprintf(ref, "%s", FX_PREFIX);
-    for (size_t i = 0; i < klen; i++)
-        w += sprintf(w, "%02x", (unsigned char)args->session_key[i]);
-    sprintf(w, ":%s", inner_ref);
+    size_t used = (size_t)snprintf(ref, SBX_REF_MAX, "%s%s:", FX_PREFIX, args->key_hash);
+    memcpy(ref + used, inner_ref, strlen(inner_ref) + 1);
     return wrap(st, call, inner, out);
 }
 
-/* Split a reference into the owner's key and local's reference. */
+/* Split a reference into the owner's key hash and local's reference. */
 static int parse_ref(struct fx_state *st, sbx_call *call, const char *ref,
-                     char *owner, const char **inner_ref)
+                     char owner[SBX_KEY_HASH_LEN + 1], const char **inner_ref)
 {
     size_t pl = strlen(FX_PREFIX);
-    if (strncmp(ref, FX_PREFIX, pl) != 0)
-        return st->host->set_error(st->host, call, SBX_E_NOT_FOUND,
+    if (strncmp(ref, FX_PREFIX, pl) != 0 || strlen(ref) < pl + SBX_KEY_HASH_LEN + 1 ||
+        ref[pl + SBX_KEY_HASH_LEN] != ':')
+        return st->host->set_error(st->host, call, SBX_E_INVALID,
                                    "cfixture: not a cfixture reference");
-    const char *p = ref + pl;
-    size_t n = 0;
-    while (p[0] && p[0] != ':' && p[1] && n + 1 < SBX_REF_MAX) {
-        unsigned v;
-        if (sscanf(p, "%2x", &v) != 1)
-            break;
-        owner[n++] = (char)v;
-        p += 2;
-    }
-    owner[n] = '\0';
-    if (*p != ':')
-        return st->host->set_error(st->host, call, SBX_E_NOT_FOUND,
-                                   "cfixture: malformed reference");
-    *inner_ref = p + 1;
+    memcpy(owner, ref + pl, SBX_KEY_HASH_LEN);
+    owner[SBX_KEY_HASH_LEN] = '\0';
+    *inner_ref = ref + pl + SBX_KEY_HASH_LEN + 1;
     return SBX_OK;
 }
 
-static int fx_attach(void *state, sbx_call *call, const char *session_key,
-                     const char *ref, sbx_sandbox **out)
+static int fx_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+                     sbx_sandbox **out)
 {
     struct fx_state *st = state;
-    char owner[SBX_REF_MAX];
+    char owner[SBX_KEY_HASH_LEN + 1];
     const char *inner_ref = NULL;
-    int rc = parse_ref(st, call, ref, owner, &inner_ref);
+    int rc = parse_ref(st, call, args->ref, owner, &inner_ref);
     if (rc != SBX_OK)
         return rc;
+    struct sbx_attach_args inner_args = *args;
+    inner_args.ref = inner_ref;
     /* The deliberate defect: the caller's key is not checked. */
-    const char *key = st->mode == FX_ATTACH_IGNORES_OWNER ? owner : session_key;
+    if (st->mode == FX_ATTACH_IGNORES_OWNER)
+        inner_args.key_hash = owner;
     sbx_sandbox *inner = NULL;
-    rc = st->inner->attach(st->inner_state, call, key, inner_ref, &inner);
+    rc = st->inner->attach(st->inner_state, call, &inner_args, &inner);
     if (rc != SBX_OK)
         return rc;
     return wrap(st, call, inner, out);
 }
 
-static int fx_destroy(void *state, sbx_call *call, const char *session_key,
-                      const char *ref)
+static int fx_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
 {
     struct fx_state *st = state;
-    char owner[SBX_REF_MAX];
+    char owner[SBX_KEY_HASH_LEN + 1];
     const char *inner_ref = NULL;
-    int rc = parse_ref(st, call, ref, owner, &inner_ref);
+    int rc = parse_ref(st, call, args->ref, owner, &inner_ref);
     if (rc != SBX_OK)
         return rc;
-    return st->inner->destroy(st->inner_state, call, session_key, inner_ref);
+    struct sbx_destroy_args inner_args = *args;
+    inner_args.ref = inner_ref;
+    return st->inner->destroy(st->inner_state, call, &inner_args);
 }
 
 /* The deliberate defect of hoard_output: a sink that keeps everything. */
@@ -229,7 +220,7 @@ static int fx_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *
     if (sb->st->mode != FX_HOARD_OUTPUT)
         return sb->st->inner->exec(sb->inner, call, &a, res);
     struct hoard h = {args->out, NULL, 0, 0};
-    struct sbx_sink hoarding = {&h, hoard_write};
+    struct sbx_sink hoarding = SBX_SINK_INIT(&h, hoard_write);
     a.out = &hoarding;
     int rc = sb->st->inner->exec(sb->inner, call, &a, res);
     free(h.buf);
@@ -300,10 +291,11 @@ static const struct sbx_provider_ops fx_ops = {
 };
 
 static const struct sbx_config_key fx_keys[] = {
-    {"root", SBX_CFG_STRING, "workspace root, passed on to local"},
-    {"inner", SBX_CFG_STRING, "path of the local provider's .so"},
-    {"break", SBX_CFG_STRING, "which contract to break (see the source)"},
-    {NULL, 0, NULL},
+    SBX_CONFIG_KEY("root", SBX_CFG_STRING, "workspace root, passed on to local"),
+    SBX_CONFIG_KEY("inner", SBX_CFG_STRING, "path of the local provider's .so"),
+    SBX_CONFIG_KEY("break", SBX_CFG_STRING, "which contract to break (see the source)"),
+    SBX_CONFIG_KEYS_END,
 };
 
-SBX_PROVIDER_DEFINE("cfixture", "0.0.1", 0, &fx_ops, fx_keys)
+SBX_PROVIDER_DEFINE("cfixture", "0.0.1", "local, with one contract broken on purpose",
+                    SBX_ISOLATION_NONE, 0, &fx_ops, fx_keys)

@@ -2,6 +2,7 @@
  * harness.c - the test host table and helpers for the docker provider tests.
  */
 #include "harness.h"
+#include "../support/op_args.h"
 
 #include "http_client.h"
 
@@ -218,7 +219,7 @@ void dh_destroy(struct dh *h, const char *key, const char *ref)
 {
     struct sbx_call c;
     dh_call_init(&c);
-    int rc = h->ops->destroy(h->state, &c, key, ref);
+    int rc = h->ops->destroy(h->state, &c, TEST_DESTROY_ARGS(key, ref));
     cr_assert_eq(rc, SBX_OK, "destroy: %s: %s", sbx_strerror(rc), c.message);
     dh_call_free(&c);
 }
@@ -263,7 +264,7 @@ static int buf_write(void *ctx, const void *p, size_t n)
 
 struct sbx_sink dh_buf_sink(struct dh_buf *b)
 {
-    struct sbx_sink s = {b, buf_write};
+    struct sbx_sink s = SBX_SINK_INIT(b, buf_write);
     return s;
 }
 
@@ -286,7 +287,7 @@ static long mem_read(void *ctx, void *buf, size_t cap)
 
 struct sbx_source dh_mem_source(struct dh_mem *m)
 {
-    struct sbx_source s = {.ctx = m, .read = mem_read};
+    struct sbx_source s = {.size = sizeof(struct sbx_source), .ctx = m, .read = mem_read};
     return s;
 }
 

@@ -4,6 +4,7 @@
  * scripts/services/dockerd.sh), never the shared one.
  */
 #include "harness.h"
+#include "../support/op_args.h"
 
 #include <criterion/criterion.h>
 
@@ -112,13 +113,13 @@ Test(docker_daemon, daemon_stopped_mid_session_then_back)
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "read with the daemon down: %s", c.message);
     cr_expect_eq(out.len, 0);
     sbx_sandbox *x = NULL;
-    rc = h.ops->attach(h.state, &c, key, ref, &x);
+    rc = h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(key, ref), &x);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "attach with the daemon down: %s", c.message);
     h.ops->release(sb);
 
     cr_assert_eq(daemon_ctl("start"), 0);
     /* the same instance, and a "restarted" one, attach again */
-    rc = h.ops->attach(h.state, &c, key, ref, &sb);
+    rc = h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(key, ref), &sb);
     cr_assert_eq(rc, SBX_OK, "attach after the daemon came back: %s", c.message);
     cr_assert_eq(dh_read(&h, sb, "kept.txt", &out, &c), SBX_OK, "%s", c.message);
     cr_expect_str_eq(out.data, "survives\n");
@@ -129,7 +130,7 @@ Test(docker_daemon, daemon_stopped_mid_session_then_back)
     h.ops->release(sb);
     struct dh h2;
     dh_open(&h2, uri, NULL);
-    rc = h2.ops->attach(h2.state, &c, key, ref, &sb);
+    rc = h2.ops->attach(h2.state, &c, TEST_ATTACH_ARGS(key, ref), &sb);
     cr_expect_eq(rc, SBX_OK, "%s", c.message);
     if (rc == SBX_OK)
         h2.ops->release(sb);

@@ -163,7 +163,7 @@ Test(docker_exec, output_arrives_while_the_command_runs)
 {
     const char *argv[] = {"sh", "-c", "echo early; sleep 2; echo late", NULL};
     struct first_chunk f = {0, 0};
-    struct sbx_sink so = {&f, first_write};
+    struct sbx_sink so = SBX_SINK_INIT(&f, first_write);
     struct sbx_exec_args a = {0};
     a.size = sizeof a;
     a.argv = argv;
@@ -185,7 +185,7 @@ Test(docker_exec, large_output_is_streamed)
     /* 64 MiB through a counting sink */
     const char *argv[] = {"sh", "-c", "head -c 67108864 /dev/zero", NULL};
     struct first_chunk f = {0, 0};
-    struct sbx_sink so = {&f, first_write};
+    struct sbx_sink so = SBX_SINK_INIT(&f, first_write);
     struct sbx_exec_args a = {0};
     a.size = sizeof a;
     a.argv = argv;
@@ -317,7 +317,7 @@ Test(docker_exec, failing_sink_stops_and_kills_the_command)
 {
     const char *argv[] = {"sh", "-c", "echo $$ > spid; while :; do echo x; sleep 0.05; done",
                           NULL};
-    struct sbx_sink so = {NULL, refuse};
+    struct sbx_sink so = SBX_SINK_INIT(NULL, refuse);
     struct sbx_exec_args a = {0};
     a.size = sizeof a;
     a.argv = argv;

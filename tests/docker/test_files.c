@@ -209,7 +209,7 @@ Test(docker_files, failing_source_publishes_nothing)
     size_t sizes[] = {1000, 3 * 1024 * 1024};
     for (int i = 0; i < 2; i++) {
         struct failing f = {sizes[i], 0, &c};
-        struct sbx_source src = {.ctx = &f, .read = failing_read};
+        struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &f, .read = failing_read};
         int rc = h.ops->write_file(sb, &c, "keep/me.txt", &src, 0);
         cr_expect_eq(rc, SBX_E_IO, "size %zu: %s", sizes[i], c.message);
         cr_expect_str_eq(c.message, "test source broke");
@@ -238,7 +238,7 @@ Test(docker_files, sink_failure_stops_the_read)
     dh_call_init(&c);
     cr_assert_eq(dh_write(&h, sb, "big", data, n, 0, &c), SBX_OK);
     int calls = 0;
-    struct sbx_sink s = {&calls, stop_after_one};
+    struct sbx_sink s = SBX_SINK_INIT(&calls, stop_after_one);
     cr_expect_eq(h.ops->read_file(sb, &c, "big", &s), SBX_E_CANCELLED, "%s", c.message);
     cr_expect_eq(calls, 2);
     free(data);
@@ -288,7 +288,7 @@ Test(docker_files, known_length_streams_a_binary_file)
     struct sbx_call c;
     dh_call_init(&c);
     struct sized s = {data, n, 0, (int64_t)n, 0};
-    struct sbx_source src = {.ctx = &s, .read = sized_read, .length = sized_length};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &s, .read = sized_read, .length = sized_length};
     cr_assert_eq(h.ops->write_file(sb, &c, "k/nested/blob.bin", &src, 0640), SBX_OK,
                  "%s", c.message);
     cr_expect_geq(s.length_calls, 1, "the provider did not use the announced length");
@@ -306,7 +306,7 @@ Test(docker_files, known_length_streams_a_binary_file)
 
     /* an empty file and an overwrite, announced too */
     struct sized e = {data, 0, 0, 0, 0};
-    struct sbx_source esrc = {.ctx = &e, .read = sized_read, .length = sized_length};
+    struct sbx_source esrc = {.size = sizeof(struct sbx_source), .ctx = &e, .read = sized_read, .length = sized_length};
     cr_assert_eq(h.ops->write_file(sb, &c, "k/nested/blob.bin", &esrc, 0), SBX_OK, "%s",
                  c.message);
     seen = dh_sh(&h, sb, "stat -c '%s %a' k/nested/blob.bin; ls -A k/nested");
@@ -337,7 +337,7 @@ Test(docker_files, lying_length_fails_and_leaves_nothing)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct sized s = {data, cases[i].deliver, 0, cases[i].announce, 0};
-        struct sbx_source src = {.ctx = &s, .read = sized_read, .length = sized_length};
+        struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &s, .read = sized_read, .length = sized_length};
         /* over an existing file, and into a directory that does not exist */
         int rc = h.ops->write_file(sb, &c, "keep/me.txt", &src, 0);
         cr_expect(rc == SBX_E_IO || rc == SBX_E_INVALID, "case %zu gave %s: %s", i,
@@ -345,7 +345,7 @@ Test(docker_files, lying_length_fails_and_leaves_nothing)
         cr_expect(strstr(c.message, cases[i].why), "case %zu: %s", i, c.message);
         cr_expect(strstr(c.message, "keep/me.txt"), "case %zu: %s", i, c.message);
         struct sized s2 = {data, cases[i].deliver, 0, cases[i].announce, 0};
-        struct sbx_source src2 = {.ctx = &s2, .read = sized_read, .length = sized_length};
+        struct sbx_source src2 = {.size = sizeof(struct sbx_source), .ctx = &s2, .read = sized_read, .length = sized_length};
         rc = h.ops->write_file(sb, &c, "fresh/dir/new.bin", &src2, 0);
         cr_expect(rc == SBX_E_IO || rc == SBX_E_INVALID, "case %zu gave %s: %s", i,
                   sbx_strerror(rc), c.message);
@@ -373,7 +373,7 @@ Test(docker_files, failing_source_with_length_publishes_nothing)
     cr_assert_eq(dh_write(&h, sb, "keep/me.txt", "old\n", 4, 0, &c), SBX_OK, "%s",
                  c.message);
     struct failing f = {2 * 1024 * 1024, 0, &c};
-    struct sbx_source src = {.ctx = &f, .read = failing_read, .length = failing_length};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &f, .read = failing_read, .length = failing_length};
     cr_expect_eq(h.ops->write_file(sb, &c, "keep/me.txt", &src, 0), SBX_E_IO, "%s",
                  c.message);
     cr_expect_str_eq(c.message, "test source broke");
@@ -394,7 +394,7 @@ Test(docker_files, unknown_length_still_round_trips)
         size_t n = sizes[i];
         unsigned char *data = nul_heavy(n);
         struct sized s = {data, n, 0, -1, 0};
-        struct sbx_source src = {.ctx = &s, .read = sized_read};
+        struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &s, .read = sized_read};
         cr_assert_eq(h.ops->write_file(sb, &c, "u/blob.bin", &src, 0), SBX_OK, "%s",
                      c.message);
         struct dh_buf out = {0};

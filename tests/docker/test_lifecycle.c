@@ -4,6 +4,7 @@
  * container, not-found after destroy.
  */
 #include "harness.h"
+#include "../support/op_args.h"
 
 #include <criterion/criterion.h>
 
@@ -99,7 +100,7 @@ Test(docker_lifecycle, attach_after_release_keeps_workspace)
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *sb2 = NULL;
-    int rc = again.ops->attach(again.state, &c, key, ref, &sb2);
+    int rc = again.ops->attach(again.state, &c, TEST_ATTACH_ARGS(key, ref), &sb2);
     cr_assert_eq(rc, SBX_OK, "attach: %s", c.message);
     char *out = dh_sh(&again, sb2, "cat state");
     cr_expect_str_eq(out, "persisted\n");
@@ -120,16 +121,16 @@ Test(docker_lifecycle, other_key_is_denied)
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *x = NULL;
-    cr_expect_eq(h.ops->attach(h.state, &c, other, ref, &x), SBX_E_DENIED, "%s",
+    cr_expect_eq(h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(other, ref), &x), SBX_E_DENIED, "%s",
                  c.message);
     cr_expect_null(x);
     cr_expect(strstr(c.message, "another session"), "%s", c.message);
-    cr_expect_eq(h.ops->destroy(h.state, &c, other, ref), SBX_E_DENIED, "%s",
+    cr_expect_eq(h.ops->destroy(h.state, &c, TEST_DESTROY_ARGS(other, ref)), SBX_E_DENIED, "%s",
                  c.message);
     dh_call_free(&c);
     /* still there for its owner */
     dh_call_init(&c);
-    cr_expect_eq(h.ops->attach(h.state, &c, key, ref, &x), SBX_OK, "%s", c.message);
+    cr_expect_eq(h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(key, ref), &x), SBX_OK, "%s", c.message);
     if (x)
         h.ops->release(x);
     dh_call_free(&c);
@@ -147,7 +148,7 @@ Test(docker_lifecycle, destroy_is_idempotent_and_attach_is_not_found)
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *x = NULL;
-    cr_expect_eq(h.ops->attach(h.state, &c, key, ref, &x), SBX_E_NOT_FOUND, "%s",
+    cr_expect_eq(h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(key, ref), &x), SBX_E_NOT_FOUND, "%s",
                  c.message);
     cr_expect(strstr(c.message, "no longer exists"), "%s", c.message);
     /* a new create makes a new container, never the old reference */
@@ -189,7 +190,7 @@ Test(docker_lifecycle, stopped_container_is_started_by_attach)
     cr_assert_eq(dh_api(h.host_uri, "POST", path, NULL, NULL), 204);
     struct sbx_call c;
     dh_call_init(&c);
-    cr_assert_eq(h.ops->attach(h.state, &c, key, ref, &sb), SBX_OK, "%s", c.message);
+    cr_assert_eq(h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(key, ref), &sb), SBX_OK, "%s", c.message);
     char *out = dh_sh(&h, sb, "cat f");
     cr_expect_str_eq(out, "kept\n");
     free(out);
@@ -261,10 +262,10 @@ Test(docker_lifecycle, unmanaged_container_cannot_be_attached)
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *sb = NULL;
-    cr_expect_eq(h.ops->attach(h.state, &c, key, ref, &sb), SBX_E_DENIED, "%s",
+    cr_expect_eq(h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(key, ref), &sb), SBX_E_DENIED, "%s",
                  c.message);
-    cr_expect_eq(h.ops->destroy(h.state, &c, key, ref), SBX_E_DENIED, "%s", c.message);
-    cr_expect_eq(h.ops->attach(h.state, &c, key, "not-a-ref", &sb), SBX_E_INVALID);
+    cr_expect_eq(h.ops->destroy(h.state, &c, TEST_DESTROY_ARGS(key, ref)), SBX_E_DENIED, "%s", c.message);
+    cr_expect_eq(h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(key, "not-a-ref"), &sb), SBX_E_INVALID);
     dh_call_free(&c);
     char path[1024];
     snprintf(path, sizeof path, "/v1.41/containers/%s?force=true", ref);
@@ -327,7 +328,7 @@ Test(docker_lifecycle, read_only_rootfs_keeps_workspace_and_outputs_writable)
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *sb2 = NULL;
-    cr_expect_eq(again.ops->attach(again.state, &c, key, ref, &sb2), SBX_OK, "%s",
+    cr_expect_eq(again.ops->attach(again.state, &c, TEST_ATTACH_ARGS(key, ref), &sb2), SBX_OK, "%s",
                  c.message);
     if (sb2)
         again.ops->release(sb2);

@@ -6,6 +6,7 @@
  * missing, and removed (not served) when the bundle is damaged too.
  */
 #include "harness.h"
+#include "../support/op_args.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -143,7 +144,7 @@ static sbx_sandbox *reattach(struct dh *again)
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *s2 = NULL;
-    cr_assert_eq(again->ops->attach(again->state, &c, key, ref, &s2), SBX_OK, "%s",
+    cr_assert_eq(again->ops->attach(again->state, &c, TEST_ATTACH_ARGS(key, ref), &s2), SBX_OK, "%s",
                  c.message);
     dh_call_free(&c);
     return s2;
@@ -264,7 +265,7 @@ Test(docker_skills, damaged_or_missing_files_restored_at_attach)
     /* the teardown's destroy is done here (sb belonged to `again`) */
     struct sbx_call c2;
     dh_call_init(&c2);
-    cr_expect_eq(h.ops->destroy(h.state, &c2, key, ref), SBX_OK, "%s", c2.message);
+    cr_expect_eq(h.ops->destroy(h.state, &c2, TEST_DESTROY_ARGS(key, ref)), SBX_OK, "%s", c2.message);
     dh_call_free(&c2);
 }
 
@@ -301,7 +302,7 @@ Test(docker_skills, damaged_bundle_removes_the_skill)
     again.ops->release(sb);
     sb = NULL;
     dh_close(&again);
-    cr_expect_eq(h.ops->destroy(h.state, &c, key, ref), SBX_OK, "%s", c.message);
+    cr_expect_eq(h.ops->destroy(h.state, &c, TEST_DESTROY_ARGS(key, ref)), SBX_OK, "%s", c.message);
     dh_call_free(&c);
     free(b.data);
 }

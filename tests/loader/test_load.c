@@ -226,7 +226,7 @@ Test(load, unknown_capability_bit)
 {
     sbx_error err;
     expect_refusal("unknowncap", SBX_E_ABI, &err);
-    assert_msg_has(&err, "unknown capability bits 0x10000000000: host knows 0x3f "
+    assert_msg_has(&err, "unknown capability bits 0x10000000000: host knows 0x27 "
                          "(ABI 1.0), plugin declares 0x10000000020");
 }
 

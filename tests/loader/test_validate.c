@@ -15,7 +15,7 @@ static int op_init(const struct sbx_host *h, sbx_call *c, void **s) { return 0; 
 static void op_fini(void *s) {}
 static int op_create(void *s, sbx_call *c, const struct sbx_create_args *a, char *r,
                      sbx_sandbox **o) { return 0; }
-static int op_attach(void *s, sbx_call *c, const char *k, const char *r,
+static int op_attach(void *s, sbx_call *c, const struct sbx_attach_args *a,
                      sbx_sandbox **o) { return 0; }
 static int op_exec(sbx_sandbox *b, sbx_call *c, const struct sbx_exec_args *a,
                    struct sbx_exec_result *r) { return 0; }
@@ -25,21 +25,19 @@ static int op_write(sbx_sandbox *b, sbx_call *c, const char *p,
                     const struct sbx_source *s, unsigned m) { return 0; }
 static const char *op_root(sbx_sandbox *b) { return "/"; }
 static void op_release(sbx_sandbox *b) {}
-static int op_destroy(void *s, sbx_call *c, const char *k, const char *r) { return 0; }
+static int op_destroy(void *s, sbx_call *c, const struct sbx_destroy_args *a) { return 0; }
 static int op_mount_put(sbx_sandbox *b, sbx_call *c, const char *p,
                         const struct sbx_blob *x) { return 0; }
 static int op_mount_remove(sbx_sandbox *b, sbx_call *c, const char *p) { return 0; }
 static int op_export(sbx_sandbox *b, sbx_call *c, const struct sbx_sink *s) { return 0; }
 static int op_skill(sbx_sandbox *b, sbx_call *c, const char *n,
                     const struct sbx_blob *x) { return 0; }
-static int op_memory(sbx_sandbox *b, sbx_call *c, const char *s, int w,
-                     const struct sbx_source *v) { return 0; }
-static int op_egress(sbx_sandbox *b, sbx_call *c, const char *const *a) { return 0; }
+static void op_stray(void) {}
 
 static const struct sbx_provider_ops full_ops = {
     op_init, op_fini, op_create, op_attach, op_exec, op_read, op_write, op_root,
     op_release, op_destroy, op_mount_put, op_mount_remove, op_export, op_skill,
-    op_memory, op_egress,
+    {NULL, NULL},
 };
 
 /* A valid descriptor named "demo" over `ops`. */
@@ -48,7 +46,8 @@ static struct sbx_provider_desc demo_desc(const struct sbx_provider_ops *ops,
 {
     struct sbx_provider_desc d = {
         SBX_ABI_MAJOR, SBX_ABI_MINOR, (uint32_t)sizeof(struct sbx_provider_desc),
-        (uint32_t)sizeof(struct sbx_provider_ops), "demo", "0.1.0", caps, ops,
+        (uint32_t)sizeof(struct sbx_provider_ops), "demo", "0.1.0",
+        "a descriptor built in memory", SBX_ISOLATION_NONE, 0, caps, ops,
         NULL, {NULL, NULL, NULL, NULL}};
     return d;
 }
@@ -84,7 +83,7 @@ Test(validate, minimal_1_0_sizes_pass)
      * PACKAGES (which needs no op), is accepted. */
     struct sbx_provider_ops ops = full_ops;
     ops.mount_put = NULL;
-    ops.egress_apply = NULL;
+    ops.skill_install = NULL;
     struct sbx_provider_desc d = demo_desc(&ops, SBX_CAP_PACKAGES);
     d.desc_size = (uint32_t)SBX_DESC_SIZE_1_0;
     d.ops_size = (uint32_t)SBX_OPS_SIZE_1_0;
@@ -153,10 +152,6 @@ Test(validate, every_capability_needs_its_ops)
          offsetof(struct sbx_provider_ops, export_outputs)},
         {SBX_CAP_SKILLS, "skills", "skill_install",
          offsetof(struct sbx_provider_ops, skill_install)},
-        {SBX_CAP_MEMORY, "memory", "memory_attach",
-         offsetof(struct sbx_provider_ops, memory_attach)},
-        {SBX_CAP_EGRESS, "egress", "egress_apply",
-         offsetof(struct sbx_provider_ops, egress_apply)},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
         struct sbx_provider_ops ops = without(rules[i].offset);
@@ -179,17 +174,18 @@ Test(validate, every_capability_needs_its_ops)
 
 Test(validate, ops_beyond_ops_size_count_as_absent)
 {
-    /* The table in memory has egress_apply set, but the plugin says its
+    /* The table in memory has skill_install set, but the plugin says its
      * table ends before it: the host must not read past ops_size. */
-    struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_EGRESS);
-    d.ops_size = (uint32_t)offsetof(struct sbx_provider_ops, egress_apply);
+    struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_SKILLS);
+    d.ops_size = (uint32_t)offsetof(struct sbx_provider_ops, skill_install);
     sbx_error err;
     expect_abi(&d, &err);
     char want[160];
     snprintf(want, sizeof want,
-             "capability egress declared but op egress_apply is absent: expected "
+             "capability skills declared but op skill_install is absent: expected "
              "an ops table of at least %zu bytes, plugin has %u",
-             sizeof(struct sbx_provider_ops), d.ops_size);
+             offsetof(struct sbx_provider_ops, skill_install) + sizeof(void (*)(void)),
+             d.ops_size);
     assert_msg_has(&err, want);
 }
 
@@ -284,6 +280,138 @@ Test(validate, prefix_checks_come_before_reading_other_members)
     expect_abi(&d, &err);
     assert_msg_has(&err, "ABI major version mismatch: host expects 1, plugin has 7 "
                          "(plugin ABI 7.3)");
+}
+
+Test(validate, memory_and_egress_bits_wait_for_1_1)
+{
+    /* The bits keep their numbers, but 1.0 has no ops for them. */
+    uint64_t bits[] = {SBX_CAP_MEMORY, SBX_CAP_EGRESS};
+    for (size_t i = 0; i < 2; i++) {
+        struct sbx_provider_desc d = demo_desc(&full_ops, bits[i]);
+        sbx_error err;
+        expect_abi(&d, &err);
+        char want[96];
+        snprintf(want, sizeof want, "unknown capability bits 0x%llx: host knows 0x27",
+                 (unsigned long long)bits[i]);
+        assert_msg_has(&err, want);
+    }
+}
+
+Test(validate, reserved_members_must_be_zero)
+{
+    static int marker;
+    sbx_error err;
+    struct sbx_provider_desc d = demo_desc(&full_ops, 0);
+    d.reserved0 = 5;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "reserved member reserved0 is not zero: expected 0, plugin "
+                         "has 0x5");
+    for (int i = 0; i < 4; i++) {
+        d = demo_desc(&full_ops, 0);
+        d.reserved[i] = &marker;
+        expect_abi(&d, &err);
+        char want[64];
+        snprintf(want, sizeof want, "reserved member reserved[%d] is not zero", i);
+        assert_msg_has(&err, want);
+    }
+    /* The two reserved op slots (the withdrawn memory and egress drafts). */
+    for (int i = 0; i < 2; i++) {
+        struct sbx_provider_ops ops = full_ops;
+        ops.reserved[i] = op_stray;
+        d = demo_desc(&ops, 0);
+        expect_abi(&d, &err);
+        char want[64];
+        snprintf(want, sizeof want, "reserved op slot reserved[%d] is set", i);
+        assert_msg_has(&err, want);
+        /* beyond the plugin's ops_size, the slot is not the plugin's */
+        d.ops_size = (uint32_t)offsetof(struct sbx_provider_ops, reserved);
+        int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+        assert_status(rc, &err, SBX_OK);
+    }
+}
+
+Test(validate, description_and_isolation)
+{
+    sbx_error err;
+    const char *bad[] = {NULL, "", "two\nlines"};
+    for (size_t i = 0; i < 3; i++) {
+        struct sbx_provider_desc d = demo_desc(&full_ops, 0);
+        d.description = bad[i];
+        expect_abi(&d, &err);
+        assert_msg_has(&err, "invalid provider description: expected one printable "
+                             "line of 1 to 200 characters");
+    }
+    struct sbx_provider_desc d = demo_desc(&full_ops, 0);
+    d.isolation = 3;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "unknown isolation 3: host knows 0 (none), 1 (container) "
+                         "and 2 (vm)");
+    d.isolation = SBX_ISOLATION_VM;
+    assert_status(sbx_plugin_validate(&d, "demo", PATH, &err), &err, SBX_OK);
+}
+
+/* A key entry that a newer header made larger: the host must step by size. */
+struct big_key {
+    struct sbx_config_key k;
+    const char *added_later;
+};
+
+Test(validate, config_keys_are_stepped_by_their_size)
+{
+    static const struct big_key keys[] = {
+        {{sizeof(struct big_key), "root", SBX_CFG_STRING, "a dir"}, "x"},
+        {{sizeof(struct big_key), "limit", SBX_CFG_SIZE, "a size"}, "y"},
+        {{sizeof(struct big_key), NULL, 0, NULL}, NULL},
+    };
+    struct sbx_provider_desc d = demo_desc(&full_ops, 0);
+    d.config_keys = &keys[0].k;
+    sbx_error err;
+    assert_status(sbx_plugin_validate(&d, "demo", PATH, &err), &err, SBX_OK);
+    cr_assert_str_eq(sbx_config_key_at(d.config_keys, 0)->key, "root");
+    cr_assert_str_eq(sbx_config_key_at(d.config_keys, 1)->key, "limit");
+    cr_assert_null(sbx_config_key_at(d.config_keys, 2));
+}
+
+Test(validate, malformed_config_keys_are_refused)
+{
+    sbx_error err;
+    struct sbx_provider_desc d = demo_desc(&full_ops, 0);
+
+    static const struct sbx_config_key unsized[] = {
+        {0, "root", SBX_CFG_STRING, "a dir"}, SBX_CONFIG_KEYS_END};
+    d.config_keys = unsized;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "config key entry size invalid: expected a multiple of 8 of "
+                         "at least 32 bytes");
+
+    static const struct big_key mixed[] = {
+        {{sizeof(struct big_key), "root", SBX_CFG_STRING, "a dir"}, "x"},
+        {{sizeof(struct sbx_config_key), "limit", SBX_CFG_SIZE, "a size"}, "y"},
+        {{sizeof(struct big_key), NULL, 0, NULL}, NULL},
+    };
+    d.config_keys = &mixed[0].k;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "config key 1 has size 32, the first has 40");
+
+    static const struct sbx_config_key dotted[] = {
+        SBX_CONFIG_KEY("labels.team", SBX_CFG_STRING, "x"), SBX_CONFIG_KEYS_END};
+    d.config_keys = dotted;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "config key 0 has an invalid name");
+
+    static const struct sbx_config_key typed[] = {
+        SBX_CONFIG_KEY("x", 99, "?"), SBX_CONFIG_KEYS_END};
+    d.config_keys = typed;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "config key \"x\" has unknown type 99");
+
+    /* No terminator within the bound: refused, not walked off the end. */
+    static struct sbx_config_key endless[257];
+    for (size_t i = 0; i < 257; i++)
+        endless[i] = (struct sbx_config_key)SBX_CONFIG_KEY("k", SBX_CFG_STRING, "d");
+    d.config_keys = endless;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "config key array has no terminator within 256 entries");
 }
 
 Test(name_valid, accepts_and_rejects)

@@ -224,7 +224,7 @@ static int buf_sink_write(void *ctx, const void *data, size_t len)
 
 struct sbx_sink buf_sink(struct buf_sink *b)
 {
-    return (struct sbx_sink){.ctx = b, .write = buf_sink_write};
+    return (struct sbx_sink){.size = sizeof(struct sbx_sink), .ctx = b, .write = buf_sink_write};
 }
 
 void buf_sink_free(struct buf_sink *b)
@@ -258,7 +258,7 @@ static long mem_source_read(void *ctx, void *buf, size_t cap)
 
 struct sbx_source mem_source(struct mem_source *m)
 {
-    return (struct sbx_source){.ctx = m, .read = mem_source_read};
+    return (struct sbx_source){.size = sizeof(struct sbx_source), .ctx = m, .read = mem_source_read};
 }
 
 /* ---- commands and files ------------------------------------------------ */

@@ -179,9 +179,9 @@ Test(local_exec, output_streams_while_the_stdin_source_blocks, .timeout = 20)
     int p[2];
     cr_assert_eq(pipe(p), 0);
     struct pipe_source ps = {.rd = p[0], .wr = p[1]};
-    struct sbx_source src = {.ctx = &ps, .read = pipe_source_read};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &ps, .read = pipe_source_read};
     struct answering_sink as = {.in = &ps};
-    struct sbx_sink out = {.ctx = &as, .write = answering_write};
+    struct sbx_sink out = {.size = sizeof(struct sbx_sink), .ctx = &as, .write = answering_write};
     struct sbx_exec_args a = {
         .size = sizeof a,
         .argv = (const char *const[]){"sh", "-c", "echo ready; cat", NULL},

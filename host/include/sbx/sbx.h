@@ -201,6 +201,13 @@ SBX_API int sbx_provider_lookup(sbx_ctx *ctx, const char *name, sbx_provider **o
 SBX_API const struct sbx_provider_desc *sbx_provider_desc(const sbx_provider *p);
 SBX_API const char *sbx_provider_path(const sbx_provider *p);
 
+/* Entry i of a descriptor's configuration keys, stepping by the entries'
+ * own size (never index desc->config_keys directly: a newer provider's
+ * entries may be larger). NULL past the last key. The descriptor must have
+ * passed the handshake. */
+SBX_API const struct sbx_config_key *
+sbx_provider_config_key(const struct sbx_provider_desc *desc, size_t i);
+
 /* One installed plugin as seen by sbx_list_installed. */
 struct sbx_provider_info {
     const char *name;
