@@ -432,20 +432,42 @@ struct sbx_provider_ops {
     int (*attach)(void *state, sbx_call *call,
                   const struct sbx_attach_args *args, sbx_sandbox **out);
 
-    /* Run a command; stream output to the sinks; honour timeout and
-     * cancellation by killing the command's whole process tree. A command
-     * that ran and failed is SBX_OK with its exit code in *res. */
+    /* Run a command; stream output to the sinks as it arrives; honour
+     * timeout and cancellation by killing the command's whole process tree.
+     * A command that ran and failed is SBX_OK with its exit code in *res; one
+     * killed by a signal is SBX_OK with exit_code -1 and term_signal set
+     * (never a plain exit status). The command starts with every signal at
+     * its default disposition and an empty signal mask, whatever the host
+     * process has (the host may ignore SIGPIPE, or not). env NULL means the
+     * sandbox's base environment (none for local, the image's for docker);
+     * argv[0] without a '/' is looked up in the PATH of the command's
+     * environment, else "/usr/local/bin:/usr/bin:/bin". cwd must be an
+     * existing directory inside the workspace: missing, not a directory or
+     * escaping is SBX_E_INVALID (nothing runs). When the main command
+     * exits, processes it left behind are killed before exec returns (after
+     * a short drain of the output they still hold): exec cannot leave
+     * daemons running. Unknown program: SBX_E_NO_COMMAND; not executable:
+     * SBX_E_NOT_EXEC. */
     int (*exec)(sbx_sandbox *sb, sbx_call *call,
                 const struct sbx_exec_args *args, struct sbx_exec_result *res);
 
     /* Stream a workspace-relative file to a sink. Paths that escape the
-     * workspace (.., absolute, symlinks leading out) are SBX_E_INVALID. */
+     * workspace (.., absolute, symlinks leading out) are SBX_E_INVALID; a
+     * missing file SBX_E_NOT_FOUND; a directory, FIFO, socket or device
+     * SBX_E_INVALID (never block on a FIFO). File ops honour cancellation
+     * between chunks (SBX_E_CANCELLED). */
     int (*read_file)(sbx_sandbox *sb, sbx_call *call, const char *path,
                      const struct sbx_sink *sink);
 
     /* Write a workspace-relative file from a source, creating parent
-     * directories; the file appears complete or not at all. mode is the
-     * permission bits (0 means 0644). Same confinement as read_file. */
+     * directories (0755). The file appears complete or not at all: write a
+     * temporary file next to it and rename it over the target only after
+     * the source reached its end without error; a concurrent reader sees
+     * the old content or the new, never a part, and an interrupted write
+     * leaves the old file and no temporary behind. mode is the permission
+     * bits (0 means 0644; bits outside 0777 are SBX_E_INVALID), set exactly
+     * (umask does not apply). Writing over a directory is SBX_E_INVALID.
+     * Same confinement and cancellation as read_file. */
     int (*write_file)(sbx_sandbox *sb, sbx_call *call, const char *path,
                       const struct sbx_source *src, unsigned mode);
 
@@ -455,10 +477,11 @@ struct sbx_provider_ops {
     /* Drop the handle; the resource stays. */
     void (*release)(sbx_sandbox *sb);
 
-    /* Destroy the resource of (args->session_key, args->ref), stopping
-     * whatever still runs in it. Idempotent: destroying a resource that is
-     * gone is SBX_OK. Ownership is verified first (SBX_E_DENIED); a
-     * malformed reference is SBX_E_INVALID. */
+    /* Destroy the resource of (args->session_key, args->ref). Commands still
+     * running in it (exec calls of other threads on other handles) are
+     * killed; those calls return an error or their result. Idempotent:
+     * destroying a resource that is gone is SBX_OK. Ownership is verified
+     * first (SBX_E_DENIED); a malformed reference is SBX_E_INVALID. */
     int (*destroy)(void *state, sbx_call *call,
                    const struct sbx_destroy_args *args);
 
