@@ -14,6 +14,7 @@
  * against the provider's declared keys once the plugin is known.
  */
 #include "config.h"
+#include "install_dirs.h"
 
 #include <yaml.h>
 
@@ -25,9 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#ifndef SBX_SYSCONF_DIR
-#define SBX_SYSCONF_DIR "/etc/sbx"
-#endif
+
 
 #define TOP_KEYS "default_provider, plugin_dir, store, providers"
 #define STORE_KEYS "driver, path, dsn"
@@ -808,7 +807,7 @@ int sbx_config_load_dir(const char *path, const char *sysconfdir,
         if (!dir)
             free(copy);
     } else {
-        const char *sys = sysconfdir ? sysconfdir : SBX_SYSCONF_DIR;
+        const char *sys = sysconfdir ? sysconfdir : sbx_install_sysconf_dir();
         char *main_file = join_path(sys, "sbx.yaml");
         dir = join_path(sys, "conf.d");
         rc = main_file && dir ? read_file(&ld, main_file, true) : nomem(&ld);
@@ -830,7 +829,7 @@ int sbx_config_load_dir(const char *path, const char *sysconfdir,
 
 int sbx_config_load(const char *path, struct sbx_config **out, sbx_error *err)
 {
-    return sbx_config_load_dir(path, SBX_SYSCONF_DIR, out, err);
+    return sbx_config_load_dir(path, sbx_install_sysconf_dir(), out, err);
 }
 
 /* ------------------------------------------------------------------------ */

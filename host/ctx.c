@@ -6,15 +6,12 @@
  * configuration section against the keys it declares. No provider code other
  * than sbx_provider_describe runs here: init is deferred to first use.
  */
+#include "install_dirs.h"
 #include "registry.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#ifndef SBX_PROVIDER_DIR
-#define SBX_PROVIDER_DIR "/usr/local/lib/sbx/providers"
-#endif
 
 /* The provider used when nothing is configured at all. */
 #define SBX_FALLBACK_PROVIDER "local"
@@ -125,9 +122,33 @@ static int enable_provider(sbx_ctx *ctx, const char *name, sbx_error *err)
     return SBX_OK;
 }
 
-SBX_API int sbx_open(const struct sbx_options *opts, sbx_ctx **out, sbx_error *err)
+/* Remember why an enabled provider could not be loaded. */
+static int keep_broken(sbx_ctx *ctx, const char *name, int status, const char *why,
+                       sbx_error *err)
+{
+    struct sbx_broken_provider *b = &ctx->broken[ctx->nbroken];
+    b->name = strdup(name);
+    b->message = strdup(why);
+    b->status = status;
+    if (!b->name || !b->message) {
+        free(b->name);
+        free(b->message);
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    ctx->nbroken++;
+    return SBX_OK;
+}
+
+SBX_API int sbx_open(const struct sbx_options *opts_in, sbx_ctx **out, sbx_error *err)
 {
     sbx_error_clear(err);
+    /* Honour a caller's older, shorter struct: read only up to its size. */
+    struct sbx_options copy;
+    memset(&copy, 0, sizeof copy);
+    if (opts_in)
+        memcpy(&copy, opts_in, opts_in->size && opts_in->size < sizeof copy
+                                   ? opts_in->size : sizeof copy);
+    const struct sbx_options *opts = opts_in ? &copy : NULL;
     sbx_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
@@ -152,7 +173,7 @@ SBX_API int sbx_open(const struct sbx_options *opts, sbx_ctx **out, sbx_error *e
     }
     if (!plugin_path)
         plugin_path = ctx->config->plugin_dir ? ctx->config->plugin_dir
-                                              : SBX_PROVIDER_DIR;
+                                              : sbx_install_provider_dir();
     ctx->search_path = strdup(plugin_path);
     if (!ctx->search_path) {
         rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
@@ -165,15 +186,19 @@ SBX_API int sbx_open(const struct sbx_options *opts, sbx_ctx **out, sbx_error *e
     if (rc != SBX_OK)
         goto fail;
     ctx->providers = calloc(n, sizeof *ctx->providers);
-    if (!ctx->providers) {
+    ctx->broken = calloc(n, sizeof *ctx->broken);
+    if (!ctx->providers || !ctx->broken) {
         rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
         goto fail;
     }
     for (size_t i = 0; i < n; i++) {
         rc = enable_provider(ctx, names[i], err);
+        if (rc != SBX_OK && rc != SBX_E_NOMEM && opts && opts->keep_broken_providers)
+            rc = keep_broken(ctx, names[i], rc, err->message, err);
         if (rc != SBX_OK)
             goto fail;
     }
+    sbx_error_clear(err);
     free(names);
     *out = ctx;
     return SBX_OK;
@@ -196,6 +221,11 @@ SBX_API void sbx_close(sbx_ctx *ctx)
         free(p);
     }
     free(ctx->providers);
+    for (size_t i = 0; i < ctx->nbroken; i++) {
+        free(ctx->broken[i].name);
+        free(ctx->broken[i].message);
+    }
+    free(ctx->broken);
     sbx_config_free(ctx->config);
     free(ctx->search_path);
     free(ctx->default_provider);
@@ -215,6 +245,18 @@ SBX_API size_t sbx_provider_count(const sbx_ctx *ctx)
 SBX_API const char *sbx_provider_name_at(const sbx_ctx *ctx, size_t i)
 {
     return i < ctx->nproviders ? ctx->providers[i]->plugin.name : NULL;
+}
+
+SBX_API const char *sbx_broken_provider_at(const sbx_ctx *ctx, size_t i, int *status,
+                                           const char **message)
+{
+    if (i >= ctx->nbroken)
+        return NULL;
+    if (status)
+        *status = ctx->broken[i].status;
+    if (message)
+        *message = ctx->broken[i].message;
+    return ctx->broken[i].name;
 }
 
 SBX_API const char *sbx_config_store_driver(const sbx_ctx *ctx)

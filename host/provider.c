@@ -39,6 +39,10 @@ SBX_API int sbx_provider_lookup(sbx_ctx *ctx, const char *name, sbx_provider **o
             return SBX_OK;
         }
     }
+    for (size_t i = 0; i < ctx->nbroken; i++)
+        if (!strcmp(ctx->broken[i].name, name))
+            return sbx_error_set(err, ctx->broken[i].status, "%s",
+                                 ctx->broken[i].message);
     char list[512] = "";
     size_t used = 0;
     for (size_t i = 0; i < ctx->nproviders && used < sizeof list; i++)
@@ -119,6 +123,17 @@ static bool is_enabled(const sbx_ctx *ctx, const char *name)
     for (size_t i = 0; i < ctx->nproviders; i++)
         if (!strcmp(ctx->providers[i]->plugin.name, name))
             return true;
+    for (size_t i = 0; i < ctx->nbroken; i++)
+        if (!strcmp(ctx->broken[i].name, name))
+            return true;
+    return false;
+}
+
+static bool is_listed(char **names, const char *name)
+{
+    for (size_t i = 0; names[i]; i++)
+        if (!strcmp(names[i], name))
+            return true;
     return false;
 }
 
@@ -142,8 +157,25 @@ SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
         } else {
             info.error = why.message;
         }
+        /* Loads, but the context could not enable it (its section). */
+        for (size_t b = 0; info.status == SBX_OK && b < ctx->nbroken; b++)
+            if (!strcmp(ctx->broken[b].name, names[i])) {
+                info.status = ctx->broken[b].status;
+                info.error = ctx->broken[b].message;
+            }
         fn(ud, &info);
         sbx_plugin_clear(&plugin);
+    }
+    /* Enabled by the configuration but not installed at all. */
+    for (size_t i = 0; i < ctx->nbroken; i++) {
+        if (is_listed(names, ctx->broken[i].name))
+            continue;
+        struct sbx_provider_info info = {0};
+        info.name = ctx->broken[i].name;
+        info.enabled = true;
+        info.status = ctx->broken[i].status;
+        info.error = ctx->broken[i].message;
+        fn(ud, &info);
     }
     sbx_plugin_names_free(names);
     return SBX_OK;

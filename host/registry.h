@@ -24,8 +24,17 @@ struct sbx_provider {
     void *state; /* the provider's, valid once initialized */
 };
 
+/* An enabled provider that could not be loaded (keep_broken_providers). */
+struct sbx_broken_provider {
+    char *name;
+    int status;
+    char *message;
+};
+
 struct sbx_ctx {
     struct sbx_config *config;
+    struct sbx_broken_provider *broken;
+    size_t nbroken;
     char *search_path;
     char *default_provider;
     struct sbx_provider **providers;

@@ -116,6 +116,13 @@ int cli_parse_no_operands(const struct cli_command *cmd, int argc, char **argv);
  */
 int cli_open(const struct cli_globals *g, const char *provider, sbx_ctx **out);
 
+/* Like cli_open, but enabled providers that cannot be loaded do not fail
+ * the open (keep_broken_providers): for `sbx providers` and `sbx check`. */
+int cli_open_lenient(const struct cli_globals *g, sbx_ctx **out);
+
+/* "none", "container", "vm" (or "unknown") for enum sbx_isolation. */
+const char *cli_isolation_text(uint32_t isolation);
+
 /* Names of the capability bits in `caps`, comma-separated, into buf ("-"
  * when none; unknown bits as 0x.. values). Returns buf. */
 const char *cli_caps_text(uint64_t caps, char *buf, size_t len);

@@ -97,18 +97,40 @@ int cli_parse_no_operands(const struct cli_command *cmd, int argc, char **argv)
     return cli_no_more_arguments(cmd, argc, argv, optind);
 }
 
-int cli_open(const struct cli_globals *g, const char *provider, sbx_ctx **out)
+static int open_context(const struct cli_globals *g, const char *provider,
+                        bool keep_broken, sbx_ctx **out)
 {
     struct sbx_options opts;
     memset(&opts, 0, sizeof opts);
     opts.size = sizeof opts;
     opts.config_path = g->config_path;
     opts.provider = provider;
+    opts.keep_broken_providers = keep_broken;
     sbx_error err;
     int rc = sbx_open(&opts, out, &err);
     if (rc != SBX_OK)
         cli_error("%s", err.message[0] ? err.message : sbx_strerror(rc));
     return rc;
+}
+
+int cli_open(const struct cli_globals *g, const char *provider, sbx_ctx **out)
+{
+    return open_context(g, provider, false, out);
+}
+
+int cli_open_lenient(const struct cli_globals *g, sbx_ctx **out)
+{
+    return open_context(g, NULL, true, out);
+}
+
+const char *cli_isolation_text(uint32_t isolation)
+{
+    switch (isolation) {
+    case SBX_ISOLATION_NONE: return "none";
+    case SBX_ISOLATION_CONTAINER: return "container";
+    case SBX_ISOLATION_VM: return "vm";
+    }
+    return "unknown";
 }
 
 const char *cli_caps_text(uint64_t caps, char *buf, size_t len)

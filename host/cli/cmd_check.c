@@ -17,8 +17,10 @@ static void usage(FILE *f)
           "\n"
           "Validate the configuration and every enabled provider's plugin\n"
           "(ABI version, sizes, name, capabilities, configuration keys).\n"
-          "Prints one 'ok' line per enabled provider and exits 0, or prints\n"
-          "the first problem (file:line for configuration errors) and exits 1.\n"
+          "Prints one 'ok' line per enabled provider (with its isolation; a\n"
+          "provider that is not a security boundary gets a warning) and exits 0,\n"
+          "or prints every problem (file:line for configuration errors, one line\n"
+          "per broken provider) and exits 1.\n"
           "\n"
           "Options:\n"
           "  --init             also initialize each provider (reads its\n"
@@ -42,9 +44,16 @@ int cmd_check(const struct cli_globals *g, int argc, char **argv)
         return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
 
     sbx_ctx *ctx;
-    if (cli_open(&globals, NULL, &ctx) != SBX_OK)
+    if (cli_open_lenient(&globals, &ctx) != SBX_OK)
         return CLI_EXIT_FAIL;
     const char *def = sbx_default_provider(ctx);
+    /* Every enabled provider that could not be loaded, each on its own. */
+    int bstatus;
+    const char *why;
+    for (size_t i = 0; sbx_broken_provider_at(ctx, i, &bstatus, &why) != NULL; i++) {
+        cli_error("%s", why);
+        status = CLI_EXIT_FAIL;
+    }
     for (size_t i = 0; i < sbx_provider_count(ctx); i++) {
         const char *name = sbx_provider_name_at(ctx, i);
         sbx_provider *p;
@@ -57,10 +66,14 @@ int cmd_check(const struct cli_globals *g, int argc, char **argv)
         }
         const struct sbx_provider_desc *d = sbx_provider_desc(p);
         char caps[256];
-        printf("ok  %s %s (ABI %u.%u, capabilities: %s)%s%s  %s\n", name, d->version,
-               (unsigned)d->abi_major, (unsigned)d->abi_minor,
-               cli_caps_text(d->caps, caps, sizeof caps), init ? ", initialized" : "",
-               strcmp(name, def) ? "" : " [default]", sbx_provider_path(p));
+        printf("ok  %s %s (ABI %u.%u, isolation: %s, capabilities: %s)%s%s  %s\n",
+               name, d->version, (unsigned)d->abi_major, (unsigned)d->abi_minor,
+               cli_isolation_text(d->isolation), cli_caps_text(d->caps, caps, sizeof caps),
+               init ? ", initialized" : "", strcmp(name, def) ? "" : " [default]",
+               sbx_provider_path(p));
+        if (d->isolation == SBX_ISOLATION_NONE)
+            printf("    warning: %s runs commands on this host with your privileges: "
+                   "not a security boundary\n", name);
     }
     sbx_close(ctx);
     if (fflush(stdout) != 0)

@@ -17,12 +17,15 @@ static void usage(FILE *f)
     fputs("Usage: sbx providers [--json] [--keys]\n"
           "\n"
           "List every provider plugin installed in the plugin search path\n"
-          "($SBX_PLUGIN_PATH, else plugin_dir, else the installed directory).\n"
+          "($SBX_PLUGIN_PATH, else plugin_dir, else the installed directory),\n"
+          "and every provider the configuration enables that is not installed,\n"
+          "each with its outcome: one broken provider never hides the others.\n"
           "Only descriptors are loaded: no provider is initialized, no\n"
           "credentials are read and nothing is contacted.\n"
           "\n"
           "Options:\n"
-          "  --json          print a JSON array (name, version, abi, capabilities,\n"
+          "  --json          print a JSON array (name, version, description,\n"
+          "                  isolation, security_boundary, abi, capabilities,\n"
           "                  config_keys, path, enabled, default, status, error)\n"
           "  --keys          also list each provider's configuration keys\n"
           "  -c, --config FILE  read this configuration file\n"
@@ -98,6 +101,13 @@ static void collect(void *ud, const struct sbx_provider_info *info)
     const struct sbx_provider_desc *d = info->desc;
     json_object_object_add(o, "name", string_or_null(info->name));
     json_object_object_add(o, "version", d ? string_or_null(d->version) : NULL);
+    json_object_object_add(o, "description", d ? string_or_null(d->description) : NULL);
+    json_object_object_add(o, "isolation",
+                           d ? json_object_new_string(cli_isolation_text(d->isolation))
+                             : NULL);
+    json_object_object_add(o, "security_boundary",
+                           d ? json_object_new_boolean(d->isolation != SBX_ISOLATION_NONE)
+                             : NULL);
     if (d) {
         json_object *abi = json_object_new_object();
         json_object_object_add(abi, "major", json_object_new_int64(d->abi_major));
@@ -186,16 +196,21 @@ static void print_table(json_object *arr, bool keys)
         l = (int)strlen(caps_text(o, buf, sizeof buf));
         wcaps = l > wcaps ? l : wcaps;
     }
-    printf("%-*s  %-*s  %-3s  %-*s  %-7s  %s\n", wname, "NAME", wver, "VERSION", "ABI",
-           wcaps, "CAPABILITIES", "ENABLED", "PATH");
+    printf("%-*s  %-*s  %-3s  %-9s  %-*s  %-7s  %s\n", wname, "NAME", wver, "VERSION",
+           "ABI", "ISOLATION", wcaps, "CAPABILITIES", "ENABLED", "PATH");
     for (size_t i = 0; i < n; i++) {
         json_object *o = json_object_array_get_idx(arr, i);
         char abi[32];
-        printf("%-*s  %-*s  %-3s  %-*s  %-7s  %s\n", wname, field(o, "name"), wver,
-               field(o, "version"), abi_text(o, abi, sizeof abi), wcaps,
-               caps_text(o, buf, sizeof buf), enabled_text(o), field(o, "path"));
+        printf("%-*s  %-*s  %-3s  %-9s  %-*s  %-7s  %s\n", wname, field(o, "name"), wver,
+               field(o, "version"), abi_text(o, abi, sizeof abi), field(o, "isolation"),
+               wcaps, caps_text(o, buf, sizeof buf), enabled_text(o), field(o, "path"));
         if (strcmp(field(o, "status"), "ok") != 0)
             printf("%*s  error: %s\n", wname, "", field(o, "error"));
+        else if (!strcmp(field(o, "isolation"), "none"))
+            printf("%*s  %s; not a security boundary\n", wname, "",
+                   field(o, "description"));
+        else
+            printf("%*s  %s\n", wname, "", field(o, "description"));
         json_object *ks;
         if (keys && json_object_object_get_ex(o, "config_keys", &ks)) {
             size_t nk = json_object_array_length(ks);
@@ -224,7 +239,7 @@ int cmd_providers(const struct cli_globals *g, int argc, char **argv)
         return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
 
     sbx_ctx *ctx;
-    if (cli_open(&globals, NULL, &ctx) != SBX_OK)
+    if (cli_open_lenient(&globals, &ctx) != SBX_OK)
         return CLI_EXIT_SBX;
     struct listing l = {json_object_new_array(), sbx_default_provider(ctx), false};
     sbx_error err;

@@ -171,5 +171,5 @@ static const struct sbx_provider_ops local_ops = {
 
 /* No capabilities: the local provider refuses packages, egress and mounts. */
 SBX_PROVIDER_DEFINE("local", "0.1.0",
-                    "host processes in a workspace directory (not a security boundary)",
+                    "host processes in a workspace directory on this machine",
                     SBX_ISOLATION_NONE, 0, &local_ops, local_config_keys)

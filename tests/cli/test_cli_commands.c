@@ -78,6 +78,10 @@ Test(cli_commands, providers_json_lists_local_with_its_fields)
                      SBX_TEST_PROVIDER_DIR "/local.so");
     cr_assert(json_object_get_boolean(member(local, "enabled")));
     cr_assert(json_object_get_boolean(member(local, "default")));
+    /* local is not a security boundary, and says so */
+    cr_assert_str_eq(json_object_get_string(member(local, "isolation")), "none");
+    cr_assert_not(json_object_get_boolean(member(local, "security_boundary")));
+    cr_assert_gt(strlen(json_object_get_string(member(local, "description"))), 0);
 
     /* A valid fixture that is installed but not enabled. */
     json_object *good = find_provider(arr, "good");
@@ -205,6 +209,51 @@ Test(cli_commands, run_refuses_an_enabled_plugin_with_another_abi)
     run((const char *[]){"check", NULL}, &r);
     cr_assert_eq(r.status, 1, "status %d", r.status);
     cr_assert_not_null(strstr(r.err, "host expects 1, plugin has 2"), "stderr: %s", r.err);
+    cli_result_free(&r);
+}
+
+Test(cli_commands, providers_lists_everything_when_an_enabled_one_is_broken)
+{
+    /* major is refused by the handshake and ghost is not installed: the
+     * listing still shows every installed provider, each with its outcome,
+     * plus the enabled one that is missing. */
+    cli_env_add_fixtures(&env);
+    cli_env_write_config(&env, "default_provider: local\n"
+                               "providers:\n"
+                               "  local:\n"
+                               "    root: @ROOT@\n"
+                               "  major: {}\n"
+                               "  ghost: {}\n");
+    struct cli_result r;
+    run((const char *[]){"providers", "--json", NULL}, &r);
+    cr_assert_eq(r.status, 0, "status %d, stderr: %s", r.status, r.err);
+    json_object *arr = json_tokener_parse(r.out);
+    cr_assert_not_null(arr, "not JSON: %s", r.out);
+    json_object *local = find_provider(arr, "local");
+    cr_assert_not_null(local, "%s", r.out);
+    cr_assert_str_eq(json_object_get_string(member(local, "status")), "ok");
+    json_object *major = find_provider(arr, "major");
+    cr_assert_not_null(major, "%s", r.out);
+    cr_assert(json_object_get_boolean(member(major, "enabled")));
+    cr_assert_str_eq(json_object_get_string(member(major, "status")), "plugin ABI error");
+    json_object *ghost = find_provider(arr, "ghost");
+    cr_assert_not_null(ghost, "an enabled provider that is not installed: %s", r.out);
+    cr_assert(json_object_get_boolean(member(ghost, "enabled")));
+    cr_assert_str_eq(json_object_get_string(member(ghost, "status")), "not found");
+    cr_assert_not_null(strstr(json_object_get_string(member(ghost, "error")),
+                              "not installed: no ghost.so"));
+    cr_assert_not_null(find_provider(arr, "good"), "%s", r.out);
+    json_object_put(arr);
+    cli_result_free(&r);
+
+    /* check names each problem, passes what works, and fails */
+    run((const char *[]){"check", NULL}, &r);
+    cr_assert_eq(r.status, 1, "status %d", r.status);
+    cr_assert_not_null(strstr(r.err, "host expects 1, plugin has 2"), "stderr: %s", r.err);
+    cr_assert_not_null(strstr(r.err, "not installed: no ghost.so"), "stderr: %s", r.err);
+    cr_assert_not_null(strstr(r.out, "ok  local "), "stdout: %s", r.out);
+    cr_assert_not_null(strstr(r.out, "isolation: none"), "stdout: %s", r.out);
+    cr_assert_not_null(strstr(r.out, "not a security boundary"), "stdout: %s", r.out);
     cli_result_free(&r);
 }
 

@@ -54,7 +54,7 @@ Test(load, good_plugin_loads)
     cr_assert_str_eq(p.desc->version, "1.0.0");
     cr_assert_eq(p.desc->abi_major, SBX_ABI_MAJOR);
     cr_assert_eq(p.desc->caps, SBX_CAP_PACKAGES);
-    cr_assert_str_eq(p.desc->config_keys[0].key, "greeting");
+    cr_assert_str_eq(sbx_config_key_at(p.desc->config_keys, 0)->key, "greeting");
     sbx_plugin_clear(&p);
     cr_assert_null(p.name);
     cr_assert_null(p.path);
@@ -93,8 +93,9 @@ Test(load, unknown_name_lists_installed_providers)
     assert_msg_has(&err, "nosuch.so");
     assert_msg_has(&err, "\"" FIXTURES "\"");
     assert_msg_has(&err, "installed providers: allcaps, capnoops, garbage, good, "
-                         "initfail, major, minor, mismatch, nosym, nullcore, "
-                         "nulldesc, smalldesc, smallops, unknowncap");
+                         "initfail, linkshost, major, minor, mismatch, nosym, "
+                         "nullcore, nulldesc, overlap, smalldesc, smallops, "
+                         "unknowncap");
 }
 
 Test(load, empty_search_path_lists_none)
@@ -259,4 +260,12 @@ Test(load, refused_plugin_can_be_retried_and_good_one_loads_twice)
     cr_assert_eq(a.desc, b.desc);
     sbx_plugin_clear(&a);
     sbx_plugin_clear(&b);
+}
+
+Test(load, provider_linking_the_host_library_is_refused)
+{
+    sbx_error err;
+    expect_refusal("linkshost", SBX_E_ABI, &err);
+    assert_msg_has(&err, "links against the host library (needs libsbx.so.");
+    assert_msg_has(&err, "expected a provider that links nothing from the host");
 }

@@ -151,6 +151,14 @@ struct sbx_options {
                                 plugin_dir from config, else the installed
                                 provider directory */
     bool ignore_environment; /* do not read SBX_* variables (tests) */
+    /* Open even when an enabled provider cannot be loaded (not installed,
+     * refused by the handshake, or its configuration section is wrong):
+     * the context then holds the working providers, and each broken one is
+     * reported by sbx_broken_provider_at and by sbx_provider_lookup (with
+     * its load error). For listings and checks that must show everything;
+     * a service should open strictly. Configuration errors outside provider
+     * sections still fail. */
+    bool keep_broken_providers;
 };
 
 /*
@@ -170,9 +178,15 @@ SBX_API void sbx_close(sbx_ctx *ctx);
 /* Name of the default provider for new sandboxes (never NULL). */
 SBX_API const char *sbx_default_provider(const sbx_ctx *ctx);
 
-/* Number of enabled providers and the name of the i-th one. */
+/* Number of enabled providers that loaded and the name of the i-th one. */
 SBX_API size_t sbx_provider_count(const sbx_ctx *ctx);
 SBX_API const char *sbx_provider_name_at(const sbx_ctx *ctx, size_t i);
+
+/* The i-th enabled provider that could not be loaded (only with
+ * keep_broken_providers): returns its name and sets *status and *message
+ * (borrowed from ctx), or returns NULL past the end. */
+SBX_API const char *sbx_broken_provider_at(const sbx_ctx *ctx, size_t i, int *status,
+                                           const char **message);
 
 /* Store settings from the configuration (for the session manager).
  * Values are borrowed from ctx; NULL when unset. */
@@ -224,7 +238,9 @@ typedef void (*sbx_provider_info_fn)(void *ud,
                                      const struct sbx_provider_info *info);
 
 /* Visit every plugin installed in the search path, loading descriptors only
- * (no init). Plugins that fail validation are reported, not fatal. */
+ * (no init), then every enabled provider that is not installed. Plugins that
+ * fail validation, and enabled ones the context could not enable (see
+ * keep_broken_providers), are reported with their status, not fatal. */
 SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
                                sbx_error *err);
 
