@@ -628,7 +628,7 @@ int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *arg
         else if (strstr(oc.start_msg, "permission denied"))
             status = SBX_E_NOT_EXEC;
         if (strstr(oc.start_msg, "chdir to cwd"))
-            rc = docker_error(st, call, SBX_E_NOT_FOUND,
+            rc = docker_error(st, call, SBX_E_INVALID,
                                      "docker: working directory %s does not exist "
                                      "(%s)",
                                      workdir, oc.start_msg);

@@ -597,7 +597,16 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                                  "docker: write %.200s: no source", rel);
         goto out;
     }
-    unsigned perm = mode ? (mode & 07777) : 0644;
+    /* One rule for every provider (sbx/provider.h): permission bits only,
+     * no setuid, setgid or sticky; 0 means 0644. */
+    if (mode & ~0777u) {
+        rc = st->host->set_error(st->host, call, SBX_E_INVALID,
+                                 "docker: write %.200s: mode %#o has bits other than "
+                                 "permissions (0777)",
+                                 rel, mode);
+        goto out;
+    }
+    unsigned perm = mode ? mode : 0644;
 
     /* Resolve first: a refused path must not consume the source. */
     size_t existing;

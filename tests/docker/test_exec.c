@@ -86,7 +86,8 @@ Test(docker_exec, argv_is_not_split_and_env_cwd_apply)
     }
     a.cwd = "no/such/dir";
     int rc = h.ops->exec(sb, &c, &a, &res);
-    cr_expect(rc == SBX_E_NOT_FOUND, "missing cwd gave %d: %s", rc, c.message);
+    /* the ABI's rule: a missing cwd is an invalid argument, nothing runs */
+    cr_expect(rc == SBX_E_INVALID, "missing cwd gave %d: %s", rc, c.message);
     dh_call_free(&c);
 }
 

@@ -69,6 +69,15 @@ Test(docker_files, overwrite_empty_and_modes)
     char *m = dh_sh(&h, sb, "stat -c %a f.txt; ./f.txt; echo $?");
     cr_expect(strncmp(m, "755\n", 4) == 0, "%s", m);
     free(m);
+    /* setuid, setgid and sticky bits are refused, as local does; the file
+     * keeps its content and mode */
+    const unsigned special[] = {04755, 02755, 01777};
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(dh_write(&h, sb, "f.txt", "x", 1, special[i], &c), SBX_E_INVALID,
+                     "mode %o", special[i]);
+    m = dh_sh(&h, sb, "stat -c %a f.txt; cat f.txt");
+    cr_expect_str_eq(m, "755\n2\n");
+    free(m);
     cr_assert_eq(dh_write(&h, sb, "empty", "", 0, 0, &c), SBX_OK);
     cr_assert_eq(dh_read(&h, sb, "empty", &out, &c), SBX_OK);
     cr_expect_eq(out.len, 0);
