@@ -18,15 +18,17 @@
 
 #include <yaml.h>
 
+#include "text_escape.h"
+
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-
 
 #define TOP_KEYS "default_provider, plugin_dir, store, providers"
 #define STORE_KEYS "driver, path, dsn"
@@ -49,6 +51,8 @@ struct load {
 struct reader {
     struct load *ld;
     const char *file; /* borrowed from cfg->files */
+    FILE *fp;
+    size_t bytes; /* read so far, against SBX_CONFIG_FILE_MAX */
     yaml_parser_t parser;
     yaml_event_t ev;
     bool have_ev;
@@ -170,12 +174,15 @@ static int next(struct reader *r)
     if (!yaml_parser_parse(&r->parser, &r->ev))
         return syntax_error(r);
     r->have_ev = true;
-    if (r->ev.type == YAML_ALIAS_EVENT)
+    if (r->ev.type == YAML_ALIAS_EVENT) {
+        char shown[160];
         return sbx_error_set(r->ld->err, SBX_E_CONFIG,
                              "%s:%d: aliases (*%s) are not supported; write the "
                              "value out",
                              r->file, line_of(&r->ev),
-                             (const char *)r->ev.data.alias.anchor);
+                             sbx_text_escape(shown, sizeof shown,
+                                             (const char *)r->ev.data.alias.anchor, 32));
+    }
     if (r->ev.type == YAML_SCALAR_EVENT &&
         strlen(scalar_text(&r->ev)) != r->ev.data.scalar.length)
         return sbx_error_set(r->ld->err, SBX_E_CONFIG,
@@ -202,6 +209,17 @@ static int next_key(struct reader *r, const char *where, char **key, int *line)
         return sbx_error_set(r->ld->err, SBX_E_CONFIG,
                              "%s:%d: %s: expected a plain key, got %s", r->file,
                              *line, where, event_kind(&r->ev));
+    /* Keys are echoed in messages: anything but printable ASCII could
+     * forge output lines or drive the terminal, and is no key of ours. */
+    if (!sbx_text_printable(scalar_text(&r->ev))) {
+        char shown[160];
+        return sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                             "%s:%d: %s: key \"%s\" contains bytes other than "
+                             "printable ASCII",
+                             r->file, *line, where,
+                             sbx_text_escape(shown, sizeof shown, scalar_text(&r->ev),
+                                             32));
+    }
     *key = strdup(scalar_text(&r->ev));
     return *key ? SBX_OK : nomem(r->ld);
 }
@@ -251,16 +269,76 @@ static int map_or_null(struct reader *r, const char *key, bool *is_map)
 /* Provider sections                                                         */
 /* ------------------------------------------------------------------------ */
 
+static size_t key_hash(const char *key)
+{
+    size_t h = 1469598103934665603u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 1099511628211u;
+    return h;
+}
+
+/* Index of the entry with exactly this key, or -1 (one table probe run). */
+static long find_entry(const struct sbx_config_section *sec, const char *key)
+{
+    if (!sec->nslots)
+        return -1;
+    size_t mask = sec->nslots - 1;
+    for (size_t i = key_hash(key) & mask;; i = (i + 1) & mask) {
+        size_t slot = sec->slots[i];
+        if (slot == 0)
+            return -1;
+        if (strcmp(sec->entries[slot - 1].key, key) == 0)
+            return (long)(slot - 1);
+    }
+}
+
+static void index_insert(struct sbx_config_section *sec, size_t entry)
+{
+    size_t mask = sec->nslots - 1;
+    size_t i = key_hash(sec->entries[entry].key) & mask;
+    while (sec->slots[i])
+        i = (i + 1) & mask;
+    sec->slots[i] = entry + 1;
+}
+
+/* Make room for one more entry: the array and the index grow
+ * geometrically, so a section of n keys costs O(n) to load. */
+static bool reserve_entry(struct sbx_config_section *sec)
+{
+    if (sec->count == sec->cap) {
+        size_t cap = sec->cap ? sec->cap * 2 : 16;
+        struct sbx_config_entry *e = realloc(sec->entries, cap * sizeof *e);
+        if (!e)
+            return false;
+        sec->entries = e;
+        sec->cap = cap;
+    }
+    if (2 * (sec->count + 1) > sec->nslots) {
+        size_t n = sec->nslots ? sec->nslots * 2 : 32;
+        size_t *slots = calloc(n, sizeof *slots);
+        if (!slots)
+            return false;
+        free(sec->slots);
+        sec->slots = slots;
+        sec->nslots = n;
+        for (size_t i = 0; i < sec->count; i++)
+            index_insert(sec, i);
+    }
+    return true;
+}
+
 static int add_entry(struct load *ld, struct sbx_config_section *sec,
                      const char *key, const char *value, int node,
                      const char *file, int line)
 {
-    struct sbx_config_entry *e =
-        realloc(sec->entries, (sec->count + 1) * sizeof *e);
-    if (!e)
+    if (sec->count >= SBX_CONFIG_ENTRIES_MAX)
+        return sbx_error_set(ld->err, SBX_E_CONFIG,
+                             "%s:%d: providers.%s: more than %d keys and values in "
+                             "one provider section",
+                             file, line, sec->name, SBX_CONFIG_ENTRIES_MAX);
+    if (!reserve_entry(sec))
         return nomem(ld);
-    sec->entries = e;
-    e = &sec->entries[sec->count];
+    struct sbx_config_entry *e = &sec->entries[sec->count];
     *e = (struct sbx_config_entry){.node = node, .file = file, .line = line};
     e->key = strdup(key);
     e->value = value ? strdup(value) : NULL;
@@ -269,18 +347,9 @@ static int add_entry(struct load *ld, struct sbx_config_section *sec,
         free(e->value);
         return nomem(ld);
     }
+    index_insert(sec, sec->count);
     sec->count++;
     return SBX_OK;
-}
-
-/* Index of the entry with exactly this key among entries[from..], or -1. */
-static long find_entry(const struct sbx_config_section *sec, size_t from,
-                       const char *key)
-{
-    for (size_t i = from; i < sec->count; i++)
-        if (strcmp(sec->entries[i].key, key) == 0)
-            return (long)i;
-    return -1;
 }
 
 /* "<a>.<b>" into a new string. */
@@ -316,7 +385,7 @@ static int read_entry_map(struct reader *r, struct sbx_config_section *sec,
             rc = sbx_error_set(r->ld->err, SBX_E_CONFIG,
                                "%s:%d: %s: empty key", r->file, line, path);
         } else {
-            long dup = find_entry(sec, parent + 1, flat);
+            long dup = find_entry(sec, flat);
             if (dup >= 0) {
                 rc = duplicate(r, line, full,
                                (struct origin){sec->entries[dup].file,
@@ -405,7 +474,7 @@ static int read_section(struct reader *r, struct sbx_config_section *sec)
                                "%s:%d: %s: a key name cannot contain '.'",
                                r->file, line, path);
         } else {
-            long dup = find_entry(sec, 0, key);
+            long dup = find_entry(sec, key);
             if (dup >= 0)
                 rc = duplicate(r, line, path,
                                (struct origin){sec->entries[dup].file,
@@ -471,6 +540,10 @@ static int read_providers(struct reader *r)
             snprintf(key, sizeof key, "providers.%s", name);
             rc = map_or_null(r, key, &is_map);
         }
+        if (rc == SBX_OK && cfg->nsections >= SBX_CONFIG_SECTIONS_MAX)
+            rc = sbx_error_set(r->ld->err, SBX_E_CONFIG,
+                               "%s:%d: providers: more than %d provider sections",
+                               r->file, line, SBX_CONFIG_SECTIONS_MAX);
         if (rc == SBX_OK) {
             struct sbx_config_section *s =
                 realloc(cfg->sections, (cfg->nsections + 1) * sizeof *s);
@@ -655,27 +728,83 @@ static const char *remember_file(struct sbx_config *cfg, char *path)
     return path;
 }
 
-/* Read one file; path is taken over. With `optional`, a missing file is
- * skipped silently. */
-static int read_file(struct load *ld, char *path, bool optional)
+/* libyaml's input: the file, counted against SBX_CONFIG_FILE_MAX so that a
+ * huge file (or an endless pipe) stops the load early. */
+static int read_bounded(void *data, unsigned char *buf, size_t size, size_t *got)
 {
-    FILE *fp = fopen(path, "re");
-    if (!fp) {
+    struct reader *r = data;
+    size_t n = fread(buf, 1, size, r->fp);
+    if (n == 0 && ferror(r->fp))
+        return 0;
+    r->bytes += n;
+    *got = n;
+    return r->bytes <= SBX_CONFIG_FILE_MAX;
+}
+
+/*
+ * Open a configuration file. A drop-in is opened without following a
+ * symbolic link and must be a regular file owned by root or by the user:
+ * a conf.d entry pointing at /etc/shadow must not be read, let alone have
+ * its first line echoed in an error.
+ */
+static FILE *open_config(struct load *ld, const char *path, bool dropin, int *rc)
+{
+    int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | (dropin ? O_NOFOLLOW | O_NONBLOCK : 0);
+    int fd = open(path, flags);
+    if (fd < 0) {
         int e = errno;
-        int rc = SBX_OK;
-        if (!(optional && e == ENOENT))
-            rc = sbx_error_set(ld->err, SBX_E_IO, "%s: cannot open: %s", path,
-                               strerror(e));
-        free(path);
-        return rc;
+        *rc = sbx_error_set(ld->err, SBX_E_IO, "%s: cannot open: %s%s", path,
+                            strerror(e),
+                            dropin && e == ELOOP
+                                ? " (drop-ins must be regular files, not symbolic "
+                                  "links)"
+                                : "");
+        return NULL;
     }
     struct stat st;
-    bool stat_ok = fstat(fileno(fp), &st) == 0;
-    if (!stat_ok || S_ISDIR(st.st_mode)) {
-        int rc = sbx_error_set(ld->err, SBX_E_IO, "%s: %s", path,
-                               stat_ok ? "is a directory, not a file"
-                                       : strerror(errno));
-        fclose(fp);
+    if (fstat(fd, &st) != 0) {
+        *rc = sbx_error_set(ld->err, SBX_E_IO, "%s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    const char *why = NULL;
+    if (S_ISDIR(st.st_mode))
+        why = "is a directory, not a file";
+    else if (dropin && !S_ISREG(st.st_mode))
+        why = "is not a regular file (drop-ins must be regular files)";
+    else if (dropin && st.st_uid != 0 && st.st_uid != geteuid())
+        why = "is owned by another user (drop-ins must be owned by root or by "
+              "the user running sbx)";
+    else if (S_ISREG(st.st_mode) && st.st_size > SBX_CONFIG_FILE_MAX)
+        why = "is larger than the limit of 1 MiB";
+    if (why) {
+        *rc = sbx_error_set(ld->err, dropin || S_ISDIR(st.st_mode) ? SBX_E_IO
+                                                                   : SBX_E_CONFIG,
+                            "%s: %s", path, why);
+        close(fd);
+        return NULL;
+    }
+    if (dropin)
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *fp = fdopen(fd, "r");
+    if (!fp) {
+        *rc = nomem(ld);
+        close(fd);
+    }
+    return fp;
+}
+
+/* Read one file; path is taken over. With `optional`, a missing file is
+ * skipped silently; `dropin` applies the drop-in rules of open_config. */
+static int read_file(struct load *ld, char *path, bool optional, bool dropin)
+{
+    int rc = SBX_OK;
+    if (optional && access(path, F_OK) != 0 && errno == ENOENT) {
+        free(path);
+        return SBX_OK;
+    }
+    FILE *fp = open_config(ld, path, dropin, &rc);
+    if (!fp) {
         free(path);
         return rc;
     }
@@ -685,18 +814,20 @@ static int read_file(struct load *ld, char *path, bool optional)
         return nomem(ld);
     }
 
-    struct reader r = {.ld = ld, .file = file};
-    int rc;
+    struct reader r = {.ld = ld, .file = file, .fp = fp};
     if (!yaml_parser_initialize(&r.parser)) {
         rc = nomem(ld);
     } else {
-        yaml_parser_set_input_file(&r.parser, fp);
+        yaml_parser_set_input(&r.parser, read_bounded, &r);
         rc = read_stream(&r);
         if (r.have_ev)
             yaml_event_delete(&r.ev);
         yaml_parser_delete(&r.parser);
     }
-    if (rc == SBX_OK && ferror(fp))
+    if (r.bytes > SBX_CONFIG_FILE_MAX)
+        rc = sbx_error_set(ld->err, SBX_E_CONFIG, "%s: is larger than the limit of 1 MiB",
+                           file);
+    else if (rc == SBX_OK && ferror(fp))
         rc = sbx_error_set(ld->err, SBX_E_IO, "%s: read error", file);
     fclose(fp);
     return rc;
@@ -730,6 +861,19 @@ static int read_dropins(struct load *ld, const char *dir)
     while ((de = readdir(d)) != NULL) {
         if (!is_dropin_name(de->d_name))
             continue;
+        if (!sbx_text_printable(de->d_name)) {
+            char shown[160];
+            rc = sbx_error_set(ld->err, SBX_E_CONFIG,
+                               "%s: drop-in \"%s\" has a name with bytes other "
+                               "than printable ASCII",
+                               dir, sbx_text_escape(shown, sizeof shown, de->d_name, 64));
+            break;
+        }
+        if (n >= SBX_CONFIG_DROPINS_MAX) {
+            rc = sbx_error_set(ld->err, SBX_E_CONFIG, "%s: more than %d drop-ins", dir,
+                               SBX_CONFIG_DROPINS_MAX);
+            break;
+        }
         char **grown = realloc(names, (n + 1) * sizeof *grown);
         char *copy = grown ? strdup(de->d_name) : NULL;
         if (grown)
@@ -746,7 +890,7 @@ static int read_dropins(struct load *ld, const char *dir)
     for (size_t i = 0; i < n; i++) {
         if (rc == SBX_OK) {
             char *path = join_path(dir, names[i]);
-            rc = path ? read_file(ld, path, false) : nomem(ld);
+            rc = path ? read_file(ld, path, false, true) : nomem(ld);
         }
         free(names[i]);
     }
@@ -803,14 +947,14 @@ int sbx_config_load_dir(const char *path, const char *sysconfdir,
     if (path) {
         char *copy = strdup(path);
         dir = dropin_dir_beside(path);
-        rc = copy && dir ? read_file(&ld, copy, false) : nomem(&ld);
+        rc = copy && dir ? read_file(&ld, copy, false, false) : nomem(&ld);
         if (!dir)
             free(copy);
     } else {
         const char *sys = sysconfdir ? sysconfdir : sbx_install_sysconf_dir();
         char *main_file = join_path(sys, "sbx.yaml");
         dir = join_path(sys, "conf.d");
-        rc = main_file && dir ? read_file(&ld, main_file, true) : nomem(&ld);
+        rc = main_file && dir ? read_file(&ld, main_file, true, false) : nomem(&ld);
         if (!dir)
             free(main_file);
     }
@@ -847,6 +991,7 @@ void sbx_config_free(struct sbx_config *cfg)
     free(cfg->store_dsn);
     for (size_t i = 0; i < cfg->nsections; i++) {
         struct sbx_config_section *s = &cfg->sections[i];
+        free(s->slots);
         for (size_t j = 0; j < s->count; j++) {
             free(s->entries[j].key);
             free(s->entries[j].value);
@@ -877,12 +1022,10 @@ const char *sbx_config_section_get(const struct sbx_config_section *sec,
 {
     if (!sec || !key)
         return NULL;
-    for (size_t i = 0; i < sec->count; i++) {
-        const struct sbx_config_entry *e = &sec->entries[i];
-        if (e->node == SBX_NODE_SCALAR && strcmp(e->key, key) == 0)
-            return e->value;
-    }
-    return NULL;
+    long i = find_entry(sec, key);
+    if (i < 0 || sec->entries[i].node != SBX_NODE_SCALAR)
+        return NULL;
+    return sec->entries[i].value;
 }
 
 int sbx_config_section_entry(const struct sbx_config_section *sec,
@@ -891,26 +1034,21 @@ int sbx_config_section_entry(const struct sbx_config_section *sec,
 {
     if (!sec || !key)
         return 0;
-    size_t klen = strlen(key);
-    for (size_t i = 0; i < sec->count; i++) {
-        const struct sbx_config_entry *e = &sec->entries[i];
-        if (e->node == SBX_NODE_SCALAR || strcmp(e->key, key) != 0)
-            continue;
-        /* Elements follow their MAP/SEQ entry directly. */
-        size_t seen = 0;
-        for (size_t j = i + 1; j < sec->count; j++) {
-            const struct sbx_config_entry *el = &sec->entries[j];
-            if (strncmp(el->key, key, klen) != 0 || el->key[klen] != '.')
-                break;
-            if (seen++ == index) {
-                if (name)
-                    *name = el->key + klen + 1;
-                if (value)
-                    *value = el->value;
-                return 1;
-            }
-        }
+    long at = find_entry(sec, key);
+    if (at < 0 || sec->entries[at].node == SBX_NODE_SCALAR)
         return 0;
-    }
-    return 0;
+    /* Elements follow their MAP/SEQ entry directly, in order: element
+     * `index` is entries[at + 1 + index] if it still carries the prefix. */
+    size_t j = (size_t)at + 1 + index;
+    size_t klen = strlen(key);
+    if (index >= sec->count || j >= sec->count)
+        return 0;
+    const struct sbx_config_entry *el = &sec->entries[j];
+    if (strncmp(el->key, key, klen) != 0 || el->key[klen] != '.')
+        return 0;
+    if (name)
+        *name = el->key + klen + 1;
+    if (value)
+        *value = el->value;
+    return 1;
 }

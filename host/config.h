@@ -31,14 +31,24 @@ struct sbx_config_entry {
     int line;         /* 1-based */
 };
 
-/* The `providers.<name>` section. */
+/* The `providers.<name>` section. Entries are indexed by key (an open
+ * addressing table of entry indices + 1, 0 = empty), so loading and lookups
+ * stay linear in the number of keys. */
 struct sbx_config_section {
     char *name;
     const char *file;
     int line;
     struct sbx_config_entry *entries;
-    size_t count;
+    size_t count, cap;
+    size_t *slots;
+    size_t nslots; /* a power of two, at least twice count */
 };
+
+/* Limits that bound what one configuration may make the loader do. */
+#define SBX_CONFIG_FILE_MAX (1024 * 1024) /* bytes per file */
+#define SBX_CONFIG_ENTRIES_MAX 4096       /* entries per provider section */
+#define SBX_CONFIG_SECTIONS_MAX 256       /* provider sections */
+#define SBX_CONFIG_DROPINS_MAX 256        /* conf.d files */
 
 struct sbx_config {
     char *default_provider; /* NULL when unset */

@@ -8,6 +8,7 @@
  * operator can tell a stale plugin from a broken one without a debugger.
  */
 #include "loader.h"
+#include "text_escape.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -74,33 +75,17 @@ bool sbx_plugin_name_valid(const char *name)
     return true;
 }
 
-/*
- * Copy an untrusted string from a plugin into dst for a message: at most
- * NAME_MAX_LEN characters, quotes, backslashes and control bytes escaped, so
- * a hostile descriptor cannot forge or garble the host's output.
- */
+/* An untrusted string from a plugin, quoted and escaped for a message, so
+ * a hostile descriptor cannot forge or garble the host's output. */
 static void quote_untrusted(char *dst, size_t cap, const char *s)
 {
     if (!s) {
         snprintf(dst, cap, "NULL");
         return;
     }
-    size_t used = 0;
-    dst[used++] = '"';
-    size_t i;
-    for (i = 0; s[i] && i < NAME_MAX_LEN && used + 6 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
-            used += (size_t)snprintf(dst + used, cap - used, "\\x%02x", c);
-        else
-            dst[used++] = (char)c;
-    }
-    if (s[i] && used + 5 < cap) {
-        memcpy(dst + used, "...", 3);
-        used += 3;
-    }
-    dst[used++] = '"';
-    dst[used] = '\0';
+    char inner[NAME_MAX_LEN * 4 + 8];
+    sbx_text_escape(inner, sizeof inner, s, NAME_MAX_LEN);
+    snprintf(dst, cap, "\"%s\"", inner);
 }
 
 /* Set err to `provider "<name>" (<path>): <detail>` and return status. */

@@ -53,10 +53,18 @@ static int on_option(void *ud, int c, const char *arg)
     char *end;
     errno = 0;
     unsigned long v = strtoul(arg, &end, 8);
-    if (!*arg || *end || errno || v > 07777)
+    if (!*arg || *end || errno || v > 0777)
         return cli_usage_error(a->cmd, CLI_EXIT_SBX,
-                               "invalid --mode '%s' (expected octal bits such "
-                               "as 0644)", arg);
+                               "invalid --mode '%s' (expected permission bits in "
+                               "octal, 0001 to 0777, such as 0644; setuid, setgid "
+                               "and sticky bits are not allowed)", arg);
+    /* Providers read mode 0 as "the default, 0644": refuse it here rather
+     * than write a file with other bits than the ones asked for. */
+    if (v == 0)
+        return cli_usage_error(a->cmd, CLI_EXIT_SBX,
+                               "invalid --mode '%s': a file without any permission "
+                               "bit cannot be written (give the bits, e.g. 0600, "
+                               "or leave --mode out for 0644)", arg);
     a->mode = (unsigned)v;
     return CLI_EXIT_OK;
 }

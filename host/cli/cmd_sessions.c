@@ -46,12 +46,69 @@ static void print_key(const char *key)
         putchar(*p < 0x20 || *p == 0x7f ? '?' : *p);
 }
 
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one
+ * (overlong forms, surrogates and code points past U+10FFFF are invalid). */
+static size_t utf8_sequence(const unsigned char *p)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    if (n == 0 || c > 0xf4)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) ||
+        (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return n;
+}
+
+/* A session key as JSON: the key itself when it is valid UTF-8 (json-c
+ * escapes control characters); otherwise a string with U+FFFD for each
+ * invalid byte, so the output stays valid JSON, plus the exact bytes in
+ * hex under "session_hex". */
+static void add_key(json_object *o, const char *key)
+{
+    const unsigned char *k = (const unsigned char *)key;
+    size_t len = strlen(key), i = 0, n;
+    while (i < len && (n = utf8_sequence(k + i)) != 0)
+        i += n;
+    if (i == len) {
+        json_object_object_add(o, "session", json_object_new_string(key));
+        return;
+    }
+    char *lossy = malloc(3 * len + 1), *hex = malloc(2 * len + 1);
+    if (lossy && hex) {
+        size_t w = 0;
+        for (i = 0; i < len; i += n) {
+            n = utf8_sequence(k + i);
+            if (n == 0) {
+                memcpy(lossy + w, "\xef\xbf\xbd", 3); /* U+FFFD */
+                w += 3;
+                n = 1;
+            } else {
+                memcpy(lossy + w, k + i, n);
+                w += n;
+            }
+        }
+        lossy[w] = '\0';
+        for (i = 0; i < len; i++)
+            snprintf(hex + 2 * i, 3, "%02x", k[i]);
+        json_object_object_add(o, "session", json_object_new_string(lossy));
+        json_object_object_add(o, "session_hex", json_object_new_string(hex));
+    }
+    free(lossy);
+    free(hex);
+}
+
 static int print_one(void *ud, const struct sbx_session_info *s)
 {
     struct list_state *st = ud;
     if (st->json) {
         json_object *o = json_object_new_object();
-        json_object_object_add(o, "session", json_object_new_string(s->session_key));
+        add_key(o, s->session_key);
         json_object_object_add(o, "provider", json_object_new_string(s->provider));
         json_object_object_add(o, "external_id",
                                json_object_new_string(s->external_id));

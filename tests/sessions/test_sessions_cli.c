@@ -321,6 +321,57 @@ Test(sessions_cli, usage_errors)
     sess_env_fini(&s);
 }
 
+Test(sessions_cli, keys_that_are_not_utf8_still_give_valid_json)
+{
+    struct sess_env s;
+    sess_env_init(&s, "sqlite", NULL, false);
+    struct cli_result r;
+    /* a Latin-1 byte, a lone continuation byte and an escape character */
+    RUN(&s, &r, NULL, "create", "caf\xe9-\x80-\x1b[2J");
+    cr_assert_eq(r.status, 0, "create: %s", r.err);
+    cli_result_free(&r);
+    RUN(&s, &r, NULL, "sessions", "--json");
+    cr_assert_eq(r.status, 0, "sessions: %s", r.err);
+    json_tokener *tok = json_tokener_new();
+    json_object *list = json_tokener_parse_ex(tok, r.out, (int)strlen(r.out));
+    cr_assert_not_null(list, "not JSON: %s", r.out);
+    /* json-c validates UTF-8 only when asked */
+    json_tokener_set_flags(tok, JSON_TOKENER_VALIDATE_UTF8);
+    json_tokener_reset(tok);
+    json_object *strict = json_tokener_parse_ex(tok, r.out, (int)strlen(r.out));
+    cr_assert_not_null(strict, "invalid UTF-8 in the output: %s", r.out);
+    json_object *b = json_object_array_get_idx(list, 0), *v;
+    cr_assert(json_object_object_get_ex(b, "session_hex", &v), "%s", r.out);
+    cr_assert_str_eq(json_object_get_string(v), "636166e92d802d1b5b324a");
+    cr_assert(json_object_object_get_ex(b, "session", &v));
+    cr_assert_str_eq(json_object_get_string(v), "caf\xef\xbf\xbd-\xef\xbf\xbd-\x1b[2J");
+    cr_assert_null(strchr(r.out, '\x1b'), "a raw escape reached the output");
+    json_object_put(list);
+    json_object_put(strict);
+    json_tokener_free(tok);
+    cli_result_free(&r);
+    sess_env_fini(&s);
+}
+
+Test(sessions_cli, write_refuses_mode_bits_it_cannot_honour)
+{
+    struct sess_env s;
+    sess_env_init(&s, "sqlite", NULL, false);
+    struct cli_result r;
+    const char *bad[] = {"0", "000", "4755", "1777", "888"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        RUN(&s, &r, "data", "write", "-m", bad[i], "k", "f.txt");
+        cr_assert_eq(r.status, 125, "-m %s: status %d", bad[i], r.status);
+        cr_assert(strstr(r.err, "invalid --mode"), "%s", r.err);
+        cli_result_free(&r);
+    }
+    cr_assert_eq(sess_workspaces(&s), 0, "nothing may be created");
+    RUN(&s, &r, "data", "write", "-m", "0600", "k", "f.txt");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    sess_env_fini(&s);
+}
+
 /* With no store configured: a SQLite file under $XDG_STATE_HOME/sbx/, its
  * directory created. */
 Test(sessions_cli, default_store_location)
