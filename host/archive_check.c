@@ -11,7 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <search.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +21,23 @@
 #define NAME_MAX_BYTES 4096
 #define IO_CHUNK (64 * 1024)
 
+/* A set of entry names (open addressing, hashes kept): lookups cost one
+ * hash of the name, so checking an entry is linear in its name's length. */
 struct seen {
+    size_t hash;
     int is_dir;
     char name[];
 };
 
+struct name_set {
+    struct seen **slot;
+    size_t count, nslots; /* nslots: 0 or a power of two > 2 * count */
+};
+
 struct sbx_archive_check {
     struct sbx_archive_limits lim;
-    void *names; /* tsearch tree of struct seen */
+    struct name_set all;   /* every entry, for duplicates */
+    struct name_set files; /* regular files, for "below a file" */
     uint64_t entries;
     uint64_t total;
     /* the current file entry */
@@ -36,9 +45,66 @@ struct sbx_archive_check {
     char current[600];
 };
 
-static int seen_cmp(const void *a, const void *b)
+/* FNV-1a over n bytes, continued from h (start with FNV_START). */
+#define FNV_START ((size_t)1469598103934665603u)
+static size_t fnv(size_t h, const char *p, size_t n)
 {
-    return strcmp(((const struct seen *)a)->name, ((const struct seen *)b)->name);
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * (size_t)1099511628211u;
+    return h;
+}
+
+/* The member of the set with this hash and exactly these n bytes. */
+static struct seen *set_find(const struct name_set *s, size_t hash, const char *name,
+                             size_t n)
+{
+    if (!s->nslots)
+        return NULL;
+    size_t mask = s->nslots - 1;
+    for (size_t i = hash & mask; s->slot[i]; i = (i + 1) & mask) {
+        struct seen *e = s->slot[i];
+        if (e->hash == hash && strncmp(e->name, name, n) == 0 && e->name[n] == '\0')
+            return e;
+    }
+    return NULL;
+}
+
+static void set_place(struct name_set *s, struct seen *e)
+{
+    size_t mask = s->nslots - 1, i = e->hash & mask;
+    while (s->slot[i])
+        i = (i + 1) & mask;
+    s->slot[i] = e;
+}
+
+/* Add e (owned by the set from now on); -1 when out of memory. */
+static int set_add(struct name_set *s, struct seen *e)
+{
+    if (2 * (s->count + 1) >= s->nslots) {
+        size_t n = s->nslots ? s->nslots * 2 : 64;
+        struct seen **slot = calloc(n, sizeof *slot);
+        if (!slot)
+            return -1;
+        struct seen **old = s->slot;
+        size_t oldn = s->nslots;
+        s->slot = slot;
+        s->nslots = n;
+        for (size_t i = 0; i < oldn; i++)
+            if (old[i])
+                set_place(s, old[i]);
+        free(old);
+    }
+    set_place(s, e);
+    s->count++;
+    return 0;
+}
+
+/* Free the set; with `owner`, its members too. */
+static void set_free(struct name_set *s, bool owner)
+{
+    for (size_t i = 0; owner && i < s->nslots; i++)
+        free(s->slot[i]);
+    free(s->slot);
 }
 
 int sbx_archive_check_new(const struct sbx_archive_limits *limits,
@@ -63,7 +129,8 @@ void sbx_archive_check_free(sbx_archive_check *c)
 {
     if (!c)
         return;
-    tdestroy(c->names, free);
+    set_free(&c->files, false); /* its members belong to `all` */
+    set_free(&c->all, true);
     free(c);
 }
 
@@ -155,10 +222,14 @@ static int normalize(const char *raw, char *out, size_t cap, const char **why)
             return -1;
         }
     }
-    size_t used = 0;
+    size_t used = 0, depth = 0;
     const char *p = raw;
     while (*p) {
         size_t n = strcspn(p, "/");
+        if (n && !(n == 1 && p[0] == '.') && ++depth > SBX_ARCHIVE_MAX_DEPTH) {
+            *why = "is nested deeper than " SBX_ARCHIVE_MAX_DEPTH_TEXT " levels";
+            return -1;
+        }
         if (n == 2 && p[0] == '.' && p[1] == '.') {
             *why = "has \"..\" in its name";
             return -1;
@@ -179,18 +250,6 @@ static int normalize(const char *raw, char *out, size_t cap, const char **why)
     }
     out[used] = '\0';
     return 0;
-}
-
-static struct seen *lookup(sbx_archive_check *c, const char *name)
-{
-    size_t n = strlen(name);
-    struct seen *key = malloc(sizeof *key + n + 1);
-    if (!key)
-        return NULL;
-    memcpy(key->name, name, n + 1);
-    void *found = tfind(key, &c->names, seen_cmp);
-    free(key);
-    return found ? *(struct seen **)found : NULL;
 }
 
 int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char *name,
@@ -250,34 +309,41 @@ int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char 
                                  (unsigned long long)c->lim.max_total_bytes, shown);
         c->declared = (uint64_t)size;
     }
-    /* no duplicates, and nothing below a file */
-    for (char *slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
-        *slash = '\0';
-        struct seen *parent = lookup(c, name);
-        *slash = '/';
-        if (parent && !parent->is_dir)
+    /* Nothing below a file: the hash of every parent prefix comes out of
+     * one pass over the name, and only files are looked up. */
+    size_t n = strlen(name), h = FNV_START, from = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (name[i] != '/')
+            continue;
+        h = fnv(h, name + from, i - from);
+        from = i;
+        if (set_find(&c->files, h, name, i))
             return sbx_error_set(err, SBX_E_INVALID,
                                  "archive entry \"%s\" is below an entry that is a "
                                  "file",
                                  shown);
     }
-    struct seen *prev = lookup(c, name);
+    h = fnv(h, name + from, n - from);
+    /* no duplicates */
+    struct seen *prev = set_find(&c->all, h, name, n);
     if (prev) {
         if (prev->is_dir && *is_dir)
             return SBX_OK; /* a directory listed twice is harmless */
         return sbx_error_set(err, SBX_E_INVALID, "archive entry \"%s\" appears twice",
                              shown);
     }
-    size_t n = strlen(name);
     struct seen *s = malloc(sizeof *s + n + 1);
     if (!s)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    s->hash = h;
     s->is_dir = *is_dir;
     memcpy(s->name, name, n + 1);
-    if (!tsearch(s, &c->names, seen_cmp)) {
+    if (set_add(&c->all, s) != 0) {
         free(s);
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     }
+    if (!*is_dir && set_add(&c->files, s) != 0)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     return SBX_OK;
 }
 
@@ -317,41 +383,91 @@ static la_ssize_t src_read(struct archive *a, void *ud, const void **out)
     return (la_ssize_t)n;
 }
 
-/* Open (creating when missing) the directory holding the last component of
- * name, below dest_fd, without following symlinks. *base points into name. */
-static int open_parent(int dest_fd, char *name, const char **base)
+/*
+ * The directory the last entry went into (or the last directory entry),
+ * kept open: entries of a tar come grouped by directory, so most entries
+ * find their parent here without walking their path again, and a deep
+ * chain of directories costs one mkdir and one open per level in all.
+ */
+struct parent_cache {
+    int fd;     /* -1 when empty */
+    size_t len; /* of path */
+    char path[NAME_MAX_BYTES];
+};
+
+static void cache_set(struct parent_cache *pc, int fd, const char *path, size_t len)
 {
-    int fd = dup(dest_fd);
-    if (fd < 0)
-        return -1;
-    char *p = name;
-    char *slash;
-    while ((slash = strchr(p, '/'))) {
-        *slash = '\0';
-        if (mkdirat(fd, p, 0755) != 0 && errno != EEXIST) {
-            *slash = '/';
-            close(fd);
-            return -1;
-        }
-        int next = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        *slash = '/';
+    if (pc->fd >= 0)
+        close(pc->fd);
+    pc->fd = fd;
+    pc->len = len;
+    memcpy(pc->path, path, len);
+    pc->path[len] = '\0';
+}
+
+/* Walk (creating when missing) the directories of name[from..len) below
+ * fd, which is consumed; returns the last one's descriptor or -1. */
+static int walk_down(int fd, char *name, size_t from, size_t len)
+{
+    char *p = name + from;
+    while (p < name + len) {
+        char *slash = strchr(p, '/');
+        char *end = slash && slash < name + len ? slash : name + len;
+        char saved = *end;
+        *end = '\0';
+        int ok = mkdirat(fd, p, 0755) == 0 || errno == EEXIST;
+        int next = ok ? openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                      : -1;
+        *end = saved;
         close(fd);
         if (next < 0)
             return -1;
         fd = next;
-        p = slash + 1;
+        p = end + (end < name + len);
     }
-    *base = p;
+    return fd;
+}
+
+/* Open (creating when missing) the directory holding the last component of
+ * name, below dest_fd, without following symlinks. *base points into name.
+ * Returns a descriptor the caller closes, or -1. */
+static int open_parent(int dest_fd, struct parent_cache *pc, char *name,
+                       const char **base)
+{
+    char *last = strrchr(name, '/');
+    size_t plen = last ? (size_t)(last - name) : 0;
+    *base = last ? last + 1 : name;
+    if (plen == 0)
+        return dup(dest_fd);
+    int start, fd;
+    size_t from;
+    if (pc->fd >= 0 && pc->len <= plen && memcmp(pc->path, name, pc->len) == 0 &&
+        (pc->len == plen || name[pc->len] == '/')) {
+        start = dup(pc->fd); /* the cached directory or one of its parents */
+        from = pc->len == plen ? plen : pc->len + 1;
+    } else {
+        start = dup(dest_fd);
+        from = 0;
+    }
+    if (start < 0)
+        return -1;
+    fd = from < plen ? walk_down(start, name, from, plen) : start;
+    if (fd < 0)
+        return -1;
+    int keep = dup(fd);
+    if (keep >= 0)
+        cache_set(pc, keep, name, plen);
     return fd;
 }
 
 static int extract_entry(struct archive *a, sbx_archive_check *c, int dest_fd,
-                         char *name, int is_dir, mode_t perm, char *buf, sbx_error *err)
+                         struct parent_cache *pc, char *name, int is_dir, mode_t perm,
+                         char *buf, sbx_error *err)
 {
     char shown[600];
     show(name, shown, sizeof shown);
     const char *base;
-    int pfd = open_parent(dest_fd, name, &base);
+    int pfd = open_parent(dest_fd, pc, name, &base);
     if (pfd < 0)
         return sbx_error_set(err, SBX_E_IO, "extracting \"%s\": %s", shown,
                              strerror(errno));
@@ -364,6 +480,12 @@ static int extract_entry(struct archive *a, sbx_archive_check *c, int dest_fd,
                 rc = sbx_error_set(err, SBX_E_IO, "extracting directory \"%s\": %s",
                                    shown, strerror(errno ? errno : EEXIST));
         }
+        /* the next entry most likely goes into this directory */
+        int dfd = rc == SBX_OK ? openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                        O_CLOEXEC)
+                               : -1;
+        if (dfd >= 0)
+            cache_set(pc, dfd, name, strlen(name));
         close(pfd);
         return rc;
     }
@@ -426,7 +548,10 @@ int sbx_archive_extract_checked(const struct sbx_source *src, const char *format
     struct src_reader *r = calloc(1, sizeof *r);
     char *buf = malloc(IO_CHUNK);
     char *name = malloc(NAME_MAX_BYTES);
-    if (!a || !r || !buf || !name) {
+    struct parent_cache *pc = malloc(sizeof *pc);
+    if (pc)
+        pc->fd = -1;
+    if (!a || !r || !buf || !name || !pc) {
         rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
         goto out;
     }
@@ -460,7 +585,8 @@ int sbx_archive_extract_checked(const struct sbx_source *src, const char *format
             goto out;
         if (!*name)
             continue;
-        rc = extract_entry(a, c, dest_fd, name, is_dir, archive_entry_perm(e), buf, err);
+        rc = extract_entry(a, c, dest_fd, pc, name, is_dir, archive_entry_perm(e), buf,
+                           err);
         if (rc != SBX_OK) {
             if (r->failed)
                 rc = SBX_E_IO;
@@ -474,6 +600,9 @@ out:
     free(r);
     free(buf);
     free(name);
+    if (pc && pc->fd >= 0)
+        close(pc->fd);
+    free(pc);
     sbx_archive_check_free(c);
     return rc;
 }

@@ -33,6 +33,11 @@ struct sbx_archive_limits {
 #define SBX_ARCHIVE_DEFAULT_MAX_FILE (UINT64_C(1) << 30)   /* 1 GiB */
 #define SBX_ARCHIVE_DEFAULT_MAX_TOTAL (UINT64_C(4) << 30)  /* 4 GiB */
 #define SBX_ARCHIVE_DEFAULT_MAX_ENTRIES UINT64_C(100000)
+/* Deepest nesting of an entry name (components), whatever the limits:
+ * bounds the cost of every entry, so checking and extraction stay linear
+ * in the archive's size. */
+#define SBX_ARCHIVE_MAX_DEPTH 256
+#define SBX_ARCHIVE_MAX_DEPTH_TEXT "256"
 
 /* The state of one archive's validation: totals and the names seen. */
 typedef struct sbx_archive_check sbx_archive_check;

@@ -21,6 +21,7 @@
  * into the same target) records that directory's device and inode.
  */
 #include "archive_check.h"
+#include "tree_remove.h"
 
 #include <sbx/sbx.h>
 
@@ -35,40 +36,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- removing a tree without following symlinks ----------------------- */
-
-static int remove_tree_at(int dfd, const char *name, int depth)
-{
-    struct stat st;
-    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(st.st_mode))
-        return unlinkat(dfd, name, 0) == 0 || errno == ENOENT ? 0 : -1;
-    if (depth > 256) {
-        errno = ELOOP;
-        return -1;
-    }
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        rc = remove_tree_at(dirfd(d), de->d_name, depth + 1);
-    }
-    closedir(d);
-    if (rc != 0)
-        return rc;
-    return unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT ? 0 : -1;
-}
 
 /* ---- the export thread -------------------------------------------------- */
 
@@ -377,11 +344,11 @@ out:
         close(sv[0]);
     if (sv[1] >= 0)
         close(sv[1]);
-    if (tmp_made && remove_tree_at(pfd, strrchr(tmp_path, '/') + 1, 0) != 0 &&
-        rc == SBX_OK)
+    int removed = tmp_made ? sbxs_remove_tree(pfd, strrchr(tmp_path, '/') + 1) : 0;
+    if (removed != 0 && rc == SBX_OK)
         rc = sbx_error_set(err, SBX_E_IO, "export: removing the previous export of "
                                           "\"%s\" failed: %s",
-                           target_dir, strerror(errno));
+                           target_dir, strerror(-removed));
     if (mfd >= 0) {
         if (!marker_existed)
             unlinkat(pfd, marker, 0);

@@ -3,6 +3,8 @@
  */
 #include "confine.h"
 
+#include "tree_remove.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +22,6 @@
 
 /* Rounds of "empty the directory, then rmdir it" before giving up when
  * something keeps adding entries. */
-#define CONFINE_RMDIR_ROUNDS 4
 
 int confine_open(int dirfd, const char *path, int flags, mode_t mode)
 {
@@ -121,96 +122,8 @@ int confine_mkdirs(int dirfd, const char *path, mode_t mode)
     return parent;
 }
 
-/* Give the owner read, write and search permission on an open directory so
- * that its entries can be listed and removed. */
-static void make_dir_accessible(int fd)
-{
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (st.st_mode & S_IRWXU) != S_IRWXU)
-        (void)fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
-}
-
-/* Open the directory entry `name` of dirfd for listing, without following
- * a symlink. Returns an fd or -errno. */
-static int open_dir_nofollow(int dirfd, const char *name)
-{
-    int fd = openat(dirfd, name,
-                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 && errno == EACCES) {
-        /* Not readable by us: grant the owner access, then retry. With
-         * AT_SYMLINK_NOFOLLOW a symlink swapped in meanwhile is refused
-         * instead of followed. */
-        if (fchmodat(dirfd, name, S_IRWXU, AT_SYMLINK_NOFOLLOW) < 0)
-            return -EACCES;
-        fd = openat(dirfd, name,
-                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    }
-    return fd < 0 ? -errno : fd;
-}
-
-/* Remove every entry of the open directory fd (consumed). */
-static int remove_contents(int fd)
-{
-    make_dir_accessible(fd);
-    DIR *dir = fdopendir(fd);
-    if (dir == NULL) {
-        int err = -errno;
-        close(fd);
-        return err;
-    }
-    int rc = 0;
-    for (;;) {
-        errno = 0;
-        struct dirent *de = readdir(dir);
-        if (de == NULL) {
-            if (errno != 0)
-                rc = -errno;
-            break;
-        }
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        rc = confine_remove_tree(dirfd(dir), de->d_name);
-        if (rc < 0)
-            break;
-    }
-    closedir(dir);
-    return rc;
-}
-
 int confine_remove_tree(int dirfd, const char *name)
 {
-    if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL ||
-        strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        return -EINVAL;
-
-    for (int round = 0; round < CONFINE_RMDIR_ROUNDS; round++) {
-        struct stat st;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return errno == ENOENT ? 0 : -errno;
-        if (!S_ISDIR(st.st_mode)) {
-            if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT) {
-                /* Replaced by a directory meanwhile: go round again. */
-                if (errno == EISDIR)
-                    continue;
-                return -errno;
-            }
-            return 0;
-        }
-        int fd = open_dir_nofollow(dirfd, name);
-        if (fd == -ENOENT)
-            return 0;
-        if (fd == -ELOOP || fd == -ENOTDIR)
-            continue; /* replaced by a symlink or file: remove that */
-        if (fd < 0)
-            return fd;
-        int rc = remove_contents(fd);
-        if (rc < 0)
-            return rc;
-        if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != ENOTEMPTY && errno != EEXIST)
-            return -errno;
-        /* Something added an entry while we were removing: again. */
-    }
-    return -ENOTEMPTY;
+    /* one implementation for host and plugins: any depth, two descriptors */
+    return sbxs_remove_tree(dirfd, name);
 }
