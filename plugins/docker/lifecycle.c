@@ -405,6 +405,29 @@ static void forget_resources(struct docker_state *st, const char *name,
  * directory entry, owned by that user, extracted over it. */
 static int own_workspace(struct docker_state *st, sbx_call *call, const char *id);
 
+/* A container this create made cannot be used (it did not start: a user
+ * the image lacks, a uid out of range, a broken entrypoint...): remove it
+ * and its resource directory, so that a failed create leaves nothing
+ * behind. Runs even after a cancellation (no call), and only logs. */
+static void discard_fresh(struct docker_state *st, const char *id, const char *name)
+{
+    sbx_http_error err;
+    int rc = docker_json(st, NULL, "DELETE", NULL, NULL, &err,
+                         "/containers/%s?force=true&v=true", id);
+    if (rc != SBX_OK && rc != SBX_E_NOT_FOUND) {
+        st->host->log(st->host, SBX_LOG_WARN,
+                      "docker: could not remove container %.12s after a failed "
+                      "create: %s",
+                      id, err.message);
+        return; /* its resources stay bound to it */
+    }
+    if (docker_res_remove(st, NULL, name) != SBX_OK)
+        st->host->log(st->host, SBX_LOG_WARN,
+                      "docker: could not remove the resources of %s after a failed "
+                      "create",
+                      name);
+}
+
 int docker_create(void *state, sbx_call *call, const struct sbx_create_args *args,
                   char *ref, sbx_sandbox **out)
 {
@@ -526,6 +549,8 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     snprintf(ref, SBX_REF_MAX, "%s", id);
     rc = SBX_OK;
 out:
+    if (rc != SBX_OK && fresh)
+        discard_fresh(st, id, name);
     json_object_put(mounts);
     json_object_put(body);
     json_object_put(created);
