@@ -183,6 +183,33 @@ Test(docker_export, symlink_to_etc_passwd_refused)
     cr_expect_eq(before.st_size, after.st_size);
 }
 
+Test(docker_export, nesting_deeper_than_the_bound_refused_without_leftovers)
+{
+    /* 300 levels: refused as too deep, and the staging directory (which
+     * holds the 256 levels extracted before the refusal) removed, with the
+     * previous export intact; expect_good_export_intact checks that nothing
+     * but the target and its marker is left. */
+    hostile("cd /mnt/session/outputs && i=0; while [ $i -lt 300 ]; do mkdir d && "
+            "cd d || exit 1; i=$((i+1)); done; echo x > f",
+            "is nested deeper than 256 levels", NULL, 60);
+}
+
+Test(docker_export, a_deep_wide_tree_exports_and_is_replaced)
+{
+    /* 2000 files at depth 200 (such trees once cost depth x entries
+     * operations: 36 s of CPU at depth 1000). */
+    sh("cd /mnt/session/outputs && i=0; while [ $i -lt 200 ]; do mkdir d && cd d || "
+       "exit 1; i=$((i+1)); done; i=0; while [ $i -lt 2000 ]; do : > f$i; "
+       "i=$((i+1)); done");
+    sbx_error err;
+    cr_assert_eq(sbx_export_to_dir(hd, target, NULL, NULL, &err), SBX_OK, "%s",
+                 err.message);
+    /* and a re-export replaces it, removing the old deep tree */
+    cr_assert_eq(sbx_export_to_dir(hd, target, NULL, NULL, &err), SBX_OK, "%s",
+                 err.message);
+    cr_expect_str_eq(listing(dir), ".out.sbx-export out res sbx.yaml");
+}
+
 Test(docker_export, fifo_refused)
 {
     hostile("mkfifo /mnt/session/outputs/pipe", "pipe\" is a FIFO", NULL, 60);
