@@ -8,6 +8,7 @@
  */
 #include "install_dirs.h"
 #include "registry.h"
+#include "struct_size.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -144,10 +145,8 @@ SBX_API int sbx_open(const struct sbx_options *opts_in, sbx_ctx **out, sbx_error
     sbx_error_clear(err);
     /* Honour a caller's older, shorter struct: read only up to its size. */
     struct sbx_options copy;
-    memset(&copy, 0, sizeof copy);
-    if (opts_in)
-        memcpy(&copy, opts_in, opts_in->size && opts_in->size < sizeof copy
-                                   ? opts_in->size : sizeof copy);
+    if (opts_in && !sbx_struct_in(&copy, sizeof copy, opts_in, sizeof copy.size))
+        return sbx_error_set(err, SBX_E_INVALID, "struct sbx_options: size is not set");
     const struct sbx_options *opts = opts_in ? &copy : NULL;
     sbx_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)

@@ -21,6 +21,7 @@
  * into the same target) records that directory's device and inode.
  */
 #include "archive_check.h"
+#include "struct_size.h"
 #include "tree_remove.h"
 
 #include <sbx/sbx.h>
@@ -180,6 +181,11 @@ SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
                               const struct sbx_export_limits *limits,
                               sbx_cancel *cancel, sbx_error *err)
 {
+    /* the caller's limits, read only up to their size */
+    struct sbx_export_limits given;
+    if (limits && !sbx_struct_in(&given, sizeof given, limits, sizeof given.size))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "export: struct sbx_export_limits: size is not set");
     sbx_error_clear(err);
     if (!h || !target_dir || !*target_dir)
         return sbx_error_set(err, SBX_E_INVALID, "export needs a sandbox and a target "
@@ -277,9 +283,9 @@ SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
     struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &cons, .read = sock_read};
     struct sbx_archive_limits lim = {0, 0, 0};
     if (limits) {
-        lim.max_file_bytes = limits->max_file_bytes;
-        lim.max_total_bytes = limits->max_total_bytes;
-        lim.max_entries = limits->max_entries;
+        lim.max_file_bytes = given.max_file_bytes;
+        lim.max_total_bytes = given.max_total_bytes;
+        lim.max_entries = given.max_entries;
     }
     sbx_error xerr;
     sbx_error_clear(&xerr);

@@ -8,6 +8,7 @@
 #include "call.h"
 #include "key_lock.h"
 #include "registry.h"
+#include "struct_size.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +91,14 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
     int rc = check_key(session_key, err);
     if (rc != SBX_OK)
         return rc;
-    uint64_t caps = opts ? opts->caps_required : 0;
+    struct sbx_create_options o;
+    if (opts && !sbx_struct_in(&o, sizeof o, opts, sizeof o.size))
+        return sbx_error_set(err, SBX_E_INVALID, "create: struct sbx_create_options: "
+                                                 "size is not set");
+    if (!opts)
+        memset(&o, 0, sizeof o);
+    opts = &o;
+    uint64_t caps = opts->caps_required;
     /* Admission first: decided from the descriptor, before init. */
     if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK)
         return rc;
@@ -102,7 +110,7 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
         .size = sizeof args,
         .session_key = session_key,
         .key_hash = hash,
-        .spec_hash = opts && opts->spec_hash ? opts->spec_hash : "",
+        .spec_hash = opts->spec_hash ? opts->spec_hash : "",
         .caps_required = caps,
     };
     char ref[SBX_REF_MAX];
@@ -183,22 +191,31 @@ SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
                      sbx_error *err)
 {
     sbx_error_clear(err);
-    if (!args || !args->argv || !args->argv[0] || !args->argv[0][0])
+    /* The caller's structs may be older and shorter than ours: read and
+     * write them only up to their size (members they lack are zero). */
+    struct sbx_exec_args a;
+    if (!args || !res ||
+        !sbx_struct_in(&a, sizeof a, args,
+                       offsetof(struct sbx_exec_args, argv) + sizeof a.argv))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "exec: struct sbx_exec_args or sbx_exec_result missing, "
+                             "or its size is not set");
+    if (!a.argv || !a.argv[0] || !a.argv[0][0])
         return sbx_error_set(err, SBX_E_INVALID, "exec: no command given");
     int rc;
-    if ((rc = check_source(args->in, "exec stdin", err)) != SBX_OK ||
-        (rc = check_sink(args->out, "exec stdout", err)) != SBX_OK ||
-        (rc = check_sink(args->err, "exec stderr", err)) != SBX_OK)
+    if ((rc = check_source(a.in, "exec stdin", err)) != SBX_OK ||
+        (rc = check_sink(a.out, "exec stdout", err)) != SBX_OK ||
+        (rc = check_sink(a.err, "exec stderr", err)) != SBX_OK)
         return rc;
     if (sbx_cancel_fired(cancel))
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
-    struct sbx_exec_args a = *args;
-    a.size = sizeof a;
-    memset(res, 0, sizeof *res);
-    res->size = sizeof *res;
+    struct sbx_exec_result r;
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
-    rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, res);
+    rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, &r);
+    sbx_struct_out(res, &r, sizeof r);
     return sbx_call_end(&call, rc, h->provider->plugin.name, "exec");
 }
 
@@ -294,11 +311,16 @@ SBX_API int sbx_mount_put(sbx_handle *h, const char *path,
     int rc = cap_call_begin(h, SBX_CAP_FILE_MOUNTS, cancel, err);
     if (rc != SBX_OK)
         return rc;
-    if (blob && (rc = check_source(blob->src, "mount_put", err)) != SBX_OK)
+    struct sbx_blob b;
+    if (!blob || !sbx_struct_in(&b, sizeof b, blob, offsetof(struct sbx_blob, sha256) +
+                                                        sizeof b.sha256))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "mount_put: no struct sbx_blob, or its size is not set");
+    if ((rc = check_source(b.src, "mount_put", err)) != SBX_OK)
         return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
-    rc = SBX_PROVIDER_OP(h->provider, mount_put)(h->sb, &call, path, blob);
+    rc = SBX_PROVIDER_OP(h->provider, mount_put)(h->sb, &call, path, &b);
     return sbx_call_end(&call, rc, h->provider->plugin.name, "mount_put");
 }
 
@@ -335,10 +357,16 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
     int rc = cap_call_begin(h, SBX_CAP_SKILLS, cancel, err);
     if (rc != SBX_OK)
         return rc;
-    if (bundle && (rc = check_source(bundle->src, "skill_install", err)) != SBX_OK)
+    struct sbx_blob b;
+    if (!bundle || !sbx_struct_in(&b, sizeof b, bundle,
+                                  offsetof(struct sbx_blob, sha256) + sizeof b.sha256))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "skill_install: no struct sbx_blob, or its size is not "
+                             "set");
+    if ((rc = check_source(b.src, "skill_install", err)) != SBX_OK)
         return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
-    rc = SBX_PROVIDER_OP(h->provider, skill_install)(h->sb, &call, name, bundle);
+    rc = SBX_PROVIDER_OP(h->provider, skill_install)(h->sb, &call, name, &b);
     return sbx_call_end(&call, rc, h->provider->plugin.name, "skill_install");
 }

@@ -3,6 +3,7 @@
  * closing it, and listing bindings.
  */
 #include "session_internal.h"
+#include "struct_size.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -65,14 +66,12 @@ SBX_API int sbx_sessions_open(sbx_ctx *ctx, const struct sbx_sessions_options *o
     if (!ctx || !out)
         return sbx_error_set(err, SBX_E_INVALID, "sessions: no context or output given");
     *out = NULL;
+    /* read the caller's options only up to their size: older and newer
+     * callers alike */
     struct sbx_sessions_options o;
     memset(&o, 0, sizeof o);
-    if (opts) {
-        if (opts->size < sizeof(uint32_t) || opts->size > sizeof o)
-            return sbx_error_set(err, SBX_E_INVALID,
-                                 "sessions: options.size is not set");
-        memcpy(&o, opts, opts->size);
-    }
+    if (opts && !sbx_struct_in(&o, sizeof o, opts, sizeof o.size))
+        return sbx_error_set(err, SBX_E_INVALID, "sessions: options.size is not set");
     if (o.lease_ms < 0 || o.wait_ms < 0)
         return sbx_error_set(err, SBX_E_INVALID,
                              "sessions: lease and wait times must not be negative");

@@ -7,6 +7,7 @@
  * publish the binding (which drops the intent in the same transaction).
  */
 #include "session_internal.h"
+#include "struct_size.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,15 +183,21 @@ SBX_API int sbx_session_acquire(sbx_sessions *m, const char *session_key,
                                 struct sbx_acquire_info *info, sbx_error *err)
 {
     sbx_error_clear(err);
-    if (info)
-        memset(info, 0, sizeof *info);
+    if (info && sbx_struct_size(info) < sizeof(uint32_t) + sizeof(bool))
+        return sbx_error_set(err, SBX_E_INVALID, "acquire info: size is not set");
     if (!session_key || !*session_key)
         return sbx_error_set(err, SBX_E_INVALID, "session key is empty");
     int rc = sbx_session_key_take(m, session_key, cancel, err);
     if (rc != SBX_OK)
         return rc;
-    rc = acquire_turn(m, session_key, spec, cancel, out, info, err);
+    /* filled in full here, copied back only up to the caller's size */
+    struct sbx_acquire_info full;
+    memset(&full, 0, sizeof full);
+    full.size = sizeof full;
+    rc = acquire_turn(m, session_key, spec, cancel, out, info ? &full : NULL, err);
     sbx_session_key_give(m, session_key);
+    if (info)
+        sbx_struct_out(info, &full, sizeof full);
     return rc;
 }
 
@@ -202,9 +209,13 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "sessions: no output given");
-    if (spec && spec->size < offsetof(struct sbx_session_spec, npackages) +
-                                 sizeof spec->npackages)
+    struct sbx_session_spec copy;
+    if (spec && !sbx_struct_in(&copy, sizeof copy, spec,
+                               offsetof(struct sbx_session_spec, npackages) +
+                                   sizeof spec->npackages))
         return sbx_error_set(err, SBX_E_INVALID, "session spec: size is not set");
+    if (spec)
+        spec = &copy; /* members past the caller's size read as zero */
     char spec_hash[SBX_KEY_HASH_LEN + 1];
     int rc = sbx_session_spec_hash(spec, spec_hash, err);
     if (rc != SBX_OK)

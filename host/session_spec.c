@@ -3,6 +3,7 @@
  * and the spec hash recorded on bindings.
  */
 #include "session_internal.h"
+#include "struct_size.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,13 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
                                   char out[SBX_KEY_HASH_LEN + 1], sbx_error *err)
 {
     sbx_error_clear(err);
+    struct sbx_session_spec copy;
+    if (spec && !sbx_struct_in(&copy, sizeof copy, spec,
+                               offsetof(struct sbx_session_spec, npackages) +
+                                   sizeof spec->npackages))
+        return sbx_error_set(err, SBX_E_INVALID, "session spec: size is not set");
+    if (spec)
+        spec = &copy;
     uint64_t caps = spec ? spec->caps : 0;
     size_t n = spec ? spec->npackages : 0;
     size_t len = 64;

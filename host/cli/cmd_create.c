@@ -56,6 +56,7 @@ static int create(const struct cli_globals *g, const char *key,
         return cli_failure_status();
     sbx_handle *h = NULL;
     struct sbx_acquire_info info;
+    info.size = sizeof info;
     sbx_error err;
     int status = CLI_EXIT_OK;
     int rc = sbx_session_acquire(m, key, spec, cli_run_cancel(), &h, &info, &err);

@@ -115,6 +115,7 @@ int cmd_export(const struct cli_globals *g, int argc, char **argv)
     struct cli_globals globals = *g;
     struct sbx_export_limits lim;
     memset(&lim, 0, sizeof lim);
+    lim.size = sizeof lim;
     const struct cli_command cmd = {"export", CLI_EXIT_SBX, usage, "+:c:h", longopts,
                                     on_option, &lim, &globals};
     const char *key = NULL;

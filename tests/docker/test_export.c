@@ -226,7 +226,7 @@ Test(docker_export, sparse_file_over_limit_refused_before_its_data)
 {
     /* 4 GiB declared, nothing stored: the limit must stop it from the header,
      * not after streaming 4 GiB of zeros. */
-    struct sbx_export_limits lim = {1024 * 1024, 0, 0};
+    struct sbx_export_limits lim = {sizeof lim, 1024 * 1024, 0, 0};
     hostile("dd if=/dev/zero of=/mnt/session/outputs/sparse bs=1 count=0 seek=4G "
             "2>/dev/null",
             "over the limit", &lim, 10);
@@ -239,7 +239,7 @@ Test(docker_export, name_not_utf8_refused)
 
 Test(docker_export, total_limit_refused)
 {
-    struct sbx_export_limits lim = {0, 100 * 1024, 0};
+    struct sbx_export_limits lim = {sizeof lim, 0, 100 * 1024, 0};
     hostile("dd if=/dev/zero of=/mnt/session/outputs/big bs=1024 count=200 2>/dev/null",
             "total limit", &lim, 60);
 }

@@ -104,6 +104,7 @@ Test(sessions_api, list_pages_through_every_binding, .timeout = 120)
         snprintf(key, sizeof key, "key-%04zu", i);
         sbx_handle *h;
         struct sbx_acquire_info info;
+        info.size = sizeof info;
         cr_assert_eq(sbx_session_acquire(a.m, key, NULL, NULL, &h, &info, &err),
                      SBX_OK, "%s", err.message);
         cr_assert(info.created);
@@ -134,6 +135,7 @@ Test(sessions_api, acquire_reports_what_it_did)
     sbx_error err;
     sbx_handle *h;
     struct sbx_acquire_info info;
+    info.size = sizeof info;
     struct sbx_session_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.size = sizeof spec;
@@ -233,6 +235,7 @@ static void *race_thread(void *ud)
     struct racer *r = ud;
     sbx_handle *h = NULL;
     struct sbx_acquire_info info;
+    info.size = sizeof info;
     sbx_error err;
     r->rc = sbx_session_acquire(r->m, "threaded", NULL, NULL, &h, &info, &err);
     r->created = r->rc == SBX_OK && info.created;

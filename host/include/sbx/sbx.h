@@ -329,6 +329,7 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
 /* Limits of sbx_export_to_dir; zero members take the defaults (1 GiB per
  * file, 4 GiB in all, 100 000 entries). */
 struct sbx_export_limits {
+    uint32_t size;            /* sizeof as the caller built it */
     uint64_t max_file_bytes;  /* one regular file */
     uint64_t max_total_bytes; /* all regular files together */
     uint64_t max_entries;     /* files and directories */

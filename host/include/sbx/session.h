@@ -133,7 +133,10 @@ SBX_API int sbx_package_parse(const char *text, struct sbx_package *out,
 SBX_API const char *sbx_package_manager_name(int manager);
 
 /* What acquire did (all false when it failed). */
+/* Filled by sbx_session_acquire; set size = sizeof before the call (only
+ * that much is written). */
 struct sbx_acquire_info {
+    uint32_t size;
     bool created;      /* this call provisioned the sandbox */
     bool spec_changed; /* the binding was made from another spec: the given
                           spec was NOT applied (recorded_spec_hash says
