@@ -4,8 +4,11 @@
 # Installs the current build into a scratch prefix, then compiles providers
 # outside the source tree with nothing but the flags from
 # `pkg-config --cflags sbx-provider`: the minimal example of docs/ABI.md and
-# the `good` test fixture. Each must link with -z defs (nothing from the
-# host) and export exactly one dynamic symbol, sbx_provider_describe.
+# the `good` test fixture. Then frozen10, the provider written from the
+# frozen 1.0 header, with a copy of that header as its only include
+# directory (no pkg-config at all). Each must link with -z defs (nothing
+# from the host) and export exactly one dynamic symbol,
+# sbx_provider_describe.
 #
 # usage: out_of_tree.sh BUILD_DIR SOURCE_DIR LIBDIR CC
 set -eu
@@ -69,13 +72,18 @@ mkdir "$work/good"
 cp "$src/tests/fixtures/plugins/good.c" "$src/tests/fixtures/plugins/fixture_provider.h" \
     "$work/good/"
 
-# build_and_check NAME SOURCE [EXTRA_FLAGS]: compile NAME.so and check its
-# exports.
+# The frozen provider and its header, copied out of the tree the same way.
+mkdir -p "$work/frozen10/1.0/sbx"
+cp "$src/tests/abi/frozen/1.0/sbx/provider.h" "$work/frozen10/1.0/sbx/"
+cp "$src/tests/abi/frozen/frozen10.c" "$work/frozen10/"
+
+# build_and_check NAME SOURCE [EXTRA_FLAGS [HEADER_FLAGS]]: compile NAME.so
+# and check its exports. HEADER_FLAGS replace the pkg-config flags.
 build_and_check() {
-    name=$1 source=$2 extra=${3:-}
+    name=$1 source=$2 extra=${3:-} flags=${4:-$cflags}
     so=$work/$name.so
-    # shellcheck disable=SC2086 # cflags and extra are lists of flags
-    "$cc" -std=c11 -Wall -Wextra -Werror $extra -fPIC -shared $cflags \
+    # shellcheck disable=SC2086 # flags and extra are lists of flags
+    "$cc" -std=c11 -Wall -Wextra -Werror $extra -fPIC -shared $flags \
         -Wl,--no-undefined -Wl,-z,defs -o "$so" "$source" ||
         fail "$name: out-of-tree build failed"
     nm -D --defined-only "$so" >"$work/$name.syms" || fail "$name: nm failed"
@@ -91,5 +99,7 @@ build_and_check() {
 build_and_check hello "$work/example/hello.c"
 # The fixtures leave parameters unused, as the project's own flags allow.
 build_and_check good "$work/good/good.c" -Wno-unused-parameter
+build_and_check frozen10 "$work/frozen10/frozen10.c" -pthread \
+    "-fvisibility=hidden -I$work/frozen10/1.0"
 [ -f "$providerdir/hello.so" ] || fail "hello.so not installed into $providerdir"
 echo "PASS"
