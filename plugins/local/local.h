@@ -11,6 +11,7 @@
 #include <sbx/provider.h>
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Size of the buffers used to stream files and command I/O. */
 #define LOCAL_CHUNK (64 * 1024)
@@ -61,6 +62,14 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
  * returns it. No child is left behind on failure.
  */
 #define LOCAL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/*
+ * local_child_start - start prog (a path, no search) as described for
+ * local_spawn (child.c). Returns 0 with *pid_out set, or the errno of the
+ * failed step (fork, dup2, fchdir, execve...), with no child left.
+ */
+int local_child_start(const char *prog, char *const *argv, char *const *envp,
+                      int cwd_fd, const int stdio_fds[3], pid_t *pid_out);
 int local_spawn(const struct sbx_host *host, sbx_call *call,
                 const char *const *argv, const char *const *envp, int cwd_fd,
                 const int stdio_fds[3], int *pid_out);

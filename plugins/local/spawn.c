@@ -1,19 +1,19 @@
 /*
- * spawn.c - start a command of the `local` provider with posix_spawn.
+ * spawn.c - start a command of the `local` provider: find the program and
+ * hand it to local_child_start (child.c).
  *
  * The child gets the pipes as stdin/stdout/stderr, starts in the workspace
  * (fchdir in the child, so the host's cwd is never touched), becomes the
  * leader of a new process group (so timeouts can kill the whole tree), has
- * every other fd closed, an empty signal mask and default dispositions. A
- * bare command name is searched in the PATH of the command's own
- * environment, not the host's.
+ * every other fd closed, an empty signal mask and every signal at its
+ * default disposition. A bare command name is searched in the PATH of the
+ * command's own environment, not the host's.
  */
 #include "local.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -78,10 +78,8 @@ static int spawn_error(const struct sbx_host *host, sbx_call *call,
  * entries are skipped (they would mean "the current directory"). Relative
  * entries are resolved from the command's working directory. */
 static int spawn_searching(const struct sbx_host *host, sbx_call *call,
-                           pid_t *pid, const char *name,
-                           const posix_spawn_file_actions_t *fa,
-                           const posix_spawnattr_t *attr, char *const *argv,
-                           char *const *envp, int cwd_fd)
+                           pid_t *pid, const char *name, char *const *argv,
+                           char *const *envp, int cwd_fd, const int stdio_fds[3])
 {
     const char *path = search_path((const char *const *)envp);
     size_t name_len = strlen(name);
@@ -101,8 +99,8 @@ static int spawn_searching(const struct sbx_host *host, sbx_call *call,
             if (fstatat(cwd_fd, candidate, &st, 0) == 0) {
                 int err = S_ISDIR(st.st_mode)
                               ? EACCES
-                              : posix_spawn(pid, candidate, fa, attr, argv,
-                                            envp);
+                              : local_child_start(candidate, argv, envp, cwd_fd,
+                                                  stdio_fds, pid);
                 if (err == 0)
                     return SBX_OK;
                 if (err != EACCES)
@@ -125,81 +123,22 @@ static int spawn_searching(const struct sbx_host *host, sbx_call *call,
                            name, path);
 }
 
-/* Set up the child's attributes: new process group, empty signal mask,
- * every catchable signal at its default disposition (the host may ignore
- * SIGPIPE, which would otherwise be inherited). */
-static int init_attr(posix_spawnattr_t *attr)
-{
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
-    if (posix_spawnattr_init(attr) != 0)
-        return -1;
-    if (posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP |
-                                           POSIX_SPAWN_SETSIGMASK |
-                                           POSIX_SPAWN_SETSIGDEF) != 0 ||
-        posix_spawnattr_setpgroup(attr, 0) != 0 ||
-        posix_spawnattr_setsigmask(attr, &none) != 0 ||
-        posix_spawnattr_setsigdefault(attr, &all) != 0) {
-        posix_spawnattr_destroy(attr);
-        return -1;
-    }
-    return 0;
-}
-
-/* stdio_fds must not be 0, 1 or 2 (the caller guarantees it), so the
- * dup2 actions cannot overwrite each other. */
-static int init_file_actions(posix_spawn_file_actions_t *fa,
-                             const int stdio_fds[3], int cwd_fd)
-{
-    if (posix_spawn_file_actions_init(fa) != 0)
-        return -1;
-    int bad = 0;
-    for (int i = 0; i < 3; i++)
-        bad |= posix_spawn_file_actions_adddup2(fa, stdio_fds[i], i);
-    bad |= posix_spawn_file_actions_addfchdir_np(fa, cwd_fd);
-    /* Nothing of the host leaks into the command, even fds some other
-     * library opened without O_CLOEXEC. */
-    bad |= posix_spawn_file_actions_addclosefrom_np(fa, 3);
-    if (bad != 0) {
-        posix_spawn_file_actions_destroy(fa);
-        return -1;
-    }
-    return 0;
-}
-
 int local_spawn(const struct sbx_host *host, sbx_call *call,
                 const char *const *argv, const char *const *envp, int cwd_fd,
                 const int stdio_fds[3], int *pid_out)
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    if (init_file_actions(&fa, stdio_fds, cwd_fd) != 0)
-        return host->set_error(host, call, SBX_E_NOMEM,
-                               "local: cannot prepare the command");
-    if (init_attr(&attr) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        return host->set_error(host, call, SBX_E_NOMEM,
-                               "local: cannot prepare the command");
-    }
-
-    /* posix_spawn takes non-const arrays but does not modify them. */
+    /* execve takes non-const arrays but does not modify them. */
     char *const *av = (char *const *)argv;
     char *const *ev = (char *const *)envp;
     pid_t pid = -1;
     int rc;
     if (strchr(argv[0], '/') != NULL) {
-        int err = posix_spawn(&pid, argv[0], &fa, &attr, av, ev);
+        int err = local_child_start(argv[0], av, ev, cwd_fd, stdio_fds, &pid);
         rc = err == 0 ? SBX_OK
                       : spawn_error(host, call, argv[0], argv[0], err, cwd_fd);
     } else {
-        rc = spawn_searching(host, call, &pid, argv[0], &fa, &attr, av, ev,
-                             cwd_fd);
+        rc = spawn_searching(host, call, &pid, argv[0], av, ev, cwd_fd, stdio_fds);
     }
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
     if (rc == SBX_OK)
         *pid_out = pid;
     return rc;
