@@ -32,9 +32,3 @@ int sbx_lazy_resolve(const char *soname, const char *package,
     }
     return 0;
 }
-
-_Noreturn void sbx_lazy_missing(const char *failure)
-{
-    fprintf(stderr, "sbx: %s\n", failure);
-    abort();
-}

@@ -31,8 +31,4 @@ int sbx_lazy_resolve(const char *soname, const char *package,
                      const char *purpose, const struct sbx_lazy_symbol *syms,
                      size_t count, char *failure, size_t cap);
 
-/* Print `failure` and abort: for a forwarder reached although loading
- * failed, which only code that skipped its load check can do. */
-_Noreturn void sbx_lazy_missing(const char *failure);
-
 #endif

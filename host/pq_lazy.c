@@ -13,6 +13,7 @@
 
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdbool.h>
 
 static struct {
     void (*PQclear)(PGresult *res);
@@ -78,12 +79,14 @@ static void load_once(void)
                      sizeof symbols / sizeof symbols[0], failure, sizeof failure);
 }
 
-/* Called by every forwarder. */
-static void ensure_loaded(void)
+/* Called by every forwarder: false when the library could not be loaded.
+ * Only the constructors (which then return NULL) can be reached that way by
+ * code that skipped its load check: every other function takes an object
+ * one of them made. Nothing aborts. */
+static bool ensure_loaded(void)
 {
     pthread_once(&once, load_once);
-    if (failure[0])
-        sbx_lazy_missing(failure);
+    return failure[0] == '\0';
 }
 
 int sbx_pq_load(sbx_error *err)
@@ -96,144 +99,168 @@ int sbx_pq_load(sbx_error *err)
 
 void PQclear(PGresult *res)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return;
     fn.PQclear(res);
 }
 
 char *PQcmdTuples(PGresult *res)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQcmdTuples(res);
 }
 
 PQconninfoOption *PQconndefaults(void)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQconndefaults();
 }
 
 PGconn *PQconnectdbParams(const char *const *keywords, const char *const *values, int expand_dbname)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQconnectdbParams(keywords, values, expand_dbname);
 }
 
 PGconn *PQconnectdb(const char *conninfo)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQconnectdb(conninfo);
 }
 
 int PQconnectionNeedsPassword(const PGconn *conn)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return -1;
     return fn.PQconnectionNeedsPassword(conn);
 }
 
 void PQconninfoFree(PQconninfoOption *opts)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return;
     fn.PQconninfoFree(opts);
 }
 
 PQconninfoOption *PQconninfoParse(const char *conninfo, char **errmsg)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQconninfoParse(conninfo, errmsg);
 }
 
 char *PQerrorMessage(const PGconn *conn)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQerrorMessage(conn);
 }
 
 PGresult *PQexec(PGconn *conn, const char *query)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQexec(conn, query);
 }
 
 PGresult *PQexecParams(PGconn *conn, const char *command, int nParams, const Oid *paramTypes, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQexecParams(conn, command, nParams, paramTypes, paramValues, paramLengths, paramFormats, resultFormat);
 }
 
 PGresult *PQexecPrepared(PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues, const int *paramLengths, const int *paramFormats, int resultFormat)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQexecPrepared(conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat);
 }
 
 void PQfinish(PGconn *conn)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return;
     fn.PQfinish(conn);
 }
 
 void PQfreemem(void *ptr)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return;
     fn.PQfreemem(ptr);
 }
 
 int PQgetisnull(const PGresult *res, int tup_num, int field_num)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return -1;
     return fn.PQgetisnull(res, tup_num, field_num);
 }
 
 char *PQgetvalue(const PGresult *res, int tup_num, int field_num)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQgetvalue(res, tup_num, field_num);
 }
 
 int PQntuples(const PGresult *res)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return -1;
     return fn.PQntuples(res);
 }
 
 PGresult *PQprepare(PGconn *conn, const char *stmtName, const char *query, int nParams, const Oid *paramTypes)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQprepare(conn, stmtName, query, nParams, paramTypes);
 }
 
 void PQreset(PGconn *conn)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return;
     fn.PQreset(conn);
 }
 
 char *PQresultErrorField(const PGresult *res, int fieldcode)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQresultErrorField(res, fieldcode);
 }
 
 ExecStatusType PQresultStatus(const PGresult *res)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return PGRES_FATAL_ERROR;
     return fn.PQresultStatus(res);
 }
 
 PQnoticeProcessor PQsetNoticeProcessor(PGconn *conn, PQnoticeProcessor proc, void *arg)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return NULL;
     return fn.PQsetNoticeProcessor(conn, proc, arg);
 }
 
 ConnStatusType PQstatus(const PGconn *conn)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return CONNECTION_BAD;
     return fn.PQstatus(conn);
 }
 
 PGTransactionStatusType PQtransactionStatus(const PGconn *conn)
 {
-    ensure_loaded();
+    if (!ensure_loaded())
+        return PQTRANS_UNKNOWN;
     return fn.PQtransactionStatus(conn);
 }

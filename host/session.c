@@ -2,6 +2,7 @@
  * session.c - opening a session manager (choosing and opening its store),
  * closing it, and listing bindings.
  */
+#include "process_id.h"
 #include "session_internal.h"
 #include "struct_size.h"
 
@@ -112,14 +113,14 @@ SBX_API int sbx_sessions_open(sbx_ctx *ctx, const struct sbx_sessions_options *o
     pthread_mutex_init(&m->busy_lock, NULL);
     pthread_cond_init(&m->busy_done, NULL);
     sbx_store_owner_token(m->owner, sizeof m->owner);
-    if (gethostname(m->hostname, sizeof m->hostname) != 0)
-        strcpy(m->hostname, "localhost");
-    m->hostname[sizeof m->hostname - 1] = '\0';
+    sbx_process_realm(m->realm, sizeof m->realm);
     m->lease_ms = o.lease_ms ? o.lease_ms : SBX_SESSION_LEASE_MS;
     m->wait_ms = o.wait_ms ? o.wait_ms : m->lease_ms;
+#ifdef SBX_TEST_HOOKS
     const char *crash = o.ignore_environment ? NULL : getenv("SBX_TEST_CRASH_AT");
     if (crash)
         snprintf(m->crash_at, sizeof m->crash_at, "%s", crash);
+#endif
     *out = m;
     return SBX_OK;
 }

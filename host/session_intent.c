@@ -5,6 +5,7 @@
  * points and cancellable sleeps.
  */
 #include "cancel.h"
+#include "process_id.h"
 #include "session_internal.h"
 
 #include <errno.h>
@@ -16,10 +17,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Test builds only (SBX_TEST_HOOKS): a shipped library never kills its
+ * process. */
 void sbx_session_crash_point(const sbx_sessions *m, const char *step)
 {
+#ifdef SBX_TEST_HOOKS
     if (m->crash_at[0] && !strcmp(m->crash_at, step))
         raise(SIGKILL);
+#else
+    (void)m;
+    (void)step;
+#endif
 }
 
 static bool key_busy(const sbx_sessions *m, const char *key)
@@ -128,30 +136,27 @@ int sbx_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err)
     }
 }
 
-/* Whether `owner` ("host:pid:random", see sbx_store_owner_token) names a
- * process of this machine that no longer exists. Another machine's
- * processes cannot be checked: only their lease tells. */
+/* Whether `owner` ("realm:pid:start:random", see sbx_store_owner_token)
+ * names a process of this realm (this boot, this pid namespace) that no
+ * longer exists. Processes of other machines or namespaces cannot be
+ * checked: only their lease tells. */
 static bool owner_dead(const sbx_sessions *m, const char *owner)
 {
-    const char *last = strrchr(owner, ':');
-    if (!last || last == owner)
-        return false;
-    const char *p = last - 1;
-    while (p > owner && *p != ':')
-        p--;
-    if (*p != ':')
-        return false;
-    size_t host_len = (size_t)(p - owner);
-    if (host_len != strlen(m->hostname) || memcmp(owner, m->hostname, host_len))
+    size_t rlen = strlen(m->realm);
+    if (strncmp(owner, m->realm, rlen) != 0 || owner[rlen] != ':' ||
+        !strcmp(m->realm, "unknown"))
         return false;
     char *end;
     errno = 0;
-    long pid = strtol(p + 1, &end, 10);
-    if (end != last || errno || pid <= 0)
+    long pid = strtol(owner + rlen + 1, &end, 10);
+    if (*end != ':' || errno || pid <= 0)
+        return false;
+    unsigned long long start = strtoull(end + 1, &end, 10);
+    if (*end != ':')
         return false;
     if (pid == (long)getpid())
         return false; /* another manager of this very process: alive */
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    return sbx_process_gone((pid_t)pid, start);
 }
 
 bool sbx_session_intent_stale(const sbx_sessions *m, const struct sbx_intent *in,

@@ -23,10 +23,10 @@ struct sbx_sessions {
     char **busy;
     size_t nbusy, busy_cap;
     char owner[256];          /* this manager's intent owner token */
-    char hostname[64];        /* as it appears in owner tokens */
+    char realm[128];          /* as it appears in owner tokens */
     int64_t lease_ms;
     int64_t wait_ms;
-    char crash_at[64];        /* test hook: "" when unset */
+    char crash_at[64];        /* test hook (SBX_TEST_HOOKS builds): "" when unset */
 };
 
 /* Default intent lease (5 minutes). */

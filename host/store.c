@@ -2,6 +2,7 @@
  * store.c - opening a store by driver name, argument checks and dispatch to
  * the driver, and the helpers shared by both drivers.
  */
+#include "process_id.h"
 #include "store.h"
 
 #include "pq_lazy.h"
@@ -379,18 +380,17 @@ char *sbx_store_strdup(const char *s, bool *failed)
 
 void sbx_store_owner_token(char *buf, size_t len)
 {
-    char host[64] = "localhost";
-    if (gethostname(host, sizeof host) != 0)
-        strcpy(host, "localhost");
-    host[sizeof host - 1] = '\0';
+    char realm[128];
+    sbx_process_realm(realm, sizeof realm);
+    pid_t pid = getpid();
+    unsigned long long start = sbx_process_start_time(pid);
     unsigned char rnd[8] = {0};
     if (RAND_bytes(rnd, sizeof rnd) != 1) {
-        /* Uniqueness still comes from host and pid; the random part only
-         * separates two stores opened by one process. */
+        /* Uniqueness still comes from realm, pid and start time; the random
+         * part only separates two stores opened by one process. */
         uintptr_t a = (uintptr_t)&rnd;
         memcpy(rnd, &a, sizeof a < sizeof rnd ? sizeof a : sizeof rnd);
     }
-    snprintf(buf, len, "%s:%ld:%02x%02x%02x%02x%02x%02x%02x%02x", host,
-             (long)getpid(), rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6],
-             rnd[7]);
+    snprintf(buf, len, "%s:%ld:%llu:%02x%02x%02x%02x%02x%02x%02x%02x", realm, (long)pid,
+             start, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 }

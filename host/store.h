@@ -164,8 +164,9 @@ const char *sbx_store_driver(const struct sbx_store *s);
 /* The highest migration applied (SBX_STORE_SCHEMA_VERSION after open). */
 int sbx_store_schema_version(struct sbx_store *s, int *out, sbx_error *err);
 
-/* A fresh owner token "host:pid:random" identifying this worker process;
- * writes at most len bytes including the NUL. */
+/* A fresh owner token "realm:pid:start:random" identifying this worker
+ * process (realm and start time as in process_id.h); writes at most len
+ * bytes including the NUL. */
 void sbx_store_owner_token(char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */

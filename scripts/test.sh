@@ -10,9 +10,9 @@ cd "$root"
 scripts/deps.sh test
 
 jobs=$(nproc)
-cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON >/dev/null
+cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON >/dev/null
 cmake --build build/ci -j"$jobs"
-cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSBX_WERROR=ON \
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON \
       -DSBX_SANITIZE=ON -DSBX_BUILD_BENCH=OFF >/dev/null
 cmake --build build/asan -j"$jobs"
 

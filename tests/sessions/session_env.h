@@ -46,4 +46,13 @@ int sess_workspaces(struct sess_env *s);
  */
 int sess_check_consistent(struct sess_env *s);
 
+/* Skip the calling test unless libsbx was built with its crash points
+ * (SBX_TEST_HOOKS: scripts/test.sh builds so; shipped builds never are). */
+static inline void sess_require_crash_hooks(void)
+{
+#ifndef SBX_TEST_HOOKS
+    cr_skip_test("libsbx was built without SBX_TEST_HOOKS (no crash points)");
+#endif
+}
+
 #endif

@@ -7,6 +7,7 @@
 #include <sbx/session.h>
 
 #include "scratch_db.h"
+#include "process_id.h"
 #include "session_internal.h"
 
 #include <criterion/criterion.h>
@@ -296,23 +297,41 @@ Test(sessions_api, reconcile_cleans_its_own_leftovers)
                                          ref, &err), SBX_OK);
     /* A live worker of this machine (this process's parent) holds another. */
     char other[256];
-    snprintf(other, sizeof other, "%s:%ld:feedfacefeedface", a.m->hostname,
-             (long)getppid());
+    snprintf(other, sizeof other, "%s:%ld:%llu:feedfacefeedface", a.m->realm,
+             (long)getppid(), sbx_process_start_time(getppid()));
     struct sbx_claim_request req2 = {"busy", "local", other, NULL, "claimed"};
     cr_assert_eq(sbx_store_claim(a.m->store, &req2, &claim, &err), SBX_OK);
+    sbx_claim_clear(&claim);
+    /* The same pid with another start time: that worker died and its pid
+     * was reused, so its intent is taken over. */
+    char reused[256];
+    snprintf(reused, sizeof reused, "%s:%ld:%llu:feedfacefeedface", a.m->realm,
+             (long)getppid(), sbx_process_start_time(getppid()) + 1);
+    struct sbx_claim_request req3 = {"reused", "local", reused, NULL, "claimed"};
+    cr_assert_eq(sbx_store_claim(a.m->store, &req3, &claim, &err), SBX_OK);
+    sbx_claim_clear(&claim);
+    /* A worker of another machine (or pid namespace) with a pid that is
+     * dead here: not judged from here, only its lease tells. */
+    struct sbx_claim_request req4 = {"foreign", "local",
+                                     "0123-other-boot-4026531836:999999:1:feedface", NULL,
+                                     "claimed"};
+    cr_assert_eq(sbx_store_claim(a.m->store, &req4, &claim, &err), SBX_OK);
     sbx_claim_clear(&claim);
 
     struct sbx_reconcile_report rep;
     cr_assert_eq(sbx_sessions_reconcile(a.m, 0, NULL, &rep, &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_eq(rep.intents_seen, 2);
-    cr_assert_eq(rep.intents_cleaned, 1);
-    cr_assert_eq(rep.intents_skipped, 1);
+    cr_assert_eq(rep.intents_seen, 4);
+    cr_assert_eq(rep.intents_cleaned, 2);
+    cr_assert_eq(rep.intents_skipped, 2);
     struct stat st;
     cr_assert_neq(stat(ref, &st), 0, "the leftover workspace survived");
     struct sbx_intent in = {0};
     cr_assert_eq(sbx_store_get_intent(a.m->store, "left", &in, &err), SBX_E_NOT_FOUND);
     cr_assert_eq(sbx_store_get_intent(a.m->store, "busy", &in, &err), SBX_OK);
+    sbx_intent_clear(&in);
+    cr_assert_eq(sbx_store_get_intent(a.m->store, "reused", &in, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbx_store_get_intent(a.m->store, "foreign", &in, &err), SBX_OK);
     sbx_intent_clear(&in);
     api_close(&a);
 }

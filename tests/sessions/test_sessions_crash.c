@@ -27,6 +27,7 @@ static const char *const provisioning_steps[] = {
 /* Kill a worker at `step` of `sbx exec KEY -- true`. */
 static void crash_exec(struct sess_env *s, const char *key, const char *step)
 {
+    sess_require_crash_hooks();
     struct cli_result r;
     cli_env_setenv(&s->cli, "SBX_TEST_CRASH_AT", step);
     RUN(s, &r, "exec", key, "--", "true");
@@ -114,6 +115,7 @@ static void deletion_crashes(const char *driver)
         cr_assert_eq(r.status, 0, "%s", r.err);
         cli_result_free(&r);
 
+        sess_require_crash_hooks();
         cli_env_setenv(&s.cli, "SBX_TEST_CRASH_AT", steps[i]);
         RUN(&s, &r, "destroy", "doomed");
         cli_env_setenv(&s.cli, "SBX_TEST_CRASH_AT", "");

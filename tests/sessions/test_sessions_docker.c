@@ -235,6 +235,7 @@ static void run_ok(struct docker_env *d, const char *const *args)
 static void run_killed(struct docker_env *d, const char *step, const char *const *args)
 {
     struct cli_result r;
+    sess_require_crash_hooks();
     cli_env_setenv(&d->s.cli, "SBX_TEST_CRASH_AT", step);
     sess_run(&d->s, args, NULL, &r);
     cli_env_setenv(&d->s.cli, "SBX_TEST_CRASH_AT", "");

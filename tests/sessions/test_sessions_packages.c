@@ -200,6 +200,7 @@ Test(sessions_packages, crash_during_package_setup)
     pkg_env_init(&e, "sqlite");
     stand_in(&e, "pip", 0, "ok");
     struct cli_result r;
+    sess_require_crash_hooks();
     cli_env_setenv(&e.s.cli, "SBX_TEST_CRASH_AT", "during-packages");
     RUN(&e.s, &r, "create", "crashy", "--provider", "pkgtest", "--package", "pip:a");
     cli_env_setenv(&e.s.cli, "SBX_TEST_CRASH_AT", "");
