@@ -26,6 +26,8 @@
  * sandboxes it had created; the runner then tries to destroy those from
  * yet another child process and says whether that worked. The run goes on
  * with the next case; the summary and the JUnit file are always produced.
+ * Only the check before the cases (loading the provider and running its
+ * init once) runs in the calling process.
  *
  * Processes and threads: sbx_conformance_run() forks. Call it from a
  * thread while no other thread of the process holds locks the child could
