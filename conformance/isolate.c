@@ -144,10 +144,10 @@ void cf_isolate_case(const struct cf_case *c, const struct sbx_options *open_opt
                          timeout_s, message, CF_MESSAGE_MAX);
     if (rep->has_result)
         cf_appendf(message, CF_MESSAGE_MAX, "; the case had reported %s%s%s",
-               outcome_word(rep->outcome), rep->message[0] ? ": " : "",
-               rep->message);
+                   outcome_word(rep->outcome), rep->message[0] ? ": " : "",
+                   rep->message);
     else if (rep->failure[0])
         cf_appendf(message, CF_MESSAGE_MAX, "; before that the case had failed: %s",
-               rep->failure);
+                   rep->failure);
     free(rep);
 }

@@ -106,13 +106,13 @@ void cf_leftovers_destroy(const struct sbx_options *open_opts, const char *provi
     for (size_t i = 0; i < n; i++) {
         char ref[600], key[300];
         cf_appendf(msg, cap, "; sandbox left: provider \"%s\" ref %s (session key %s), ",
-               provider, cf_quote(sb[i].ref, strlen(sb[i].ref), ref, sizeof ref),
-               cf_quote(sb[i].key, strlen(sb[i].key), key, sizeof key));
+                   provider, cf_quote(sb[i].ref, strlen(sb[i].ref), ref, sizeof ref),
+                   cf_quote(sb[i].key, strlen(sb[i].key), key, sizeof key));
         if (rep->status[i] == SBX_OK)
             cf_appendf(msg, cap, "destroyed by the runner");
         else if (rep->status[i] > 0)
             cf_appendf(msg, cap, "destroy by the runner failed: %s: %s",
-                   cf_status_name(rep->status[i]), rep->message[i]);
+                       cf_status_name(rep->status[i]), rep->message[i]);
         else
             cf_appendf(msg, cap, "not destroyed: %s", why);
     }
