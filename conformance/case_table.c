@@ -33,6 +33,10 @@ const struct cf_case cf_cases[] = {
     {"exec_exit_codes",
      "exit codes 0, 3 and 255 come back unchanged with SBX_OK",
      0, cf_case_exec_exit_codes},
+    {"exec_killed_by_signal",
+     "a command killed by SIGTERM or SIGKILL is reported as killed (exit code "
+     "-1, term_signal set), never as an exit",
+     0, cf_case_exec_killed_by_signal},
     {"exec_argv_no_shell",
      "argv reaches the program verbatim, without a shell",
      0, cf_case_exec_argv_no_shell},
@@ -63,6 +67,10 @@ const struct cf_case cf_cases[] = {
     {"file_mode",
      "write_file applies the mode: 0755 is executable, 0 is not",
      0, cf_case_file_mode},
+    {"write_file_atomic",
+     "a concurrent read during write_file sees the whole old content; a write "
+     "whose source fails leaves it intact",
+     0, cf_case_write_file_atomic},
     {"path_escape_read",
      "reads of ../x, absolute paths and symlinks leading out are refused",
      0, cf_case_path_escape_read},

@@ -1,11 +1,12 @@
 /*
- * cases_exec.c - running commands: exit codes, argv without a shell,
- * missing commands, separate output streams, streamed stdin, the
- * environment and the working directory.
+ * cases_exec.c - running commands: exit codes, deaths by signal, argv
+ * without a shell, missing commands, separate output streams, streamed
+ * stdin, the environment and the working directory.
  */
 #include "cf_internal.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,48 @@ void cf_case_exec_exit_codes(struct cf_test *t)
                             "timed_out %d; want %d, 0, 0",
                          script, e.res.exit_code, e.res.term_signal,
                          e.res.timed_out, codes[i]);
+        cf_exec_free(&e);
+        if (!ok)
+            return;
+    }
+}
+
+void cf_case_exec_killed_by_signal(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    /* The shell kills itself: nothing else is involved, so the only way to
+     * see exit code 0 (or 143) is a provider that maps the wait status
+     * wrongly. */
+    static const struct {
+        const char *script;
+        int sig;
+        const char *name;
+    } deaths[] = {
+        {"kill -TERM $$", SIGTERM, "SIGTERM"},
+        {"kill -KILL $$", SIGKILL, "SIGKILL"},
+    };
+    for (size_t i = 0; i < sizeof deaths / sizeof deaths[0]; i++) {
+        const char *argv[] = {"sh", "-c", deaths[i].script, NULL};
+        struct cf_exec e;
+        memset(&e, 0, sizeof e);
+        e.argv = argv;
+        e.timeout_ms = CF_GUARD_MS;
+        cf_exec(&e, h);
+        bool ok = true;
+        if (e.status != SBX_OK)
+            ok = cf_fail(t, "sh -c '%s': %s: %s (a command killed by a signal "
+                            "is SBX_OK with term_signal set)",
+                         deaths[i].script, cf_status_name(e.status), e.err.message);
+        else if (e.res.exit_code != -1 || e.res.term_signal != deaths[i].sig ||
+                 e.res.timed_out)
+            ok = cf_fail(t, "sh -c '%s' gave exit_code %d, term_signal %d, "
+                            "timed_out %d; want -1, %d (%s), 0: a command killed "
+                            "by a signal must be reported as killed, never as a "
+                            "normal exit",
+                         deaths[i].script, e.res.exit_code, e.res.term_signal,
+                         e.res.timed_out, deaths[i].sig, deaths[i].name);
         cf_exec_free(&e);
         if (!ok)
             return;

@@ -48,6 +48,7 @@ void cf_case_destroy_other_key_denied(struct cf_test *t);
 void cf_case_destroy_twice(struct cf_test *t);
 void cf_case_attach_after_destroy(struct cf_test *t);
 void cf_case_exec_exit_codes(struct cf_test *t);
+void cf_case_exec_killed_by_signal(struct cf_test *t);
 void cf_case_exec_argv_no_shell(struct cf_test *t);
 void cf_case_exec_missing_command(struct cf_test *t);
 void cf_case_exec_stdout_stderr(struct cf_test *t);
@@ -58,6 +59,7 @@ void cf_case_exec_cwd(struct cf_test *t);
 void cf_case_file_binary_roundtrip(struct cf_test *t);
 void cf_case_file_read_missing(struct cf_test *t);
 void cf_case_file_mode(struct cf_test *t);
+void cf_case_write_file_atomic(struct cf_test *t);
 void cf_case_path_escape_read(struct cf_test *t);
 void cf_case_path_escape_write(struct cf_test *t);
 void cf_case_cancel_running(struct cf_test *t);
@@ -106,10 +108,15 @@ struct cf_test {
     struct cf_tracked_handle handles[CF_MAX_HANDLES];
     struct cf_tracked_sandbox sandboxes[CF_MAX_SANDBOXES];
     size_t nsandboxes;
+    /* The report pipe to the runner when the case runs in a child process
+     * (isolate.c), else -1: every sandbox is announced on it as soon as it
+     * is created, and the first failure as soon as it is recorded, so the
+     * runner knows both even if the process dies. */
+    int report_fd;
 };
 
-/* Prepare t for a case (random token) and run the cleanup afterwards. A
- * failing cleanup turns a pass into a failure. */
+/* Prepare t for a case (random token, no report pipe) and run the cleanup
+ * afterwards. A failing cleanup turns a pass into a failure. */
 int cf_test_init(struct cf_test *t, const struct cf_case *c,
                  const struct sbx_options *open_opts, const char *provider);
 void cf_test_cleanup(struct cf_test *t);
@@ -217,6 +224,10 @@ char *cf_sh_any(struct cf_test *t, sbx_handle *h, const char *script);
  * buf (at most cap bytes, NUL-terminated). Returns buf. */
 const char *cf_quote(const void *data, size_t n, char *buf, size_t cap);
 
+/* Append printf-style text to the NUL-terminated string in buf (cap bytes
+ * in all), truncating what does not fit. */
+void cf_appendf(char *buf, size_t cap, const char *fmt, ...) SBX_PRINTF_LIKE(3, 4);
+
 /* Write a small string file; false after failing the case. */
 bool cf_write_text(struct cf_test *t, sbx_handle *h, const char *path,
                    const char *text);
@@ -254,6 +265,119 @@ struct cf_pattern_sink {
     uint64_t mismatch; /* UINT64_MAX when none */
 };
 struct sbx_sink cf_pattern_sink(struct cf_pattern_sink *s, uint32_t seed);
+
+/* ------------------------------------------------------------------------ */
+/* The report pipe between a case's process and the runner (channel.c)        */
+/* ------------------------------------------------------------------------ */
+
+/* Record types. Each record carries two NUL-terminated strings. */
+enum cf_record_type {
+    CF_REC_SANDBOX = 'S',   /* a sandbox was created: session key, reference */
+    CF_REC_FAILURE = 'F',   /* the case's first failure: message, "" */
+    CF_REC_RESULT = 'R',    /* the case ended: outcome ("0".."2"), message */
+    CF_REC_DESTROYED = 'D'  /* leftover i destroyed: "i status", message */
+};
+
+/* Largest record: below PIPE_BUF, so that one write(2) is atomic and
+ * records of several threads never interleave. */
+#define CF_RECORD_MAX 4000
+
+struct cf_record {
+    int type;      /* enum cf_record_type */
+    const char *a; /* first string (borrowed for the callback) */
+    const char *b; /* second string */
+};
+
+/* Send one record on fd with a single write(2); strings are truncated to
+ * fit CF_RECORD_MAX. fd -1 sends nothing. Errors are ignored: the runner
+ * notices a child that cannot report. Async-signal-unsafe (snprintf). */
+void cf_channel_send(int fd, int type, const char *a, const char *b);
+
+typedef void (*cf_record_fn)(void *ud, const struct cf_record *rec);
+
+/* Reassembles records from the bytes read off the pipe. */
+struct cf_channel_reader {
+    unsigned char buf[2 * CF_RECORD_MAX];
+    size_t len;
+    bool malformed; /* a frame could not be decoded; the rest is dropped */
+};
+
+/* One read(2) from fd into r; calls fn for every complete record. Returns
+ * the bytes read (> 0), 0 at end of file, -1 with errno on error (EAGAIN
+ * for a non-blocking fd with nothing to read). */
+long cf_channel_read(int fd, struct cf_channel_reader *r, cf_record_fn fn,
+                     void *ud);
+
+/* ------------------------------------------------------------------------ */
+/* Child processes with a deadline (child.c)                                  */
+/* ------------------------------------------------------------------------ */
+
+/* How a child process ended. */
+struct cf_child_end {
+    bool exited;     /* it called exit/_exit: exit_status is valid */
+    int exit_status;
+    int signal;      /* the signal that killed it, or 0 */
+    bool core;       /* it dumped core */
+    bool timed_out;  /* the runner killed it at the deadline (signal is
+                        SIGKILL) */
+    bool unknown;    /* its status could not be collected (SIGCHLD ignored) */
+};
+
+/* The body of a child: runs in the new process with the write end of the
+ * report pipe; the child _exits(0) when it returns. */
+typedef void (*cf_child_fn)(void *arg, int report_fd);
+
+/*
+ * Run fn(arg) in a forked child. The parent reads the child's records as
+ * they arrive (calling on_record) until the child has ended; a child still
+ * running after timeout_s seconds is killed with SIGKILL. The child never
+ * returns into the caller's code and never flushes the caller's stdio
+ * buffers (it ends with _exit). Call from a process whose libsbx contexts
+ * are all closed: the child opens its own.
+ *
+ * Returns SBX_OK with *end filled, or SBX_E_IO (pipe or fork failed) with
+ * a message in err.
+ */
+int cf_child_run(cf_child_fn fn, void *arg, double timeout_s,
+                 cf_record_fn on_record, void *ud, struct cf_child_end *end,
+                 sbx_error *err);
+
+/* "killed by signal 11 (SIGSEGV)", "exited with status 3", ... into buf. */
+const char *cf_child_end_text(const struct cf_child_end *e, char *buf, size_t cap);
+
+/* "SIGSEGV" for 11 and so on; "signal N" for one without a name here
+ * (into buf). */
+const char *cf_signal_name(int sig, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Running a case in its own process (isolate.c, leftovers.c)                 */
+/* ------------------------------------------------------------------------ */
+
+/* Default deadline of one case, cleanup included. */
+#define CF_CASE_TIMEOUT_MS 120000
+
+/*
+ * Run case c in a child process (opening its own contexts with open_opts)
+ * and store its outcome and message (message holds CF_MESSAGE_MAX bytes).
+ * A child that crashed, exited without a result or outlived timeout_s is a
+ * failure naming what happened and the sandboxes it had created, which the
+ * runner then tries to destroy (cf_leftovers_destroy).
+ */
+void cf_isolate_case(const struct cf_case *c, const struct sbx_options *open_opts,
+                     const char *provider, double timeout_s, int *outcome,
+                     char *message);
+
+/*
+ * Destroy the sandboxes sb[0..n) that a dead case process left, through a
+ * fresh context opened in another child process (a provider that crashed
+ * once may crash again, and must not take the runner with it), waiting at
+ * most timeout_s. Appends "; sandbox left: provider "P" ref "R" (session
+ * key "K"), destroyed by the runner" (or why not) for each to msg (cap
+ * bytes, NUL-terminated), or "; it had created no sandbox".
+ */
+void cf_leftovers_destroy(const struct sbx_options *open_opts, const char *provider,
+                          const struct cf_tracked_sandbox *sb, size_t n,
+                          double timeout_s, char *msg, size_t cap);
 
 /* ------------------------------------------------------------------------ */
 /* Reports (report_text.c, report_junit.c)                                    */

@@ -4,6 +4,7 @@
  */
 #include "cf_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,17 @@ const char *cf_quote(const void *data, size_t n, char *buf, size_t cap)
     buf[w++] = '"';
     buf[w] = '\0';
     return buf;
+}
+
+void cf_appendf(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t used = strnlen(buf, cap);
+    if (used + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, cap - used, fmt, ap);
+    va_end(ap);
 }
 
 /* Run `sh -c script` on h into e (free with cf_exec_free); timeout_ms 0

@@ -23,6 +23,7 @@ int cf_test_init(struct cf_test *t, const struct cf_case *c,
     t->open_opts = open_opts;
     t->provider = provider;
     t->outcome = SBX_CONFORMANCE_PASS;
+    t->report_fd = -1;
 
     unsigned char rnd[16];
     size_t got = 0;
@@ -57,6 +58,9 @@ bool cf_fail(struct cf_test *t, const char *fmt, ...)
     va_start(ap, fmt);
     vrecord(t, SBX_CONFORMANCE_FAIL, fmt, ap);
     va_end(ap);
+    /* Told at once: should the process die later (in the cleanup, say),
+     * the runner can still say what had gone wrong first. */
+    cf_channel_send(t->report_fd, CF_REC_FAILURE, t->message, "");
     return false;
 }
 
@@ -217,6 +221,9 @@ static bool remember_sandbox(struct cf_test *t, const char *key, const char *ref
     struct cf_tracked_sandbox *s = &t->sandboxes[t->nsandboxes++];
     snprintf(s->key, sizeof s->key, "%s", key);
     snprintf(s->ref, sizeof s->ref, "%s", ref);
+    /* Before the case goes on to use it: if the provider kills the process
+     * from now on, the runner knows what to destroy. */
+    cf_channel_send(t->report_fd, CF_REC_SANDBOX, s->key, s->ref);
     return true;
 }
 

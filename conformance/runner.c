@@ -1,7 +1,7 @@
 /*
  * runner.c - sbx_conformance_run: select cases, check the provider can be
- * initialized, run each case with its cleanup, report as cases end, and
- * write the JUnit file at the end.
+ * initialized, run each case with its cleanup in a process of its own
+ * (isolate.c), report as cases end, and write the JUnit file at the end.
  */
 #include "cf_internal.h"
 
@@ -44,7 +44,8 @@ struct target {
 
 /* Open one context, find the provider and run its init once, so that a
  * provider that cannot start fails the run with one clear error instead of
- * failing every case. */
+ * failing every case. The context is closed again before any case forks:
+ * each case's process opens its own (and runs init again). */
 static int probe(const struct sbx_options *o, const char *name, struct target *tg,
                  sbx_error *err)
 {
@@ -95,6 +96,14 @@ int sbx_conformance_run(const struct sbx_options *open_opts,
         return sbx_error_set(err, SBX_E_INVALID,
                              "conformance options: unknown output format %d",
                              opts.format);
+    if (opts.case_timeout_ms < 0)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "conformance options: negative case timeout %lld ms",
+                             (long long)opts.case_timeout_ms);
+    /* Members beyond the caller's size were zeroed above: the default. */
+    double case_timeout_s =
+        (double)(opts.case_timeout_ms ? opts.case_timeout_ms : CF_CASE_TIMEOUT_MS) /
+        1000.0;
     FILE *out = opts.out ? opts.out : stdout;
     if (summary) {
         uint32_t size = summary->size;
@@ -164,21 +173,11 @@ int sbx_conformance_run(const struct sbx_options *open_opts,
         r->caps = c->caps;
         r->message = messages[k];
         double t0 = cf_now();
-        if (missing_caps(c, tg.caps, messages[k], CF_MESSAGE_MAX)) {
+        if (missing_caps(c, tg.caps, messages[k], CF_MESSAGE_MAX))
             r->outcome = SBX_CONFORMANCE_SKIP;
-        } else {
-            struct cf_test t;
-            if (cf_test_init(&t, c, &o, tg.name) != SBX_OK) {
-                r->outcome = SBX_CONFORMANCE_FAIL;
-                snprintf(messages[k], CF_MESSAGE_MAX,
-                         "could not get random bytes for session keys");
-            } else {
-                c->run(&t);
-                cf_test_cleanup(&t);
-                r->outcome = t.outcome;
-                snprintf(messages[k], CF_MESSAGE_MAX, "%s", t.message);
-            }
-        }
+        else
+            cf_isolate_case(c, &o, tg.name, case_timeout_s, &r->outcome,
+                            messages[k]);
         r->seconds = cf_now() - t0;
         if (r->outcome == SBX_CONFORMANCE_PASS)
             s.passed++;

@@ -14,8 +14,9 @@ static void usage(FILE *f)
     fputs("Usage: sbx conformance [OPTIONS] [PROVIDER]\n"
           "\n"
           "Run the lifecycle conformance suite against PROVIDER (else the\n"
-          "default provider). Each case uses fresh session keys and destroys\n"
-          "what it created.\n"
+          "default provider). Each case runs in a process of its own, uses\n"
+          "fresh session keys and destroys what it created; a case whose\n"
+          "process crashes or runs past 120 s fails and the run goes on.\n"
           "\n"
           "Options:\n"
           "  --junit FILE         also write a JUnit XML report to FILE\n"
@@ -28,7 +29,8 @@ static void usage(FILE *f)
           "  -h, --help           show this help\n"
           "\n"
           "Exit status: 0 when every case passed or was skipped, 1 when a case\n"
-          "failed, 125 when the suite could not run.\n", f);
+          "failed (crashed and timed-out cases included), 125 when the suite\n"
+          "could not run.\n", f);
 }
 
 static void list_cases(void)

@@ -12,6 +12,17 @@
  *                         workspace (writes stay confined: the fixture
  *                         must never damage the machine it runs on)
  *   hoard_output          exec keeps a copy of all stdout in memory
+ *   signal_as_exit        exec reports a command killed by a signal as
+ *                         exit code 0, term_signal 0
+ *   write_in_place        write_file truncates the target and writes it
+ *                         chunk by chunk as the source delivers, without a
+ *                         temporary file (confined to the workspace like
+ *                         local: openat2 below the workspace directory)
+ *   crash_in_exec         every exec kills the host process with SIGSEGV
+ *   sigpipe_in_exec       every exec writes to a pipe without a reader,
+ *                         SIGPIPE unblocked: the host process dies of it
+ *   hang_in_exec          every exec sleeps for 10 minutes, ignoring
+ *                         cancellation (for the suite's per-case deadline)
  *
  * Its references are "fx<&>:" + hex(session key) + ":" + local's reference:
  * the owner's key travels in the reference so that the broken attach can
@@ -20,13 +31,20 @@
  */
 #include <sbx/provider.h>
 
+#include "confine.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FX_PREFIX "fx<&>:"
@@ -36,7 +54,28 @@ enum fx_break {
     FX_ATTACH_IGNORES_OWNER,
     FX_STDERR_TO_STDOUT,
     FX_READ_UNCONFINED,
-    FX_HOARD_OUTPUT
+    FX_HOARD_OUTPUT,
+    FX_SIGNAL_AS_EXIT,
+    FX_WRITE_IN_PLACE,
+    FX_CRASH_IN_EXEC,
+    FX_SIGPIPE_IN_EXEC,
+    FX_HANG_IN_EXEC
+};
+
+static const struct {
+    const char *name;
+    enum fx_break mode;
+} fx_modes[] = {
+    {"none", FX_NONE},
+    {"attach_ignores_owner", FX_ATTACH_IGNORES_OWNER},
+    {"stderr_to_stdout", FX_STDERR_TO_STDOUT},
+    {"read_unconfined", FX_READ_UNCONFINED},
+    {"hoard_output", FX_HOARD_OUTPUT},
+    {"signal_as_exit", FX_SIGNAL_AS_EXIT},
+    {"write_in_place", FX_WRITE_IN_PLACE},
+    {"crash_in_exec", FX_CRASH_IN_EXEC},
+    {"sigpipe_in_exec", FX_SIGPIPE_IN_EXEC},
+    {"hang_in_exec", FX_HANG_IN_EXEC},
 };
 
 struct fx_state {
@@ -59,19 +98,15 @@ static int fx_init(const struct sbx_host *host, sbx_call *call, void **state)
         return host->set_error(host, call, SBX_E_CONFIG,
                                "cfixture: key 'inner' (path of local.so) is required");
     enum fx_break m = FX_NONE;
-    if (!mode || !strcmp(mode, "none"))
-        m = FX_NONE;
-    else if (!strcmp(mode, "attach_ignores_owner"))
-        m = FX_ATTACH_IGNORES_OWNER;
-    else if (!strcmp(mode, "stderr_to_stdout"))
-        m = FX_STDERR_TO_STDOUT;
-    else if (!strcmp(mode, "read_unconfined"))
-        m = FX_READ_UNCONFINED;
-    else if (!strcmp(mode, "hoard_output"))
-        m = FX_HOARD_OUTPUT;
-    else
+    size_t i = 0;
+    while (mode && i < sizeof fx_modes / sizeof fx_modes[0] &&
+           strcmp(mode, fx_modes[i].name) != 0)
+        i++;
+    if (mode && i == sizeof fx_modes / sizeof fx_modes[0])
         return host->set_error(host, call, SBX_E_CONFIG,
                                "cfixture: unknown break mode '%s'", mode);
+    if (mode)
+        m = fx_modes[i].mode;
     /* Never dlclosed, like every provider. */
     void *dl = dlopen(inner_path, RTLD_NOW | RTLD_LOCAL);
     if (!dl)
@@ -211,12 +246,83 @@ static int hoard_write(void *ctx, const void *data, size_t len)
     return h->next ? h->next->write(h->next->ctx, data, len) : SBX_OK;
 }
 
+/* The deliberate defect of crash_in_exec: the host process dies of
+ * SIGSEGV. The default action is restored first so that the death is the
+ * same whatever handler the host (or a sanitizer) installed, and no core
+ * file is written for a crash made on purpose. */
+static void crash_host(void)
+{
+    struct rlimit no_core = {0, 0};
+    (void)setrlimit(RLIMIT_CORE, &no_core);
+    signal(SIGSEGV, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGSEGV);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(SIGSEGV);
+}
+
+/* The deliberate defect of sigpipe_in_exec: a write to a pipe whose reader
+ * is gone, with SIGPIPE unblocked (what local's stdin feeder avoids by
+ * blocking it in its thread). SIGPIPE is set to its default action first,
+ * so that the host process dies of it even if it ignores SIGPIPE. */
+static void sigpipe_host(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return;
+    close(p[0]);
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    ssize_t n = write(p[1], "x", 1);
+    (void)n;
+    close(p[1]);
+}
+
+/* The deliberate defect of hang_in_exec: no return for 10 minutes. */
+static void hang(void)
+{
+    struct timespec ts = {600, 0};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 static int fx_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
                    struct sbx_exec_result *res)
 {
+    const struct sbx_host *host = sb->st->host;
+    switch (sb->st->mode) {
+    case FX_CRASH_IN_EXEC:
+        crash_host();
+        return host->set_error(host, call, SBX_E_INTERNAL,
+                               "cfixture: survived SIGSEGV");
+    case FX_SIGPIPE_IN_EXEC:
+        sigpipe_host();
+        return host->set_error(host, call, SBX_E_INTERNAL,
+                               "cfixture: survived SIGPIPE");
+    case FX_HANG_IN_EXEC:
+        hang();
+        return host->set_error(host, call, SBX_E_TIMEOUT,
+                               "cfixture: hung for 10 minutes");
+    default:
+        break;
+    }
     struct sbx_exec_args a = *args;
     if (sb->st->mode == FX_STDERR_TO_STDOUT)
         a.err = a.out; /* the deliberate defect */
+    if (sb->st->mode == FX_SIGNAL_AS_EXIT) {
+        int rc = sb->st->inner->exec(sb->inner, call, &a, res);
+        /* The deliberate defect: a death by signal looks like success.
+         * Timeouts keep their report (their own case checks them). */
+        if (rc == SBX_OK && res->term_signal != 0 && !res->timed_out) {
+            res->exit_code = 0;
+            res->term_signal = 0;
+        }
+        return rc;
+    }
     if (sb->st->mode != FX_HOARD_OUTPUT)
         return sb->st->inner->exec(sb->inner, call, &a, res);
     struct hoard h = {args->out, NULL, 0, 0};
@@ -260,9 +366,113 @@ static int fx_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     return sb->st->inner->read_file(sb->inner, call, path, sink);
 }
 
+/* Map an errno of a confined lookup or open to a status. */
+static int fx_errno_status(int err)
+{
+    switch (err) {
+    case EXDEV:
+    case ELOOP:
+    case EISDIR:
+    case ENOTDIR:
+    case ENXIO:
+    case ENAMETOOLONG:
+        return SBX_E_INVALID;
+    case ENOENT:
+        return SBX_E_NOT_FOUND;
+    case EACCES:
+    case EPERM:
+        return SBX_E_DENIED;
+    default:
+        return SBX_E_IO;
+    }
+}
+
+/* Copy the source into fd as it arrives, one write per chunk. */
+static int copy_in_place(const struct sbx_source *src, int fd)
+{
+    char buf[16 * 1024];
+    for (;;) {
+        long n = src->read(src->ctx, buf, sizeof buf);
+        if (n < 0)
+            return SBX_E_IO; /* the part already written stays: the defect */
+        if (n == 0)
+            return SBX_OK;
+        for (long off = 0; off < n;) {
+            ssize_t w = write(fd, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return SBX_E_IO;
+            off += w;
+        }
+    }
+}
+
+/*
+ * The deliberate defect of write_in_place: the target itself is truncated
+ * and written, so a reader sees a part and a failed source leaves one.
+ * Everything else follows local's rules, and every lookup goes through
+ * openat2(RESOLVE_BENEATH) from the workspace directory (local's root is
+ * the absolute workspace path): this fixture never writes outside it.
+ */
+static int write_in_place(sbx_sandbox *sb, sbx_call *call, const char *path,
+                          const struct sbx_source *src, unsigned mode)
+{
+    const struct sbx_host *host = sb->st->host;
+    if (mode & ~0777u)
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "cfixture: write: mode %#o is not a permission", mode);
+    if (mode == 0)
+        mode = 0644;
+    if (confine_check_path(path) < 0)
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "cfixture: write: '%s' leads out of the workspace",
+                               path);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "cfixture: write: '%s' does not name a file", path);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 0, path);
+
+    int rootfd = open(sb->st->inner->root(sb->inner), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return host->set_error(host, call, SBX_E_IO, "cfixture: workspace: %s",
+                               strerror(errno));
+    int dirfd = confine_mkdirs(rootfd, dir, 0755);
+    close(rootfd);
+    if (dirfd < 0)
+        return host->set_error(host, call, fx_errno_status(-dirfd),
+                               "cfixture: write: '%s': %s", path, strerror(-dirfd));
+    /* O_NONBLOCK: a FIFO must not hang the open; non-files are refused. */
+    int fd = confine_open(dirfd, base,
+                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, mode);
+    close(dirfd);
+    if (fd < 0)
+        return host->set_error(host, call, fx_errno_status(-fd),
+                               "cfixture: write: '%s': %s", path, strerror(-fd));
+    struct stat st;
+    int rc = SBX_OK;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        rc = host->set_error(host, call, SBX_E_INVALID,
+                             "cfixture: write: '%s' is not a regular file", path);
+    if (rc == SBX_OK && (fcntl(fd, F_SETFL, 0) < 0 || fchmod(fd, mode) < 0))
+        rc = host->set_error(host, call, SBX_E_IO, "cfixture: write: '%s': %s",
+                             path, strerror(errno));
+    if (rc == SBX_OK)
+        rc = copy_in_place(src, fd);
+    if (close(fd) < 0 && rc == SBX_OK)
+        rc = host->set_error(host, call, SBX_E_IO, "cfixture: write: '%s': %s",
+                             path, strerror(errno));
+    return rc;
+}
+
 static int fx_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                          const struct sbx_source *src, unsigned mode)
 {
+    if (sb->st->mode == FX_WRITE_IN_PLACE)
+        return write_in_place(sb, call, path, src, mode);
     return sb->st->inner->write_file(sb->inner, call, path, src, mode);
 }
 

@@ -37,6 +37,15 @@ static void put_replaced(FILE *f, const char *text, const char *root)
 int sr_run_suite(struct sr_run *r, const char *provider, const char *provider_yaml,
                  const char *plugin_path, int format, const char *filter)
 {
+    return sr_run_suite_with(r, provider, provider_yaml, plugin_path, format, filter,
+                             NULL);
+}
+
+int sr_run_suite_with(struct sr_run *r, const char *provider,
+                      const char *provider_yaml, const char *plugin_path,
+                      int format, const char *filter,
+                      const struct sr_options *extra)
+{
     memset(r, 0, sizeof *r);
     snprintf(r->dir, sizeof r->dir, "/tmp/sbx-conformance-test-XXXXXX");
     if (!mkdtemp(r->dir))
@@ -72,6 +81,11 @@ int sr_run_suite(struct sr_run *r, const char *provider, const char *provider_ya
     co.filter = filter;
     co.on_result = collect;
     co.on_result_ud = r;
+    if (extra) {
+        co.case_timeout_ms = extra->case_timeout_ms;
+        if (extra->options_size)
+            co.size = extra->options_size;
+    }
     r->summary.size = sizeof r->summary;
     sbx_error_clear(&r->err);
     r->status = sbx_conformance_run(&o, &co, &r->summary, &r->err);

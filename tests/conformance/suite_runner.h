@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define SR_MAX_RESULTS 128
 
@@ -41,6 +42,19 @@ struct sr_run {
  */
 int sr_run_suite(struct sr_run *r, const char *provider, const char *provider_yaml,
                  const char *plugin_path, int format, const char *filter);
+
+/* Less common settings of a run; zero members keep the defaults. */
+struct sr_options {
+    int64_t case_timeout_ms; /* sbx_conformance_options.case_timeout_ms */
+    uint32_t options_size;   /* sbx_conformance_options.size (an older
+                                caller's); 0 means sizeof */
+};
+
+/* sr_run_suite with extra settings (extra may be NULL). */
+int sr_run_suite_with(struct sr_run *r, const char *provider,
+                      const char *provider_yaml, const char *plugin_path,
+                      int format, const char *filter,
+                      const struct sr_options *extra);
 
 /* The result of case `name`, or NULL when it was not reported. */
 const struct sr_result *sr_find(const struct sr_run *r, const char *name);

@@ -3,7 +3,10 @@
  * local provider and breaks one contract at a time; exactly the cases
  * checking that contract must fail, with a message saying why, and the
  * reports must carry the failure (escaped: cfixture references contain
- * XML markup characters).
+ * XML markup characters). The modes that kill or hang the host process
+ * prove the case isolation: the run goes on, the summary and the JUnit
+ * file are produced, and the failures name the signal and the sandbox
+ * left (which the runner destroyed).
  */
 #include "suite_runner.h"
 
@@ -21,7 +24,8 @@ static void cleanup(void)
     sr_free(&run);
 }
 
-static void run_fixture(struct sr_run *r, const char *mode)
+static void run_fixture_with(struct sr_run *r, const char *mode, const char *filter,
+                             const struct sr_options *extra)
 {
     char yaml[1024];
     snprintf(yaml, sizeof yaml,
@@ -30,11 +34,16 @@ static void run_fixture(struct sr_run *r, const char *mode)
              "    inner: %s/local.so\n"
              "    break: %s\n",
              SBX_TEST_PROVIDER_DIR, mode);
-    cr_assert_eq(sr_run_suite(r, "cfixture", yaml,
-                              SBX_TEST_CF_FIXTURE_DIR ":" SBX_TEST_PROVIDER_DIR,
-                              SBX_CONFORMANCE_HUMAN, NULL),
+    cr_assert_eq(sr_run_suite_with(r, "cfixture", yaml,
+                                   SBX_TEST_CF_FIXTURE_DIR ":" SBX_TEST_PROVIDER_DIR,
+                                   SBX_CONFORMANCE_HUMAN, filter, extra),
                  0, "could not set up the run");
     cr_assert_eq(r->status, SBX_OK, "suite did not run: %s", r->err.message);
+}
+
+static void run_fixture(struct sr_run *r, const char *mode)
+{
+    run_fixture_with(r, mode, NULL, NULL);
     cr_assert_eq(r->nresults, sbx_conformance_case_count());
 }
 
@@ -76,6 +85,7 @@ static void expect_failures(struct sr_run *r, const char *const *failing)
     }
     cr_assert_eq(sr_xmllint(r->junit), 0, "JUnit report is not well-formed XML");
     cr_assert_eq(sr_count_in_file(r->junit, "<failure "), (int)nfail);
+    cr_assert_eq(sr_count_in_file(r->junit, "<testcase "), (int)r->nresults);
     cr_assert_eq(sr_count_workspaces(r), 0, "workspaces were left behind");
 }
 
@@ -125,4 +135,108 @@ Test(conformance_fixture, buffered_output_fails_memory_bound, .fini = cleanup, .
     const struct sr_result *res = sr_find(&run, "output_bounded");
     cr_assert(res && strstr(res->message, "peak RSS grew by"), "%s",
               res ? res->message : "missing");
+}
+
+Test(conformance_fixture, signal_death_reported_as_exit_fails_signal_case, .fini = cleanup,
+     .timeout = 600)
+{
+    run_fixture(&run, "signal_as_exit");
+    const char *failing[] = {"exec_killed_by_signal", NULL};
+    expect_failures(&run, failing);
+    const struct sr_result *res = sr_find(&run, "exec_killed_by_signal");
+    cr_assert(res && strstr(res->message, "gave exit_code 0, term_signal 0") &&
+                  strstr(res->message, "want -1, 15 (SIGTERM)"),
+              "%s", res ? res->message : "missing");
+}
+
+Test(conformance_fixture, write_in_place_fails_atomic_write_case, .fini = cleanup,
+     .timeout = 600)
+{
+    run_fixture(&run, "write_in_place");
+    const char *failing[] = {"write_file_atomic", NULL};
+    expect_failures(&run, failing);
+    const struct sr_result *res = sr_find(&run, "write_file_atomic");
+    /* The reader saw the half of the new content already written. */
+    cr_assert(res && strstr(res->message, "while a write of new content was in "
+                                          "progress gave 98304 bytes of the new "
+                                          "content"),
+              "%s", res ? res->message : "missing");
+}
+
+/* Every case that runs a command; with crash_in_exec and sigpipe_in_exec
+ * each of them loses its process at its first exec. The others (lifecycle
+ * and file cases without a command) pass in the same run. */
+static const char *const exec_cases[] = {
+    "create_idempotent_second_instance", "attach_after_restart",
+    "attach_after_destroy", "exec_exit_codes", "exec_killed_by_signal",
+    "exec_argv_no_shell", "exec_missing_command", "exec_stdout_stderr",
+    "exec_stdin", "exec_stdin_left_open", "exec_env", "exec_cwd",
+    "file_binary_roundtrip", "file_mode", "write_file_atomic",
+    "path_escape_read", "path_escape_write", "cancel_running",
+    "timeout_kills_children", "output_bounded", NULL};
+
+/* Each failure names how the process died and the sandbox it left, which
+ * the runner destroyed; the run went on to the summary and the report. */
+static void expect_crashes(struct sr_run *r, const char *death)
+{
+    expect_failures(r, exec_cases);
+    char want[160];
+    snprintf(want, sizeof want, "case crashed: %s; sandbox left: provider "
+                                "\"cfixture\" ref \"fx<&>:", death);
+    for (size_t i = 0; exec_cases[i]; i++) {
+        const struct sr_result *res = sr_find(r, exec_cases[i]);
+        cr_assert(res, "%s missing", exec_cases[i]);
+        cr_expect(!strncmp(res->message, want, strlen(want)), "%s: %s", res->name,
+                  res->message);
+        cr_expect(strstr(res->message, "(session key \"sbx-conformance/"),
+                  "%s: %s", res->name, res->message);
+        cr_expect(strstr(res->message, "), destroyed by the runner"), "%s: %s",
+                  res->name, res->message);
+    }
+    const char *pass = sbx_conformance_case_name(0);
+    cr_assert_eq(sr_find(r, pass)->outcome, SBX_CONFORMANCE_PASS, "%s", pass);
+    /* The report has every case, the crash messages escaped. */
+    char junit[160];
+    snprintf(junit, sizeof junit, "message=\"case crashed: %s; sandbox left: "
+                                  "provider &quot;cfixture&quot; ref "
+                                  "&quot;fx&lt;&amp;&gt;:", death);
+    cr_assert_eq(sr_count_in_file(r->junit, junit), 20, "%s", junit);
+    cr_assert(strstr(r->output, "\n5 passed, 20 failed, "), "%s", r->output);
+}
+
+Test(conformance_fixture, segfault_in_exec_fails_exec_cases_and_run_goes_on,
+     .fini = cleanup, .timeout = 600)
+{
+    run_fixture(&run, "crash_in_exec");
+    expect_crashes(&run, "killed by signal 11 (SIGSEGV)");
+}
+
+Test(conformance_fixture, sigpipe_in_exec_fails_exec_cases_and_run_goes_on,
+     .fini = cleanup, .timeout = 600)
+{
+    run_fixture(&run, "sigpipe_in_exec");
+    expect_crashes(&run, "killed by signal 13 (SIGPIPE)");
+}
+
+Test(conformance_fixture, case_past_its_deadline_is_killed, .fini = cleanup,
+     .timeout = 120)
+{
+    /* exec sleeps 10 minutes: the 1 s deadline ends the case, the run goes
+     * on with the next one. */
+    struct sr_options extra = {.case_timeout_ms = 1000};
+    run_fixture_with(&run, "hang_in_exec", "exec_exit_codes,destroy_twice", &extra);
+    cr_assert_eq(run.nresults, 2);
+    const struct sr_result *hung = sr_find(&run, "exec_exit_codes");
+    cr_assert(hung);
+    cr_assert_eq(hung->outcome, SBX_CONFORMANCE_FAIL);
+    const char *want = "case timed out: killed after 1 s; sandbox left: provider "
+                       "\"cfixture\" ref \"fx<&>:";
+    cr_assert(!strncmp(hung->message, want, strlen(want)), "%s", hung->message);
+    cr_assert(strstr(hung->message, "destroyed by the runner"), "%s", hung->message);
+    cr_assert_eq(sr_find(&run, "destroy_twice")->outcome, SBX_CONFORMANCE_PASS);
+    cr_assert_lt(run.summary.seconds, 30.0, "the deadline did not stop the case");
+    cr_assert(strstr(run.output, "\n1 passed, 1 failed, 0 skipped\n"), "%s", run.output);
+    cr_assert_eq(sr_xmllint(run.junit), 0);
+    cr_assert_eq(sr_count_in_file(run.junit, "<failure "), 1);
+    cr_assert_eq(sr_count_workspaces(&run), 0, "the hung case's sandbox was left");
 }

@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +87,24 @@ Test(conformance_local, tap_output_with_filter, .fini = cleanup, .timeout = 120)
     cr_assert(strstr(run.output, "\n# 2 passed, 0 failed, 0 skipped\n"), "%s", run.output);
     cr_assert_eq(sr_xmllint(run.junit), 0);
     cr_assert_eq(sr_count_in_file(run.junit, "<testcase "), 2);
+}
+
+Test(conformance_local, caller_built_before_case_timeout_still_runs, .fini = cleanup,
+     .timeout = 120)
+{
+    /* An older caller's struct ends before case_timeout_ms: the default
+     * deadline applies and nothing past its size is read. */
+    struct sr_options extra = {
+        .options_size = (uint32_t)offsetof(struct sbx_conformance_options,
+                                           case_timeout_ms)};
+    cr_assert_eq(sr_run_suite_with(&run, "local", local_yaml, SBX_TEST_PROVIDER_DIR,
+                                   SBX_CONFORMANCE_HUMAN,
+                                   "exec_killed_by_signal,write_file_atomic", &extra),
+                 0);
+    cr_assert_eq(run.status, SBX_OK, "%s", run.err.message);
+    cr_assert_eq(run.summary.total, 2);
+    cr_assert_eq(run.summary.passed, 2, "%s", run.output);
+    cr_assert_eq(sr_count_workspaces(&run), 0);
 }
 
 Test(conformance_local, provider_that_is_not_enabled_is_an_error, .fini = cleanup)

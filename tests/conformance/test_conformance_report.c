@@ -143,6 +143,10 @@ Test(conformance_report, option_errors)
     co.filter = "no_such_case*";
     cr_assert_eq(sbx_conformance_run(&o, &co, NULL, &err), SBX_E_INVALID);
     cr_assert(strstr(err.message, "no_such_case*"), "%s", err.message);
+    co.filter = NULL;
+    co.case_timeout_ms = -1;
+    cr_assert_eq(sbx_conformance_run(&o, &co, NULL, &err), SBX_E_INVALID);
+    cr_assert(strstr(err.message, "timeout"), "%s", err.message);
 }
 
 Test(conformance_report, exit_codes_and_case_table)
