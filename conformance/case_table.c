@@ -37,6 +37,10 @@ const struct cf_case cf_cases[] = {
      "a command killed by SIGTERM or SIGKILL is reported as killed (exit code "
      "-1, term_signal set), never as an exit",
      0, cf_case_exec_killed_by_signal},
+    {"exec_signals_default",
+     "a command starts with an empty signal mask and every signal at its default "
+     "disposition, whatever the host has",
+     0, cf_case_exec_signals_default},
     {"exec_argv_no_shell",
      "argv reaches the program verbatim, without a shell",
      0, cf_case_exec_argv_no_shell},

@@ -90,6 +90,64 @@ void cf_case_exec_killed_by_signal(struct cf_test *t)
     }
 }
 
+/* The hex value of a "Key:\tvalue" line of /proc/<pid>/status text, or
+ * NULL when the line is missing. */
+static const char *status_field(const char *text, const char *key, char *buf, size_t cap)
+{
+    size_t klen = strlen(key);
+    for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, key, klen) != 0 || l[klen] != ':')
+            continue;
+        const char *v = l + klen + 1;
+        while (*v == '\t' || *v == ' ')
+            v++;
+        size_t n = strcspn(v, "\n");
+        snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), v);
+        return buf;
+    }
+    return NULL;
+}
+
+void cf_case_exec_signals_default(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    /* The kernel's view of what the provider gave the command: cat, run
+     * without a shell (a shell may ignore signals for itself), prints its
+     * own status. The process running the suite blocks and ignores signals
+     * of its own; none of that may reach the command. */
+    const char *argv[] = {"cat", "/proc/self/status", NULL};
+    struct cf_exec e;
+    memset(&e, 0, sizeof e);
+    e.argv = argv;
+    e.timeout_ms = CF_GUARD_MS;
+    cf_exec(&e, h);
+    char *out = NULL;
+    if (e.status == SBX_OK && e.res.exit_code != 0) {
+        cf_skip(t, "the sandbox has no /proc/self/status to read dispositions from");
+        goto done;
+    }
+    if (!cf_expect_ok(t, e.status, &e.err, "exec cat /proc/self/status"))
+        goto done;
+    if (!(out = cf_capture_string(&e.out)))
+        goto done;
+    char ign[64], blk[64];
+    if (!status_field(out, "SigIgn", ign, sizeof ign) ||
+        !status_field(out, "SigBlk", blk, sizeof blk)) {
+        cf_skip(t, "/proc/self/status has no SigIgn and SigBlk lines");
+        goto done;
+    }
+    if (strspn(ign, "0") != strlen(ign) || strspn(blk, "0") != strlen(blk))
+        cf_fail(t, "the command started with SigIgn:%s SigBlk:%s (signals ignored or "
+                   "blocked); every signal must start at its default disposition, "
+                   "the mask empty",
+                ign, blk);
+done:
+    free(out);
+    cf_exec_free(&e);
+}
+
 void cf_case_exec_argv_no_shell(struct cf_test *t)
 {
     sbx_handle *h = cf_sandbox(t, NULL);

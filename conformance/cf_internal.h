@@ -49,6 +49,7 @@ void cf_case_destroy_twice(struct cf_test *t);
 void cf_case_attach_after_destroy(struct cf_test *t);
 void cf_case_exec_exit_codes(struct cf_test *t);
 void cf_case_exec_killed_by_signal(struct cf_test *t);
+void cf_case_exec_signals_default(struct cf_test *t);
 void cf_case_exec_argv_no_shell(struct cf_test *t);
 void cf_case_exec_missing_command(struct cf_test *t);
 void cf_case_exec_stdout_stderr(struct cf_test *t);

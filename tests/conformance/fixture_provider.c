@@ -12,6 +12,8 @@
  *                         workspace (writes stay confined: the fixture
  *                         must never damage the machine it runs on)
  *   hoard_output          exec keeps a copy of all stdout in memory
+ *   signal_ignored        exec starts the command with SIGPIPE ignored
+ *                         (through a sh wrapper that traps it)
  *   signal_as_exit        exec reports a command killed by a signal as
  *                         exit code 0, term_signal 0
  *   write_in_place        write_file truncates the target and writes it
@@ -56,6 +58,7 @@ enum fx_break {
     FX_READ_UNCONFINED,
     FX_HOARD_OUTPUT,
     FX_SIGNAL_AS_EXIT,
+    FX_SIGNAL_IGNORED,
     FX_WRITE_IN_PLACE,
     FX_CRASH_IN_EXEC,
     FX_SIGPIPE_IN_EXEC,
@@ -72,6 +75,7 @@ static const struct {
     {"read_unconfined", FX_READ_UNCONFINED},
     {"hoard_output", FX_HOARD_OUTPUT},
     {"signal_as_exit", FX_SIGNAL_AS_EXIT},
+    {"signal_ignored", FX_SIGNAL_IGNORED},
     {"write_in_place", FX_WRITE_IN_PLACE},
     {"crash_in_exec", FX_CRASH_IN_EXEC},
     {"sigpipe_in_exec", FX_SIGPIPE_IN_EXEC},
@@ -322,6 +326,17 @@ static int fx_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *
             res->term_signal = 0;
         }
         return rc;
+    }
+    if (sb->st->mode == FX_SIGNAL_IGNORED) {
+        /* The deliberate defect: the command inherits an ignored SIGPIPE,
+         * as from a host that ignores it and spawns without resetting. */
+        const char *wrapped[64] = {"sh", "-c", "trap '' PIPE; exec \"$@\"", "sh"};
+        size_t n = 4;
+        for (size_t i = 0; args->argv[i] && n + 1 < 64; i++)
+            wrapped[n++] = args->argv[i];
+        wrapped[n] = NULL;
+        a.argv = wrapped;
+        return sb->st->inner->exec(sb->inner, call, &a, res);
     }
     if (sb->st->mode != FX_HOARD_OUTPUT)
         return sb->st->inner->exec(sb->inner, call, &a, res);

@@ -3,6 +3,12 @@
  * docker provider on the test daemon (SBX_TEST_DOCKER_HOST, image
  * SBX_TEST_DOCKER_IMAGE): every case the provider's capabilities cover
  * passes, the others are skipped, and no container is left behind.
+ *
+ * One known failure is asserted as a failure, so that it stays visible and
+ * this test notices when it is fixed: exec_killed_by_signal. The Engine
+ * API's exec inspect reports a command killed by signal N as exit code
+ * 128+N, the same as `exit 128+N`, so the provider cannot tell the two
+ * apart (docs/providers/docker.md); the in-container agent will.
  */
 #include "../conformance/suite_runner.h"
 
@@ -46,15 +52,22 @@ Test(conformance_docker, every_case_passes, .timeout = 900)
     /* The capabilities that work on docker, so that their cases run here. */
     uint64_t working = SBX_CAP_OUTPUT_EXPORT | SBX_CAP_FILE_MOUNTS | SBX_CAP_SKILLS;
     cr_assert_eq(caps & working, working);
-    unsigned skip = 0;
+    unsigned skip = 0, known = 0;
     for (size_t i = 0; i < r.nresults; i++) {
         int want = (sbx_conformance_case_caps(i) & ~caps) ? SBX_CONFORMANCE_SKIP
                                                           : SBX_CONFORMANCE_PASS;
+        if (!strcmp(r.results[i].name, "exec_killed_by_signal")) {
+            want = SBX_CONFORMANCE_FAIL; /* the known limitation above */
+            known++;
+            cr_expect(strstr(r.results[i].message, "gave exit_code 143"), "%s",
+                      r.results[i].message);
+        }
         skip += want == SBX_CONFORMANCE_SKIP;
         cr_expect_eq(r.results[i].outcome, want, "%s: outcome %d: %s", r.results[i].name,
                      r.results[i].outcome, r.results[i].message);
     }
-    cr_expect_eq(r.summary.failed, 0, "%s", r.output);
+    cr_expect_eq(known, 1, "the known failure is no longer a case");
+    cr_expect_eq(r.summary.failed, known, "%s", r.output);
     cr_expect_eq(r.summary.skipped, skip);
     /* destroy removed every session's resource directory */
     cr_expect_eq(sr_count_workspaces(&r), 0, "resource directories left behind");
