@@ -85,7 +85,8 @@ static void quote_untrusted(char *dst, size_t cap, const char *s)
     }
     char inner[NAME_MAX_LEN * 4 + 8];
     sbx_text_escape(inner, sizeof inner, s, NAME_MAX_LEN);
-    snprintf(dst, cap, "\"%s\"", inner);
+    /* the precision keeps the quotes inside cap */
+    snprintf(dst, cap, "\"%.*s\"", (int)(cap > 3 ? cap - 3 : 0), inner);
 }
 
 /* Set err to `provider "<name>" (<path>): <detail>` and return status. */
