@@ -195,6 +195,8 @@ SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
      * write them only up to their size (members they lack are zero). */
     struct sbx_exec_args a;
     if (!args || !res ||
+        sbx_struct_size(res) < offsetof(struct sbx_exec_result, exit_code) +
+                                   sizeof res->exit_code ||
         !sbx_struct_in(&a, sizeof a, args,
                        offsetof(struct sbx_exec_args, argv) + sizeof a.argv))
         return sbx_error_set(err, SBX_E_INVALID,

@@ -68,6 +68,8 @@ static int run(sbx_handle *h, const char *mgr, const char *const *argv,
     args.out = &out_sink;
     args.err = &err_sink;
     struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
     sbx_error why;
     int rc = sbx_exec(h, &args, &res, cancel, &why);
     if (rc == SBX_E_NO_COMMAND) {

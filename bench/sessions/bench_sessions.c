@@ -68,6 +68,8 @@ static void exec_true(sbx_handle *h)
     args.size = sizeof args;
     args.argv = argv;
     struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
     sbx_error err;
     if (sbx_exec(h, &args, &res, NULL, &err) != SBX_OK || res.exit_code != 0)
         die("exec /bin/true", &err);
