@@ -158,6 +158,10 @@ SBX_API int sbx_open(const struct sbx_options *opts_in, sbx_ctx **out, sbx_error
     const char *plugin_path = option_or_env(opts, opts ? opts->plugin_path : NULL,
                                             "SBX_PLUGIN_PATH");
     ctx->log_level = parse_log_level(option_or_env(opts, NULL, "SBX_LOG_LEVEL"));
+    if (opts) {
+        ctx->log = opts->log;
+        ctx->log_ctx = opts->log_ctx;
+    }
 
     char **names = NULL;
     size_t n = 0;

@@ -4,22 +4,22 @@
 #include <openssl/evp.h>
 #include <string.h>
 
-SBX_API void sbx_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1])
+SBX_API int sbx_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
+    if (!key || !out)
+        return SBX_E_INVALID;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     if (!EVP_Digest(key, strlen(key), md, &len, EVP_sha256(), NULL) ||
         len * 2 != SBX_KEY_HASH_LEN) {
-        /* Only on a broken libcrypto: an all-zero hash would alias keys, so
-         * make the failure impossible to miss rather than silent. */
-        memset(out, 'x', SBX_KEY_HASH_LEN);
-        out[SBX_KEY_HASH_LEN] = '\0';
-        return;
+        out[0] = '\0'; /* never a hash two keys could share */
+        return SBX_E_INTERNAL;
     }
     for (unsigned int i = 0; i < len; i++) {
         out[2 * i] = hex[md[i] >> 4];
         out[2 * i + 1] = hex[md[i] & 0xf];
     }
     out[SBX_KEY_HASH_LEN] = '\0';
+    return SBX_OK;
 }

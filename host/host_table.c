@@ -33,6 +33,10 @@ static void host_log(const struct sbx_host *host, int level, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    if (p->ctx->log) {
+        p->ctx->log(p->ctx->log_ctx, level, p->plugin.name, line);
+        return;
+    }
     /* One write per line so concurrent providers do not interleave. */
     fprintf(stderr, "sbx: %s: %s: %s\n", p->plugin.name, level_name(level), line);
 }

@@ -40,6 +40,8 @@ struct sbx_ctx {
     struct sbx_provider **providers;
     size_t nproviders;
     int log_level; /* messages at or below this level are printed */
+    void (*log)(void *log_ctx, int level, const char *provider, const char *line);
+    void *log_ctx; /* the embedder's log callback, or NULL for stderr */
 };
 
 /* The op at `member` of a provider's table, or NULL when the plugin's

@@ -8,6 +8,7 @@
 #include "call.h"
 #include "key_lock.h"
 #include "registry.h"
+#include "stream_guard.h"
 #include "struct_size.h"
 
 #include <stdlib.h>
@@ -105,7 +106,9 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
     if ((rc = prepare(p, cancel, err)) != SBX_OK)
         return rc;
     char hash[SBX_KEY_HASH_LEN + 1];
-    sbx_key_hash(session_key, hash);
+    if (sbx_key_hash(session_key, hash) != SBX_OK)
+        return sbx_error_set(err, SBX_E_INTERNAL, "cannot hash the session key "
+                                                  "(libcrypto failed)");
     struct sbx_create_args args = {
         .size = sizeof args,
         .session_key = session_key,
@@ -147,7 +150,9 @@ SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref
     if ((rc = prepare(p, cancel, err)) != SBX_OK)
         return rc;
     char hash[SBX_KEY_HASH_LEN + 1];
-    sbx_key_hash(session_key, hash);
+    if (sbx_key_hash(session_key, hash) != SBX_OK)
+        return sbx_error_set(err, SBX_E_INTERNAL, "cannot hash the session key "
+                                                  "(libcrypto failed)");
     struct sbx_attach_args args = {
         .size = sizeof args, .session_key = session_key, .key_hash = hash, .ref = ref,
     };
@@ -214,11 +219,20 @@ SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
     struct sbx_exec_result r;
     memset(&r, 0, sizeof r);
     r.size = sizeof r;
+    /* the caller's streams, wrapped so that their own failure is told */
+    struct sbx_stream_failure f = {0};
+    struct sbx_guarded_source gin;
+    struct sbx_guarded_sink gout, gerr;
+    a.in = sbx_guard_source(&gin, a.in, &f, "exec stdin");
+    a.out = sbx_guard_sink(&gout, a.out, &f, "exec stdout");
+    a.err = sbx_guard_sink(&gerr, a.err, &f, "exec stderr");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, &r);
     sbx_struct_out(res, &r, sizeof r);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "exec");
+    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "exec");
+    sbx_guard_finish(&f, rc, call.err);
+    return rc;
 }
 
 SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sink,
@@ -234,10 +248,15 @@ SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sin
         return rc;
     if (sbx_cancel_fired(cancel))
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
+    struct sbx_stream_failure f = {0};
+    struct sbx_guarded_sink g;
+    sink = sbx_guard_sink(&g, sink, &f, "read sink");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     rc = h->provider->plugin.desc->ops->read_file(h->sb, &call, path, sink);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "read");
+    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "read");
+    sbx_guard_finish(&f, rc, call.err);
+    return rc;
 }
 
 SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *src,
@@ -253,10 +272,15 @@ SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *
         return rc;
     if (sbx_cancel_fired(cancel))
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
+    struct sbx_stream_failure f = {0};
+    struct sbx_guarded_source g;
+    src = sbx_guard_source(&g, src, &f, "write source");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     rc = h->provider->plugin.desc->ops->write_file(h->sb, &call, path, src, mode);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "write");
+    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "write");
+    sbx_guard_finish(&f, rc, call.err);
+    return rc;
 }
 
 SBX_API void sbx_release(sbx_handle *h)
@@ -278,7 +302,9 @@ SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *re
     if ((rc = prepare(p, cancel, err)) != SBX_OK)
         return rc;
     char hash[SBX_KEY_HASH_LEN + 1];
-    sbx_key_hash(session_key, hash);
+    if (sbx_key_hash(session_key, hash) != SBX_OK)
+        return sbx_error_set(err, SBX_E_INTERNAL, "cannot hash the session key "
+                                                  "(libcrypto failed)");
     struct sbx_destroy_args args = {
         .size = sizeof args, .session_key = session_key, .key_hash = hash, .ref = ref,
     };
@@ -320,10 +346,15 @@ SBX_API int sbx_mount_put(sbx_handle *h, const char *path,
                              "mount_put: no struct sbx_blob, or its size is not set");
     if ((rc = check_source(b.src, "mount_put", err)) != SBX_OK)
         return rc;
+    struct sbx_stream_failure f = {0};
+    struct sbx_guarded_source g;
+    b.src = sbx_guard_source(&g, b.src, &f, "mount source");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, mount_put)(h->sb, &call, path, &b);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "mount_put");
+    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "mount_put");
+    sbx_guard_finish(&f, rc, call.err);
+    return rc;
 }
 
 SBX_API int sbx_mount_remove(sbx_handle *h, const char *path, sbx_cancel *cancel,
@@ -346,10 +377,15 @@ SBX_API int sbx_export_outputs(sbx_handle *h, const struct sbx_sink *tar_sink,
         return rc;
     if ((rc = check_sink(tar_sink, "export_outputs", err)) != SBX_OK)
         return rc;
+    struct sbx_stream_failure f = {0};
+    struct sbx_guarded_sink g;
+    tar_sink = sbx_guard_sink(&g, tar_sink, &f, "export sink");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, export_outputs)(h->sb, &call, tar_sink);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "export_outputs");
+    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "export_outputs");
+    sbx_guard_finish(&f, rc, call.err);
+    return rc;
 }
 
 SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
@@ -367,8 +403,13 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
                              "set");
     if ((rc = check_source(b.src, "skill_install", err)) != SBX_OK)
         return rc;
+    struct sbx_stream_failure f = {0};
+    struct sbx_guarded_source g;
+    b.src = sbx_guard_source(&g, b.src, &f, "skill bundle source");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, skill_install)(h->sb, &call, name, &b);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "skill_install");
+    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "skill_install");
+    sbx_guard_finish(&f, rc, call.err);
+    return rc;
 }

@@ -105,7 +105,9 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
         used += (size_t)snprintf(text + used, len - used, "package %s %s\n",
                                  sbx_package_manager_name(spec->packages[i].manager),
                                  spec->packages[i].name);
-    sbx_key_hash(text, out);
+    int rc = sbx_key_hash(text, out);
     free(text);
+    if (rc != SBX_OK)
+        return sbx_error_set(err, rc, "cannot hash the session spec (libcrypto failed)");
     return SBX_OK;
 }

@@ -363,7 +363,8 @@ void sbx_key_page_free(struct sbx_key_page *p)
 void sbx_store_key_label(const char *key, char out[13])
 {
     char hash[SBX_KEY_HASH_LEN + 1];
-    sbx_key_hash(key, hash);
+    if (sbx_key_hash(key, hash) != SBX_OK)
+        snprintf(hash, sizeof hash, "%s", "unhashable!!"); /* a label, never a name */
     memcpy(out, hash, 12);
     out[12] = '\0';
 }

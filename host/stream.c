@@ -13,8 +13,10 @@ static long fd_read(void *ctx, void *buf, size_t cap)
         ssize_t n = read(fd, buf, cap);
         if (n >= 0)
             return (long)n;
-        if (errno != EINTR)
+        if (errno != EINTR) {
+            sbx_stream_error("reading descriptor %d: %s", fd, strerror(errno));
             return -1;
+        }
     }
 }
 
@@ -75,6 +77,7 @@ static int fd_write(void *ctx, const void *buf, size_t len)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            sbx_stream_error("writing descriptor %d: %s", fd, strerror(errno));
             return SBX_E_IO;
         }
         p += n;

@@ -130,8 +130,20 @@ SBX_API struct sbx_sink sbx_fd_sink(int *fd);
 
 /* Lowercase hex SHA-256 of a session key; out receives
  * SBX_KEY_HASH_LEN + 1 bytes. This is the only form of a key that may
- * appear in names, labels and logs. */
-SBX_API void sbx_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1]);
+ * appear in names, labels and logs. Returns SBX_OK; SBX_E_INVALID for a
+ * NULL key or out; SBX_E_INTERNAL when libcrypto cannot hash (out is then
+ * "" so that a failure can never alias two keys). */
+SBX_API int sbx_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1]);
+
+/*
+ * sbx_stream_error - say why a sink or source of yours fails. Call it from
+ * the write or read callback, on the thread it runs on, just before it
+ * returns its failure: the message (printf-style) then leads the error of
+ * the call that used the stream, e.g. "exec stdout: disk full (provider's
+ * words)", instead of a bare "I/O error". Thread-safe; the message is kept
+ * per thread until the callback returns.
+ */
+SBX_API void sbx_stream_error(const char *fmt, ...) SBX_PRINTF_LIKE(1, 2);
 
 /* ------------------------------------------------------------------------ */
 /* Host context                                                               */
@@ -159,6 +171,14 @@ struct sbx_options {
      * a service should open strictly. Configuration errors outside provider
      * sections still fail. */
     bool keep_broken_providers;
+    /* Where log lines go (providers' host->log and libsbx's own warnings):
+     * called with the level (SBX_LOG_*), the provider's name (NULL for
+     * libsbx itself) and the formatted line, without a newline; strings are
+     * borrowed for the call. May be called from any thread, concurrently.
+     * NULL: one line per message on stderr, "sbx: NAME: LEVEL: text".
+     * Lines above $SBX_LOG_LEVEL (default warn) are not passed. */
+    void (*log)(void *log_ctx, int level, const char *provider, const char *line);
+    void *log_ctx;
 };
 
 /*

@@ -1,0 +1,157 @@
+/*
+ * test_embedder.c - what an agent runtime linking libsbx relies on: its
+ * own sinks and sources explain their failures in the call's error, libsbx's
+ * fd streams say which descriptor failed and why, and log lines go to the
+ * embedder's callback instead of stderr.
+ */
+#include <criterion/criterion.h>
+#include <sbx/sbx.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FIXTURES SBX_TEST_BUILD_DIR "/fixture-plugins"
+
+static char root[] = "/tmp/sbx-embedder-XXXXXX";
+static char cfg[4096];
+static sbx_ctx *ctx;
+static sbx_provider *local;
+static sbx_handle *h;
+
+static void setup(void)
+{
+    strcpy(root, "/tmp/sbx-embedder-XXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    snprintf(cfg, sizeof cfg, "%s/sbx.yaml", root);
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "providers:\n  local:\n    root: %s/ws\n", root);
+    fclose(f);
+    struct sbx_options o = {.size = sizeof o, .config_path = cfg,
+                            .plugin_path = SBX_TEST_PROVIDER_DIR,
+                            .ignore_environment = true};
+    sbx_error err;
+    cr_assert_eq(sbx_open(&o, &ctx, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbx_provider_lookup(ctx, "local", &local, &err), SBX_OK);
+    cr_assert_eq(sbx_create(local, "embedder", NULL, NULL, &h, &err), SBX_OK, "%s",
+                 err.message);
+}
+
+static void teardown(void)
+{
+    char ref[SBX_REF_MAX];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    sbx_release(h);
+    sbx_error err;
+    sbx_destroy(local, "embedder", ref, NULL, &err);
+    sbx_close(ctx);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(embedder, .init = setup, .fini = teardown, .timeout = 60);
+
+static int refusing_write(void *ctx_, const void *buf, size_t len)
+{
+    (void)ctx_;
+    (void)buf;
+    (void)len;
+    sbx_stream_error("the quota of %s is exhausted", "/srv/agent");
+    return SBX_E_IO;
+}
+
+Test(embedder, a_failing_sink_tells_its_own_reason)
+{
+    const char *argv[] = {"sh", "-c", "echo hello", NULL};
+    struct sbx_sink out = SBX_SINK_INIT(NULL, refusing_write);
+    struct sbx_exec_args a = {.size = sizeof a, .argv = argv, .out = &out};
+    struct sbx_exec_result r = {.size = sizeof r};
+    sbx_error err;
+    int rc = sbx_exec(h, &a, &r, NULL, &err);
+    cr_assert_neq(rc, SBX_OK);
+    cr_assert(!strncmp(err.message, "exec stdout: the quota of /srv/agent is exhausted",
+                       49),
+              "%s", err.message);
+}
+
+static long failing_read(void *ctx_, void *buf, size_t cap)
+{
+    int *calls = ctx_;
+    if ((*calls)++ == 0) {
+        memset(buf, 'x', cap < 10 ? cap : 10);
+        return cap < 10 ? (long)cap : 10;
+    }
+    sbx_stream_error("the upload from %s was cut", "client 7");
+    return -1;
+}
+
+Test(embedder, a_failing_source_tells_its_own_reason)
+{
+    int calls = 0;
+    struct sbx_source src = SBX_SOURCE_INIT(&calls, failing_read);
+    sbx_error err;
+    int rc = sbx_write(h, "f.txt", &src, 0, NULL, &err);
+    cr_assert_neq(rc, SBX_OK);
+    cr_assert(!strncmp(err.message, "write source: the upload from client 7 was cut", 46),
+              "%s", err.message);
+}
+
+Test(embedder, fd_sinks_name_the_descriptor_and_the_errno)
+{
+    struct sbx_memory_source m = {"content", 7, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    sbx_error err;
+    cr_assert_eq(sbx_write(h, "f.txt", &src, 0, NULL, &err), SBX_OK, "%s", err.message);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    close(p[0]);
+    signal(SIGPIPE, SIG_IGN);
+    struct sbx_sink sink = sbx_fd_sink(&p[1]);
+    int rc = sbx_read(h, "f.txt", &sink, NULL, &err);
+    close(p[1]);
+    cr_assert_neq(rc, SBX_OK);
+    char want[64];
+    snprintf(want, sizeof want, "read sink: writing descriptor %d: Broken pipe", p[1]);
+    cr_assert(strstr(err.message, want), "%s", err.message);
+}
+
+struct log_seen {
+    pthread_mutex_t lock;
+    int count, level;
+    char provider[64], line[256];
+};
+
+static void on_log(void *log_ctx, int level, const char *provider, const char *line)
+{
+    struct log_seen *s = log_ctx;
+    pthread_mutex_lock(&s->lock);
+    s->count++;
+    s->level = level;
+    snprintf(s->provider, sizeof s->provider, "%s", provider ? provider : "(libsbx)");
+    snprintf(s->line, sizeof s->line, "%s", line);
+    pthread_mutex_unlock(&s->lock);
+}
+
+Test(embedder, log_lines_go_to_the_embedders_callback)
+{
+    static struct log_seen seen = {PTHREAD_MUTEX_INITIALIZER, 0, 0, "", ""};
+    struct sbx_options o = {.size = sizeof o, .config_path = "/dev/null",
+                            .plugin_path = FIXTURES, .provider = "initfail",
+                            .ignore_environment = true, .log = on_log,
+                            .log_ctx = &seen};
+    sbx_ctx *c;
+    sbx_error err;
+    cr_assert_eq(sbx_open(&o, &c, &err), SBX_OK, "%s", err.message);
+    sbx_provider *p;
+    cr_assert_eq(sbx_provider_lookup(c, "initfail", &p, &err), SBX_OK);
+    cr_assert_eq(sbx_provider_ready(p, &err), SBX_E_UNAVAILABLE);
+    cr_assert_eq(seen.count, 1);
+    cr_assert_eq(seen.level, SBX_LOG_WARN);
+    cr_assert_str_eq(seen.provider, "initfail");
+    cr_assert_str_eq(seen.line, "giving up on the backend (attempt 1)");
+    sbx_close(c);
+}
