@@ -62,7 +62,7 @@ static int probe(const struct sbx_options *o, const char *name, struct target *t
         snprintf(tg->version, sizeof tg->version, "%s", d->version ? d->version : "");
         snprintf(tg->path, sizeof tg->path, "%s", path ? path : "");
         tg->caps = d->caps;
-        rc = sbx_provider_ready(p, err);
+        rc = sbx_provider_ready(p, NULL, err);
     }
     sbx_close(ctx);
     return rc;

@@ -118,6 +118,7 @@ static int enable_provider(sbx_ctx *ctx, const char *name, sbx_error *err)
         }
     }
     pthread_mutex_init(&p->init_lock, NULL);
+    pthread_cond_init(&p->init_done, NULL);
     sbx_host_table_init(p);
     ctx->providers[ctx->nproviders++] = p;
     return SBX_OK;
@@ -220,6 +221,7 @@ SBX_API void sbx_close(sbx_ctx *ctx)
         if (p->initialized)
             p->plugin.desc->ops->fini(p->state);
         pthread_mutex_destroy(&p->init_lock);
+        pthread_cond_destroy(&p->init_done);
         sbx_plugin_clear(&p->plugin);
         free(p);
     }

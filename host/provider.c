@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const struct {
     uint64_t bit;
@@ -68,28 +69,61 @@ SBX_API const char *sbx_provider_path(const sbx_provider *p)
     return p->plugin.path;
 }
 
-SBX_API int sbx_provider_ready(sbx_provider *p, sbx_error *err)
+/* Wait while another thread runs init: woken when it ends, and every
+ * 50 ms to look at this caller's cancellation. Called with init_lock held. */
+static int wait_for_init(sbx_provider *p, sbx_cancel *cancel, sbx_error *err)
+{
+    while (p->init_running) {
+        if (sbx_cancel_fired(cancel))
+            return sbx_error_set(err, SBX_E_CANCELLED,
+                                 "provider \"%s\": cancelled while waiting for its "
+                                 "init",
+                                 p->plugin.name);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&p->init_done, &p->init_lock, &until);
+    }
+    return SBX_OK;
+}
+
+SBX_API int sbx_provider_ready(sbx_provider *p, sbx_cancel *cancel, sbx_error *err)
 {
     pthread_mutex_lock(&p->init_lock);
-    int rc = SBX_OK;
-    if (!p->initialized) {
-        struct sbx_call call;
-        sbx_call_begin(&call, err, NULL);
-        void *state = NULL;
-        rc = p->plugin.desc->ops->init(&p->host, &call, &state);
-        if (rc == SBX_OK) {
-            p->state = state;
-            p->initialized = true;
-        } else {
-            /* Say which provider failed; keep its own words. */
-            char why[SBX_ERROR_MAX];
-            snprintf(why, sizeof why, "%s", call.err->message[0]
-                                                ? call.err->message
-                                                : sbx_strerror((sbx_status)rc));
-            sbx_error_set(call.err, rc, "provider \"%s\" (%s): init failed: %s",
-                          p->plugin.name, p->plugin.path, why);
-        }
+    int rc = wait_for_init(p, cancel, err);
+    if (rc != SBX_OK || p->initialized) {
+        pthread_mutex_unlock(&p->init_lock);
+        return rc;
     }
+    /* This thread runs init, without the lock: a slow or hanging init keeps
+     * no other thread from giving up (cancel) and a failed one lets the
+     * next caller try again. The caller's token reaches init. */
+    p->init_running = true;
+    pthread_mutex_unlock(&p->init_lock);
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    void *state = NULL;
+    rc = p->plugin.desc->ops->init(&p->host, &call, &state);
+    if (rc != SBX_OK) {
+        /* Say which provider failed; keep its own words. */
+        char why[SBX_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", call.err->message[0]
+                                            ? call.err->message
+                                            : sbx_strerror((sbx_status)rc));
+        sbx_error_set(call.err, rc, "provider \"%s\" (%s): init failed: %s",
+                      p->plugin.name, p->plugin.path, why);
+    }
+    pthread_mutex_lock(&p->init_lock);
+    if (rc == SBX_OK) {
+        p->state = state;
+        p->initialized = true;
+    }
+    p->init_running = false;
+    pthread_cond_broadcast(&p->init_done);
     pthread_mutex_unlock(&p->init_lock);
     return rc;
 }

@@ -20,6 +20,8 @@ struct sbx_provider {
     struct sbx_config_section *section; /* NULL: enabled without a section */
     struct sbx_host host;               /* handed to init; ctx points here */
     pthread_mutex_t init_lock;
+    pthread_cond_t init_done; /* signalled when a running init ends */
+    bool init_running;        /* a thread is in init (without the lock) */
     bool initialized;
     void *state; /* the provider's, valid once initialized */
 };

@@ -27,7 +27,7 @@ static int prepare(sbx_provider *p, sbx_cancel *cancel, sbx_error *err)
     sbx_error_clear(err);
     if (sbx_cancel_fired(cancel))
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
-    return sbx_provider_ready(p, err);
+    return sbx_provider_ready(p, cancel, err);
 }
 
 static int new_handle(sbx_provider *p, sbx_sandbox *sb, const char *ref,

@@ -59,7 +59,7 @@ int cmd_check(const struct cli_globals *g, int argc, char **argv)
         sbx_provider *p;
         sbx_error err;
         if (sbx_provider_lookup(ctx, name, &p, &err) != SBX_OK ||
-            (init && sbx_provider_ready(p, &err) != SBX_OK)) {
+            (init && sbx_provider_ready(p, NULL, &err) != SBX_OK)) {
             cli_error("%s", err.message);
             status = CLI_EXIT_FAIL;
             continue;

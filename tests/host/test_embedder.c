@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FIXTURES SBX_TEST_BUILD_DIR "/fixture-plugins"
@@ -148,10 +149,77 @@ Test(embedder, log_lines_go_to_the_embedders_callback)
     cr_assert_eq(sbx_open(&o, &c, &err), SBX_OK, "%s", err.message);
     sbx_provider *p;
     cr_assert_eq(sbx_provider_lookup(c, "initfail", &p, &err), SBX_OK);
-    cr_assert_eq(sbx_provider_ready(p, &err), SBX_E_UNAVAILABLE);
+    cr_assert_eq(sbx_provider_ready(p, NULL, &err), SBX_E_UNAVAILABLE);
     cr_assert_eq(seen.count, 1);
     cr_assert_eq(seen.level, SBX_LOG_WARN);
     cr_assert_str_eq(seen.provider, "initfail");
     cr_assert_str_eq(seen.line, "giving up on the backend (attempt 1)");
+    sbx_close(c);
+}
+
+struct ready_job {
+    sbx_provider *p;
+    sbx_cancel *cancel;
+    int rc;
+    char msg[SBX_ERROR_MAX];
+};
+
+static void *ready(void *arg)
+{
+    struct ready_job *j = arg;
+    sbx_error err;
+    j->rc = sbx_provider_ready(j->p, j->cancel, &err);
+    snprintf(j->msg, sizeof j->msg, "%s", err.message);
+    return NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+Test(embedder, a_hanging_init_can_be_cancelled_and_blocks_no_one)
+{
+    struct sbx_options o = {.size = sizeof o, .config_path = "/dev/null",
+                            .plugin_path = FIXTURES, .provider = "slowinit",
+                            .ignore_environment = true};
+    sbx_ctx *c;
+    sbx_error err;
+    cr_assert_eq(sbx_open(&o, &c, &err), SBX_OK, "%s", err.message);
+    sbx_provider *p;
+    cr_assert_eq(sbx_provider_lookup(c, "slowinit", &p, &err), SBX_OK);
+    struct ready_job a = {p, NULL, -1, ""}, b = {p, NULL, -1, ""};
+    cr_assert_eq(sbx_cancel_new(&a.cancel), SBX_OK);
+    cr_assert_eq(sbx_cancel_new(&b.cancel), SBX_OK);
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, ready, &a);
+    usleep(100 * 1000); /* a is in init now */
+    pthread_create(&tb, NULL, ready, &b);
+    usleep(100 * 1000);
+    /* b waits for a's init; cancelling b frees it at once */
+    double t0 = now_s();
+    sbx_cancel_fire(b.cancel);
+    pthread_join(tb, NULL);
+    cr_expect_eq(b.rc, SBX_E_CANCELLED, "%s", b.msg);
+    cr_expect_lt(now_s() - t0, 1.0, "the waiter was held by the running init");
+    /* a's own token reaches init itself */
+    t0 = now_s();
+    sbx_cancel_fire(a.cancel);
+    pthread_join(ta, NULL);
+    cr_expect_eq(a.rc, SBX_E_CANCELLED, "%s", a.msg);
+    cr_expect(strstr(a.msg, "init cancelled (attempt 1)"), "%s", a.msg);
+    cr_expect_lt(now_s() - t0, 1.0);
+    sbx_cancel_free(a.cancel);
+    sbx_cancel_free(b.cancel);
+    /* the failed init is retried by the next caller */
+    sbx_cancel *c3;
+    sbx_cancel_new(&c3);
+    sbx_cancel_fire(c3);
+    struct ready_job d = {p, c3, -1, ""};
+    ready(&d);
+    cr_expect(strstr(d.msg, "attempt 2") || d.rc == SBX_E_CANCELLED, "%s", d.msg);
+    sbx_cancel_free(c3);
     sbx_close(c);
 }

@@ -63,7 +63,7 @@ Test(registry, init_runs_lazily_and_failure_names_provider, .fini = cleanup)
     sbx_provider *p;
     cr_assert_eq(sbx_provider_lookup(ctx, NULL, &p, &err), SBX_OK);
     cr_assert_not(p->initialized, "open must not run init");
-    int rc = sbx_provider_ready(p, &err);
+    int rc = sbx_provider_ready(p, NULL, &err);
     cr_assert_neq(rc, SBX_OK);
     cr_assert_eq(err.status, rc);
     cr_assert(strstr(err.message, "\"initfail\""), "%s", err.message);

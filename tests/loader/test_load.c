@@ -94,7 +94,7 @@ Test(load, unknown_name_lists_installed_providers)
     assert_msg_has(&err, "\"" FIXTURES "\"");
     assert_msg_has(&err, "installed providers: allcaps, capnoops, garbage, good, "
                          "initfail, linkshost, major, minor, mismatch, nosym, "
-                         "nullcore, nulldesc, overlap, smalldesc, smallops, "
+                         "nullcore, nulldesc, overlap, slowinit, smalldesc, smallops, "
                          "unknowncap");
 }
 

@@ -186,8 +186,8 @@ Test(plugin_names, fixture_directory)
     char **names = sbx_plugin_names(ALT ":" FIXTURES);
     const char *want[] = {"allcaps", "capnoops", "garbage", "good", "initfail",
                           "linkshost", "major", "minor", "mismatch", "nosym",
-                          "nullcore", "nulldesc", "overlap", "smalldesc",
-                          "smallops", "unknowncap"};
+                          "nullcore", "nulldesc", "overlap", "slowinit",
+                          "smalldesc", "smallops", "unknowncap"};
     expect_names(names, want, sizeof want / sizeof want[0]);
     sbx_plugin_names_free(names);
 }

@@ -266,8 +266,11 @@ SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
 
 /* Run the provider's init if it has not run yet (thread-safe, once). A
  * failed init is reported with the provider's name and is retried on the
- * next call. All sandbox functions call this themselves. */
-SBX_API int sbx_provider_ready(sbx_provider *p, sbx_error *err);
+ * next call. cancel (may be NULL) reaches init, which may give up with
+ * SBX_E_CANCELLED; a thread waiting for another thread's init gives up
+ * the same way, and is never held by an init that fails (it then tries
+ * itself). All sandbox functions call this themselves. */
+SBX_API int sbx_provider_ready(sbx_provider *p, sbx_cancel *cancel, sbx_error *err);
 
 /* Admission from the descriptor alone: SBX_OK when the provider declares
  * every capability in `caps`, else SBX_E_UNSUPPORTED naming the provider and
