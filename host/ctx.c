@@ -152,6 +152,7 @@ SBX_API int sbx_open(const struct sbx_options *opts_in, sbx_ctx **out, sbx_error
     sbx_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    pthread_mutex_init(&ctx->handles_lock, NULL);
     const char *config_path = option_or_env(opts, opts ? opts->config_path : NULL,
                                             "SBX_CONFIG");
     const char *selected = option_or_env(opts, opts ? opts->provider : NULL,
@@ -216,6 +217,8 @@ SBX_API void sbx_close(sbx_ctx *ctx)
 {
     if (!ctx)
         return;
+    /* Handles still held: their provider side goes before fini. */
+    sbx_handles_close_all(ctx);
     for (size_t i = 0; i < ctx->nproviders; i++) {
         struct sbx_provider *p = ctx->providers[i];
         if (p->initialized)
@@ -234,6 +237,7 @@ SBX_API void sbx_close(sbx_ctx *ctx)
     sbx_config_free(ctx->config);
     free(ctx->search_path);
     free(ctx->default_provider);
+    pthread_mutex_destroy(&ctx->handles_lock);
     free(ctx);
 }
 

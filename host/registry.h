@@ -34,6 +34,8 @@ struct sbx_broken_provider {
 };
 
 struct sbx_ctx {
+    pthread_mutex_t handles_lock;
+    struct sbx_handle *handles; /* live handles, released by sbx_close */
     struct sbx_config *config;
     struct sbx_broken_provider *broken;
     size_t nbroken;
@@ -54,6 +56,11 @@ struct sbx_ctx {
                  sizeof((p)->plugin.desc->ops->member)                      \
          ? (p)->plugin.desc->ops->member                                    \
          : NULL)
+
+/* Release the provider side of every live handle of ctx and mark them
+ * closed: later ops on them are refused, sbx_release frees them
+ * (sandbox.c). */
+void sbx_handles_close_all(sbx_ctx *ctx);
 
 /* Fill the host table of a provider record (registry_host.c). */
 void sbx_host_table_init(struct sbx_provider *p);

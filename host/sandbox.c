@@ -15,11 +15,62 @@
 #include <string.h>
 
 struct sbx_handle {
-    sbx_provider *provider;
+    sbx_provider *provider; /* NULL once its context was closed */
     sbx_sandbox *sb;
     char ref[SBX_REF_MAX];
     const char *root;
+    struct sbx_handle *prev, *next; /* the context's live handles */
 };
+
+/* Ops on a handle whose context sbx_close already closed are refused. */
+static int live(const sbx_handle *h, sbx_error *err)
+{
+    if (!h)
+        return sbx_error_set(err, SBX_E_INVALID, "no sandbox handle given");
+    if (!h->provider)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "the context of this sandbox handle was closed; only "
+                             "sbx_release may still be called on it");
+    return SBX_OK;
+}
+
+static void track(sbx_handle *h)
+{
+    sbx_ctx *ctx = h->provider->ctx;
+    pthread_mutex_lock(&ctx->handles_lock);
+    h->next = ctx->handles;
+    if (h->next)
+        h->next->prev = h;
+    ctx->handles = h;
+    pthread_mutex_unlock(&ctx->handles_lock);
+}
+
+static void untrack(sbx_handle *h)
+{
+    sbx_ctx *ctx = h->provider->ctx;
+    pthread_mutex_lock(&ctx->handles_lock);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        ctx->handles = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    pthread_mutex_unlock(&ctx->handles_lock);
+}
+
+void sbx_handles_close_all(sbx_ctx *ctx)
+{
+    pthread_mutex_lock(&ctx->handles_lock);
+    for (sbx_handle *h = ctx->handles, *next; h; h = next) {
+        next = h->next;
+        h->provider->plugin.desc->ops->release(h->sb);
+        h->sb = NULL;
+        h->provider = NULL;
+        h->prev = h->next = NULL;
+    }
+    ctx->handles = NULL;
+    pthread_mutex_unlock(&ctx->handles_lock);
+}
 
 /* Common prologue: init, cancellation. */
 static int prepare(sbx_provider *p, sbx_cancel *cancel, sbx_error *err)
@@ -42,6 +93,7 @@ static int new_handle(sbx_provider *p, sbx_sandbox *sb, const char *ref,
     h->sb = sb;
     memcpy(h->ref, ref, SBX_REF_MAX);
     h->root = p->plugin.desc->ops->root(sb);
+    track(h);
     *out = h;
     return SBX_OK;
 }
@@ -188,7 +240,7 @@ SBX_API const char *sbx_handle_root(const sbx_handle *h)
 
 SBX_API sbx_provider *sbx_handle_provider(const sbx_handle *h)
 {
-    return h->provider;
+    return h->provider; /* NULL once the context was closed */
 }
 
 SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
@@ -196,6 +248,8 @@ SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
                      sbx_error *err)
 {
     sbx_error_clear(err);
+    if (live(h, err) != SBX_OK)
+        return SBX_E_INVALID;
     /* The caller's structs may be older and shorter than ours: read and
      * write them only up to their size (members they lack are zero). */
     struct sbx_exec_args a;
@@ -239,6 +293,8 @@ SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sin
                      sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
+    if (live(h, err) != SBX_OK)
+        return SBX_E_INVALID;
     if (!path || !*path)
         return sbx_error_set(err, SBX_E_INVALID, "read: empty path");
     if (!sink)
@@ -263,6 +319,8 @@ SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *
                       unsigned mode, sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
+    if (live(h, err) != SBX_OK)
+        return SBX_E_INVALID;
     if (!path || !*path)
         return sbx_error_set(err, SBX_E_INVALID, "write: empty path");
     if (!src)
@@ -287,7 +345,10 @@ SBX_API void sbx_release(sbx_handle *h)
 {
     if (!h)
         return;
-    h->provider->plugin.desc->ops->release(h->sb);
+    if (h->provider) { /* else sbx_close released the provider's handle */
+        untrack(h);
+        h->provider->plugin.desc->ops->release(h->sb);
+    }
     free(h);
 }
 
@@ -324,6 +385,8 @@ static int cap_call_begin(sbx_handle *h, uint64_t cap, sbx_cancel *cancel,
                           sbx_error *err)
 {
     sbx_error_clear(err);
+    if (live(h, err) != SBX_OK)
+        return SBX_E_INVALID;
     int rc = sbx_provider_admit(h->provider, cap, err);
     if (rc != SBX_OK)
         return rc;

@@ -223,3 +223,38 @@ Test(embedder, a_hanging_init_can_be_cancelled_and_blocks_no_one)
     sbx_cancel_free(c3);
     sbx_close(c);
 }
+
+Test(embedder, closing_a_context_with_live_handles_is_defined)
+{
+    struct sbx_options o = {.size = sizeof o, .config_path = cfg,
+                            .plugin_path = SBX_TEST_PROVIDER_DIR,
+                            .ignore_environment = true};
+    sbx_ctx *c;
+    sbx_error err;
+    cr_assert_eq(sbx_open(&o, &c, &err), SBX_OK, "%s", err.message);
+    sbx_provider *p;
+    cr_assert_eq(sbx_provider_lookup(c, "local", &p, &err), SBX_OK);
+    sbx_handle *left = NULL;
+    cr_assert_eq(sbx_create(p, "left-open", NULL, NULL, &left, &err), SBX_OK, "%s",
+                 err.message);
+    char ref[SBX_REF_MAX];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(left));
+    sbx_close(c); /* the handle is still held */
+    cr_assert_null(sbx_handle_provider(left));
+    cr_assert_str_eq(sbx_handle_ref(left), ref, "the reference stays readable");
+    const char *argv[] = {"true", NULL};
+    struct sbx_exec_args a = {.size = sizeof a, .argv = argv};
+    struct sbx_exec_result r = {.size = sizeof r};
+    cr_assert_eq(sbx_exec(left, &a, &r, NULL, &err), SBX_E_INVALID);
+    cr_assert(strstr(err.message, "context of this sandbox handle was closed"), "%s",
+              err.message);
+    sbx_release(left); /* frees it; nothing leaks (ASan) */
+    /* the sandbox itself stayed: a new context attaches to it */
+    cr_assert_eq(sbx_open(&o, &c, &err), SBX_OK);
+    cr_assert_eq(sbx_provider_lookup(c, "local", &p, &err), SBX_OK);
+    cr_assert_eq(sbx_attach(p, "left-open", ref, NULL, &left, &err), SBX_OK, "%s",
+                 err.message);
+    sbx_release(left);
+    cr_assert_eq(sbx_destroy(p, "left-open", ref, NULL, &err), SBX_OK);
+    sbx_close(c);
+}

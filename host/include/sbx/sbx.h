@@ -191,8 +191,12 @@ struct sbx_options {
  */
 SBX_API int sbx_open(const struct sbx_options *opts, sbx_ctx **out, sbx_error *err);
 
-/* Close a context: finalizes initialized providers. Handles must have been
- * released. NULL is ignored. Plugins stay mapped (never dlclosed). */
+/* Close a context: finalizes initialized providers. Handles still held
+ * are closed first (the provider's handle is released, the sandbox stays):
+ * every op on them then fails with SBX_E_INVALID and sbx_handle_provider
+ * returns NULL, but each must still be freed with sbx_release. Must not run
+ * while another thread is in a call on this context or its handles. NULL
+ * is ignored. Plugins stay mapped (never dlclosed). */
 SBX_API void sbx_close(sbx_ctx *ctx);
 
 /* Name of the default provider for new sandboxes (never NULL). */
