@@ -22,8 +22,9 @@ static const char *level_name(int level)
     }
 }
 
-static void host_log(const struct sbx_host *host, int level, const char *fmt,
-                     ...)
+static void host_log(const struct sbx_host *host, int level, const char *fmt, ...)
+    SBX_PRINTF_LIKE(3, 4);
+static void host_log(const struct sbx_host *host, int level, const char *fmt, ...)
 {
     const struct sbx_provider *p = host->ctx;
     if (level > p->ctx->log_level)
@@ -41,8 +42,10 @@ static void host_log(const struct sbx_host *host, int level, const char *fmt,
     fprintf(stderr, "sbx: %s: %s: %s\n", p->plugin.name, level_name(level), line);
 }
 
-static int host_set_error(const struct sbx_host *host, sbx_call *call,
-                          int status, const char *fmt, ...)
+static int host_set_error(const struct sbx_host *host, sbx_call *call, int status,
+                          const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+static int host_set_error(const struct sbx_host *host, sbx_call *call, int status,
+                          const char *fmt, ...)
 {
     (void)host;
     if (!call)

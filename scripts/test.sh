@@ -40,4 +40,6 @@ ctest --test-dir build/ci --output-on-failure --timeout 600 || status=1
 echo "== tests (ASan + UBSan) =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure --timeout 900 || status=1
+echo "== fuzzing (libFuzzer, clang, ASan + UBSan; ${SBX_FUZZ_SECONDS:-30} s per harness) =="
+scripts/fuzz.sh || status=1
 exit $status

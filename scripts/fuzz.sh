@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# fuzz.sh - build the libFuzzer harnesses (clang, ASan + UBSan) and run each
+# for a bounded time against a copy of its seed corpus.
+#
+#   scripts/fuzz.sh [SECONDS]     default: $SBX_FUZZ_SECONDS, else 30 per harness
+#
+# Prints one line per harness: runs, executions per second, corpus size.
+# A crash, leak or timeout fails the run and names the reproducer, which
+# belongs in tests/fuzz/corpus/<name>/ with a regression test. Called by
+# scripts/test.sh.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+seconds=${1:-${SBX_FUZZ_SECONDS:-30}}
+
+cc=$(command -v clang-14 || command -v clang || true)
+[ -n "$cc" ] || { echo "fuzz.sh: clang is not installed (scripts/deps.sh test)" >&2; exit 1; }
+
+cmake -S . -B build/fuzz -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Debug \
+      -DSBX_FUZZ=ON -DBUILD_TESTING=OFF -DSBX_BUILD_BENCH=OFF >/dev/null
+harnesses=(config archive)
+cmake --build build/fuzz -j"$(nproc)" --target "${harnesses[@]/#/fuzz_}" >/dev/null
+
+work=$(mktemp -d /tmp/sbx-fuzz.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+status=0
+for name in "${harnesses[@]}"; do
+    mkdir -p "$work/$name/corpus" "$work/$name/artifacts"
+    cp tests/fuzz/corpus/"$name"/* "$work/$name/corpus/"
+    log=$work/$name/log
+    if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1 \
+        build/fuzz/tests/fuzz/fuzz_"$name" -max_total_time="$seconds" -max_len=65536 \
+        -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$work/$name/artifacts/" "$work/$name/corpus" >"$log" 2>&1; then
+        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+        speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+        size=$(ls "$work/$name/corpus" | wc -l)
+        echo "fuzz $name: $runs runs in ${seconds}s, $speed exec/s, corpus $size inputs"
+    else
+        echo "fuzz $name: FAILED" >&2
+        tail -40 "$log" >&2
+        for a in "$work/$name/artifacts"/*; do
+            [ -f "$a" ] || continue
+            mkdir -p build/fuzz-artifacts
+            cp "$a" build/fuzz-artifacts/
+            echo "fuzz $name: reproducer kept as build/fuzz-artifacts/$(basename "$a")" >&2
+        done
+        status=1
+    fi
+done
+exit $status
