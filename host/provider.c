@@ -2,6 +2,7 @@
  * provider.c - looking up enabled providers, lazy init, admission.
  */
 #include "call.h"
+#include "clock.h"
 #include "registry.h"
 
 #include <stdio.h>
@@ -79,13 +80,7 @@ static int wait_for_init(sbx_provider *p, sbx_cancel *cancel, sbx_error *err)
                                  "provider \"%s\": cancelled while waiting for its "
                                  "init",
                                  p->plugin.name);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 50 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = sbxs_deadline_in(CLOCK_REALTIME, 50);
         pthread_cond_timedwait(&p->init_done, &p->init_lock, &until);
     }
     return SBX_OK;

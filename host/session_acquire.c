@@ -6,6 +6,7 @@
  * call), create, record the reference on the intent, install packages,
  * publish the binding (which drops the intent in the same transaction).
  */
+#include "clock.h"
 #include "session_internal.h"
 #include "struct_size.h"
 
@@ -210,12 +211,9 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "sessions: no output given");
     struct sbx_session_spec copy;
-    if (spec && !sbx_struct_in(&copy, sizeof copy, spec,
-                               offsetof(struct sbx_session_spec, npackages) +
-                                   sizeof spec->npackages))
-        return sbx_error_set(err, SBX_E_INVALID, "session spec: size is not set");
-    if (spec)
-        spec = &copy; /* members past the caller's size read as zero */
+    int rc0 = sbx_session_spec_in(&copy, &spec, err);
+    if (rc0 != SBX_OK)
+        return rc0;
     char spec_hash[SBX_KEY_HASH_LEN + 1];
     int rc = sbx_session_spec_hash(spec, spec_hash, err);
     if (rc != SBX_OK)
@@ -225,7 +223,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
 
     sbx_provider *p = NULL;
     uint64_t caps = 0;
-    int64_t deadline = sbx_session_now_ms() + m->wait_ms;
+    int64_t deadline = sbxs_now_ms() + m->wait_ms;
     int64_t poll_ms = POLL_FIRST_MS;
     for (;;) {
         /* Bound already: the fast path, one read. */
@@ -311,7 +309,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
             return rc;
         }
         sbx_claim_clear(&claim);
-        if (sbx_session_now_ms() >= deadline)
+        if (sbxs_now_ms() >= deadline)
             return sbx_error_set(err, SBX_E_TIMEOUT,
                                  "session %s: another worker is still provisioning "
                                  "its sandbox after %lld ms", label,

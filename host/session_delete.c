@@ -2,6 +2,7 @@
  * session_delete.c - deleting a session: fence, destroy with retries,
  * remove the binding and the session row.
  */
+#include "clock.h"
 #include "session_internal.h"
 
 #include <stdio.h>
@@ -40,7 +41,7 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
         return rc;
     }
 
-    int64_t deadline = sbx_session_now_ms() + m->wait_ms;
+    int64_t deadline = sbxs_now_ms() + m->wait_ms;
     for (;;) {
         sbx_error why;
         rc = sbx_store_remove_session(m->store, key, &why);
@@ -61,7 +62,7 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
         } else if (irc != SBX_E_NOT_FOUND) {
             return irc;
         }
-        if (!wait || sbx_session_now_ms() >= deadline)
+        if (!wait || sbxs_now_ms() >= deadline)
             return sbx_error_set(err, SBX_E_UNAVAILABLE,
                                  "session %s: deletion waits for a worker that is "
                                  "still provisioning it (%s); the session stays "

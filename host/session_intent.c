@@ -5,6 +5,7 @@
  * points and cancellable sleeps.
  */
 #include "cancel.h"
+#include "clock.h"
 #include "process_id.h"
 #include "session_internal.h"
 
@@ -59,13 +60,7 @@ static int key_take(sbx_sessions *m, const char *key, bool wait, sbx_cancel *can
             return sbx_error_set(err, SBX_E_CANCELLED, "cancelled");
         }
         /* Wake now and then to notice a cancellation. */
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 100 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = sbxs_deadline_in(CLOCK_REALTIME, 100);
         pthread_cond_timedwait(&m->busy_done, &m->busy_lock, &until);
     }
     if (m->nbusy == m->busy_cap) {
@@ -114,20 +109,13 @@ void sbx_session_label(const char *key, char out[13])
     sbx_store_key_label(key, out);
 }
 
-int64_t sbx_session_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int sbx_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err)
 {
-    int64_t end = sbx_session_now_ms() + ms;
+    int64_t end = sbxs_now_ms() + ms;
     for (;;) {
         if (sbx_cancel_fired(cancel))
             return sbx_error_set(err, SBX_E_CANCELLED, "cancelled");
-        int64_t left = end - sbx_session_now_ms();
+        int64_t left = end - sbxs_now_ms();
         if (left <= 0)
             return SBX_OK;
         struct pollfd pfd = {cancel ? cancel->fd : -1, POLLIN, 0};

@@ -59,8 +59,11 @@ int sbx_session_key_try_take(sbx_sessions *m, const char *key, sbx_error *err);
  * SBX_E_CANCELLED (err set). */
 int sbx_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err);
 
-/* Milliseconds on the monotonic clock. */
-int64_t sbx_session_now_ms(void);
+/* Read a caller's session spec only up to its size: when *spec is not
+ * NULL, copy it into *copy and point *spec there. SBX_E_INVALID when its
+ * size is not set (session_spec.c). */
+int sbx_session_spec_in(struct sbx_session_spec *copy, const struct sbx_session_spec **spec,
+                        sbx_error *err);
 
 /*
  * Whether an intent may be taken over: its owner is a process of this

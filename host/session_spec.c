@@ -76,17 +76,27 @@ SBX_API int sbx_package_parse(const char *text, struct sbx_package *out,
 /* Canonical text: a version line, the capability bits, then one line per
  * package "manager name" in the order given (installation order is part of
  * what the sandbox looks like). */
+int sbx_session_spec_in(struct sbx_session_spec *copy, const struct sbx_session_spec **spec,
+                        sbx_error *err)
+{
+    if (!*spec)
+        return SBX_OK;
+    if (!sbx_struct_in(copy, sizeof *copy, *spec,
+                       offsetof(struct sbx_session_spec, npackages) +
+                           sizeof copy->npackages))
+        return sbx_error_set(err, SBX_E_INVALID, "session spec: size is not set");
+    *spec = copy; /* members past the caller's size read as zero */
+    return SBX_OK;
+}
+
 SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
                                   char out[SBX_KEY_HASH_LEN + 1], sbx_error *err)
 {
     sbx_error_clear(err);
     struct sbx_session_spec copy;
-    if (spec && !sbx_struct_in(&copy, sizeof copy, spec,
-                               offsetof(struct sbx_session_spec, npackages) +
-                                   sizeof spec->npackages))
-        return sbx_error_set(err, SBX_E_INVALID, "session spec: size is not set");
-    if (spec)
-        spec = &copy;
+    int rc0 = sbx_session_spec_in(&copy, &spec, err);
+    if (rc0 != SBX_OK)
+        return rc0;
     uint64_t caps = spec ? spec->caps : 0;
     size_t n = spec ? spec->npackages : 0;
     size_t len = 64;
