@@ -185,6 +185,8 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
     }
     if ((v = get(host, "read_only_rootfs")))
         cfg->read_only_rootfs = strcmp(v, "true") == 0;
+    v = get(host, "verify_writes");
+    cfg->verify_writes = !v || strcmp(v, "true") == 0;
     if ((v = get(host, "resource_dir")) && *v) {
         if (v[0] != '/')
             return host->set_error(host, call, SBX_E_CONFIG,

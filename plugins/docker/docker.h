@@ -92,6 +92,9 @@ struct docker_config {
     /* How long a timeout, cancellation or refusing sink may take to kill a
      * command and drain its output before exec returns. */
     int64_t kill_timeout_ms;
+    /* Check the SHA-256 of a write's data in the container before it is
+     * published (one more read of the file there, when it has sha256sum). */
+    int verify_writes;
 };
 
 /* A provider instance. */

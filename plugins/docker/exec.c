@@ -198,10 +198,12 @@ int docker_exec_feed(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
         return rc;
     if (complete)
         *complete = oc.input_complete;
+    /* a source that gave up because the caller cancelled (an interrupted
+     * read) is a cancellation, not an I/O error */
+    if (oc.cancelled || (call && st->host->cancelled && st->host->cancelled(st->host, call)))
+        return docker_error(st, call, SBX_E_CANCELLED, "docker: cancelled");
     if (oc.source_failed)
         return SBX_E_IO; /* the source has said why */
-    if (oc.cancelled)
-        return docker_error(st, call, SBX_E_CANCELLED, "docker: cancelled");
     if (oc.start_failed) {
         bounded_write(&b, oc.start_msg, strlen(oc.start_msg));
         *exit_code = oc.start_exit >= 0 ? oc.start_exit : 126;

@@ -90,6 +90,8 @@ static void interrupt_write(int sig)
         cr_expect_eq(status, CLI_KILLED_BY + SIGKILL, "status %d", status);
     else
         cr_expect_eq(status, 128 + sig, "status %d (expected %d)", status, 128 + sig);
+    fprintf(stderr, "[measured] sbx write, signal %d: exit %d after %lld ms\n", sig,
+            status, took);
     cr_expect_lt(took, 3000, "sbx took %lld ms to stop", took);
 
     /* give the container's script its moment, then look */

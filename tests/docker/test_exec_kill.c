@@ -10,11 +10,15 @@
 
 #include <criterion/criterion.h>
 
+#include <grp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static struct dh h;
 static char key[64], hash[65], ref[SBX_REF_MAX];
@@ -88,6 +92,7 @@ Test(docker_exec_kill, timeout_of_a_command_writing_output_is_prompt)
     cr_expect_eq(res.exit_code, -1);
     cr_expect_eq(res.term_signal, 9);
     cr_expect_gt(bytes, 0, "no output arrived before the timeout");
+    fprintf(stderr, "[measured] chatty timeout 1000 ms: returned after %.0f ms\n", took);
     cr_expect_lt(took, 2000.0, "returned %.0f ms after the start (timeout 1000 ms)",
                  took);
     expect_gone(chatty_ere, "the timeout");
@@ -123,6 +128,8 @@ Test(docker_exec_kill, cancel_of_a_command_writing_output_is_prompt)
     double back = dh_now();
     pthread_join(th, NULL);
     cr_expect_eq(rc, SBX_E_CANCELLED, "%s: %s", sbx_strerror(rc), c.message);
+    fprintf(stderr, "[measured] chatty cancel: returned %.0f ms after the cancel\n",
+            back - k.fired);
     cr_expect_lt(back - k.fired, 1000.0, "returned %.0f ms after the cancel",
                  back - k.fired);
     expect_gone(chatty_ere, "the cancellation");
@@ -146,6 +153,8 @@ Test(docker_exec_kill, timeout_when_the_pids_limit_is_reached)
     double took = dh_now() - t0;
     cr_assert_eq(rc, SBX_OK, "%s: %s", sbx_strerror(rc), c.message);
     cr_expect_eq(res.timed_out, 1);
+    fprintf(stderr, "[measured] pids-full timeout 1500 ms: returned after %.0f ms\n",
+            took);
     cr_expect_lt(took, 2500.0, "returned %.0f ms after the start (timeout 1500 ms)",
                  took);
     expect_gone(fill_ere, "the timeout of a command that filled the pids limit");
@@ -165,6 +174,8 @@ Test(docker_exec_kill, cancel_when_the_pids_limit_is_reached)
     double back = dh_now();
     pthread_join(th, NULL);
     cr_expect_eq(rc, SBX_E_CANCELLED, "%s: %s", sbx_strerror(rc), c.message);
+    fprintf(stderr, "[measured] pids-full cancel: returned %.0f ms after the cancel\n",
+            back - k.fired);
     cr_expect_lt(back - k.fired, 1000.0, "returned %.0f ms after the cancel",
                  back - k.fired);
     expect_gone(fill_ere, "the cancellation of a command that filled the pids limit");
@@ -187,7 +198,106 @@ Test(docker_exec_kill, setsid_and_scrubbed_environment_descendants_are_killed)
     double took = dh_now() - t0;
     cr_assert_eq(rc, SBX_OK, "%s: %s", sbx_strerror(rc), c.message);
     cr_expect_eq(res.timed_out, 1);
+    fprintf(stderr, "[measured] setsid/env -i timeout 800 ms: returned after %.0f ms\n",
+            took);
     cr_expect_lt(took, 1800.0, "returned %.0f ms after the start", took);
     expect_gone("slee[p] 360[345]", "the timeout");
     dh_call_free(&c);
+}
+
+/* ---- when the host may not kill: the in-container killer -------------- */
+
+/* In a child running as nobody in the socket's group (a docker-group user,
+ * not root): the container's processes are root's, so the host can neither
+ * read their environment nor signal them, and the killer exec in the
+ * container must do it. Exit status: 0 fine, 2 prompt but wrong, 3 late,
+ * 10+ setup. */
+static int fallback_child(const char *k, const char *r, const char *res_dir,
+                          int want_killed)
+{
+    struct dh hc;
+    const char *extra[] = {"resource_dir", res_dir, NULL};
+    if (dh_try_open(&hc, NULL, extra, NULL, 0) != SBX_OK)
+        return 10;
+    sbx_sandbox *s2 = NULL;
+    char msg[2048];
+    if (dh_attach(&hc, k, r, &s2, msg, sizeof msg) != SBX_OK) {
+        fprintf(stderr, "fallback child: attach: %s\n", msg);
+        return 11;
+    }
+    const char *argv[] = {"sh", "-c", want_killed ? chatty : fill_pids, NULL};
+    uint64_t bytes = 0;
+    struct sbx_sink so = SBX_SINK_INIT(&bytes, count_write);
+    struct sbx_exec_args a = {0};
+    a.size = sizeof a;
+    a.argv = argv;
+    a.timeout_ms = 1000;
+    a.out = &so;
+    a.err = &so;
+    struct sbx_exec_result res = {sizeof res, 0, 0, 0, 0, 0};
+    struct sbx_call c;
+    dh_call_init(&c);
+    double t0 = dh_now();
+    int rc = hc.ops->exec(s2, &c, &a, &res);
+    double took = dh_now() - t0;
+    fprintf(stderr, "fallback child: exec returned %d after %.0f ms: %s\n", rc, took,
+            c.message);
+    if (took > 2000.0)
+        return 3;
+    if (want_killed)
+        return rc == SBX_OK && res.timed_out ? 0 : 2;
+    /* pids full and no host kill: the failure must be reported, precisely */
+    return rc == SBX_E_UNAVAILABLE && strstr(c.message, "could not all be killed") &&
+                   strstr(c.message, "killer exec")
+               ? 0
+               : 2;
+}
+
+static void run_fallback(int want_killed)
+{
+    dh_require_daemon();
+    if (geteuid() != 0)
+        cr_skip_test("needs root to drop to an unprivileged user");
+    struct group *docker = getgrnam("docker");
+    struct stat sock;
+    const char *uri = getenv("SBX_TEST_DOCKER_HOST");
+    if (!docker || strncmp(uri, "unix://", 7) != 0 || stat(uri + 7, &sock) != 0 ||
+        sock.st_gid != docker->gr_gid)
+        cr_skip_test("the test daemon's socket does not belong to group docker");
+    char res_dir[] = "/tmp/sbx-fallback-res-XXXXXX";
+    cr_assert_not_null(mkdtemp(res_dir));
+    const char *extra[] = {"resource_dir", res_dir, "pids_limit", "40", NULL};
+    dh_open(&h, NULL, extra);
+    dh_new_key(key, hash);
+    sb = dh_create(&h, key, ref);
+    /* the provider's own directories must be the unprivileged user's */
+    cr_assert_eq(dh_system("chown -R 65534:%d %s", (int)docker->gr_gid, res_dir), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        gid_t g = docker->gr_gid;
+        if (setgroups(1, &g) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(20);
+        _exit(fallback_child(key, ref, res_dir, want_killed));
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the unprivileged child reported %d (2: wrong result, 3: late)",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    if (want_killed)
+        expect_gone(chatty_ere, "the in-container killer");
+    dh_system("rm -rf %s", res_dir);
+}
+
+Test(docker_exec_fallback, killer_exec_in_the_container_when_the_host_may_not,
+     .timeout = 120, .fini = teardown)
+{
+    run_fallback(1);
+}
+
+Test(docker_exec_fallback, failure_to_kill_is_reported_precisely, .timeout = 120,
+     .fini = teardown)
+{
+    run_fallback(0);
 }
