@@ -154,6 +154,9 @@ void docker_cancel_init(struct docker_cancel *c, const struct sbx_host *host,
 /* Milliseconds on the monotonic clock. */
 int64_t docker_now_ms(void);
 
+/* 2*bytes lowercase hex digits of random bytes (at most 32) and a NUL. */
+void docker_random_hex(char *out, size_t bytes);
+
 /* Negotiate the API version once per instance (GET /version). */
 int docker_negotiate(struct docker_state *st, sbx_call *call);
 

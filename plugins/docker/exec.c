@@ -154,14 +154,9 @@ int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *arg
 
 /* ---- the helper exec of writes --------------------------------------- */
 
-struct bounded {
-    char *buf;
-    size_t cap, len;
-};
-
 static int bounded_write(void *ctx, const void *p, size_t n)
 {
-    struct bounded *b = ctx;
+    struct exec_bounded *b = ctx;
     if (!b->buf || b->cap == 0)
         return 0;
     size_t room = b->cap - 1 - b->len;
@@ -172,18 +167,27 @@ static int bounded_write(void *ctx, const void *p, size_t n)
     return 0;
 }
 
+struct sbx_sink exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap)
+{
+    b->buf = buf;
+    b->cap = cap;
+    b->len = 0;
+    if (buf && cap)
+        buf[0] = '\0';
+    struct sbx_sink s = SBX_SINK_INIT(b, bounded_write);
+    return s;
+}
+
 int docker_exec_feed(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
                      const struct sbx_source *in, int *exit_code, int *complete,
                      char *output, size_t cap)
 {
     struct docker_state *st = sb->st;
-    struct bounded b = {output, cap, 0};
-    if (output && cap)
-        output[0] = '\0';
+    struct exec_bounded b;
+    struct sbx_sink sink = exec_bounded_sink(&b, output, cap);
     if (complete)
         *complete = 0;
     *exit_code = -1;
-    struct sbx_sink sink = SBX_SINK_INIT(&b, bounded_write);
     struct exec_spec spec = {
         .argv = argv,
         .in = in,

@@ -69,6 +69,16 @@ struct exec_outcome {
     char kill_msg[384];
 };
 
+/* ---- exec.c ------------------------------------------------------------ */
+
+/* A sink keeping the first cap-1 bytes in buf (NUL-terminated), dropping
+ * the rest: a helper's messages. */
+struct exec_bounded {
+    char *buf;
+    size_t cap, len;
+};
+struct sbx_sink exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap);
+
 /* ---- exec_run.c -------------------------------------------------------- */
 
 /* Run one exec to its end. SBX_OK when the command ran (whatever its exit)

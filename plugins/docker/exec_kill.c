@@ -286,14 +286,14 @@ static int kill_from_host(struct exec_killer *k)
     memset(&s, 0, sizeof s);
     s.cid = k->sb->id;
     s.tag_env = k->tag_env;
-    int left = scan_until_gone(&s, k->deadline);
+    scan_until_gone(&s, k->deadline);
     if (s.seen == 0) {
         snprintf(k->msg, sizeof k->msg,
                  "the container's processes are not visible from this host");
         return 1;
     }
     add_exec_session(k, &s);
-    left = scan_until_gone(&s, k->deadline);
+    int left = scan_until_gone(&s, k->deadline);
     if (s.denied) {
         snprintf(k->msg, sizeof k->msg,
                  "%u of the container's processes may not be read or signalled by "
@@ -313,21 +313,12 @@ static int kill_from_host(struct exec_killer *k)
 
 /* ---- in the container ------------------------------------------------ */
 
-static int bounded_write(void *ctx, const void *p, size_t n)
-{
-    char *buf = ctx;
-    size_t have = strlen(buf), room = 255 - have;
-    size_t take = n < room ? n : room;
-    memcpy(buf + have, p, take);
-    buf[have + take] = '\0';
-    return 0;
-}
-
 static void kill_in_container(struct exec_killer *k, const char *why_not_host)
 {
     const char *argv[] = {"sh", "-c", kill_script, "sbx-kill", k->tag_env, NULL};
-    char out[256] = "";
-    struct sbx_sink sink = SBX_SINK_INIT(out, bounded_write);
+    char out[256];
+    struct exec_bounded b;
+    struct sbx_sink sink = exec_bounded_sink(&b, out, sizeof out);
     struct exec_spec spec = {
         .argv = argv,
         .out = &sink,

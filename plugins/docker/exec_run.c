@@ -21,12 +21,10 @@
  */
 #include "exec_internal.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -60,35 +58,6 @@ struct run {
     int fail_status;           /* STOP_FAILED: the status and why */
     char fail_msg[768];
 };
-
-static void random_hex(char *out, size_t bytes)
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char r[32];
-    if (bytes > sizeof r)
-        bytes = sizeof r;
-    size_t got = 0;
-    while (got < bytes) {
-        ssize_t n = getrandom(r + got, bytes - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            /* no entropy source: fall back to the clock; tags only need to
-             * be distinct, not secret */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            for (size_t i = got; i < bytes; i++)
-                r[i] = (unsigned char)((uint64_t)ts.tv_nsec >> ((i % 8) * 8));
-            break;
-        }
-        got += (size_t)n;
-    }
-    for (size_t i = 0; i < bytes; i++) {
-        out[2 * i] = hex[r[i] >> 4];
-        out[2 * i + 1] = hex[r[i] & 15];
-    }
-    out[2 * bytes] = '\0';
-}
 
 /* The time left for a request: the request timeout, cut to what is left
  * of the spec's deadline (at least 1 ms). */
@@ -470,7 +439,7 @@ int exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spec,
     r.feeder.stop_fd = -1;
     if (spec->stop == EXEC_STOP_KILL) {
         char tag[33];
-        random_hex(tag, 16);
+        docker_random_hex(tag, 16);
         snprintf(r.tag_env, sizeof r.tag_env, "%s=%s", DOCKER_EXEC_TAG_VAR, tag);
     }
     r.demux.spec = spec;

@@ -19,9 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 /* Where a write goes: `base` is the deepest existing directory (resolved),
  * `tail` the missing directories and the file name below it. */
@@ -35,16 +33,9 @@ struct target {
 /* ".sbx-<16 hex>.tmp": the container's script removes it on any failure. */
 static void temp_name(char *out, size_t cap)
 {
-    unsigned char r[8];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                     ((uint64_t)getpid() << 12);
-        memcpy(r, &v, sizeof r);
-    }
-    snprintf(out, cap, ".sbx-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", r[0], r[1], r[2],
-             r[3], r[4], r[5], r[6], r[7]);
+    char hex[17];
+    docker_random_hex(hex, 8);
+    snprintf(out, cap, ".sbx-%s.tmp", hex);
 }
 
 /* Split the resolved path (<existing part>/<missing...>/<name>) at the

@@ -37,8 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #define TRAILER_LEN 127
 #define NONCE_HEX 32
@@ -168,20 +166,6 @@ static int trailed_poll_fd(void *ctx)
     return t->src->poll_fd(t->src->ctx);
 }
 
-static void random_nonce(char out[NONCE_HEX + 1])
-{
-    unsigned char r[NONCE_HEX / 2];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        for (size_t i = 0; i < sizeof r; i++)
-            r[i] = (unsigned char)((uint64_t)ts.tv_nsec >> ((i % 8) * 8)) ^
-                   (unsigned char)(i * 37);
-    }
-    for (size_t i = 0; i < sizeof r; i++)
-        snprintf(out + 2 * i, 3, "%02x", r[i]);
-}
-
 /* The message of a script that did not publish. */
 static int script_failed(struct docker_state *st, sbx_call *call, const char *rel,
                          int code, int complete, const char *text)
@@ -225,7 +209,7 @@ int docker_write_stream(sbx_sandbox *sb, sbx_call *call, const char *rel,
 {
     struct docker_state *st = sb->st;
     char nonce[NONCE_HEX + 1];
-    random_nonce(nonce);
+    docker_random_hex(nonce, NONCE_HEX / 2);
     struct trailed t = {.st = st, .call = call, .rel = rel, .src = src, .nonce = nonce};
     t.announced = src->length ? src->length(src->ctx) : -1;
     t.md = EVP_MD_CTX_new();
