@@ -156,6 +156,7 @@ struct exec_killer {
     const char *tag_env; /* "SBX_EXEC_TAG=<hex>" */
     const char *eid;     /* the exec */
     int64_t deadline;    /* absolute: everything is over by then */
+    int leader_nspid;    /* the exec's leader as the container sees it, or 0 */
     pthread_t thread;
     int running;
     /* results, read after the join */

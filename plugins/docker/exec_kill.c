@@ -25,7 +25,8 @@
  * read or signal them (sbx is not root and the container's processes are
  * not its own), a killer exec runs a small sh script doing the same by tag
  * and session inside the container, as the command's user, within what is
- * left of the deadline.
+ * left of the deadline. When the host could see the exec's leader, its PID
+ * in the container (NSpid) is handed over, so its session is killed too.
  *
  * A descendant that both scrubbed its environment and started a session
  * of its own is not found either way (docs/providers/docker.md).
@@ -48,11 +49,12 @@
 /* Longest environment read when looking for the tag. */
 #define ENVIRON_MAX (1024 * 1024)
 
-/* $1 is the tag line "SBX_EXEC_TAG=<hex>" to look for. */
+/* $1 is the tag line "SBX_EXEC_TAG=<hex>" to look for, $2 (may be empty)
+ * the exec's session (its leader's PID in the container). */
 static const char kill_script[] =
-    "tag=$1; me=$$; pass=0\n"
+    "tag=$1; lead=$2; me=$$; pass=0\n"
     "while [ $pass -lt 20 ]; do\n"
-    "  hit=0; sids=' '\n"
+    "  hit=0; sids=' '; [ -n \"$lead\" ] && sids=\" $lead \"\n"
     "  for d in /proc/[0-9]*; do\n"
     "    p=${d#/proc/}; [ \"$p\" = \"$me\" ] && continue\n"
     "    if tr '\\000' '\\n' < $d/environ 2>/dev/null | grep -qxF \"$tag\"; then\n"
@@ -255,10 +257,35 @@ static int scan_until_gone(struct scan *s, int64_t deadline)
     }
 }
 
+/* The PID of pid in its innermost namespace (the last NSpid field of
+ * /proc/<pid>/status, readable by anyone), or 0. */
+static int inner_pid(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (read_small(path, buf, sizeof buf) <= 0)
+        return 0;
+    const char *p = strstr(buf, "\nNSpid:");
+    if (!p)
+        return 0;
+    p += strlen("\nNSpid:");
+    int last = 0;
+    for (;;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        last = (int)v;
+        p = end;
+    }
+    return last;
+}
+
 /* The exec's leader, as a session to kill: its host PID from exec inspect,
  * used only when that process is of this container and leads its session.
  * It matters when the leader and everything in its session dropped the
- * tag (`exec env -i ...`). */
+ * tag (`exec env -i ...`). Its PID in the container is kept for the
+ * in-container killer. */
 static void add_exec_session(struct exec_killer *k, struct scan *s)
 {
     struct docker_state *st = k->sb->st;
@@ -274,8 +301,10 @@ static void add_exec_session(struct exec_killer *k, struct scan *s)
     char state;
     pid_t sid;
     if (pid > 1 && in_container(pid, s->cid) && proc_stat(pid, &state, &sid) == 0 &&
-        sid == pid)
+        sid == pid) {
         add_session(s, pid);
+        k->leader_nspid = inner_pid(pid);
+    }
 }
 
 /* Kill from the host. 0: done, nothing left. 1: the host cannot do it
@@ -315,7 +344,10 @@ static int kill_from_host(struct exec_killer *k)
 
 static void kill_in_container(struct exec_killer *k, const char *why_not_host)
 {
-    const char *argv[] = {"sh", "-c", kill_script, "sbx-kill", k->tag_env, NULL};
+    char lead[16] = "";
+    if (k->leader_nspid > 1)
+        snprintf(lead, sizeof lead, "%d", k->leader_nspid);
+    const char *argv[] = {"sh", "-c", kill_script, "sbx-kill", k->tag_env, lead, NULL};
     char out[256];
     struct exec_bounded b;
     struct sbx_sink sink = exec_bounded_sink(&b, out, sizeof out);

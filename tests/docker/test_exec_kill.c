@@ -184,15 +184,19 @@ Test(docker_exec_kill, cancel_when_the_pids_limit_is_reached)
 
 /* A descendant that leaves the command's session and scrubs nothing is
  * still found by its tag; one that scrubs its environment but stays in the
- * session is found by its session. */
+ * session is found by its session, even when the session's leader dropped
+ * the tag too. */
+static const char scrubbed[] = "setsid sleep 3603 & env -i /bin/sleep 3604 & "
+                               "exec env -i /bin/sh -c 'sleep 3605'";
+static const char scrubbed_ere[] = "slee[p] 360[345]";
+
 Test(docker_exec_kill, setsid_and_scrubbed_environment_descendants_are_killed)
 {
     struct sbx_call c;
     dh_call_init(&c);
     struct sbx_exec_result res;
     uint64_t bytes = 0;
-    const char *script = "setsid sleep 3603 & env -i /bin/sleep 3604 & "
-                         "exec env -i /bin/sh -c 'sleep 3605'";
+    const char *script = scrubbed;
     double t0 = dh_now();
     int rc = run_counted(script, 800, &c, &res, &bytes);
     double took = dh_now() - t0;
@@ -201,7 +205,7 @@ Test(docker_exec_kill, setsid_and_scrubbed_environment_descendants_are_killed)
     fprintf(stderr, "[measured] setsid/env -i timeout 800 ms: returned after %.0f ms\n",
             took);
     cr_expect_lt(took, 1800.0, "returned %.0f ms after the start", took);
-    expect_gone("slee[p] 360[345]", "the timeout");
+    expect_gone(scrubbed_ere, "the timeout");
     dh_call_free(&c);
 }
 
@@ -212,9 +216,12 @@ Test(docker_exec_kill, setsid_and_scrubbed_environment_descendants_are_killed)
  * read their environment nor signal them, and the killer exec in the
  * container must do it. Exit status: 0 fine, 2 prompt but wrong, 3 late,
  * 10+ setup. */
+enum fallback_case { FB_CHATTY, FB_SCRUBBED, FB_PIDS_FULL };
+
 static int fallback_child(const char *k, const char *r, const char *res_dir,
-                          int want_killed)
+                          enum fallback_case what)
 {
+    int want_killed = what != FB_PIDS_FULL;
     struct dh hc;
     const char *extra[] = {"resource_dir", res_dir, NULL};
     if (dh_try_open(&hc, NULL, extra, NULL, 0) != SBX_OK)
@@ -225,7 +232,11 @@ static int fallback_child(const char *k, const char *r, const char *res_dir,
         fprintf(stderr, "fallback child: attach: %s\n", msg);
         return 11;
     }
-    const char *argv[] = {"sh", "-c", want_killed ? chatty : fill_pids, NULL};
+    const char *argv[] = {"sh", "-c",
+                          what == FB_CHATTY     ? chatty
+                          : what == FB_SCRUBBED ? scrubbed
+                                                : fill_pids,
+                          NULL};
     uint64_t bytes = 0;
     struct sbx_sink so = SBX_SINK_INIT(&bytes, count_write);
     struct sbx_exec_args a = {0};
@@ -253,7 +264,7 @@ static int fallback_child(const char *k, const char *r, const char *res_dir,
                : 2;
 }
 
-static void run_fallback(int want_killed)
+static void run_fallback(enum fallback_case what)
 {
     dh_require_daemon();
     if (geteuid() != 0)
@@ -278,26 +289,34 @@ static void run_fallback(int want_killed)
         gid_t g = docker->gr_gid;
         if (setgroups(1, &g) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
             _exit(20);
-        _exit(fallback_child(key, ref, res_dir, want_killed));
+        _exit(fallback_child(key, ref, res_dir, what));
     }
     int status = 0;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "the unprivileged child reported %d (2: wrong result, 3: late)",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    if (want_killed)
+    if (what == FB_CHATTY)
         expect_gone(chatty_ere, "the in-container killer");
+    if (what == FB_SCRUBBED)
+        expect_gone(scrubbed_ere, "the in-container killer");
     dh_system("rm -rf %s", res_dir);
 }
 
 Test(docker_exec_fallback, killer_exec_in_the_container_when_the_host_may_not,
      .timeout = 120, .fini = teardown)
 {
-    run_fallback(1);
+    run_fallback(FB_CHATTY);
+}
+
+Test(docker_exec_fallback, in_container_killer_gets_the_exec_session, .timeout = 120,
+     .fini = teardown)
+{
+    run_fallback(FB_SCRUBBED);
 }
 
 Test(docker_exec_fallback, failure_to_kill_is_reported_precisely, .timeout = 120,
      .fini = teardown)
 {
-    run_fallback(0);
+    run_fallback(FB_PIDS_FULL);
 }
