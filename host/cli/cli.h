@@ -206,6 +206,14 @@ int cli_failure_status(void);
  * cli_interrupt_setup). */
 bool cli_sleep_ms(int64_t ms);
 
+/* One of our descriptors as an sbx_source (cli_input_source): a blocking
+ * read gives up (-1) once a signal was caught (after cli_interrupt_setup);
+ * it has a poll_fd, and a length when it is a regular file. */
+struct cli_input {
+    int fd;
+};
+struct sbx_source cli_input_source(struct cli_input *in);
+
 /*
  * Run cmd in h with stdin/stdout/stderr streamed live and return the exit
  * status by the rules of `sbx run`: the command's own, 124 timeout, 125

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,10 +34,6 @@ struct term_sink {
     bool broken;
 };
 
-/* Our stdin as the command's stdin. */
-struct term_source {
-    int fd;
-};
 
 /* Signal state: written by the handler, read after the calls return. */
 static sbx_cancel *run_cancel;     /* cancels create and exec */
@@ -256,7 +253,7 @@ static int term_write(void *ctx, const void *buf, size_t len)
 
 static long term_read(void *ctx, void *buf, size_t cap)
 {
-    struct term_source *t = ctx;
+    struct cli_input *t = ctx;
     for (;;) {
         if (wait_ready(t->fd, POLLIN) != SBX_OK)
             return -1; /* interrupted: the exec is being cancelled anyway */
@@ -272,8 +269,27 @@ static long term_read(void *ctx, void *buf, size_t cap)
  * provider which fd to poll lets it stop without waiting for input. */
 static int term_poll_fd(void *ctx)
 {
-    const struct term_source *t = ctx;
+    const struct cli_input *t = ctx;
     return t->fd;
+}
+
+/* Known only for a regular file: what is left from the current offset. */
+static int64_t term_length(void *ctx)
+{
+    const struct cli_input *t = ctx;
+    struct stat st;
+    if (fstat(t->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    off_t pos = lseek(t->fd, 0, SEEK_CUR);
+    return pos < 0 || pos > st.st_size ? -1 : (int64_t)(st.st_size - pos);
+}
+
+struct sbx_source cli_input_source(struct cli_input *in)
+{
+    struct sbx_source s = {.size = sizeof(struct sbx_source), .ctx = in,
+                           .read = term_read, .poll_fd = term_poll_fd,
+                           .length = term_length};
+    return s;
 }
 
 /* The exit status for a finished exec (rc is its sbx_status). */
@@ -311,7 +327,7 @@ int cli_exec_streamed(sbx_handle *h, const struct cli_exec_options *eo,
 {
     if (caught_signal)
         return CLI_EXIT_SIGNAL + caught_signal; /* interrupted before exec */
-    struct term_source in_t = {0};
+    struct cli_input in_t = {0};
     struct sbx_source in = {.size = sizeof(struct sbx_source), .ctx = &in_t, .read = term_read,
                             .poll_fd = term_poll_fd};
     bool use_stdin = eo->stdin_mode == CLI_STDIN_ALWAYS ||

@@ -1,6 +1,10 @@
 /*
  * cmd_files.c - `sbx read SESSION PATH` (the file to stdout) and
  * `sbx write SESSION PATH` (stdin to the file), streamed in chunks.
+ *
+ * `write` handles SIGINT, SIGTERM and SIGHUP as `exec` does (cli_exec.c):
+ * the signal cancels the call and wakes a read blocked on stdin, the
+ * provider drops the partial file, and sbx exits 128+signal.
  */
 #include "cli.h"
 
@@ -42,7 +46,8 @@ static void write_usage(FILE *f)
           "  -c, --config FILE  read this configuration file\n"
           "  -h, --help         show this help\n"
           "\n"
-          "Exit status: 0 on success, 125 when sbx failed.\n", f);
+          "Exit status: 0 on success, 125 when sbx failed, 128+N when signal N\n"
+          "(SIGINT, SIGTERM, SIGHUP) interrupted it: nothing is published then.\n", f);
 }
 
 static int on_option(void *ud, int c, const char *arg)
@@ -67,6 +72,53 @@ static int on_option(void *ud, int c, const char *arg)
                                "or leave --mode out for 0644)", arg);
     a->mode = (unsigned)v;
     return CLI_EXIT_OK;
+}
+
+static int read_file(const struct cli_globals *g, const char *key, const char *path)
+{
+    sbx_ctx *ctx;
+    sbx_sessions *m;
+    if (cli_sessions_open(g, NULL, &ctx, &m) != SBX_OK)
+        return CLI_EXIT_SBX;
+    sbx_handle *h = NULL;
+    sbx_error err;
+    int rc = sbx_session_attach(m, key, NULL, &h, &err);
+    if (rc == SBX_OK) {
+        int fd = 1;
+        struct sbx_sink sink = sbx_fd_sink(&fd);
+        rc = sbx_read(h, path, &sink, NULL, &err);
+    }
+    int status = rc == SBX_OK ? CLI_EXIT_OK : cli_session_failed(rc, &err);
+    sbx_release(h);
+    cli_sessions_close(ctx, m);
+    return status;
+}
+
+static int write_file(const struct cli_globals *g, const char *key, const char *path,
+                      unsigned mode)
+{
+    sbx_ctx *ctx;
+    sbx_sessions *m;
+    if (cli_sessions_open(g, NULL, &ctx, &m) != SBX_OK)
+        return cli_failure_status();
+    sbx_handle *h = NULL;
+    sbx_error err;
+    int rc = sbx_session_acquire(m, key, NULL, cli_run_cancel(), &h, NULL, &err);
+    if (rc == SBX_OK) {
+        struct cli_input in = {0};
+        struct sbx_source src = cli_input_source(&in);
+        rc = sbx_write(h, path, &src, mode, cli_run_cancel(), &err);
+    }
+    int status;
+    if (rc == SBX_OK)
+        status = CLI_EXIT_OK; /* published whole, even if a signal came late */
+    else if (cli_caught_signal())
+        status = cli_failure_status(); /* interrupted: the reason is known */
+    else
+        status = cli_session_failed(rc, &err);
+    sbx_release(h);
+    cli_sessions_close(ctx, m);
+    return status;
 }
 
 static int file_command(const struct cli_globals *g, int argc, char **argv,
@@ -97,27 +149,12 @@ static int file_command(const struct cli_globals *g, int argc, char **argv,
         return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
     const char *path = argv[rest];
 
-    sbx_ctx *ctx;
-    sbx_sessions *m;
-    if (cli_sessions_open(&globals, NULL, &ctx, &m) != SBX_OK)
+    if (writing && cli_interrupt_setup() != SBX_OK)
         return CLI_EXIT_SBX;
-    sbx_handle *h = NULL;
-    sbx_error err;
-    int rc = writing ? sbx_session_acquire(m, key, NULL, NULL, &h, NULL, &err)
-                     : sbx_session_attach(m, key, NULL, &h, &err);
-    if (rc == SBX_OK) {
-        int fd = writing ? 0 : 1;
-        if (writing) {
-            struct sbx_source src = sbx_fd_source(&fd);
-            rc = sbx_write(h, path, &src, a.mode, NULL, &err);
-        } else {
-            struct sbx_sink sink = sbx_fd_sink(&fd);
-            rc = sbx_read(h, path, &sink, NULL, &err);
-        }
-    }
-    status = rc == SBX_OK ? CLI_EXIT_OK : cli_session_failed(rc, &err);
-    sbx_release(h);
-    cli_sessions_close(ctx, m);
+    status = writing ? write_file(&globals, key, path, a.mode)
+                     : read_file(&globals, key, path);
+    if (writing)
+        cli_interrupt_teardown();
     return status;
 }
 

@@ -66,6 +66,7 @@ struct sbx_http_xfer {
     const struct sbx_http_request *req; /* borrowed for the transfer */
 
     int64_t deadline; /* monotonic ms, 0: none */
+    int64_t last_progress; /* monotonic ms of the last byte moved */
     int headers_done;
     long http_status;
     int done;
@@ -351,6 +352,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 {
     struct sbx_http_xfer *x = ud;
     size_t len = size * n;
+    x->last_progress = now_ms();
     if (len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')) {
         long code = 0;
         curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -390,6 +392,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
     struct sbx_http_xfer *x = ud;
     size_t len = size * n;
+    x->last_progress = now_ms();
     if (x->errmode) {
         size_t room = ERROR_BODY_MAX - x->errbody_len;
         size_t take = len < room ? len : room;
@@ -438,6 +441,7 @@ static size_t on_upload(char *buf, size_t size, size_t n, void *ud)
     struct sbx_http_xfer *x = ud;
     const struct sbx_source *src = x->req->body_src;
     long got = src->read(src->ctx, buf, size * n);
+    x->last_progress = now_ms(); /* curl asked for more: the last part went */
     if (got < 0) {
         x->cb_status = SBX_E_IO;
         x->cb_is_source = 1;
@@ -621,6 +625,8 @@ static int cancelled(const struct sbx_http_xfer *x)
 
 static int drive(struct sbx_http_xfer *x, enum until u, sbx_http_error *err)
 {
+    /* the stall clock runs only while we wait here */
+    int64_t entered = now_ms();
     for (;;) {
         int running = 0;
         CURLMcode mc = curl_multi_perform(x->s->multi, &running);
@@ -642,6 +648,20 @@ static int drive(struct sbx_http_xfer *x, enum until u, sbx_http_error *err)
                 char what[256];
                 describe(x, what, sizeof what);
                 return sbx_http_fail(err, SBX_E_TIMEOUT, "%s: timed out", what);
+            }
+            if (left_ms < wait)
+                wait = (int)left_ms;
+        }
+        if (x->req->stall_timeout_ms > 0) {
+            int64_t since = x->last_progress > entered ? x->last_progress : entered;
+            int64_t left_ms = since + x->req->stall_timeout_ms - now_ms();
+            if (left_ms <= 0) {
+                char what[256];
+                describe(x, what, sizeof what);
+                return sbx_http_fail(err, SBX_E_TIMEOUT,
+                                     "%s: %s sent and accepted nothing for %lld ms",
+                                     what, x->h->endpoint,
+                                     (long long)x->req->stall_timeout_ms);
             }
             if (left_ms < wait)
                 wait = (int)left_ms;

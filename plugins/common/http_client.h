@@ -18,7 +18,8 @@
  *     404: NOT_FOUND; 409: EXISTS; 408: TIMEOUT; other 4xx: INVALID
  *   - a response cut short (connection closed mid-body, bad framing):
  *     PROTOCOL
- *   - deadline passed: TIMEOUT; cancellation: CANCELLED
+ *   - deadline passed or the transfer stalled: TIMEOUT; cancellation:
+ *     CANCELLED
  *   - a sink or source callback failing: the status it reported
  */
 #ifndef SBX_PLUGIN_HTTP_CLIENT_H
@@ -77,6 +78,12 @@ struct sbx_http_request {
     void *header_ctx;
 
     int64_t timeout_ms; /* whole request, 0: none */
+    /* Fail with SBX_E_TIMEOUT when, while the caller waits on the transfer
+     * (in sbx_http_start, _read, _pump), no byte moves in either direction
+     * for this long: a daemon that stopped answering in the middle of a
+     * long stream. Time the caller spends away (a slow sink, a paused
+     * pull) does not count. 0: no such check. */
+    int64_t stall_timeout_ms;
     int64_t connect_timeout_ms; /* 0: 10 s */
     const struct sbx_http_cancel *cancel; /* or NULL */
 

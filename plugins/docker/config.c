@@ -34,6 +34,26 @@ static int parse_i64(const char *v, int64_t *out)
     return 0;
 }
 
+/* A NUMBER key in seconds (> 0, at most a day) into milliseconds; def_ms
+ * when absent. -1 when unusable. */
+static int seconds_key(const struct sbx_host *host, const char *key, int64_t def_ms,
+                       int64_t *out_ms)
+{
+    const char *v = get(host, key);
+    *out_ms = def_ms;
+    if (!v)
+        return 0;
+    char *end;
+    errno = 0;
+    double sec = strtod(v, &end);
+    if (errno || end == v || *end || !(sec > 0) || sec > 86400)
+        return -1;
+    *out_ms = (int64_t)(sec * 1000 + 0.5);
+    if (*out_ms < 1)
+        *out_ms = 1;
+    return 0;
+}
+
 /* Network names as Docker accepts them. */
 static int valid_name(const char *s)
 {
@@ -165,6 +185,8 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
     }
     if ((v = get(host, "read_only_rootfs")))
         cfg->read_only_rootfs = strcmp(v, "true") == 0;
+    v = get(host, "verify_writes");
+    cfg->verify_writes = !v || strcmp(v, "true") == 0;
     if ((v = get(host, "resource_dir")) && *v) {
         if (v[0] != '/')
             return host->set_error(host, call, SBX_E_CONFIG,
@@ -176,6 +198,17 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
     } else if (dup_or(NULL, "/var/lib/sbx/docker", &cfg->resource_dir)) {
         goto nomem;
     }
+    if (seconds_key(host, "request_timeout", DOCKER_REQUEST_TIMEOUT_MS,
+                    &cfg->request_timeout_ms))
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.docker.request_timeout: \"%s\" is not a "
+                               "positive number of seconds (at most 86400)",
+                               get(host, "request_timeout"));
+    if (seconds_key(host, "kill_timeout", DOCKER_KILL_TIMEOUT_MS, &cfg->kill_timeout_ms))
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.docker.kill_timeout: \"%s\" is not a "
+                               "positive number of seconds (at most 86400)",
+                               get(host, "kill_timeout"));
     return load_labels(host, call, cfg);
 
 nomem:

@@ -9,9 +9,13 @@
  *   engine.c     API version negotiation, requests, error reporting
  *   image.c      image presence and pull with progress
  *   lifecycle.c  create/attach/destroy/release/root, ownership labels
- *   exec.c       exec create/start (hijacked stream), timeouts and cancel
+ *   exec*.c      exec create/start (hijacked stream), timeouts, cancel and
+ *                killing (exec_internal.h lists the parts)
  *   paths.c      workspace-relative path checks and in-container resolution
- *   files.c      read_file/write_file through the archive endpoints
+ *   files.c      read_file through the archive endpoint
+ *   write.c      write_file: checks, target paths, missing directories
+ *   write_stream.c  the data of a write: one exec fed with the data and a
+ *                trailer, publishing only a complete, verified file
  *   resources.c  the session's host-side resource directory (binds, staging)
  *   outputs.c    export_outputs (OUTPUT_EXPORT)
  *   staging.c    verifying pinned blobs in the staging directory, sweeping
@@ -51,6 +55,10 @@
 #define DOCKER_LABEL_MOUNTS "sbx.mounts"
 #define DOCKER_LABEL_PREFIX "sbx."
 
+/* Defaults of request_timeout and kill_timeout (docker_config). */
+#define DOCKER_REQUEST_TIMEOUT_MS 30000
+#define DOCKER_KILL_TIMEOUT_MS 600
+
 /* Environment variable that tags every process of one exec (see exec.c). */
 #define DOCKER_EXEC_TAG_VAR "SBX_EXEC_TAG"
 
@@ -77,6 +85,16 @@ struct docker_config {
     struct docker_label *labels;
     size_t nlabels;
     char *resource_dir;  /* host directory for provider-owned resources */
+    /* Deadline of every Engine API call that is not a stream, of the
+     * response headers of streams, and how long a stream may move no byte
+     * (or a silent exec go without the daemon answering a ping). */
+    int64_t request_timeout_ms;
+    /* How long a timeout, cancellation or refusing sink may take to kill a
+     * command and drain its output before exec returns. */
+    int64_t kill_timeout_ms;
+    /* Check the SHA-256 of a write's data in the container before it is
+     * published (one more read of the file there, when it has sha256sum). */
+    int verify_writes;
 };
 
 /* A provider instance. */
@@ -133,6 +151,12 @@ const char *docker_upload_owner(const struct docker_config *cfg, int64_t *uid,
 void docker_cancel_init(struct docker_cancel *c, const struct sbx_host *host,
                         sbx_call *call);
 
+/* Milliseconds on the monotonic clock. */
+int64_t docker_now_ms(void);
+
+/* 2*bytes lowercase hex digits of random bytes (at most 32) and a NUL. */
+void docker_random_hex(char *out, size_t bytes);
+
 /* Negotiate the API version once per instance (GET /version). */
 int docker_negotiate(struct docker_state *st, sbx_call *call);
 
@@ -146,6 +170,16 @@ int docker_negotiate(struct docker_state *st, sbx_call *call);
 int docker_json(struct docker_state *st, sbx_call *call, const char *method,
                 json_object *body, json_object **out, sbx_http_error *err,
                 const char *fmt, ...) SBX_PRINTF_LIKE(7, 8);
+
+/* docker_json with its own deadline (ms from now, > 0) instead of the
+ * configured request timeout. */
+int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
+                       const char *method, json_object *body, json_object **out,
+                       sbx_http_error *err, const char *fmt, ...)
+    SBX_PRINTF_LIKE(8, 9);
+
+/* GET /_ping within timeout_ms: is the daemon still answering? */
+int docker_ping(struct docker_state *st, int64_t timeout_ms, sbx_http_error *err);
 
 /* Build "/v1.41" + path into buf (printf-style). 0, or -1 when too long. */
 int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
@@ -183,30 +217,19 @@ int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *arg
                 struct sbx_exec_result *res);
 
 /*
- * Run a helper command (argv) in the container as the sandbox user, output
- * discarded except that up to cap-1 bytes of stdout+stderr are kept in
- * `output` (may be NULL). *exit_code receives its exit status. Used for
- * renames and for killing an exec's processes.
+ * A helper command fed with stdin from `in` that publishes its work only
+ * when the input is complete (the write script, see write_stream.c). On
+ * cancellation, or when the source fails, its stdin is ended without the
+ * input's end: it cleans up by itself and nothing is killed. *exit_code
+ * receives its exit status and `output` (cap bytes, may be NULL) the start
+ * of its stdout+stderr; *complete (may be NULL) whether all of the input,
+ * the end included, was handed to the daemon. SBX_OK when it ran,
+ * SBX_E_IO after a source error (the source has said why),
+ * SBX_E_CANCELLED, or a daemon failure with the call's error set.
  */
-int docker_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
-                       int64_t timeout_ms, int *exit_code, char *output,
-                       size_t cap);
-
-/* docker_exec_helper as another user (e.g. "0"); NULL: the container's. */
-int docker_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user,
-                          const char *const *argv, int64_t timeout_ms, int *exit_code,
-                          char *output, size_t cap);
-
-/*
- * A helper command fed with stdin from `in` (killed on cancellation and
- * timeout, like a user's command). When the source fails the command is
- * killed before its stdin is closed, so it never takes a partial input for
- * a whole one; the result is then SBX_E_IO (the source has said why).
- * Also SBX_E_CANCELLED, SBX_E_TIMEOUT.
- */
-int docker_exec_helper_in(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
-                          const struct sbx_source *in, int64_t timeout_ms,
-                          int *exit_code, char *output, size_t cap);
+int docker_exec_feed(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
+                     const struct sbx_source *in, int *exit_code, int *complete,
+                     char *output, size_t cap);
 
 /* ---- paths.c ----------------------------------------------------------- */
 
@@ -335,11 +358,22 @@ int docker_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
  * SBX_E_CANCELLED when the directories cannot be worked on. */
 int docker_skills_repair(sbx_sandbox *sb, sbx_call *call);
 
-/* ---- files.c ----------------------------------------------------------- */
+/* ---- files.c, write.c ---------------------------------------------------- */
 
 int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                      const struct sbx_sink *sink);
 int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                       const struct sbx_source *src, unsigned mode);
+
+/* ---- write_stream.c ------------------------------------------------------ */
+
+/* Stream src into the container as the file `final` (absolute, resolved)
+ * through the temporary `tmp` beside it, with permission bits perm, and
+ * publish it only once the container has the complete data: its length
+ * and SHA-256 travel in a trailer after the data, checked in the
+ * container before the rename. rel names the file in messages. */
+int docker_write_stream(sbx_sandbox *sb, sbx_call *call, const char *rel,
+                        const struct sbx_source *src, const char *tmp,
+                        const char *final, unsigned perm);
 
 #endif /* SBX_DOCKER_H */

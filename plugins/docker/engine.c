@@ -1,13 +1,22 @@
 /*
  * engine.c - talking to the Engine API: version negotiation, JSON requests
  * and error reporting with operator hints.
+ *
+ * Every request has a deadline (providers.docker.request_timeout unless
+ * the caller gives a shorter one), so a daemon that stops answering
+ * (SIGSTOP, a wedged lock) fails the call with SBX_E_TIMEOUT and a message
+ * naming it instead of hanging it.
  */
 #include "docker.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 static int cancel_check(void *ctx)
 {
@@ -37,6 +46,9 @@ int docker_report(struct docker_state *st, sbx_call *call,
     if (err->status == SBX_E_UNAVAILABLE && err->http_status == 0)
         hint = " (is the Docker daemon running? check providers.docker.host "
                "or DOCKER_HOST)";
+    else if (err->status == SBX_E_TIMEOUT && err->http_status == 0)
+        hint = " (the daemon did not answer in time: is it stopped or overloaded? "
+               "providers.docker.request_timeout sets the deadline)";
     else if (err->status == SBX_E_DENIED && err->http_status == 0)
         hint = " (this user may not use the Docker socket: run as root or "
                "join the socket's group)";
@@ -79,16 +91,52 @@ int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
     return rc;
 }
 
-int docker_json(struct docker_state *st, sbx_call *call, const char *method,
-                json_object *body, json_object **out, sbx_http_error *err,
-                const char *fmt, ...)
+int64_t docker_now_ms(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void docker_random_hex(char *out, size_t bytes)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char r[32];
+    if (bytes > sizeof r)
+        bytes = sizeof r;
+    size_t got = 0;
+    while (got < bytes) {
+        ssize_t n = getrandom(r + got, bytes - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            /* no entropy source: mix the clock in; these values need to be
+             * distinct (and unguessable from the outside), not secret keys */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+                         ((uint64_t)getpid() << 12);
+            for (size_t i = got; i < bytes; i++)
+                r[i] = (unsigned char)(v >> ((i % 8) * 8)) ^ (unsigned char)(i * 151);
+            break;
+        }
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < bytes; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[2 * bytes] = '\0';
+}
+
+static int vjson(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
+                 const char *method, json_object *body, json_object **out,
+                 sbx_http_error *err, const char *fmt, va_list ap)
+{
+    if (out)
+        *out = NULL;
     char path[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = vpath(st, path, sizeof path, fmt, ap);
-    va_end(ap);
-    if (rc != 0)
+    if (vpath(st, path, sizeof path, fmt, ap) != 0)
         return sbx_http_fail(err, SBX_E_INVALID, "request path too long");
     struct docker_cancel dc;
     docker_cancel_init(&dc, st->host, call);
@@ -96,13 +144,48 @@ int docker_json(struct docker_state *st, sbx_call *call, const char *method,
     req.method = method;
     req.path = path;
     req.cancel = &dc.c;
+    req.timeout_ms = timeout_ms;
     json_object *doc = NULL;
-    rc = sbx_http_json_body(st->http, &req, body, &doc, NULL, err);
+    int rc = sbx_http_json_body(st->http, &req, body, &doc, NULL, err);
     if (out)
         *out = doc;
     else
         json_object_put(doc);
     return rc;
+}
+
+int docker_json(struct docker_state *st, sbx_call *call, const char *method,
+                json_object *body, json_object **out, sbx_http_error *err,
+                const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vjson(st, call, st->cfg.request_timeout_ms, method, body, out, err, fmt,
+                   ap);
+    va_end(ap);
+    return rc;
+}
+
+int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
+                       const char *method, json_object *body, json_object **out,
+                       sbx_http_error *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (timeout_ms <= 0 || timeout_ms > st->cfg.request_timeout_ms)
+        timeout_ms = st->cfg.request_timeout_ms;
+    int rc = vjson(st, call, timeout_ms, method, body, out, err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int docker_ping(struct docker_state *st, int64_t timeout_ms, sbx_http_error *err)
+{
+    struct sbx_http_request req = {0};
+    req.method = "GET";
+    req.path = "/_ping";
+    req.timeout_ms = timeout_ms;
+    return sbx_http_request(st->http, &req, NULL, NULL, err);
 }
 
 /* "1.41" -> 41 (major must be 1); -1 when unparsable. */
@@ -128,7 +211,7 @@ int docker_negotiate(struct docker_state *st, sbx_call *call)
     req.method = "GET";
     req.path = "/version";
     req.cancel = &dc.c;
-    req.timeout_ms = 30000;
+    req.timeout_ms = st->cfg.request_timeout_ms;
     json_object *ver = NULL;
     sbx_http_error err;
     int rc = sbx_http_json(st->http, &req, &ver, NULL, &err);

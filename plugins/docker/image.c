@@ -71,6 +71,8 @@ int docker_image_pull(struct docker_state *st, sbx_call *call)
     req.method = "POST";
     req.path = path;
     req.cancel = &dc.c;
+    /* a pull may take long, but not without a progress message */
+    req.stall_timeout_ms = st->cfg.request_timeout_ms;
     struct pull_ctx p = {.st = st};
     sbx_http_error err;
     int rc = sbx_http_json_each(st->http, &req, on_progress, &p, &err);

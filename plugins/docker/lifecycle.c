@@ -756,6 +756,7 @@ static int own_workspace(struct docker_state *st, sbx_call *call, const char *id
     req.body = buf;
     req.body_len = used;
     req.cancel = &dc.c;
+    req.timeout_ms = st->cfg.request_timeout_ms;
     sbx_http_error err;
     int rc = sbx_http_request(st->http, &req, NULL, NULL, &err);
     free(buf);

@@ -55,6 +55,7 @@ int docker_export_outputs(sbx_sandbox *sb, sbx_call *call,
     req.method = "GET";
     req.path = path;
     req.cancel = &dc.c;
+    req.stall_timeout_ms = st->cfg.request_timeout_ms;
     struct relay r = {tar_sink, 0};
     struct sbx_sink sink = SBX_SINK_INIT(&r, relay_write);
     sbx_http_error err;

@@ -163,6 +163,7 @@ int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
     req.cancel = &dc.c;
     req.on_header = on_stat_header;
     req.header_ctx = &h;
+    req.timeout_ms = st->cfg.request_timeout_ms;
     long status = 0;
     int rc = sbx_http_request(st->http, &req, NULL, &status, err);
     if (rc == SBX_E_NOT_FOUND) {

@@ -24,6 +24,9 @@ static const struct sbx_config_key docker_keys[] = {
     SBX_CONFIG_KEY("read_only_rootfs", SBX_CFG_BOOL, "read-only root filesystem; the workspace and /tmp stay writable"),
     SBX_CONFIG_KEY("labels", SBX_CFG_MAP, "extra labels on every container (not sbx.*)"),
     SBX_CONFIG_KEY("resource_dir", SBX_CFG_STRING, "host directory for provider-owned resources (default /var/lib/sbx/docker)"),
+    SBX_CONFIG_KEY("request_timeout", SBX_CFG_NUMBER, "seconds an Engine API call (or a stalled stream) may take before it fails (default 30)"),
+    SBX_CONFIG_KEY("verify_writes", SBX_CFG_BOOL, "check the SHA-256 of written files in the container before publishing them (default true)"),
+    SBX_CONFIG_KEY("kill_timeout", SBX_CFG_NUMBER, "seconds a timeout or cancellation may take to kill a command and drain its output (default 0.6)"),
     SBX_CONFIG_KEYS_END};
 
 static int docker_init(const struct sbx_host *host, sbx_call *call, void **state)

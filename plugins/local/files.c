@@ -169,9 +169,9 @@ static void temp_name(char name[28])
     name[27] = '\0';
 }
 
-/* Write everything from src into fd. Returns SBX_OK, SBX_E_IO after a
- * source error (whose message the host has set), or a status with the
- * message set. */
+/* Write everything from src into fd, checking for cancellation between
+ * chunks. Returns SBX_OK, SBX_E_IO after a source error (whose message the
+ * host has set), or a status with the message set. */
 static int copy_source(const struct sbx_host *host, sbx_call *call,
                        const char *path, const struct sbx_source *src, int fd)
 {
@@ -183,6 +183,11 @@ static int copy_source(const struct sbx_host *host, sbx_call *call,
                                "local: out of memory");
     int rc = SBX_OK;
     for (;;) {
+        if (host->cancelled && host->cancelled(host, call)) {
+            rc = host->set_error(host, call, SBX_E_CANCELLED,
+                                 "local: write: '%s': cancelled", path);
+            break;
+        }
         long n = src->read(src->ctx, buf, LOCAL_CHUNK);
         if (n < 0) {
             rc = SBX_E_IO;

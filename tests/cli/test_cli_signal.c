@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -107,4 +108,53 @@ Test(cli_signal, sigint_while_stdout_is_full)
     cr_assert_eq(status, 130, "status %d", status);
     cr_assert_lt(cli_now_ms() - t0, 3000, "sbx took too long to stop");
     cr_assert_eq(cli_dir_entries(env.ws_root), 0, "the workspace was left behind");
+}
+
+/* Names starting with ".sbx-" anywhere below `dir` (temporaries). */
+static int temporaries_below(const char *dir)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "test -z \"$(find '%s' -name '.sbx-*')\"", dir);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+/* `sbx write` from a pipe, interrupted mid-transfer: it exits 128+signal,
+ * the file keeps its old content and no temporary is left. */
+static void interrupt_write_with(int sig)
+{
+    struct cli_result r;
+    cli_run(&env, (const char *[]){"write", "w-sess", "d/f.txt", NULL}, "old\n", 30000,
+            &r);
+    cr_assert_eq(r.status, 0, "first write: %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    struct cli_proc p;
+    cli_spawn(&env, (const char *[]){"write", "w-sess", "d/f.txt", NULL},
+              CLI_STDIN_PIPE, &p);
+    static char chunk[65536];
+    memset(chunk, 'n', sizeof chunk);
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(write(p.in_fd, chunk, sizeof chunk), (ssize_t)sizeof chunk);
+    usleep(200000);
+    long long t0 = cli_now_ms();
+    cr_assert_eq(kill(p.pid, sig), 0);
+    int status = cli_wait(&p, 10000);
+    close(p.in_fd);
+    cr_expect_eq(status, 128 + sig, "status %d", status);
+    cr_expect_lt(cli_now_ms() - t0, 3000, "sbx took too long to stop");
+    cr_expect_eq(temporaries_below(env.ws_root), 0, "a temporary file was left");
+    cli_run(&env, (const char *[]){"read", "w-sess", "d/f.txt", NULL}, NULL, 30000, &r);
+    cr_expect_str_eq(r.out, "old\n");
+    cli_result_free(&r);
+    cli_run(&env, (const char *[]){"destroy", "w-sess", NULL}, NULL, 30000, &r);
+    cli_result_free(&r);
+}
+
+Test(cli_signal, sigint_mid_write_exits_130_and_leaves_nothing)
+{
+    interrupt_write_with(SIGINT);
+}
+
+Test(cli_signal, sigterm_mid_write_exits_143_and_leaves_nothing)
+{
+    interrupt_write_with(SIGTERM);
 }

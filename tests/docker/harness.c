@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 static const struct sbx_provider_desc *loaded;
@@ -364,6 +365,36 @@ long dh_api(const char *host_uri, const char *method, const char *path,
         buf_write(body, err.message, strlen(err.message));
     sbx_http_free(http);
     return rc == SBX_OK ? status : (err.http_status ? err.http_status : -1);
+}
+
+int dh_attach(struct dh *h, const char *key, const char *ref, sbx_sandbox **out,
+              char *msg, size_t cap)
+{
+    struct sbx_call c;
+    dh_call_init(&c);
+    *out = NULL;
+    int rc = h->ops->attach(h->state, &c, TEST_ATTACH_ARGS(key, ref), out);
+    if (msg)
+        snprintf(msg, cap, "%s", c.message);
+    dh_call_free(&c);
+    return rc;
+}
+
+char *dh_procs(struct dh *h, sbx_sandbox *sb, const char *ere)
+{
+    char script[1024];
+    snprintf(script, sizeof script,
+             "ps -o pid,stat,args | grep -v '^ *[0-9][0-9]* *Z' | grep -E -e '%s'; "
+             "true",
+             ere);
+    return dh_sh(h, sb, script);
+}
+
+double dh_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
 int dh_system(const char *fmt, ...)

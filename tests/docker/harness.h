@@ -97,6 +97,19 @@ int dh_read(struct dh *h, sbx_sandbox *sb, const char *path, struct dh_buf *out,
 long dh_api(const char *host_uri, const char *method, const char *path,
             const char *json_body, struct dh_buf *body);
 
+/* attach to (key, ref) on h; returns the status (message into msg). */
+int dh_attach(struct dh *h, const char *key, const char *ref, sbx_sandbox **out,
+              char *msg, size_t cap);
+
+/* The processes of the sandbox whose command line matches the extended
+ * regular expression `ere` (zombies excluded), as `ps -o pid,stat,args`
+ * lines; "" when none. Asserts that the listing itself ran. Write the
+ * pattern so that it does not match itself (e.g. "slee[p] 3601"). */
+char *dh_procs(struct dh *h, sbx_sandbox *sb, const char *ere);
+
+/* Milliseconds on the monotonic clock. */
+double dh_now(void);
+
 /* Run a shell command on the test host; returns its exit status. */
 int dh_system(const char *fmt, ...) SBX_PRINTF_LIKE(1, 2);
 

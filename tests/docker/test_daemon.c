@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,4 +144,259 @@ Test(docker_daemon, daemon_stopped_mid_session_then_back)
     dh_call_free(&c);
     daemon_ctl("stop");
     dh_system("rm -rf %s %s.log", dir, dir);
+}
+
+/* ---- a private daemon that freezes or dies in the middle of calls ---- */
+
+static char fdir[64];
+static char furi[128];
+
+static int fault_ctl(const char *verb)
+{
+    return dh_system("%s/scripts/services/dockerd.sh %s %s >/dev/null 2>>%s.log",
+                     SBX_TEST_SOURCE_DIR, verb, fdir, fdir);
+}
+
+static pid_t fault_daemon_pid(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/docker.pid", fdir);
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return (pid_t)pid;
+}
+
+static void fault_start(void)
+{
+    dh_require_daemon();
+    if (geteuid() != 0)
+        cr_skip_test("starting a private dockerd needs root");
+    snprintf(fdir, sizeof fdir, "/tmp/sbxdf-XXXXXX");
+    cr_assert_not_null(mkdtemp(fdir));
+    cr_assert_eq(fault_ctl("start"), 0, "could not start a private dockerd in %s", fdir);
+    snprintf(furi, sizeof furi, "unix://%s/docker.sock", fdir);
+}
+
+static void fault_stop(void)
+{
+    pid_t pid = fault_daemon_pid();
+    if (pid > 0)
+        kill(pid, SIGCONT);
+    fault_ctl("stop");
+    dh_system("rm -rf %s %s.log", fdir, fdir);
+}
+
+struct timed_exec {
+    struct dh *h;
+    sbx_sandbox *sb;
+    struct sbx_call *c;
+    const char *script;
+    int64_t timeout_ms;
+    int rc;
+    struct sbx_exec_result res;
+    double returned;
+};
+
+static void *timed_exec_run(void *arg)
+{
+    struct timed_exec *t = arg;
+    const char *argv[] = {"sh", "-c", t->script, NULL};
+    struct dh_buf out = {0};
+    t->rc = dh_exec(t->h, t->sb, argv, NULL, t->timeout_ms, &out, NULL, &t->res, t->c);
+    t->returned = dh_now();
+    dh_buf_free(&out);
+    return NULL;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static const char frozen_script[] =
+    "sleep 3611 & echo $$ > pid; while :; do echo tick; sleep 0.01; done";
+
+/* SIGSTOP the daemon while a command runs: cancellation and the timeout
+ * still return within 1 s, with the command's processes killed (the kill
+ * cannot go through the daemon); plain calls fail within their request
+ * deadline, naming the call. */
+Test(docker_daemon, frozen_daemon_cannot_hold_up_cancel_timeout_or_calls)
+{
+    fault_start();
+    static const char *const extra[] = {"request_timeout", "2", NULL};
+    struct dh h;
+    dh_open(&h, furi, extra);
+    char key[64], hash[65], ref[SBX_REF_MAX];
+    dh_new_key(key, hash);
+    sbx_sandbox *sb = dh_create(&h, key, ref);
+    pid_t dpid = fault_daemon_pid();
+    cr_assert_gt(dpid, 0);
+
+    /* cancellation */
+    struct sbx_call c;
+    dh_call_init(&c);
+    struct timed_exec t = {&h, sb, &c, frozen_script, 0, -1, {0}, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, timed_exec_run, &t);
+    sleep_ms(1500);
+    cr_assert_eq(kill(dpid, SIGSTOP), 0);
+    sleep_ms(300);
+    double fired = dh_now();
+    dh_call_cancel(&c);
+    pthread_join(th, NULL);
+    cr_expect_eq(t.rc, SBX_E_CANCELLED, "%s: %s", sbx_strerror(t.rc), c.message);
+    fprintf(stderr, "[measured] frozen daemon cancel: returned %.0f ms after it\n",
+            t.returned - fired);
+    cr_expect_lt(t.returned - fired, 1000.0, "returned %.0f ms after the cancel",
+                 t.returned - fired);
+    kill(dpid, SIGCONT);
+    char *left = dh_procs(&h, sb, "slee[p] 3611|ech[o] tick");
+    cr_expect_str_eq(left, "", "left after the cancel:\n%s", left);
+    free(left);
+    dh_call_free(&c);
+
+    /* the timeout */
+    dh_call_init(&c);
+    struct timed_exec t2 = {&h, sb, &c, frozen_script, 2500, -1, {0}, 0};
+    double start = dh_now();
+    pthread_create(&th, NULL, timed_exec_run, &t2);
+    sleep_ms(1200);
+    cr_assert_eq(kill(dpid, SIGSTOP), 0);
+    pthread_join(th, NULL);
+    cr_expect_eq(t2.rc, SBX_OK, "%s: %s", sbx_strerror(t2.rc), c.message);
+    cr_expect_eq(t2.res.timed_out, 1);
+    fprintf(stderr, "[measured] frozen daemon timeout 2500 ms: returned after %.0f ms\n",
+            t2.returned - start);
+    cr_expect_lt(t2.returned - start, 3500.0,
+                 "returned %.0f ms after the start (timeout 2500 ms)",
+                 t2.returned - start);
+    kill(dpid, SIGCONT);
+    left = dh_procs(&h, sb, "slee[p] 3611|ech[o] tick");
+    cr_expect_str_eq(left, "", "left after the timeout:\n%s", left);
+    free(left);
+    dh_call_free(&c);
+
+    /* plain calls against the frozen daemon have deadlines */
+    dh_call_init(&c);
+    cr_assert_eq(kill(dpid, SIGSTOP), 0);
+    start = dh_now();
+    const char *echo[] = {"echo", "hi", NULL};
+    struct sbx_exec_result res;
+    int rc = dh_exec(&h, sb, echo, NULL, 0, NULL, NULL, &res, &c);
+    double took = dh_now() - start;
+    cr_expect(rc == SBX_E_UNAVAILABLE || rc == SBX_E_TIMEOUT, "exec: %s: %s",
+              sbx_strerror(rc), c.message);
+    cr_expect(strstr(c.message, "/exec"), "the message does not name the call: %s",
+              c.message);
+    fprintf(stderr, "[measured] frozen daemon exec: %.0f ms: %s\n", took, c.message);
+    cr_expect_lt(took, 3000.0, "exec took %.0f ms (request_timeout 2 s)", took);
+    struct dh_buf out = {0};
+    start = dh_now();
+    rc = dh_read(&h, sb, "pid", &out, &c);
+    took = dh_now() - start;
+    cr_expect(rc == SBX_E_UNAVAILABLE || rc == SBX_E_TIMEOUT, "read: %s: %s",
+              sbx_strerror(rc), c.message);
+    cr_expect(strstr(c.message, "/archive"), "the message does not name the call: %s",
+              c.message);
+    fprintf(stderr, "[measured] frozen daemon read: %.0f ms: %s\n", took, c.message);
+    cr_expect_lt(took, 3000.0, "read took %.0f ms (request_timeout 2 s)", took);
+    dh_buf_free(&out);
+    kill(dpid, SIGCONT);
+    dh_call_free(&c);
+
+    h.ops->release(sb);
+    dh_destroy(&h, key, ref);
+    dh_close(&h);
+    fault_stop();
+}
+
+/* A source that delivers 3 MiB, then trickles until stopped. */
+struct trickle {
+    size_t pos;
+    volatile int *stop;
+    volatile size_t *sent;
+};
+
+static long trickle_read(void *ctx, void *buf, size_t cap)
+{
+    struct trickle *t = ctx;
+    if (*t->stop)
+        return -1;
+    if (t->pos >= 3 * 1024 * 1024)
+        sleep_ms(20);
+    size_t n = cap < 65536 ? cap : 65536;
+    memset(buf, 't', n);
+    t->pos += n;
+    *t->sent = t->pos;
+    return (long)n;
+}
+
+struct bg_write {
+    struct dh *h;
+    sbx_sandbox *sb;
+    struct trickle tr;
+    int rc;
+    char msg[2048];
+};
+
+static void *bg_write_run(void *arg)
+{
+    struct bg_write *w = arg;
+    struct sbx_source src = {.size = sizeof src, .ctx = &w->tr, .read = trickle_read};
+    struct sbx_call c;
+    dh_call_init(&c);
+    w->rc = w->h->ops->write_file(w->sb, &c, "d/victim.txt", &src, 0);
+    snprintf(w->msg, sizeof w->msg, "%s", c.message);
+    dh_call_free(&c);
+    return NULL;
+}
+
+/* dockerd is SIGKILLed while a file streams in: once it is back, the old
+ * file is intact and no temporary file is left. */
+Test(docker_daemon, daemon_killed_mid_write_keeps_the_old_file)
+{
+    fault_start();
+    struct dh h;
+    dh_open(&h, furi, NULL);
+    char key[64], hash[65], ref[SBX_REF_MAX];
+    dh_new_key(key, hash);
+    sbx_sandbox *sb = dh_create(&h, key, ref);
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(dh_write(&h, sb, "d/victim.txt", "old\n", 4, 0, &c), SBX_OK, "%s",
+                 c.message);
+    volatile int stop = 0;
+    volatile size_t sent = 0;
+    struct bg_write w = {&h, sb, {0, &stop, &sent}, -1, ""};
+    pthread_t th;
+    pthread_create(&th, NULL, bg_write_run, &w);
+    for (int i = 0; i < 600 && sent < 3 * 1024 * 1024; i++)
+        sleep_ms(50);
+    cr_assert_geq(sent, 3 * 1024 * 1024, "the write did not get going");
+    pid_t dpid = fault_daemon_pid();
+    cr_assert_gt(dpid, 0);
+    cr_assert_eq(kill(dpid, SIGKILL), 0);
+    pthread_join(th, NULL);
+    stop = 1;
+    cr_expect_neq(w.rc, SBX_OK, "the write succeeded without a daemon");
+    sleep_ms(1000); /* the container's script cleans up by itself */
+    h.ops->release(sb);
+    cr_assert_eq(fault_ctl("start"), 0, "could not restart the private dockerd");
+    int rc = h.ops->attach(h.state, &c, TEST_ATTACH_ARGS(key, ref), &sb);
+    cr_assert_eq(rc, SBX_OK, "attach after the restart: %s", c.message);
+    char *seen = dh_sh(&h, sb, "cat d/victim.txt; ls -A d");
+    cr_expect_str_eq(seen, "old\nvictim.txt\n",
+                     "the old file was lost or a temporary file was left");
+    free(seen);
+    h.ops->release(sb);
+    dh_destroy(&h, key, ref);
+    dh_close(&h);
+    dh_call_free(&c);
+    fault_stop();
 }

@@ -335,3 +335,86 @@ Test(docker_exec, failing_sink_stops_and_kills_the_command)
     free(left);
     dh_call_free(&c);
 }
+
+/* Output that looks like the daemon's own start error is the command's
+ * output all the same: every byte arrives and the exit status is the
+ * command's. */
+Test(docker_exec, output_resembling_a_start_error_is_delivered_whole)
+{
+    const char *argv[] = {"sh", "-c",
+                          "printf 'OCI runtime exec failed: exec failed: not really\\n'; "
+                          "head -c 102400 /dev/zero | tr '\\0' 'q'; echo; echo tail-marker",
+                          NULL};
+    struct dh_buf out = {0}, err = {0};
+    struct sbx_exec_result res;
+    struct sbx_call c;
+    dh_call_init(&c);
+    int rc = dh_exec(&h, sb, argv, NULL, 30000, &out, &err, &res, &c);
+    cr_assert_eq(rc, SBX_OK, "%s: %s", sbx_strerror(rc), c.message);
+    cr_expect_eq(res.exit_code, 0);
+    size_t head = strlen("OCI runtime exec failed: exec failed: not really\n");
+    size_t want = head + 102400 + 1 + strlen("tail-marker\n");
+    cr_expect_eq(out.len, want, "got %zu of %zu bytes", out.len, want);
+    cr_expect_eq(res.out_bytes, want);
+    cr_expect(out.len == want &&
+                  memcmp(out.data, "OCI runtime exec failed: exec failed: not really\n",
+                         head) == 0 &&
+                  strcmp(out.data + want - 12, "tail-marker\n") == 0,
+              "the output was altered");
+    /* the same with the text split over two writes, and on a command that
+     * fails with the exit code a start failure would have */
+    dh_buf_free(&out);
+    const char *argv2[] = {"sh", "-c",
+                           "printf 'OCI run'; sleep 0.2; printf 'time exec failed: x\\n'; "
+                           "exit 126",
+                           NULL};
+    rc = dh_exec(&h, sb, argv2, NULL, 30000, &out, &err, &res, &c);
+    cr_assert_eq(rc, SBX_OK, "%s: %s", sbx_strerror(rc), c.message);
+    cr_expect_eq(res.exit_code, 126);
+    cr_expect_str_eq(out.data ? out.data : "", "OCI runtime exec failed: x\n");
+    dh_buf_free(&out);
+    dh_buf_free(&err);
+    dh_call_free(&c);
+}
+
+Test(docker_exec, start_failures_are_classified_from_the_container)
+{
+    struct sbx_exec_result res;
+    struct sbx_call c;
+    dh_call_init(&c);
+    free(dh_sh(&h, sb, "mkdir -p bin adir && printf 'x' > bin/plain && chmod 644 bin/plain"));
+    struct {
+        const char *prog;
+        const char *path; /* PATH for the command, or NULL */
+        int want;
+    } cases[] = {
+        {"no-such-command-xyz", NULL, SBX_E_NO_COMMAND},
+        {"/no/such/dir/prog", NULL, SBX_E_NO_COMMAND},
+        {"/workspace/bin/plain", NULL, SBX_E_NOT_EXEC},
+        {"./bin/plain", NULL, SBX_E_NOT_EXEC},
+        {"/workspace/adir", NULL, SBX_E_NOT_EXEC},
+        {"plain", "PATH=/workspace/bin:/bin", SBX_E_NOT_EXEC},
+        {"plain", "PATH=/bin", SBX_E_NO_COMMAND},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *argv[] = {cases[i].prog, NULL};
+        const char *env[] = {cases[i].path, NULL};
+        struct dh_buf out = {0};
+        struct sbx_sink so = dh_buf_sink(&out);
+        struct sbx_exec_args a = {0};
+        a.size = sizeof a;
+        a.argv = argv;
+        a.env = cases[i].path ? env : NULL;
+        a.out = &so;
+        memset(&res, 0, sizeof res);
+        res.size = sizeof res;
+        int rc = h.ops->exec(sb, &c, &a, &res);
+        cr_expect_eq(rc, cases[i].want, "%s (%s): %s: %s", cases[i].prog,
+                     cases[i].path ? cases[i].path : "default PATH", sbx_strerror(rc),
+                     c.message);
+        cr_expect_eq(out.len, 0, "%s: the daemon's error reached stdout: %.*s",
+                     cases[i].prog, (int)out.len, out.data ? out.data : "");
+        dh_buf_free(&out);
+    }
+    dh_call_free(&c);
+}

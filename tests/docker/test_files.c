@@ -427,3 +427,32 @@ Test(docker_files, unknown_length_still_round_trips)
     }
     dh_call_free(&c);
 }
+
+Test(docker_files, writes_without_the_digest_check_still_round_trip)
+{
+    struct dh h2;
+    static const char *const extra[] = {"verify_writes", "false", NULL};
+    dh_open(&h2, NULL, extra);
+    sbx_sandbox *s2 = NULL;
+    char msg[2048];
+    cr_assert_eq(dh_attach(&h2, key, ref, &s2, msg, sizeof msg), SBX_OK, "%s", msg);
+    size_t n = 2 * 1024 * 1024 + 11;
+    unsigned char *data = nul_heavy(n);
+    struct sbx_call c;
+    dh_call_init(&c);
+    struct sized s = {data, n, 0, -1, 0};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &s, .read = sized_read};
+    cr_assert_eq(h2.ops->write_file(s2, &c, "nv/blob.bin", &src, 0600), SBX_OK, "%s",
+                 c.message);
+    struct dh_buf out = {0};
+    cr_assert_eq(dh_read(&h, sb, "nv/blob.bin", &out, &c), SBX_OK, "%s", c.message);
+    cr_expect(out.len == n && memcmp(out.data, data, n) == 0, "content differs");
+    dh_buf_free(&out);
+    char *seen = dh_sh(&h, sb, "stat -c %a nv/blob.bin; ls -A nv");
+    cr_expect_str_eq(seen, "600\nblob.bin\n");
+    free(seen);
+    free(data);
+    h2.ops->release(s2);
+    dh_close(&h2);
+    dh_call_free(&c);
+}
