@@ -44,20 +44,38 @@ static int check_args(struct docker_state *st, sbx_call *call,
     return SBX_OK;
 }
 
-/* /workspace[/cwd] (malloc'd) for a checked cwd into *out. */
-static int workdir_of(struct docker_state *st, sbx_call *call, const char *cwd_arg,
-                      char **out)
+/* The absolute working directory (malloc'd) for a cwd into *out: checked
+ * lexically, then resolved in the container like a file op's path, so that
+ * a symlink leading out of the workspace is refused as local refuses it
+ * (SBX_E_INVALID), as is a cwd that is missing or not a directory. */
+static int workdir_of(sbx_sandbox *sb, sbx_call *call, const char *cwd_arg, char **out)
 {
+    struct docker_state *st = sb->st;
     char *cwd = NULL;
+    *out = NULL;
     int rc = docker_path_check(st, call, "cwd", cwd_arg ? cwd_arg : "", 1, &cwd);
     if (rc != SBX_OK)
         return rc;
-    size_t wlen = strlen(DOCKER_WORKSPACE) + 1 + strlen(cwd) + 1;
-    *out = malloc(wlen);
-    if (*out)
-        snprintf(*out, wlen, "%s%s%s", DOCKER_WORKSPACE, cwd[0] ? "/" : "", cwd);
+    if (!cwd[0]) {
+        free(cwd);
+        *out = strdup(DOCKER_WORKSPACE);
+        return *out ? SBX_OK : docker_error(st, call, SBX_E_NOMEM, "out of memory");
+    }
+    size_t existing;
+    struct docker_stat fst;
+    rc = docker_resolve(sb, call, DOCKER_WORKSPACE, cwd, out, &existing, &fst);
+    if (rc == SBX_OK && !fst.exists)
+        rc = docker_error(st, call, SBX_E_INVALID,
+                          "docker: cwd \"%.200s\" does not exist in the workspace", cwd);
+    else if (rc == SBX_OK && !(fst.mode & DOCKER_MODE_DIR))
+        rc = docker_error(st, call, SBX_E_INVALID,
+                          "docker: cwd \"%.200s\" is not a directory", cwd);
     free(cwd);
-    return *out ? SBX_OK : docker_error(st, call, SBX_E_NOMEM, "out of memory");
+    if (rc != SBX_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 /* The error of a command the daemon could not start. */
@@ -122,7 +140,7 @@ int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *arg
     if (rc != SBX_OK)
         return rc;
     char *workdir = NULL;
-    rc = workdir_of(st, call, args->cwd, &workdir);
+    rc = workdir_of(sb, call, args->cwd, &workdir);
     if (rc != SBX_OK)
         return rc;
     struct exec_spec spec = {

@@ -88,6 +88,25 @@ Test(docker_exec, argv_is_not_split_and_env_cwd_apply)
     int rc = h.ops->exec(sb, &c, &a, &res);
     /* the ABI's rule: a missing cwd is an invalid argument, nothing runs */
     cr_expect(rc == SBX_E_INVALID, "missing cwd gave %d: %s", rc, c.message);
+    /* a symlink leading out of the workspace is refused, as local does;
+     * one that stays inside is followed */
+    free(dh_sh(&h, sb, "ln -s /etc out && mkdir -p in/real && ln -s in/real inside"));
+    a.cwd = "out";
+    rc = h.ops->exec(sb, &c, &a, &res);
+    cr_expect(rc == SBX_E_INVALID, "cwd through a symlink out gave %d: %s", rc, c.message);
+    const char *pwd[] = {"pwd", NULL};
+    struct dh_buf out2 = {0};
+    struct sbx_sink so2 = dh_buf_sink(&out2);
+    a.argv = pwd;
+    a.out = &so2;
+    a.cwd = "inside";
+    cr_expect_eq(h.ops->exec(sb, &c, &a, &res), SBX_OK, "%s", c.message);
+    cr_expect(out2.data && strstr(out2.data, "/workspace/in/real"), "%s",
+              out2.data ? out2.data : "");
+    dh_buf_free(&out2);
+    a.cwd = "f.txt";
+    free(dh_sh(&h, sb, "touch f.txt"));
+    cr_expect_eq(h.ops->exec(sb, &c, &a, &res), SBX_E_INVALID, "cwd that is a file");
     dh_call_free(&c);
 }
 
