@@ -278,7 +278,18 @@ static struct slot *slot_take(sbx_http *h, int fresh)
         pthread_mutex_unlock(&h->lock);
         if (s) {
             s->next = NULL;
-            curl_easy_reset(s->easy);
+            /* A fresh easy handle, not curl_easy_reset: libcurl 7.88 keeps
+             * a pointer to the previous response's last header across a
+             * reset, and a folded header line at the start of the next
+             * response then reads freed memory (found by fuzz_http). The
+             * connections live in the multi handle and are still reused. */
+            CURL *renewed = curl_easy_init();
+            if (!renewed) {
+                slot_destroy(s);
+                return NULL;
+            }
+            curl_easy_cleanup(s->easy);
+            s->easy = renewed;
             return s;
         }
     }

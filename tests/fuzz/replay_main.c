@@ -44,18 +44,20 @@ int main(int argc, char **argv)
             count++;
             continue;
         }
-        DIR *d = opendir(argv[i]);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (e->d_name[0] == '.')
-                continue;
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
-            bad |= run_file(path);
-            count++;
+        /* in name order: some regressions need the inputs before them
+         * (a connection reused after an earlier answer) */
+        struct dirent **names = NULL;
+        int n = scandir(argv[i], &names, NULL, alphasort);
+        for (int k = 0; k < n; k++) {
+            if (names[k]->d_name[0] != '.') {
+                char path[4096];
+                snprintf(path, sizeof path, "%s/%s", argv[i], names[k]->d_name);
+                bad |= run_file(path);
+                count++;
+            }
+            free(names[k]);
         }
-        if (d)
-            closedir(d);
+        free(names);
     }
     printf("replayed %d inputs\n", count);
     return bad || count == 0;
