@@ -21,6 +21,7 @@
  * into the same target) records that directory's device and inode.
  */
 #include "archive_check.h"
+#include "archive_lazy.h"
 #include "struct_size.h"
 #include "tree_remove.h"
 
@@ -186,6 +187,10 @@ SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
     if (limits && !sbx_struct_in(&given, sizeof given, limits, sizeof given.size))
         return sbx_error_set(err, SBX_E_INVALID,
                              "export: struct sbx_export_limits: size is not set");
+    /* libarchive is loaded on first use: fail before anything starts */
+    int loaded = sbx_archive_load(err);
+    if (loaded != SBX_OK)
+        return loaded;
     sbx_error_clear(err);
     if (!h || !target_dir || !*target_dir)
         return sbx_error_set(err, SBX_E_INVALID, "export needs a sandbox and a target "
@@ -281,15 +286,15 @@ SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
     }
     struct consumer cons = {sv[1], 0};
     struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &cons, .read = sock_read};
-    struct sbx_archive_limits lim = {0, 0, 0};
+    struct sbxs_archive_limits lim = {0, 0, 0};
     if (limits) {
         lim.max_file_bytes = given.max_file_bytes;
         lim.max_total_bytes = given.max_total_bytes;
         lim.max_entries = given.max_entries;
     }
-    sbx_error xerr;
-    sbx_error_clear(&xerr);
-    int xrc = sbx_archive_extract_checked(&src, "tar", tfd, &lim, &xerr);
+    struct sbxs_error xerr;
+    sbxs_error_clear(&xerr);
+    int xrc = sbxs_archive_extract(&src, "tar", tfd, &lim, &xerr);
     if (xrc == SBX_OK) {
         /* The end-of-archive blocks are read; take the rest so the
          * provider's transfer completes normally. */

@@ -254,9 +254,9 @@ static int extract(struct docker_state *st, sbx_call *call, const char *name,
                                    name, strerror(errno));
     struct fd_src fs = {bundle_fd};
     struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &fs, .read = fd_read};
-    sbx_error e;
-    sbx_error_clear(&e);
-    int rc = sbx_archive_extract_checked(&src, format, tfd, NULL, &e);
+    struct sbxs_error e;
+    sbxs_error_clear(&e);
+    int rc = sbxs_archive_extract(&src, format, tfd, NULL, &e);
     if (rc != SBX_OK)
         return st->host->set_error(st->host, call, rc,
                                    "docker: skill %s: the bundle is refused: %s", name,

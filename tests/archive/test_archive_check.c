@@ -167,13 +167,13 @@ static void cleanup(void)
 TestSuite(archive_check, .init = scratch, .fini = cleanup, .timeout = 60);
 
 static int extract(struct mem *m, const char *format,
-                   const struct sbx_archive_limits *lim, sbx_error *err)
+                   const struct sbxs_archive_limits *lim, struct sbxs_error *err)
 {
     struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = m, .read = mem_read};
     int fd = open(dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     cr_assert_geq(fd, 0);
-    sbx_error_clear(err);
-    int rc = sbx_archive_extract_checked(&src, format, fd, lim, err);
+    sbxs_error_clear(err);
+    int rc = sbxs_archive_extract(&src, format, fd, lim, err);
     close(fd);
     return rc;
 }
@@ -214,7 +214,7 @@ Test(archive_check, good_tar_extracts)
     };
     struct mem m;
     build(&m, "tar", ents, sizeof ents / sizeof ents[0]);
-    sbx_error err;
+    struct sbxs_error err;
     cr_assert_eq(extract(&m, "tar", NULL, &err), SBX_OK, "%s", err.message);
     char *a = slurp("out/a.txt"), *b = slurp("out/deep/b.txt"), *c = slurp("caf\xc3\xa9.txt");
     cr_expect_str_eq(a ? a : "(missing)", "alpha\n");
@@ -239,7 +239,7 @@ Test(archive_check, good_tar_gz_and_zip_extract)
     for (int i = 0; i < 2; i++) {
         struct mem m;
         build(&m, formats[i], ents, 2);
-        sbx_error err;
+        struct sbxs_error err;
         cr_assert_eq(extract(&m, formats[i], NULL, &err), SBX_OK, "%s: %s", formats[i],
                      err.message);
         char *one = slurp("z/one");
@@ -255,7 +255,7 @@ Test(archive_check, good_tar_gz_and_zip_extract)
 /* Build an archive holding one good file then `bad`, and expect a refusal
  * whose message contains `want`. */
 static void refuse_as(const char *format, const struct ent *bad, const char *want,
-                      const struct sbx_archive_limits *lim)
+                      const struct sbxs_archive_limits *lim)
 {
     const struct ent ents[] = {{REG, "fine.txt", "ok", 0}, *bad};
     char cmd[512];
@@ -263,7 +263,7 @@ static void refuse_as(const char *format, const struct ent *bad, const char *wan
     cr_assert_eq(system(cmd), 0);
     struct mem m;
     build(&m, format, ents, 2);
-    sbx_error err;
+    struct sbxs_error err;
     int rc = extract(&m, "tar", lim, &err);
     cr_expect_eq(rc, SBX_E_INVALID, "%s: got %d (%s)", bad->name, rc, err.message);
     cr_expect(strstr(err.message, want), "%s: message \"%s\" lacks \"%s\"", bad->name,
@@ -273,7 +273,7 @@ static void refuse_as(const char *format, const struct ent *bad, const char *wan
 }
 
 static void refuse(const struct ent *bad, const char *want,
-                   const struct sbx_archive_limits *lim)
+                   const struct sbxs_archive_limits *lim)
 {
     refuse_as("tar", bad, want, lim);
 }
@@ -329,7 +329,7 @@ Test(archive_check, duplicates_and_files_under_files_are_refused)
 
 Test(archive_check, size_limits)
 {
-    struct sbx_archive_limits lim = {1000, 1500, 0};
+    struct sbxs_archive_limits lim = {1000, 1500, 0};
     const struct ent big = {REG, "big", NULL, 1001};
     refuse(&big, "over the limit of 1000 per file", &lim);
     /* a sparse file: 4 bytes stored, 1 MiB declared */
@@ -339,11 +339,11 @@ Test(archive_check, size_limits)
     const struct ent ents[] = {{REG, "a", NULL, 900}, {REG, "b", NULL, 900}};
     struct mem m;
     build(&m, "tar", ents, 2);
-    sbx_error err;
+    struct sbxs_error err;
     cr_expect_eq(extract(&m, "tar", &lim, &err), SBX_E_INVALID);
     cr_expect(strstr(err.message, "total limit"), "%s", err.message);
     free(m.data);
-    struct sbx_archive_limits few = {0, 0, 2};
+    struct sbxs_archive_limits few = {0, 0, 2};
     const struct ent three[] = {{REG, "1", "1", 0}, {REG, "2", "2", 0}, {REG, "3", "3", 0}};
     build(&m, "tar", three, 3);
     cr_expect_eq(extract(&m, "tar", &few, &err), SBX_E_INVALID);
@@ -356,7 +356,7 @@ Test(archive_check, garbage_and_truncation_are_refused)
     struct mem m = {0};
     m.data = (unsigned char *)strdup("this is not an archive at all, not even close........");
     m.len = strlen((char *)m.data);
-    sbx_error err;
+    struct sbxs_error err;
     cr_expect_eq(extract(&m, "tar", NULL, &err), SBX_E_INVALID, "%s", err.message);
     free(m.data);
     const struct ent ents[] = {{REG, "f", NULL, 100000}};
@@ -376,7 +376,7 @@ Test(archive_check, existing_symlink_in_destination_is_not_followed)
     const struct ent ents[] = {{REG, "out/escaped", "x", 0}};
     struct mem m;
     build(&m, "tar", ents, 1);
-    sbx_error err;
+    struct sbxs_error err;
     cr_expect_neq(extract(&m, "tar", NULL, &err), SBX_OK);
     cr_expect_eq(parent_entries(), 1, "a file was written through the symlink");
     free(m.data);
@@ -396,12 +396,12 @@ static char *deep_name(int levels, const char *leaf)
 
 Test(archive_check, nesting_is_bounded)
 {
-    char *ok = deep_name(SBX_ARCHIVE_MAX_DEPTH - 1, "f");
-    char *bad = deep_name(SBX_ARCHIVE_MAX_DEPTH, "f");
+    char *ok = deep_name(SBXS_ARCHIVE_MAX_DEPTH - 1, "f");
+    char *bad = deep_name(SBXS_ARCHIVE_MAX_DEPTH, "f");
     const struct ent good = {REG, ok, "deep", 0};
     struct mem m;
     build(&m, "pax", &good, 1);
-    sbx_error err;
+    struct sbxs_error err;
     cr_assert_eq(extract(&m, "tar", NULL, &err), SBX_OK, "%s", err.message);
     free(m.data);
     const struct ent too_deep = {REG, bad, "x", 0};
@@ -434,7 +434,7 @@ Test(archive_check, many_files_deep_down_extract_with_the_cached_parent)
     }
     struct mem m;
     build(&m, "pax", ents, n);
-    sbx_error err;
+    struct sbxs_error err;
     cr_assert_eq(extract(&m, "tar", NULL, &err), SBX_OK, "%s", err.message);
     char *probe = deep_name(LEVELS, "f1999");
     char *got = slurp(probe);

@@ -49,10 +49,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct mem m = {data, size, 0};
     struct sbx_source src = SBX_SOURCE_INIT(&m, mem_read);
     /* small limits keep iterations fast and exercise the refusals */
-    struct sbx_archive_limits lim = {1 << 20, 4 << 20, 512};
-    sbx_error err;
-    sbx_error_clear(&err);
-    int rc = sbx_archive_extract_checked(&src, NULL, dest, &lim, &err);
+    struct sbxs_archive_limits lim = {1 << 20, 4 << 20, 512};
+    struct sbxs_error err;
+    sbxs_error_clear(&err);
+    int rc = sbxs_archive_extract(&src, NULL, dest, &lim, &err);
     if (rc != SBX_OK && !err.message[0])
         __builtin_trap(); /* every refusal names its reason */
     close(dest);

@@ -4,7 +4,6 @@
  */
 #include "archive_check.h"
 
-#include "archive_lazy.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -34,8 +33,8 @@ struct name_set {
     size_t count, nslots; /* nslots: 0 or a power of two > 2 * count */
 };
 
-struct sbx_archive_check {
-    struct sbx_archive_limits lim;
+struct sbxs_archive_check {
+    struct sbxs_archive_limits lim;
     struct name_set all;   /* every entry, for duplicates */
     struct name_set files; /* regular files, for "below a file" */
     uint64_t entries;
@@ -107,25 +106,25 @@ static void set_free(struct name_set *s, bool owner)
     free(s->slot);
 }
 
-int sbx_archive_check_new(const struct sbx_archive_limits *limits,
-                          sbx_archive_check **out, sbx_error *err)
+int sbxs_archive_check_new(const struct sbxs_archive_limits *limits,
+                          sbxs_archive_check **out, struct sbxs_error *err)
 {
     *out = calloc(1, sizeof **out);
     if (!*out)
-        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-    struct sbx_archive_limits *l = &(*out)->lim;
+        return sbxs_error_set(err, SBX_E_NOMEM, "out of memory");
+    struct sbxs_archive_limits *l = &(*out)->lim;
     if (limits)
         *l = *limits;
     if (!l->max_file_bytes)
-        l->max_file_bytes = SBX_ARCHIVE_DEFAULT_MAX_FILE;
+        l->max_file_bytes = SBXS_ARCHIVE_DEFAULT_MAX_FILE;
     if (!l->max_total_bytes)
-        l->max_total_bytes = SBX_ARCHIVE_DEFAULT_MAX_TOTAL;
+        l->max_total_bytes = SBXS_ARCHIVE_DEFAULT_MAX_TOTAL;
     if (!l->max_entries)
-        l->max_entries = SBX_ARCHIVE_DEFAULT_MAX_ENTRIES;
+        l->max_entries = SBXS_ARCHIVE_DEFAULT_MAX_ENTRIES;
     return SBX_OK;
 }
 
-void sbx_archive_check_free(sbx_archive_check *c)
+void sbxs_archive_check_free(sbxs_archive_check *c)
 {
     if (!c)
         return;
@@ -226,8 +225,8 @@ static int normalize(const char *raw, char *out, size_t cap, const char **why)
     const char *p = raw;
     while (*p) {
         size_t n = strcspn(p, "/");
-        if (n && !(n == 1 && p[0] == '.') && ++depth > SBX_ARCHIVE_MAX_DEPTH) {
-            *why = "is nested deeper than " SBX_ARCHIVE_MAX_DEPTH_TEXT " levels";
+        if (n && !(n == 1 && p[0] == '.') && ++depth > SBXS_ARCHIVE_MAX_DEPTH) {
+            *why = "is nested deeper than " SBXS_ARCHIVE_MAX_DEPTH_TEXT " levels";
             return -1;
         }
         if (n == 2 && p[0] == '.' && p[1] == '.') {
@@ -252,15 +251,15 @@ static int normalize(const char *raw, char *out, size_t cap, const char **why)
     return 0;
 }
 
-int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char *name,
-                            size_t cap, int *is_dir, sbx_error *err)
+int sbxs_archive_check_entry(sbxs_archive_check *c, struct archive_entry *e, char *name,
+                            size_t cap, int *is_dir, struct sbxs_error *err)
 {
     char shown[600];
     const char *raw = archive_entry_pathname(e);
     if (!raw)
         raw = archive_entry_pathname_utf8(e);
     if (!raw)
-        return sbx_error_set(err, SBX_E_INVALID,
+        return sbxs_error_set(err, SBX_E_INVALID,
                              "archive entry %llu has a name that cannot be decoded",
                              (unsigned long long)c->entries + 1);
     show(raw, shown, sizeof shown);
@@ -268,27 +267,27 @@ int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char 
     c->declared = c->delivered = 0;
 
     if (++c->entries > c->lim.max_entries)
-        return sbx_error_set(err, SBX_E_INVALID,
+        return sbxs_error_set(err, SBX_E_INVALID,
                              "archive has more than %llu entries (at \"%s\")",
                              (unsigned long long)c->lim.max_entries, shown);
     if (archive_entry_hardlink(e))
-        return sbx_error_set(err, SBX_E_INVALID,
+        return sbxs_error_set(err, SBX_E_INVALID,
                              "archive entry \"%s\" is a hard link; only regular files "
                              "and directories are allowed",
                              shown);
     mode_t type = archive_entry_filetype(e);
     if (type != AE_IFREG && type != AE_IFDIR)
-        return sbx_error_set(err, SBX_E_INVALID,
+        return sbxs_error_set(err, SBX_E_INVALID,
                              "archive entry \"%s\" is %s; only regular files and "
                              "directories are allowed",
                              shown, type_name(type));
     const char *why = NULL;
     if (normalize(raw, name, cap, &why) != 0)
-        return sbx_error_set(err, SBX_E_INVALID, "archive entry \"%s\" %s", shown, why);
+        return sbxs_error_set(err, SBX_E_INVALID, "archive entry \"%s\" %s", shown, why);
     *is_dir = type == AE_IFDIR;
     if (!*name) {
         if (!*is_dir)
-            return sbx_error_set(err, SBX_E_INVALID,
+            return sbxs_error_set(err, SBX_E_INVALID,
                                  "archive entry \"%s\" names the root as a file", shown);
         return SBX_OK; /* the root directory itself */
     }
@@ -297,13 +296,13 @@ int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char 
         if (size < 0)
             size = 0;
         if ((uint64_t)size > c->lim.max_file_bytes)
-            return sbx_error_set(err, SBX_E_INVALID,
+            return sbxs_error_set(err, SBX_E_INVALID,
                                  "archive entry \"%s\" is %lld bytes, over the limit of "
                                  "%llu per file",
                                  shown, (long long)size,
                                  (unsigned long long)c->lim.max_file_bytes);
         if (c->total + (uint64_t)size > c->lim.max_total_bytes)
-            return sbx_error_set(err, SBX_E_INVALID,
+            return sbxs_error_set(err, SBX_E_INVALID,
                                  "archive is over the total limit of %llu bytes (at "
                                  "\"%s\")",
                                  (unsigned long long)c->lim.max_total_bytes, shown);
@@ -318,7 +317,7 @@ int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char 
         h = fnv(h, name + from, i - from);
         from = i;
         if (set_find(&c->files, h, name, i))
-            return sbx_error_set(err, SBX_E_INVALID,
+            return sbxs_error_set(err, SBX_E_INVALID,
                                  "archive entry \"%s\" is below an entry that is a "
                                  "file",
                                  shown);
@@ -329,34 +328,34 @@ int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char 
     if (prev) {
         if (prev->is_dir && *is_dir)
             return SBX_OK; /* a directory listed twice is harmless */
-        return sbx_error_set(err, SBX_E_INVALID, "archive entry \"%s\" appears twice",
+        return sbxs_error_set(err, SBX_E_INVALID, "archive entry \"%s\" appears twice",
                              shown);
     }
     struct seen *s = malloc(sizeof *s + n + 1);
     if (!s)
-        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        return sbxs_error_set(err, SBX_E_NOMEM, "out of memory");
     s->hash = h;
     s->is_dir = *is_dir;
     memcpy(s->name, name, n + 1);
     if (set_add(&c->all, s) != 0) {
         free(s);
-        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        return sbxs_error_set(err, SBX_E_NOMEM, "out of memory");
     }
     if (!*is_dir && set_add(&c->files, s) != 0)
-        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        return sbxs_error_set(err, SBX_E_NOMEM, "out of memory");
     return SBX_OK;
 }
 
-int sbx_archive_check_data(sbx_archive_check *c, uint64_t n, sbx_error *err)
+int sbxs_archive_check_data(sbxs_archive_check *c, uint64_t n, struct sbxs_error *err)
 {
     c->delivered += n;
     c->total += n;
     if (c->delivered > c->declared || c->delivered > c->lim.max_file_bytes)
-        return sbx_error_set(err, SBX_E_INVALID,
+        return sbxs_error_set(err, SBX_E_INVALID,
                              "archive entry \"%s\" holds more data than it declares",
                              c->current);
     if (c->total > c->lim.max_total_bytes)
-        return sbx_error_set(err, SBX_E_INVALID,
+        return sbxs_error_set(err, SBX_E_INVALID,
                              "archive is over the total limit of %llu bytes (at \"%s\")",
                              (unsigned long long)c->lim.max_total_bytes, c->current);
     return SBX_OK;
@@ -460,16 +459,16 @@ static int open_parent(int dest_fd, struct parent_cache *pc, char *name,
     return fd;
 }
 
-static int extract_entry(struct archive *a, sbx_archive_check *c, int dest_fd,
+static int extract_entry(struct archive *a, sbxs_archive_check *c, int dest_fd,
                          struct parent_cache *pc, char *name, int is_dir, mode_t perm,
-                         char *buf, sbx_error *err)
+                         char *buf, struct sbxs_error *err)
 {
     char shown[600];
     show(name, shown, sizeof shown);
     const char *base;
     int pfd = open_parent(dest_fd, pc, name, &base);
     if (pfd < 0)
-        return sbx_error_set(err, SBX_E_IO, "extracting \"%s\": %s", shown,
+        return sbxs_error_set(err, SBX_E_IO, "extracting \"%s\": %s", shown,
                              strerror(errno));
     int rc = SBX_OK;
     if (is_dir) {
@@ -477,7 +476,7 @@ static int extract_entry(struct archive *a, sbx_archive_check *c, int dest_fd,
             struct stat st;
             if (errno != EEXIST || fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
                 !S_ISDIR(st.st_mode))
-                rc = sbx_error_set(err, SBX_E_IO, "extracting directory \"%s\": %s",
+                rc = sbxs_error_set(err, SBX_E_IO, "extracting directory \"%s\": %s",
                                    shown, strerror(errno ? errno : EEXIST));
         }
         /* the next entry most likely goes into this directory */
@@ -494,18 +493,18 @@ static int extract_entry(struct archive *a, sbx_archive_check *c, int dest_fd,
                     mode);
     close(pfd);
     if (fd < 0)
-        return sbx_error_set(err, SBX_E_IO, "extracting \"%s\": %s", shown,
+        return sbxs_error_set(err, SBX_E_IO, "extracting \"%s\": %s", shown,
                              strerror(errno));
     for (;;) {
         la_ssize_t n = archive_read_data(a, buf, IO_CHUNK);
         if (n == 0)
             break;
         if (n < 0) {
-            rc = sbx_error_set(err, SBX_E_INVALID, "reading archive entry \"%s\": %s",
+            rc = sbxs_error_set(err, SBX_E_INVALID, "reading archive entry \"%s\": %s",
                                shown, archive_error_string(a));
             break;
         }
-        rc = sbx_archive_check_data(c, (uint64_t)n, err);
+        rc = sbxs_archive_check_data(c, (uint64_t)n, err);
         if (rc != SBX_OK)
             break;
         size_t off = 0;
@@ -514,7 +513,7 @@ static int extract_entry(struct archive *a, sbx_archive_check *c, int dest_fd,
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {
-                rc = sbx_error_set(err, SBX_E_IO, "writing \"%s\": %s", shown,
+                rc = sbxs_error_set(err, SBX_E_IO, "writing \"%s\": %s", shown,
                                    strerror(errno));
                 break;
             }
@@ -524,24 +523,21 @@ static int extract_entry(struct archive *a, sbx_archive_check *c, int dest_fd,
             break;
     }
     if (close(fd) != 0 && rc == SBX_OK)
-        rc = sbx_error_set(err, SBX_E_IO, "writing \"%s\": %s", shown, strerror(errno));
+        rc = sbxs_error_set(err, SBX_E_IO, "writing \"%s\": %s", shown, strerror(errno));
     return rc;
 }
 
-int sbx_archive_extract_checked(const struct sbx_source *src, const char *format,
-                                int dest_fd, const struct sbx_archive_limits *limits,
-                                sbx_error *err)
+int sbxs_archive_extract(const struct sbx_source *src, const char *format,
+                                int dest_fd, const struct sbxs_archive_limits *limits,
+                                struct sbxs_error *err)
 {
     if (format && strcmp(format, "tar") != 0 && strcmp(format, "tar.gz") != 0 &&
         strcmp(format, "zip") != 0)
-        return sbx_error_set(err, SBX_E_INVALID,
+        return sbxs_error_set(err, SBX_E_INVALID,
                              "archive format \"%s\" is not supported (tar, tar.gz, zip)",
                              format);
-    int rc = sbx_archive_load(err);
-    if (rc != SBX_OK)
-        return rc;
-    sbx_archive_check *c = NULL;
-    rc = sbx_archive_check_new(limits, &c, err);
+    sbxs_archive_check *c = NULL;
+    int rc = sbxs_archive_check_new(limits, &c, err);
     if (rc != SBX_OK)
         return rc;
     struct archive *a = archive_read_new();
@@ -552,7 +548,7 @@ int sbx_archive_extract_checked(const struct sbx_source *src, const char *format
     if (pc)
         pc->fd = -1;
     if (!a || !r || !buf || !name || !pc) {
-        rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        rc = sbxs_error_set(err, SBX_E_NOMEM, "out of memory");
         goto out;
     }
     r->src = src;
@@ -564,7 +560,7 @@ int sbx_archive_extract_checked(const struct sbx_source *src, const char *format
         archive_read_support_filter_gzip(a);
     if (archive_read_open(a, r, NULL, src_read, NULL) != ARCHIVE_OK) {
         rc = r->failed ? SBX_E_IO
-                       : sbx_error_set(err, SBX_E_INVALID, "not a valid archive: %s",
+                       : sbxs_error_set(err, SBX_E_INVALID, "not a valid archive: %s",
                                        archive_error_string(a));
         goto out;
     }
@@ -575,12 +571,12 @@ int sbx_archive_extract_checked(const struct sbx_source *src, const char *format
             break;
         if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
             rc = r->failed ? SBX_E_IO
-                           : sbx_error_set(err, SBX_E_INVALID, "bad archive: %s",
+                           : sbxs_error_set(err, SBX_E_INVALID, "bad archive: %s",
                                            archive_error_string(a));
             goto out;
         }
         int is_dir = 0;
-        rc = sbx_archive_check_entry(c, e, name, NAME_MAX_BYTES, &is_dir, err);
+        rc = sbxs_archive_check_entry(c, e, name, NAME_MAX_BYTES, &is_dir, err);
         if (rc != SBX_OK)
             goto out;
         if (!*name)
@@ -603,6 +599,6 @@ out:
     if (pc && pc->fd >= 0)
         close(pc->fd);
     free(pc);
-    sbx_archive_check_free(c);
+    sbxs_archive_check_free(c);
     return rc;
 }

@@ -11,12 +11,17 @@
  * expand past the limit is refused before any data is read) and against
  * the bytes actually delivered.
  *
- * Internal to libsbx (no SBX_API): the export and skill code call it.
+ * Shared by libsbx (exports) and the providers that unpack archives
+ * themselves (skill bundles), so both apply the very same rules. It calls
+ * libarchive's reading API: libsbx links its lazily loading forwarders
+ * (call sbx_archive_load first), a provider links libarchive itself.
  */
-#ifndef SBX_ARCHIVE_CHECK_H
-#define SBX_ARCHIVE_CHECK_H
+#ifndef SBXS_ARCHIVE_CHECK_H
+#define SBXS_ARCHIVE_CHECK_H
 
-#include <sbx/sbx.h>
+#include "error.h"
+
+#include <sbx/provider.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -24,31 +29,31 @@
 struct archive_entry;
 
 /* Limits; zero members take the defaults below. */
-struct sbx_archive_limits {
+struct sbxs_archive_limits {
     uint64_t max_file_bytes;  /* one regular file */
     uint64_t max_total_bytes; /* all regular files together */
     uint64_t max_entries;     /* files and directories */
 };
 
-#define SBX_ARCHIVE_DEFAULT_MAX_FILE (UINT64_C(1) << 30)   /* 1 GiB */
-#define SBX_ARCHIVE_DEFAULT_MAX_TOTAL (UINT64_C(4) << 30)  /* 4 GiB */
-#define SBX_ARCHIVE_DEFAULT_MAX_ENTRIES UINT64_C(100000)
+#define SBXS_ARCHIVE_DEFAULT_MAX_FILE (UINT64_C(1) << 30)   /* 1 GiB */
+#define SBXS_ARCHIVE_DEFAULT_MAX_TOTAL (UINT64_C(4) << 30)  /* 4 GiB */
+#define SBXS_ARCHIVE_DEFAULT_MAX_ENTRIES UINT64_C(100000)
 /* Deepest nesting of an entry name (components), whatever the limits:
  * bounds the cost of every entry, so checking and extraction stay linear
  * in the archive's size. */
-#define SBX_ARCHIVE_MAX_DEPTH 256
-#define SBX_ARCHIVE_MAX_DEPTH_TEXT "256"
+#define SBXS_ARCHIVE_MAX_DEPTH 256
+#define SBXS_ARCHIVE_MAX_DEPTH_TEXT "256"
 
 /* The state of one archive's validation: totals and the names seen. */
-typedef struct sbx_archive_check sbx_archive_check;
+typedef struct sbxs_archive_check sbxs_archive_check;
 
 /* Start validating an archive. limits may be NULL (defaults). Returns
- * SBX_OK or SBX_E_NOMEM. Free with sbx_archive_check_free. */
-int sbx_archive_check_new(const struct sbx_archive_limits *limits,
-                          sbx_archive_check **out, sbx_error *err);
+ * SBX_OK or SBX_E_NOMEM. Free with sbxs_archive_check_free. */
+int sbxs_archive_check_new(const struct sbxs_archive_limits *limits,
+                          sbxs_archive_check **out, struct sbxs_error *err);
 
 /* Free the state. NULL is ignored. */
-void sbx_archive_check_free(sbx_archive_check *c);
+void sbxs_archive_check_free(sbxs_archive_check *c);
 
 /*
  * Validate the next entry's header. On SBX_OK, name (cap bytes) receives
@@ -57,12 +62,12 @@ void sbx_archive_check_free(sbx_archive_check *c);
  * directory. Otherwise SBX_E_INVALID with a message naming the entry and
  * the rule it broke.
  */
-int sbx_archive_check_entry(sbx_archive_check *c, struct archive_entry *e, char *name,
-                            size_t cap, int *is_dir, sbx_error *err);
+int sbxs_archive_check_entry(sbxs_archive_check *c, struct archive_entry *e, char *name,
+                            size_t cap, int *is_dir, struct sbxs_error *err);
 
 /* Account n data bytes actually read for the current file entry; refuses
  * (SBX_E_INVALID) bytes beyond the declared size or the limits. */
-int sbx_archive_check_data(sbx_archive_check *c, uint64_t n, sbx_error *err);
+int sbxs_archive_check_data(sbxs_archive_check *c, uint64_t n, struct sbxs_error *err);
 
 /*
  * Read a whole archive from src and extract it, validated, below the
@@ -74,8 +79,8 @@ int sbx_archive_check_data(sbx_archive_check *c, uint64_t n, sbx_error *err);
  * was set), directories 0755. On failure part of the archive may have been
  * extracted into dest_fd and nothing outside it.
  */
-int sbx_archive_extract_checked(const struct sbx_source *src, const char *format,
-                                int dest_fd, const struct sbx_archive_limits *limits,
-                                sbx_error *err);
+int sbxs_archive_extract(const struct sbx_source *src, const char *format,
+                                int dest_fd, const struct sbxs_archive_limits *limits,
+                                struct sbxs_error *err);
 
-#endif /* SBX_ARCHIVE_CHECK_H */
+#endif /* SBXS_ARCHIVE_CHECK_H */
