@@ -1,12 +1,13 @@
 /* hash.c - the fixed-length form of a session key (SHA-256, hex). */
 #include <sbx/sbx.h>
 
+#include "hex.h"
+
 #include <openssl/evp.h>
 #include <string.h>
 
 SBX_API int sbx_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1])
 {
-    static const char hex[] = "0123456789abcdef";
     if (!key || !out)
         return SBX_E_INVALID;
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -16,10 +17,6 @@ SBX_API int sbx_key_hash(const char *key, char out[SBX_KEY_HASH_LEN + 1])
         out[0] = '\0'; /* never a hash two keys could share */
         return SBX_E_INTERNAL;
     }
-    for (unsigned int i = 0; i < len; i++) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 0xf];
-    }
-    out[SBX_KEY_HASH_LEN] = '\0';
+    sbxs_hex(md, len, out);
     return SBX_OK;
 }

@@ -9,6 +9,8 @@
  */
 #include "docker.h"
 
+#include "hex.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -100,33 +102,7 @@ int64_t docker_now_ms(void)
 
 void docker_random_hex(char *out, size_t bytes)
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char r[32];
-    if (bytes > sizeof r)
-        bytes = sizeof r;
-    size_t got = 0;
-    while (got < bytes) {
-        ssize_t n = getrandom(r + got, bytes - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            /* no entropy source: mix the clock in; these values need to be
-             * distinct (and unguessable from the outside), not secret keys */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                         ((uint64_t)getpid() << 12);
-            for (size_t i = got; i < bytes; i++)
-                r[i] = (unsigned char)(v >> ((i % 8) * 8)) ^ (unsigned char)(i * 151);
-            break;
-        }
-        got += (size_t)n;
-    }
-    for (size_t i = 0; i < bytes; i++) {
-        out[2 * i] = hex[r[i] >> 4];
-        out[2 * i + 1] = hex[r[i] & 15];
-    }
-    out[2 * bytes] = '\0';
+    sbxs_random_hex(out, bytes);
 }
 
 static int vjson(struct docker_state *st, sbx_call *call, int64_t timeout_ms,

@@ -12,6 +12,8 @@
  */
 #include "docker.h"
 
+#include "hex.h"
+
 #include "confine.h"
 
 #include <dirent.h>
@@ -22,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -98,13 +99,9 @@ void docker_staging_sweep(int dfd)
 
 int docker_staging_name(const char *kind, char *out, size_t cap)
 {
-    unsigned char r[12];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-        return -1;
-    int n = snprintf(out, cap, "%s-", kind);
-    for (size_t i = 0; i < sizeof r && n > 0 && (size_t)n + 2 < cap; i++)
-        n += snprintf(out + n, cap - (size_t)n, "%02x", r[i]);
-    return 0;
+    char r[2 * 12 + 1];
+    int n = snprintf(out, cap, "%s-%s", kind, sbxs_random_hex(r, 12));
+    return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
 int docker_staging_file(struct docker_state *st, sbx_call *call, int dfd,
@@ -213,8 +210,7 @@ int docker_blob_copy(struct docker_state *st, sbx_call *call, const char *what,
     unsigned dlen = 0;
     char hex[65];
     EVP_DigestFinal_ex(md, d, &dlen);
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    sbxs_hex(d, 32, hex);
     if (strcmp(hex, blob->sha256) != 0) {
         rc = st->host->set_error(st->host, call, SBX_E_INVALID,
                                  "docker: %s: SHA-256 mismatch: the blob has %s; "

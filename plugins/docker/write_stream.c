@@ -30,6 +30,7 @@
  * its tmp (.sbx-<hex>.tmp) until someone removes it.
  */
 #include "docker.h"
+#include "hex.h"
 
 #include <openssl/evp.h>
 
@@ -117,8 +118,7 @@ static long trailed_end(struct trailed *t)
     if (EVP_DigestFinal_ex(t->md, digest, &dlen) != 1 || dlen != 32)
         return trailed_fail(t, "computing the SHA-256 failed");
     char hex[65];
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    sbxs_hex(digest, 32, hex);
     int n = snprintf(t->trailer, sizeof t->trailer, "SBXEND1 %20llu %s %s\n",
                      (unsigned long long)t->count, hex, t->nonce);
     if (n != TRAILER_LEN)

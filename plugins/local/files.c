@@ -14,15 +14,14 @@
 #include "local.h"
 
 #include "confine.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define LOCAL_FILE_MODE 0644
@@ -152,21 +151,8 @@ int local_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
 /* A fresh temporary name ".sbx-write-<16 hex>" in name[28]. */
 static void temp_name(char name[28])
 {
-    unsigned char rnd[8];
-    if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-                     ((uint64_t)getpid() << 12) ^ (uint64_t)(uintptr_t)name;
-        memcpy(rnd, &v, sizeof rnd);
-    }
-    static const char hex[] = "0123456789abcdef";
     memcpy(name, ".sbx-write-", 11);
-    for (int i = 0; i < 8; i++) {
-        name[11 + 2 * i] = hex[rnd[i] >> 4];
-        name[12 + 2 * i] = hex[rnd[i] & 0x0f];
-    }
-    name[27] = '\0';
+    sbxs_random_hex(name + 11, 8);
 }
 
 /* Write everything from src into fd, checking for cancellation between
