@@ -21,35 +21,36 @@ int e2bp_frames_partial(const struct e2bp_frames *f)
     return f->hdr_got > 0;
 }
 
-/* Parse and hand over one complete envelope, then reset for the next. */
+json_object *e2bp_json_parse(const char *payload, size_t len)
+{
+    if (len == 0)
+        return json_object_new_object();
+    json_tokener *tok = json_tokener_new();
+    if (!tok)
+        return NULL;
+    json_object *msg = json_tokener_parse_ex(tok, payload, (int)len);
+    if (msg && json_tokener_get_parse_end(tok) != len) {
+        json_object_put(msg);
+        msg = NULL;
+    }
+    json_tokener_free(tok);
+    if (msg && !json_object_is_type(msg, json_type_object)) {
+        json_object_put(msg);
+        msg = NULL;
+    }
+    return msg;
+}
+
+/* Hand over one complete envelope, then reset for the next. */
 static int deliver(struct e2bp_frames *f, e2bp_frame_fn fn, void *ctx)
 {
     unsigned flags = f->hdr[0];
-    json_tokener *tok = json_tokener_new();
-    if (!tok)
-        return SBX_E_NOMEM;
-    json_object *msg = NULL;
-    if (f->need == 0) {
-        msg = json_object_new_object();
-    } else {
-        msg = json_tokener_parse_ex(tok, (const char *)f->buf, (int)f->need);
-        if (msg && json_tokener_get_parse_end(tok) != f->need) {
-            json_object_put(msg);
-            msg = NULL;
-        }
-    }
-    json_tokener_free(tok);
+    size_t len = f->need;
     f->hdr_got = 0;
     f->len = f->need = 0;
-    if (!msg || !json_object_is_type(msg, json_type_object)) {
-        json_object_put(msg);
-        return SBX_E_PROTOCOL;
-    }
     if (flags & E2BP_FLAG_END)
         f->ended = 1;
-    int rc = fn ? fn(ctx, flags, msg) : 0;
-    json_object_put(msg);
-    return rc;
+    return fn ? fn(ctx, flags, (const char *)f->buf, len) : 0;
 }
 
 int e2bp_frames_feed(struct e2bp_frames *f, const void *data, size_t len,
@@ -74,11 +75,12 @@ int e2bp_frames_feed(struct e2bp_frames *f, const void *data, size_t len,
             if (f->need > E2BP_FRAME_MAX || (f->hdr[0] & E2BP_FLAG_COMPRESSED))
                 return SBX_E_PROTOCOL;
             f->len = 0;
-            if (f->need > 0) {
+            if (f->need > f->cap) {
                 unsigned char *nb = realloc(f->buf, f->need);
                 if (!nb)
                     return SBX_E_NOMEM;
                 f->buf = nb;
+                f->cap = f->need;
             }
         }
         size_t take = f->need - f->len;

@@ -35,24 +35,30 @@ struct e2bp_frames {
     unsigned char hdr[5];
     size_t hdr_got;
     unsigned char *buf;
+    size_t cap;  /* allocated size of buf (only grows: no churn per frame) */
     size_t len;  /* payload bytes received of the current envelope */
     size_t need; /* payload length of the current envelope */
     int ended;   /* the end-of-stream envelope arrived */
 };
 
 /*
- * Called once per complete envelope with its flags and parsed JSON payload
- * (borrowed for the call). Returns 0 to go on or an sbx_status to stop.
+ * Called once per complete envelope with its flags and raw JSON payload
+ * (borrowed for the call; parse it with e2bp_json_parse, or look at it
+ * directly for a hot path). Returns 0 to go on or an sbx_status to stop.
  */
-typedef int (*e2bp_frame_fn)(void *ctx, unsigned flags, json_object *msg);
+typedef int (*e2bp_frame_fn)(void *ctx, unsigned flags, const char *payload, size_t len);
+
+/* Parse a payload as one JSON object (an empty payload is {}). NULL when
+ * it is not one; the caller owns the result. */
+json_object *e2bp_json_parse(const char *payload, size_t len);
 
 void e2bp_frames_init(struct e2bp_frames *f);
 void e2bp_frames_free(struct e2bp_frames *f);
 
 /*
  * Feed received bytes. Returns SBX_OK, the callback's status, or
- * SBX_E_PROTOCOL for an oversized or compressed envelope, a payload that is
- * not a JSON object, or bytes after the end-of-stream envelope.
+ * SBX_E_PROTOCOL for an oversized or compressed envelope, or bytes after
+ * the end-of-stream envelope.
  */
 int e2bp_frames_feed(struct e2bp_frames *f, const void *data, size_t len,
                      e2bp_frame_fn fn, void *ctx);

@@ -378,11 +378,16 @@ class Handler(BaseHTTPRequestHandler):
                 ST.delete(sb.id)
                 return self.send_json(204, None)
             if rest == ["connect"] and self.command == "POST":
-                if not isinstance(body, dict) or not isinstance(body.get("timeout"), int):
+                # /sandboxes/{id}/connect requires timeout (openapi.yml
+                # ConnectSandbox); the SDK's /v2 form, newer than the spec
+                # copy, may leave it out.
+                timeout = (body or {}).get("timeout") if isinstance(body, dict) else None
+                if not isinstance(timeout, int) and not (v2 and timeout is None):
                     return self.api_error(400, "timeout is required")
                 resumed = sb.state == "paused"
                 sb.state = "running"
-                sb.end = time.time() + body["timeout"]
+                if timeout is not None:
+                    sb.end = time.time() + timeout
                 return self.send_json(201 if resumed else 200, sb.created(ST.domain))
             if rest == ["timeout"] and self.command == "POST":
                 if not isinstance(body, dict) or not isinstance(body.get("timeout"), int):

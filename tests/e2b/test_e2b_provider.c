@@ -177,7 +177,7 @@ Test(e2b_provider, transient_failures_are_retried_for_idempotent_calls_only)
                                     "\"status\":502,\"body\":{\"code\":502,\"message\":"
                                     "\"bad gateway\"}}]"),
                  0);
-    fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL);
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/sandboxes\",\"kind\":\"status\","
                                     "\"status\":502,\"body\":{\"code\":502,\"message\":"
                                     "\"bad gateway\"}}]"),
