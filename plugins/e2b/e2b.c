@@ -38,6 +38,7 @@ static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
         .domain = "e2b.app",
         .template_id = "base",
         .missing_http = 502,
+        .envd_tls = 1,
     };
     struct e2b_conf cfg;
     int rc = e2b_conf_load(host, call, &d, &cfg);

@@ -157,7 +157,7 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     cfg->retry.cap_ms = 5000;
     cfg->auto_pause = bool_key(host, "auto_pause", 0);
     cfg->internet = bool_key(host, "internet", 0);
-    cfg->envd_https = bool_key(host, "envd_tls", 1);
+    cfg->envd_https = bool_key(host, "envd_tls", d->envd_tls);
     if ((rc = dup_key(host, call, e2b_conf_get(host, "user"), "user", &cfg->user)))
         return rc;
     const char *ws = e2b_conf_get(host, "workspace");

@@ -111,6 +111,7 @@ struct e2b_conf_defaults {
     const char *template_id; /* default template, or NULL: required */
     int missing_http;       /* 502 (E2B) or 500 (CubeProxy) */
     int api_url_required;   /* else https://api.<domain> */
+    int envd_tls;           /* default of envd_tls */
 };
 
 /*

@@ -66,6 +66,8 @@ class Sandbox:
         self.auto_pause = auto_pause
         self.state = "running"
         self.token = secrets.token_hex(16) if mode == "e2b" else None
+        # CubeAPI hard-codes envdVersion 0.2.0 (constants.rs:8).
+        self.envd_version = ENVD_VERSION if mode == "e2b" else "0.2.0"
         self.dir = tempfile.mkdtemp(prefix="sbx-fake-%s-" % self.id, dir=base)
         self.envs = dict(envs or {})
         os.makedirs(os.path.join(self.dir, "home", USER), exist_ok=True)
@@ -98,7 +100,7 @@ class Sandbox:
         d = {"templateID": self.template, "sandboxID": self.id, "clientID": "fake",
              "startedAt": now_iso(self.started), "endAt": now_iso(self.end),
              "cpuCount": 2, "memoryMB": 512, "diskSizeMB": 1024,
-             "state": self.state, "envdVersion": ENVD_VERSION,
+             "state": self.state, "envdVersion": self.envd_version,
              "metadata": self.metadata}
         if full and self.token:
             d["envdAccessToken"] = self.token
@@ -106,7 +108,7 @@ class Sandbox:
 
     def created(self, domain):
         d = {"templateID": self.template, "sandboxID": self.id, "clientID": "fake",
-             "envdVersion": ENVD_VERSION, "domain": domain}
+             "envdVersion": self.envd_version, "domain": domain}
         if self.token:
             d["envdAccessToken"] = self.token
             d["trafficAccessToken"] = None
@@ -312,7 +314,8 @@ class Handler(BaseHTTPRequestHandler):
                 or path in ("/files", "/health"))
 
     def envd_target(self):
-        sid = self.headers.get("E2b-Sandbox-Id")
+        # CubeProxy routes by Host only (rewrite_phase.lua:139).
+        sid = self.headers.get("E2b-Sandbox-Id") if ST.mode == "e2b" else None
         if sid:
             return sid
         host = self.headers.get("Host", "")
