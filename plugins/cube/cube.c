@@ -100,8 +100,9 @@ static const struct sbx_provider_ops cube_ops = {
     .root = e2b_root,
     .release = e2b_release,
     .destroy = e2b_destroy,
+    .export_outputs = e2b_export_outputs,
 };
 
 SBX_PROVIDER_DEFINE("cube", "0.1.0",
                     "Tencent CubeSandbox microVMs over CubeAPI and CubeProxy (E2B-compatible)",
-                    SBX_ISOLATION_VM, 0, &cube_ops, cube_keys)
+                    SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &cube_ops, cube_keys)

@@ -77,7 +77,8 @@ static const struct sbx_provider_ops e2b_ops = {
     .root = e2b_root,
     .release = e2b_release,
     .destroy = e2b_destroy,
+    .export_outputs = e2b_export_outputs,
 };
 
 SBX_PROVIDER_DEFINE("e2b", "0.1.0", "E2B sandboxes (Firecracker microVMs) over the E2B API and envd",
-                    SBX_ISOLATION_VM, 0, &e2b_ops, e2b_keys)
+                    SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &e2b_ops, e2b_keys)

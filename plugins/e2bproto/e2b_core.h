@@ -15,6 +15,7 @@
  *   exec.c       process.Process/Start streaming, timeout, cancel, stdin
  *   paths.c      workspace confinement through filesystem.Stat
  *   files.c      read_file/write_file through GET/POST /files and Move
+ *   outputs.c    the outputs directory and export_outputs (OUTPUT_EXPORT)
  */
 #ifndef SBX_E2B_CORE_H
 #define SBX_E2B_CORE_H
@@ -30,6 +31,10 @@
 
 /* Port of envd inside every sandbox. */
 #define E2B_ENVD_PORT 49983
+
+/* The outputs directory (OUTPUT_EXPORT), shared by the shell and the file
+ * operations (which accept absolute paths below it). */
+#define E2B_OUTPUTS "/mnt/session/outputs"
 
 /* Metadata keys put on every sandbox this provider creates. */
 #define E2B_META_MANAGED "sbx.managed"
@@ -223,6 +228,12 @@ int e2b_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
 int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
                     const char *const *argv, int *exit_code, char *msg, size_t cap);
 
+/* e2b_exec_helper as another sandbox user (e.g. "root"), with stdout sent
+ * to out (may be NULL) and the given timeout (0: none). */
+int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const char *cwd,
+                       const char *const *argv, const struct sbx_sink *out,
+                       int64_t timeout_ms, int *exit_code, char *msg, size_t cap);
+
 /* ---- paths.c ----------------------------------------------------------- */
 
 /* Entry types of filesystem.EntryInfo. */
@@ -240,9 +251,20 @@ int e2b_stat(sbx_sandbox *sb, sbx_call *call, const char *abs, int *type,
  * (malloc'd) is the resolved absolute path; *type the final entry's type
  * (E2B_FT_NONE when it does not exist; its parent must then be a
  * directory or missing). allow_root lets "" mean the workspace itself.
+ * An absolute path below E2B_OUTPUTS is resolved the same way below the
+ * outputs directory instead.
  */
 int e2b_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
                 int allow_root, char **abs, int *type);
+
+/* ---- outputs.c --------------------------------------------------------- */
+
+/* Make the outputs directory (as root: /mnt is not the user's), writable
+ * for the sandbox user. */
+int e2b_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
+
+/* Stream the outputs directory as a tar whose entries are relative to it. */
+int e2b_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
 
 /* ---- files.c ----------------------------------------------------------- */
 

@@ -427,7 +427,7 @@ static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_
 
 /* One command: everything exec and the helper share. */
 static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
-                       const char *cwd, struct sbx_exec_result *res)
+                       const char *cwd, const char *user, struct sbx_exec_result *res)
 {
     struct e2b_state *st = sb->st;
     struct run r;
@@ -461,7 +461,18 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
                  (long long)args->timeout_ms);
         e2bp_headers_add(&hs, deadline);
     }
-    e2b_envd_headers(sb, &hs);
+    /* Another user than the configured one: its own basic auth line. */
+    char auth[200] = "";
+    if (user) {
+        char up[96], b64[160];
+        snprintf(up, sizeof up, "%s:", user);
+        e2bp_b64_encode(up, strlen(up), b64);
+        snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
+    }
+    struct e2bp_headers all = {{NULL}, 0};
+    e2b_envd_headers(sb, &all);
+    for (size_t i = 0; i < all.n; i++)
+        e2bp_headers_add(&hs, user && all.v[i] == sb->auth ? auth : all.v[i]);
     struct e2b_cancel c;
     e2b_cancel_init(&c, st->host, call);
     struct sbx_http_request req;
@@ -581,7 +592,7 @@ int e2b_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     uint32_t size = res->size;
     memset(res, 0, sizeof *res);
     res->size = size;
-    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, res);
+    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, NULL, res);
     free(cwd);
     return rc;
 }
@@ -602,8 +613,9 @@ static int keep_write(void *ctx, const void *data, size_t len)
     return 0;
 }
 
-int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
-                    const char *const *argv, int *exit_code, char *msg, size_t cap)
+int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const char *cwd,
+                       const char *const *argv, const struct sbx_sink *out,
+                       int64_t timeout_ms, int *exit_code, char *msg, size_t cap)
 {
     struct keep k = {msg, cap, 0};
     if (cap)
@@ -613,14 +625,21 @@ int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
     a.argv = argv;
-    a.timeout_ms = 30000;
+    a.timeout_ms = timeout_ms;
+    a.out = out;
     a.err = cap ? &errs : NULL;
     struct sbx_exec_result res;
     memset(&res, 0, sizeof res);
     res.size = sizeof res;
-    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, &res);
+    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, user, &res);
     *exit_code = res.exit_code;
     if (rc == SBX_OK && res.term_signal)
         *exit_code = 128 + res.term_signal;
     return rc;
+}
+
+int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
+                    const char *const *argv, int *exit_code, char *msg, size_t cap)
+{
+    return e2b_exec_helper_as(sb, call, NULL, cwd, argv, NULL, 30000, exit_code, msg, cap);
 }

@@ -159,6 +159,11 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
         e2b_release(sb);
         return rc;
     }
+    rc = e2b_outputs_prepare(sb, call);
+    if (rc != SBX_OK) {
+        e2b_release(sb);
+        return rc;
+    }
     *out = sb;
     return SBX_OK;
 }

@@ -97,12 +97,19 @@ int e2b_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *r
 {
     struct e2b_state *st = sb->st;
     const char *ws = st->cfg.workspace;
-    size_t wl = strlen(ws);
     *abs = NULL;
     *type = E2B_FT_NONE;
     if (!rel || (!*rel && !allow_root))
         return e2b_error(st, call, SBX_E_INVALID, "%s: %s: empty path", st->cfg.provider,
                          what);
+    size_t ol = strlen(E2B_OUTPUTS);
+    if (!strncmp(rel, E2B_OUTPUTS, ol) && (rel[ol] == '/' || rel[ol] == '\0')) {
+        ws = E2B_OUTPUTS;
+        rel += ol;
+        while (*rel == '/')
+            rel++;
+    }
+    size_t wl = strlen(ws);
     if (rel[0] == '/')
         return e2b_error(st, call, SBX_E_INVALID,
                          "%s: %s: %s is absolute; paths are relative to the workspace",

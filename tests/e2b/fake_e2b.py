@@ -71,6 +71,7 @@ class Sandbox:
         self.dir = tempfile.mkdtemp(prefix="sbx-fake-%s-" % self.id, dir=base)
         self.envs = dict(envs or {})
         os.makedirs(os.path.join(self.dir, "home", USER), exist_ok=True)
+        os.makedirs(os.path.join(self.dir, "mnt"), exist_ok=True)
         self.procs = {}
         self.lock = threading.Lock()
 
@@ -113,6 +114,41 @@ class Sandbox:
             d["envdAccessToken"] = self.token
             d["trafficAccessToken"] = None
         return d
+
+
+# Commands see the sandbox's /home and /mnt when the fake may make a mount
+# namespace per command (root, or unprivileged user namespaces): the
+# sandbox directory's home/ and mnt/ are bound over them, so a command
+# writing /mnt/session/outputs/x writes what envd's /files serves. Without
+# namespaces, commands see the host's /home and /mnt (paths only reach the
+# sandbox through envd's file calls).
+NS_WRAP = None
+NS_SCRIPT = ('mount --bind "$0/home" /home && mount --bind "$0/mnt" /mnt || exit 125; '
+             'cd "$1" 2>/dev/null || { echo "cwd $1 does not exist" >&2; exit 125; }; '
+             'shift; exec "$@"')
+
+
+def probe_namespaces():
+    global NS_WRAP
+    for wrap in (["unshare", "--mount", "--propagation", "private"],
+                 ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]):
+        try:
+            if subprocess.run(wrap + ["true"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0:
+                NS_WRAP = wrap
+                return
+        except OSError:
+            pass
+
+
+def which(cmd, path):
+    if "/" in cmd:
+        return cmd if os.path.exists(cmd) else None
+    for d in path.split(":"):
+        p = os.path.join(d, cmd)
+        if os.path.isfile(p):
+            return p
+    return None
 
 
 class Proc:
@@ -563,7 +599,8 @@ class Handler(BaseHTTPRequestHandler):
         proc_cfg = req.get("process") or {}
         cmd = proc_cfg.get("cmd")
         args = proc_cfg.get("args") or []
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": sb.host_path("/home/" + USER),
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin",
+               "HOME": "/home/" + USER if NS_WRAP else sb.host_path("/home/" + USER),
                "USER": USER, "LOGNAME": USER}
         env.update(sb.envs)
         env.update(proc_cfg.get("envs") or {})
@@ -587,8 +624,19 @@ class Handler(BaseHTTPRequestHandler):
 
         if not isinstance(cmd, str) or not cmd:
             return finish({"code": "invalid_argument", "message": "process.cmd is required"})
+        argv = [cmd] + [str(a) for a in args]
+        vcwd = os.path.normpath(proc_cfg.get("cwd") or "/home/" + USER)
+        if NS_WRAP:
+            if not os.path.isdir(cwd):
+                return finish({"code": "invalid_argument",
+                               "message": "cwd '%s' does not exist" % vcwd})
+            found = which(cmd, env["PATH"]) if "/" not in cmd else sb.host_path(cmd)
+            if not found or not os.path.exists(found):
+                return finish({"code": "internal", "message":
+                               'error starting process: exec: "%s": executable file not found in $PATH' % cmd})
+            argv = NS_WRAP + ["/bin/sh", "-c", NS_SCRIPT, sb.dir, vcwd] + argv
         try:
-            popen = subprocess.Popen([cmd] + [str(a) for a in args], cwd=cwd, env=env,
+            popen = subprocess.Popen(argv, cwd=cwd, env=env,
                                      stdin=subprocess.PIPE if stdin_on else subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True, close_fds=True)
@@ -604,6 +652,7 @@ class Handler(BaseHTTPRequestHandler):
         except OSError as e:
             return finish({"code": "internal", "message": "error starting process: %s" % e})
         proc = Proc(popen, stdin_on)
+        proc.argv = [cmd] + [str(a) for a in args]
         with sb.lock:
             sb.procs[popen.pid] = proc
         events = queue.Queue()
@@ -742,8 +791,7 @@ def rpc_send_signal(sb, req):
 def rpc_list(sb, req):
     with sb.lock:
         procs = [(pid, p) for pid, p in sb.procs.items() if p.popen.poll() is None]
-    return {"processes": [{"pid": pid, "config": {"cmd": p.popen.args[0],
-                                                   "args": p.popen.args[1:]}}
+    return {"processes": [{"pid": pid, "config": {"cmd": p.argv[0], "args": p.argv[1:]}}
                           for pid, p in procs]}
 
 
@@ -850,8 +898,11 @@ def main():
     ap.add_argument("--api-key")
     ap.add_argument("--domain", default="e2b.local")
     ap.add_argument("--dir")
+    ap.add_argument("--no-namespaces", action="store_true")
     args = ap.parse_args()
     ST = State(args)
+    if not args.no_namespaces:
+        probe_namespaces()
     srv = Server(("127.0.0.1", args.port), Handler)
     threading.Thread(target=ST.reap, daemon=True).start()
     port = srv.server_address[1]
