@@ -877,6 +877,11 @@ RPCS = {
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # Clients that hang up (a cancelled exec) are normal here.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            super().handle_error(request, client_address)
     allow_reuse_address = True
     request_queue_size = 128
 
