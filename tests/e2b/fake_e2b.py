@@ -29,6 +29,7 @@ import queue
 import secrets
 import shutil
 import signal
+import socket
 import socketserver
 import stat as pystat
 import subprocess
@@ -251,6 +252,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
+        # Go servers (envd, the API) set TCP_NODELAY: without it Nagle holds
+        # each small stream envelope until the client's delayed ACK.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with ST.lock:
             ST.connections += 1
 
@@ -888,8 +892,13 @@ class Server(ThreadingHTTPServer):
 
 def main():
     global ST
-    # Commands inherit ignored signals: start them from defaults.
+    # Commands inherit ignored signals: start them from defaults. SIGPIPE
+    # stays ignored in the fake itself (Python's own setting: a command that
+    # stops reading its stdin must not kill the fake); subprocess restores
+    # it to the default in the commands.
     for s in range(1, signal.NSIG):
+        if s == signal.SIGPIPE:
+            continue
         try:
             if signal.getsignal(s) == signal.SIG_IGN:
                 signal.signal(s, signal.SIG_DFL)
