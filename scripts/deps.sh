@@ -2,7 +2,9 @@
 # Install the Debian 12 packages sbx needs, only when some are missing.
 #   scripts/deps.sh build   packages to build and run sbx
 #   scripts/deps.sh test    plus what the test suite needs (criterion,
-#                           dockerd, PostgreSQL, busybox for the test image)
+#                           dockerd, PostgreSQL, busybox for the test image,
+#                           python3 for the fake remote services, npm for
+#                           the E2B SDK test)
 set -euo pipefail
 
 build_pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libjson-c-dev
@@ -18,6 +20,12 @@ for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
     missing+=("$p")
 done
+# The E2B SDK fidelity test needs npm (any Node: the test fetches a recent
+# enough node binary from the npm registry when the system one is older).
+# A Node installed from elsewhere (nodesource) brings its own npm.
+if [ "${1:-build}" = test ] && ! command -v npm >/dev/null; then
+  missing+=(npm)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then

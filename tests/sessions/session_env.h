@@ -11,6 +11,8 @@
 #include "cli_harness.h"
 #include "scratch_db.h"
 
+#include <criterion/criterion.h>
+
 struct sess_env {
     struct cli_env cli;
     struct scratch_db db;

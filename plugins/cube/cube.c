@@ -1,0 +1,108 @@
+/*
+ * cube.c - the `cube` provider: descriptor, configuration keys, init/fini.
+ * CubeSandbox serves E2B's control plane paths and runs E2B's envd in its
+ * sandboxes, so everything but the configuration is the shared E2B logic
+ * in plugins/e2bproto. The differences (specs README section 2): the API
+ * URL and template are required, the key is optional (CubeAPI has no auth
+ * unless started with an auth callback), there is no envd access token,
+ * CubeProxy routes by the Host header only (proxy_address/proxy_port let a
+ * client without wildcard DNS reach it), and CubeProxy answers 500 (not
+ * 502) for a sandbox it does not know.
+ */
+#include "e2b_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct sbx_config_key cube_keys[] = {
+    SBX_CONFIG_KEY("api_url", SBX_CFG_STRING, "CubeAPI URL, e.g. http://cube-api:3000 (required)"),
+    SBX_CONFIG_KEY("template", SBX_CFG_STRING, "Cube template id of new sandboxes (required)"),
+    SBX_CONFIG_KEY("domain", SBX_CFG_STRING, "sandbox domain, CUBE_API_SANDBOX_DOMAIN (default cube.app)"),
+    SBX_CONFIG_KEY("proxy_address", SBX_CFG_STRING, "CubeProxy host or IP: connect there, route by Host (default: DNS of 49983-<id>.<domain>)"),
+    SBX_CONFIG_KEY("proxy_port", SBX_CFG_INT, "CubeProxy port (default 80)"),
+    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "seconds a sandbox lives past its last use (default 3600)"),
+    SBX_CONFIG_KEY("auto_pause", SBX_CFG_BOOL, "pause instead of kill when the lifetime ends (default false)"),
+    SBX_CONFIG_KEY("internet", SBX_CFG_BOOL, "allow internet access from the sandbox (default false)"),
+    SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one API or envd request (default 60000)"),
+    SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
+    SBX_CONFIG_KEY("retries", SBX_CFG_INT, "retries of idempotent calls on transient failures (default 4)"),
+    SBX_CONFIG_KEY("key_file", SBX_CFG_STRING, "file holding an API key, used when CUBE_API_KEY is not set (optional)"),
+    SBX_CONFIG_KEY("envd_tls", SBX_CFG_BOOL, "https to 49983-<id>.<domain> without a proxy address (default false)"),
+    SBX_CONFIG_KEY("user", SBX_CFG_STRING, "sandbox user commands and files run as (default user)"),
+    SBX_CONFIG_KEY("workspace", SBX_CFG_STRING, "workspace directory (default /home/user/workspace)"),
+    SBX_CONFIG_KEYS_END};
+
+static int cube_init(const struct sbx_host *host, sbx_call *call, void **state)
+{
+    *state = NULL;
+    static const struct e2b_conf_defaults d = {
+        .provider = "cube",
+        .key_var = "CUBE_API_KEY",
+        .key_required = 0,
+        .domain = "cube.app",
+        .template_id = NULL,
+        .missing_http = 500,
+        .api_url_required = 1,
+        .envd_tls = 0,
+    };
+    struct e2b_conf cfg;
+    int rc = e2b_conf_load(host, call, &d, &cfg);
+    if (rc != SBX_OK) {
+        e2b_conf_free(&cfg);
+        return rc;
+    }
+    const char *addr = e2b_conf_get(host, "proxy_address");
+    const char *port = e2b_conf_get(host, "proxy_port");
+    if (port && !addr) {
+        e2b_conf_free(&cfg);
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.cube.proxy_port needs proxy_address");
+    }
+    if (addr) {
+        long p = port ? strtol(port, NULL, 10) : 80;
+        if (p < 1 || p > 65535 || !*addr || strpbrk(addr, "/ ?#@")) {
+            e2b_conf_free(&cfg);
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "providers.cube.proxy_address/proxy_port: want a host "
+                                   "name or IP and a port from 1 to 65535");
+        }
+        size_t len = strlen(addr) + 32;
+        cfg.envd_url = malloc(len);
+        if (!cfg.envd_url) {
+            e2b_conf_free(&cfg);
+            return host->set_error(host, call, SBX_E_NOMEM, "out of memory");
+        }
+        /* A bare IPv6 address needs brackets in a URL. */
+        int v6 = strchr(addr, ':') && addr[0] != '[';
+        snprintf(cfg.envd_url, len, "http://%s%s%s:%ld", v6 ? "[" : "", addr, v6 ? "]" : "", p);
+        cfg.route = E2B_ROUTE_PROXY;
+    }
+    struct e2b_state *st = NULL;
+    rc = e2b_state_new(host, call, &cfg, &st);
+    *state = st;
+    return rc;
+}
+
+static void cube_fini(void *state)
+{
+    e2b_state_free(state);
+}
+
+static const struct sbx_provider_ops cube_ops = {
+    .init = cube_init,
+    .fini = cube_fini,
+    .create = e2b_create,
+    .attach = e2b_attach,
+    .exec = e2b_exec,
+    .read_file = e2b_read_file,
+    .write_file = e2b_write_file,
+    .root = e2b_root,
+    .release = e2b_release,
+    .destroy = e2b_destroy,
+    .export_outputs = e2b_export_outputs,
+};
+
+SBX_PROVIDER_DEFINE("cube", "0.1.0",
+                    "Tencent CubeSandbox microVMs over CubeAPI and CubeProxy (E2B-compatible)",
+                    SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &cube_ops, cube_keys)

@@ -1,0 +1,84 @@
+/*
+ * e2b.c - the `e2b` provider: descriptor, configuration keys, init/fini.
+ * Everything else is the shared E2B logic in plugins/e2bproto.
+ *
+ * init reads the configuration and E2B_API_KEY (or key_file) and prepares
+ * the connection pools; it contacts nothing.
+ */
+#include "e2b_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct sbx_config_key e2b_keys[] = {
+    SBX_CONFIG_KEY("api_url", SBX_CFG_STRING, "control plane URL (default https://api.<domain>)"),
+    SBX_CONFIG_KEY("domain", SBX_CFG_STRING, "sandbox domain (default e2b.app)"),
+    SBX_CONFIG_KEY("template", SBX_CFG_STRING, "template of new sandboxes (default base)"),
+    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "seconds a sandbox lives past its last use (default 3600)"),
+    SBX_CONFIG_KEY("auto_pause", SBX_CFG_BOOL, "pause instead of kill when the lifetime ends (default false)"),
+    SBX_CONFIG_KEY("internet", SBX_CFG_BOOL, "allow internet access from the sandbox (default false)"),
+    SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one API or envd request (default 60000)"),
+    SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
+    SBX_CONFIG_KEY("retries", SBX_CFG_INT, "retries of idempotent calls on transient failures (default 4)"),
+    SBX_CONFIG_KEY("key_file", SBX_CFG_STRING, "file holding the API key, used when E2B_API_KEY is not set"),
+    SBX_CONFIG_KEY("envd_url", SBX_CFG_STRING, "send envd traffic to this URL, routed by E2b-Sandbox-Id headers"),
+    SBX_CONFIG_KEY("envd_tls", SBX_CFG_BOOL, "https to 49983-<id>.<domain> (default true)"),
+    SBX_CONFIG_KEY("user", SBX_CFG_STRING, "sandbox user commands and files run as (default user)"),
+    SBX_CONFIG_KEY("workspace", SBX_CFG_STRING, "workspace directory (default /home/user/workspace)"),
+    SBX_CONFIG_KEYS_END};
+
+static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
+{
+    *state = NULL;
+    static const struct e2b_conf_defaults d = {
+        .provider = "e2b",
+        .key_var = "E2B_API_KEY",
+        .key_required = 1,
+        .domain = "e2b.app",
+        .template_id = "base",
+        .missing_http = 502,
+        .envd_tls = 1,
+    };
+    struct e2b_conf cfg;
+    int rc = e2b_conf_load(host, call, &d, &cfg);
+    if (rc != SBX_OK) {
+        e2b_conf_free(&cfg);
+        return rc;
+    }
+    const char *envd = e2b_conf_get(host, "envd_url");
+    if (envd) {
+        cfg.route = E2B_ROUTE_HEADERS;
+        cfg.envd_url = strdup(envd);
+        if (!cfg.envd_url) {
+            e2b_conf_free(&cfg);
+            return host->set_error(host, call, SBX_E_NOMEM, "out of memory");
+        }
+    }
+    struct e2b_state *st = NULL;
+    rc = e2b_state_new(host, call, &cfg, &st);
+    *state = st;
+    return rc;
+}
+
+static void e2b_fini(void *state)
+{
+    e2b_state_free(state);
+}
+
+static const struct sbx_provider_ops e2b_ops = {
+    .init = e2b_init,
+    .fini = e2b_fini,
+    .create = e2b_create,
+    .attach = e2b_attach,
+    .exec = e2b_exec,
+    .read_file = e2b_read_file,
+    .write_file = e2b_write_file,
+    .root = e2b_root,
+    .release = e2b_release,
+    .destroy = e2b_destroy,
+    .export_outputs = e2b_export_outputs,
+};
+
+SBX_PROVIDER_DEFINE("e2b", "0.1.0", "E2B sandboxes (Firecracker microVMs) over the E2B API and envd",
+                    SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &e2b_ops, e2b_keys)

@@ -1,0 +1,175 @@
+/*
+ * conf.c - the configuration keys both providers share and the API key.
+ * The key comes from the environment variable or the file key_file names,
+ * read once here (init), never from the YAML, never logged. See
+ * e2b_core.h.
+ */
+#include "e2b_core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *e2b_conf_get(const struct sbx_host *host, const char *key)
+{
+    return host->config_get ? host->config_get(host, key) : NULL;
+}
+
+static int int_key(const struct sbx_host *host, sbx_call *call, const char *prov,
+                   const char *key, int64_t def, int64_t min, int64_t max, int64_t *out)
+{
+    const char *v = e2b_conf_get(host, key);
+    *out = def;
+    if (!v)
+        return SBX_OK;
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || end == v || *end || n < min || n > max)
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.%s.%s: want an integer from %lld to %lld", prov,
+                               key, (long long)min, (long long)max);
+    *out = n;
+    return SBX_OK;
+}
+
+static int bool_key(const struct sbx_host *host, const char *key, int def)
+{
+    const char *v = e2b_conf_get(host, key);
+    return v ? !strcmp(v, "true") : def;
+}
+
+/* Read a key file: the first line, trimmed. */
+static int read_key_file(const struct sbx_host *host, sbx_call *call, const char *prov,
+                         const char *path, char **out)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.key_file: %s: %s", prov,
+                               path, strerror(errno));
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n < 0)
+        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.key_file: %s: %s", prov,
+                               path, strerror(errno));
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    char *s = buf;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t l = strlen(s);
+    while (l && (s[l - 1] == ' ' || s[l - 1] == '\t'))
+        s[--l] = '\0';
+    if (!l)
+        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.key_file: %s is empty",
+                               prov, path);
+    *out = strdup(s);
+    memset(buf, 0, sizeof buf);
+    return *out ? SBX_OK : host->set_error(host, call, SBX_E_NOMEM, "out of memory");
+}
+
+/* Printable ASCII without spaces: a key that can travel in a header. */
+static int header_safe(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+            return 0;
+    return 1;
+}
+
+static int dup_key(const struct sbx_host *host, sbx_call *call, const char *v,
+                   const char *def, char **out)
+{
+    *out = v ? strdup(v) : def ? strdup(def) : NULL;
+    if ((v || def) && !*out)
+        return host->set_error(host, call, SBX_E_NOMEM, "out of memory");
+    return SBX_OK;
+}
+
+int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
+                  const struct e2b_conf_defaults *d, struct e2b_conf *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    const char *p = d->provider;
+    cfg->provider = d->provider;
+    cfg->key_var = d->key_var;
+    cfg->key_source = d->key_var;
+    cfg->missing_http = d->missing_http;
+    int rc;
+    const char *kf = e2b_conf_get(host, "key_file");
+    const char *env = getenv(d->key_var);
+    if (env && *env) {
+        rc = dup_key(host, call, env, NULL, &cfg->api_key);
+    } else if (kf) {
+        cfg->key_source = "the file providers.<name>.key_file names";
+        rc = read_key_file(host, call, p, kf, &cfg->api_key);
+    } else if (d->key_required) {
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "%s: no API key: set %s (or providers.%s.key_file)", p,
+                               d->key_var, p);
+    } else {
+        rc = SBX_OK;
+    }
+    if (rc != SBX_OK)
+        return rc;
+    if (cfg->api_key && !header_safe(cfg->api_key))
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "%s: the API key in %s has spaces or control characters", p,
+                               env && *env ? d->key_var : "key_file");
+
+    const char *domain = e2b_conf_get(host, "domain");
+    if ((rc = dup_key(host, call, domain, d->domain, &cfg->domain)) != SBX_OK)
+        return rc;
+    const char *api = e2b_conf_get(host, "api_url");
+    if (api) {
+        rc = dup_key(host, call, api, NULL, &cfg->api_url);
+    } else if (cfg->domain && !d->api_url_required) {
+        char url[512];
+        snprintf(url, sizeof url, "https://api.%s", cfg->domain);
+        rc = dup_key(host, call, url, NULL, &cfg->api_url);
+    }
+    if (rc != SBX_OK)
+        return rc;
+    if (!cfg->api_url)
+        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.api_url is required", p);
+    if (!cfg->domain)
+        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.domain is required", p);
+    const char *tmpl = e2b_conf_get(host, "template");
+    if ((rc = dup_key(host, call, tmpl, d->template_id, &cfg->template_id)) != SBX_OK)
+        return rc;
+    if (!cfg->template_id || !*cfg->template_id)
+        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.template is required", p);
+    if ((rc = int_key(host, call, p, "lifetime", 3600, 30, 86400 * 30, &cfg->lifetime_s)) ||
+        (rc = int_key(host, call, p, "request_timeout_ms", 60000, 100, 3600000,
+                      &cfg->request_timeout_ms)) ||
+        (rc = int_key(host, call, p, "connect_timeout_ms", 10000, 100, 600000,
+                      &cfg->connect_timeout_ms)))
+        return rc;
+    int64_t retries;
+    if ((rc = int_key(host, call, p, "retries", 4, 0, 20, &retries)))
+        return rc;
+    cfg->retry.attempts = (int)retries + 1;
+    cfg->retry.base_ms = 200;
+    cfg->retry.cap_ms = 5000;
+    cfg->auto_pause = bool_key(host, "auto_pause", 0);
+    cfg->internet = bool_key(host, "internet", 0);
+    cfg->envd_https = bool_key(host, "envd_tls", d->envd_tls);
+    if ((rc = dup_key(host, call, e2b_conf_get(host, "user"), "user", &cfg->user)))
+        return rc;
+    const char *ws = e2b_conf_get(host, "workspace");
+    if ((rc = dup_key(host, call, ws, "/home/user/workspace", &cfg->workspace)))
+        return rc;
+    size_t wl = strlen(cfg->workspace);
+    while (wl > 1 && cfg->workspace[wl - 1] == '/')
+        cfg->workspace[--wl] = '\0';
+    if (cfg->workspace[0] != '/' || wl < 2 || strstr(cfg->workspace, "/.."))
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.%s.workspace: want an absolute path below /", p);
+    if (!*cfg->user || strchr(cfg->user, ':'))
+        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.user: bad user name", p);
+    return SBX_OK;
+}

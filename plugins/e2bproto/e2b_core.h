@@ -1,0 +1,279 @@
+/*
+ * e2b_core.h - the provider logic shared by the e2b and cube providers:
+ * sandboxes through E2B's control plane, commands and files through envd.
+ * The two providers differ only in their configuration (e2b.c's and
+ * cube.c's config readers fill a struct e2b_conf) and in small flavour
+ * settings carried in it.
+ *
+ * Files by responsibility:
+ *   state.c      instance setup from a resolved configuration, error reports
+ *   api.c        control plane calls (create, list, get, connect, timeout,
+ *                delete)
+ *   envd.c       envd endpoints, headers, unary RPCs and missing-sandbox
+ *                mapping
+ *   lifecycle.c  create/attach/destroy/release/root, ownership metadata
+ *   exec.c       process.Process/Start streaming, timeout, cancel, stdin
+ *   paths.c      workspace confinement through filesystem.Stat
+ *   files.c      read_file/write_file through GET/POST /files and Move
+ *   outputs.c    the outputs directory and export_outputs (OUTPUT_EXPORT)
+ */
+#ifndef SBX_E2B_CORE_H
+#define SBX_E2B_CORE_H
+
+#include <sbx/provider.h>
+
+#include "e2bproto.h"
+#include "http_client.h"
+#include "http_json.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Port of envd inside every sandbox. */
+#define E2B_ENVD_PORT 49983
+
+/* The outputs directory (OUTPUT_EXPORT), shared by the shell and the file
+ * operations (which accept absolute paths below it). */
+#define E2B_OUTPUTS "/mnt/session/outputs"
+
+/* Metadata keys put on every sandbox this provider creates. */
+#define E2B_META_MANAGED "sbx.managed"
+#define E2B_META_OWNER "sbx.owner"
+#define E2B_META_SPEC "sbx.spec"
+
+/* How envd is reached. */
+enum e2b_route {
+    E2B_ROUTE_HOST = 0,   /* <scheme>://49983-<id>.<domain>, one pool per handle */
+    E2B_ROUTE_HEADERS,    /* one URL for all sandboxes + E2b-Sandbox-Id/-Port */
+    E2B_ROUTE_PROXY       /* one proxy address, routed by the Host header (Cube) */
+};
+
+/* A resolved configuration; strings malloc'd, freed by e2b_conf_free. */
+struct e2b_conf {
+    const char *provider;   /* "e2b" or "cube", for messages (static) */
+    const char *key_var;    /* environment variable of the key (static) */
+    const char *key_source; /* what to name in a rejected-key error (static
+                               or pointing into this struct) */
+    char *api_key;          /* NULL: send no key (Cube without auth) */
+    char *api_url;
+    char *domain;
+    char *template_id;
+    int64_t lifetime_s;     /* TTL at create and connect, extended on use */
+    int auto_pause;
+    int internet;           /* allow_internet_access */
+    int64_t request_timeout_ms;
+    int64_t connect_timeout_ms;
+    int route;              /* enum e2b_route */
+    char *envd_url;         /* E2B_ROUTE_HEADERS / E2B_ROUTE_PROXY base URL */
+    int envd_https;         /* scheme for E2B_ROUTE_HOST */
+    char *user;             /* envd user */
+    char *workspace;        /* absolute path of the workspace */
+    int missing_http;       /* status envd's proxy gives for a gone sandbox */
+    struct e2bp_retry retry;
+};
+
+void e2b_conf_free(struct e2b_conf *c);
+
+/* A provider instance. */
+struct e2b_state {
+    const struct sbx_host *host;
+    struct e2b_conf cfg;
+    sbx_http *api;          /* control plane pool */
+    sbx_http *envd;         /* shared envd pool (HEADERS, PROXY) or NULL */
+    char key_header[512];   /* "X-API-Key: ..." or "" */
+};
+
+/* A sandbox handle. Immutable after attach except the lifetime stamp. */
+struct sbx_sandbox {
+    struct e2b_state *st;
+    char id[128];
+    char key_hash[SBX_KEY_HASH_LEN + 1];
+    sbx_http *envd;          /* borrowed from st or owned (E2B_ROUTE_HOST) */
+    int owns_envd;
+    char route1[256];        /* E2b-Sandbox-Id / Host header, or "" */
+    char route2[64];         /* E2b-Sandbox-Port header, or "" */
+    char token[512];         /* "X-Access-Token: ..." or "" */
+    char auth[256];          /* "Authorization: Basic ..." */
+    pthread_mutex_t lock;    /* guards extended_ms */
+    int64_t extended_ms;     /* when the TTL was last set */
+};
+
+/* Cancellation bridge from a host call to the HTTP helper. */
+struct e2b_cancel {
+    const struct sbx_host *host;
+    sbx_call *call;
+    struct sbx_http_cancel c;
+};
+
+/* ---- conf.c ------------------------------------------------------------ */
+
+/* Defaults a provider gives the keys both providers share. */
+struct e2b_conf_defaults {
+    const char *provider;   /* section name, "e2b" */
+    const char *key_var;    /* "E2B_API_KEY" */
+    int key_required;       /* init fails without a key */
+    const char *domain;     /* default sandbox domain, or NULL: required */
+    const char *template_id; /* default template, or NULL: required */
+    int missing_http;       /* 502 (E2B) or 500 (CubeProxy) */
+    int api_url_required;   /* else https://api.<domain> */
+    int envd_tls;           /* default of envd_tls */
+};
+
+/*
+ * Read the keys shared by the providers (see e2b.c's key table) and the
+ * API key (the environment variable, else the file `key_file` names) into
+ * cfg; the caller then sets routing (e2b: envd_url; cube: the proxy).
+ * SBX_E_CONFIG naming the key or the variable, never a value of the key.
+ */
+int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
+                  const struct e2b_conf_defaults *d, struct e2b_conf *cfg);
+
+/* Config getters: the value of key, or NULL. */
+const char *e2b_conf_get(const struct sbx_host *host, const char *key);
+
+/* ---- state.c ----------------------------------------------------------- */
+
+/* Create an instance from cfg (moved in: the caller no longer frees it). */
+int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *cfg,
+                  struct e2b_state **out);
+void e2b_state_free(struct e2b_state *st);
+
+/* call may be NULL (cleanup that must run after a cancellation). */
+void e2b_cancel_init(struct e2b_cancel *c, const struct sbx_host *host, sbx_call *call);
+
+/* Report a failed request: prefix what was attempted; 401/403 become
+ * SBX_E_CONFIG naming the variable that holds the key (never its value). */
+int e2b_report(struct e2b_state *st, sbx_call *call, const sbx_http_error *err,
+               const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+
+/* Set the call's error (or log it without a call) and return status. */
+int e2b_error(struct e2b_state *st, sbx_call *call, int status, const char *fmt, ...)
+    SBX_PRINTF_LIKE(4, 5);
+
+int64_t e2b_now_ms(void);
+
+/* ---- api.c ------------------------------------------------------------- */
+
+/* POST /sandboxes with ownership metadata; *out is the Sandbox answer. */
+int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
+                   const char *spec_hash, json_object **out, sbx_http_error *err);
+
+/* GET /v2/sandboxes?metadata=sbx.owner=<hash>&state=running,paused:
+ * *out is the array of ListedSandbox. */
+int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
+                 json_object **out, sbx_http_error *err);
+
+/* GET /sandboxes/{id}: SandboxDetail, SBX_E_NOT_FOUND when gone. */
+int e2b_api_get(struct e2b_state *st, sbx_call *call, const char *id,
+                json_object **out, sbx_http_error *err);
+
+/* POST /sandboxes/{id}/connect {timeout} (resumes a paused one). */
+int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
+                    json_object **out, sbx_http_error *err);
+
+/* POST /sandboxes/{id}/timeout {timeout}. */
+int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
+                        sbx_http_error *err);
+
+/* DELETE /sandboxes/{id}; 404 is SBX_OK. */
+int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
+                   sbx_http_error *err);
+
+/* ---- envd.c ------------------------------------------------------------ */
+
+/* Prepare the handle's envd routing and credentials from a Sandbox or
+ * SandboxDetail answer (envdAccessToken, domain). */
+int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
+
+/* The handle's envd headers (routing, token, user), for a request. */
+void e2b_envd_headers(sbx_sandbox *sb, struct e2bp_headers *hs);
+
+/* A unary RPC to envd, e.g. "filesystem.Filesystem/Stat"; retried when
+ * idempotent. */
+int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object *body,
+                   json_object **out, int idempotent, sbx_http_error *err);
+
+/* After an envd failure: when the proxy's answer may mean that the sandbox
+ * is gone, ask the control plane and turn the error into SBX_E_NOT_FOUND if
+ * so. Returns the (possibly changed) status. */
+int e2b_envd_gone(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err);
+
+/* Report an envd failure (e2b_envd_gone, then e2b_report). */
+int e2b_envd_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err,
+                    const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+
+/* Extend the sandbox's TTL when half of it has passed since it was set,
+ * so an active session does not expire. Failures are logged only. */
+void e2b_keep_alive(sbx_sandbox *sb, sbx_call *call);
+
+/* ---- lifecycle.c ------------------------------------------------------- */
+
+int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args,
+               char *ref, sbx_sandbox **out);
+int e2b_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+               sbx_sandbox **out);
+int e2b_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
+const char *e2b_root(sbx_sandbox *sb);
+void e2b_release(sbx_sandbox *sb);
+
+/* ---- exec.c ------------------------------------------------------------ */
+
+int e2b_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+             struct sbx_exec_result *res);
+
+/* Run argv in the absolute directory cwd (NULL: the workspace) with no
+ * stdin, output discarded but for up to cap-1 bytes of stderr kept in msg,
+ * and give its exit code (128+N when killed by signal N); for helper steps
+ * (chmod, killing a process group). call may be NULL. */
+int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
+                    const char *const *argv, int *exit_code, char *msg, size_t cap);
+
+/* e2b_exec_helper as another sandbox user (e.g. "root"), with stdout sent
+ * to out (may be NULL) and the given timeout (0: none). */
+int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const char *cwd,
+                       const char *const *argv, const struct sbx_sink *out,
+                       int64_t timeout_ms, int *exit_code, char *msg, size_t cap);
+
+/* ---- paths.c ----------------------------------------------------------- */
+
+/* Entry types of filesystem.EntryInfo. */
+enum e2b_ftype { E2B_FT_NONE = 0, E2B_FT_FILE, E2B_FT_DIR, E2B_FT_LINK, E2B_FT_OTHER };
+
+/* filesystem.Stat of an absolute path; a missing one is SBX_OK with
+ * *type E2B_FT_NONE. target (may be NULL) receives a symlink's target. */
+int e2b_stat(sbx_sandbox *sb, sbx_call *call, const char *abs, int *type,
+             char *target, size_t cap, sbx_http_error *err);
+
+/*
+ * Resolve a workspace-relative path, component by component, following
+ * symlinks only while they stay inside the workspace (SBX_E_INVALID when
+ * one leads out, or for absolute paths and ".." above the root). *abs
+ * (malloc'd) is the resolved absolute path; *type the final entry's type
+ * (E2B_FT_NONE when it does not exist; its parent must then be a
+ * directory or missing). allow_root lets "" mean the workspace itself.
+ * An absolute path below E2B_OUTPUTS is resolved the same way below the
+ * outputs directory instead.
+ */
+int e2b_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
+                int allow_root, char **abs, int *type);
+
+/* ---- outputs.c --------------------------------------------------------- */
+
+/* Make the outputs directory (as root: /mnt is not the user's), writable
+ * for the sandbox user. */
+int e2b_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
+
+/* Stream the outputs directory as a tar whose entries are relative to it. */
+int e2b_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
+
+/* ---- files.c ----------------------------------------------------------- */
+
+int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                  const struct sbx_sink *sink);
+int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                   const struct sbx_source *src, unsigned mode);
+
+/* filesystem.MakeDir of an absolute path (existing is fine). */
+int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err);
+
+#endif /* SBX_E2B_CORE_H */

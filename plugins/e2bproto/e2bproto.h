@@ -1,0 +1,144 @@
+/*
+ * e2bproto.h - the wire protocol of E2B's control plane and of envd, the
+ * daemon inside every E2B (and CubeSandbox) sandbox, shared by the e2b and
+ * cube providers.
+ *
+ * Connect RPC over HTTP/1.1 with the JSON codec: unary calls are plain JSON
+ * bodies; streaming calls carry "envelopes", flags(1) | length(4, big
+ * endian) | JSON, the last one flagged 0x02 (end of stream) and holding the
+ * call's error, if any. bytes fields travel as base64, int64 as strings.
+ *
+ * Nothing here knows about sandboxes or sbx handles: see e2b_core.h for the
+ * provider logic built on it.
+ */
+#ifndef SBX_E2BPROTO_H
+#define SBX_E2BPROTO_H
+
+#include "http_client.h"
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Envelope flags. */
+#define E2BP_FLAG_COMPRESSED 0x01u
+#define E2BP_FLAG_END 0x02u
+
+/* Largest envelope accepted from a service (envd's data events are 32 KiB
+ * or so; this bounds a misbehaving one). */
+#define E2BP_FRAME_MAX (4u * 1024u * 1024u)
+
+/* ---- connect.c --------------------------------------------------------- */
+
+/* Incremental decoder of a stream of envelopes. */
+struct e2bp_frames {
+    unsigned char hdr[5];
+    size_t hdr_got;
+    unsigned char *buf;
+    size_t cap;  /* allocated size of buf (only grows: no churn per frame) */
+    size_t len;  /* payload bytes received of the current envelope */
+    size_t need; /* payload length of the current envelope */
+    int ended;   /* the end-of-stream envelope arrived */
+};
+
+/*
+ * Called once per complete envelope with its flags and raw JSON payload
+ * (borrowed for the call; parse it with e2bp_json_parse, or look at it
+ * directly for a hot path). Returns 0 to go on or an sbx_status to stop.
+ */
+typedef int (*e2bp_frame_fn)(void *ctx, unsigned flags, const char *payload, size_t len);
+
+/* Parse a payload as one JSON object (an empty payload is {}). NULL when
+ * it is not one; the caller owns the result. */
+json_object *e2bp_json_parse(const char *payload, size_t len);
+
+void e2bp_frames_init(struct e2bp_frames *f);
+void e2bp_frames_free(struct e2bp_frames *f);
+
+/*
+ * Feed received bytes. Returns SBX_OK, the callback's status, or
+ * SBX_E_PROTOCOL for an oversized or compressed envelope, or bytes after
+ * the end-of-stream envelope.
+ */
+int e2bp_frames_feed(struct e2bp_frames *f, const void *data, size_t len,
+                     e2bp_frame_fn fn, void *ctx);
+
+/* Nonzero while an envelope has started but not completed (a stream cut
+ * there was truncated). */
+int e2bp_frames_partial(const struct e2bp_frames *f);
+
+/* One envelope holding msg serialized compactly. Returns a malloc'd buffer
+ * of *len bytes, or NULL when out of memory. */
+unsigned char *e2bp_envelope(json_object *msg, unsigned flags, size_t *len);
+
+/* The sbx_status a Connect error code ("not_found", "deadline_exceeded",
+ * ...) stands for. Unknown codes are SBX_E_PROTOCOL. */
+int e2bp_code_status(const char *code);
+
+/* ---- base64.c ---------------------------------------------------------- */
+
+/* Standard base64 with padding of len bytes into out, which must hold
+ * e2bp_b64_len(len) bytes (NUL included). */
+size_t e2bp_b64_len(size_t len);
+void e2bp_b64_encode(const void *data, size_t len, char *out);
+
+/* Decode standard or URL-safe base64, padding optional, into out (which
+ * must hold 3 * (strlen(in) / 4) + 3 bytes). Returns the decoded length,
+ * or -1 on a bad character. */
+long e2bp_b64_decode(const char *in, size_t inlen, unsigned char *out);
+
+/* ---- retry.c ----------------------------------------------------------- */
+
+/* Retry policy for idempotent calls. */
+struct e2bp_retry {
+    int attempts;     /* total attempts, >= 1 */
+    int64_t base_ms;  /* first backoff */
+    int64_t cap_ms;   /* longest backoff */
+};
+
+/* Whether a failed request is worth repeating unchanged: refused or reset
+ * connections, 429, 502, 503, 504. A caller's own stop (cancellation,
+ * callback) never is. */
+int e2bp_transient(const sbx_http_error *err);
+
+/*
+ * Sleep before attempt number `attempt` (1 for the first retry): capped
+ * exponential backoff with full jitter. Returns SBX_OK, or SBX_E_CANCELLED
+ * when the cancellation fired during the wait.
+ */
+int e2bp_backoff(const struct e2bp_retry *r, int attempt,
+                 const struct sbx_http_cancel *cancel);
+
+/*
+ * A JSON request (body may be NULL) repeated per policy r (NULL: once)
+ * while it fails transiently. *out (may be NULL to discard) receives the
+ * parsed response of the successful attempt. *http_status may be NULL.
+ */
+int e2bp_json_retry(sbx_http *h, const struct sbx_http_request *req,
+                    json_object *body, json_object **out, long *http_status,
+                    sbx_http_error *err, const struct e2bp_retry *r);
+
+/* ---- rpc.c ------------------------------------------------------------- */
+
+/*
+ * A unary Connect call: POST /<service>/<method> with a JSON body and the
+ * Connect-Protocol-Version header added to extra (NULL-terminated "Name:
+ * value" lines, may be NULL). A Connect error answer is reported with its
+ * code mapped (e2bp_code_status) and its message; err->http_status keeps
+ * the HTTP status.
+ */
+int e2bp_unary(sbx_http *h, const char *const *extra, const char *rpc,
+               json_object *body, json_object **out, int64_t timeout_ms,
+               int64_t connect_timeout_ms, const struct sbx_http_cancel *cancel,
+               const struct e2bp_retry *retry, sbx_http_error *err);
+
+/* Headers of a call: collect up to E2BP_HDR_MAX lines. */
+#define E2BP_HDR_MAX 12
+struct e2bp_headers {
+    const char *v[E2BP_HDR_MAX + 1];
+    size_t n;
+};
+void e2bp_headers_add(struct e2bp_headers *hs, const char *line);
+void e2bp_headers_add_all(struct e2bp_headers *hs, const char *const *lines);
+
+#endif /* SBX_E2BPROTO_H */

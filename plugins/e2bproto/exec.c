@@ -1,0 +1,645 @@
+/*
+ * exec.c - commands through envd's process.Process/Start, a server stream
+ * of ProcessEvents (start{pid}, data{stdout|stderr}, end, keepalive) in
+ * Connect envelopes. Output goes to the sinks as each envelope arrives.
+ * The timeout travels as Connect-Timeout-Ms (envd ends the process at that
+ * deadline) and is also kept here, so that a deadline envd misses still
+ * ends in SendSignal SIGKILL; cancellation sends SIGKILL at once. stdin is
+ * fed by a thread through SendInput and CloseStdin once the pid is known.
+ * See e2b_core.h.
+ */
+#include "e2b_core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STDIN_CHUNK 49152
+/* How long the end event may take after a kill before exec gives up. */
+#define KILL_GRACE_MS 3000
+
+struct run {
+    sbx_sandbox *sb;
+    sbx_call *call;
+    const struct sbx_sink *out, *err;
+    struct sbx_exec_result *res;
+    unsigned char *dec;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t pid;
+    int have_pid;
+    int stop;        /* the stream is over: the feeder ends */
+
+    int sink_rc;     /* a sink's stop status */
+    int ended;       /* an end event came */
+    int exited;
+    int exit_code;
+    char status[64];
+    char end_error[256];
+    int stream_end;  /* the end-of-stream envelope came */
+    char err_code[64];
+    char err_msg[512];
+
+    /* stdin feeding */
+    const struct sbx_source *in;
+    int stop_pipe[2];
+    int feed_failed;  /* the source failed: the host already knows why */
+};
+
+/* Go's names of signals (os.ProcessState.String: "signal: killed"). */
+static int signal_number(const char *status)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {
+        {"hangup", 1}, {"interrupt", 2}, {"quit", 3}, {"illegal instruction", 4},
+        {"trace/breakpoint trap", 5}, {"aborted", 6}, {"bus error", 7},
+        {"floating point exception", 8}, {"killed", 9}, {"user defined signal 1", 10},
+        {"segmentation fault", 11}, {"user defined signal 2", 12}, {"broken pipe", 13},
+        {"alarm clock", 14}, {"terminated", 15},
+    };
+    const char *p = strstr(status, "signal: ");
+    if (!p)
+        return 0;
+    p += strlen("signal: ");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strncmp(p, names[i].name, strlen(names[i].name)))
+            return names[i].sig;
+    if (!strncmp(p, "signal ", 7))
+        return atoi(p + 7);
+    return 0;
+}
+
+static int deliver(struct run *r, const struct sbx_sink *sink, uint64_t *count,
+                   const char *b64, size_t inl)
+{
+    long n = e2bp_b64_decode(b64, inl, r->dec);
+    if (n < 0)
+        return SBX_E_PROTOCOL;
+    *count += (uint64_t)n;
+    if (n > 0 && sink && !r->sink_rc) {
+        int s = sink->write(sink->ctx, r->dec, (size_t)n);
+        if (s != 0)
+            r->sink_rc = s;
+    }
+    return SBX_OK;
+}
+
+/* The hot path: a data event exactly as envd (protojson) writes it,
+ * {"event":{"data":{"stdout":"<base64>"}}}, decoded straight from the
+ * envelope without building a JSON tree (72 MiB of output would otherwise
+ * allocate and free ~100 MiB of strings). 1 when it was one, else 0. */
+static int fast_data(struct run *r, const char *p, size_t len, int *rc)
+{
+    static const char pre[] = "{\"event\":{\"data\":{\"";
+    static const char post[] = "\"}}}";
+    size_t pl = sizeof pre - 1, ql = sizeof post - 1;
+    if (len < pl + ql + 10 || memcmp(p, pre, pl) != 0 || memcmp(p + len - ql, post, ql) != 0)
+        return 0;
+    const char *k = p + pl;
+    int out;
+    if (!memcmp(k, "stdout\":\"", 9))
+        out = 1;
+    else if (!memcmp(k, "stderr\":\"", 9))
+        out = 0;
+    else
+        return 0;
+    const char *b = k + 9, *e = p + len - ql;
+    if (memchr(b, '"', (size_t)(e - b)) || memchr(b, '\\', (size_t)(e - b)))
+        return 0;
+    *rc = out ? deliver(r, r->out, &r->res->out_bytes, b, (size_t)(e - b))
+              : deliver(r, r->err, &r->res->err_bytes, b, (size_t)(e - b));
+    return 1;
+}
+
+static int on_event(struct run *r, unsigned flags, json_object *msg);
+
+static int on_frame(void *ctx, unsigned flags, const char *payload, size_t len)
+{
+    struct run *r = ctx;
+    int rc;
+    if (!(flags & E2BP_FLAG_END) && fast_data(r, payload, len, &rc))
+        return rc;
+    json_object *msg = e2bp_json_parse(payload, len);
+    if (!msg)
+        return SBX_E_PROTOCOL;
+    rc = on_event(r, flags, msg);
+    json_object_put(msg);
+    return rc;
+}
+
+static int on_event(struct run *r, unsigned flags, json_object *msg)
+{
+    if (flags & E2BP_FLAG_END) {
+        r->stream_end = 1;
+        json_object *e = sbx_json_obj(msg, "error");
+        if (e) {
+            snprintf(r->err_code, sizeof r->err_code, "%s",
+                     sbx_json_str(e, "code") ? sbx_json_str(e, "code") : "unknown");
+            snprintf(r->err_msg, sizeof r->err_msg, "%s",
+                     sbx_json_str(e, "message") ? sbx_json_str(e, "message") : "");
+        }
+        return SBX_OK;
+    }
+    json_object *ev = sbx_json_obj(msg, "event");
+    if (!ev)
+        return SBX_OK;
+    json_object *o;
+    if ((o = sbx_json_obj(ev, "start"))) {
+        pthread_mutex_lock(&r->mu);
+        r->pid = (uint32_t)sbx_json_int(o, "pid", 0);
+        r->have_pid = 1;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    } else if ((o = sbx_json_obj(ev, "data"))) {
+        const char *s;
+        if ((s = sbx_json_str(o, "stdout")))
+            return deliver(r, r->out, &r->res->out_bytes, s, strlen(s));
+        if ((s = sbx_json_str(o, "stderr")))
+            return deliver(r, r->err, &r->res->err_bytes, s, strlen(s));
+    } else if ((o = sbx_json_obj(ev, "end"))) {
+        r->ended = 1;
+        /* proto3 JSON leaves out zero values: exitCode 0, exited false. */
+        r->exit_code = (int)sbx_json_int(o, "exitCode", 0);
+        r->exited = sbx_json_bool(o, "exited", 0);
+        snprintf(r->status, sizeof r->status, "%s",
+                 sbx_json_str(o, "status") ? sbx_json_str(o, "status") : "");
+        snprintf(r->end_error, sizeof r->end_error, "%s",
+                 sbx_json_str(o, "error") ? sbx_json_str(o, "error") : "");
+    }
+    return SBX_OK;
+}
+
+/* SendSignal SIGKILL to the process. call NULL: even after cancellation. */
+static void kill_process(struct run *r, sbx_call *call)
+{
+    pthread_mutex_lock(&r->mu);
+    int have = r->have_pid;
+    uint32_t pid = r->pid;
+    pthread_mutex_unlock(&r->mu);
+    if (!have)
+        return;
+    json_object *body = json_object_new_object();
+    json_object *sel = json_object_new_object();
+    json_object_object_add(sel, "pid", json_object_new_int64(pid));
+    json_object_object_add(body, "process", sel);
+    json_object_object_add(body, "signal", json_object_new_string("SIGNAL_SIGKILL"));
+    sbx_http_error err;
+    int rc = e2b_envd_unary(r->sb, call, "process.Process/SendSignal", body, NULL, 1, &err);
+    json_object_put(body);
+    if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
+        r->sb->st->host->log(r->sb->st->host, SBX_LOG_WARN,
+                             "%s: killing process %u in %s: %s", r->sb->st->cfg.provider,
+                             pid, r->sb->id, err.message);
+    /* SendSignal reaches the process only; its children would live on.
+     * When envd made it a process group leader, the group goes too (when
+     * not, this kill fails and changes nothing). */
+    char group[32];
+    snprintf(group, sizeof group, "-%u", pid);
+    const char *argv[] = {"kill", "-9", "--", group, NULL};
+    int code;
+    e2b_exec_helper(r->sb, NULL, NULL, argv, &code, NULL, 0);
+}
+
+/* process.Process/SendInput or CloseStdin (data NULL). */
+static int send_input(struct run *r, uint32_t pid, const void *data, size_t len)
+{
+    json_object *body = json_object_new_object();
+    json_object *sel = json_object_new_object();
+    json_object_object_add(sel, "pid", json_object_new_int64(pid));
+    json_object_object_add(body, "process", sel);
+    char *b64 = NULL;
+    if (data) {
+        b64 = malloc(e2bp_b64_len(len));
+        if (!b64) {
+            json_object_put(body);
+            return SBX_E_NOMEM;
+        }
+        e2bp_b64_encode(data, len, b64);
+        json_object *in = json_object_new_object();
+        json_object_object_add(in, "stdin", json_object_new_string(b64));
+        json_object_object_add(body, "input", in);
+    }
+    sbx_http_error err;
+    int rc = e2b_envd_unary(r->sb, NULL,
+                            data ? "process.Process/SendInput" : "process.Process/CloseStdin",
+                            body, NULL, 0, &err);
+    json_object_put(body);
+    free(b64);
+    return rc;
+}
+
+/* Wait until the source has something to say, or the run is over. 1 to
+ * read, 0 to stop. */
+static int wait_readable(struct run *r)
+{
+    int fd = r->in->size >= SBX_SOURCE_SIZE_1_0 && r->in->poll_fd ? r->in->poll_fd(r->in->ctx)
+                                                                    : -1;
+    if (fd < 0)
+        return 1; /* not pollable: read blocks, exec waits for it */
+    struct pollfd p[2] = {{fd, POLLIN, 0}, {r->stop_pipe[0], POLLIN, 0}};
+    for (;;) {
+        int n = poll(p, 2, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || p[1].revents)
+            return 0;
+        if (p[0].revents)
+            return 1;
+    }
+}
+
+static void *feeder(void *arg)
+{
+    struct run *r = arg;
+    pthread_mutex_lock(&r->mu);
+    while (!r->have_pid && !r->stop)
+        pthread_cond_wait(&r->cv, &r->mu);
+    uint32_t pid = r->pid;
+    int go = r->have_pid && !r->stop;
+    pthread_mutex_unlock(&r->mu);
+    if (!go)
+        return NULL;
+    unsigned char *buf = malloc(STDIN_CHUNK);
+    if (!buf)
+        return NULL;
+    for (;;) {
+        if (!wait_readable(r))
+            break;
+        long n = r->in->read(r->in->ctx, buf, STDIN_CHUNK);
+        if (n < 0) {
+            /* Never let a partial input pass for a whole one. */
+            r->feed_failed = 1;
+            kill_process(r, NULL);
+            break;
+        }
+        if (n == 0) {
+            send_input(r, pid, NULL, 0);
+            break;
+        }
+        if (send_input(r, pid, buf, (size_t)n) != SBX_OK)
+            break; /* the process is gone or stopped reading */
+    }
+    free(buf);
+    return NULL;
+}
+
+/* The Start request body: cmd and args without a shell, cwd, envs. */
+static json_object *start_body(const struct sbx_exec_args *args, const char *cwd, int stdin_on)
+{
+    json_object *body = json_object_new_object();
+    json_object *proc = json_object_new_object();
+    json_object *av = json_object_new_array();
+    if (!body || !proc || !av) {
+        json_object_put(body);
+        json_object_put(proc);
+        json_object_put(av);
+        return NULL;
+    }
+    json_object_object_add(proc, "cmd", json_object_new_string(args->argv[0]));
+    for (size_t i = 1; args->argv[i]; i++)
+        json_object_array_add(av, json_object_new_string(args->argv[i]));
+    json_object_object_add(proc, "args", av);
+    if (args->env) {
+        json_object *envs = json_object_new_object();
+        for (size_t i = 0; args->env[i]; i++) {
+            const char *eq = strchr(args->env[i], '=');
+            if (!eq)
+                continue;
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(eq - args->env[i]), args->env[i]);
+            json_object_object_add(envs, name, json_object_new_string(eq + 1));
+        }
+        json_object_object_add(proc, "envs", envs);
+    }
+    json_object_object_add(proc, "cwd", json_object_new_string(cwd));
+    json_object_object_add(body, "process", proc);
+    json_object_object_add(body, "stdin", json_object_new_boolean(stdin_on));
+    return body;
+}
+
+/* Map a start failure of envd (end-of-stream error without an end event). */
+static int start_failure(struct run *r)
+{
+    struct e2b_state *st = r->sb->st;
+    const char *m = r->err_msg;
+    if (strstr(m, "executable file not found") || strstr(m, "no such file or directory"))
+        return e2b_error(st, r->call, SBX_E_NO_COMMAND, "%s: exec: %s", st->cfg.provider, m);
+    if (strstr(m, "permission denied") || strstr(m, "exec format error"))
+        return e2b_error(st, r->call, SBX_E_NOT_EXEC, "%s: exec: %s", st->cfg.provider, m);
+    return e2b_error(st, r->call, e2bp_code_status(r->err_code), "%s: exec: envd: %s: %s",
+                     st->cfg.provider, r->err_code, m);
+}
+
+/* The body sink of the Start stream: bytes into the envelope decoder. */
+struct frame_sink {
+    struct run *r;
+    struct e2bp_frames fr;
+    int status; /* the decoder's failure, SBX_E_PROTOCOL etc. */
+};
+
+static int frame_write(void *ctx, const void *buf, size_t len)
+{
+    struct frame_sink *fs = ctx;
+    int rc = e2bp_frames_feed(&fs->fr, buf, len, on_frame, fs->r);
+    if (rc == SBX_OK && fs->r->sink_rc)
+        rc = fs->r->sink_rc; /* a caller's sink stopped: stop the transfer */
+    if (rc != SBX_OK && !fs->r->sink_rc)
+        fs->status = rc;
+    return rc;
+}
+
+/*
+ * Read the stream to its end, pushing it through the decoder as it arrives
+ * (push mode: curl hands each piece straight over, nothing is parked).
+ * Handles timeout (kill, then drain), cancellation (kill, return) and a
+ * sink's stop (kill, return its status).
+ */
+static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_out)
+{
+    struct e2b_state *st = r->sb->st;
+    struct frame_sink fs = {r, {{0}, 0, NULL, 0, 0, 0, 0}, 0};
+    e2bp_frames_init(&fs.fr);
+    struct sbx_sink sink = SBX_SINK_INIT(&fs, frame_write);
+    int rc = SBX_OK, killed = 0;
+    if (timeout_ms > 0)
+        sbx_http_xfer_set_timeout(x, timeout_ms);
+    for (;;) {
+        sbx_http_error err;
+        memset(&err, 0, sizeof err);
+        int s = sbx_http_xfer_pump(x, &sink, &err);
+        if (s == SBX_OK) {
+            if (e2bp_frames_partial(&fs.fr))
+                rc = e2b_error(st, r->call, SBX_E_PROTOCOL,
+                               "%s: exec: the output stream of %s ended inside an envelope",
+                               st->cfg.provider, r->sb->id);
+            else if (!fs.fr.ended && !killed)
+                rc = e2b_error(st, r->call, SBX_E_PROTOCOL,
+                               "%s: exec: the output stream of %s ended without its "
+                               "end-of-stream envelope",
+                               st->cfg.provider, r->sb->id);
+            break;
+        }
+        if (err.from_callback) {
+            kill_process(r, NULL);
+            if (r->sink_rc)
+                rc = r->sink_rc; /* the sink has set the call's error */
+            else
+                rc = e2b_error(st, r->call, fs.status ? fs.status : s,
+                               "%s: exec: malformed output stream from %s", st->cfg.provider,
+                               r->sb->id);
+            break;
+        }
+        if (s == SBX_E_CANCELLED) {
+            kill_process(r, NULL);
+            rc = e2b_error(st, r->call, SBX_E_CANCELLED, "%s: exec cancelled", st->cfg.provider);
+            break;
+        }
+        if (s == SBX_E_TIMEOUT && !killed && timeout_ms > 0) {
+            *timed_out = 1;
+            killed = 1;
+            kill_process(r, r->call);
+            sbx_http_xfer_set_timeout(x, KILL_GRACE_MS);
+            continue;
+        }
+        if (s == SBX_E_TIMEOUT && killed) {
+            st->host->log(st->host, SBX_LOG_WARN,
+                          "%s: exec in %s: no end event %d s after the kill; giving up",
+                          st->cfg.provider, r->sb->id, KILL_GRACE_MS / 1000);
+            break;
+        }
+        if (s == SBX_E_PROTOCOL && killed)
+            break; /* envd dropped the stream after the kill */
+        rc = e2b_envd_report(r->sb, r->call, &err, "exec: reading the output stream");
+        if (!killed)
+            kill_process(r, NULL);
+        break;
+    }
+    e2bp_frames_free(&fs.fr);
+    return rc;
+}
+
+/* One command: everything exec and the helper share. */
+static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                       const char *cwd, const char *user, struct sbx_exec_result *res)
+{
+    struct e2b_state *st = sb->st;
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.sb = sb;
+    r.call = call;
+    r.out = args->out;
+    r.err = args->err;
+    r.res = res;
+    r.in = args->in;
+    r.stop_pipe[0] = r.stop_pipe[1] = -1;
+    r.dec = malloc(E2BP_FRAME_MAX);
+    json_object *body = start_body(args, cwd, args->in != NULL);
+    size_t blen = 0;
+    unsigned char *env = body ? e2bp_envelope(body, 0, &blen) : NULL;
+    json_object_put(body);
+    if (!r.dec || !env) {
+        free(r.dec);
+        free(env);
+        return e2b_error(st, call, SBX_E_NOMEM, "out of memory");
+    }
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.cv, NULL);
+
+    char deadline[64] = "";
+    struct e2bp_headers hs = {{NULL}, 0};
+    e2bp_headers_add(&hs, "Connect-Protocol-Version: 1");
+    e2bp_headers_add(&hs, "Keepalive-Ping-Interval: 50");
+    if (args->timeout_ms > 0) {
+        snprintf(deadline, sizeof deadline, "Connect-Timeout-Ms: %lld",
+                 (long long)args->timeout_ms);
+        e2bp_headers_add(&hs, deadline);
+    }
+    /* Another user than the configured one: its own basic auth line. */
+    char auth[200] = "";
+    if (user) {
+        char up[96], b64[160];
+        snprintf(up, sizeof up, "%s:", user);
+        e2bp_b64_encode(up, strlen(up), b64);
+        snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
+    }
+    struct e2bp_headers all = {{NULL}, 0};
+    e2b_envd_headers(sb, &all);
+    for (size_t i = 0; i < all.n; i++)
+        e2bp_headers_add(&hs, user && all.v[i] == sb->auth ? auth : all.v[i]);
+    struct e2b_cancel c;
+    e2b_cancel_init(&c, st->host, call);
+    struct sbx_http_request req;
+    memset(&req, 0, sizeof req);
+    req.method = "POST";
+    req.path = "/process.Process/Start";
+    req.headers = hs.v;
+    req.content_type = "application/connect+json";
+    req.body = env;
+    req.body_len = blen;
+    req.connect_timeout_ms = st->cfg.connect_timeout_ms;
+    req.cancel = &c.c;
+
+    sbx_http_xfer *x = NULL;
+    sbx_http_error err;
+    memset(&err, 0, sizeof err);
+    int rc = sbx_http_start(sb->envd, &req, &x, &err);
+    pthread_t th;
+    int feeding = 0;
+    if (rc != SBX_OK) {
+        rc = e2b_envd_report(sb, call, &err, "exec %s", args->argv[0]);
+        goto out;
+    }
+    if (args->in) {
+        if (pipe2(r.stop_pipe, O_CLOEXEC) != 0) {
+            rc = e2b_error(st, call, SBX_E_IO, "%s: exec: pipe: %s", st->cfg.provider,
+                           strerror(errno));
+            goto out;
+        }
+        if (pthread_create(&th, NULL, feeder, &r) != 0) {
+            rc = e2b_error(st, call, SBX_E_INTERNAL, "%s: exec: cannot start a thread",
+                           st->cfg.provider);
+            goto out;
+        }
+        feeding = 1;
+    }
+    int timed_out = 0;
+    rc = pump(&r, x, args->timeout_ms, &timed_out);
+    if (feeding) {
+        pthread_mutex_lock(&r.mu);
+        r.stop = 1;
+        pthread_cond_broadcast(&r.cv);
+        pthread_mutex_unlock(&r.mu);
+        if (write(r.stop_pipe[1], "x", 1) < 0) {
+            /* the feeder also stops on its own when its calls fail */
+        }
+        pthread_join(th, NULL);
+        feeding = 0;
+    }
+    if (rc != SBX_OK)
+        goto out;
+    if (r.feed_failed) {
+        rc = SBX_E_IO; /* the source has set the call's error */
+        goto out;
+    }
+    if (!strcmp(r.err_code, "deadline_exceeded") && args->timeout_ms > 0)
+        timed_out = 1;
+    res->timed_out = timed_out;
+    if (r.ended) {
+        if (r.exited) {
+            res->exit_code = r.exit_code;
+            res->term_signal = 0;
+        } else {
+            res->exit_code = -1;
+            res->term_signal = signal_number(r.status);
+            if (!res->term_signal)
+                res->term_signal = 9;
+        }
+    } else if (timed_out) {
+        res->exit_code = -1;
+        res->term_signal = 9;
+    } else if (r.err_code[0]) {
+        rc = start_failure(&r);
+    } else {
+        rc = e2b_error(st, call, SBX_E_PROTOCOL, "%s: exec: the stream ended without an end event",
+                       st->cfg.provider);
+    }
+out:
+    if (feeding) {
+        pthread_mutex_lock(&r.mu);
+        r.stop = 1;
+        pthread_cond_broadcast(&r.cv);
+        pthread_mutex_unlock(&r.mu);
+        pthread_join(th, NULL);
+    }
+    sbx_http_xfer_free(x);
+    if (r.stop_pipe[0] >= 0) {
+        close(r.stop_pipe[0]);
+        close(r.stop_pipe[1]);
+    }
+    pthread_mutex_destroy(&r.mu);
+    pthread_cond_destroy(&r.cv);
+    free(r.dec);
+    free(env);
+    return rc;
+}
+
+int e2b_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+             struct sbx_exec_result *res)
+{
+    struct e2b_state *st = sb->st;
+    if (!args->argv || !args->argv[0] || !args->argv[0][0])
+        return e2b_error(st, call, SBX_E_INVALID, "%s: exec: empty argv", st->cfg.provider);
+    char *cwd = NULL;
+    if (args->cwd && *args->cwd) {
+        int type;
+        int rc = e2b_resolve(sb, call, "exec cwd", args->cwd, 1, &cwd, &type);
+        if (rc != SBX_OK)
+            return rc;
+        if (type != E2B_FT_DIR) {
+            free(cwd);
+            return e2b_error(st, call, SBX_E_INVALID, "%s: exec: cwd %s is not a directory",
+                             st->cfg.provider, args->cwd);
+        }
+    }
+    e2b_keep_alive(sb, call);
+    uint32_t size = res->size;
+    memset(res, 0, sizeof *res);
+    res->size = size;
+    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, NULL, res);
+    free(cwd);
+    return rc;
+}
+
+struct keep {
+    char *buf;
+    size_t cap, len;
+};
+
+static int keep_write(void *ctx, const void *data, size_t len)
+{
+    struct keep *k = ctx;
+    size_t room = k->cap ? k->cap - 1 - k->len : 0;
+    size_t n = len < room ? len : room;
+    memcpy(k->buf + k->len, data, n);
+    k->len += n;
+    k->buf[k->len] = '\0';
+    return 0;
+}
+
+int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const char *cwd,
+                       const char *const *argv, const struct sbx_sink *out,
+                       int64_t timeout_ms, int *exit_code, char *msg, size_t cap)
+{
+    struct keep k = {msg, cap, 0};
+    if (cap)
+        msg[0] = '\0';
+    struct sbx_sink errs = SBX_SINK_INIT(&k, keep_write);
+    struct sbx_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.argv = argv;
+    a.timeout_ms = timeout_ms;
+    a.out = out;
+    a.err = cap ? &errs : NULL;
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, user, &res);
+    *exit_code = res.exit_code;
+    if (rc == SBX_OK && res.term_signal)
+        *exit_code = 128 + res.term_signal;
+    return rc;
+}
+
+int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
+                    const char *const *argv, int *exit_code, char *msg, size_t cap)
+{
+    return e2b_exec_helper_as(sb, call, NULL, cwd, argv, NULL, 30000, exit_code, msg, cap);
+}

@@ -1,0 +1,220 @@
+/*
+ * files.c - read_file and write_file through envd's /files endpoint,
+ * streamed both ways. A write goes to a temporary name beside the target,
+ * gets its mode (chmod in the sandbox: envd has no call for it) and is
+ * renamed over the target with filesystem.Move, so readers see the old
+ * content or the new, never a part. See e2b_core.h.
+ */
+#include "e2b_core.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err)
+{
+    json_object *body = json_object_new_object();
+    if (!body)
+        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    json_object_object_add(body, "path", json_object_new_string(abs));
+    int rc = e2b_envd_unary(sb, call, "filesystem.Filesystem/MakeDir", body, NULL, 1, err);
+    json_object_put(body);
+    return rc == SBX_E_EXISTS ? SBX_OK : rc;
+}
+
+/* filesystem.Remove; a missing path is fine. */
+static int remove_path(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err)
+{
+    json_object *body = json_object_new_object();
+    if (!body)
+        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    json_object_object_add(body, "path", json_object_new_string(abs));
+    int rc = e2b_envd_unary(sb, call, "filesystem.Filesystem/Remove", body, NULL, 1, err);
+    json_object_put(body);
+    return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
+}
+
+/* "/files?path=<abs>&username=<user>" (malloc'd) or NULL. */
+static char *files_path(sbx_sandbox *sb, const char *abs)
+{
+    char *p = sbx_http_escape(abs), *u = sbx_http_escape(sb->st->cfg.user);
+    char *out = NULL;
+    if (p && u) {
+        size_t len = strlen(p) + strlen(u) + 32;
+        out = malloc(len);
+        if (out)
+            snprintf(out, len, "/files?path=%s&username=%s", p, u);
+    }
+    free(p);
+    free(u);
+    return out;
+}
+
+/* A /files request with the handle's headers. */
+static void files_request(sbx_sandbox *sb, struct sbx_http_request *req,
+                          struct e2bp_headers *hs, struct e2b_cancel *c, const char *method,
+                          const char *path)
+{
+    memset(req, 0, sizeof *req);
+    e2b_envd_headers(sb, hs);
+    req->method = method;
+    req->path = path;
+    req->headers = hs->v;
+    req->connect_timeout_ms = sb->st->cfg.connect_timeout_ms;
+    req->cancel = &c->c;
+}
+
+int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                  const struct sbx_sink *sink)
+{
+    struct e2b_state *st = sb->st;
+    char *abs = NULL;
+    int type;
+    int rc = e2b_resolve(sb, call, "read_file", path, 0, &abs, &type);
+    if (rc != SBX_OK)
+        return rc;
+    if (type == E2B_FT_NONE) {
+        rc = e2b_error(st, call, SBX_E_NOT_FOUND, "%s: read_file: %s does not exist",
+                       st->cfg.provider, path);
+        goto out;
+    }
+    if (type != E2B_FT_FILE) {
+        rc = e2b_error(st, call, SBX_E_INVALID, "%s: read_file: %s is not a regular file",
+                       st->cfg.provider, path);
+        goto out;
+    }
+    char *rp = files_path(sb, abs);
+    if (!rp) {
+        rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    struct e2b_cancel c;
+    e2b_cancel_init(&c, st->host, call);
+    struct e2bp_headers hs = {{NULL}, 0};
+    struct sbx_http_request req;
+    files_request(sb, &req, &hs, &c, "GET", rp);
+    sbx_http_error err;
+    memset(&err, 0, sizeof err);
+    rc = sbx_http_request(sb->envd, &req, sink, NULL, &err);
+    free(rp);
+    if (rc != SBX_OK && err.from_callback)
+        goto out; /* the sink said why */
+    if (rc == SBX_E_NOT_FOUND && err.http_status == 404)
+        rc = e2b_error(st, call, SBX_E_NOT_FOUND, "%s: read_file: %s does not exist",
+                       st->cfg.provider, path);
+    else if (rc != SBX_OK)
+        rc = e2b_envd_report(sb, call, &err, "read_file %s", path);
+out:
+    free(abs);
+    return rc;
+}
+
+/* The temporary name beside abs: "<dir>/.<base>.sbx-<hex>". */
+static char *temp_name(const char *abs)
+{
+    unsigned char r[8];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        return NULL;
+    const char *slash = strrchr(abs, '/');
+    size_t dl = (size_t)(slash - abs);
+    size_t len = strlen(abs) + 32;
+    char *t = malloc(len);
+    if (!t)
+        return NULL;
+    int n = snprintf(t, len, "%.*s/.%s.sbx-", (int)dl, abs, slash + 1);
+    for (size_t i = 0; i < sizeof r; i++)
+        n += snprintf(t + n, len - (size_t)n, "%02x", r[i]);
+    return t;
+}
+
+/* filesystem.Move from -> to (rename, replacing to). */
+static int move_path(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                     sbx_http_error *err)
+{
+    json_object *body = json_object_new_object();
+    if (!body)
+        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    json_object_object_add(body, "source", json_object_new_string(from));
+    json_object_object_add(body, "destination", json_object_new_string(to));
+    int rc = e2b_envd_unary(sb, call, "filesystem.Filesystem/Move", body, NULL, 0, err);
+    json_object_put(body);
+    return rc;
+}
+
+int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                   const struct sbx_source *src, unsigned mode)
+{
+    struct e2b_state *st = sb->st;
+    if (mode & ~0777u)
+        return e2b_error(st, call, SBX_E_INVALID, "%s: write_file: mode %o has bits outside 0777",
+                         st->cfg.provider, mode);
+    if (mode == 0)
+        mode = 0644;
+    char *abs = NULL, *tmp = NULL, *rp = NULL;
+    int type;
+    int rc = e2b_resolve(sb, call, "write_file", path, 0, &abs, &type);
+    if (rc != SBX_OK)
+        return rc;
+    if (type != E2B_FT_NONE && type != E2B_FT_FILE) {
+        rc = e2b_error(st, call, SBX_E_INVALID, "%s: write_file: %s is not a regular file",
+                       st->cfg.provider, path);
+        goto out;
+    }
+    tmp = temp_name(abs);
+    rp = tmp ? files_path(sb, tmp) : NULL;
+    if (!rp) {
+        rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    struct e2b_cancel c;
+    e2b_cancel_init(&c, st->host, call);
+    struct e2bp_headers hs = {{NULL}, 0};
+    struct sbx_http_request req;
+    files_request(sb, &req, &hs, &c, "POST", rp);
+    req.content_type = "application/octet-stream";
+    req.body_src = src;
+    req.body_src_len = -1;
+    if (src->size >= SBX_SOURCE_SIZE_1_0 && src->length) {
+        int64_t l = src->length(src->ctx);
+        if (l >= 0)
+            req.body_src_len = l;
+    }
+    sbx_http_error err;
+    memset(&err, 0, sizeof err);
+    rc = sbx_http_request(sb->envd, &req, NULL, NULL, &err);
+    if (rc != SBX_OK) {
+        sbx_http_error e2;
+        remove_path(sb, NULL, tmp, &e2);
+        if (!err.from_callback)
+            rc = e2b_envd_report(sb, call, &err, "write_file %s", path);
+        goto out;
+    }
+    /* chmod by name inside the directory: the command sees the sandbox's
+     * file system, whatever the path looks like from envd. */
+    char mbuf[8], msg[256];
+    snprintf(mbuf, sizeof mbuf, "%04o", mode);
+    char *slash = strrchr(tmp, '/');
+    *slash = '\0';
+    const char *chmod_argv[] = {"chmod", mbuf, slash + 1, NULL};
+    int code = -1;
+    rc = e2b_exec_helper(sb, call, tmp[0] ? tmp : "/", chmod_argv, &code, msg, sizeof msg);
+    *slash = '/';
+    if (rc == SBX_OK && code != 0)
+        rc = e2b_error(st, call, SBX_E_IO, "%s: write_file %s: chmod failed: %s",
+                       st->cfg.provider, path, msg);
+    if (rc == SBX_OK) {
+        rc = move_path(sb, call, tmp, abs, &err);
+        if (rc != SBX_OK)
+            rc = e2b_envd_report(sb, call, &err, "write_file %s: renaming into place", path);
+    }
+    if (rc != SBX_OK) {
+        sbx_http_error e2;
+        remove_path(sb, NULL, tmp, &e2);
+    }
+out:
+    free(rp);
+    free(tmp);
+    free(abs);
+    return rc;
+}

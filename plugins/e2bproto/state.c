@@ -1,0 +1,132 @@
+/* state.c - instance setup and error reporting. See e2b_core.h. */
+#include "e2b_core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void e2b_conf_free(struct e2b_conf *c)
+{
+    if (c->api_key) {
+        /* The key is a credential: do not leave it in freed memory. */
+        volatile char *p = c->api_key;
+        while (*p)
+            *p++ = 0;
+    }
+    free(c->api_key);
+    free(c->api_url);
+    free(c->domain);
+    free(c->template_id);
+    free(c->envd_url);
+    free(c->user);
+    free(c->workspace);
+    memset(c, 0, sizeof *c);
+}
+
+int64_t e2b_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *cfg,
+                  struct e2b_state **out)
+{
+    *out = NULL;
+    struct e2b_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        e2b_conf_free(cfg);
+        return host->set_error(host, call, SBX_E_NOMEM, "out of memory");
+    }
+    st->host = host;
+    st->cfg = *cfg;
+    memset(cfg, 0, sizeof *cfg);
+    if (st->cfg.api_key &&
+        snprintf(st->key_header, sizeof st->key_header, "X-API-Key: %s",
+                 st->cfg.api_key) >= (int)sizeof st->key_header) {
+        int rc = host->set_error(host, call, SBX_E_CONFIG, "%s: the key in %s is too long",
+                                 st->cfg.provider, st->cfg.key_source);
+        e2b_state_free(st);
+        return rc;
+    }
+    sbx_http_error err;
+    int rc = sbx_http_new(st->cfg.api_url, &st->api, &err);
+    if (rc != SBX_OK) {
+        rc = host->set_error(host, call, SBX_E_CONFIG, "%s: providers.%s.api_url: %s",
+                             st->cfg.provider, st->cfg.provider, err.message);
+        e2b_state_free(st);
+        return rc;
+    }
+    if (st->cfg.route != E2B_ROUTE_HOST) {
+        rc = sbx_http_new(st->cfg.envd_url, &st->envd, &err);
+        if (rc != SBX_OK) {
+            rc = host->set_error(host, call, SBX_E_CONFIG, "%s: envd address %s: %s",
+                                 st->cfg.provider, st->cfg.envd_url, err.message);
+            e2b_state_free(st);
+            return rc;
+        }
+    }
+    *out = st;
+    return SBX_OK;
+}
+
+void e2b_state_free(struct e2b_state *st)
+{
+    if (!st)
+        return;
+    sbx_http_free(st->api);
+    sbx_http_free(st->envd);
+    e2b_conf_free(&st->cfg);
+    volatile char *p = st->key_header;
+    while (*p)
+        *p++ = 0;
+    free(st);
+}
+
+static int cancel_check(void *ctx)
+{
+    struct e2b_cancel *c = ctx;
+    return c->call && c->host->cancelled && c->host->cancelled(c->host, c->call);
+}
+
+void e2b_cancel_init(struct e2b_cancel *c, const struct sbx_host *host, sbx_call *call)
+{
+    c->host = host;
+    c->call = call;
+    c->c.fd = call && host->cancel_fd ? host->cancel_fd(host, call) : -1;
+    c->c.check = cancel_check;
+    c->c.ctx = c;
+}
+
+int e2b_error(struct e2b_state *st, sbx_call *call, int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (call)
+        return st->host->set_error(st->host, call, status, "%s", msg);
+    st->host->log(st->host, SBX_LOG_WARN, "%s", msg);
+    return status;
+}
+
+int e2b_report(struct e2b_state *st, sbx_call *call, const sbx_http_error *err,
+               const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (err->http_status == 401 || err->http_status == 403)
+        return e2b_error(st, call, SBX_E_CONFIG,
+                         "%s: %s: %s; the service refused the credentials: set %s "
+                         "to a valid key",
+                         st->cfg.provider, what, err->message, st->cfg.key_source);
+    return e2b_error(st, call, err->status, "%s: %s: %s", st->cfg.provider, what,
+                     err->message);
+}

@@ -1,0 +1,941 @@
+#!/usr/bin/env python3
+"""fake_e2b.py - a stateful fake of the E2B control plane and envd (or of
+CubeAPI and its Host-routed CubeProxy with --mode cube), for the tests.
+
+Follows the subset of /work/shared/specs/e2b (openapi.yml, envd.yaml,
+process.proto, filesystem.proto) that the e2b and cube providers and the
+official JavaScript SDK use. Commands really run, as host processes, in a
+per-sandbox temporary directory: the sandbox's "/home/user" (and every
+virtual path below "/home" and "/mnt") maps into it. This is a test double,
+not a sandbox: nothing is isolated.
+
+Control endpoints (not part of any spec) under /_fake/:
+  POST /_fake/faults  [{"match": "/process.Process/Start", "kind": ...}]
+      kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
+      before answering), "cut" (Start stream closed mid-envelope after
+      "after" data events), "truncate" (Start: half an envelope, then a
+      clean end of the body), "vanish" (the sandbox disappears before the
+      request is served), "pause" (the sandbox is paused). "times" (default 1)
+      bounds how often a fault fires.
+  GET  /_fake/stats   {"connections": n, "requests": [{method, path, body}]}
+  POST /_fake/reset   forget faults and the request log
+Start: fake_e2b.py --port-file F [--mode e2b|cube] [--api-key K] [--dir D]
+"""
+import argparse
+import base64
+import json
+import os
+import queue
+import secrets
+import shutil
+import signal
+import socket
+import socketserver
+import stat as pystat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ENVD_PORT = 49983
+ENVD_VERSION = "0.5.7"
+USER = "user"
+
+SIGNAMES = {1: "hangup", 2: "interrupt", 3: "quit", 4: "illegal instruction",
+            5: "trace/breakpoint trap", 6: "aborted", 7: "bus error",
+            8: "floating point exception", 9: "killed", 10: "user defined signal 1",
+            11: "segmentation fault", 12: "user defined signal 2", 13: "broken pipe",
+            14: "alarm clock", 15: "terminated"}
+
+
+def now_iso(t=None):
+    return datetime.fromtimestamp(t if t is not None else time.time(),
+                                  timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Sandbox:
+    def __init__(self, base, template, metadata, timeout, auto_pause, envs, mode):
+        self.id = "i" + secrets.token_hex(10)
+        self.template = template
+        self.metadata = dict(metadata or {})
+        self.started = time.time()
+        self.end = self.started + timeout
+        self.auto_pause = auto_pause
+        self.state = "running"
+        self.token = secrets.token_hex(16) if mode == "e2b" else None
+        # CubeAPI hard-codes envdVersion 0.2.0 (constants.rs:8).
+        self.envd_version = ENVD_VERSION if mode == "e2b" else "0.2.0"
+        self.dir = tempfile.mkdtemp(prefix="sbx-fake-%s-" % self.id, dir=base)
+        self.envs = dict(envs or {})
+        os.makedirs(os.path.join(self.dir, "home", USER), exist_ok=True)
+        os.makedirs(os.path.join(self.dir, "mnt"), exist_ok=True)
+        self.procs = {}
+        self.lock = threading.Lock()
+
+    def host_path(self, vpath, user=USER):
+        if not vpath.startswith("/"):
+            vpath = "/home/%s/%s" % (user, vpath)
+        norm = os.path.normpath(vpath)
+        if norm.startswith("/home") or norm.startswith("/mnt"):
+            return self.dir + norm
+        return norm
+
+    def virtual(self, hpath):
+        if hpath == self.dir or hpath.startswith(self.dir + "/"):
+            return hpath[len(self.dir):] or "/"
+        return hpath
+
+    def kill_all(self):
+        with self.lock:
+            procs = list(self.procs.values())
+        for p in procs:
+            try:
+                os.killpg(p.popen.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def detail(self, full=True):
+        d = {"templateID": self.template, "sandboxID": self.id, "clientID": "fake",
+             "startedAt": now_iso(self.started), "endAt": now_iso(self.end),
+             "cpuCount": 2, "memoryMB": 512, "diskSizeMB": 1024,
+             "state": self.state, "envdVersion": self.envd_version,
+             "metadata": self.metadata}
+        if full and self.token:
+            d["envdAccessToken"] = self.token
+        return d
+
+    def created(self, domain):
+        d = {"templateID": self.template, "sandboxID": self.id, "clientID": "fake",
+             "envdVersion": self.envd_version, "domain": domain}
+        if self.token:
+            d["envdAccessToken"] = self.token
+            d["trafficAccessToken"] = None
+        return d
+
+
+# Commands see the sandbox's /home and /mnt when the fake may make a mount
+# namespace per command (root, or unprivileged user namespaces): the
+# sandbox directory's home/ and mnt/ are bound over them, so a command
+# writing /mnt/session/outputs/x writes what envd's /files serves. Without
+# namespaces, commands see the host's /home and /mnt (paths only reach the
+# sandbox through envd's file calls).
+NS_WRAP = None
+NS_SCRIPT = ('mount --bind "$0/home" /home && mount --bind "$0/mnt" /mnt || exit 125; '
+             'cd "$1" 2>/dev/null || { echo "cwd $1 does not exist" >&2; exit 125; }; '
+             'shift; exec "$@"')
+
+
+def probe_namespaces():
+    global NS_WRAP
+    for wrap in (["unshare", "--mount", "--propagation", "private"],
+                 ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]):
+        try:
+            if subprocess.run(wrap + ["true"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0:
+                NS_WRAP = wrap
+                return
+        except OSError:
+            pass
+
+
+def which(cmd, path):
+    if "/" in cmd:
+        return cmd if os.path.exists(cmd) else None
+    for d in path.split(":"):
+        p = os.path.join(d, cmd)
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+class Proc:
+    def __init__(self, popen, stdin_open):
+        self.popen = popen
+        self.stdin_open = stdin_open
+        self.lock = threading.Lock()
+
+
+class State:
+    def __init__(self, args):
+        self.mode = args.mode
+        self.api_key = args.api_key
+        self.domain = args.domain
+        self.base = args.dir or tempfile.mkdtemp(prefix="sbx-fake-e2b-")
+        self.sandboxes = {}
+        self.lock = threading.Lock()
+        self.faults = []
+        self.requests = []
+        self.connections = 0
+
+    def take_fault(self, path, kinds):
+        with self.lock:
+            for f in self.faults:
+                if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
+                        and f.get("times", 1) > 0:
+                    f["times"] = f.get("times", 1) - 1
+                    return f
+        return None
+
+    def reap(self):
+        while True:
+            time.sleep(0.5)
+            now = time.time()
+            with self.lock:
+                gone = [s for s in self.sandboxes.values()
+                        if s.state == "running" and s.end < now]
+            for s in gone:
+                if s.auto_pause:
+                    s.state = "paused"
+                    s.kill_all()
+                else:
+                    self.delete(s.id)
+
+    def delete(self, sid):
+        with self.lock:
+            s = self.sandboxes.pop(sid, None)
+        if s:
+            s.kill_all()
+            shutil.rmtree(s.dir, ignore_errors=True)
+        return s
+
+
+ST = None
+
+
+def envelope(obj, flags=0):
+    data = json.dumps(obj, separators=(",", ":")).encode()
+    return bytes([flags]) + len(data).to_bytes(4, "big") + data
+
+
+def ftype(mode):
+    if pystat.S_ISLNK(mode):
+        return "FILE_TYPE_SYMLINK"
+    if pystat.S_ISDIR(mode):
+        return "FILE_TYPE_DIRECTORY"
+    if pystat.S_ISREG(mode):
+        return "FILE_TYPE_FILE"
+    return "FILE_TYPE_UNSPECIFIED"
+
+
+def entry_info(sb, hpath):
+    st = os.lstat(hpath)
+    e = {"name": os.path.basename(hpath), "type": ftype(st.st_mode),
+         "path": sb.virtual(hpath), "size": str(st.st_size),
+         "mode": pystat.S_IMODE(st.st_mode), "permissions": pystat.filemode(st.st_mode),
+         "owner": USER, "group": USER, "modifiedTime": now_iso(st.st_mtime)}
+    if pystat.S_ISLNK(st.st_mode):
+        e["symlinkTarget"] = sb.virtual(os.readlink(hpath))
+    return e
+
+
+class ConnectError(Exception):
+    HTTP = {"not_found": 404, "invalid_argument": 400, "already_exists": 409,
+            "internal": 500, "permission_denied": 403, "unauthenticated": 401,
+            "deadline_exceeded": 504, "failed_precondition": 400}
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        if os.environ.get("SBX_FAKE_VERBOSE"):
+            sys.stderr.write("fake: " + fmt % args + "\n")
+
+    def setup(self):
+        super().setup()
+        # Go servers (envd, the API) set TCP_NODELAY: without it Nagle holds
+        # each small stream envelope until the client's delayed ACK.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with ST.lock:
+            ST.connections += 1
+
+    # ---- plumbing ------------------------------------------------------
+    def body_chunks(self):
+        te = self.headers.get("Transfer-Encoding", "")
+        if "chunked" in te.lower():
+            while True:
+                line = self.rfile.readline()
+                if not line:
+                    raise ConnectionError("body cut")
+                n = int(line.split(b";")[0].strip(), 16)
+                if n == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return
+                left = n
+                while left:
+                    b = self.rfile.read(min(left, 1 << 16))
+                    if not b:
+                        raise ConnectionError("body cut")
+                    left -= len(b)
+                    yield b
+                self.rfile.readline()
+        else:
+            left = int(self.headers.get("Content-Length") or 0)
+            while left:
+                b = self.rfile.read(min(left, 1 << 16))
+                if not b:
+                    raise ConnectionError("body cut")
+                left -= len(b)
+                yield b
+
+    def body(self):
+        return b"".join(self.body_chunks())
+
+    def send_json(self, code, obj, headers=None):
+        data = b"" if obj is None else json.dumps(obj).encode()
+        self.send_response(code)
+        if obj is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def api_error(self, code, message):
+        self.send_json(code, {"code": code, "message": message})
+
+    def log_request_body(self, body):
+        with ST.lock:
+            ST.requests.append({"method": self.command, "path": self.path,
+                                "headers": {k.lower(): v for k, v in self.headers.items()
+                                            if k.lower() in ("content-type",
+                                                             "connect-protocol-version",
+                                                             "connect-timeout-ms")},
+                                "body": body})
+
+    # ---- dispatch ------------------------------------------------------
+    def do_GET(self):
+        self.dispatch()
+
+    def do_POST(self):
+        self.dispatch()
+
+    def do_DELETE(self):
+        self.dispatch()
+
+    def do_PUT(self):
+        self.dispatch()
+
+    def dispatch(self):
+        try:
+            url = urllib.parse.urlsplit(self.path)
+            path = url.path
+            if path.startswith("/_fake/"):
+                return self.control(path)
+            f = ST.take_fault(path, ("slow",))
+            if f:
+                time.sleep(f.get("delay_ms", 1000) / 1000.0)
+            f = ST.take_fault(path, ("status",))
+            if f:
+                self.body()
+                return self.send_json(f.get("status", 503),
+                                      f.get("body", {"code": f.get("status", 503),
+                                                     "message": "injected"}))
+            sid = self.envd_target()
+            if sid is not None or self.is_envd_path(path):
+                return self.envd(sid, url)
+            return self.api(url)
+        except (ConnectionError, BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def is_envd_path(self, path):
+        return (path.startswith("/process.") or path.startswith("/filesystem.")
+                or path in ("/files", "/health"))
+
+    def envd_target(self):
+        # CubeProxy routes by Host only (rewrite_phase.lua:139).
+        sid = self.headers.get("E2b-Sandbox-Id") if ST.mode == "e2b" else None
+        if sid:
+            return sid
+        host = self.headers.get("Host", "")
+        pre = "%d-" % ENVD_PORT
+        if host.startswith(pre) and "." in host:
+            return host[len(pre):].split(".", 1)[0]
+        return None
+
+    def control(self, path):
+        if path == "/_fake/faults":
+            faults = json.loads(self.body() or b"[]")
+            with ST.lock:
+                ST.faults.extend(faults)
+            return self.send_json(200, {"ok": True})
+        if path == "/_fake/reset":
+            self.body()
+            with ST.lock:
+                ST.faults = []
+                ST.requests = []
+            return self.send_json(200, {"ok": True})
+        if path == "/_fake/stats":
+            with ST.lock:
+                return self.send_json(200, {"connections": ST.connections,
+                                            "sandboxes": len(ST.sandboxes),
+                                            "requests": ST.requests})
+        return self.api_error(404, "no such control endpoint")
+
+    # ---- control plane -------------------------------------------------
+    def api(self, url):
+        raw = self.body() if self.command in ("POST", "PUT") else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            return self.api_error(400, "body is not JSON")
+        self.log_request_body(body)
+        if ST.api_key is not None:
+            key = self.headers.get("X-API-Key")
+            auth = self.headers.get("Authorization", "")
+            if key != ST.api_key and auth != "Bearer " + ST.api_key:
+                return self.api_error(401, "Invalid API key")
+        parts = [p for p in url.path.split("/") if p]
+        q = urllib.parse.parse_qs(url.query)
+        if parts and parts[0] == "v2":
+            parts = parts[1:]
+            v2 = True
+        else:
+            v2 = False
+        if parts == ["health"]:
+            return self.send_json(200, {"message": "ok"})
+        if parts == ["sandboxes"] and self.command == "POST":
+            return self.create(body or {})
+        if parts == ["sandboxes"] and self.command == "GET":
+            return self.list(q, v2)
+        if len(parts) >= 2 and parts[0] == "sandboxes":
+            with ST.lock:
+                sb = ST.sandboxes.get(parts[1])
+            if not sb:
+                return self.api_error(404, "sandbox %s not found" % parts[1])
+            rest = parts[2:]
+            if not rest and self.command == "GET":
+                return self.send_json(200, sb.detail())
+            if not rest and self.command == "DELETE":
+                ST.delete(sb.id)
+                return self.send_json(204, None)
+            if rest == ["connect"] and self.command == "POST":
+                # /sandboxes/{id}/connect requires timeout (openapi.yml
+                # ConnectSandbox); the SDK's /v2 form, newer than the spec
+                # copy, may leave it out.
+                timeout = (body or {}).get("timeout") if isinstance(body, dict) else None
+                if not isinstance(timeout, int) and not (v2 and timeout is None):
+                    return self.api_error(400, "timeout is required")
+                resumed = sb.state == "paused"
+                sb.state = "running"
+                if timeout is not None:
+                    sb.end = time.time() + timeout
+                return self.send_json(201 if resumed else 200, sb.created(ST.domain))
+            if rest == ["timeout"] and self.command == "POST":
+                if not isinstance(body, dict) or not isinstance(body.get("timeout"), int):
+                    return self.api_error(400, "timeout is required")
+                sb.end = time.time() + body["timeout"]
+                return self.send_json(204, None)
+            if rest == ["pause"] and self.command == "POST":
+                if sb.state == "paused":
+                    return self.api_error(409, "already paused")
+                sb.state = "paused"
+                sb.kill_all()
+                return self.send_json(204, None)
+        return self.api_error(404, "no route %s %s" % (self.command, url.path))
+
+    def create(self, body):
+        tmpl = body.get("templateID")
+        if not isinstance(tmpl, str) or not tmpl:
+            return self.api_error(400, "templateID is required")
+        timeout = body.get("timeout", 15)
+        meta = body.get("metadata") or {}
+        if not isinstance(timeout, int) or not isinstance(meta, dict) or \
+                not all(isinstance(v, str) for v in meta.values()):
+            return self.api_error(400, "bad field types")
+        sb = Sandbox(ST.base, tmpl, meta, timeout, bool(body.get("autoPause")),
+                     body.get("envVars"), ST.mode)
+        with ST.lock:
+            ST.sandboxes[sb.id] = sb
+        return self.send_json(201, sb.created(ST.domain))
+
+    def list(self, q, v2):
+        want = {}
+        for m in q.get("metadata", []):
+            for k, v in urllib.parse.parse_qsl(m):
+                want[k] = v
+        states = ",".join(q.get("state", ["running"])).split(",")
+        with ST.lock:
+            sbs = list(ST.sandboxes.values())
+        out = [s.detail(full=False) for s in sbs
+               if s.state in states and all(s.metadata.get(k) == v for k, v in want.items())]
+        return self.send_json(200, out)
+
+    # ---- envd ----------------------------------------------------------
+    def envd(self, sid, url):
+        with ST.lock:
+            sb = ST.sandboxes.get(sid) if sid else None
+        f = ST.take_fault(url.path, ("vanish", "pause"))
+        if f and sb:
+            if f["kind"] == "vanish":
+                ST.delete(sb.id)
+                sb = None
+            else:
+                sb.state = "paused"
+                sb.kill_all()
+        if not sb or sb.state != "running":
+            self.body()
+            if ST.mode == "cube":
+                data = b"<html><body>retcode 310507: sandbox not found</body></html>"
+                self.send_response(500)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            return self.send_json(502, {"sandboxId": sid or "",
+                                        "message": "The sandbox was not found",
+                                        "code": 502})
+        if sb.token and self.headers.get("X-Access-Token") != sb.token and \
+                url.path != "/health":
+            q = urllib.parse.parse_qs(url.query)
+            if not (url.path == "/files" and q.get("signature")):
+                self.body()
+                return self.send_json(401, {"code": 401, "message": "unauthorized access"})
+        if url.path == "/health":
+            self.body()
+            return self.send_json(204, None)
+        if url.path == "/files":
+            return self.files(sb, url)
+        if url.path == "/process.Process/Start":
+            return self.start(sb, url.path)
+        raw = self.body()
+        try:
+            req = json.loads(raw) if raw else {}
+        except ValueError:
+            return self.connect_error(ConnectError("invalid_argument", "bad JSON"))
+        self.log_request_body(req)
+        try:
+            rpc = url.path[1:]
+            fn = RPCS.get(rpc)
+            if not fn:
+                raise ConnectError("unimplemented", "%s is not implemented" % rpc)
+            self.send_json(200, fn(sb, req))
+        except ConnectError as e:
+            self.connect_error(e)
+
+    def connect_error(self, e):
+        self.send_json(ConnectError.HTTP.get(e.code, 500), {"code": e.code, "message": e.message})
+
+    def files(self, sb, url):
+        q = urllib.parse.parse_qs(url.query)
+        user = (q.get("username") or [USER])[0]
+        vpath = (q.get("path") or [""])[0]
+        self.log_request_body(None)
+        if not vpath:
+            self.body()
+            return self.api_error(400, "path is required")
+        hp = sb.host_path(vpath, user)
+        if self.command == "GET":
+            if not os.path.exists(hp):
+                return self.api_error(404, "path '%s' does not exist" % vpath)
+            if os.path.isdir(hp):
+                return self.api_error(400, "path '%s' is a directory" % vpath)
+            size = os.path.getsize(hp)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            with open(hp, "rb") as fh:
+                shutil.copyfileobj(fh, self.wfile, 1 << 16)
+            return
+        if self.command != "POST":
+            return self.api_error(405, "method not allowed")
+        ctype = self.headers.get("Content-Type", "")
+        if os.path.isdir(hp):
+            self.body()
+            return self.api_error(400, "path '%s' is a directory" % vpath)
+        os.makedirs(os.path.dirname(hp), exist_ok=True)
+        if ctype.startswith("multipart/form-data"):
+            data = self.multipart_file(ctype, self.body())
+            if data is None:
+                return self.api_error(400, "no file part")
+            with open(hp, "wb") as fh:
+                fh.write(data)
+        else:
+            with open(hp, "wb") as fh:
+                for chunk in self.body_chunks():
+                    fh.write(chunk)
+        return self.send_json(200, [{"name": os.path.basename(hp), "type": "file",
+                                     "path": sb.virtual(hp)}])
+
+    @staticmethod
+    def multipart_file(ctype, raw):
+        bnd = None
+        for p in ctype.split(";"):
+            p = p.strip()
+            if p.startswith("boundary="):
+                bnd = p[len("boundary="):].strip('"')
+        if not bnd:
+            return None
+        for part in raw.split(b"--" + bnd.encode()):
+            head, sep, data = part.partition(b"\r\n\r\n")
+            if sep and b'name="file"' in head:
+                return data[:-2] if data.endswith(b"\r\n") else data
+        return None
+
+    def start(self, sb, path):
+        raw = self.body()
+        ctype = self.headers.get("Content-Type", "")
+        try:
+            if ctype.startswith("application/connect+json"):
+                if len(raw) < 5 or int.from_bytes(raw[1:5], "big") != len(raw) - 5:
+                    raise ValueError("bad envelope")
+                req = json.loads(raw[5:])
+            else:
+                raise ValueError("Start is a streaming call: want application/connect+json")
+        except ValueError as e:
+            return self.connect_error(ConnectError("invalid_argument", str(e)))
+        self.log_request_body(req)
+        cut = ST.take_fault(path, ("cut",))
+        trunc = ST.take_fault(path, ("truncate",))
+        proc_cfg = req.get("process") or {}
+        cmd = proc_cfg.get("cmd")
+        args = proc_cfg.get("args") or []
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin",
+               "HOME": "/home/" + USER if NS_WRAP else sb.host_path("/home/" + USER),
+               "USER": USER, "LOGNAME": USER}
+        env.update(sb.envs)
+        env.update(proc_cfg.get("envs") or {})
+        cwd = sb.host_path(proc_cfg.get("cwd") or "/home/" + USER)
+        stdin_on = req.get("stdin", True)
+        timeout_ms = int(self.headers.get("Connect-Timeout-Ms") or 0)
+        ka = int(self.headers.get("Keepalive-Ping-Interval") or 0)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/connect+json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk(b):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+            self.wfile.flush()
+
+        def finish(err=None):
+            chunk(envelope({"error": err} if err else {}, 0x02))
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+        if not isinstance(cmd, str) or not cmd:
+            return finish({"code": "invalid_argument", "message": "process.cmd is required"})
+        argv = [cmd] + [str(a) for a in args]
+        vcwd = os.path.normpath(proc_cfg.get("cwd") or "/home/" + USER)
+        if NS_WRAP:
+            if not os.path.isdir(cwd):
+                return finish({"code": "invalid_argument",
+                               "message": "cwd '%s' does not exist" % vcwd})
+            found = which(cmd, env["PATH"]) if "/" not in cmd else sb.host_path(cmd)
+            if not found or not os.path.exists(found):
+                return finish({"code": "internal", "message":
+                               'error starting process: exec: "%s": executable file not found in $PATH' % cmd})
+            argv = NS_WRAP + ["/bin/sh", "-c", NS_SCRIPT, sb.dir, vcwd] + argv
+        try:
+            popen = subprocess.Popen(argv, cwd=cwd, env=env,
+                                     stdin=subprocess.PIPE if stdin_on else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True, close_fds=True)
+        except FileNotFoundError:
+            if not os.path.isdir(cwd):
+                return finish({"code": "invalid_argument",
+                               "message": "cwd '%s' does not exist" % proc_cfg.get("cwd")})
+            return finish({"code": "internal", "message":
+                           'error starting process: exec: "%s": executable file not found in $PATH' % cmd})
+        except PermissionError:
+            return finish({"code": "internal", "message":
+                           'error starting process: fork/exec %s: permission denied' % cmd})
+        except OSError as e:
+            return finish({"code": "internal", "message": "error starting process: %s" % e})
+        proc = Proc(popen, stdin_on)
+        proc.argv = [cmd] + [str(a) for a in args]
+        with sb.lock:
+            sb.procs[popen.pid] = proc
+        events = queue.Queue()
+
+        def reader(stream, name):
+            while True:
+                b = os.read(stream.fileno(), 32768)
+                if not b:
+                    break
+                events.put((name, b))
+            events.put((name, None))
+
+        threads = [threading.Thread(target=reader, args=(popen.stdout, "stdout"), daemon=True),
+                   threading.Thread(target=reader, args=(popen.stderr, "stderr"), daemon=True)]
+        for t in threads:
+            t.start()
+        threading.Thread(target=lambda: events.put(("exit", popen.wait())), daemon=True).start()
+        deadline = time.time() + timeout_ms / 1000.0 if timeout_ms > 0 else None
+        timed_out = False
+        data_events = 0
+        try:
+            chunk(envelope({"event": {"start": {"pid": popen.pid}}}))
+            open_streams = 2
+            rc = None
+            drain_until = None
+            while open_streams or rc is None:
+                wait = 1.0
+                if ka:
+                    wait = min(wait, ka)
+                if deadline and not timed_out:
+                    wait = max(0.0, min(wait, deadline - time.time()))
+                if drain_until:
+                    wait = max(0.0, min(wait, drain_until - time.time()))
+                try:
+                    kind, val = events.get(timeout=wait)
+                except queue.Empty:
+                    if deadline and not timed_out and time.time() >= deadline:
+                        timed_out = True
+                        try:
+                            popen.kill()
+                        except OSError:
+                            pass
+                    elif drain_until and time.time() >= drain_until:
+                        break  # children keep the pipes open: do not wait for them
+                    elif ka:
+                        chunk(envelope({"event": {"keepalive": {}}}))
+                    continue
+                if kind == "exit":
+                    rc = val
+                    drain_until = time.time() + 0.2
+                elif val is None:
+                    open_streams -= 1
+                else:
+                    data_events += 1
+                    frame = envelope({"event": {"data": {kind: base64.b64encode(val).decode()}}})
+                    if cut and data_events > cut.get("after", 0):
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(frame) // 2, frame[:len(frame) // 2]))
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    if trunc and data_events > trunc.get("after", 0):
+                        chunk(frame[:len(frame) // 2])
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
+                        return
+                    chunk(frame)
+            end = {"exited": rc >= 0, "status": ("exit status %d" % rc) if rc >= 0 else
+                   "signal: %s" % SIGNAMES.get(-rc, "signal %d" % -rc)}
+            end["exitCode"] = rc if rc >= 0 else -1
+            if end["exitCode"] == 0:
+                del end["exitCode"]  # proto3 JSON omits zero values
+            if not end["exited"]:
+                del end["exited"]
+            chunk(envelope({"event": {"end": end}}))
+            finish({"code": "deadline_exceeded", "message": "context deadline exceeded"}
+                   if timed_out else None)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # dropping the stream leaves the process running
+        finally:
+            def forget():
+                popen.wait()
+                with sb.lock:
+                    sb.procs.pop(popen.pid, None)
+            threading.Thread(target=forget, daemon=True).start()
+
+
+# ---- unary RPCs ---------------------------------------------------------
+def proc_of(sb, req):
+    pid = ((req.get("process") or {}).get("pid"))
+    with sb.lock:
+        p = sb.procs.get(pid)
+    if not p or p.popen.poll() is not None:
+        raise ConnectError("not_found", "process with pid %s not found" % pid)
+    return p
+
+
+def rpc_send_input(sb, req):
+    p = proc_of(sb, req)
+    data = base64.b64decode(((req.get("input") or {}).get("stdin")) or "")
+    with p.lock:
+        if not p.stdin_open or p.popen.stdin is None or p.popen.stdin.closed:
+            raise ConnectError("failed_precondition", "stdin is closed")
+        try:
+            p.popen.stdin.write(data)
+            p.popen.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise ConnectError("internal", "error writing to stdin: %s" % e)
+    return {}
+
+
+def rpc_close_stdin(sb, req):
+    p = proc_of(sb, req)
+    with p.lock:
+        if p.popen.stdin and not p.popen.stdin.closed:
+            try:
+                p.popen.stdin.close()
+            except OSError:
+                pass
+    return {}
+
+
+def rpc_send_signal(sb, req):
+    p = proc_of(sb, req)
+    sig = {"SIGNAL_SIGKILL": signal.SIGKILL, "SIGNAL_SIGTERM": signal.SIGTERM}.get(
+        req.get("signal"))
+    if sig is None:
+        raise ConnectError("invalid_argument", "unknown signal %s" % req.get("signal"))
+    try:
+        p.popen.send_signal(sig)
+    except OSError:
+        pass
+    return {}
+
+
+def rpc_list(sb, req):
+    with sb.lock:
+        procs = [(pid, p) for pid, p in sb.procs.items() if p.popen.poll() is None]
+    return {"processes": [{"pid": pid, "config": {"cmd": p.argv[0], "args": p.argv[1:]}}
+                          for pid, p in procs]}
+
+
+def need_path(req, key="path"):
+    v = req.get(key)
+    if not isinstance(v, str) or not v:
+        raise ConnectError("invalid_argument", "%s is required" % key)
+    return v
+
+
+def rpc_stat(sb, req):
+    hp = sb.host_path(need_path(req))
+    if not os.path.lexists(hp):
+        raise ConnectError("not_found", "file not found: %s" % req["path"])
+    return {"entry": entry_info(sb, hp)}
+
+
+def rpc_make_dir(sb, req):
+    hp = sb.host_path(need_path(req))
+    if os.path.isdir(hp):
+        raise ConnectError("already_exists", "directory already exists: %s" % req["path"])
+    try:
+        os.makedirs(hp)
+    except OSError as e:
+        raise ConnectError("internal", "error creating directory: %s" % e)
+    return {"entry": entry_info(sb, hp)}
+
+
+def rpc_move(sb, req):
+    src = sb.host_path(need_path(req, "source"))
+    dst = sb.host_path(need_path(req, "destination"))
+    if not os.path.lexists(src):
+        raise ConnectError("not_found", "source not found: %s" % req["source"])
+    try:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        os.rename(src, dst)
+    except OSError as e:
+        raise ConnectError("internal", "error renaming: %s" % e)
+    return {"entry": entry_info(sb, dst)}
+
+
+def rpc_list_dir(sb, req):
+    hp = sb.host_path(need_path(req))
+    depth = int(req.get("depth") or 1)
+    if not os.path.isdir(hp):
+        raise ConnectError("not_found" if not os.path.lexists(hp) else "invalid_argument",
+                           "not a directory: %s" % req["path"])
+    out = []
+
+    def walk(d, level):
+        for name in sorted(os.listdir(d)):
+            p = os.path.join(d, name)
+            out.append(entry_info(sb, p))
+            if level < depth and os.path.isdir(p) and not os.path.islink(p):
+                walk(p, level + 1)
+    walk(hp, 1)
+    return {"entries": out}
+
+
+def rpc_remove(sb, req):
+    hp = sb.host_path(need_path(req))
+    if not os.path.lexists(hp):
+        raise ConnectError("not_found", "path not found: %s" % req["path"])
+    if os.path.isdir(hp) and not os.path.islink(hp):
+        shutil.rmtree(hp)
+    else:
+        os.unlink(hp)
+    return {}
+
+
+RPCS = {
+    "process.Process/SendInput": rpc_send_input,
+    "process.Process/CloseStdin": rpc_close_stdin,
+    "process.Process/SendSignal": rpc_send_signal,
+    "process.Process/List": rpc_list,
+    "filesystem.Filesystem/Stat": rpc_stat,
+    "filesystem.Filesystem/MakeDir": rpc_make_dir,
+    "filesystem.Filesystem/Move": rpc_move,
+    "filesystem.Filesystem/ListDir": rpc_list_dir,
+    "filesystem.Filesystem/Remove": rpc_remove,
+}
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # Clients that hang up (a cancelled exec) are normal here.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+def main():
+    global ST
+    # Commands inherit ignored signals: start them from defaults. SIGPIPE
+    # stays ignored in the fake itself (Python's own setting: a command that
+    # stops reading its stdin must not kill the fake); subprocess restores
+    # it to the default in the commands.
+    for s in range(1, signal.NSIG):
+        if s == signal.SIGPIPE:
+            continue
+        try:
+            if signal.getsignal(s) == signal.SIG_IGN:
+                signal.signal(s, signal.SIG_DFL)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file")
+    ap.add_argument("--mode", choices=("e2b", "cube"), default="e2b")
+    ap.add_argument("--api-key")
+    ap.add_argument("--domain", default="e2b.local")
+    ap.add_argument("--dir")
+    ap.add_argument("--no-namespaces", action="store_true")
+    args = ap.parse_args()
+    ST = State(args)
+    if not args.no_namespaces:
+        probe_namespaces()
+    srv = Server(("127.0.0.1", args.port), Handler)
+    threading.Thread(target=ST.reap, daemon=True).start()
+    port = srv.server_address[1]
+    if args.port_file:
+        tmp = args.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % port)
+        os.rename(tmp, args.port_file)
+    else:
+        print(port, flush=True)
+
+    def stop(*_):
+        for sid in list(ST.sandboxes):
+            ST.delete(sid)
+        os._exit(0)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+/*
+ * test_conformance_e2b.c - the conformance suite against the e2b provider
+ * talking to the fake E2B control plane and envd on loopback: every case
+ * its capabilities cover passes, the others are skipped.
+ */
+#include "../conformance/suite_runner.h"
+#include "fake_service.h"
+
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+Test(conformance_e2b, every_case_passes, .timeout = 600)
+{
+    struct fake_service f;
+    cr_assert_eq(fake_start(&f, "e2b", "e2b_test_key"), 0, "cannot start the fake (python3?)");
+    setenv("E2B_API_KEY", "e2b_test_key", 1);
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n    domain: e2b.local\n"
+             "    template: base\n    retries: 2\n",
+             f.url, f.url);
+    struct sr_run r;
+    cr_assert_eq(sr_run_suite(&r, "e2b", yaml, SBX_TEST_PROVIDER_DIR, SBX_CONFORMANCE_HUMAN,
+                              getenv("SBX_CF_FILTER")),
+                 0);
+    cr_assert_eq(r.status, SBX_OK, "suite did not run: %s", r.err.message);
+    for (size_t i = 0; i < r.nresults; i++)
+        cr_expect_neq(r.results[i].outcome, SBX_CONFORMANCE_FAIL, "%s: %s", r.results[i].name,
+                      r.results[i].message);
+    cr_expect_eq(r.summary.failed, 0, "%s", r.output);
+    /* The capability the provider declares is exercised, not skipped. */
+    const char *cap_cases[] = {"export_shell_and_files", "export_refuses_symlink", NULL};
+    for (size_t i = 0; cap_cases[i]; i++) {
+        const struct sr_result *c = sr_find(&r, cap_cases[i]);
+        cr_expect(c && c->outcome == SBX_CONFORMANCE_PASS, "%s did not pass", cap_cases[i]);
+    }
+    long st;
+    char *stats = fake_http(&f, "GET", "/_fake/stats", NULL, NULL, &st);
+    cr_expect(stats && strstr(stats, "\"sandboxes\": 0"), "sandboxes left: %s",
+              stats ? stats : "?");
+    free(stats);
+    sr_free(&r);
+    fake_stop(&f);
+}

@@ -1,0 +1,304 @@
+/*
+ * test_e2b_provider.c - the e2b provider through libsbx against the fake
+ * (fake_e2b.py): credentials and their errors, ownership metadata, retries
+ * of idempotent calls only, faults (5xx, slow answers, streams cut or
+ * truncated, sandboxes that vanish), streaming as frames arrive and
+ * connection reuse.
+ */
+#include "fake_service.h"
+
+#include <sbx/sbx.h>
+
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEY "e2b_test_key_0123"
+
+static struct fake_service fake;
+static char cfgdir[64];
+static sbx_ctx *ctx;
+static sbx_provider *prov;
+
+static void up(void)
+{
+    cr_assert_eq(fake_start(&fake, "e2b", KEY), 0, "cannot start the fake");
+    setenv("E2B_API_KEY", KEY, 1);
+}
+
+static void down(void)
+{
+    if (ctx)
+        sbx_close(ctx);
+    ctx = NULL;
+    fake_stop(&fake);
+    if (cfgdir[0]) {
+        char p[128];
+        snprintf(p, sizeof p, "%s/sbx.yaml", cfgdir);
+        unlink(p);
+        rmdir(cfgdir);
+    }
+    cfgdir[0] = '\0';
+}
+
+/* Open a context whose e2b section points at the fake, plus extra lines. */
+static int open_ctx(const char *extra, sbx_error *err)
+{
+    snprintf(cfgdir, sizeof cfgdir, "/tmp/sbx-e2b-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(cfgdir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/sbx.yaml", cfgdir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "providers:\n  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n"
+               "    domain: e2b.local\n    retries: 3\n%s",
+            fake.url, fake.url, extra ? extra : "");
+    fclose(f);
+    struct sbx_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.config_path = path;
+    o.plugin_path = SBX_TEST_PROVIDER_DIR;
+    o.ignore_environment = true;
+    sbx_error_clear(err);
+    int rc = sbx_open(&o, &ctx, err);
+    if (rc != SBX_OK)
+        return rc;
+    rc = sbx_provider_lookup(ctx, "e2b", &prov, err);
+    if (rc != SBX_OK)
+        return rc;
+    return sbx_provider_ready(prov, NULL, err);
+}
+
+static sbx_handle *make(const char *key)
+{
+    sbx_error err;
+    sbx_handle *h = NULL;
+    struct sbx_create_options co = {sizeof co, NULL, 0};
+    int rc = sbx_create(prov, key, &co, NULL, &h, &err);
+    cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
+    return h;
+}
+
+static int run(sbx_handle *h, const char *script, struct sbx_exec_result *res,
+               sbx_capture *out, sbx_error *err)
+{
+    const char *argv[] = {"sh", "-c", script, NULL};
+    struct sbx_sink so = sbx_capture_sink(out);
+    struct sbx_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.argv = argv;
+    a.out = &so;
+    a.timeout_ms = 20000;
+    memset(res, 0, sizeof *res);
+    res->size = sizeof *res;
+    return sbx_exec(h, &a, res, NULL, err);
+}
+
+static char *stats(void)
+{
+    long st;
+    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
+    cr_assert_not_null(s);
+    return s;
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+TestSuite(e2b_provider, .init = up, .fini = down, .timeout = 120);
+
+Test(e2b_provider, missing_key_is_a_config_error_naming_the_variable)
+{
+    unsetenv("E2B_API_KEY");
+    sbx_error err;
+    int rc = open_ctx(NULL, &err);
+    cr_expect_eq(rc, SBX_E_CONFIG, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "E2B_API_KEY"), "%s", err.message);
+}
+
+Test(e2b_provider, rejected_key_names_the_variable_not_the_value)
+{
+    setenv("E2B_API_KEY", "wrong_secret_value", 1);
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = NULL;
+    struct sbx_create_options co = {sizeof co, NULL, 0};
+    int rc = sbx_create(prov, "k1", &co, NULL, &h, &err);
+    cr_expect_eq(rc, SBX_E_CONFIG, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "E2B_API_KEY"), "%s", err.message);
+    cr_expect_null(strstr(err.message, "wrong_secret_value"), "%s", err.message);
+}
+
+Test(e2b_provider, create_sends_owner_hash_and_no_internet)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("session-key-secret");
+    char hash[SBX_KEY_HASH_LEN + 1];
+    cr_assert_eq(sbx_key_hash("session-key-secret", hash), SBX_OK);
+    char *s = stats();
+    cr_expect(strstr(s, hash), "owner hash not sent");
+    cr_expect_null(strstr(s, "session-key-secret"), "the session key was sent");
+    cr_expect(strstr(s, "\"allow_internet_access\": false"), "%s", s);
+    cr_expect_null(strstr(s, KEY), "the API key landed in a request body");
+    free(s);
+    /* idempotent: a second create adopts the same sandbox */
+    sbx_handle *h2 = make("session-key-secret");
+    cr_expect_str_eq(sbx_handle_ref(h), sbx_handle_ref(h2));
+    cr_expect_eq(sbx_destroy(prov, "session-key-secret", sbx_handle_ref(h), NULL, &err), SBX_OK);
+    sbx_release(h);
+    sbx_release(h2);
+}
+
+Test(e2b_provider, transient_failures_are_retried_for_idempotent_calls_only)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    /* the lookup (GET) fails twice with 503, then works */
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/v2/sandboxes\",\"kind\":\"status\","
+                                    "\"status\":503,\"times\":2}]"),
+                 0);
+    sbx_handle *h = make("k-retry");
+    cr_expect_eq(sbx_destroy(prov, "k-retry", sbx_handle_ref(h), NULL, &err), SBX_OK);
+    sbx_release(h);
+    /* POST /sandboxes is not idempotent: one 502 fails the create */
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/sandboxes\",\"kind\":\"status\","
+                                    "\"status\":502,\"body\":{\"code\":502,\"message\":"
+                                    "\"bad gateway\"}}]"),
+                 0);
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/sandboxes\",\"kind\":\"status\","
+                                    "\"status\":502,\"body\":{\"code\":502,\"message\":"
+                                    "\"bad gateway\"}}]"),
+                 0);
+    h = NULL;
+    struct sbx_create_options co = {sizeof co, NULL, 0};
+    int rc = sbx_create(prov, "k-post", &co, NULL, &h, &err);
+    cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "502"), "%s", err.message);
+    char *s = stats();
+    cr_expect_eq(count(s, "\"method\": \"POST\", \"path\": \"/sandboxes\""), 0,
+                 "the failed POST reached the handler: %s", s);
+    free(s);
+}
+
+Test(e2b_provider, output_streams_as_frames_arrive)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-stream");
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    int rc = run(h, "echo first; sleep 1; echo second; echo err >&2; exit 7", &res, &out, &err);
+    cr_expect_eq(rc, SBX_OK, "%s", err.message);
+    cr_expect_eq(res.exit_code, 7);
+    cr_expect_eq(res.err_bytes, 4);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "first\nsecond\n");
+    free(t);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-stream", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+Test(e2b_provider, cut_and_truncated_streams_are_protocol_errors)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-cut");
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/process.Process/Start\",\"kind\":\"cut\"}]"),
+                 0);
+    int rc = run(h, "echo hello", &res, &out, &err);
+    cr_expect_eq(rc, SBX_E_PROTOCOL, "cut: %d %s", rc, err.message);
+    cr_assert_eq(fake_faults(&fake,
+                             "[{\"match\":\"/process.Process/Start\",\"kind\":\"truncate\"}]"),
+                 0);
+    rc = run(h, "echo hello", &res, &out, &err);
+    cr_expect_eq(rc, SBX_E_PROTOCOL, "truncated: %d %s", rc, err.message);
+    cr_expect(strstr(err.message, "envelope"), "%s", err.message);
+    /* and the next command works again */
+    rc = run(h, "exit 0", &res, &out, &err);
+    cr_expect_eq(rc, SBX_OK, "%s", err.message);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-cut", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+Test(e2b_provider, vanished_sandbox_is_not_found)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-vanish");
+    char ref[SBX_REF_MAX];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    cr_assert_eq(fake_faults(&fake,
+                             "[{\"match\":\"/filesystem.Filesystem/Stat\",\"kind\":\"vanish\"}]"),
+                 0);
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    struct sbx_sink sink = sbx_capture_sink(&out);
+    int rc = sbx_read(h, "x.txt", &sink, NULL, &err);
+    cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
+    sbx_capture_free(&out);
+    sbx_release(h);
+    h = NULL;
+    rc = sbx_attach(prov, "k-vanish", ref, NULL, &h, &err);
+    cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
+    cr_expect_eq(sbx_destroy(prov, "k-vanish", ref, NULL, &err), SBX_OK, "%s", err.message);
+}
+
+Test(e2b_provider, slow_answers_time_out)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx("    request_timeout_ms: 300\n", &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-slow");
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/filesystem.Filesystem/Stat\","
+                                    "\"kind\":\"slow\",\"delay_ms\":1500}]"),
+                 0);
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    struct sbx_sink sink = sbx_capture_sink(&out);
+    int rc = sbx_read(h, "x.txt", &sink, NULL, &err);
+    cr_expect_eq(rc, SBX_E_TIMEOUT, "%d %s", rc, err.message);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-slow", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+Test(e2b_provider, connections_are_reused)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-reuse");
+    char *s = stats();
+    int before = atoi(strstr(s, "\"connections\": ") + strlen("\"connections\": "));
+    free(s);
+    for (int i = 0; i < 30; i++) {
+        struct sbx_exec_result res;
+        sbx_capture out;
+        sbx_capture_init(&out, 64, 0);
+        cr_assert_eq(run(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
+        sbx_capture_free(&out);
+    }
+    s = stats();
+    int after = atoi(strstr(s, "\"connections\": ") + strlen("\"connections\": "));
+    free(s);
+    cr_expect_leq(after - before, 3, "30 execs opened %d connections", after - before);
+    sbx_destroy(prov, "k-reuse", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
