@@ -466,7 +466,9 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     for (int attempt = 0; attempt < 2; attempt++) {
         rc = docker_json(st, call, "POST", body, &created, &err,
                          "/containers/create?name=%s", name);
-        if (rc == SBX_E_NOT_FOUND && attempt == 0 && strstr(err.message, "image")) {
+        /* 404 is the Engine API's answer to a missing image here (its only
+         * 404 for POST /containers/create): pull it, once */
+        if (rc == SBX_E_NOT_FOUND && attempt == 0 && err.http_status == 404) {
             rc = docker_image_pull(st, call);
             if (rc != SBX_OK) {
                 forget_resources(st, name, args->key_hash);
