@@ -84,24 +84,7 @@ static int cube_init(const struct sbx_host *host, sbx_call *call, void **state)
     return rc;
 }
 
-static void cube_fini(void *state)
-{
-    e2b_state_free(state);
-}
-
-static const struct sbx_provider_ops cube_ops = {
-    .init = cube_init,
-    .fini = cube_fini,
-    .create = e2b_create,
-    .attach = e2b_attach,
-    .exec = e2b_exec,
-    .read_file = e2b_read_file,
-    .write_file = e2b_write_file,
-    .root = e2b_root,
-    .release = e2b_release,
-    .destroy = e2b_destroy,
-    .export_outputs = e2b_export_outputs,
-};
+static const struct sbx_provider_ops cube_ops = E2B_PROVIDER_OPS(cube_init);
 
 SBX_PROVIDER_DEFINE("cube", "0.1.0",
                     "Tencent CubeSandbox microVMs over CubeAPI and CubeProxy (E2B-compatible)",

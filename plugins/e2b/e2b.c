@@ -61,24 +61,7 @@ static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
     return rc;
 }
 
-static void e2b_fini(void *state)
-{
-    e2b_state_free(state);
-}
-
-static const struct sbx_provider_ops e2b_ops = {
-    .init = e2b_init,
-    .fini = e2b_fini,
-    .create = e2b_create,
-    .attach = e2b_attach,
-    .exec = e2b_exec,
-    .read_file = e2b_read_file,
-    .write_file = e2b_write_file,
-    .root = e2b_root,
-    .release = e2b_release,
-    .destroy = e2b_destroy,
-    .export_outputs = e2b_export_outputs,
-};
+static const struct sbx_provider_ops e2b_ops = E2B_PROVIDER_OPS(e2b_init);
 
 SBX_PROVIDER_DEFINE("e2b", "0.1.0", "E2B sandboxes (Firecracker microVMs) over the E2B API and envd",
                     SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &e2b_ops, e2b_keys)

@@ -276,4 +276,19 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
 /* filesystem.MakeDir of an absolute path (existing is fine). */
 int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err);
 
+/* ---- the providers' ops table ------------------------------------------ */
+
+/* fini of both providers: the instance e2b_state_new made (state.c). */
+void e2b_fini(void *state);
+
+/* The ops of a provider built on this core; only init differs. */
+#define E2B_PROVIDER_OPS(init_)                                                \
+    {                                                                          \
+        .init = (init_), .fini = e2b_fini, .create = e2b_create,               \
+        .attach = e2b_attach, .exec = e2b_exec, .read_file = e2b_read_file,    \
+        .write_file = e2b_write_file, .root = e2b_root,                        \
+        .release = e2b_release, .destroy = e2b_destroy,                        \
+        .export_outputs = e2b_export_outputs,                                  \
+    }
+
 #endif /* SBX_E2B_CORE_H */

@@ -73,6 +73,11 @@ int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *
     return SBX_OK;
 }
 
+void e2b_fini(void *state)
+{
+    e2b_state_free(state);
+}
+
 void e2b_state_free(struct e2b_state *st)
 {
     if (!st)
