@@ -18,6 +18,7 @@
 
 #include <yaml.h>
 
+#include "package_managers.h"
 #include "text_escape.h"
 
 #include <dirent.h>
@@ -30,7 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define TOP_KEYS "default_provider, plugin_dir, store, providers"
+#define TOP_KEYS "default_provider, plugin_dir, store, providers, package_managers"
 #define STORE_KEYS "driver, path, dsn"
 #define NAME_RULE "1 to 64 characters of a-z, 0-9, '_' and '-'"
 
@@ -56,7 +57,8 @@ struct reader {
     yaml_parser_t parser;
     yaml_event_t ev;
     bool have_ev;
-    int store_line, providers_line; /* same-file duplicates of these maps */
+    int store_line, providers_line, managers_line; /* same-file duplicates of
+                                                      these maps */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -451,11 +453,12 @@ static int read_entry_list(struct reader *r, struct sbx_config_section *sec,
     return rc;
 }
 
-/* The body of `providers.<name>: { ... }` after its MAPPING_START. */
-static int read_section(struct reader *r, struct sbx_config_section *sec)
+/* The body of `<group>.<name>: { ... }` after its MAPPING_START. */
+static int read_section(struct reader *r, const char *group,
+                        struct sbx_config_section *sec)
 {
     char prefix[96];
-    snprintf(prefix, sizeof prefix, "providers.%s", sec->name);
+    snprintf(prefix, sizeof prefix, "%s.%s", group, sec->name);
     for (;;) {
         char *key = NULL;
         int line = 0;
@@ -514,55 +517,87 @@ static int read_section(struct reader *r, struct sbx_config_section *sec)
     }
 }
 
-/* The body of `providers: { ... }` after its MAPPING_START. */
-static int read_providers(struct reader *r)
+static const struct sbx_config_section *
+section_in(const struct sbx_config_section *sections, size_t n, const char *name)
 {
-    struct sbx_config *cfg = r->ld->cfg;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(sections[i].name, name) == 0)
+            return &sections[i];
+    return NULL;
+}
+
+/* A map of named sections: `providers` (one per provider) or
+ * `package_managers` (one per manager). */
+struct section_group {
+    const char *name;
+    const char *what; /* "provider", "package manager" */
+    struct sbx_config_section **sections;
+    size_t *count;
+};
+
+/* The body of `<group>: { ... }` after its MAPPING_START. */
+static int read_group(struct reader *r, const struct section_group *g)
+{
     for (;;) {
         char *name = NULL;
         int line = 0;
-        int rc = next_key(r, "providers", &name, &line);
+        int rc = next_key(r, g->name, &name, &line);
         if (rc || !name)
             return rc;
-        const struct sbx_config_section *prev = sbx_config_section(cfg, name);
+        const struct sbx_config_section *prev =
+            section_in(*g->sections, *g->count, name);
         bool is_map = false;
+        char key[96];
+        snprintf(key, sizeof key, "%s.%.64s", g->name, name);
         if (!provider_name_valid(name)) {
             rc = sbx_error_set(r->ld->err, SBX_E_CONFIG,
-                               "%s:%d: providers.%.80s: invalid provider name "
-                               "(expected " NAME_RULE ")",
-                               r->file, line, name);
+                               "%s:%d: %s.%.80s: invalid %s name (expected " NAME_RULE
+                               ")",
+                               r->file, line, g->name, name, g->what);
         } else if (prev) {
-            char key[96];
-            snprintf(key, sizeof key, "providers.%s", name);
             rc = duplicate(r, line, key, (struct origin){prev->file, prev->line});
         } else {
-            char key[96];
-            snprintf(key, sizeof key, "providers.%s", name);
             rc = map_or_null(r, key, &is_map);
         }
-        if (rc == SBX_OK && cfg->nsections >= SBX_CONFIG_SECTIONS_MAX)
+        if (rc == SBX_OK && *g->count >= SBX_CONFIG_SECTIONS_MAX)
             rc = sbx_error_set(r->ld->err, SBX_E_CONFIG,
-                               "%s:%d: providers: more than %d provider sections",
-                               r->file, line, SBX_CONFIG_SECTIONS_MAX);
+                               "%s:%d: %s: more than %d sections", r->file, line,
+                               g->name, SBX_CONFIG_SECTIONS_MAX);
         if (rc == SBX_OK) {
             struct sbx_config_section *s =
-                realloc(cfg->sections, (cfg->nsections + 1) * sizeof *s);
+                realloc(*g->sections, (*g->count + 1) * sizeof *s);
             if (!s) {
                 rc = nomem(r->ld);
             } else {
-                cfg->sections = s;
-                s = &cfg->sections[cfg->nsections++];
+                *g->sections = s;
+                s = &s[(*g->count)++];
                 *s = (struct sbx_config_section){
                     .name = name, .file = r->file, .line = line};
                 name = NULL; /* owned by the section now */
                 if (is_map)
-                    rc = read_section(r, s);
+                    rc = read_section(r, g->name, s);
             }
         }
         free(name);
         if (rc)
             return rc;
     }
+}
+
+/* A top-level map of sections, each key at most once per file. */
+static int read_group_once(struct reader *r, const struct section_group *g,
+                           int line, int *seen_line)
+{
+    bool is_map = false;
+    if (*seen_line)
+        return duplicate(r, line, g->name, (struct origin){r->file, *seen_line});
+    int rc = map_or_null(r, g->name, &is_map);
+    if (rc == SBX_OK) {
+        *seen_line = line;
+        if (is_map)
+            rc = read_group(r, g);
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -656,14 +691,13 @@ static int read_top(struct reader *r)
                     rc = read_store(r);
             }
         } else if (strcmp(key, "providers") == 0) {
-            if (r->providers_line)
-                rc = duplicate(r, line, key,
-                               (struct origin){r->file, r->providers_line});
-            else if ((rc = map_or_null(r, key, &is_map)) == SBX_OK) {
-                r->providers_line = line;
-                if (is_map)
-                    rc = read_providers(r);
-            }
+            struct section_group g = {"providers", "provider", &cfg->sections, &cfg->nsections};
+            rc = read_group_once(r, &g, line, &r->providers_line);
+        } else if (strcmp(key, "package_managers") == 0) {
+            struct section_group g = {"package_managers", "package manager",
+                                      &cfg->managers,
+                                      &cfg->nmanagers};
+            rc = read_group_once(r, &g, line, &r->managers_line);
         } else {
             rc = sbx_error_set(ld->err, SBX_E_CONFIG,
                                "%s:%d: %.80s: unknown key (expected one of " TOP_KEYS
@@ -962,6 +996,8 @@ int sbx_config_load_dir(const char *path, const char *sysconfdir,
         rc = read_dropins(&ld, dir);
     if (rc == SBX_OK)
         rc = check_store(&ld);
+    if (rc == SBX_OK)
+        rc = sbx_package_managers_check(cfg, err);
     free(dir);
     if (rc) {
         sbx_config_free(cfg);
@@ -980,6 +1016,21 @@ int sbx_config_load(const char *path, struct sbx_config **out, sbx_error *err)
 /* Access and cleanup                                                        */
 /* ------------------------------------------------------------------------ */
 
+static void free_sections(struct sbx_config_section *sections, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct sbx_config_section *s = &sections[i];
+        free(s->slots);
+        for (size_t j = 0; j < s->count; j++) {
+            free(s->entries[j].key);
+            free(s->entries[j].value);
+        }
+        free(s->entries);
+        free(s->name);
+    }
+    free(sections);
+}
+
 void sbx_config_free(struct sbx_config *cfg)
 {
     if (!cfg)
@@ -989,17 +1040,8 @@ void sbx_config_free(struct sbx_config *cfg)
     free(cfg->store_driver);
     free(cfg->store_path);
     free(cfg->store_dsn);
-    for (size_t i = 0; i < cfg->nsections; i++) {
-        struct sbx_config_section *s = &cfg->sections[i];
-        free(s->slots);
-        for (size_t j = 0; j < s->count; j++) {
-            free(s->entries[j].key);
-            free(s->entries[j].value);
-        }
-        free(s->entries);
-        free(s->name);
-    }
-    free(cfg->sections);
+    free_sections(cfg->sections, cfg->nsections);
+    free_sections(cfg->managers, cfg->nmanagers);
     for (size_t i = 0; i < cfg->nfiles; i++)
         free(cfg->files[i]);
     free(cfg->files);
@@ -1009,12 +1051,13 @@ void sbx_config_free(struct sbx_config *cfg)
 const struct sbx_config_section *
 sbx_config_section(const struct sbx_config *cfg, const char *name)
 {
-    if (!cfg || !name)
-        return NULL;
-    for (size_t i = 0; i < cfg->nsections; i++)
-        if (strcmp(cfg->sections[i].name, name) == 0)
-            return &cfg->sections[i];
-    return NULL;
+    return cfg && name ? section_in(cfg->sections, cfg->nsections, name) : NULL;
+}
+
+const struct sbx_config_section *
+sbx_config_manager(const struct sbx_config *cfg, const char *name)
+{
+    return cfg && name ? section_in(cfg->managers, cfg->nmanagers, name) : NULL;
 }
 
 const char *sbx_config_section_get(const struct sbx_config_section *sec,
@@ -1026,6 +1069,13 @@ const char *sbx_config_section_get(const struct sbx_config_section *sec,
     if (i < 0 || sec->entries[i].node != SBX_NODE_SCALAR)
         return NULL;
     return sec->entries[i].value;
+}
+
+int sbx_config_section_node(const struct sbx_config_section *sec,
+                            const char *key)
+{
+    long i = sec && key ? find_entry(sec, key) : -1;
+    return i < 0 ? 0 : sec->entries[i].node;
 }
 
 int sbx_config_section_entry(const struct sbx_config_section *sec,

@@ -58,6 +58,10 @@ struct sbx_config {
     char *store_driver, *store_path, *store_dsn;
     struct sbx_config_section *sections;
     size_t nsections;
+    /* `package_managers.<manager>`: command lines overriding the defaults
+     * (host/package_managers.c checks and reads them). */
+    struct sbx_config_section *managers;
+    size_t nmanagers;
     char **files; /* every file read, in order; owns the strings */
     size_t nfiles;
 };
@@ -107,9 +111,17 @@ int sbx_config_check_section(struct sbx_config_section *sec,
                              const struct sbx_config_key *keys,
                              sbx_error *err);
 
+/* The `package_managers.<name>` section, or NULL. */
+const struct sbx_config_section *
+sbx_config_manager(const struct sbx_config *cfg, const char *name);
+
 /* Value of a scalar key of a section, or NULL (sec may be NULL). */
 const char *sbx_config_section_get(const struct sbx_config_section *sec,
                                    const char *key);
+
+/* The node kind (enum sbx_config_node) of key in sec, or 0 when absent. */
+int sbx_config_section_node(const struct sbx_config_section *sec,
+                            const char *key);
 
 /* Entry `index` of a MAP or LIST key: 1 with *name and *value set, or 0. */
 int sbx_config_section_entry(const struct sbx_config_section *sec,

@@ -7,6 +7,7 @@
  * publish the binding (which drops the intent in the same transaction).
  */
 #include "clock.h"
+#include "registry.h"
 #include "session_internal.h"
 #include "struct_size.h"
 
@@ -126,7 +127,7 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     sbx_session_crash_point(m, "after-create");
 
     struct progress_ctx pc = {m, key};
-    rc = sbx_session_install_packages(h, spec, on_package_progress, &pc, cancel, err);
+    rc = sbx_session_install_packages(h, m->ctx->config, spec, on_package_progress, &pc, cancel, err);
     if (rc != SBX_OK) {
         sbx_release(h);
         return rc;

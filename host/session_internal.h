@@ -126,11 +126,15 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
  * vectors run through exec: for each manager in order of first appearance,
  * check the manager is there (its version command), then install its
  * packages in one command. Calls `progress(ud, manager)` before each
- * manager (the caller refreshes its intent there). SBX_E_NO_COMMAND when
+ * manager (the caller refreshes its intent there). The command lines come
+ * from cfg's package_managers (host/package_managers.h), defaults
+ * elsewhere. SBX_E_NO_COMMAND when
  * a manager is missing, SBX_E_IO when an install failed (the message
  * quotes the end of its output), or the exec's error.
  */
-int sbx_session_install_packages(sbx_handle *h, const struct sbx_session_spec *spec,
+struct sbx_config;
+int sbx_session_install_packages(sbx_handle *h, const struct sbx_config *cfg,
+                                 const struct sbx_session_spec *spec,
                                  int (*progress)(void *ud, const char *manager,
                                                  sbx_error *err),
                                  void *ud, sbx_cancel *cancel, sbx_error *err);

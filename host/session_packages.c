@@ -4,45 +4,14 @@
  * no shell ever sees a package name.
  */
 #include "session_internal.h"
+#include "package_managers.h"
+#include "registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* How each manager is checked for and how it installs. */
-struct manager_cmds {
-    const char *const *check;   /* prints a version when the manager is there */
-    const char *const *refresh; /* run once before installing, or NULL */
-    const char *const *install; /* prefix; the package names follow */
-    const char *const *env;     /* extra environment, or NULL */
-};
-
-static const char *const apt_check[] = {"apt-get", "--version", NULL};
-static const char *const apt_refresh[] = {"apt-get", "update", NULL};
-static const char *const apt_install[] = {"apt-get", "install", "-y",
-                                          "--no-install-recommends", NULL};
-static const char *const apt_env[] = {"DEBIAN_FRONTEND=noninteractive", NULL};
-static const char *const cargo_check[] = {"cargo", "--version", NULL};
-static const char *const cargo_install[] = {"cargo", "install", NULL};
-static const char *const gem_check[] = {"gem", "--version", NULL};
-static const char *const gem_install[] = {"gem", "install", "--no-document", NULL};
-static const char *const go_check[] = {"go", "version", NULL};
-static const char *const go_install[] = {"go", "install", NULL};
-static const char *const npm_check[] = {"npm", "--version", NULL};
-static const char *const npm_install[] = {"npm", "install", "--global", NULL};
-static const char *const pip_check[] = {"pip", "--version", NULL};
-static const char *const pip_install[] = {"pip", "install", "--no-input", NULL};
-
-static const struct manager_cmds managers[] = {
-    [SBX_PKG_APT] = {apt_check, apt_refresh, apt_install, apt_env},
-    [SBX_PKG_CARGO] = {cargo_check, NULL, cargo_install, NULL},
-    [SBX_PKG_GEM] = {gem_check, NULL, gem_install, NULL},
-    [SBX_PKG_GO] = {go_check, NULL, go_install, NULL},
-    [SBX_PKG_NPM] = {npm_check, NULL, npm_install, NULL},
-    [SBX_PKG_PIP] = {pip_check, NULL, pip_install, NULL},
-};
-
-static size_t argv_len(const char *const *v)
+static size_t argv_len(const char **v)
 {
     size_t n = 0;
     while (v[n])
@@ -102,41 +71,52 @@ static int run(sbx_handle *h, const char *mgr, const char *const *argv,
     return rc;
 }
 
-/* Install every package of `manager` in one command. */
-static int install_manager(sbx_handle *h, const struct sbx_session_spec *spec,
-                           int manager, sbx_cancel *cancel, sbx_error *err)
+/* Install every package of `manager` in one command, with the command
+ * lines the configuration gives (or the defaults). */
+static int install_manager(sbx_handle *h, const struct sbx_config *cfg,
+                           const struct sbx_session_spec *spec, int manager,
+                           sbx_cancel *cancel, sbx_error *err)
 {
     const char *mgr = sbx_package_manager_name(manager);
-    const struct manager_cmds *c = &managers[manager];
-    int rc = run(h, mgr, c->check, c->env, cancel, err);
+    struct sbx_package_cmds c;
+    int rc = sbx_package_cmds_get(cfg, manager, &c, err);
     if (rc != SBX_OK)
         return rc;
-    if (c->refresh && (rc = run(h, mgr, c->refresh, c->env, cancel, err)) != SBX_OK)
-        return rc;
-    size_t prefix = argv_len(c->install);
-    const char **argv = calloc(prefix + spec->npackages + 1, sizeof *argv);
-    if (!argv)
-        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-    size_t n = 0;
-    for (size_t i = 0; i < prefix; i++)
-        argv[n++] = c->install[i];
-    for (size_t i = 0; i < spec->npackages; i++)
-        if (spec->packages[i].manager == manager)
-            argv[n++] = spec->packages[i].name;
-    argv[n] = NULL;
-    rc = run(h, mgr, argv, c->env, cancel, err);
+    const char *const *env = c.env[0] ? c.env : NULL;
+    rc = run(h, mgr, c.check, env, cancel, err);
+    if (rc == SBX_OK && c.refresh[0])
+        rc = run(h, mgr, c.refresh, env, cancel, err);
+    const char **argv = NULL;
+    if (rc == SBX_OK) {
+        size_t prefix = argv_len(c.install);
+        argv = calloc(prefix + spec->npackages + 1, sizeof *argv);
+        if (!argv)
+            rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    if (rc == SBX_OK) {
+        size_t n = 0;
+        for (size_t i = 0; c.install[i]; i++)
+            argv[n++] = c.install[i];
+        for (size_t i = 0; i < spec->npackages; i++)
+            if (spec->packages[i].manager == manager)
+                argv[n++] = spec->packages[i].name;
+        argv[n] = NULL;
+        rc = run(h, mgr, argv, env, cancel, err);
+    }
     free(argv);
+    sbx_package_cmds_free(&c);
     return rc;
 }
 
-int sbx_session_install_packages(sbx_handle *h, const struct sbx_session_spec *spec,
+int sbx_session_install_packages(sbx_handle *h, const struct sbx_config *cfg,
+                                 const struct sbx_session_spec *spec,
                                  int (*progress)(void *ud, const char *manager,
                                                  sbx_error *err),
                                  void *ud, sbx_cancel *cancel, sbx_error *err)
 {
     if (!spec || spec->npackages == 0)
         return SBX_OK;
-    bool done[sizeof managers / sizeof managers[0]] = {false};
+    bool done[SBX_PKG_PIP + 1] = {false};
     for (size_t i = 0; i < spec->npackages; i++) {
         int manager = spec->packages[i].manager;
         if (!sbx_package_manager_name(manager))
@@ -149,7 +129,7 @@ int sbx_session_install_packages(sbx_handle *h, const struct sbx_session_spec *s
                           : SBX_OK;
         if (rc != SBX_OK)
             return rc;
-        if ((rc = install_manager(h, spec, manager, cancel, err)) != SBX_OK)
+        if ((rc = install_manager(h, cfg, spec, manager, cancel, err)) != SBX_OK)
             return rc;
     }
     return SBX_OK;

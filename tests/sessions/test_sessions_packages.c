@@ -52,22 +52,29 @@ static void stand_in(struct pkg_env *e, const char *name, int status, const char
     cr_assert_eq(chmod(path, 0755), 0);
 }
 
-static void pkg_env_init(struct pkg_env *e, const char *driver)
+/* top_yaml: top-level keys appended after the providers (or NULL). */
+static void pkg_env_init_with(struct pkg_env *e, const char *driver,
+                              const char *top_yaml)
 {
     memset(e, 0, sizeof *e);
     /* bin and the log live outside the workspace root. */
     snprintf(e->bin, sizeof e->bin, "/tmp/sbx-pkg-bin-XXXXXX");
     cr_assert_not_null(mkdtemp(e->bin));
     snprintf(e->log, sizeof e->log, "%s/argv.log", e->bin);
-    char extra[1024];
+    char extra[2048];
     snprintf(extra, sizeof extra,
              "  pkgtest:\n"
              "    root: @ROOT@\n"
-             "    bin: %s\n", e->bin);
+             "    bin: %s\n%s", e->bin, top_yaml ? top_yaml : "");
     sess_env_init(&e->s, driver, extra, false);
     size_t n = strlen(e->s.cli.plugin_path);
     snprintf(e->s.cli.plugin_path + n, sizeof e->s.cli.plugin_path - n, ":%s",
              SBX_TEST_SESSION_FIXTURE_DIR);
+}
+
+static void pkg_env_init(struct pkg_env *e, const char *driver)
+{
+    pkg_env_init_with(e, driver, NULL);
 }
 
 static void pkg_env_fini(struct pkg_env *e)
@@ -141,6 +148,38 @@ static void installs_as_argv(const char *driver)
 
 Test(sessions_packages, installs_as_argv_sqlite) { installs_as_argv("sqlite"); }
 Test(sessions_packages, installs_as_argv_postgres) { installs_as_argv("postgres"); }
+
+/* The command lines come from the configuration where it sets them: an
+ * image whose "apt" packages go through apk, a pip that needs sudo. */
+Test(sessions_packages, configured_command_lines)
+{
+    struct pkg_env e;
+    pkg_env_init_with(&e, "sqlite",
+                      "package_managers:\n"
+                      "  apt:\n"
+                      "    check: [apk, --version]\n"
+                      "    refresh: []\n"
+                      "    install: [apk, add, --no-cache]\n"
+                      "    env: []\n"
+                      "  pip:\n"
+                      "    install: [sudo, pip, install]\n");
+    stand_in(&e, "apk", 0, "ok");
+    stand_in(&e, "pip", 0, "ok");
+    stand_in(&e, "sudo", 0, "ok");
+    struct cli_result r;
+    RUN(&e.s, &r, "create", "cf", "--provider", "pkgtest", "--package", "apt:curl",
+        "--package", "pip:requests");
+    cr_assert_eq(r.status, 0, "create: %s", r.err);
+    cli_result_free(&r);
+    char *log = read_log(&e);
+    cr_assert_str_eq(log,
+                     "[apk][--version]\n"
+                     "[apk][add][--no-cache][curl]\n"
+                     "[pip][--version]\n"
+                     "[sudo][pip][install][requests]\n");
+    free(log);
+    pkg_env_fini(&e);
+}
 
 /* A failed setup leaves the intent (and its sandbox) for the reconciler and
  * never publishes the sandbox. */
