@@ -2,6 +2,7 @@
  * session.c - opening a session manager (choosing and opening its store),
  * closing it, and listing bindings.
  */
+#include "mkdirs.h"
 #include "process_id.h"
 #include "session_internal.h"
 #include "struct_size.h"
@@ -16,22 +17,15 @@
 /* mkdir -p with mode 0700 for the components that are missing. */
 static int make_dirs(const char *dir, sbx_error *err)
 {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-        return sbx_error_set(err, SBX_E_INVALID, "state directory path is too long");
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, 0700) != 0 && errno != EEXIST)
-            return sbx_error_set(err, SBX_E_IO, "cannot create directory '%s': %s",
-                                 path, strerror(errno));
-        *p = saved;
-        if (saved == '\0')
-            break;
-    }
-    return SBX_OK;
+    char failed[4096];
+    if (sbxs_mkdirs(dir, 0700, failed, sizeof failed) == 0)
+        return SBX_OK;
+    if (errno == ENAMETOOLONG || errno == EINVAL)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "state directory '%.200s' is not an absolute path "
+                             "of at most 4095 bytes", dir);
+    return sbx_error_set(err, SBX_E_IO, "cannot create directory '%s': %s", failed,
+                         strerror(errno));
 }
 
 /* The default SQLite file: $XDG_STATE_HOME/sbx/sbx.db, else

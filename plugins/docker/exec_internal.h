@@ -1,11 +1,11 @@
 /*
  * exec_internal.h - what the exec_*.c files share: one exec's spec and
- * outcome, the stdin feeder, the output demultiplexer and the killer.
+ * outcome, the output demultiplexer and the killer.
  *
  *   exec.c         the exec op and the helper execs (argument checks,
  *                  results, messages)
  *   exec_run.c     one exec from create to inspect: start, read, stop
- *   exec_stream.c  the stdin feeder thread and the frame demultiplexer
+ *   exec_stream.c  the frame demultiplexer
  *   exec_kill.c    killing a command's processes (from the host through
  *                  /proc, else by a killer exec in the container)
  *   exec_probe.c   why a command could not start (missing or not
@@ -96,26 +96,8 @@ int exec_inspect_once(struct docker_state *st, const char *eid, int64_t timeout_
 
 /* ---- exec_stream.c ------------------------------------------------------ */
 
-/* The stdin feeder: a thread copying the source to the connection. */
-struct exec_feeder {
-    const struct sbx_source *in;
-    int sock;          /* the hijacked connection */
-    int stop_fd;       /* eventfd: readable once the feeder must stop */
-    pthread_t thread;
-    int running;
-    /* results, read after the join */
-    int failed;        /* the source reported an error */
-    int complete;      /* the source's end was reached and everything sent */
-};
-
-/* Start feeding (spec->in). SBX_OK or SBX_E_INTERNAL (no thread). */
-int exec_feeder_start(struct exec_feeder *f, const struct sbx_source *in, int sock);
-/* Make the feeder stop where it is: its side of the connection is shut
- * down without reading the source further, so the command sees an end of
- * input that is not the source's end. */
-void exec_feeder_stop(struct exec_feeder *f);
-/* Wait for the feeder (after exec_feeder_stop or the end of the stream). */
-void exec_feeder_join(struct exec_feeder *f);
+/* Bytes the stdin feeder (shared/stdin_feeder.h) moves per read and send. */
+#define FEED_CHUNK (256 * 1024)
 
 /* Parses the daemon's multiplexed frames (8-byte header: stream, 3 zero
  * bytes, big-endian length) as bytes arrive; payloads go to the sinks. */

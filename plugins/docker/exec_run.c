@@ -20,6 +20,7 @@
  *      not start: what it wrote on stdout is the daemon's message.
  */
 #include "exec_internal.h"
+#include "stdin_feeder.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@ struct run {
     char start_path[256];
     struct sbx_http_request req;
     sbx_http_xfer *x;
-    struct exec_feeder feeder;
+    struct sbxs_feeder *feeder; /* NULL without stdin */
     struct exec_demux demux;
     char *buf;
     int fail_status;           /* STOP_FAILED: the status and why */
@@ -299,7 +300,7 @@ static void stop_exec(struct run *r, enum stop_reason why)
      * wake the drain's poll again and again */
     r->cancel_off = 1;
     r->dc.c.fd = -1;
-    exec_feeder_stop(&r->feeder);
+    sbxs_feeder_stop(r->feeder);
     int64_t deadline = docker_now_ms() + r->st->cfg.kill_timeout_ms;
     if (r->spec->deadline && r->spec->deadline < deadline)
         deadline = r->spec->deadline;
@@ -374,14 +375,15 @@ static int finish(struct run *r, enum stop_reason why)
     struct exec_outcome *oc = r->oc;
     if (r->x) {
         /* wake the feeder if it still waits (the command exited early) */
-        exec_feeder_stop(&r->feeder);
+        sbxs_feeder_stop(r->feeder);
         int sock = sbx_http_xfer_socket(r->x);
         if (sock >= 0)
             shutdown(sock, SHUT_RDWR);
     }
-    exec_feeder_join(&r->feeder);
-    oc->source_failed = r->feeder.failed;
-    oc->input_complete = r->feeder.complete || !r->spec->in;
+    int complete = 0;
+    oc->source_failed = sbxs_feeder_finish(r->feeder, &complete);
+    r->feeder = NULL;
+    oc->input_complete = complete || !r->spec->in;
     sbx_http_xfer_free(r->x);
     r->x = NULL;
     if (why == STOP_FAILED) {
@@ -436,7 +438,6 @@ int exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spec,
     r.call = call;
     r.spec = spec;
     r.oc = oc;
-    r.feeder.stop_fd = -1;
     if (spec->stop == EXEC_STOP_KILL) {
         char tag[33];
         docker_random_hex(tag, 16);
@@ -462,7 +463,8 @@ int exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spec,
             fail(&r, SBX_E_NOMEM, "out of memory");
             why = STOP_FAILED;
         } else if (spec->in) {
-            if (exec_feeder_start(&r.feeder, spec->in, sock) != SBX_OK) {
+            if (sock < 0 || sbxs_feeder_start(&r.feeder, spec->in, sock,
+                                              SBXS_FEED_SOCKET, FEED_CHUNK) != 0) {
                 fail(&r, SBX_E_INTERNAL, "docker: cannot start the stdin feeder");
                 why = STOP_FAILED;
             }

@@ -1,12 +1,9 @@
 /*
  * exec_stream.c - the two directions of an exec's hijacked connection.
  *
- * Input: a thread copies the caller's stdin source to the socket and shuts
- * down its write side at the source's end, which the daemon turns into end
- * of file on the command's stdin. It can be told to stop (an eventfd next
- * to the source and the socket in its poll): it then shuts down its side
- * without reading further, so the command sees an end of input that is not
- * the source's end; `complete` tells the two apart afterwards.
+ * Input is fed by shared/stdin_feeder.c (exec_run.c starts it): it shuts
+ * down the socket's write side at the source's end, which the daemon turns
+ * into end of file on the command's stdin.
  *
  * Output: the daemon multiplexes stdout and stderr as frames; they are
  * parsed as bytes arrive and each payload piece goes straight to its sink.
@@ -18,147 +15,11 @@
  */
 #include "exec_internal.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-/* Bytes the stdin feeder moves per read and send. */
-#define FEED_CHUNK (256 * 1024)
 /* How the daemon's message about a command that could not start begins. */
 #define START_ERROR_PREFIX "OCI runtime exec failed"
-
-/* ---- stdin feeder ----------------------------------------------------- */
-
-static int stop_requested(const struct exec_feeder *f)
-{
-    struct pollfd p = {f->stop_fd, POLLIN, 0};
-    return poll(&p, 1, 0) > 0;
-}
-
-/*
- * Before each read, wait until the source has input (when it offers a
- * pollable fd), the connection ends (the command exited: the daemon closed
- * it) or we are told to stop. Then a quiet source that stays open never
- * keeps exec from returning. Returns 1 to read, 0 to wait again, -1 to
- * stop.
- */
-static int wait_for_input(struct exec_feeder *f)
-{
-    int fd = f->in->poll_fd ? f->in->poll_fd(f->in->ctx) : -1;
-    struct pollfd pfd[3] = {{.fd = f->stop_fd, .events = POLLIN},
-                            {.fd = f->sock, .events = POLLRDHUP},
-                            {.fd = fd, .events = POLLIN}};
-    if (poll(pfd, fd >= 0 ? 3 : 2, fd >= 0 ? -1 : 0) < 0)
-        return errno == EINTR ? 0 : 1;
-    if (pfd[0].revents)
-        return -1;
-    if (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
-        return -1;
-    if (fd < 0)
-        return 1; /* not pollable: read may block until it has input */
-    return pfd[2].revents != 0 ? 1 : 0;
-}
-
-/* Send all of buf. 0, or -1 when the connection is gone or we must stop. */
-static int send_all(struct exec_feeder *f, const char *buf, size_t n)
-{
-    size_t off = 0;
-    while (off < n) {
-        ssize_t w = send(f->sock, buf + off, n - off, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            /* curl keeps the socket non-blocking: wait until writable */
-            struct pollfd pfd[2] = {{f->sock, POLLOUT, 0}, {f->stop_fd, POLLIN, 0}};
-            if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-                return -1;
-            if (pfd[1].revents)
-                return -1;
-            continue;
-        }
-        if (w <= 0)
-            return -1; /* the command is gone or stopped reading for good */
-        off += (size_t)w;
-    }
-    return 0;
-}
-
-static void *feed_stdin(void *arg)
-{
-    struct exec_feeder *f = arg;
-    char *buf = malloc(FEED_CHUNK);
-    if (!buf)
-        f->failed = 1;
-    while (buf) {
-        int wait = wait_for_input(f);
-        if (wait < 0)
-            break;
-        if (wait == 0)
-            continue;
-        long n = f->in->read(f->in->ctx, buf, FEED_CHUNK);
-        if (n < 0) {
-            f->failed = 1;
-            break;
-        }
-        /* told to stop while reading: what was read is not sent, so a
-         * stopped feed never completes the input */
-        if (stop_requested(f))
-            break;
-        if (n == 0) {
-            f->complete = 1;
-            break;
-        }
-        if ((size_t)n > FEED_CHUNK)
-            n = FEED_CHUNK; /* a misbehaving read: never past the buffer */
-        if (send_all(f, buf, (size_t)n) != 0)
-            break;
-    }
-    shutdown(f->sock, SHUT_WR);
-    free(buf);
-    return NULL;
-}
-
-int exec_feeder_start(struct exec_feeder *f, const struct sbx_source *in, int sock)
-{
-    memset(f, 0, sizeof *f);
-    f->in = in;
-    f->sock = sock;
-    f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (f->stop_fd < 0 || sock < 0)
-        goto fail;
-    if (pthread_create(&f->thread, NULL, feed_stdin, f) != 0)
-        goto fail;
-    f->running = 1;
-    return SBX_OK;
-fail:
-    if (f->stop_fd >= 0)
-        close(f->stop_fd);
-    f->stop_fd = -1;
-    return SBX_E_INTERNAL;
-}
-
-void exec_feeder_stop(struct exec_feeder *f)
-{
-    if (f->running) {
-        uint64_t one = 1;
-        ssize_t w = write(f->stop_fd, &one, sizeof one);
-        (void)w; /* a counter that is already non-zero is just as readable */
-    }
-}
-
-void exec_feeder_join(struct exec_feeder *f)
-{
-    if (!f->running)
-        return;
-    pthread_join(f->thread, NULL);
-    f->running = 0;
-    close(f->stop_fd);
-    f->stop_fd = -1;
-}
 
 /* ---- frame demultiplexing ------------------------------------------- */
 

@@ -20,6 +20,7 @@
 #include "docker.h"
 
 #include "confine.h"
+#include "mkdirs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,23 +46,10 @@ int docker_res_dir(struct docker_state *st, const char *name, const char *sub,
 /* mkdir -p of an absolute path; existing directories are kept as they are. */
 int docker_res_mkdirs(const char *path, mode_t mode)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+    if (sbxs_mkdirs(path, mode, NULL, 0) != 0)
         return -1;
     struct stat s;
-    if (lstat(tmp, &s) != 0)
+    if (lstat(path, &s) != 0)
         return -1;
     if (!S_ISDIR(s.st_mode)) {
         errno = ENOTDIR;

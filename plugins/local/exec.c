@@ -4,7 +4,7 @@
  * One poll() loop serves the stdout and stderr pipes (chunks go to the
  * sinks as they arrive), the host's cancel fd, a pidfd of the leader and
  * the completion fd of the stdin feeder. stdin is streamed by the feeder
- * thread (feeder.c), because the caller's source may block.
+ * thread (shared/stdin_feeder.c), because the caller's source may block.
  *
  * Process tree policy: the command runs as the leader of its own process
  * group, and exec sends SIGKILL to that group before it returns, so nothing
@@ -24,7 +24,7 @@
 #include "local.h"
 
 #include "confine.h"
-#include "feeder.h"
+#include "stdin_feeder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +54,7 @@ struct run {
     pid_t pid;
     int pidfd;          /* -1 when pidfd_open is unavailable */
     int out_fd, err_fd; /* parent's read ends, -1 at EOF */
-    struct local_feeder *feeder; /* NULL without stdin */
+    struct sbxs_feeder *feeder; /* NULL without stdin */
     int feeder_done;
     unsigned char *io_buf; /* read buffer for stdout/stderr */
     uint64_t out_bytes, err_bytes;
@@ -204,7 +204,7 @@ static void pump(struct run *r)
         if (r->feeder != NULL && !r->feeder_done) {
             i_feed = n;
             pfd[n++] = (struct pollfd){
-                .fd = local_feeder_done_fd(r->feeder), .events = POLLIN};
+                .fd = sbxs_feeder_done_fd(r->feeder), .events = POLLIN};
         }
         if (r->out_fd >= 0) {
             i_out = n;
@@ -254,7 +254,7 @@ static void pump(struct run *r)
             cancel_fd = -1;
         if (i_feed >= 0 && pfd[i_feed].revents != 0) {
             r->feeder_done = 1;
-            if (local_feeder_failed(r->feeder)) {
+            if (sbxs_feeder_failed(r->feeder)) {
                 /* The host has set the call's error already. */
                 r->status = SBX_E_IO;
                 kill_group(r);
@@ -420,7 +420,7 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
     if (args->in == NULL) {
         close_fd(&in_p[1]); /* empty stdin */
     } else {
-        int err = local_feeder_start(&r.feeder, args->in, in_p[1]);
+        int err = sbxs_feeder_start(&r.feeder, args->in, in_p[1], 0, LOCAL_CHUNK);
         in_p[1] = -1; /* consumed */
         if (err != 0) {
             rc = host->set_error(host, call, SBX_E_NOMEM,
@@ -441,7 +441,7 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
     pump(&r);
     kill_group(&r); /* nothing of the command outlives exec */
     /* Waits for a source read in progress: the source is borrowed. */
-    if (local_feeder_stop(r.feeder) && r.status == SBX_OK)
+    if (sbxs_feeder_finish(r.feeder, NULL) && r.status == SBX_OK)
         r.status = SBX_E_IO; /* the source failed; its message is set */
     r.feeder = NULL;
     int ws = reap_leader(r.pid);

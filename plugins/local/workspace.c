@@ -10,6 +10,7 @@
 #include "local.h"
 
 #include "confine.h"
+#include "mkdirs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,32 +40,15 @@ static int is_key_hash(const char *s)
 static int open_root_creating(struct local_state *st, sbx_call *call, int *rc)
 {
     const struct sbx_host *host = st->host;
-    char *path = strdup(st->root);
-    if (path == NULL) {
-        *rc = host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+    char failed[4096];
+    if (sbxs_mkdirs(st->root, LOCAL_DIR_MODE, failed, sizeof failed) != 0) {
+        int e = errno;
+        *rc = host->set_error(host, call,
+                              e == EACCES || e == EPERM ? SBX_E_DENIED : SBX_E_IO,
+                              "local: cannot create directory '%s': %s", failed,
+                              strerror(e));
         return -1;
     }
-    /* st->root is normalized: it starts with '/' and has no empty parts. */
-    for (char *p = path + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(path, LOCAL_DIR_MODE) < 0 && errno != EEXIST) {
-            *rc = host->set_error(host, call,
-                                  errno == EACCES || errno == EPERM
-                                      ? SBX_E_DENIED
-                                      : SBX_E_IO,
-                                  "local: cannot create directory '%s': %s",
-                                  path, strerror(errno));
-            free(path);
-            return -1;
-        }
-        *p = saved;
-        if (saved == '\0')
-            break;
-    }
-    free(path);
 
     int fd = open(st->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
