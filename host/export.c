@@ -178,6 +178,198 @@ static int marker_write(int mfd, const struct stat *st)
 
 /* ---- the whole export ------------------------------------------------- */
 
+/* One export into one target, step by step; export_cleanup undoes what the
+ * steps made, whatever step failed. */
+struct export_job {
+    const char *target_dir;
+    char *copy, *parent, *tmp_path, *marker;
+    const char *base;     /* last component of the target, inside copy */
+    const char *tmp_name; /* last component of tmp_path */
+    int pfd;              /* the target's parent directory */
+    int mfd;              /* the marker, locked */
+    int tfd;              /* the staging directory */
+    int marker_existed, tmp_made, target_exists;
+};
+
+/* Open the target's parent and lock the marker beside the target: one
+ * export into it at a time. */
+static int export_lock(struct export_job *j, sbx_error *err)
+{
+    int rc = split_target(j->target_dir, &j->copy, &j->parent, &j->base, err);
+    if (rc != SBX_OK)
+        return rc;
+    j->pfd = open(j->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (j->pfd < 0)
+        return sbx_error_set(err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_IO,
+                             "export target \"%s\": its parent directory %s cannot "
+                             "be opened: %s",
+                             j->target_dir, j->parent, strerror(errno));
+    size_t blen = strlen(j->base);
+    j->marker = malloc(blen + 32);
+    j->tmp_path = malloc(strlen(j->parent) + blen + 48);
+    if (!j->marker || !j->tmp_path)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    snprintf(j->marker, blen + 32, ".%s.sbx-export", j->base);
+    j->marker_existed = faccessat(j->pfd, j->marker, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    j->mfd = openat(j->pfd, j->marker, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+    if (j->mfd < 0 || flock(j->mfd, LOCK_EX) != 0)
+        return sbx_error_set(err, SBX_E_IO,
+                             "export target \"%s\": cannot open or lock %s/%s: %s",
+                             j->target_dir, j->parent, j->marker, strerror(errno));
+    return SBX_OK;
+}
+
+/* The target may be absent, an empty directory, or a directory an earlier
+ * export made (the marker records it); anything else is refused. */
+static int export_check_target(struct export_job *j, sbx_error *err)
+{
+    struct stat tst;
+    j->target_exists = fstatat(j->pfd, j->base, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!j->target_exists && errno != ENOENT)
+        return sbx_error_set(err, SBX_E_IO, "export target \"%s\": %s", j->target_dir,
+                             strerror(errno));
+    if (!j->target_exists)
+        return SBX_OK;
+    if (!S_ISDIR(tst.st_mode))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "export target \"%s\" exists and is not a directory",
+                             j->target_dir);
+    if (!dir_is_empty(j->pfd, j->base) && !marker_matches(j->mfd, &tst))
+        return sbx_error_set(err, SBX_E_EXISTS,
+                             "export target \"%s\" is a non-empty directory that an "
+                             "earlier export did not create; refusing to replace it "
+                             "(give a new or empty directory)",
+                             j->target_dir);
+    return SBX_OK;
+}
+
+/* A fresh staging directory beside the target. */
+static int export_make_staging(struct export_job *j, sbx_error *err)
+{
+    snprintf(j->tmp_path, strlen(j->parent) + strlen(j->base) + 48,
+             "%s/.%s.sbx-export-XXXXXX", j->parent, j->base);
+    if (!mkdtemp(j->tmp_path))
+        return sbx_error_set(err, SBX_E_IO,
+                             "export: cannot create a staging directory beside "
+                             "\"%s\": %s",
+                             j->target_dir, strerror(errno));
+    j->tmp_made = 1;
+    j->tmp_name = strrchr(j->tmp_path, '/') + 1;
+    j->tfd = openat(j->pfd, j->tmp_name,
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (j->tfd < 0 || fchmod(j->tfd, 0755) != 0)
+        return sbx_error_set(err, SBX_E_IO, "export: cannot open %s: %s", j->tmp_path,
+                             strerror(errno));
+    return SBX_OK;
+}
+
+/* Stream the sandbox's outputs into the staging directory: the provider
+ * writes into one end of a socket pair on a thread, the checked extractor
+ * reads the other end here. */
+static int export_stream(struct export_job *j, sbx_handle *h,
+                         const struct sbx_export_limits *limits, sbx_cancel *cancel,
+                         sbx_error *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return sbx_error_set(err, SBX_E_IO, "export: socketpair: %s", strerror(errno));
+    struct producer prod = {h, cancel, sv[0], 0, SBX_OK, {0, ""}};
+    pthread_t th;
+    if (pthread_create(&th, NULL, produce, &prod) != 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return sbx_error_set(err, SBX_E_NOMEM, "export: cannot start a thread");
+    }
+    struct consumer cons = {sv[1], 0};
+    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &cons,
+                             .read = sock_read};
+    struct sbxs_archive_limits lim = {0, 0, 0};
+    if (limits) {
+        lim.max_file_bytes = limits->max_file_bytes;
+        lim.max_total_bytes = limits->max_total_bytes;
+        lim.max_entries = limits->max_entries;
+    }
+    struct sbxs_error xerr;
+    sbxs_error_clear(&xerr);
+    int xrc = sbxs_archive_extract(&src, "tar", j->tfd, &lim, &xerr);
+    if (xrc == SBX_OK) {
+        /* The end-of-archive blocks are read; take the rest so the
+         * provider's transfer completes normally. */
+        char drain[4096];
+        while (sock_read(&cons, drain, sizeof drain) > 0)
+            ;
+    } else {
+        shutdown(sv[1], SHUT_RDWR); /* stops the provider's transfer */
+    }
+    pthread_join(th, NULL); /* the thread closed sv[0] */
+    close(sv[1]);
+
+    /* A provider that failed on its own (no outputs mount, daemon gone,
+     * cancelled): its message explains the truncated archive best. */
+    if (prod.status != SBX_OK && !prod.sink_failed)
+        return sbx_error_set(err, prod.status, "export from the sandbox failed: %s",
+                             prod.err.message);
+    if (xrc != SBX_OK)
+        return sbx_error_set(err, xrc, "export refused: %s%s", xerr.message,
+                             cons.failed_errno ? " (reading the stream failed)" : "");
+    if (prod.status != SBX_OK)
+        return sbx_error_set(err, prod.status, "export from the sandbox failed: %s",
+                             prod.err.message);
+    return SBX_OK;
+}
+
+/* Rename the staging directory over the target (swapping with an existing
+ * one, which cleanup then removes) and record it in the marker. */
+static int export_publish(struct export_job *j, sbx_error *err)
+{
+    if (j->target_exists) {
+        if (renameat2(j->pfd, j->tmp_name, j->pfd, j->base, RENAME_EXCHANGE) != 0)
+            return sbx_error_set(err, SBX_E_IO, "export: replacing \"%s\" failed: %s",
+                                 j->target_dir, strerror(errno));
+        /* tmp_name now holds the previous export: removed by cleanup. */
+    } else if (renameat2(j->pfd, j->tmp_name, j->pfd, j->base, RENAME_NOREPLACE) != 0) {
+        return sbx_error_set(err, SBX_E_IO, "export: publishing \"%s\" failed: %s",
+                             j->target_dir, strerror(errno));
+    } else {
+        j->tmp_made = 0;
+    }
+    struct stat nst;
+    if (fstatat(j->pfd, j->base, &nst, AT_SYMLINK_NOFOLLOW) != 0 ||
+        marker_write(j->mfd, &nst) != 0)
+        return sbx_error_set(err, SBX_E_IO,
+                             "export: recording the export of \"%s\" failed: %s",
+                             j->target_dir, strerror(errno));
+    j->marker_existed = 1;
+    return SBX_OK;
+}
+
+/* Remove the staging (or previous) tree, drop a marker this export made,
+ * release the lock. rc is the export's status so far. */
+static int export_cleanup(struct export_job *j, int rc, sbx_error *err)
+{
+    if (j->tfd >= 0)
+        close(j->tfd);
+    int removed = j->tmp_made ? sbxs_remove_tree(j->pfd, j->tmp_name) : 0;
+    if (removed != 0 && rc == SBX_OK)
+        rc = sbx_error_set(err, SBX_E_IO,
+                           "export: removing the previous export of \"%s\" failed: "
+                           "%s",
+                           j->target_dir, strerror(-removed));
+    if (j->mfd >= 0) {
+        if (!j->marker_existed)
+            unlinkat(j->pfd, j->marker, 0);
+        close(j->mfd); /* releases the lock */
+    }
+    if (j->pfd >= 0)
+        close(j->pfd);
+    free(j->copy);
+    free(j->parent);
+    free(j->tmp_path);
+    free(j->marker);
+    return rc;
+}
+
 SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
                               const struct sbx_export_limits *limits,
                               sbx_cancel *cancel, sbx_error *err)
@@ -195,181 +387,15 @@ SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
     if (!h || !target_dir || !*target_dir)
         return sbx_error_set(err, SBX_E_INVALID, "export needs a sandbox and a target "
                                                  "directory");
-    char *copy = NULL, *parent = NULL, *tmp_path = NULL, *marker = NULL;
-    const char *base = NULL;
-    int pfd = -1, mfd = -1, tfd = -1, sv[2] = {-1, -1};
-    int marker_existed = 0, tmp_made = 0;
-    int rc = split_target(target_dir, &copy, &parent, &base, err);
-    if (rc != SBX_OK)
-        goto out;
-    pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pfd < 0) {
-        rc = sbx_error_set(err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_IO,
-                           "export target \"%s\": its parent directory %s cannot be "
-                           "opened: %s",
-                           target_dir, parent, strerror(errno));
-        goto out;
-    }
-
-    /* Lock (and marker) beside the target: one export into it at a time. */
-    size_t blen = strlen(base);
-    marker = malloc(blen + 32);
-    tmp_path = malloc(strlen(parent) + blen + 48);
-    if (!marker || !tmp_path) {
-        rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-        goto out;
-    }
-    snprintf(marker, blen + 32, ".%s.sbx-export", base);
-    marker_existed = faccessat(pfd, marker, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-    mfd = openat(pfd, marker, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (mfd < 0 || flock(mfd, LOCK_EX) != 0) {
-        rc = sbx_error_set(err, SBX_E_IO, "export target \"%s\": cannot open or lock "
-                                          "%s/%s: %s",
-                           target_dir, parent, marker, strerror(errno));
-        goto out;
-    }
-
-    struct stat tst;
-    int target_exists = fstatat(pfd, base, &tst, AT_SYMLINK_NOFOLLOW) == 0;
-    if (!target_exists && errno != ENOENT) {
-        rc = sbx_error_set(err, SBX_E_IO, "export target \"%s\": %s", target_dir,
-                           strerror(errno));
-        goto out;
-    }
-    if (target_exists) {
-        if (!S_ISDIR(tst.st_mode)) {
-            rc = sbx_error_set(err, SBX_E_INVALID,
-                               "export target \"%s\" exists and is not a directory",
-                               target_dir);
-            goto out;
-        }
-        if (!dir_is_empty(pfd, base) && !marker_matches(mfd, &tst)) {
-            rc = sbx_error_set(err, SBX_E_EXISTS,
-                               "export target \"%s\" is a non-empty directory that "
-                               "an earlier export did not create; refusing to "
-                               "replace it (give a new or empty directory)",
-                               target_dir);
-            goto out;
-        }
-    }
-
-    /* A fresh staging directory beside the target. */
-    snprintf(tmp_path, strlen(parent) + blen + 48, "%s/.%s.sbx-export-XXXXXX", parent,
-             base);
-    if (!mkdtemp(tmp_path)) {
-        rc = sbx_error_set(err, SBX_E_IO, "export: cannot create a staging directory "
-                                          "beside \"%s\": %s",
-                           target_dir, strerror(errno));
-        goto out;
-    }
-    tmp_made = 1;
-    const char *tmp_name = strrchr(tmp_path, '/') + 1;
-    tfd = openat(pfd, tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (tfd < 0 || fchmod(tfd, 0755) != 0) {
-        rc = sbx_error_set(err, SBX_E_IO, "export: cannot open %s: %s", tmp_path,
-                           strerror(errno));
-        goto out;
-    }
-
-    /* Stream: the provider writes into sv[0] on a thread, we extract sv[1]. */
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        rc = sbx_error_set(err, SBX_E_IO, "export: socketpair: %s", strerror(errno));
-        goto out;
-    }
-    struct producer prod = {h, cancel, sv[0], 0, SBX_OK, {0, ""}};
-    sv[0] = -1; /* owned by the thread now */
-    pthread_t th;
-    if (pthread_create(&th, NULL, produce, &prod) != 0) {
-        close(prod.fd);
-        rc = sbx_error_set(err, SBX_E_NOMEM, "export: cannot start a thread");
-        goto out;
-    }
-    struct consumer cons = {sv[1], 0};
-    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &cons, .read = sock_read};
-    struct sbxs_archive_limits lim = {0, 0, 0};
-    if (limits) {
-        lim.max_file_bytes = given.max_file_bytes;
-        lim.max_total_bytes = given.max_total_bytes;
-        lim.max_entries = given.max_entries;
-    }
-    struct sbxs_error xerr;
-    sbxs_error_clear(&xerr);
-    int xrc = sbxs_archive_extract(&src, "tar", tfd, &lim, &xerr);
-    if (xrc == SBX_OK) {
-        /* The end-of-archive blocks are read; take the rest so the
-         * provider's transfer completes normally. */
-        char drain[4096];
-        while (sock_read(&cons, drain, sizeof drain) > 0)
-            ;
-    } else {
-        shutdown(sv[1], SHUT_RDWR); /* stops the provider's transfer */
-    }
-    pthread_join(th, NULL);
-
-    if (prod.status != SBX_OK && !prod.sink_failed) {
-        /* The provider failed on its own (no outputs mount, daemon gone,
-         * cancelled): its message explains the truncated archive best. */
-        rc = sbx_error_set(err, prod.status, "export from the sandbox failed: %s",
-                           prod.err.message);
-        goto out;
-    }
-    if (xrc != SBX_OK) {
-        rc = sbx_error_set(err, xrc, "export refused: %s%s", xerr.message,
-                           cons.failed_errno ? " (reading the stream failed)" : "");
-        goto out;
-    }
-    if (prod.status != SBX_OK) {
-        rc = sbx_error_set(err, prod.status, "export from the sandbox failed: %s",
-                           prod.err.message);
-        goto out;
-    }
-
-    /* Publish. */
-    if (target_exists) {
-        if (renameat2(pfd, tmp_name, pfd, base, RENAME_EXCHANGE) != 0) {
-            rc = sbx_error_set(err, SBX_E_IO, "export: replacing \"%s\" failed: %s",
-                               target_dir, strerror(errno));
-            goto out;
-        }
-        /* tmp_name now holds the previous export: removed below. */
-    } else if (renameat2(pfd, tmp_name, pfd, base, RENAME_NOREPLACE) != 0) {
-        rc = sbx_error_set(err, SBX_E_IO, "export: publishing \"%s\" failed: %s",
-                           target_dir, strerror(errno));
-        goto out;
-    } else {
-        tmp_made = 0;
-    }
-    struct stat nst;
-    if (fstatat(pfd, base, &nst, AT_SYMLINK_NOFOLLOW) != 0 || marker_write(mfd, &nst) != 0) {
-        rc = sbx_error_set(err, SBX_E_IO, "export: recording the export of \"%s\" "
-                                          "failed: %s",
-                           target_dir, strerror(errno));
-        goto out;
-    }
-    marker_existed = 1;
-    rc = SBX_OK;
-out:
-    if (tfd >= 0)
-        close(tfd);
-    if (sv[0] >= 0)
-        close(sv[0]);
-    if (sv[1] >= 0)
-        close(sv[1]);
-    int removed = tmp_made ? sbxs_remove_tree(pfd, strrchr(tmp_path, '/') + 1) : 0;
-    if (removed != 0 && rc == SBX_OK)
-        rc = sbx_error_set(err, SBX_E_IO, "export: removing the previous export of "
-                                          "\"%s\" failed: %s",
-                           target_dir, strerror(-removed));
-    if (mfd >= 0) {
-        if (!marker_existed)
-            unlinkat(pfd, marker, 0);
-        close(mfd); /* releases the lock */
-    }
-    if (pfd >= 0)
-        close(pfd);
-    free(copy);
-    free(parent);
-    free(tmp_path);
-    free(marker);
-    return rc;
+    struct export_job j = {.target_dir = target_dir, .pfd = -1, .mfd = -1, .tfd = -1};
+    int rc = export_lock(&j, err);
+    if (rc == SBX_OK)
+        rc = export_check_target(&j, err);
+    if (rc == SBX_OK)
+        rc = export_make_staging(&j, err);
+    if (rc == SBX_OK)
+        rc = export_stream(&j, h, limits ? &given : NULL, cancel, err);
+    if (rc == SBX_OK)
+        rc = export_publish(&j, err);
+    return export_cleanup(&j, rc, err);
 }

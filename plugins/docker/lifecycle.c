@@ -428,6 +428,86 @@ static void discard_fresh(struct docker_state *st, const char *id, const char *n
                       name);
 }
 
+/* POST /containers/create, pulling the image once when the Engine API
+ * says it is missing (404 is its only 404 for this call). */
+static int post_create(struct docker_state *st, sbx_call *call, const char *name,
+                       json_object *body, json_object **created, sbx_http_error *err)
+{
+    int rc = SBX_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rc = docker_json(st, call, "POST", body, created, err,
+                         "/containers/create?name=%s", name);
+        if (rc == SBX_E_NOT_FOUND && attempt == 0 && err->http_status == 404) {
+            if ((rc = docker_image_pull(st, call)) != SBX_OK)
+                return rc;
+            continue;
+        }
+        break;
+    }
+    if (rc == SBX_OK || rc == SBX_E_EXISTS)
+        return rc;
+    return docker_report(st, call, err, "creating container %s from %s", name,
+                         st->cfg.image);
+}
+
+/* The session's container exists (an earlier create, maybe from another
+ * instance): adopt it only if it is this key's. *info is its inspect. */
+static int adopt_existing(struct docker_state *st, sbx_call *call, const char *name,
+                          const char *key_hash, json_object **info, char id[65])
+{
+    sbx_http_error err;
+    if (inspect(st, call, name, info, &err) != SBX_OK)
+        return docker_report(st, call, &err, "inspecting existing container %s", name);
+    const char *owner = owner_of(*info);
+    const char *cid = sbx_json_str(*info, "Id");
+    if (!owner || strcmp(owner, key_hash) != 0 || !cid || !valid_ref(cid)) {
+        forget_resources(st, name, key_hash);
+        return st->host->set_error(st->host, call, SBX_E_EXISTS,
+                                   "docker: container %s exists and does not belong "
+                                   "to this session",
+                                   name);
+    }
+    snprintf(id, 65, "%s", cid);
+    return SBX_OK;
+}
+
+/* A container we just made: a new workspace starts empty, even when a
+ * container of the same name left its resource directory behind; then
+ * start it and hand the workspace to the sandbox user. */
+static int start_fresh(struct docker_state *st, sbx_call *call, const char *name,
+                       const char *id, const char *key_hash, json_object *mounts,
+                       sbx_sandbox **out)
+{
+    int rc = docker_res_empty(st, call, name);
+    if (rc == SBX_OK)
+        rc = docker_res_own_outputs(st, call, name);
+    if (rc != SBX_OK)
+        return rc;
+    sbx_http_error err;
+    rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/start", id);
+    if (rc != SBX_OK && err.http_status != 304)
+        return docker_report(st, call, &err, "starting container %s", name);
+    if ((rc = own_workspace(st, call, id)) != SBX_OK)
+        return rc;
+    *out = new_handle(st, id, key_hash, mounts, 0); /* mounts borrowed */
+    return SBX_OK;
+}
+
+/* An adopted container: checked, started if stopped, skills repaired. */
+static int resume_existing(struct docker_state *st, sbx_call *call, json_object *info,
+                           const char *id, const char *key_hash, sbx_sandbox **out)
+{
+    int rc = verify_and_start(st, call, info, key_hash);
+    if (rc != SBX_OK)
+        return rc;
+    *out = new_handle(st, id, key_hash, inspect_mounts(info), 1);
+    if (*out && (rc = docker_skills_repair(*out, call)) != SBX_OK) {
+        docker_release(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 int docker_create(void *state, sbx_call *call, const struct sbx_create_args *args,
                   char *ref, sbx_sandbox **out)
 {
@@ -443,17 +523,14 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
 
     char name[sizeof NAME_PREFIX + NAME_HASH_LEN];
     snprintf(name, sizeof name, NAME_PREFIX "%.*s", NAME_HASH_LEN, args->key_hash);
-
     rc = docker_res_prepare(st, call, name);
     if (rc != SBX_OK)
         return rc;
     json_object *mounts = mounts_spec(st, name);
     char mounts_text[4096];
-    if (!mounts || mounts_canon(mounts, 0, mounts_text, sizeof mounts_text)) {
-        json_object_put(mounts);
-        return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
-    }
-    json_object *body = create_body(st, args, mounts, mounts_text);
+    json_object *body = NULL;
+    if (mounts && !mounts_canon(mounts, 0, mounts_text, sizeof mounts_text))
+        body = create_body(st, args, mounts, mounts_text);
     if (!body) {
         json_object_put(mounts);
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
@@ -463,95 +540,30 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     sbx_http_error err;
     char id[65] = "";
     int fresh = 0;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        rc = docker_json(st, call, "POST", body, &created, &err,
-                         "/containers/create?name=%s", name);
-        /* 404 is the Engine API's answer to a missing image here (its only
-         * 404 for POST /containers/create): pull it, once */
-        if (rc == SBX_E_NOT_FOUND && attempt == 0 && err.http_status == 404) {
-            rc = docker_image_pull(st, call);
-            if (rc != SBX_OK) {
-                forget_resources(st, name, args->key_hash);
-                goto out;
-            }
-            continue;
-        }
-        break;
-    }
+    rc = post_create(st, call, name, body, &created, &err);
     if (rc == SBX_OK) {
         const char *cid = sbx_json_str(created, "Id");
-        if (!cid || !valid_ref(cid)) {
+        if (cid && valid_ref(cid)) {
+            snprintf(id, sizeof id, "%s", cid);
+            fresh = 1;
+        } else {
             rc = st->host->set_error(st->host, call, SBX_E_PROTOCOL,
-                                     "docker: container create answered without "
-                                     "a valid Id");
-            goto out;
+                                     "docker: container create answered without a "
+                                     "valid Id");
         }
-        snprintf(id, sizeof id, "%s", cid);
-        fresh = 1;
     } else if (rc == SBX_E_EXISTS) {
-        /* The session's container exists (an earlier create, maybe from
-         * another instance): adopt it only if it is this key's. */
-        rc = inspect(st, call, name, &info, &err);
-        if (rc != SBX_OK) {
-            rc = docker_report(st, call, &err, "inspecting existing container %s",
-                               name);
-            goto out;
-        }
-        const char *owner = owner_of(info);
-        const char *cid = sbx_json_str(info, "Id");
-        if (!owner || strcmp(owner, args->key_hash) != 0 || !cid || !valid_ref(cid)) {
-            rc = st->host->set_error(st->host, call, SBX_E_EXISTS,
-                                     "docker: container %s exists and does not "
-                                     "belong to this session",
-                                     name);
-            forget_resources(st, name, args->key_hash);
-            goto out;
-        }
-        snprintf(id, sizeof id, "%s", cid);
+        rc = adopt_existing(st, call, name, args->key_hash, &info, id);
     } else {
-        rc = docker_report(st, call, &err, "creating container %s from %s", name,
-                           st->cfg.image);
         forget_resources(st, name, args->key_hash);
-        goto out;
     }
-
-    if (fresh) {
-        /* A new workspace starts empty, even when a container of the same
-         * name left its resource directory behind. */
-        rc = docker_res_empty(st, call, name);
-        if (rc == SBX_OK)
-            rc = docker_res_own_outputs(st, call, name);
-        if (rc != SBX_OK)
-            goto out;
-        rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/start",
-                         id);
-        if (rc != SBX_OK && err.http_status != 304) {
-            rc = docker_report(st, call, &err, "starting container %s", name);
-            goto out;
-        }
-        rc = own_workspace(st, call, id);
-        if (rc != SBX_OK)
-            goto out;
-        *out = new_handle(st, id, args->key_hash, mounts, 0);
-    } else {
-        rc = verify_and_start(st, call, info, args->key_hash);
-        if (rc != SBX_OK)
-            goto out;
-        *out = new_handle(st, id, args->key_hash, inspect_mounts(info), 1);
-        if (*out && (rc = docker_skills_repair(*out, call)) != SBX_OK) {
-            docker_release(*out);
-            *out = NULL;
-            goto out;
-        }
-    }
-    if (!*out) {
+    if (rc == SBX_OK)
+        rc = fresh ? start_fresh(st, call, name, id, args->key_hash, mounts, out)
+                   : resume_existing(st, call, info, id, args->key_hash, out);
+    if (rc == SBX_OK && !*out)
         rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
-        goto out;
-    }
-    snprintf(ref, SBX_REF_MAX, "%s", id);
-    rc = SBX_OK;
-out:
-    if (rc != SBX_OK && fresh)
+    if (rc == SBX_OK)
+        snprintf(ref, SBX_REF_MAX, "%s", id);
+    else if (fresh)
         discard_fresh(st, id, name);
     json_object_put(mounts);
     json_object_put(body);
