@@ -45,7 +45,31 @@ struct sbx_store_cursor {
     const char *(*text)(struct sbx_store_cursor *c, int col);
     /* Column col of the current row as an integer, 0 for SQL NULL. */
     int64_t (*integer)(struct sbx_store_cursor *c, int col);
+    /* Column col of the current row as bytes (*len of them; NULL for SQL
+     * NULL). Owned by the cursor, valid until next. Only cursors of
+     * prims->query have it. A driver that must decode may fail: NULL with
+     * *len = SIZE_MAX. */
+    const void *(*blob)(struct sbx_store_cursor *c, int col, size_t *len);
 };
+
+/* A parameter of prims->query. */
+enum sbx_store_value_type {
+    SBX_SV_NULL = 0,
+    SBX_SV_TEXT = 1,
+    SBX_SV_INT = 2,
+    SBX_SV_BLOB = 3
+};
+struct sbx_store_value {
+    int type; /* enum sbx_store_value_type */
+    const char *text;
+    int64_t integer;
+    const void *blob;
+    size_t len;
+};
+#define SBX_SV_T(s) ((struct sbx_store_value){.type = SBX_SV_TEXT, .text = (s)})
+#define SBX_SV_I(i) ((struct sbx_store_value){.type = SBX_SV_INT, .integer = (i)})
+#define SBX_SV_B(p, n) \
+    ((struct sbx_store_value){.type = SBX_SV_BLOB, .blob = (p), .len = (n)})
 
 /* The first row of c, if any, as a binding / intent; *found tells whether
  * there was one. out is filled (the caller clears it) or left cleared. */
@@ -157,6 +181,16 @@ struct sbx_store_prims {
     int (*list)(struct sbx_store *s, enum sbx_store_list which, const char *after,
                 size_t limit, struct sbx_store_cursor **cur, sbx_error *err);
     void (*list_end)(struct sbx_store *s, struct sbx_store_cursor *cur);
+
+    /* Run one statement written in the SQL both dialects share, with
+     * parameters $1..$n (n <= 16). With cur NULL the statement's rows are
+     * not wanted; *affected (when not NULL) receives the number of rows
+     * changed. With cur, rows are read through *cur until query_end (one
+     * query cursor at a time). Inside a transaction or on its own. */
+    int (*query)(struct sbx_store *s, const char *sql,
+                 const struct sbx_store_value *params, int n,
+                 struct sbx_store_cursor **cur, int64_t *affected, sbx_error *err);
+    void (*query_end)(struct sbx_store *s, struct sbx_store_cursor *cur);
 };
 
 /* The base of a driver's store: drivers embed it first (instead of struct

@@ -16,6 +16,7 @@
  * re-established by the next call. The operations themselves are decided
  * in store_ops.c over the primitives below.
  */
+#include "hex.h"
 #include "store_impl.h"
 
 #include <libpq-fe.h>
@@ -57,6 +58,7 @@ struct pg_cursor {
     struct sbx_store_cursor base;
     PGresult *res;
     int row; /* current row; -1 before the first */
+    unsigned char *bytes; /* the last blob decoded (query cursors) */
 };
 
 struct pg_store {
@@ -588,6 +590,133 @@ static void list_end(struct sbx_store *s, struct sbx_store_cursor *cur)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Generic statements                                                         */
+/* ------------------------------------------------------------------------ */
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* bytea comes back in the server's hex output format ("\x0a1b..."). */
+static const void *query_blob(struct sbx_store_cursor *c, int col, size_t *len)
+{
+    struct pg_cursor *pc = (struct pg_cursor *)c;
+    *len = 0;
+    if (PQgetisnull(pc->res, pc->row, col))
+        return NULL;
+    const char *v = PQgetvalue(pc->res, pc->row, col);
+    size_t n = strlen(v);
+    free(pc->bytes);
+    pc->bytes = NULL;
+    if (n < 2 || v[0] != '\\' || v[1] != 'x' || n % 2) {
+        *len = SIZE_MAX; /* bytea_output is not hex */
+        return NULL;
+    }
+    pc->bytes = malloc(n / 2 + 1);
+    if (!pc->bytes) {
+        *len = SIZE_MAX;
+        return NULL;
+    }
+    for (size_t i = 2; i < n; i += 2) {
+        int hi = hex_digit(v[i]), lo = hex_digit(v[i + 1]);
+        if (hi < 0 || lo < 0) {
+            *len = SIZE_MAX;
+            return NULL;
+        }
+        pc->bytes[(i - 2) / 2] = (unsigned char)(hi << 4 | lo);
+    }
+    *len = (n - 2) / 2;
+    return pc->bytes;
+}
+
+static int query(struct sbx_store *s, const char *sql, const struct sbx_store_value *params,
+                 int n, struct sbx_store_cursor **cur, int64_t *affected, sbx_error *err)
+{
+    struct pg_store *st = from_base(s);
+    /* ready() would roll back an open transaction: only reconnect a lost
+     * connection here. */
+    if (PQstatus(st->conn) != CONNECTION_OK) {
+        int rc = ready(s, err);
+        if (rc != SBX_OK)
+            return rc;
+    }
+    if (n > 16)
+        return sbx_error_set(err, SBX_E_INTERNAL, "%s: too many parameters",
+                             s->label);
+    const char *p[16];
+    char ints[16][24];
+    char *owned[16] = {NULL};
+    int rc = SBX_OK;
+    for (int i = 0; i < n && rc == SBX_OK; i++) {
+        switch (params[i].type) {
+        case SBX_SV_TEXT:
+            p[i] = params[i].text;
+            break;
+        case SBX_SV_INT:
+            snprintf(ints[i], sizeof ints[i], "%lld", (long long)params[i].integer);
+            p[i] = ints[i];
+            break;
+        case SBX_SV_BLOB:
+            /* bytea's hex input format */
+            owned[i] = malloc(2 * params[i].len + 3);
+            if (!owned[i]) {
+                rc = sbx_store_nomem(s, err);
+                break;
+            }
+            owned[i][0] = '\\';
+            owned[i][1] = 'x';
+            sbxs_hex(params[i].blob, params[i].len, owned[i] + 2);
+            p[i] = owned[i];
+            break;
+        default:
+            p[i] = NULL;
+            break;
+        }
+    }
+    PGresult *r = NULL;
+    if (rc == SBX_OK)
+        rc = run(st, sql, n, p, &r, cur ? "reading the memory store"
+                                        : "writing the memory store", err);
+    for (int i = 0; i < n; i++)
+        free(owned[i]);
+    if (rc != SBX_OK)
+        return rc;
+    if (affected)
+        *affected = strtoll(PQcmdTuples(r), NULL, 10);
+    if (!cur) {
+        PQclear(r);
+        return SBX_OK;
+    }
+    struct pg_cursor *c = calloc(1, sizeof *c);
+    if (!c) {
+        PQclear(r);
+        return sbx_store_nomem(s, err);
+    }
+    cursor_init(c, r);
+    c->base.blob = query_blob;
+    *cur = &c->base;
+    return SBX_OK;
+}
+
+static void query_end(struct sbx_store *s, struct sbx_store_cursor *cur)
+{
+    (void)s;
+    struct pg_cursor *c = (struct pg_cursor *)cur;
+    if (!c)
+        return;
+    PQclear(c->res);
+    free(c->bytes);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Schema version                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -774,6 +903,8 @@ static const struct sbx_store_prims pg_prims = {
     .delete_session = delete_session,
     .list = list,
     .list_end = list_end,
+    .query = query,
+    .query_end = query_end,
 };
 
 static const struct sbx_store_ops pg_ops = {

@@ -248,6 +248,14 @@ static int64_t cursor_integer(struct sbx_store_cursor *c, int col)
     return sqlite3_column_int64(((struct sq_cursor *)c)->q, col);
 }
 
+static const void *cursor_blob(struct sbx_store_cursor *c, int col, size_t *len)
+{
+    sqlite3_stmt *q = ((struct sq_cursor *)c)->q;
+    const void *p = sqlite3_column_blob(q, col);
+    *len = (size_t)sqlite3_column_bytes(q, col);
+    return p ? p : (*len == 0 && sqlite3_column_type(q, col) != SQLITE_NULL ? "" : NULL);
+}
+
 /* A cursor over the rows of q, a bound statement; `what` names the read in
  * messages. */
 static void cursor_init(struct sq_cursor *c, struct sqlite_store *st, sqlite3_stmt *q,
@@ -256,6 +264,7 @@ static void cursor_init(struct sq_cursor *c, struct sqlite_store *st, sqlite3_st
     c->base.next = cursor_next;
     c->base.text = cursor_text;
     c->base.integer = cursor_integer;
+    c->base.blob = cursor_blob;
     c->st = st;
     c->q = q;
     c->what = what;
@@ -575,6 +584,85 @@ static void list_end(struct sbx_store *s, struct sbx_store_cursor *cur)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Generic statements                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Bind params to $1..$n by name: SQLite numbers "$N" parameters by first
+ * appearance, which need not be N. */
+static int bind_params(sqlite3_stmt *q, const struct sbx_store_value *p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "$%d", i + 1);
+        int idx = sqlite3_bind_parameter_index(q, name);
+        if (idx == 0)
+            continue;
+        int r;
+        switch (p[i].type) {
+        case SBX_SV_TEXT:
+            r = bind_text(q, idx, p[i].text);
+            break;
+        case SBX_SV_INT:
+            r = sqlite3_bind_int64(q, idx, p[i].integer);
+            break;
+        case SBX_SV_BLOB:
+            r = sqlite3_bind_blob64(q, idx, p[i].blob ? p[i].blob : "", p[i].len,
+                                    SQLITE_STATIC);
+            break;
+        default:
+            r = sqlite3_bind_null(q, idx);
+            break;
+        }
+        if (r != SQLITE_OK)
+            return r;
+    }
+    return SQLITE_OK;
+}
+
+static int query(struct sbx_store *s, const char *sql, const struct sbx_store_value *params,
+                 int n, struct sbx_store_cursor **cur, int64_t *affected, sbx_error *err)
+{
+    struct sqlite_store *st = from_base(s);
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v3(st->db, sql, -1, 0, &q, NULL);
+    if (r == SQLITE_OK)
+        r = bind_params(q, params, n);
+    if (r != SQLITE_OK) {
+        int rc = fail(st, r, "preparing a statement", err);
+        sqlite3_finalize(q);
+        return rc;
+    }
+    if (cur) {
+        struct sq_cursor *c = malloc(sizeof *c);
+        if (!c) {
+            sqlite3_finalize(q);
+            return sbx_store_nomem(s, err);
+        }
+        cursor_init(c, st, q, "reading the memory store");
+        *cur = &c->base;
+        return SBX_OK;
+    }
+    r = sqlite3_step(q);
+    while (r == SQLITE_ROW)
+        r = sqlite3_step(q);
+    int rc = r == SQLITE_DONE ? SBX_OK : fail(st, r, "writing the memory store", err);
+    if (rc == SBX_OK && affected)
+        *affected = sqlite3_changes64(st->db);
+    sqlite3_finalize(q);
+    return rc;
+}
+
+static void query_end(struct sbx_store *s, struct sbx_store_cursor *cur)
+{
+    (void)s;
+    struct sq_cursor *c = (struct sq_cursor *)cur;
+    if (!c)
+        return;
+    sqlite3_finalize(c->q);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Schema version                                                             */
 /* ------------------------------------------------------------------------ */
 
@@ -825,6 +913,8 @@ static const struct sbx_store_prims sqlite_prims = {
     .delete_session = delete_session,
     .list = list,
     .list_end = list_end,
+    .query = query,
+    .query_end = query_end,
 };
 
 static const struct sbx_store_ops sqlite_ops = {
