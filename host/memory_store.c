@@ -41,18 +41,18 @@ static int64_t now_ms(void)
 
 /* ---- names -------------------------------------------------------------- */
 
-int sbx_memory_check_slug(const char *slug, sbx_error *err)
+int sbx_mstore_check_slug(const char *slug, sbx_error *err)
 {
     if (!slug || !*slug)
         return sbx_error_set(err, SBX_E_INVALID, "memory store: the name is empty");
     size_t n = strlen(slug);
     char shown[96];
-    if (n > SBX_MEMORY_SLUG_MAX || strspn(slug, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+    if (n > SBX_MSTORE_SLUG_MAX || strspn(slug, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
         return sbx_error_set(err, SBX_E_INVALID,
                              "memory store \"%s\": a name is 1 to %d characters of "
                              "a-z, 0-9 and '-'",
                              sbx_text_escape(shown, sizeof shown, slug, 64),
-                             SBX_MEMORY_SLUG_MAX);
+                             SBX_MSTORE_SLUG_MAX);
     return SBX_OK;
 }
 
@@ -81,14 +81,14 @@ static size_t utf8_len(const unsigned char *p)
     return 0;
 }
 
-int sbx_memory_check_path(const char *path, sbx_error *err)
+int sbx_mstore_check_path(const char *path, sbx_error *err)
 {
     char shown[160];
     const char *problem = NULL;
     size_t n = path ? strlen(path) : 0;
     if (!path || !*path)
         problem = "is empty";
-    else if (n > SBX_MEMORY_PATH_MAX)
+    else if (n > SBX_MSTORE_PATH_MAX)
         problem = "is longer than 1024 bytes";
     else if (path[0] == '/')
         problem = "is absolute";
@@ -123,7 +123,7 @@ int sbx_memory_check_path(const char *path, sbx_error *err)
     "slug, version, files, bytes, created_at, max_file_bytes, max_files, "     \
     "max_total_bytes "
 
-static void info_from_row(struct sbx_store_cursor *c, struct sbx_memory_info *m)
+static void info_from_row(struct sbx_store_cursor *c, struct sbx_mstore_info *m)
 {
     memset(m, 0, sizeof *m);
     const char *slug = c->text(c, 0);
@@ -144,7 +144,7 @@ static int no_store(struct sbx_store *s, const char *slug, sbx_error *err)
 }
 
 /* The row of slug (lock held). */
-static int info_locked(struct sbx_store *s, const char *slug, struct sbx_memory_info *out,
+static int info_locked(struct sbx_store *s, const char *slug, struct sbx_mstore_info *out,
                        sbx_error *err)
 {
     struct sbx_store_value p[] = {SBX_SV_T(slug)};
@@ -169,22 +169,22 @@ static int ready(struct sbx_store *s, sbx_error *err)
     return prims(s)->ready ? prims(s)->ready(s, err) : SBX_OK;
 }
 
-int sbx_memory_create(struct sbx_store *s, const char *slug,
-                      const struct sbx_memory_limits *limits, sbx_error *err)
+int sbx_mstore_create(struct sbx_store *s, const char *slug,
+                      const struct sbx_mstore_limits *limits, sbx_error *err)
 {
-    int rc = sbx_memory_check_slug(slug, err);
+    int rc = sbx_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
-    struct sbx_memory_limits l = limits ? *limits : (struct sbx_memory_limits){0, 0, 0};
+    struct sbx_mstore_limits l = limits ? *limits : (struct sbx_mstore_limits){0, 0, 0};
     if (l.max_file_bytes < 0 || l.max_files < 0 || l.max_total_bytes < 0)
         return sbx_error_set(err, SBX_E_INVALID, "memory store '%s': a limit is negative",
                              slug);
     if (!l.max_file_bytes)
-        l.max_file_bytes = SBX_MEMORY_DEFAULT_FILE_BYTES;
+        l.max_file_bytes = SBX_MSTORE_DEFAULT_FILE_BYTES;
     if (!l.max_files)
-        l.max_files = SBX_MEMORY_DEFAULT_FILES;
+        l.max_files = SBX_MSTORE_DEFAULT_FILES;
     if (!l.max_total_bytes)
-        l.max_total_bytes = SBX_MEMORY_DEFAULT_TOTAL_BYTES;
+        l.max_total_bytes = SBX_MSTORE_DEFAULT_TOTAL_BYTES;
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_I(l.max_file_bytes),
                                   SBX_SV_I(l.max_files), SBX_SV_I(l.max_total_bytes),
                                   SBX_SV_I(now_ms())};
@@ -205,9 +205,9 @@ int sbx_memory_create(struct sbx_store *s, const char *slug,
     return rc;
 }
 
-int sbx_memory_delete(struct sbx_store *s, const char *slug, sbx_error *err)
+int sbx_mstore_delete(struct sbx_store *s, const char *slug, sbx_error *err)
 {
-    int rc = sbx_memory_check_slug(slug, err);
+    int rc = sbx_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
     static const char *const deletes[] = {
@@ -233,10 +233,10 @@ int sbx_memory_delete(struct sbx_store *s, const char *slug, sbx_error *err)
     return rc;
 }
 
-int sbx_memory_info(struct sbx_store *s, const char *slug, struct sbx_memory_info *out,
+int sbx_mstore_info(struct sbx_store *s, const char *slug, struct sbx_mstore_info *out,
                     sbx_error *err)
 {
-    int rc = sbx_memory_check_slug(slug, err);
+    int rc = sbx_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
     pthread_mutex_lock(&s->lock);
@@ -247,8 +247,8 @@ int sbx_memory_info(struct sbx_store *s, const char *slug, struct sbx_memory_inf
     return rc;
 }
 
-int sbx_memory_list(struct sbx_store *s,
-                    int (*each)(void *ud, const struct sbx_memory_info *m,
+int sbx_mstore_list(struct sbx_store *s,
+                    int (*each)(void *ud, const struct sbx_mstore_info *m,
                                 sbx_error *err),
                     void *ud, sbx_error *err)
 {
@@ -261,7 +261,7 @@ int sbx_memory_list(struct sbx_store *s,
     for (bool row = true; rc == SBX_OK && row;) {
         rc = c->next(c, &row, err);
         if (rc == SBX_OK && row) {
-            struct sbx_memory_info m;
+            struct sbx_mstore_info m;
             info_from_row(c, &m);
             rc = each(ud, &m, err);
         }
@@ -275,7 +275,7 @@ int sbx_memory_list(struct sbx_store *s,
 /* ---- listings ----------------------------------------------------------- */
 
 /* Columns: path, version, deleted, sha256, size[, author, created_at]. */
-static int each_file(struct sbx_store_cursor *c, bool with_log, sbx_memory_each each,
+static int each_file(struct sbx_store_cursor *c, bool with_log, sbx_mstore_each each,
                      void *ud, sbx_error *err)
 {
     int rc = SBX_OK;
@@ -283,7 +283,7 @@ static int each_file(struct sbx_store_cursor *c, bool with_log, sbx_memory_each 
         rc = c->next(c, &row, err);
         if (rc != SBX_OK || !row)
             break;
-        struct sbx_memory_file f = {
+        struct sbx_mstore_file f = {
             .path = c->text(c, 0),
             .version = c->integer(c, 1),
             .deleted = c->integer(c, 2) != 0,
@@ -300,9 +300,9 @@ static int each_file(struct sbx_store_cursor *c, bool with_log, sbx_memory_each 
 /* Run a listing query over a store that must exist (lock held). */
 static int listing(struct sbx_store *s, const char *slug, int64_t at, const char *sql,
                    const struct sbx_store_value *p, int n, bool with_log,
-                   sbx_memory_each each, void *ud, sbx_error *err)
+                   sbx_mstore_each each, void *ud, sbx_error *err)
 {
-    struct sbx_memory_info m;
+    struct sbx_mstore_info m;
     int rc = info_locked(s, slug, &m, err);
     if (rc != SBX_OK)
         return rc;
@@ -320,10 +320,10 @@ static int listing(struct sbx_store *s, const char *slug, int64_t at, const char
     return rc;
 }
 
-int sbx_memory_heads(struct sbx_store *s, const char *slug, int64_t at,
-                     sbx_memory_each each, void *ud, sbx_error *err)
+int sbx_mstore_heads(struct sbx_store *s, const char *slug, int64_t at,
+                     sbx_mstore_each each, void *ud, sbx_error *err)
 {
-    int rc = sbx_memory_check_slug(slug, err);
+    int rc = sbx_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_I(at)};
@@ -343,12 +343,12 @@ int sbx_memory_heads(struct sbx_store *s, const char *slug, int64_t at,
     return rc;
 }
 
-int sbx_memory_log(struct sbx_store *s, const char *slug, const char *path,
-                   sbx_memory_each each, void *ud, sbx_error *err)
+int sbx_mstore_log(struct sbx_store *s, const char *slug, const char *path,
+                   sbx_mstore_each each, void *ud, sbx_error *err)
 {
-    int rc = sbx_memory_check_slug(slug, err);
+    int rc = sbx_mstore_check_slug(slug, err);
     if (rc == SBX_OK && path)
-        rc = sbx_memory_check_path(path, err);
+        rc = sbx_mstore_check_path(path, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_T(path)};
@@ -369,18 +369,18 @@ int sbx_memory_log(struct sbx_store *s, const char *slug, const char *path,
     return rc;
 }
 
-int sbx_memory_read(struct sbx_store *s, const char *slug, const char *path, int64_t at,
+int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path, int64_t at,
                     const struct sbx_sink *sink, int64_t *version, sbx_error *err)
 {
-    int rc = sbx_memory_check_slug(slug, err);
+    int rc = sbx_mstore_check_slug(slug, err);
     if (rc == SBX_OK)
-        rc = sbx_memory_check_path(path, err);
+        rc = sbx_mstore_check_path(path, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_T(path),
                                   SBX_SV_I(at ? at : INT64_MAX)};
     struct sbx_store_cursor *c = NULL;
-    struct sbx_memory_info m;
+    struct sbx_mstore_info m;
     char shown[160];
     pthread_mutex_lock(&s->lock);
     rc = ready(s, err);
@@ -429,27 +429,27 @@ int sbx_memory_read(struct sbx_store *s, const char *slug, const char *path, int
 
 struct commit_run {
     struct sbx_store *s;
-    const struct sbx_memory_commit *c;
-    struct sbx_memory_info m; /* counters updated as changes apply */
+    const struct sbx_mstore_commit *c;
+    struct sbx_mstore_info m; /* counters updated as changes apply */
     int64_t version;          /* of this commit */
     size_t *order;            /* changes sorted by path */
 };
 
 static int by_path(const void *a, const void *b, void *ctx)
 {
-    const struct sbx_memory_commit *c = ctx;
+    const struct sbx_mstore_commit *c = ctx;
     return strcmp(c->changes[*(const size_t *)a].path,
                   c->changes[*(const size_t *)b].path);
 }
 
 /* Every path valid and named once; order[] gets the changes by path. */
-static int check_changes(const struct sbx_memory_commit *c, size_t *order, sbx_error *err)
+static int check_changes(const struct sbx_mstore_commit *c, size_t *order, sbx_error *err)
 {
     for (size_t i = 0; i < c->nchanges; i++) {
-        int rc = sbx_memory_check_path(c->changes[i].path, err);
+        int rc = sbx_mstore_check_path(c->changes[i].path, err);
         if (rc != SBX_OK)
             return rc;
-        if (c->changes[i].base < SBX_MEMORY_ANY_BASE)
+        if (c->changes[i].base < SBX_MSTORE_ANY_BASE)
             return sbx_error_set(err, SBX_E_INVALID, "memory commit: a base version is "
                                                      "negative");
         order[i] = i;
@@ -496,7 +496,7 @@ static int check_heads(struct commit_run *r, size_t **conflicts, size_t *nconfli
     char shown[160];
     for (size_t k = 0; k < r->c->nchanges; k++) {
         size_t i = r->order[k];
-        const struct sbx_memory_change *ch = &r->c->changes[i];
+        const struct sbx_mstore_change *ch = &r->c->changes[i];
         int64_t head, size;
         bool live;
         int rc = head_of(r, ch->path, &head, &live, &size, err);
@@ -504,7 +504,7 @@ static int check_heads(struct commit_run *r, size_t **conflicts, size_t *nconfli
             free(bad);
             return rc;
         }
-        if (ch->base != SBX_MEMORY_ANY_BASE && ch->base != head) {
+        if (ch->base != SBX_MSTORE_ANY_BASE && ch->base != head) {
             size_t *nb = realloc(bad, (nbad + 1) * sizeof *bad);
             if (!nb) {
                 free(bad);
@@ -587,13 +587,13 @@ static int over_limit(struct commit_run *r, const char *path, const char *what,
 /* One file's new content: loaded, limited, hashed, written. */
 static int write_file(struct commit_run *r, size_t i, sbx_error *err)
 {
-    const struct sbx_memory_change *ch = &r->c->changes[i];
+    const struct sbx_mstore_change *ch = &r->c->changes[i];
     const void *data = NULL;
     size_t len = 0;
     int rc = r->c->load(r->c->ud, i, &data, &len, err);
     if (rc != SBX_OK)
         return rc;
-    const struct sbx_memory_limits *l = &r->m.limits;
+    const struct sbx_mstore_limits *l = &r->m.limits;
     if ((int64_t)len > l->max_file_bytes)
         rc = over_limit(r, ch->path, "the file is too large",
                         (long long)l->max_file_bytes, err);
@@ -647,7 +647,7 @@ static int commit_locked(struct commit_run *r, size_t **conflicts, size_t *nconf
                          cp, 5, NULL, NULL, err);
     /* Removals first: the limits then see the space they free. */
     for (size_t k = 0; rc == SBX_OK && k < r->c->nchanges; k++) {
-        const struct sbx_memory_change *ch = &r->c->changes[r->order[k]];
+        const struct sbx_mstore_change *ch = &r->c->changes[r->order[k]];
         if (ch->remove)
             rc = write_version(r, ch->path, true, NULL, NULL, 0, err);
     }
@@ -663,7 +663,7 @@ static int commit_locked(struct commit_run *r, size_t **conflicts, size_t *nconf
     return rc;
 }
 
-int sbx_memory_commit(struct sbx_store *s, const struct sbx_memory_commit *c,
+int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
                       int64_t *version, size_t **conflicts, size_t *nconflicts,
                       sbx_error *err)
 {
@@ -673,12 +673,12 @@ int sbx_memory_commit(struct sbx_store *s, const struct sbx_memory_commit *c,
         *nconflicts = 0;
     if (!c || !c->author || !*c->author || strlen(c->author) > SBX_STORE_NAME_MAX)
         return sbx_error_set(err, SBX_E_INVALID, "memory commit: no author given");
-    int rc = sbx_memory_check_slug(c->slug, err);
+    int rc = sbx_mstore_check_slug(c->slug, err);
     if (rc != SBX_OK)
         return rc;
     if (c->nchanges == 0) {
-        struct sbx_memory_info m;
-        rc = sbx_memory_info(s, c->slug, &m, err);
+        struct sbx_mstore_info m;
+        rc = sbx_mstore_info(s, c->slug, &m, err);
         if (rc == SBX_OK && version)
             *version = m.version;
         return rc;

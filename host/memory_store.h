@@ -27,33 +27,33 @@
 
 #include "store.h"
 
-#define SBX_MEMORY_SLUG_MAX 63
-#define SBX_MEMORY_PATH_MAX 1024
+#define SBX_MSTORE_SLUG_MAX 63
+#define SBX_MSTORE_PATH_MAX 1024
 /* Defaults of the limits of a new store. */
-#define SBX_MEMORY_DEFAULT_FILE_BYTES (1024 * 1024)
-#define SBX_MEMORY_DEFAULT_FILES 100000
-#define SBX_MEMORY_DEFAULT_TOTAL_BYTES (INT64_C(1) << 30)
+#define SBX_MSTORE_DEFAULT_FILE_BYTES (1024 * 1024)
+#define SBX_MSTORE_DEFAULT_FILES 100000
+#define SBX_MSTORE_DEFAULT_TOTAL_BYTES (INT64_C(1) << 30)
 /* A change without a precondition (an external `put --force`). */
-#define SBX_MEMORY_ANY_BASE (-1)
+#define SBX_MSTORE_ANY_BASE (-1)
 
-struct sbx_memory_limits {
+struct sbx_mstore_limits {
     int64_t max_file_bytes;  /* 0: default */
     int64_t max_files;       /* 0: default */
     int64_t max_total_bytes; /* 0: default */
 };
 
-struct sbx_memory_info {
-    char slug[SBX_MEMORY_SLUG_MAX + 1];
+struct sbx_mstore_info {
+    char slug[SBX_MSTORE_SLUG_MAX + 1];
     int64_t version;    /* last commit, 0 when none */
     int64_t files;      /* live files at the head */
     int64_t bytes;      /* their total size */
     int64_t created_at; /* ms */
-    struct sbx_memory_limits limits;
+    struct sbx_mstore_limits limits;
 };
 
 /* One file version, as listings and logs give it. Strings are borrowed
  * for the callback. */
-struct sbx_memory_file {
+struct sbx_mstore_file {
     const char *path;
     int64_t version;
     bool deleted;
@@ -64,55 +64,55 @@ struct sbx_memory_file {
 };
 
 /* A callback that stops the listing with its non-SBX_OK status. */
-typedef int (*sbx_memory_each)(void *ud, const struct sbx_memory_file *f,
+typedef int (*sbx_mstore_each)(void *ud, const struct sbx_mstore_file *f,
                                sbx_error *err);
 
 /* Slug: 1 to 63 of [a-z0-9-]. SBX_E_INVALID naming the problem. */
-int sbx_memory_check_slug(const char *slug, sbx_error *err);
+int sbx_mstore_check_slug(const char *slug, sbx_error *err);
 
 /* Path: relative, '/'-separated, valid UTF-8 without control characters,
- * no empty, "." or ".." component, at most SBX_MEMORY_PATH_MAX bytes.
+ * no empty, "." or ".." component, at most SBX_MSTORE_PATH_MAX bytes.
  * SBX_E_INVALID naming the path (escaped) and the problem. */
-int sbx_memory_check_path(const char *path, sbx_error *err);
+int sbx_mstore_check_path(const char *path, sbx_error *err);
 
 /* Create an empty store; SBX_E_EXISTS when the slug is taken. Limits NULL
  * or 0 members: the defaults; negative: SBX_E_INVALID. */
-int sbx_memory_create(struct sbx_store *s, const char *slug,
-                      const struct sbx_memory_limits *limits, sbx_error *err);
+int sbx_mstore_create(struct sbx_store *s, const char *slug,
+                      const struct sbx_mstore_limits *limits, sbx_error *err);
 
 /* Delete a store with its whole history. */
-int sbx_memory_delete(struct sbx_store *s, const char *slug, sbx_error *err);
+int sbx_mstore_delete(struct sbx_store *s, const char *slug, sbx_error *err);
 
-int sbx_memory_info(struct sbx_store *s, const char *slug,
-                    struct sbx_memory_info *out, sbx_error *err);
+int sbx_mstore_info(struct sbx_store *s, const char *slug,
+                    struct sbx_mstore_info *out, sbx_error *err);
 
 /* Every store, in byte order of slug. */
-int sbx_memory_list(struct sbx_store *s,
-                    int (*each)(void *ud, const struct sbx_memory_info *m,
+int sbx_mstore_list(struct sbx_store *s,
+                    int (*each)(void *ud, const struct sbx_mstore_info *m,
                                 sbx_error *err),
                     void *ud, sbx_error *err);
 
 /* The live files of the store at version `at` (0: the current version;
  * past the store's version: SBX_E_NOT_FOUND), in byte order of path. */
-int sbx_memory_heads(struct sbx_store *s, const char *slug, int64_t at,
-                     sbx_memory_each each, void *ud, sbx_error *err);
+int sbx_mstore_heads(struct sbx_store *s, const char *slug, int64_t at,
+                     sbx_mstore_each each, void *ud, sbx_error *err);
 
 /* Every version of every path (path NULL) or of one path, newest first,
  * with author and time. */
-int sbx_memory_log(struct sbx_store *s, const char *slug, const char *path,
-                   sbx_memory_each each, void *ud, sbx_error *err);
+int sbx_mstore_log(struct sbx_store *s, const char *slug, const char *path,
+                   sbx_mstore_each each, void *ud, sbx_error *err);
 
 /* The content of path at version `at` (0: current) into sink, with its
  * version in *version (may be NULL). SBX_E_NOT_FOUND when the path does
  * not exist there (never written, or deleted). */
-int sbx_memory_read(struct sbx_store *s, const char *slug, const char *path,
+int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path,
                     int64_t at, const struct sbx_sink *sink, int64_t *version,
                     sbx_error *err);
 
 /* One change of a commit. */
-struct sbx_memory_change {
+struct sbx_mstore_change {
     const char *path;
-    int64_t base; /* head version it is based on; 0 absent; SBX_MEMORY_ANY_BASE */
+    int64_t base; /* head version it is based on; 0 absent; SBX_MSTORE_ANY_BASE */
     bool remove;  /* a deletion; else the content comes from load */
 };
 
@@ -123,10 +123,10 @@ struct sbx_memory_change {
  * after it was written, may be NULL). load fails the commit with its
  * status; its err is passed on.
  */
-struct sbx_memory_commit {
+struct sbx_mstore_commit {
     const char *slug;
     const char *author; /* at most SBX_STORE_NAME_MAX bytes */
-    const struct sbx_memory_change *changes;
+    const struct sbx_mstore_change *changes;
     size_t nchanges;
     int (*load)(void *ud, size_t index, const void **data, size_t *len,
                 sbx_error *err);
@@ -140,7 +140,7 @@ struct sbx_memory_commit {
  * conflict: SBX_E_EXISTS, nothing written, and when conflicts is not NULL
  * *conflicts is a malloc'd array of *nconflicts indices into changes.
  */
-int sbx_memory_commit(struct sbx_store *s, const struct sbx_memory_commit *c,
+int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
                       int64_t *version, size_t **conflicts, size_t *nconflicts,
                       sbx_error *err);
 

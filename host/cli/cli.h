@@ -43,6 +43,7 @@ int cmd_destroy(const struct cli_globals *g, int argc, char **argv);
 int cmd_sessions(const struct cli_globals *g, int argc, char **argv);
 int cmd_reconcile(const struct cli_globals *g, int argc, char **argv);
 int cmd_export(const struct cli_globals *g, int argc, char **argv);
+int cmd_memory(const struct cli_globals *g, int argc, char **argv);
 
 /* Print "sbx: <message>\n" on stderr. */
 void cli_error(const char *fmt, ...) SBX_PRINTF_LIKE(1, 2);

@@ -29,6 +29,7 @@ static const struct subcommand subcommands[] = {
     {"export", cmd_export, "copy a session's outputs into a host directory"},
     {"destroy", cmd_destroy, "delete a session and its sandbox"},
     {"sessions", cmd_sessions, "list the sessions that have a sandbox"},
+    {"memory", cmd_memory, "memory stores: create, list, ls, cat, log, put, rm"},
     {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
 };
 

@@ -64,13 +64,13 @@ static int load_inline(void *ud, size_t i, const void **data, size_t *len, sbx_e
 static int commit(struct sbx_store *s, const char *author, struct inline_change *ch,
                   size_t n, int64_t *version, sbx_error *err)
 {
-    struct sbx_memory_change changes[16];
+    struct sbx_mstore_change changes[16];
     cr_assert_leq(n, 16);
     for (size_t i = 0; i < n; i++)
-        changes[i] = (struct sbx_memory_change){ch[i].path, ch[i].base, !ch[i].content};
-    struct sbx_memory_commit c = {.slug = "notes", .author = author, .changes = changes,
+        changes[i] = (struct sbx_mstore_change){ch[i].path, ch[i].base, !ch[i].content};
+    struct sbx_mstore_commit c = {.slug = "notes", .author = author, .changes = changes,
                                   .nchanges = n, .load = load_inline, .ud = ch};
-    return sbx_memory_commit(s, &c, version, NULL, NULL, err);
+    return sbx_mstore_commit(s, &c, version, NULL, NULL, err);
 }
 
 /* What a read gives, as a string (the test's contents hold no NUL except
@@ -94,11 +94,11 @@ static int read_at(const char *path, int64_t at, struct buf *b, int64_t *version
     memset(b, 0, sizeof *b);
     struct sbx_sink sink = SBX_SINK_INIT(b, buf_write);
     sbx_error err = {0};
-    return sbx_memory_read(store, "notes", path, at, &sink, version, &err);
+    return sbx_mstore_read(store, "notes", path, at, &sink, version, &err);
 }
 
 /* "path@version " for every head. */
-static int collect(void *ud, const struct sbx_memory_file *f, sbx_error *err)
+static int collect(void *ud, const struct sbx_mstore_file *f, sbx_error *err)
 {
     (void)err;
     char *out = ud;
@@ -113,7 +113,7 @@ static const char *heads_at(int64_t at)
     static char out[1024];
     out[0] = '\0';
     sbx_error err = {0};
-    cr_assert_eq(sbx_memory_heads(store, "notes", at, collect, out, &err), SBX_OK, "%s",
+    cr_assert_eq(sbx_mstore_heads(store, "notes", at, collect, out, &err), SBX_OK, "%s",
                  err.message);
     return out;
 }
@@ -122,29 +122,29 @@ Test(memory, create_list_info_delete)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_memory_create(store, "notes", NULL, &err), SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_memory_create(store, "notes", NULL, &err), SBX_E_EXISTS);
+    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_E_EXISTS);
     cr_assert(strstr(err.message, "memory store 'notes' exists"), "%s", err.message);
-    cr_assert_eq(sbx_memory_create(store, "Notes", NULL, &err), SBX_E_INVALID);
-    cr_assert_eq(sbx_memory_create(store, "", NULL, &err), SBX_E_INVALID);
+    cr_assert_eq(sbx_mstore_create(store, "Notes", NULL, &err), SBX_E_INVALID);
+    cr_assert_eq(sbx_mstore_create(store, "", NULL, &err), SBX_E_INVALID);
     char longslug[80];
     memset(longslug, 'a', 64);
     longslug[64] = '\0';
-    cr_assert_eq(sbx_memory_create(store, longslug, NULL, &err), SBX_E_INVALID);
-    struct sbx_memory_info m;
-    cr_assert_eq(sbx_memory_info(store, "notes", &m, &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_create(store, longslug, NULL, &err), SBX_E_INVALID);
+    struct sbx_mstore_info m;
+    cr_assert_eq(sbx_mstore_info(store, "notes", &m, &err), SBX_OK);
     cr_assert_eq(m.version, 0);
-    cr_assert_eq(m.limits.max_file_bytes, SBX_MEMORY_DEFAULT_FILE_BYTES);
-    cr_assert_eq(sbx_memory_delete(store, "notes", &err), SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_memory_info(store, "notes", &m, &err), SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_memory_delete(store, "notes", &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(m.limits.max_file_bytes, SBX_MSTORE_DEFAULT_FILE_BYTES);
+    cr_assert_eq(sbx_mstore_delete(store, "notes", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbx_mstore_info(store, "notes", &m, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbx_mstore_delete(store, "notes", &err), SBX_E_NOT_FOUND);
 }
 
 Test(memory, commits_make_versions_and_heads)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_memory_create(store, "notes", NULL, &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK);
     static const char binary[] = "a\0b\xff\n";
     struct inline_change c1[] = {{"a.md", 0, "first", 0},
                                  {"dir/b.bin", 0, binary, sizeof binary - 1}};
@@ -173,20 +173,20 @@ Test(memory, commits_make_versions_and_heads)
     cr_assert_eq(read_at("dir/b.bin", 1, &b, NULL), SBX_OK);
     cr_assert_eq(read_at("a.md", 3, &b, NULL), SBX_E_NOT_FOUND);
 
-    struct sbx_memory_info m;
-    cr_assert_eq(sbx_memory_info(store, "notes", &m, &err), SBX_OK);
+    struct sbx_mstore_info m;
+    cr_assert_eq(sbx_mstore_info(store, "notes", &m, &err), SBX_OK);
     cr_assert_eq(m.files, 1);
     cr_assert_eq(m.bytes, 6);
 
     char log[1024] = "";
-    cr_assert_eq(sbx_memory_log(store, "notes", NULL, collect, log, &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_log(store, "notes", NULL, collect, log, &err), SBX_OK);
     cr_assert_str_eq(log, "a.md@2 dir/b.bin@2- a.md@1 dir/b.bin@1 ");
     log[0] = '\0';
-    cr_assert_eq(sbx_memory_log(store, "notes", "a.md", collect, log, &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_log(store, "notes", "a.md", collect, log, &err), SBX_OK);
     cr_assert_str_eq(log, "a.md@2 a.md@1 ");
 
     /* Removing what is not there is refused. */
-    struct inline_change c3[] = {{"nope", SBX_MEMORY_ANY_BASE, NULL, 0}};
+    struct inline_change c3[] = {{"nope", SBX_MSTORE_ANY_BASE, NULL, 0}};
     cr_assert_eq(commit(store, "x", c3, 1, &v, &err), SBX_E_NOT_FOUND);
     cr_assert(strstr(err.message, "no file \"nope\" to remove"), "%s", err.message);
 }
@@ -195,7 +195,7 @@ Test(memory, a_conflict_writes_nothing_and_names_the_paths)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_memory_create(store, "notes", NULL, &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK);
     struct inline_change c1[] = {{"shared.md", 0, "base", 0}};
     cr_assert_eq(commit(store, "s1", c1, 1, NULL, &err), SBX_OK);
     /* Two sessions start from version 1; the first commit wins. */
@@ -203,12 +203,12 @@ Test(memory, a_conflict_writes_nothing_and_names_the_paths)
     cr_assert_eq(commit(store, "s1", win, 1, NULL, &err), SBX_OK);
     struct inline_change lose[] = {{"other.md", 0, "would be new", 0},
                                    {"shared.md", 1, "loser", 0}};
-    struct sbx_memory_change changes[2] = {{"other.md", 0, false}, {"shared.md", 1, false}};
-    struct sbx_memory_commit c = {.slug = "notes", .author = "s2", .changes = changes,
+    struct sbx_mstore_change changes[2] = {{"other.md", 0, false}, {"shared.md", 1, false}};
+    struct sbx_mstore_commit c = {.slug = "notes", .author = "s2", .changes = changes,
                                   .nchanges = 2, .load = load_inline, .ud = lose};
     size_t *bad = NULL, nbad = 0;
     int64_t v = 0;
-    cr_assert_eq(sbx_memory_commit(store, &c, &v, &bad, &nbad, &err), SBX_E_EXISTS);
+    cr_assert_eq(sbx_mstore_commit(store, &c, &v, &bad, &nbad, &err), SBX_E_EXISTS);
     cr_assert(strstr(err.message, "conflict: \"shared.md\" changed"), "%s", err.message);
     cr_assert_eq(nbad, 1);
     cr_assert_eq(bad[0], 1);
@@ -218,8 +218,8 @@ Test(memory, a_conflict_writes_nothing_and_names_the_paths)
     cr_assert_eq(memcmp(b.data, "winner", 6), 0, "a conflicting commit overwrote");
     cr_assert_eq(read_at("other.md", 0, &b, NULL), SBX_E_NOT_FOUND,
                  "part of a refused commit was written");
-    struct sbx_memory_info m;
-    cr_assert_eq(sbx_memory_info(store, "notes", &m, &err), SBX_OK);
+    struct sbx_mstore_info m;
+    cr_assert_eq(sbx_mstore_info(store, "notes", &m, &err), SBX_OK);
     cr_assert_eq(m.version, 2, "a refused commit used a version");
     /* A create races the same way: base 0 on a path that exists now. */
     struct inline_change late[] = {{"shared.md", 0, "late", 0}};
@@ -230,9 +230,9 @@ Test(memory, limits_name_the_path_and_removals_free_space)
 {
     fresh_store();
     sbx_error err = {0};
-    struct sbx_memory_limits lim = {.max_file_bytes = 8, .max_files = 2,
+    struct sbx_mstore_limits lim = {.max_file_bytes = 8, .max_files = 2,
                                     .max_total_bytes = 12};
-    cr_assert_eq(sbx_memory_create(store, "notes", &lim, &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_create(store, "notes", &lim, &err), SBX_OK);
     struct inline_change big[] = {{"big.txt", 0, "123456789", 0}};
     cr_assert_eq(commit(store, "s", big, 1, NULL, &err), SBX_E_INVALID);
     cr_assert(strstr(err.message, "\"big.txt\": the file is too large (limit 8)"), "%s",
@@ -257,15 +257,15 @@ Test(memory, bad_paths_are_refused_by_name)
                                       "bad\xff" "utf8", "ctl\x01", "over\xc0\xaf"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         sbx_error err = {0};
-        cr_assert_eq(sbx_memory_check_path(bad[i], &err), SBX_E_INVALID, "accepted %s",
+        cr_assert_eq(sbx_mstore_check_path(bad[i], &err), SBX_E_INVALID, "accepted %s",
                      bad[i]);
         cr_assert(strstr(err.message, "memory path"), "%s", err.message);
         cr_assert_null(strchr(err.message, '\x01'), "raw control byte echoed");
     }
     sbx_error err = {0};
-    cr_assert_eq(sbx_memory_check_path("notes/ü-日本.md", &err), SBX_OK, "%s",
+    cr_assert_eq(sbx_mstore_check_path("notes/ü-日本.md", &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_eq(sbx_memory_check_path("a", &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_check_path("a", &err), SBX_OK);
 }
 
 #define RACERS 6
@@ -274,7 +274,7 @@ Test(memory, racing_writers_make_exactly_one_winner)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_memory_create(store, "notes", NULL, &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK);
     int go[2];
     cr_assert_eq(pipe(go), 0);
     pid_t pids[RACERS];
@@ -337,7 +337,7 @@ Test(memory, a_writer_killed_mid_commit_leaves_no_trace)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_memory_create(store, "notes", NULL, &err), SBX_OK);
+    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK);
     int ready[2];
     cr_assert_eq(pipe(ready), 0);
     pid_t pid = fork();
@@ -348,11 +348,11 @@ Test(memory, a_writer_killed_mid_commit_leaves_no_trace)
         sbx_error e = {0};
         if (sbx_store_open(STORE_TEST_DRIVER, db.target, &s, &e) != SBX_OK)
             _exit(3);
-        struct sbx_memory_change ch[2] = {{"one", 0, false}, {"two", 0, false}};
-        struct sbx_memory_commit c = {.slug = "notes", .author = "doomed", .changes = ch,
+        struct sbx_mstore_change ch[2] = {{"one", 0, false}, {"two", 0, false}};
+        struct sbx_mstore_commit c = {.slug = "notes", .author = "doomed", .changes = ch,
                                       .nchanges = 2, .load = load_then_hang,
                                       .ud = &ready[1]};
-        sbx_memory_commit(s, &c, NULL, NULL, NULL, &e);
+        sbx_mstore_commit(s, &c, NULL, NULL, NULL, &e);
         _exit(4);
     }
     close(ready[1]);
@@ -363,10 +363,10 @@ Test(memory, a_writer_killed_mid_commit_leaves_no_trace)
     int st;
     waitpid(pid, &st, 0);
     close(ready[0]);
-    struct sbx_memory_info m;
+    struct sbx_mstore_info m;
     int rc;
     do /* PostgreSQL notices the dead connection and rolls back */
-        rc = sbx_memory_info(store, "notes", &m, &err);
+        rc = sbx_mstore_info(store, "notes", &m, &err);
     while (rc == SBX_E_UNAVAILABLE);
     cr_assert_eq(rc, SBX_OK, "%s", err.message);
     cr_assert_eq(m.version, 0, "a killed commit left its version");
