@@ -18,6 +18,7 @@
 
 #include <yaml.h>
 
+#include "manifest_internal.h"
 #include "package_managers.h"
 #include "text_escape.h"
 
@@ -31,7 +32,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define TOP_KEYS "default_provider, plugin_dir, store, providers, package_managers"
+#define TOP_KEYS \
+    "default_provider, plugin_dir, store, providers, package_managers, manifest"
 #define STORE_KEYS "driver, path, dsn"
 #define NAME_RULE "1 to 64 characters of a-z, 0-9, '_' and '-'"
 
@@ -57,8 +59,8 @@ struct reader {
     yaml_parser_t parser;
     yaml_event_t ev;
     bool have_ev;
-    int store_line, providers_line, managers_line; /* same-file duplicates of
-                                                      these maps */
+    int store_line, providers_line, managers_line,
+        manifest_line; /* same-file duplicates of these maps */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -458,7 +460,10 @@ static int read_section(struct reader *r, const char *group,
                         struct sbx_config_section *sec)
 {
     char prefix[96];
-    snprintf(prefix, sizeof prefix, "%s.%s", group, sec->name);
+    if (group)
+        snprintf(prefix, sizeof prefix, "%s.%s", group, sec->name);
+    else
+        snprintf(prefix, sizeof prefix, "%s", sec->name);
     for (;;) {
         char *key = NULL;
         int line = 0;
@@ -653,6 +658,26 @@ static int read_store(struct reader *r)
     }
 }
 
+/* `manifest: { grants: [...] }`: one section, set once across all files. */
+static int read_manifest(struct reader *r, int line)
+{
+    struct sbx_config *cfg = r->ld->cfg;
+    if (cfg->manifest)
+        return duplicate(r, line, "manifest",
+                         (struct origin){cfg->manifest->file, cfg->manifest->line});
+    bool is_map = false;
+    int rc = map_or_null(r, "manifest", &is_map);
+    if (rc != SBX_OK)
+        return rc;
+    cfg->manifest = calloc(1, sizeof *cfg->manifest);
+    if (!cfg->manifest || !(cfg->manifest->name = strdup("manifest")))
+        return nomem(r->ld);
+    cfg->manifest->file = r->file;
+    cfg->manifest->line = line;
+    /* read_section names keys "<group>.<name>.key": the group is empty */
+    return is_map ? read_section(r, NULL, cfg->manifest) : SBX_OK;
+}
+
 /* The top-level mapping, after its MAPPING_START. */
 static int read_top(struct reader *r)
 {
@@ -693,6 +718,8 @@ static int read_top(struct reader *r)
         } else if (strcmp(key, "providers") == 0) {
             struct section_group g = {"providers", "provider", &cfg->sections, &cfg->nsections};
             rc = read_group_once(r, &g, line, &r->providers_line);
+        } else if (strcmp(key, "manifest") == 0) {
+            rc = read_manifest(r, line);
         } else if (strcmp(key, "package_managers") == 0) {
             struct section_group g = {"package_managers", "package manager",
                                       &cfg->managers,
@@ -998,6 +1025,8 @@ int sbx_config_load_dir(const char *path, const char *sysconfdir,
         rc = check_store(&ld);
     if (rc == SBX_OK)
         rc = sbx_package_managers_check(cfg, err);
+    if (rc == SBX_OK)
+        rc = sbx_manifest_config_check(cfg, err);
     free(dir);
     if (rc) {
         sbx_config_free(cfg);
@@ -1042,6 +1071,7 @@ void sbx_config_free(struct sbx_config *cfg)
     free(cfg->store_dsn);
     free_sections(cfg->sections, cfg->nsections);
     free_sections(cfg->managers, cfg->nmanagers);
+    free_sections(cfg->manifest, cfg->manifest ? 1 : 0);
     for (size_t i = 0; i < cfg->nfiles; i++)
         free(cfg->files[i]);
     free(cfg->files);

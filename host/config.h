@@ -62,6 +62,9 @@ struct sbx_config {
      * (host/package_managers.c checks and reads them). */
     struct sbx_config_section *managers;
     size_t nmanagers;
+    /* `manifest`: host directories manifests may copy from (grants),
+     * checked by manifest.c. NULL when not configured. */
+    struct sbx_config_section *manifest;
     char **files; /* every file read, in order; owns the strings */
     size_t nfiles;
 };

@@ -1,0 +1,455 @@
+/*
+ * manifest_apply.c - materializing a manifest in a sandbox through provider
+ * operations only (sbx_write, sbx_exec), so it works on every provider.
+ *
+ * Order: entries by path, parents first. `dir` entries and the directories
+ * of a `local_dir` are made with `mkdir -p` (in batches) and, for a `dir`
+ * with a mode, `chmod`; files are written by the provider's atomic write.
+ * A `local_dir` is walked below its resolved root with openat2
+ * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a symlink or special file in it
+ * stops the apply naming it, and nothing outside the root is read. A
+ * `git_repo` is cloned on the host into a private temporary directory
+ * (`git clone`, then `git checkout REF`), and its work tree (without .git)
+ * is copied like a `local_dir`.
+ */
+#include "manifest_internal.h"
+#include "text_escape.h"
+#include "tree_remove.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Directories per `mkdir -p` exec. */
+#define MKDIR_BATCH 128
+/* Bounds of one local_dir or cloned tree. */
+#define TREE_FILES_MAX 100000
+#define TREE_DEPTH_MAX 64
+#define READ_CHUNK (256 * 1024)
+
+struct apply {
+    sbx_handle *h;
+    const struct sbx_manifest *m;
+    sbx_cancel *cancel;
+    sbx_error *err;
+    const char *dirs[MKDIR_BATCH + 4];
+    char *owned[MKDIR_BATCH]; /* the batch's strings that we allocated */
+    size_t ndirs;
+};
+
+static int entry_error(struct apply *a, const struct manifest_entry *e, int rc,
+                       const char *what, const char *detail)
+{
+    char shown[160];
+    return sbx_error_set(a->err, rc, "%s:%d: entry %s: %s: %s", a->m->name, e->line,
+                         sbx_text_escape(shown, sizeof shown, e->path, 120), what,
+                         detail);
+}
+
+/* ---- commands in the sandbox ------------------------------------------- */
+
+struct capture {
+    char text[512];
+    size_t len;
+};
+
+static int capture_write(void *ctx, const void *buf, size_t n)
+{
+    struct capture *c = ctx;
+    size_t room = sizeof c->text - 1 - c->len;
+    memcpy(c->text + c->len, buf, n < room ? n : room);
+    c->len += n < room ? n : room;
+    c->text[c->len] = '\0';
+    return 0;
+}
+
+static int run(struct apply *a, const struct manifest_entry *e, const char *const *argv)
+{
+    struct capture errs = {"", 0};
+    struct sbx_sink sink = SBX_SINK_INIT(&errs, capture_write);
+    struct sbx_exec_args args;
+    memset(&args, 0, sizeof args);
+    args.size = sizeof args;
+    args.argv = argv;
+    args.err = &sink;
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    sbx_error why;
+    int rc = sbx_exec(a->h, &args, &res, a->cancel, &why);
+    if (rc != SBX_OK)
+        return entry_error(a, e, rc, argv[0], why.message);
+    if (res.exit_code != 0 || res.term_signal) {
+        while (errs.len && errs.text[errs.len - 1] == '\n')
+            errs.text[--errs.len] = '\0';
+        return entry_error(a, e, SBX_E_IO, argv[0], errs.len ? errs.text : "failed");
+    }
+    return SBX_OK;
+}
+
+/* Make the batched directories. */
+static int flush_dirs(struct apply *a, const struct manifest_entry *e)
+{
+    if (a->ndirs == 0)
+        return SBX_OK;
+    const char *argv[MKDIR_BATCH + 4];
+    argv[0] = "mkdir";
+    argv[1] = "-p";
+    argv[2] = "--";
+    memcpy(argv + 3, a->dirs, a->ndirs * sizeof *argv);
+    argv[3 + a->ndirs] = NULL;
+    int rc = run(a, e, argv);
+    for (size_t i = 0; i < a->ndirs; i++)
+        free(a->owned[i]);
+    a->ndirs = 0;
+    return rc;
+}
+
+/* Queue a directory (owned: freed after the batch). */
+static int add_dir(struct apply *a, const struct manifest_entry *e, char *path)
+{
+    a->dirs[a->ndirs] = path;
+    a->owned[a->ndirs++] = path;
+    return a->ndirs == MKDIR_BATCH ? flush_dirs(a, e) : SBX_OK;
+}
+
+/* ---- sources ------------------------------------------------------------ */
+
+struct mem_source {
+    const unsigned char *p;
+    size_t left;
+};
+
+static long mem_read(void *ctx, void *buf, size_t cap)
+{
+    struct mem_source *s = ctx;
+    size_t n = s->left < cap ? s->left : cap;
+    memcpy(buf, s->p, n);
+    s->p += n;
+    s->left -= n;
+    return (long)n;
+}
+
+static long fd_read(void *ctx, void *buf, size_t cap)
+{
+    int fd = *(int *)ctx;
+    for (;;) {
+        ssize_t n = read(fd, buf, cap > READ_CHUNK ? READ_CHUNK : cap);
+        if (n >= 0 || errno != EINTR)
+            return n;
+    }
+}
+
+static int write_fd(struct apply *a, const struct manifest_entry *e, const char *dest,
+                    int fd, unsigned mode)
+{
+    struct sbx_source src = SBX_SOURCE_INIT(&fd, fd_read);
+    sbx_error why;
+    int rc = sbx_write(a->h, dest, &src, mode, a->cancel, &why);
+    return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, dest, why.message);
+}
+
+/* ---- trees (local_dir, a clone) ----------------------------------------- */
+
+static int open_beneath(int root, const char *rel, int flags)
+{
+    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                                      RESOLVE_NO_MAGICLINKS};
+    return (int)syscall(SYS_openat2, root, rel[0] ? rel : ".", &how, sizeof how);
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *s = malloc(la + lb + 2);
+    if (!s)
+        return NULL;
+    memcpy(s, a, la);
+    size_t k = la;
+    if (la && lb)
+        s[k++] = '/';
+    memcpy(s + k, b, lb + 1);
+    return s;
+}
+
+/* Copy the tree at root (an fd of a host directory) to dest, breadth
+ * first: a queue of relative directory paths, one directory open at a
+ * time. skip_git: leave out a top-level ".git". */
+static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
+                     const char *dest, bool skip_git)
+{
+    size_t cap = 64, head = 0, tail = 0, files = 0;
+    char **queue = malloc(cap * sizeof *queue);
+    int *depth = malloc(cap * sizeof *depth);
+    int rc = queue && depth && (queue[tail] = strdup("")) ? SBX_OK
+                                                          : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
+    if (rc == SBX_OK)
+        depth[tail++] = 0;
+    char shown[200];
+    while (rc == SBX_OK && head < tail) {
+        char *rel = queue[head];
+        int level = depth[head++];
+        int dfd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY);
+        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+        if (!d) {
+            if (dfd >= 0)
+                close(dfd);
+            rc = entry_error(a, e, SBX_E_IO, rel[0] ? rel : ".", strerror(errno));
+            break;
+        }
+        struct dirent *de;
+        while (rc == SBX_OK && (de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            if (skip_git && !rel[0] && !strcmp(de->d_name, ".git"))
+                continue;
+            char *child = join(rel, de->d_name);
+            char *target = child ? join(dest, child) : NULL;
+            struct stat st;
+            if (!target) {
+                rc = sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
+            } else if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+                rc = entry_error(a, e, SBX_E_IO, child, strerror(errno));
+            } else if (++files > TREE_FILES_MAX) {
+                rc = entry_error(a, e, SBX_E_INVALID, "source", "more than 100000 files");
+            } else if (S_ISDIR(st.st_mode)) {
+                if (level + 1 > TREE_DEPTH_MAX) {
+                    rc = entry_error(a, e, SBX_E_INVALID, child,
+                                     "deeper than 64 levels");
+                } else if (tail == cap) {
+                    cap *= 2;
+                    char **nq = realloc(queue, cap * sizeof *queue);
+                    int *nd = nq ? realloc(depth, cap * sizeof *depth) : NULL;
+                    if (nq)
+                        queue = nq;
+                    if (nd)
+                        depth = nd;
+                    if (!nq || !nd)
+                        rc = sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
+                }
+                if (rc == SBX_OK) {
+                    queue[tail] = child;
+                    depth[tail++] = level + 1;
+                    child = NULL;
+                    rc = add_dir(a, e, target);
+                    target = NULL;
+                }
+            } else if (S_ISREG(st.st_mode)) {
+                int fd = open_beneath(root, child, O_RDONLY);
+                if (fd < 0)
+                    rc = entry_error(a, e, SBX_E_IO, child, strerror(errno));
+                else {
+                    rc = write_fd(a, e, target, fd, (unsigned)(st.st_mode & 0777));
+                    close(fd);
+                }
+            } else {
+                rc = entry_error(a, e, SBX_E_INVALID,
+                                 sbx_text_escape(shown, sizeof shown, child, 160),
+                                 S_ISLNK(st.st_mode)
+                                     ? "a symlink (manifests copy regular files and "
+                                       "directories only)"
+                                     : "not a regular file or directory");
+            }
+            free(child);
+            free(target);
+        }
+        closedir(d);
+    }
+    if (rc == SBX_OK)
+        rc = flush_dirs(a, e);
+    for (size_t i = head; i < tail; i++)
+        free(queue[i]);
+    for (size_t i = 0; i < head; i++)
+        free(queue[i]);
+    free(queue);
+    free(depth);
+    return rc;
+}
+
+/* ---- git ---------------------------------------------------------------- */
+
+static int run_git(struct apply *a, const struct manifest_entry *e, char *const argv[])
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid;
+    int r = posix_spawnp(&pid, "git", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r != 0)
+        return entry_error(a, e, r == ENOENT ? SBX_E_NO_COMMAND : SBX_E_IO,
+                           "git", r == ENOENT ? "git is not installed on the host"
+                                              : strerror(r));
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return entry_error(a, e, SBX_E_IO, "git", strerror(errno));
+        if (a->cancel && sbx_cancel_fired(a->cancel))
+            kill(pid, SIGKILL);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return entry_error(a, e, SBX_E_IO, argv[1],
+                           "git failed (its messages are above)");
+    return SBX_OK;
+}
+
+static int apply_git(struct apply *a, const struct manifest_entry *e)
+{
+    char tmpl[] = "/tmp/sbx-manifest-git-XXXXXX";
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/sbx-manifest-git-XXXXXX",
+             tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp");
+    if (strlen(dir) >= sizeof dir - 1)
+        snprintf(dir, sizeof dir, "%s", tmpl);
+    if (!mkdtemp(dir))
+        return entry_error(a, e, SBX_E_IO, "a temporary directory", strerror(errno));
+    char tree[4200];
+    snprintf(tree, sizeof tree, "%s/tree", dir);
+    const char *url = e->resolved ? e->resolved : e->url;
+    char *clone[] = {"git", "-c", "advice.detachedHead=false", "clone", "--quiet",
+                     "--no-checkout", "--", (char *)url, tree, NULL};
+    char *checkout[] = {"git", "-C", tree, "-c", "advice.detachedHead=false",
+                        "checkout", "--quiet", "--detach",
+                        (char *)(e->ref ? e->ref : "HEAD"), "--", NULL};
+    int rc = run_git(a, e, clone);
+    if (rc == SBX_OK)
+        rc = run_git(a, e, checkout);
+    int root = rc == SBX_OK ? open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (rc == SBX_OK && root < 0)
+        rc = entry_error(a, e, SBX_E_IO, "the clone", strerror(errno));
+    if (rc == SBX_OK) {
+        char *top = strdup(e->path);
+        rc = top ? add_dir(a, e, top) : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
+        if (rc == SBX_OK)
+            rc = copy_tree(a, e, root, e->path, true);
+    }
+    if (root >= 0)
+        close(root);
+    int parent = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (parent >= 0) {
+        sbxs_remove_tree(parent, dir + 1);
+        close(parent);
+    }
+    return rc;
+}
+
+/* ---- entries ------------------------------------------------------------ */
+
+static int apply_entry(struct apply *a, const struct manifest_entry *e)
+{
+    int rc = SBX_OK;
+    switch (e->type) {
+    case MF_DIR: {
+        char *p = strdup(e->path);
+        rc = p ? add_dir(a, e, p) : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
+        if (rc == SBX_OK && e->mode >= 0) {
+            rc = flush_dirs(a, e);
+            char mode[8];
+            snprintf(mode, sizeof mode, "%o", (unsigned)e->mode);
+            const char *argv[] = {"chmod", mode, "--", e->path, NULL};
+            if (rc == SBX_OK)
+                rc = run(a, e, argv);
+        }
+        return rc;
+    }
+    case MF_FILE: {
+        struct mem_source ms = {e->content, e->content_len};
+        struct sbx_source src = SBX_SOURCE_INIT(&ms, mem_read);
+        sbx_error why;
+        rc = sbx_write(a->h, e->path, &src, e->mode >= 0 ? (unsigned)e->mode : 0644,
+                       a->cancel, &why);
+        return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, "write", why.message);
+    }
+    case MF_LOCAL_FILE: {
+        int fd = open(e->resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            if (fd >= 0)
+                close(fd);
+            return entry_error(a, e, SBX_E_IO, "source", "cannot be opened as a file");
+        }
+        rc = write_fd(a, e, e->path, fd,
+                      e->mode >= 0 ? (unsigned)e->mode : (unsigned)(st.st_mode & 0777));
+        close(fd);
+        return rc;
+    }
+    case MF_LOCAL_DIR: {
+        int root = open(e->resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (root < 0)
+            return entry_error(a, e, SBX_E_IO, "source", strerror(errno));
+        char *top = strdup(e->path);
+        rc = top ? add_dir(a, e, top) : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
+        if (rc == SBX_OK)
+            rc = copy_tree(a, e, root, e->path, false);
+        close(root);
+        return rc;
+    }
+    case MF_GIT_REPO:
+        return apply_git(a, e);
+    default:
+        return sbx_error_set(a->err, SBX_E_INTERNAL, "manifest: unknown entry type");
+    }
+}
+
+static int by_path(const void *x, const void *y)
+{
+    const struct manifest_entry *const *a = x, *const *b = y;
+    for (const char *p = (*a)->path, *q = (*b)->path;; p++, q++) {
+        unsigned cp = *p == '/' ? 1 : (unsigned char)*p;
+        unsigned cq = *q == '/' ? 1 : (unsigned char)*q;
+        if (cp != cq || !cp)
+            return (int)cp - (int)cq;
+    }
+}
+
+SBX_API int sbx_manifest_apply(sbx_handle *h, const sbx_manifest *m, sbx_cancel *cancel,
+                               sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!h || !m)
+        return sbx_error_set(err, SBX_E_INVALID, "manifest: no sandbox or manifest");
+    if (sbx_manifest_has_users(m))
+        return sbx_error_set(err, SBX_E_UNSUPPORTED,
+                             "%s: users, groups and run_as need a provider that runs "
+                             "commands as a chosen user (ABI 1.1 exec user); provider "
+                             "%s cannot",
+                             m->name, sbx_provider_desc(sbx_handle_provider(h))->name);
+    const struct manifest_entry **order = malloc((m->nentries ? m->nentries : 1) *
+                                                 sizeof *order);
+    if (!order)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < m->nentries; i++)
+        order[i] = &m->entries[i];
+    qsort(order, m->nentries, sizeof *order, by_path);
+    struct apply a = {.h = h, .m = m, .cancel = cancel, .err = err};
+    int rc = SBX_OK;
+    for (size_t i = 0; rc == SBX_OK && i < m->nentries; i++) {
+        if (cancel && sbx_cancel_fired(cancel))
+            rc = sbx_error_set(err, SBX_E_CANCELLED, "manifest: cancelled");
+        else if (order[i]->type != MF_DIR && (rc = flush_dirs(&a, order[i])) != SBX_OK)
+            break;
+        else
+            rc = apply_entry(&a, order[i]);
+    }
+    if (rc == SBX_OK && m->nentries)
+        rc = flush_dirs(&a, order[m->nentries - 1]);
+    for (size_t i = 0; i < a.ndirs; i++)
+        free(a.owned[i]);
+    free(order);
+    return rc;
+}
