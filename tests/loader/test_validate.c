@@ -32,12 +32,16 @@ static int op_mount_remove(sbx_sandbox *b, sbx_call *c, const char *p) { return 
 static int op_export(sbx_sandbox *b, sbx_call *c, const struct sbx_sink *s) { return 0; }
 static int op_skill(sbx_sandbox *b, sbx_call *c, const char *n,
                     const struct sbx_blob *x) { return 0; }
+static int op_egress_set(sbx_sandbox *b, sbx_call *c,
+                         const struct sbx_egress_policy *p) { return 0; }
+static int op_egress_get(sbx_sandbox *b, sbx_call *c,
+                         struct sbx_egress_report *r) { return 0; }
 static void op_stray(void) {}
 
 static const struct sbx_provider_ops full_ops = {
     op_init, op_fini, op_create, op_attach, op_exec, op_read, op_write, op_root,
     op_release, op_destroy, op_mount_put, op_mount_remove, op_export, op_skill,
-    {NULL, NULL},
+    {NULL, NULL}, op_egress_set, op_egress_get,
 };
 
 /* A valid descriptor named "demo" over `ops`. */
