@@ -805,6 +805,7 @@ def main():
     ap.add_argument("--api-key")
     ap.add_argument("--dir")
     ap.add_argument("--sse-data", action="store_true",
+                    default=os.environ.get("FAKE_OS_SSE_DATA") == "1",
                     help="frame events as 'data: <json>' (the SDK accepts both)")
     ap.add_argument("--ping-s", type=float, default=3.0)
     ap.add_argument("--no-namespaces", action="store_true")
