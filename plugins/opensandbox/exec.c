@@ -288,7 +288,8 @@ static void *feeder(void *arg)
     struct run *r = arg;
     struct sbx_source src = SBX_SOURCE_INIT(r, feed_read);
     sbx_http_error err;
-    if (osb_upload(r->sb, NULL, r->fifo, 0600, &src, &err) != SBX_OK && r->feed_failed)
+    /* mode 0: none sent, the FIFO keeps the 0600 mkfifo gave it. */
+    if (osb_upload(r->sb, NULL, r->fifo, 0, &src, &err) != SBX_OK && r->feed_failed)
         interrupt(r); /* never let a partial input pass for a whole one */
     return NULL;
 }

@@ -161,9 +161,12 @@ int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
     if (!meta)
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(meta, "path", json_object_new_string(abs));
-    char octal[8];
-    snprintf(octal, sizeof octal, "%o", mode);
-    json_object_object_add(meta, "mode", json_object_new_int(atoi(octal)));
+    /* FileMetadata.mode is the octal digits as a decimal number (644). */
+    if (mode) {
+        char octal[16];
+        snprintf(octal, sizeof octal, "%o", mode);
+        json_object_object_add(meta, "mode", json_object_new_int(atoi(octal)));
+    }
     struct mp m;
     memset(&m, 0, sizeof m);
     m.src = src;

@@ -562,16 +562,31 @@ class Handler(fake_e2b.Handler):
         hp = sb.host_path(p)
         if not os.path.isfile(hp):
             return self.err(404, "FILE_NOT_FOUND", "%s: no such file" % p)
-        size = os.path.getsize(hp)
-        self.send_response(200)
+        total = os.path.getsize(hp)
+        start, size = 0, total
+        m = re.match(r"^bytes=(\d*)-(\d*)$", self.headers.get("Range", ""))
+        if m and (m.group(1) or m.group(2)):
+            if m.group(1):
+                start = int(m.group(1))
+                end = int(m.group(2)) if m.group(2) else total - 1
+            else:
+                start, end = max(0, total - int(m.group(2))), total - 1
+            end = min(end, total - 1)
+            if start > end:
+                return self.err(416, "INVALID_RANGE", "range not satisfiable")
+            size = end - start + 1
+        self.send_response(206 if size != total or start else 200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(size))
+        if m and (m.group(1) or m.group(2)):
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, start + size - 1, total))
         self.end_headers()
         cut = ST.take_fault("/files/download", ("cut",))
         with open(hp, "rb") as f:
+            f.seek(start)
             sent = 0
-            while True:
-                b = f.read(1 << 16)
+            while sent < size:
+                b = f.read(min(1 << 16, size - sent))
                 if not b:
                     break
                 if cut and sent + len(b) > size // 2:
@@ -651,7 +666,7 @@ class Handler(fake_e2b.Handler):
                             raise ValueError("file part cut")
                     out.close()
                     out = None
-                    if meta.get("mode") is not None:
+                    if meta.get("mode") is not None and os.path.isfile(hp):
                         os.chmod(hp, int(str(meta["mode"]), 8))
                 else:
                     raise ValueError("unexpected part %r" % name)
