@@ -45,5 +45,6 @@ static const struct sbx_provider_ops osb_ops = {
 
 SBX_PROVIDER_DEFINE("opensandbox", "0.1.0",
                     "OpenSandbox containers over the lifecycle API, execd and the egress sidecar",
-                    SBX_ISOLATION_CONTAINER, SBX_CAP_OUTPUT_EXPORT | SBX_CAP_EGRESS, &osb_ops,
+                    SBX_ISOLATION_CONTAINER,
+                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_EGRESS | SBX_CAP_PACKAGES, &osb_ops,
                     osb_keys)

@@ -29,7 +29,8 @@ Control endpoints (not part of any spec) under /_fake/:
       policy change.
   POST /_fake/egress/<id>   replace the sidecar's policy (drift from inside)
   POST /_fake/reset   forget faults and the request log
-Start: fake_opensandbox.py --port-file F [--api-key K] [--dir D]
+Start: fake_opensandbox.py --port-file F [--api-key K] [--dir D] [--sse-data]
+       [--extra-path DIR]   (or FAKE_OS_SSE_DATA=1, FAKE_OS_EXTRA_PATH=DIR)
 """
 import argparse
 import copy
@@ -696,7 +697,7 @@ class Handler(fake_e2b.Handler):
         self.log_req(req, "execd")
         sb.note("command")
         cut = ST.take_fault(path, ("cut",))
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin",
+        env = {"PATH": ST.extra_path + "/usr/local/bin:/usr/bin:/bin",
                "HOME": "/home/" + USER if fake_e2b.NS_WRAP else sb.host_path("/home/" + USER),
                "USER": USER}
         env.update(sb.envs)
@@ -786,8 +787,9 @@ class Handler(fake_e2b.Handler):
                         self.connection.shutdown(socket.SHUT_RDWR)
                         os.killpg(popen.pid, signal.SIGKILL)
                         return
-                    emit({"type": kind, "text": val.decode("utf-8", "surrogateescape")
-                          if ST.text_raw else val.decode("utf-8", "replace")})
+                    # Text, as execd's Go JSON encoder writes it: bytes that
+                    # are not UTF-8 become U+FFFD.
+                    emit({"type": kind, "text": val.decode("utf-8", "replace")})
             # Reported like execd (Go's ExitCode): -1 when a signal killed the
             # process; the status call names the signal ("signal: killed").
             code = rc if rc >= 0 else -1
@@ -823,12 +825,14 @@ def main():
                     default=os.environ.get("FAKE_OS_SSE_DATA") == "1",
                     help="frame events as 'data: <json>' (the SDK accepts both)")
     ap.add_argument("--ping-s", type=float, default=3.0)
+    ap.add_argument("--extra-path", default=os.environ.get("FAKE_OS_EXTRA_PATH", ""),
+                    help="a directory put first in the PATH of commands (stub tools)")
     ap.add_argument("--no-namespaces", action="store_true")
     args = ap.parse_args()
     ST = State(args)
     ST.sse_data = args.sse_data
     ST.ping_s = args.ping_s
-    ST.text_raw = False
+    ST.extra_path = args.extra_path + ":" if args.extra_path else ""
     fake_e2b.ST = ST
     if not args.no_namespaces:
         fake_e2b.probe_namespaces()
