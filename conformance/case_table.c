@@ -123,6 +123,14 @@ const struct cf_case cf_cases[] = {
      "an installed skill is still there, read-only, after attach from a new "
      "instance",
      SBX_CAP_SKILLS, cf_case_skill_survives_restart},
+    {"egress_create_limited",
+     "a sandbox created with a limited network denies by default and allows "
+     "exactly its allowlist",
+     SBX_CAP_EGRESS, cf_case_egress_create_limited},
+    {"egress_set_exact",
+     "egress_set leaves exactly the new allowlist (stale targets removed), and "
+     "a new instance attaching still reads it",
+     SBX_CAP_EGRESS, cf_case_egress_set_exact},
 };
 
 const size_t cf_case_total = sizeof cf_cases / sizeof cf_cases[0];

@@ -74,6 +74,8 @@ void cf_case_mount_remove_idempotent(struct cf_test *t);
 void cf_case_skill_install_read_only(struct cf_test *t);
 void cf_case_skill_install_verifies(struct cf_test *t);
 void cf_case_skill_survives_restart(struct cf_test *t);
+void cf_case_egress_create_limited(struct cf_test *t);
+void cf_case_egress_set_exact(struct cf_test *t);
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: per-case state and cleanup (fixture.c)                            */
@@ -154,6 +156,10 @@ void cf_new_key(struct cf_test *t, char *key);
 /* sbx_create through p; tracks the handle and remembers (key, ref) for
  * cleanup. NULL after failing the case. */
 sbx_handle *cf_create(struct cf_test *t, sbx_provider *p, const char *key);
+
+/* cf_create with a limited network (ABI 1.1, SBX_CAP_EGRESS). */
+sbx_handle *cf_create_egress(struct cf_test *t, sbx_provider *p, const char *key,
+                             const struct sbx_egress_policy *egress);
 
 /* Open a context, make a key and create its sandbox: the usual start of a
  * case. *pout (may be NULL) receives the provider. */

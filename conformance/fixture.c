@@ -229,10 +229,17 @@ static bool remember_sandbox(struct cf_test *t, const char *key, const char *ref
 
 sbx_handle *cf_create(struct cf_test *t, sbx_provider *p, const char *key)
 {
+    return cf_create_egress(t, p, key, NULL);
+}
+
+sbx_handle *cf_create_egress(struct cf_test *t, sbx_provider *p, const char *key,
+                             const struct sbx_egress_policy *egress)
+{
     struct sbx_create_options co;
     memset(&co, 0, sizeof co);
     co.size = sizeof co;
     co.caps_required = t->c->caps;
+    co.egress = egress;
     sbx_error err;
     sbx_error_clear(&err);
     sbx_handle *h = NULL;

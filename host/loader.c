@@ -56,6 +56,9 @@ static const struct cap_rule {
     {SBX_CAP_OUTPUT_EXPORT, 1, {OP(export_outputs)}},
     {SBX_CAP_SKILLS, 1, {OP(skill_install)}},
     {SBX_CAP_PACKAGES, 0, {{NULL, 0}}},
+    /* ABI 1.1: its ops follow reserved[2]; a table that ends before them
+     * is refused below, naming the size it needs. */
+    {SBX_CAP_EGRESS, 2, {OP(egress_set), OP(egress_get)}},
 };
 
 #undef OP
@@ -288,14 +291,16 @@ static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
                           i);
     }
 
-    uint64_t unknown = desc->caps & ~SBX_CAP_ALL_1_0;
+    /* A 1.0 descriptor may not claim bits that 1.1 introduced. */
+    uint64_t known = desc->abi_minor >= 1 ? SBX_CAP_ALL_1_1 : SBX_CAP_ALL_1_0;
+    uint64_t unknown = desc->caps & ~known;
     if (unknown)
         return refuse(err, SBX_E_ABI, name, path,
                       "unknown capability bits 0x%llx: host knows 0x%llx (ABI %d.%d), "
                       "plugin declares 0x%llx",
-                      (unsigned long long)unknown,
-                      (unsigned long long)SBX_CAP_ALL_1_0, SBX_ABI_MAJOR,
-                      SBX_ABI_MINOR, (unsigned long long)desc->caps);
+                      (unsigned long long)unknown, (unsigned long long)known,
+                      SBX_ABI_MAJOR, desc->abi_minor >= 1 ? SBX_ABI_MINOR : 0,
+                      (unsigned long long)desc->caps);
 
     for (size_t i = 0; i < sizeof cap_rules / sizeof cap_rules[0]; i++) {
         const struct cap_rule *r = &cap_rules[i];

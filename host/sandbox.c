@@ -152,6 +152,8 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
         memset(&o, 0, sizeof o);
     opts = &o;
     uint64_t caps = opts->caps_required;
+    if (opts->egress)
+        caps |= SBX_CAP_EGRESS;
     /* Admission first: decided from the descriptor, before init. */
     if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK)
         return rc;
@@ -167,6 +169,7 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
         .key_hash = hash,
         .spec_hash = opts->spec_hash ? opts->spec_hash : "",
         .caps_required = caps,
+        .egress = opts->egress,
     };
     char ref[SBX_REF_MAX];
     memset(ref, 0, sizeof ref);
@@ -475,4 +478,39 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
     rc = sbx_call_end(&call, rc, h->provider->plugin.name, "skill_install");
     sbx_guard_finish(&f, rc, call.err);
     return rc;
+}
+
+SBX_API int sbx_egress_set(sbx_handle *h, const struct sbx_egress_policy *policy,
+                           sbx_cancel *cancel, sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_EGRESS, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_egress_policy p;
+    if (!policy || !sbx_struct_in(&p, sizeof p, policy,
+                                  offsetof(struct sbx_egress_policy, allow) + sizeof p.allow))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "egress_set: no struct sbx_egress_policy, or its size is not set");
+    if (p.default_action != SBX_EGRESS_DENY)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "egress_set: a limited network denies by default");
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, egress_set)(h->sb, &call, &p);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "egress_set");
+}
+
+SBX_API int sbx_egress_get(sbx_handle *h, struct sbx_egress_report *out, sbx_cancel *cancel,
+                           sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_EGRESS, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    if (!out || out->size < offsetof(struct sbx_egress_report, allow) + sizeof out->allow)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "egress_get: no struct sbx_egress_report, or its size is not set");
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, egress_get)(h->sb, &call, out);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "egress_get");
 }

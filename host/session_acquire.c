@@ -114,10 +114,17 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     copts.size = sizeof copts;
     copts.spec_hash = spec_hash;
     copts.caps_required = caps;
-    sbx_handle *h;
-    int rc = sbx_create(p, key, &copts, cancel, &h, err);
+    struct sbx_session_egress eg;
+    int rc = sbx_session_egress_init(&eg, spec, err);
     if (rc != SBX_OK)
         return rc;
+    copts.egress = eg.limited ? &eg.setup : NULL;
+    sbx_handle *h;
+    rc = sbx_create(p, key, &copts, cancel, &h, err);
+    if (rc != SBX_OK) {
+        sbx_session_egress_free(&eg);
+        return rc;
+    }
     rc = sbx_store_update_intent(m->store, key, m->owner, "created", sbx_handle_ref(h),
                                  err);
     if (rc != SBX_OK) {
@@ -128,6 +135,10 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
 
     struct progress_ctx pc = {m, key};
     rc = sbx_session_install_packages(h, m->ctx->config, spec, on_package_progress, &pc, cancel, err);
+    /* The final allowlist is in force before anyone can attach. */
+    if (rc == SBX_OK && eg.limited)
+        rc = sbx_egress_set(h, &eg.final, cancel, err);
+    sbx_session_egress_free(&eg);
     if (rc != SBX_OK) {
         sbx_release(h);
         return rc;
@@ -249,6 +260,8 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
             caps = spec ? spec->caps : 0;
             if (spec && spec->npackages)
                 caps |= SBX_CAP_PACKAGES;
+            if (spec && spec->limited_network)
+                caps |= SBX_CAP_EGRESS;
             if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK)
                 return rc;
         }

@@ -132,6 +132,19 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
  * a manager is missing, SBX_E_IO when an install failed (the message
  * quotes the end of its output), or the exec's error.
  */
+/* The egress policies of a limited-network spec (session_egress.c):
+ * setup (allow, setup_allow and the package registries) and final
+ * (allow). limited is false for any other spec. Targets are borrowed
+ * from the spec. */
+struct sbx_session_egress {
+    bool limited;
+    struct sbx_egress_policy setup, final;
+    const char **setup_v, **final_v;
+};
+int sbx_session_egress_init(struct sbx_session_egress *eg, const struct sbx_session_spec *spec,
+                            sbx_error *err);
+void sbx_session_egress_free(struct sbx_session_egress *eg);
+
 struct sbx_config;
 int sbx_session_install_packages(sbx_handle *h, const struct sbx_config *cfg,
                                  const struct sbx_session_spec *spec,

@@ -99,7 +99,13 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
         return rc0;
     uint64_t caps = spec ? spec->caps : 0;
     size_t n = spec ? spec->npackages : 0;
-    size_t len = 64;
+    size_t len = 96;
+    if (spec && spec->limited_network) {
+        for (size_t i = 0; i < spec->nallow; i++)
+            len += (spec->allow[i] ? strlen(spec->allow[i]) : 0) + 8;
+        for (size_t i = 0; i < spec->nsetup_allow; i++)
+            len += (spec->setup_allow[i] ? strlen(spec->setup_allow[i]) : 0) + 16;
+    }
     for (size_t i = 0; i < n; i++) {
         int rc = check_package(&spec->packages[i], err);
         if (rc != SBX_OK)
@@ -115,6 +121,16 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
         used += (size_t)snprintf(text + used, len - used, "package %s %s\n",
                                  sbx_package_manager_name(spec->packages[i].manager),
                                  spec->packages[i].name);
+    /* Only limited-network specs add lines: older hashes stay as they were. */
+    if (spec && spec->limited_network) {
+        used += (size_t)snprintf(text + used, len - used, "network limited\n");
+        for (size_t i = 0; i < spec->nallow; i++)
+            used += (size_t)snprintf(text + used, len - used, "allow %s\n",
+                                     spec->allow[i] ? spec->allow[i] : "");
+        for (size_t i = 0; i < spec->nsetup_allow; i++)
+            used += (size_t)snprintf(text + used, len - used, "setup-allow %s\n",
+                                     spec->setup_allow[i] ? spec->setup_allow[i] : "");
+    }
     int rc = sbx_key_hash(text, out);
     free(text);
     if (rc != SBX_OK)

@@ -1,5 +1,6 @@
 /*
- * sbx/provider.h - the sbx provider ABI, version 1.0.
+ * sbx/provider.h - the sbx provider ABI, version 1.1 (in development; 1.0
+ * is frozen, 1.1 only appends to it: see docs/ABI.md).
  *
  * This is the only header a backend author needs. A provider is a shared
  * object exporting one symbol, sbx_provider_describe(), which returns static
@@ -45,7 +46,7 @@ extern "C" {
 /* ABI version of this header. Major must equal the host's; the minor a
  * provider targets must be <= the host's minor. */
 #define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 0
+#define SBX_ABI_MINOR 1
 
 /*
  * SBX_ABI_TARGET_MINOR - the oldest host minor a provider wants to load into
@@ -168,6 +169,10 @@ static inline int sbx_status_is_transient(sbx_status s)
 #define SBX_CAP_ALL_1_0                                                   \
     (SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |       \
      SBX_CAP_PACKAGES)
+/* Every bit a 1.1 host accepts from a provider whose descriptor claims
+ * minor >= 1 and whose ops table covers the bit's ops (see the
+ * SBX_OPS_SIZE_* macros at the end). */
+#define SBX_CAP_ALL_1_1 (SBX_CAP_ALL_1_0 | SBX_CAP_EGRESS)
 
 /* ------------------------------------------------------------------------ */
 /* Isolation: what stands between a command and the host                     */
@@ -350,6 +355,10 @@ struct sbx_create_args {
     const char *key_hash;    /* SBX_KEY_HASH_LEN hex chars: use for names, labels */
     const char *spec_hash;   /* hex digest of the sandbox spec, may be "" */
     uint64_t caps_required;  /* capabilities the session will use */
+    /* ABI 1.1 (present when size covers it): a limited network to create
+     * the sandbox with, deny by default (SBX_CAP_EGRESS), or NULL for the
+     * provider's configured network. */
+    const struct sbx_egress_policy *egress;
 };
 
 /* What the host asks attach for: reopen `ref`, owned by `session_key`. */
@@ -395,6 +404,35 @@ struct sbx_blob {
     uint64_t length;     /* exact expected byte count */
     const char *sha256;  /* expected lowercase hex digest */
     const char *format;  /* for bundles: "tar", "tar.gz", "zip"; else NULL */
+};
+
+/* --- ABI 1.1: egress allowlist (SBX_CAP_EGRESS) ------------------------- */
+
+/* What a sandbox does with outbound traffic no rule allows. */
+enum sbx_egress_action {
+    SBX_EGRESS_DENY = 0,
+    SBX_EGRESS_ALLOW = 1
+};
+
+/*
+ * A limited network: deny by default, allow these targets. A target is a
+ * host name ("pypi.org") or a pattern for the names below a domain
+ * ("*.pythonhosted.org"); lowercase letters, digits, '-' and '.' only.
+ */
+struct sbx_egress_policy {
+    uint32_t size;               /* sizeof as its creator built it */
+    uint32_t default_action;     /* enum sbx_egress_action; the host sends DENY */
+    const char *const *allow;    /* NULL-terminated targets, or NULL for none */
+};
+
+/* The policy a sandbox enforces, as read back by egress_get: the provider
+ * sets default_action and calls allow once per allowed target (borrowed for
+ * the call; nonzero stops with that status). */
+struct sbx_egress_report {
+    uint32_t size;
+    uint32_t default_action;     /* set by the provider */
+    void *ctx;
+    int (*allow)(void *ctx, const char *target);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -507,6 +545,23 @@ struct sbx_provider_ops {
      * and egress ops, whose signatures could not grow). Must be NULL; the
      * ops of SBX_CAP_MEMORY and SBX_CAP_EGRESS are appended in 1.1. */
     void (*reserved[2])(void);
+
+    /* ---- ABI 1.1 appends (present when the descriptor's ops_size covers
+     * them) -------------------------------------------------------------- */
+
+    /* --- SBX_CAP_EGRESS -------------------------------------------------- */
+    /* Make the sandbox enforce exactly this policy: deny by default (a
+     * policy whose default is not deny is SBX_E_INVALID), the listed
+     * targets allowed, every other allow rule removed. The provider also
+     * records it as the sandbox's intended policy, out of the sandbox's
+     * reach: from then on every attach reads the enforced policy back and
+     * repairs drift (stale rules removed, missing ones added), and refuses
+     * with SBX_E_DENIED a sandbox whose default is no longer deny. */
+    int (*egress_set)(sbx_sandbox *sb, sbx_call *call,
+                      const struct sbx_egress_policy *policy);
+    /* Read the policy the sandbox enforces now into *out. */
+    int (*egress_get)(sbx_sandbox *sb, sbx_call *call,
+                      struct sbx_egress_report *out);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -545,6 +600,12 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_sink, write) + sizeof(void (*)(void)))
 #define SBX_SOURCE_SIZE_1_0 \
     (offsetof(struct sbx_source, length) + sizeof(void (*)(void)))
+/* ABI 1.1: the ops table must reach this far for SBX_CAP_EGRESS; a create
+ * args struct this large carries the egress member. */
+#define SBX_OPS_SIZE_EGRESS_1_1 \
+    (offsetof(struct sbx_provider_ops, egress_get) + sizeof(void (*)(void)))
+#define SBX_CREATE_ARGS_SIZE_EGRESS_1_1 \
+    (offsetof(struct sbx_create_args, egress) + sizeof(void *))
 
 /* The entry point every provider exports. Side-effect free: it returns
  * static data and may be called any number of times. */

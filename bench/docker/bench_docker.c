@@ -166,7 +166,7 @@ int main(int argc, char **argv)
         EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL);
         for (int i = 0; i < 32; i++)
             snprintf(hash + 2 * i, 3, "%02x", md[i]);
-        struct sbx_create_args ca = {sizeof ca, key, hash, "", 0};
+        struct sbx_create_args ca = {sizeof ca, key, hash, "", 0, NULL};
         sbx_sandbox *sb = NULL;
         double t0 = bench_now();
         if ((rc = ops->create(st, &c, &ca, ref, &sb)))

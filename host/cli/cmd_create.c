@@ -24,6 +24,11 @@ static void usage(FILE *f)
           "                          MGR is apt, cargo, gem, go, npm or pip, e.g.\n"
           "                          pip:requests==2.31.0; needs a provider with\n"
           "                          the packages capability\n"
+          "  -a, --allow HOST        limit the network: deny all egress but to HOST\n"
+          "                          (a host name or *.domain; repeatable); needs\n"
+          "                          a provider with the egress capability\n"
+          "  -A, --setup-allow HOST  also allow HOST while packages install\n"
+          "  -N, --no-network        limit the network with nothing allowed\n"
           "  -r, --require CAP       the session will use capability CAP\n"
           "                          (repeatable): file_mounts, output_export,\n"
           "                          skills, memory, egress, packages\n"
@@ -82,6 +87,7 @@ static int create(const struct cli_globals *g, const char *key,
 struct create_args {
     struct sbx_session_spec *spec;
     struct sbx_package *pkgs;
+    const char **allow, **setup_allow;
 };
 
 static int on_option(void *ud, int c, const char *arg)
@@ -96,6 +102,17 @@ static int on_option(void *ud, int c, const char *arg)
         if (sbx_package_parse(arg, &a->pkgs[a->spec->npackages], &err) != SBX_OK)
             return cli_usage_error("create", CLI_EXIT_SBX, "%s", err.message);
         a->spec->npackages++;
+        return CLI_EXIT_OK;
+    case 'a':
+        a->spec->limited_network = true;
+        a->allow[a->spec->nallow++] = arg;
+        return CLI_EXIT_OK;
+    case 'A':
+        a->spec->limited_network = true;
+        a->setup_allow[a->spec->nsetup_allow++] = arg;
+        return CLI_EXIT_OK;
+    case 'N':
+        a->spec->limited_network = true;
         return CLI_EXIT_OK;
     case 'r':
         if (parse_cap(arg, &a->spec->caps) != 0)
@@ -115,6 +132,9 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         {"provider", required_argument, NULL, 'p'},
         {"package", required_argument, NULL, 'P'},
         {"require", required_argument, NULL, 'r'},
+        {"allow", required_argument, NULL, 'a'},
+        {"setup-allow", required_argument, NULL, 'A'},
+        {"no-network", no_argument, NULL, 'N'},
         CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
@@ -128,8 +148,19 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         return CLI_EXIT_SBX;
     }
     spec.packages = pkgs;
-    struct create_args a = {&spec, pkgs};
-    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:r:c:h",
+    const char **allow = calloc((size_t)argc + 1, sizeof *allow);
+    const char **setup = calloc((size_t)argc + 1, sizeof *setup);
+    if (!allow || !setup) {
+        free(pkgs);
+        free(allow);
+        free(setup);
+        cli_error("out of memory");
+        return CLI_EXIT_SBX;
+    }
+    spec.allow = allow;
+    spec.setup_allow = setup;
+    struct create_args a = {&spec, pkgs, allow, setup};
+    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:a:A:Nr:c:h",
                                     longopts, on_option, &a, &globals};
     const char *key = NULL;
     int rest = 0;
@@ -145,5 +176,7 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         }
     }
     free(pkgs);
+    free(allow);
+    free(setup);
     return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
 }

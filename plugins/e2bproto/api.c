@@ -21,7 +21,7 @@ static int api_call(struct e2b_state *st, sbx_call *call, const char *method,
     req.timeout_ms = st->cfg.request_timeout_ms;
     req.connect_timeout_ms = st->cfg.connect_timeout_ms;
     req.cancel = &c.c;
-    return e2bp_json_retry(st->api, &req, body, out, NULL, err,
+    return sbx_http_json_retry(st->api, &req, body, out, NULL, err,
                            idempotent ? &st->cfg.retry : NULL);
 }
 

@@ -69,7 +69,7 @@ struct e2b_conf {
     char *user;             /* envd user */
     char *workspace;        /* absolute path of the workspace */
     int missing_http;       /* status envd's proxy gives for a gone sandbox */
-    struct e2bp_retry retry;
+    struct sbx_http_retry retry;
 };
 
 void e2b_conf_free(struct e2b_conf *c);

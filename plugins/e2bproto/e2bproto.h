@@ -14,7 +14,9 @@
 #ifndef SBX_E2BPROTO_H
 #define SBX_E2BPROTO_H
 
+#include "base64.h"
 #include "http_client.h"
+#include "http_retry.h"
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -75,49 +77,6 @@ unsigned char *e2bp_envelope(json_object *msg, unsigned flags, size_t *len);
  * ...) stands for. Unknown codes are SBX_E_PROTOCOL. */
 int e2bp_code_status(const char *code);
 
-/* ---- base64.c ---------------------------------------------------------- */
-
-/* Standard base64 with padding of len bytes into out, which must hold
- * e2bp_b64_len(len) bytes (NUL included). */
-size_t e2bp_b64_len(size_t len);
-void e2bp_b64_encode(const void *data, size_t len, char *out);
-
-/* Decode standard or URL-safe base64, padding optional, into out (which
- * must hold 3 * (strlen(in) / 4) + 3 bytes). Returns the decoded length,
- * or -1 on a bad character. */
-long e2bp_b64_decode(const char *in, size_t inlen, unsigned char *out);
-
-/* ---- retry.c ----------------------------------------------------------- */
-
-/* Retry policy for idempotent calls. */
-struct e2bp_retry {
-    int attempts;     /* total attempts, >= 1 */
-    int64_t base_ms;  /* first backoff */
-    int64_t cap_ms;   /* longest backoff */
-};
-
-/* Whether a failed request is worth repeating unchanged: refused or reset
- * connections, 429, 502, 503, 504. A caller's own stop (cancellation,
- * callback) never is. */
-int e2bp_transient(const sbx_http_error *err);
-
-/*
- * Sleep before attempt number `attempt` (1 for the first retry): capped
- * exponential backoff with full jitter. Returns SBX_OK, or SBX_E_CANCELLED
- * when the cancellation fired during the wait.
- */
-int e2bp_backoff(const struct e2bp_retry *r, int attempt,
-                 const struct sbx_http_cancel *cancel);
-
-/*
- * A JSON request (body may be NULL) repeated per policy r (NULL: once)
- * while it fails transiently. *out (may be NULL to discard) receives the
- * parsed response of the successful attempt. *http_status may be NULL.
- */
-int e2bp_json_retry(sbx_http *h, const struct sbx_http_request *req,
-                    json_object *body, json_object **out, long *http_status,
-                    sbx_http_error *err, const struct e2bp_retry *r);
-
 /* ---- rpc.c ------------------------------------------------------------- */
 
 /*
@@ -130,7 +89,7 @@ int e2bp_json_retry(sbx_http *h, const struct sbx_http_request *req,
 int e2bp_unary(sbx_http *h, const char *const *extra, const char *rpc,
                json_object *body, json_object **out, int64_t timeout_ms,
                int64_t connect_timeout_ms, const struct sbx_http_cancel *cancel,
-               const struct e2bp_retry *retry, sbx_http_error *err);
+               const struct sbx_http_retry *retry, sbx_http_error *err);
 
 /* Headers of a call: collect up to E2BP_HDR_MAX lines. */
 #define E2BP_HDR_MAX 12

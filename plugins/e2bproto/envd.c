@@ -24,9 +24,9 @@ int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
     if (snprintf(userpass, sizeof userpass, "%s:", st->cfg.user) >= (int)sizeof userpass)
         return e2b_error(st, call, SBX_E_CONFIG, "%s: user name too long", st->cfg.provider);
     char b64[176];
-    if (e2bp_b64_len(strlen(userpass)) > sizeof b64)
+    if (sbx_b64_len(strlen(userpass)) > sizeof b64)
         return e2b_error(st, call, SBX_E_CONFIG, "%s: user name too long", st->cfg.provider);
-    e2bp_b64_encode(userpass, strlen(userpass), b64);
+    sbx_b64_encode(userpass, strlen(userpass), b64);
     snprintf(sb->auth, sizeof sb->auth, "Authorization: Basic %s", b64);
 
     switch (st->cfg.route) {

@@ -9,6 +9,7 @@
  * See e2b_core.h.
  */
 #include "e2b_core.h"
+#include "gosignal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,35 +52,10 @@ struct run {
     int feed_failed;  /* the source failed: the host already knows why */
 };
 
-/* Go's names of signals (os.ProcessState.String: "signal: killed"). */
-static int signal_number(const char *status)
-{
-    static const struct {
-        const char *name;
-        int sig;
-    } names[] = {
-        {"hangup", 1}, {"interrupt", 2}, {"quit", 3}, {"illegal instruction", 4},
-        {"trace/breakpoint trap", 5}, {"aborted", 6}, {"bus error", 7},
-        {"floating point exception", 8}, {"killed", 9}, {"user defined signal 1", 10},
-        {"segmentation fault", 11}, {"user defined signal 2", 12}, {"broken pipe", 13},
-        {"alarm clock", 14}, {"terminated", 15},
-    };
-    const char *p = strstr(status, "signal: ");
-    if (!p)
-        return 0;
-    p += strlen("signal: ");
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strncmp(p, names[i].name, strlen(names[i].name)))
-            return names[i].sig;
-    if (!strncmp(p, "signal ", 7))
-        return atoi(p + 7);
-    return 0;
-}
-
 static int deliver(struct run *r, const struct sbx_sink *sink, uint64_t *count,
                    const char *b64, size_t inl)
 {
-    long n = e2bp_b64_decode(b64, inl, r->dec);
+    long n = sbx_b64_decode(b64, inl, r->dec);
     if (n < 0)
         return SBX_E_PROTOCOL;
     *count += (uint64_t)n;
@@ -216,12 +192,12 @@ static int send_input(struct run *r, uint32_t pid, const void *data, size_t len)
     json_object_object_add(body, "process", sel);
     char *b64 = NULL;
     if (data) {
-        b64 = malloc(e2bp_b64_len(len));
+        b64 = malloc(sbx_b64_len(len));
         if (!b64) {
             json_object_put(body);
             return SBX_E_NOMEM;
         }
-        e2bp_b64_encode(data, len, b64);
+        sbx_b64_encode(data, len, b64);
         json_object *in = json_object_new_object();
         json_object_object_add(in, "stdin", json_object_new_string(b64));
         json_object_object_add(body, "input", in);
@@ -466,7 +442,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     if (user) {
         char up[96], b64[160];
         snprintf(up, sizeof up, "%s:", user);
-        e2bp_b64_encode(up, strlen(up), b64);
+        sbx_b64_encode(up, strlen(up), b64);
         snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
     }
     struct e2bp_headers all = {{NULL}, 0};
@@ -537,7 +513,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
             res->term_signal = 0;
         } else {
             res->exit_code = -1;
-            res->term_signal = signal_number(r.status);
+            res->term_signal = sbx_go_signal_number(r.status);
             if (!res->term_signal)
                 res->term_signal = 9;
         }

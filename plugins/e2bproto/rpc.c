@@ -21,7 +21,7 @@ void e2bp_headers_add_all(struct e2bp_headers *hs, const char *const *lines)
 int e2bp_unary(sbx_http *h, const char *const *extra, const char *rpc,
                json_object *body, json_object **out, int64_t timeout_ms,
                int64_t connect_timeout_ms, const struct sbx_http_cancel *cancel,
-               const struct e2bp_retry *retry, sbx_http_error *err)
+               const struct sbx_http_retry *retry, sbx_http_error *err)
 {
     char path[160], deadline[64];
     if (snprintf(path, sizeof path, "/%s", rpc) >= (int)sizeof path)
@@ -45,7 +45,7 @@ int e2bp_unary(sbx_http *h, const char *const *extra, const char *rpc,
     json_object *empty = NULL;
     if (!body)
         body = empty = json_object_new_object();
-    int rc = e2bp_json_retry(h, &req, body, out, NULL, err, retry);
+    int rc = sbx_http_json_retry(h, &req, body, out, NULL, err, retry);
     json_object_put(empty);
     return rc;
 }

@@ -104,6 +104,8 @@ const sbx_provider_ops cxx_ops = {
     .export_outputs = nullptr,
     .skill_install = nullptr,
     .reserved = {nullptr, nullptr},
+    .egress_set = nullptr,
+    .egress_get = nullptr,
 };
 #else
 // By position, in the order of struct sbx_provider_ops.
@@ -111,6 +113,7 @@ const sbx_provider_ops cxx_ops = {
     cxx_init,    cxx_fini,      cxx_create,     cxx_attach, cxx_exec,
     cxx_read_file, cxx_write_file, cxx_root,    cxx_release, cxx_destroy,
     nullptr,     nullptr,       nullptr,        nullptr,    {nullptr, nullptr},
+    nullptr,     nullptr,
 };
 #endif
 

@@ -76,7 +76,11 @@ Test(layout, provider_ops)
     PIN_OFF(sbx_provider_ops, skill_install, 104);
     PIN_OFF(sbx_provider_ops, reserved, 112);
     cr_expect_eq(sizeof(((struct sbx_provider_ops *)0)->reserved), 16);
-    PIN_SIZE(sbx_provider_ops, 128);
+    /* ABI 1.1 appends */
+    PIN_OFF(sbx_provider_ops, egress_set, 128);
+    PIN_OFF(sbx_provider_ops, egress_get, 136);
+    PIN_SIZE(sbx_provider_ops, 144);
+    cr_expect_eq(SBX_OPS_SIZE_EGRESS_1_1, 144);
     cr_expect_eq(SBX_OPS_SIZE_1_0, 80);
 }
 
@@ -146,7 +150,8 @@ Test(layout, create_args)
     PIN_OFF(sbx_create_args, key_hash, 16);
     PIN_OFF(sbx_create_args, spec_hash, 24);
     PIN_OFF(sbx_create_args, caps_required, 32);
-    PIN_SIZE(sbx_create_args, 40);
+    PIN_OFF(sbx_create_args, egress, 40); /* ABI 1.1 */
+    PIN_SIZE(sbx_create_args, 48);
 }
 
 Test(layout, exec_args)
@@ -189,7 +194,7 @@ Test(layout, blob)
 Test(abi_numbers, versions_and_limits)
 {
     cr_expect_eq(SBX_ABI_MAJOR, 1);
-    cr_expect_eq(SBX_ABI_MINOR, 0);
+    cr_expect_eq(SBX_ABI_MINOR, 1);
     cr_expect_str_eq(SBX_PROVIDER_ENTRY, "sbx_provider_describe");
     cr_expect_eq(SBX_REF_MAX, 512);
     cr_expect_eq(SBX_KEY_HASH_LEN, 64);

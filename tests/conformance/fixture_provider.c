@@ -25,6 +25,13 @@
  *                         SIGPIPE unblocked: the host process dies of it
  *   hang_in_exec          every exec sleeps for 10 minutes, ignoring
  *                         cancellation (for the suite's per-case deadline)
+ *   egress_merge          egress_set adds the targets but never removes
+ *                         the ones no longer listed
+ *   egress_default_allow  egress_get reports a default of allow
+ *   egress_forget         attach drops the recorded egress policy
+ *
+ * EGRESS (ABI 1.1) is kept in memory, per owner key hash, for the life of
+ * the process (a conformance case, restarts included, runs in one).
  *
  * Its references are "fx<&>:" + hex(session key) + ":" + local's reference:
  * the owner's key travels in the reference so that the broken attach can
@@ -62,7 +69,10 @@ enum fx_break {
     FX_WRITE_IN_PLACE,
     FX_CRASH_IN_EXEC,
     FX_SIGPIPE_IN_EXEC,
-    FX_HANG_IN_EXEC
+    FX_HANG_IN_EXEC,
+    FX_EGRESS_MERGE,
+    FX_EGRESS_DEFAULT_ALLOW,
+    FX_EGRESS_FORGET
 };
 
 static const struct {
@@ -80,6 +90,9 @@ static const struct {
     {"crash_in_exec", FX_CRASH_IN_EXEC},
     {"sigpipe_in_exec", FX_SIGPIPE_IN_EXEC},
     {"hang_in_exec", FX_HANG_IN_EXEC},
+    {"egress_merge", FX_EGRESS_MERGE},
+    {"egress_default_allow", FX_EGRESS_DEFAULT_ALLOW},
+    {"egress_forget", FX_EGRESS_FORGET},
 };
 
 struct fx_state {
@@ -92,7 +105,67 @@ struct fx_state {
 struct sbx_sandbox {
     struct fx_state *st;
     sbx_sandbox *inner; /* local's handle */
+    char owner[SBX_KEY_HASH_LEN + 1];
 };
+
+/* ---- egress policies, per owner ------------------------------------------ */
+
+#define FX_EGRESS_SLOTS 64
+#define FX_EGRESS_TARGETS 16
+static struct {
+    char owner[SBX_KEY_HASH_LEN + 1];
+    size_t n;
+    char target[FX_EGRESS_TARGETS][128];
+} fx_egress[FX_EGRESS_SLOTS];
+static pthread_mutex_t fx_egress_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot of owner (made when create is set), or -1. Lock held. */
+static int egress_slot(const char *owner, int create)
+{
+    int free_slot = -1;
+    for (int i = 0; i < FX_EGRESS_SLOTS; i++) {
+        if (!strcmp(fx_egress[i].owner, owner))
+            return i;
+        if (!fx_egress[i].owner[0] && free_slot < 0)
+            free_slot = i;
+    }
+    if (create && free_slot >= 0) {
+        snprintf(fx_egress[free_slot].owner, sizeof fx_egress[free_slot].owner, "%s", owner);
+        fx_egress[free_slot].n = 0;
+    }
+    return create ? free_slot : -1;
+}
+
+/* Record policy p for owner; merge keeps the targets already there. */
+static int egress_record(struct fx_state *st, sbx_call *call, const char *owner,
+                         const struct sbx_egress_policy *p, int merge)
+{
+    pthread_mutex_lock(&fx_egress_lock);
+    int i = egress_slot(owner, 1);
+    int rc = SBX_OK;
+    if (i < 0) {
+        rc = SBX_E_NOMEM;
+    } else {
+        if (!merge)
+            fx_egress[i].n = 0;
+        for (size_t k = 0; p->allow && p->allow[k]; k++) {
+            size_t j = 0;
+            while (j < fx_egress[i].n && strcmp(fx_egress[i].target[j], p->allow[k]))
+                j++;
+            if (j < fx_egress[i].n)
+                continue;
+            if (fx_egress[i].n == FX_EGRESS_TARGETS || strlen(p->allow[k]) >= 128) {
+                rc = SBX_E_INVALID;
+                break;
+            }
+            snprintf(fx_egress[i].target[fx_egress[i].n++], 128, "%s", p->allow[k]);
+        }
+    }
+    pthread_mutex_unlock(&fx_egress_lock);
+    if (rc != SBX_OK)
+        return st->host->set_error(st->host, call, rc, "cfixture: egress policy too large");
+    return SBX_OK;
+}
 
 static int fx_init(const struct sbx_host *host, sbx_call *call, void **state)
 {
@@ -144,7 +217,7 @@ static void fx_fini(void *state)
     free(st);
 }
 
-static int wrap(struct fx_state *st, sbx_call *call, sbx_sandbox *inner,
+static int wrap(struct fx_state *st, sbx_call *call, sbx_sandbox *inner, const char *owner,
                 sbx_sandbox **out)
 {
     sbx_sandbox *sb = calloc(1, sizeof *sb);
@@ -155,6 +228,7 @@ static int wrap(struct fx_state *st, sbx_call *call, sbx_sandbox *inner,
     }
     sb->st = st;
     sb->inner = inner;
+    snprintf(sb->owner, sizeof sb->owner, "%s", owner);
     *out = sb;
     return SBX_OK;
 }
@@ -175,7 +249,12 @@ static int fx_create(void *state, sbx_call *call, const struct sbx_create_args *
     }
     size_t used = (size_t)snprintf(ref, SBX_REF_MAX, "%s%s:", FX_PREFIX, args->key_hash);
     memcpy(ref + used, inner_ref, strlen(inner_ref) + 1);
-    return wrap(st, call, inner, out);
+    if (args->size >= SBX_CREATE_ARGS_SIZE_EGRESS_1_1 && args->egress &&
+        (rc = egress_record(st, call, args->key_hash, args->egress, 0)) != SBX_OK) {
+        st->inner->release(inner);
+        return rc;
+    }
+    return wrap(st, call, inner, args->key_hash, out);
 }
 
 /* Split a reference into the owner's key hash and local's reference. */
@@ -211,7 +290,14 @@ static int fx_attach(void *state, sbx_call *call, const struct sbx_attach_args *
     rc = st->inner->attach(st->inner_state, call, &inner_args, &inner);
     if (rc != SBX_OK)
         return rc;
-    return wrap(st, call, inner, out);
+    if (st->mode == FX_EGRESS_FORGET) {
+        pthread_mutex_lock(&fx_egress_lock);
+        int i = egress_slot(args->key_hash, 0);
+        if (i >= 0)
+            fx_egress[i].n = 0;
+        pthread_mutex_unlock(&fx_egress_lock);
+    }
+    return wrap(st, call, inner, args->key_hash, out);
 }
 
 static int fx_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
@@ -502,6 +588,36 @@ static void fx_release(sbx_sandbox *sb)
     free(sb);
 }
 
+static int fx_egress_set(sbx_sandbox *sb, sbx_call *call, const struct sbx_egress_policy *p)
+{
+    if (p->default_action != SBX_EGRESS_DENY)
+        return sb->st->host->set_error(sb->st->host, call, SBX_E_INVALID,
+                                       "cfixture: the default must be deny");
+    return egress_record(sb->st, call, sb->owner, p, sb->st->mode == FX_EGRESS_MERGE);
+}
+
+static int fx_egress_get(sbx_sandbox *sb, sbx_call *call, struct sbx_egress_report *out)
+{
+    (void)call;
+    char copy[FX_EGRESS_TARGETS][128];
+    size_t n = 0;
+    pthread_mutex_lock(&fx_egress_lock);
+    int i = egress_slot(sb->owner, 0);
+    if (i >= 0) {
+        n = fx_egress[i].n;
+        memcpy(copy, fx_egress[i].target, sizeof copy);
+    }
+    pthread_mutex_unlock(&fx_egress_lock);
+    out->default_action =
+        sb->st->mode == FX_EGRESS_DEFAULT_ALLOW ? SBX_EGRESS_ALLOW : SBX_EGRESS_DENY;
+    for (size_t k = 0; k < n; k++) {
+        int rc = out->allow ? out->allow(out->ctx, copy[k]) : 0;
+        if (rc)
+            return rc;
+    }
+    return SBX_OK;
+}
+
 static const struct sbx_provider_ops fx_ops = {
     .init = fx_init,
     .fini = fx_fini,
@@ -513,6 +629,8 @@ static const struct sbx_provider_ops fx_ops = {
     .root = fx_root,
     .release = fx_release,
     .destroy = fx_destroy,
+    .egress_set = fx_egress_set,
+    .egress_get = fx_egress_get,
 };
 
 static const struct sbx_config_key fx_keys[] = {
@@ -523,4 +641,4 @@ static const struct sbx_config_key fx_keys[] = {
 };
 
 SBX_PROVIDER_DEFINE("cfixture", "0.0.1", "local, with one contract broken on purpose",
-                    SBX_ISOLATION_NONE, 0, &fx_ops, fx_keys)
+                    SBX_ISOLATION_NONE, SBX_CAP_EGRESS, &fx_ops, fx_keys)

@@ -217,8 +217,9 @@ static void expect_crashes(struct sr_run *r, const char *death)
     while (exec_cases[nexec])
         nexec++;
     cr_assert_eq(sr_count_in_file(r->junit, junit), nexec, "%s", junit);
+    /* The five cases without a command, and the two egress cases. */
     char summary[64];
-    snprintf(summary, sizeof summary, "\n5 passed, %zu failed, ", nexec);
+    snprintf(summary, sizeof summary, "\n7 passed, %zu failed, ", nexec);
     cr_assert(strstr(r->output, summary), "%s", r->output);
 }
 
@@ -257,4 +258,33 @@ Test(conformance_fixture, case_past_its_deadline_is_killed, .fini = cleanup,
     cr_assert_eq(sr_xmllint(run.junit), 0);
     cr_assert_eq(sr_count_in_file(run.junit, "<failure "), 1);
     cr_assert_eq(sr_count_workspaces(&run), 0, "the hung case's sandbox was left");
+}
+
+Test(conformance_fixture, egress_set_that_merges_fails_exactness, .fini = cleanup, .timeout = 600)
+{
+    run_fixture_with(&run, "egress_merge", "egress_create_limited,egress_set_exact", NULL);
+    const char *failing[] = {"egress_set_exact", NULL};
+    expect_failures(&run, failing);
+    const struct sr_result *res = sr_find(&run, "egress_set_exact");
+    cr_assert(res && strstr(res->message, "after egress_set: the sandbox allows [a.example.com"),
+              "%s", res ? res->message : "missing");
+}
+
+Test(conformance_fixture, egress_default_allow_fails_both, .fini = cleanup, .timeout = 600)
+{
+    run_fixture_with(&run, "egress_default_allow", "egress_create_limited,egress_set_exact", NULL);
+    const char *failing[] = {"egress_create_limited", "egress_set_exact", NULL};
+    expect_failures(&run, failing);
+    const struct sr_result *res = sr_find(&run, "egress_create_limited");
+    cr_assert(res && strstr(res->message, "want deny"), "%s", res ? res->message : "missing");
+}
+
+Test(conformance_fixture, egress_forgotten_on_attach_fails, .fini = cleanup, .timeout = 600)
+{
+    run_fixture_with(&run, "egress_forget", "egress_create_limited,egress_set_exact", NULL);
+    const char *failing[] = {"egress_set_exact", NULL};
+    expect_failures(&run, failing);
+    const struct sr_result *res = sr_find(&run, "egress_set_exact");
+    cr_assert(res && strstr(res->message, "after a restart and attach"), "%s",
+              res ? res->message : "missing");
 }

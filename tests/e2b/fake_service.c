@@ -16,21 +16,29 @@ extern char **environ;
 
 int fake_start(struct fake_service *f, const char *mode, const char *api_key)
 {
+    return fake_start_script(f, "tests/e2b/fake_e2b.py", mode, api_key);
+}
+
+int fake_start_script(struct fake_service *f, const char *script_rel, const char *mode,
+                      const char *api_key)
+{
     memset(f, 0, sizeof *f);
     snprintf(f->dir, sizeof f->dir, "/tmp/sbx-fake-XXXXXX");
     if (!mkdtemp(f->dir))
         return -1;
     char portfile[128], script[1024];
     snprintf(portfile, sizeof portfile, "%s/port", f->dir);
-    snprintf(script, sizeof script, "%s/tests/e2b/fake_e2b.py", SBX_TEST_SOURCE_DIR);
+    snprintf(script, sizeof script, "%s/%s", SBX_TEST_SOURCE_DIR, script_rel);
     const char *argv[12];
     int n = 0;
     argv[n++] = "python3";
     argv[n++] = script;
     argv[n++] = "--port-file";
     argv[n++] = portfile;
-    argv[n++] = "--mode";
-    argv[n++] = mode;
+    if (mode) {
+        argv[n++] = "--mode";
+        argv[n++] = mode;
+    }
     argv[n++] = "--dir";
     argv[n++] = f->dir;
     if (api_key) {

@@ -18,6 +18,12 @@ struct fake_service {
  * auth). Returns 0, or -1 (python3 missing, no port within 10 s). */
 int fake_start(struct fake_service *f, const char *mode, const char *api_key);
 
+/* Start another fake of the same family (script relative to the source
+ * tree, e.g. "tests/opensandbox/fake_opensandbox.py"); mode NULL passes
+ * none. */
+int fake_start_script(struct fake_service *f, const char *script_rel, const char *mode,
+                      const char *api_key);
+
 /* Stop it (SIGTERM, then SIGKILL) and remove its directory. */
 void fake_stop(struct fake_service *f);
 

@@ -32,12 +32,16 @@ static int op_mount_remove(sbx_sandbox *b, sbx_call *c, const char *p) { return 
 static int op_export(sbx_sandbox *b, sbx_call *c, const struct sbx_sink *s) { return 0; }
 static int op_skill(sbx_sandbox *b, sbx_call *c, const char *n,
                     const struct sbx_blob *x) { return 0; }
+static int op_egress_set(sbx_sandbox *b, sbx_call *c,
+                         const struct sbx_egress_policy *p) { return 0; }
+static int op_egress_get(sbx_sandbox *b, sbx_call *c,
+                         struct sbx_egress_report *r) { return 0; }
 static void op_stray(void) {}
 
 static const struct sbx_provider_ops full_ops = {
     op_init, op_fini, op_create, op_attach, op_exec, op_read, op_write, op_root,
     op_release, op_destroy, op_mount_put, op_mount_remove, op_export, op_skill,
-    {NULL, NULL},
+    {NULL, NULL}, op_egress_set, op_egress_get,
 };
 
 /* A valid descriptor named "demo" over `ops`. */
@@ -284,10 +288,12 @@ Test(validate, prefix_checks_come_before_reading_other_members)
 
 Test(validate, memory_and_egress_bits_wait_for_1_1)
 {
-    /* The bits keep their numbers, but 1.0 has no ops for them. */
+    /* The bits keep their numbers, but 1.0 has no ops for them: a 1.0
+     * descriptor may claim neither. */
     uint64_t bits[] = {SBX_CAP_MEMORY, SBX_CAP_EGRESS};
     for (size_t i = 0; i < 2; i++) {
         struct sbx_provider_desc d = demo_desc(&full_ops, bits[i]);
+        d.abi_minor = 0;
         sbx_error err;
         expect_abi(&d, &err);
         char want[96];
@@ -295,6 +301,23 @@ Test(validate, memory_and_egress_bits_wait_for_1_1)
                  (unsigned long long)bits[i]);
         assert_msg_has(&err, want);
     }
+    /* Memory has no ops yet, in 1.1 either. */
+    struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_MEMORY);
+    sbx_error err;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "unknown capability bits 0x8: host knows 0x37");
+}
+
+Test(validate, egress_in_1_1_needs_its_ops)
+{
+    struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_EGRESS);
+    sbx_error err;
+    cr_expect_eq(sbx_plugin_validate(&d, "demo", "/x/demo.so", &err), SBX_OK, "%s", err.message);
+    /* A table that ends at reserved[2] (a 1.0 table) has no egress ops. */
+    d.ops_size = (uint32_t)(offsetof(struct sbx_provider_ops, reserved) +
+                            sizeof full_ops.reserved);
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "capability egress declared but op egress_set is absent");
 }
 
 Test(validate, reserved_members_must_be_zero)

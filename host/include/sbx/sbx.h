@@ -296,6 +296,9 @@ struct sbx_create_options {
     uint32_t size;
     const char *spec_hash;  /* may be NULL */
     uint64_t caps_required; /* checked by admission first */
+    /* A limited network, deny by default (needs SBX_CAP_EGRESS, added to
+     * caps_required), or NULL for the provider's configured network. */
+    const struct sbx_egress_policy *egress;
 };
 
 /* Create (or find) the sandbox of a session key. Idempotent. cancel may be
@@ -308,6 +311,14 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
  * key, SBX_E_NOT_FOUND when it is gone. */
 SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref,
                sbx_cancel *cancel, sbx_handle **out, sbx_error *err);
+
+/* SBX_CAP_EGRESS: make the sandbox enforce exactly policy (deny by
+ * default, these targets allowed), recorded so that every attach repairs
+ * drift; and read back what it enforces. */
+SBX_API int sbx_egress_set(sbx_handle *h, const struct sbx_egress_policy *policy,
+                           sbx_cancel *cancel, sbx_error *err);
+SBX_API int sbx_egress_get(sbx_handle *h, struct sbx_egress_report *out,
+                           sbx_cancel *cancel, sbx_error *err);
 
 /* The persisted reference of a handle (borrowed from the handle). */
 SBX_API const char *sbx_handle_ref(const sbx_handle *h);

@@ -73,6 +73,18 @@ struct sbx_session_spec {
     uint64_t caps;             /* capabilities the session will use */
     const struct sbx_package *packages; /* installed after create, in order */
     size_t npackages;          /* a non-empty set needs SBX_CAP_PACKAGES */
+    /* A limited network (needs SBX_CAP_EGRESS: refused at admission, before
+     * anything is provisioned, by a provider without it). The sandbox is
+     * created denying all egress but allow and setup_allow; packages are
+     * installed; then only allow stays, before the binding is published;
+     * every attach repairs drift from it. Targets are host names or
+     * "*.domain" patterns. Part of the spec hash. */
+    bool limited_network;
+    const char *const *allow;  /* nallow targets allowed for good */
+    size_t nallow;
+    const char *const *setup_allow; /* extra targets allowed while packages
+                                       install (package registries) */
+    size_t nsetup_allow;
 };
 
 /* Options of sbx_sessions_open. Zero-initialize and set size; zero/NULL

@@ -1,15 +1,17 @@
-/* base64.c - base64 for envd's bytes fields. See e2bproto.h. */
-#include "e2bproto.h"
+/* base64.c - base64 for the wire formats of the remote providers. See base64.h. */
+#include "base64.h"
+
+#include <stdint.h>
 
 static const char alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-size_t e2bp_b64_len(size_t len)
+size_t sbx_b64_len(size_t len)
 {
     return (len + 2) / 3 * 4 + 1;
 }
 
-void e2bp_b64_encode(const void *data, size_t len, char *out)
+void sbx_b64_encode(const void *data, size_t len, char *out)
 {
     const unsigned char *p = data;
     size_t i = 0, o = 0;
@@ -45,7 +47,7 @@ static int value(unsigned char c)
     return -1;
 }
 
-long e2bp_b64_decode(const char *in, size_t inlen, unsigned char *out)
+long sbx_b64_decode(const char *in, size_t inlen, unsigned char *out)
 {
     uint32_t acc = 0;
     int bits = 0;

@@ -1,6 +1,6 @@
-/* retry.c - which failures are transient, and backoff between attempts.
- * See e2bproto.h. */
-#include "e2bproto.h"
+/* http_retry.c - which failures are transient, and backoff between attempts.
+ * See http_retry.h. */
+#include "http_retry.h"
 #include "http_json.h"
 
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-int e2bp_transient(const sbx_http_error *err)
+int sbx_http_transient(const sbx_http_error *err)
 {
     if (err->from_callback)
         return 0;
@@ -37,7 +37,7 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int e2bp_backoff(const struct e2bp_retry *r, int attempt,
+int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
                  const struct sbx_http_cancel *cancel)
 {
     int64_t ceiling = r->base_ms;
@@ -67,9 +67,9 @@ int e2bp_backoff(const struct e2bp_retry *r, int attempt,
     }
 }
 
-int e2bp_json_retry(sbx_http *h, const struct sbx_http_request *req,
+int sbx_http_json_retry(sbx_http *h, const struct sbx_http_request *req,
                     json_object *body, json_object **out, long *http_status,
-                    sbx_http_error *err, const struct e2bp_retry *r)
+                    sbx_http_error *err, const struct sbx_http_retry *r)
 {
     int attempts = r && r->attempts > 1 ? r->attempts : 1;
     int rc = SBX_OK;
@@ -85,10 +85,10 @@ int e2bp_json_retry(sbx_http *h, const struct sbx_http_request *req,
             return SBX_OK;
         }
         json_object_put(doc);
-        if (a >= attempts || !e2bp_transient(err))
+        if (a >= attempts || !sbx_http_transient(err))
             return rc;
         sbx_http_error keep = *err;
-        if (e2bp_backoff(r, a, req->cancel) != SBX_OK) {
+        if (sbx_http_backoff(r, a, req->cancel) != SBX_OK) {
             *err = keep;
             return sbx_http_fail(err, SBX_E_CANCELLED, "cancelled while retrying: %s",
                                  keep.message);

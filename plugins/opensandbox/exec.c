@@ -1,0 +1,583 @@
+/*
+ * exec.c - commands through execd's POST /command, a stream of server-sent
+ * events: init (the command id), stdout/stderr (text), execution_complete
+ * (exit 0) or error (evalue = the exit code), ping. Both framings the SDK
+ * accepts are read: a bare JSON object per event, or "data:" lines.
+ *
+ * execd runs `command` with a shell; the argv is quoted into it and the
+ * program replaces the shell (exec), so that a signal that kills it is
+ * the command's own: execd then reports exit code -1 and the status call
+ * names the signal. Cancellation and the timeout end the command through
+ * DELETE /command?id= (execd kills its process group).
+ *
+ * stdin: execd has none. When a source is given, the command opens a FIFO
+ * in the sandbox (announced by a marker on stdout, which is taken out of
+ * the output) and a thread streams the source into it with the multipart
+ * upload; the upload stops when the command has ended. See osb.h.
+ */
+#include "osb.h"
+#include "gosignal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#define EVENT_MAX (8u * 1024u * 1024u)
+#define KILL_GRACE_MS 3000
+#define READY_MARK "\036sbx:stdin-ready\036"
+
+char *osb_quote(const char *s)
+{
+    size_t n = 3;
+    for (const char *p = s; *p; p++)
+        n += *p == '\'' ? 4 : 1;
+    char *q = malloc(n);
+    if (!q)
+        return NULL;
+    char *o = q;
+    *o++ = '\'';
+    for (const char *p = s; *p; p++) {
+        if (*p == '\'') {
+            memcpy(o, "'\\''", 4);
+            o += 4;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return q;
+}
+
+struct run {
+    sbx_sandbox *sb;
+    sbx_call *call;
+    const struct sbx_sink *out, *err;
+    struct sbx_exec_result *res;
+    /* event parsing */
+    char *ev;
+    size_t evlen, evcap;
+    char *line;
+    size_t linelen, linecap;
+    int sink_rc;
+    int proto_rc;
+    /* outcome */
+    char cid[128];
+    int done;         /* execution_complete or error came */
+    int exit_code;
+    char evalue[256];
+    /* stdin */
+    int want_ready;
+    size_t mark_got;  /* bytes of READY_MARK matched at the start of stdout */
+    int ready;
+    const struct sbx_source *in;
+    char fifo[128];
+    pthread_t feeder;
+    int feeding;
+    int stop_pipe[2];
+    int feed_failed;
+};
+
+static int to_sink(struct run *r, const struct sbx_sink *sink, uint64_t *count, const char *s,
+                   size_t n)
+{
+    *count += n;
+    if (n && sink && !r->sink_rc) {
+        int rc = sink->write(sink->ctx, s, n);
+        if (rc)
+            r->sink_rc = rc;
+    }
+    return r->sink_rc;
+}
+
+static void start_feeder(struct run *r);
+
+/* stdout, minus the stdin marker the wrapper prints before the program runs. */
+static int on_stdout(struct run *r, const char *s, size_t n)
+{
+    static const char mark[] = READY_MARK;
+    const size_t ml = sizeof mark - 1;
+    while (r->want_ready && !r->ready && n) {
+        if (*s != mark[r->mark_got]) {
+            /* not the marker after all (cannot happen with our wrapper) */
+            r->want_ready = 0;
+            to_sink(r, r->out, &r->res->out_bytes, mark, r->mark_got);
+            break;
+        }
+        r->mark_got++;
+        s++;
+        n--;
+        if (r->mark_got == ml) {
+            r->ready = 1;
+            start_feeder(r);
+        }
+    }
+    return to_sink(r, r->out, &r->res->out_bytes, s, n);
+}
+
+static int dispatch(struct run *r)
+{
+    if (!r->evlen)
+        return SBX_OK;
+    json_object *ev = json_tokener_parse(r->ev);
+    r->evlen = 0;
+    if (!ev || !json_object_is_type(ev, json_type_object)) {
+        json_object_put(ev);
+        return SBX_E_PROTOCOL;
+    }
+    const char *type = sbx_json_str(ev, "type");
+    json_object *tobj = NULL;
+    const char *text = NULL;
+    size_t tlen = 0;
+    if (json_object_object_get_ex(ev, "text", &tobj) && json_object_is_type(tobj, json_type_string)) {
+        text = json_object_get_string(tobj);
+        tlen = (size_t)json_object_get_string_len(tobj); /* output may hold NULs */
+    }
+    int rc = SBX_OK;
+    if (!type) {
+        rc = SBX_E_PROTOCOL;
+    } else if (!strcmp(type, "init")) {
+        snprintf(r->cid, sizeof r->cid, "%s", text ? text : "");
+    } else if (!strcmp(type, "stdout")) {
+        rc = on_stdout(r, text ? text : "", tlen);
+    } else if (!strcmp(type, "stderr")) {
+        rc = to_sink(r, r->err, &r->res->err_bytes, text ? text : "", tlen);
+    } else if (!strcmp(type, "execution_complete")) {
+        r->done = 1;
+        r->exit_code = 0;
+    } else if (!strcmp(type, "error")) {
+        json_object *e = sbx_json_obj(ev, "error");
+        const char *v = sbx_json_str(e, "evalue");
+        r->done = 1;
+        snprintf(r->evalue, sizeof r->evalue, "%s", v ? v : "");
+        char *end;
+        long code = strtol(r->evalue, &end, 10);
+        r->exit_code = end != r->evalue && !*end ? (int)code : -2;
+    }
+    json_object_put(ev);
+    return rc;
+}
+
+/* One line of the stream (without its newline). */
+static int on_line(struct run *r, const char *l, size_t n)
+{
+    if (n && l[n - 1] == '\r')
+        n--;
+    if (n == 0)
+        return dispatch(r);
+    const char *payload = l;
+    size_t pl = n;
+    if (n >= 5 && !memcmp(l, "data:", 5)) {
+        payload = l + 5;
+        pl = n - 5;
+        if (pl && *payload == ' ')
+            payload++, pl--;
+    } else if (*l != '{' && r->evlen == 0) {
+        return SBX_OK; /* event:, id:, retry:, or a ":" comment */
+    }
+    if (r->evlen + pl + 2 > EVENT_MAX)
+        return SBX_E_PROTOCOL;
+    if (r->evlen + pl + 2 > r->evcap) {
+        size_t cap = (r->evlen + pl + 2) * 2;
+        char *p = realloc(r->ev, cap);
+        if (!p)
+            return SBX_E_NOMEM;
+        r->ev = p;
+        r->evcap = cap;
+    }
+    if (r->evlen)
+        r->ev[r->evlen++] = '\n';
+    memcpy(r->ev + r->evlen, payload, pl);
+    r->evlen += pl;
+    r->ev[r->evlen] = '\0';
+    /* A bare JSON event is complete on its line (execd writes "{..}\n\n"). */
+    if (payload == l && *l == '{')
+        return dispatch(r);
+    return SBX_OK;
+}
+
+static int stream_write(void *ctx, const void *buf, size_t len)
+{
+    struct run *r = ctx;
+    const char *p = buf;
+    while (len) {
+        const char *nl = memchr(p, '\n', len);
+        size_t take = nl ? (size_t)(nl - p) : len;
+        int rc;
+        if (nl && r->linelen == 0) {
+            rc = on_line(r, p, take); /* the whole line is here: no copy */
+        } else {
+            if (r->linelen + take + 1 > EVENT_MAX)
+                return r->proto_rc = SBX_E_PROTOCOL;
+            if (r->linelen + take + 1 > r->linecap) {
+                size_t cap = (r->linelen + take + 1) * 2;
+                char *q = realloc(r->line, cap);
+                if (!q)
+                    return r->proto_rc = SBX_E_NOMEM;
+                r->line = q;
+                r->linecap = cap;
+            }
+            memcpy(r->line + r->linelen, p, take);
+            r->linelen += take;
+            rc = SBX_OK;
+            if (nl) {
+                rc = on_line(r, r->line, r->linelen);
+                r->linelen = 0;
+            }
+        }
+        if (rc != SBX_OK) {
+            if (!r->sink_rc)
+                r->proto_rc = rc;
+            return rc;
+        }
+        if (!nl)
+            break;
+        p = nl + 1;
+        len -= take + 1;
+    }
+    return SBX_OK;
+}
+
+/* DELETE /command?id=<cid>. call NULL: also after a cancellation. */
+static void interrupt(struct run *r)
+{
+    if (!r->cid[0])
+        return;
+    char *e = sbx_http_escape(r->cid);
+    char path[256];
+    snprintf(path, sizeof path, "/command?id=%s", e ? e : "");
+    free(e);
+    sbx_http_error err;
+    int rc = osb_service_json(r->sb, NULL, &r->sb->execd, "DELETE", path, NULL, NULL, 1, &err);
+    if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
+        r->sb->st->host->log(r->sb->st->host, SBX_LOG_WARN,
+                             "opensandbox: interrupting command %s in %s: %s", r->cid, r->sb->id,
+                             err.message);
+}
+
+/* The upload's body: the caller's source, given up once the run is over. */
+static long feed_read(void *ctx, void *buf, size_t cap)
+{
+    struct run *r = ctx;
+    int fd = r->in->size >= SBX_SOURCE_SIZE_1_0 && r->in->poll_fd ? r->in->poll_fd(r->in->ctx) : -1;
+    if (fd >= 0) {
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {r->stop_pipe[0], POLLIN, 0}};
+        for (;;) {
+            int n = poll(p, 2, -1);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 || p[1].revents)
+                return -1; /* the command ended: stop the upload */
+            if (p[0].revents)
+                break;
+        }
+    }
+    long n = r->in->read(r->in->ctx, buf, cap);
+    if (n < 0)
+        r->feed_failed = 1;
+    return n;
+}
+
+static void *feeder(void *arg)
+{
+    struct run *r = arg;
+    struct sbx_source src = SBX_SOURCE_INIT(r, feed_read);
+    sbx_http_error err;
+    /* mode 0: none sent, the FIFO keeps the 0600 mkfifo gave it. */
+    if (osb_upload(r->sb, NULL, r->fifo, 0, &src, &err) != SBX_OK && r->feed_failed)
+        interrupt(r); /* never let a partial input pass for a whole one */
+    return NULL;
+}
+
+static void start_feeder(struct run *r)
+{
+    if (pthread_create(&r->feeder, NULL, feeder, r) == 0)
+        r->feeding = 1;
+    else
+        interrupt(r);
+}
+
+/* The shell text execd runs: cd is execd's (cwd), the program replaces
+ * the shell. With stdin, the FIFO is opened first. */
+static char *script(const struct sbx_exec_args *args, const char *fifo)
+{
+    size_t len = 256 + (fifo ? 2 * strlen(fifo) + 128 : 0);
+    for (size_t i = 0; args->argv[i]; i++)
+        len += strlen(args->argv[i]) * 4 + 3;
+    char *s = malloc(len);
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    if (fifo)
+        o += (size_t)snprintf(s + o, len - o,
+                              "f='%s'; mkfifo -m 600 \"$f\" || exit 125; printf '%s'; "
+                              "exec 3<\"$f\"; rm -f \"$f\"; ",
+                              fifo, READY_MARK);
+    o += (size_t)snprintf(s + o, len - o, "exec");
+    for (size_t i = 0; args->argv[i]; i++) {
+        char *q = osb_quote(args->argv[i]);
+        if (!q) {
+            free(s);
+            return NULL;
+        }
+        o += (size_t)snprintf(s + o, len - o, " %s", q);
+        free(q);
+    }
+    if (fifo)
+        o += (size_t)snprintf(s + o, len - o, " <&3 3<&-");
+    else
+        o += (size_t)snprintf(s + o, len - o, " </dev/null");
+    return s;
+}
+
+static json_object *command_body(const struct sbx_exec_args *args, const char *cmd,
+                                  const char *cwd, int64_t timeout_ms)
+{
+    json_object *body = json_object_new_object();
+    if (!body)
+        return NULL;
+    json_object_object_add(body, "command", json_object_new_string(cmd));
+    json_object_object_add(body, "cwd", json_object_new_string(cwd));
+    json_object_object_add(body, "background", json_object_new_boolean(0));
+    if (timeout_ms > 0)
+        json_object_object_add(body, "timeout", json_object_new_int64(timeout_ms));
+    json_object *envs = json_object_new_object();
+    if (args->env) {
+        for (size_t i = 0; args->env[i]; i++) {
+            const char *eq = strchr(args->env[i], '=');
+            if (!eq)
+                continue;
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(eq - args->env[i]), args->env[i]);
+            json_object_object_add(envs, name, json_object_new_string(eq + 1));
+        }
+        json_object_object_add(body, "envs", envs);
+    } else {
+        json_object_put(envs);
+    }
+    return body;
+}
+
+/* The signal of a command execd saw killed: its status call names it. */
+static int signal_of(struct run *r)
+{
+    char path[256];
+    char *e = sbx_http_escape(r->cid);
+    snprintf(path, sizeof path, "/command/status/%s", e ? e : "");
+    free(e);
+    json_object *doc = NULL;
+    sbx_http_error err;
+    int sig = 0;
+    if (osb_service_json(r->sb, NULL, &r->sb->execd, "GET", path, NULL, &doc, 1, &err) == SBX_OK)
+        sig = sbx_go_signal_number(sbx_json_str(doc, "error"));
+    json_object_put(doc);
+    return sig ? sig : 9;
+}
+
+static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                       const char *cwd, struct sbx_exec_result *res)
+{
+    struct osb_state *st = sb->st;
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.sb = sb;
+    r.call = call;
+    r.out = args->out;
+    r.err = args->err;
+    r.res = res;
+    r.in = args->in;
+    r.stop_pipe[0] = r.stop_pipe[1] = -1;
+    if (args->in) {
+        unsigned char rnd[8];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+            return osb_error(st, call, SBX_E_IO, "opensandbox: exec: no randomness");
+        snprintf(r.fifo, sizeof r.fifo, "/tmp/.sbx-stdin-%02x%02x%02x%02x%02x%02x%02x%02x",
+                 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+        if (pipe2(r.stop_pipe, O_CLOEXEC) != 0)
+            return osb_error(st, call, SBX_E_IO, "opensandbox: exec: pipe: %s", strerror(errno));
+        r.want_ready = 1;
+    }
+    char *cmd = script(args, args->in ? r.fifo : NULL);
+    /* execd's own deadline is a backstop: ours fires first and interrupts. */
+    json_object *body = cmd ? command_body(args, cmd, cwd,
+                                           args->timeout_ms > 0 ? args->timeout_ms + 5000 : 0)
+                            : NULL;
+    free(cmd);
+    if (!body) {
+        if (r.stop_pipe[0] >= 0) {
+            close(r.stop_pipe[0]);
+            close(r.stop_pipe[1]);
+        }
+        return osb_error(st, call, SBX_E_NOMEM, "out of memory");
+    }
+    const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+    struct osb_cancel c;
+    osb_cancel_init(&c, st->host, call);
+    const char *hdrs[16];
+    static const char *const accept[] = {"Accept: text/event-stream", NULL};
+    struct sbx_http_request req;
+    osb_service_request(sb, &sb->execd, &req, hdrs, 16, accept, &c);
+    req.method = "POST";
+    req.path = "/command";
+    req.content_type = "application/json";
+    req.body = json;
+    req.body_len = strlen(json);
+    sbx_http_xfer *x = NULL;
+    sbx_http_error err;
+    memset(&err, 0, sizeof err);
+    int rc = sbx_http_start(sb->execd.http, &req, &x, &err);
+    json_object_put(body);
+    if (rc != SBX_OK) {
+        rc = osb_service_report(sb, call, &err, "exec %s", args->argv[0]);
+        goto out;
+    }
+    struct sbx_sink sink = SBX_SINK_INIT(&r, stream_write);
+    int killed = 0, timed_out = 0;
+    if (args->timeout_ms > 0)
+        sbx_http_xfer_set_timeout(x, args->timeout_ms);
+    for (;;) {
+        memset(&err, 0, sizeof err);
+        int s = sbx_http_xfer_pump(x, &sink, &err);
+        if (s == SBX_OK) {
+            if (r.linelen)
+                s = on_line(&r, r.line, r.linelen), r.linelen = 0;
+            if (s == SBX_OK)
+                s = dispatch(&r);
+            if (s != SBX_OK)
+                rc = osb_error(st, call, SBX_E_PROTOCOL, "opensandbox: exec: malformed event");
+            break;
+        }
+        if (err.from_callback) {
+            interrupt(&r);
+            rc = r.sink_rc ? r.sink_rc
+                           : osb_error(st, call, r.proto_rc ? r.proto_rc : s,
+                                       "opensandbox: exec: malformed event stream from %s",
+                                       sb->id);
+            break;
+        }
+        if (s == SBX_E_CANCELLED) {
+            interrupt(&r);
+            rc = osb_error(st, call, SBX_E_CANCELLED, "opensandbox: exec cancelled");
+            break;
+        }
+        if (s == SBX_E_TIMEOUT && !killed && args->timeout_ms > 0) {
+            timed_out = killed = 1;
+            interrupt(&r);
+            sbx_http_xfer_set_timeout(x, KILL_GRACE_MS);
+            continue;
+        }
+        if (killed)
+            break; /* execd ended or dropped the stream after the kill */
+        rc = osb_service_report(sb, call, &err, "exec: reading the event stream");
+        interrupt(&r);
+        break;
+    }
+out:
+    if (r.stop_pipe[1] >= 0 && write(r.stop_pipe[1], "x", 1) < 0) {
+        /* the feeder also stops when its upload fails */
+    }
+    if (r.feeding)
+        pthread_join(r.feeder, NULL);
+    if (r.want_ready && !r.ready && r.fifo[0])
+        osb_remove(sb, NULL, r.fifo);
+    sbx_http_xfer_free(x);
+    if (r.stop_pipe[0] >= 0) {
+        close(r.stop_pipe[0]);
+        close(r.stop_pipe[1]);
+    }
+    if (rc == SBX_OK && r.feed_failed)
+        rc = SBX_E_IO; /* the source has set the call's error */
+    if (rc == SBX_OK) {
+        res->timed_out = timed_out;
+        if (timed_out) {
+            res->exit_code = -1;
+            res->term_signal = 9;
+        } else if (!r.done) {
+            rc = osb_error(st, call, SBX_E_PROTOCOL,
+                           "opensandbox: exec: the event stream of %s ended without "
+                           "execution_complete or error", sb->id);
+        } else if (r.exit_code == -1) {
+            res->exit_code = -1;
+            res->term_signal = signal_of(&r);
+        } else if (r.exit_code < 0) {
+            rc = osb_error(st, call, SBX_E_PROTOCOL, "opensandbox: exec: execd failed: %s",
+                           r.evalue);
+        } else {
+            res->exit_code = r.exit_code;
+        }
+    }
+    free(r.ev);
+    free(r.line);
+    return rc;
+}
+
+int osb_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+             struct sbx_exec_result *res)
+{
+    struct osb_state *st = sb->st;
+    if (!args->argv || !args->argv[0] || !args->argv[0][0])
+        return osb_error(st, call, SBX_E_INVALID, "opensandbox: exec: empty argv");
+    char *cwd = NULL;
+    if (args->cwd && *args->cwd) {
+        int type;
+        int rc = osb_resolve(sb, call, "exec cwd", args->cwd, 1, &cwd, &type);
+        if (rc != SBX_OK)
+            return rc;
+        if (type != OSB_FT_DIR) {
+            free(cwd);
+            return osb_error(st, call, SBX_E_INVALID, "opensandbox: exec: cwd %s is not a directory",
+                             args->cwd);
+        }
+    }
+    osb_keep_alive(sb, call);
+    uint32_t size = res->size;
+    memset(res, 0, sizeof *res);
+    res->size = size;
+    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, res);
+    free(cwd);
+    return rc;
+}
+
+struct keep {
+    char *buf;
+    size_t cap, len;
+};
+
+static int keep_write(void *ctx, const void *data, size_t len)
+{
+    struct keep *k = ctx;
+    size_t room = k->cap ? k->cap - 1 - k->len : 0;
+    size_t n = len < room ? len : room;
+    memcpy(k->buf + k->len, data, n);
+    k->len += n;
+    k->buf[k->len] = '\0';
+    return 0;
+}
+
+int osb_sh(sbx_sandbox *sb, sbx_call *call, const char *text, const struct sbx_sink *out,
+           int64_t timeout_ms, int *code, char *msg, size_t cap)
+{
+    struct keep k = {msg, cap, 0};
+    if (cap)
+        msg[0] = '\0';
+    struct sbx_sink errs = SBX_SINK_INIT(&k, keep_write);
+    const char *argv[] = {"sh", "-c", text, NULL};
+    struct sbx_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.argv = argv;
+    a.timeout_ms = timeout_ms;
+    a.out = out;
+    a.err = cap ? &errs : NULL;
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    int rc = run_command(sb, call, &a, "/", &res);
+    *code = res.term_signal ? 128 + res.term_signal : res.exit_code;
+    return rc;
+}

@@ -1,0 +1,214 @@
+/*
+ * osb.h - the `opensandbox` provider: sandboxes through the OpenSandbox
+ * lifecycle server (/v1), commands and files through execd (port 44772),
+ * the egress allowlist through the egress sidecar (port 18080); both
+ * reached at the endpoints the lifecycle server names, directly or through
+ * its proxy (use_server_proxy).
+ *
+ * Files by responsibility:
+ *   conf.c       configuration keys, the API key, instance setup, errors
+ *   api.c        lifecycle calls (create, list, get, delete, pause, resume,
+ *                renew-expiration, metadata, endpoints)
+ *   lifecycle.c  create/attach/destroy/release/root, waiting for Running,
+ *                ownership metadata, renewal while in use
+ *   service.c    requests to execd and the sidecar at their endpoints
+ *   exec.c       POST /command (server-sent events), cancel, timeout, stdin
+ *   paths.c      workspace confinement through GET /files/info
+ *   files.c      read_file/write_file (download, multipart upload, mv)
+ *   egress.c     the sidecar's policy: read, set, reconcile on attach
+ *   outputs.c    OUTPUT_EXPORT
+ *   provider.c   descriptor and ops table
+ */
+#ifndef SBX_OSB_H
+#define SBX_OSB_H
+
+#include <sbx/provider.h>
+
+#include "base64.h"
+#include "http_client.h"
+#include "http_json.h"
+#include "http_retry.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define OSB_PROVIDER "opensandbox"
+#define OSB_EXECD_PORT 44772
+#define OSB_EGRESS_PORT 18080
+#define OSB_OUTPUTS "/mnt/session/outputs"
+
+/* Metadata keys (Kubernetes label syntax: the values are hex or short
+ * words). The intended egress policy lives in the control plane, where
+ * the sandbox cannot change it: sbx.egress=deny plus one key per allowed
+ * target, sbx.allow.<i> for host names and sbx.allow-any.<i> for
+ * "*.<domain>" patterns (the value is the domain). */
+#define OSB_META_MANAGED "sbx.managed"
+#define OSB_META_OWNER "sbx.owner"
+#define OSB_META_SPEC "sbx.spec"
+#define OSB_META_EGRESS "sbx.egress"
+#define OSB_META_ALLOW "sbx.allow."
+#define OSB_META_ALLOW_ANY "sbx.allow-any."
+/* Label values hold at most 63 characters: the owner and spec records are
+ * the first 63 hex digits of the 64-digit hashes (252 bits). */
+#define OSB_HASH_LABEL 63
+/* Most targets one policy may hold (each is a metadata key). */
+#define OSB_ALLOW_MAX 64
+
+struct osb_conf {
+    char *api_key;          /* NULL: no key (a server without auth) */
+    const char *key_source; /* what to name when the key is refused */
+    char *api_url;          /* with /v1 appended */
+    char *image;
+    char *entrypoint[8];    /* NULL-terminated */
+    char *cpu, *memory;
+    char *workspace;
+    int64_t lifetime_s;     /* timeout at create, renewed while in use */
+    int64_t ready_timeout_ms;
+    int64_t request_timeout_ms;
+    int64_t connect_timeout_ms;
+    int use_server_proxy;
+    int internet;           /* no networkPolicy at create: allow all */
+    struct sbx_http_retry retry;
+};
+
+struct osb_state {
+    const struct sbx_host *host;
+    struct osb_conf cfg;
+    sbx_http *api;
+    char key_header[512];
+};
+
+/* An in-sandbox service reached at its endpoint. */
+struct osb_service {
+    sbx_http *http;
+    char *headers[9];       /* "Name: value" lines from the endpoint, NULL-terminated */
+};
+
+struct sbx_sandbox {
+    struct osb_state *st;
+    char id[128];
+    char key_hash[SBX_KEY_HASH_LEN + 1];
+    struct osb_service execd;
+    struct osb_service egress;
+    pthread_mutex_t lock;   /* guards renewed_ms */
+    int64_t renewed_ms;
+};
+
+struct osb_cancel {
+    const struct sbx_host *host;
+    sbx_call *call;
+    struct sbx_http_cancel c;
+};
+
+/* ---- conf.c ------------------------------------------------------------ */
+int osb_init(const struct sbx_host *host, sbx_call *call, void **state);
+void osb_fini(void *state);
+int osb_error(struct osb_state *st, sbx_call *call, int status, const char *fmt, ...)
+    SBX_PRINTF_LIKE(4, 5);
+/* A failed request: 401/403 become SBX_E_CONFIG naming the key's source. */
+int osb_report(struct osb_state *st, sbx_call *call, const sbx_http_error *err,
+               const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+void osb_cancel_init(struct osb_cancel *c, const struct sbx_host *host, sbx_call *call);
+int64_t osb_now_ms(void);
+
+/* ---- api.c ------------------------------------------------------------- */
+/* POST /sandboxes; egress NULL: the configured network. *out: the answer. */
+int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
+                   const char *spec_hash, const struct sbx_egress_policy *egress,
+                   json_object **out, sbx_http_error *err);
+/* GET /sandboxes?metadata=sbx.owner=<hash>: every page's items, as one array. */
+int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash,
+                 json_object **out, sbx_http_error *err);
+int osb_api_get(struct osb_state *st, sbx_call *call, const char *id, json_object **out,
+                sbx_http_error *err);
+/* DELETE; 404 counts as done. */
+int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err);
+/* POST /sandboxes/{id}/<action> (pause, resume). */
+int osb_api_action(struct osb_state *st, sbx_call *call, const char *id, const char *action,
+                   sbx_http_error *err);
+int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err);
+/* PATCH /sandboxes/{id}/metadata (merge patch: null deletes a key). */
+int osb_api_metadata(struct osb_state *st, sbx_call *call, const char *id, json_object *patch,
+                     sbx_http_error *err);
+/* GET /sandboxes/{id}/endpoints/{port}: *out is the Endpoint. */
+int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int port,
+                     json_object **out, sbx_http_error *err);
+/* The sandbox's state ("Running", ...) or "" (borrowed). */
+const char *osb_state_of(json_object *sandbox);
+
+/* ---- lifecycle.c ------------------------------------------------------- */
+int osb_create(void *state, sbx_call *call, const struct sbx_create_args *args, char *ref,
+               sbx_sandbox **out);
+int osb_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+               sbx_sandbox **out);
+int osb_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
+const char *osb_root(sbx_sandbox *sb);
+void osb_release(sbx_sandbox *sb);
+/* Renew the expiration when half the lifetime passed since the last renewal. */
+void osb_keep_alive(sbx_sandbox *sb, sbx_call *call);
+
+/* ---- service.c --------------------------------------------------------- */
+/* Resolve the endpoint of port and prepare svc. */
+int osb_service_open(sbx_sandbox *sb, sbx_call *call, int port, struct osb_service *svc);
+void osb_service_close(struct osb_service *svc);
+/* A request to a service with its endpoint headers plus extra (may be NULL). */
+void osb_service_request(sbx_sandbox *sb, const struct osb_service *svc,
+                         struct sbx_http_request *req, const char **hdrs, size_t cap,
+                         const char *const *extra, struct osb_cancel *c);
+/* A JSON call to a service, retried when idempotent. */
+int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *svc,
+                     const char *method, const char *path, json_object *body,
+                     json_object **out, int idempotent, sbx_http_error *err);
+/* Report a failed service call; a sandbox that is gone is SBX_E_NOT_FOUND. */
+int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err,
+                       const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+
+/* ---- exec.c ------------------------------------------------------------ */
+int osb_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+             struct sbx_exec_result *res);
+/* A helper shell script in the sandbox: output to out (may be NULL), up
+ * to cap-1 bytes of stderr in msg, exit code in *code. */
+int osb_sh(sbx_sandbox *sb, sbx_call *call, const char *script, const struct sbx_sink *out,
+           int64_t timeout_ms, int *code, char *msg, size_t cap);
+/* A word quoted for sh ('...'), malloc'd. */
+char *osb_quote(const char *s);
+
+/* ---- paths.c ----------------------------------------------------------- */
+enum osb_ftype { OSB_FT_NONE = 0, OSB_FT_FILE, OSB_FT_DIR, OSB_FT_LINK, OSB_FT_OTHER };
+/* Resolve a workspace-relative path (or one below OSB_OUTPUTS) without
+ * leaving the workspace; *abs malloc'd, *type of the final entry. */
+int osb_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
+                int allow_root, char **abs, int *type);
+
+/* ---- files.c ----------------------------------------------------------- */
+int osb_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                  const struct sbx_sink *sink);
+int osb_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                   const struct sbx_source *src, unsigned mode);
+/* Stream an absolute path to a sink (GET /files/download). */
+int osb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *what,
+                 const struct sbx_sink *sink);
+/* Upload src to the absolute path abs (multipart: metadata, then file). */
+int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
+               const struct sbx_source *src, sbx_http_error *err);
+int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err);
+int osb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs);
+
+/* ---- egress.c ---------------------------------------------------------- */
+/* Check a policy's targets and default (SBX_E_INVALID naming the culprit). */
+int osb_egress_check(struct osb_state *st, sbx_call *call, const struct sbx_egress_policy *p);
+/* The sidecar's rules for a policy, as NetworkPolicy JSON (create). */
+json_object *osb_egress_policy_json(const struct sbx_egress_policy *p);
+/* The metadata that records a policy as intended (create). */
+void osb_egress_meta(json_object *meta, const struct sbx_egress_policy *p);
+int osb_egress_set(sbx_sandbox *sb, sbx_call *call, const struct sbx_egress_policy *p);
+int osb_egress_get(sbx_sandbox *sb, sbx_call *call, struct sbx_egress_report *out);
+/* On attach: when the sandbox's metadata records a policy, make the sidecar
+ * enforce it (SBX_E_DENIED when its default is not deny). */
+int osb_egress_reconcile(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
+
+/* ---- outputs.c --------------------------------------------------------- */
+int osb_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
+int osb_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
+
+#endif /* SBX_OSB_H */

@@ -1,0 +1,50 @@
+/*
+ * provider.c - the `opensandbox` provider's descriptor, configuration keys
+ * and ops table (docs/providers/opensandbox.md). See osb.h.
+ */
+#include "osb.h"
+
+static const struct sbx_config_key osb_keys[] = {
+    SBX_CONFIG_KEY("api_url", SBX_CFG_STRING,
+                   "lifecycle server, scheme://host:port (/v1 is appended; default from "
+                   "OPEN_SANDBOX_DOMAIN)"),
+    SBX_CONFIG_KEY("image", SBX_CFG_STRING, "container image of new sandboxes (default ubuntu:22.04)"),
+    SBX_CONFIG_KEY("entrypoint", SBX_CFG_LIST, "entry process (default tail -f /dev/null)"),
+    SBX_CONFIG_KEY("cpu", SBX_CFG_STRING, "CPU limit, e.g. 500m (default 500m)"),
+    SBX_CONFIG_KEY("memory", SBX_CFG_STRING, "memory limit, e.g. 512Mi (default 512Mi)"),
+    SBX_CONFIG_KEY("use_server_proxy", SBX_CFG_BOOL,
+                   "reach execd and the egress sidecar through the server's proxy (default false)"),
+    SBX_CONFIG_KEY("internet", SBX_CFG_BOOL,
+                   "create sandboxes without a network policy, all egress allowed (default false)"),
+    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT,
+                   "seconds a sandbox lives past its last use, renewed while in use (default 3600)"),
+    SBX_CONFIG_KEY("ready_timeout_ms", SBX_CFG_INT,
+                   "how long create waits for a sandbox to be Running (default 120000)"),
+    SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one request (default 60000)"),
+    SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
+    SBX_CONFIG_KEY("retries", SBX_CFG_INT,
+                   "retries of idempotent calls on transient failures (default 4)"),
+    SBX_CONFIG_KEY("workspace", SBX_CFG_STRING, "workspace directory (default /workspace)"),
+    SBX_CONFIG_KEYS_END};
+
+static const struct sbx_provider_ops osb_ops = {
+    .init = osb_init,
+    .fini = osb_fini,
+    .create = osb_create,
+    .attach = osb_attach,
+    .exec = osb_exec,
+    .read_file = osb_read_file,
+    .write_file = osb_write_file,
+    .root = osb_root,
+    .release = osb_release,
+    .destroy = osb_destroy,
+    .export_outputs = osb_export_outputs,
+    .egress_set = osb_egress_set,
+    .egress_get = osb_egress_get,
+};
+
+SBX_PROVIDER_DEFINE("opensandbox", "0.1.0",
+                    "OpenSandbox containers over the lifecycle API, execd and the egress sidecar",
+                    SBX_ISOLATION_CONTAINER,
+                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_EGRESS | SBX_CAP_PACKAGES, &osb_ops,
+                    osb_keys)
