@@ -189,6 +189,8 @@ static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_en
         return bad(p, n, "an entry must be a mapping with path and type");
     const yaml_node_t *path = NULL, *type = NULL;
     int rc = check_map(p, n, "entry");
+    if (rc != SBX_OK)
+        return rc;
     /* path and type first: every later message names the entry */
     for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
          rc == SBX_OK && kv < n->data.mapping.pairs.top; kv++) {

@@ -8,6 +8,8 @@
  */
 #include "clock.h"
 #include "registry.h"
+
+#include <sbx/manifest.h>
 #include "session_internal.h"
 #include "struct_size.h"
 
@@ -128,10 +130,23 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     rc = sbx_store_update_intent(m->store, key, m->owner, "created", sbx_handle_ref(h),
                                  err);
     if (rc != SBX_OK) {
+        sbx_session_egress_free(&eg);
         sbx_release(h);
         return rc;
     }
     sbx_session_crash_point(m, "after-create");
+
+    if (spec && spec->manifest) {
+        rc = sbx_store_update_intent(m->store, key, m->owner, "manifest", NULL, err);
+        if (rc == SBX_OK)
+            rc = sbx_manifest_apply(h, spec->manifest, cancel, err);
+        if (rc != SBX_OK) {
+            sbx_session_egress_free(&eg);
+            sbx_release(h);
+            return rc;
+        }
+        sbx_session_crash_point(m, "after-manifest");
+    }
 
     struct progress_ctx pc = {m, key};
     rc = sbx_session_install_packages(h, m->ctx->config, spec, on_package_progress, &pc, cancel, err);
@@ -264,6 +279,12 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 caps |= SBX_CAP_EGRESS;
             if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK)
                 return rc;
+            if (spec && spec->manifest && sbx_manifest_has_users(spec->manifest))
+                return sbx_error_set(err, SBX_E_UNSUPPORTED,
+                                     "provider \"%s\" cannot run commands as a "
+                                     "chosen user: the manifest's users, groups and "
+                                     "run_as are refused",
+                                     sbx_provider_desc(p)->name);
         }
 
         sbx_session_crash_point(m, "before-intent");

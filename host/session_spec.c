@@ -5,6 +5,8 @@
 #include "session_internal.h"
 #include "struct_size.h"
 
+#include <sbx/manifest.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +101,7 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
         return rc0;
     uint64_t caps = spec ? spec->caps : 0;
     size_t n = spec ? spec->npackages : 0;
-    size_t len = 96;
+    size_t len = 96 + 80; /* + the manifest line */
     if (spec && spec->limited_network) {
         for (size_t i = 0; i < spec->nallow; i++)
             len += (spec->allow[i] ? strlen(spec->allow[i]) : 0) + 8;
@@ -131,6 +133,10 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
             used += (size_t)snprintf(text + used, len - used, "setup-allow %s\n",
                                      spec->setup_allow[i] ? spec->setup_allow[i] : "");
     }
+    /* Only specs with a manifest add its line: older hashes stay. */
+    if (spec && spec->manifest)
+        used += (size_t)snprintf(text + used, len - used, "manifest %s\n",
+                                 sbx_manifest_digest(spec->manifest));
     int rc = sbx_key_hash(text, out);
     free(text);
     if (rc != SBX_OK)

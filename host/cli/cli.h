@@ -10,6 +10,7 @@
 #define SBX_CLI_H
 
 #include <sbx/sbx.h>
+#include <sbx/manifest.h>
 #include <sbx/session.h>
 
 #include <getopt.h>
@@ -253,5 +254,18 @@ int cli_session_parse(const struct cli_command *cmd, int argc, char **argv,
 /* Print "sbx: <message>" for a failed call and return the exit status of
  * an sbx failure (125), or 128+N when a signal interrupted it. */
 int cli_session_failed(int rc, const sbx_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* --manifest (cli_manifest.c)                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Load the manifest at path (NULL: none, *out NULL) with ctx's grants; an
+ * error is printed. */
+int cli_manifest_load(sbx_ctx *ctx, const char *path, sbx_manifest **out);
+
+/* A new NULL-terminated environment: the manifest's variables, except those
+ * an -e of eo sets, then eo's. The caller frees the array (not the
+ * strings); NULL when out of memory. */
+const char **cli_manifest_env(const sbx_manifest *m, const struct cli_exec_options *eo);
 
 #endif

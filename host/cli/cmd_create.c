@@ -29,6 +29,8 @@ static void usage(FILE *f)
           "                          a provider with the egress capability\n"
           "  -A, --setup-allow HOST  also allow HOST while packages install\n"
           "  -N, --no-network        limit the network with nothing allowed\n"
+          "  -m, --manifest FILE     materialize this workspace manifest after\n"
+          "                          create (docs/MANIFEST.md); part of the spec\n"
           "  -r, --require CAP       the session will use capability CAP\n"
           "                          (repeatable): file_mounts, output_export,\n"
           "                          skills, memory, egress, packages\n"
@@ -53,12 +55,18 @@ static int parse_cap(const char *name, uint64_t *caps)
 }
 
 static int create(const struct cli_globals *g, const char *key,
-                  const struct sbx_session_spec *spec)
+                  struct sbx_session_spec *spec, const char *manifest_path)
 {
     sbx_ctx *ctx;
     sbx_sessions *m;
     if (cli_sessions_open(g, spec->provider, &ctx, &m) != SBX_OK)
         return cli_failure_status();
+    sbx_manifest *mf = NULL;
+    if (cli_manifest_load(ctx, manifest_path, &mf) != SBX_OK) {
+        cli_sessions_close(ctx, m);
+        return CLI_EXIT_SBX;
+    }
+    spec->manifest = mf;
     sbx_handle *h = NULL;
     struct sbx_acquire_info info;
     info.size = sizeof info;
@@ -80,6 +88,8 @@ static int create(const struct cli_globals *g, const char *key,
         printf("%s\n", info.created ? "created" : "exists");
     }
     sbx_release(h);
+    sbx_manifest_free(mf);
+    spec->manifest = NULL;
     cli_sessions_close(ctx, m);
     return status;
 }
@@ -88,6 +98,7 @@ struct create_args {
     struct sbx_session_spec *spec;
     struct sbx_package *pkgs;
     const char **allow, **setup_allow;
+    const char *manifest;
 };
 
 static int on_option(void *ud, int c, const char *arg)
@@ -114,6 +125,9 @@ static int on_option(void *ud, int c, const char *arg)
     case 'N':
         a->spec->limited_network = true;
         return CLI_EXIT_OK;
+    case 'm':
+        a->manifest = arg;
+        return CLI_EXIT_OK;
     case 'r':
         if (parse_cap(arg, &a->spec->caps) != 0)
             return cli_usage_error("create", CLI_EXIT_SBX,
@@ -135,6 +149,7 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         {"allow", required_argument, NULL, 'a'},
         {"setup-allow", required_argument, NULL, 'A'},
         {"no-network", no_argument, NULL, 'N'},
+        {"manifest", required_argument, NULL, 'm'},
         CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
@@ -159,8 +174,8 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
     }
     spec.allow = allow;
     spec.setup_allow = setup;
-    struct create_args a = {&spec, pkgs, allow, setup};
-    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:a:A:Nr:c:h",
+    struct create_args a = {&spec, pkgs, allow, setup, NULL};
+    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:a:A:Nm:r:c:h",
                                     longopts, on_option, &a, &globals};
     const char *key = NULL;
     int rest = 0;
@@ -171,7 +186,7 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         if (cli_interrupt_setup() != SBX_OK) {
             status = CLI_EXIT_SBX;
         } else {
-            status = create(&globals, key, &spec);
+            status = create(&globals, key, &spec, a.manifest);
             cli_interrupt_teardown();
         }
     }

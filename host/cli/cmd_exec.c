@@ -22,6 +22,10 @@ static void usage(FILE *f)
           "Options (before or after SESSION):\n"
           "  -p, --provider NAME  provider of a new sandbox (else $SBX_PROVIDER,\n"
           "                       else default_provider, else local)\n"
+          "  -m, --manifest FILE  the session's workspace manifest: materialized\n"
+          "                       when the sandbox is new, its environment set\n"
+          "                       for COMMAND; a session made with another spec\n"
+          "                       is an error\n"
           CLI_EXEC_OPTIONS_HELP
           "  -c, --config FILE    read this configuration file\n"
           "  -h, --help           show this help\n"
@@ -30,28 +34,60 @@ static void usage(FILE *f)
 }
 
 static int exec_in_session(const struct cli_globals *g, const char *provider,
-                           const char *key, const struct cli_exec_options *eo,
-                           char *const *cmd)
+                           const char *manifest_path, const char *key,
+                           const struct cli_exec_options *eo, char *const *cmd)
 {
     sbx_ctx *ctx;
     sbx_sessions *m;
     if (cli_sessions_open(g, provider, &ctx, &m) != SBX_OK)
         return cli_failure_status();
+    sbx_manifest *mf = NULL;
+    if (cli_manifest_load(ctx, manifest_path, &mf) != SBX_OK) {
+        cli_sessions_close(ctx, m);
+        return CLI_EXIT_SBX;
+    }
     struct sbx_session_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.size = sizeof spec;
     spec.provider = provider;
+    spec.manifest = mf;
+    struct cli_exec_options with_env = *eo;
+    const char **env = NULL;
+    if (mf) {
+        env = cli_manifest_env(mf, eo);
+        if (!env) {
+            cli_error("out of memory");
+            sbx_manifest_free(mf);
+            cli_sessions_close(ctx, m);
+            return CLI_EXIT_SBX;
+        }
+        with_env.env = env;
+        with_env.nenv = 0;
+        while (env[with_env.nenv])
+            with_env.nenv++;
+    }
     sbx_handle *h = NULL;
     sbx_error err;
-    int status;
-    /* No spec check for a bound key: exec uses whatever was provisioned. */
-    int rc = sbx_session_acquire(m, key, provider ? &spec : NULL, cli_run_cancel(),
-                                 &h, NULL, &err);
+    struct sbx_acquire_info info;
+    memset(&info, 0, sizeof info);
+    info.size = sizeof info;
+    int status = CLI_EXIT_OK;
+    /* Without a manifest no spec is checked for a bound key: exec uses
+     * whatever was provisioned. */
+    int rc = sbx_session_acquire(m, key, provider || mf ? &spec : NULL, cli_run_cancel(),
+                                 &h, &info, &err);
     if (rc != SBX_OK)
         status = cli_session_failed(rc, &err);
-    else
-        status = cli_exec_streamed(h, eo, cmd);
+    else if (mf && info.spec_changed) {
+        cli_error("session exists with another spec than this manifest's (recorded "
+                  "%.12s): nothing was run",
+                  info.recorded_spec_hash[0] ? info.recorded_spec_hash : "none");
+        status = CLI_EXIT_SBX;
+    } else
+        status = cli_exec_streamed(h, &with_env, cmd);
     sbx_release(h);
+    free(env);
+    sbx_manifest_free(mf);
     cli_sessions_close(ctx, m);
     return status;
 }
@@ -59,11 +95,16 @@ static int exec_in_session(const struct cli_globals *g, const char *provider,
 struct exec_cli_args {
     struct cli_exec_options *eo;
     const char *provider;
+    const char *manifest;
 };
 
 static int on_option(void *ud, int c, const char *arg)
 {
     struct exec_cli_args *a = ud;
+    if (c == 'm') {
+        a->manifest = arg;
+        return CLI_EXIT_OK;
+    }
     if (c != 'p')
         return cli_exec_option("exec", c, arg, a->eo);
     a->provider = arg;
@@ -74,6 +115,7 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"provider", required_argument, NULL, 'p'},
+        {"manifest", required_argument, NULL, 'm'},
         CLI_EXEC_LONGOPTS,
         CLI_COMMON_LONGOPTS,
     };
@@ -86,9 +128,9 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
         cli_error("out of memory");
         return CLI_EXIT_SBX;
     }
-    struct exec_cli_args a = {&eo, NULL};
+    struct exec_cli_args a = {&eo, NULL, NULL};
     const struct cli_command cmd = {"exec", CLI_EXIT_SBX, usage,
-                                    "+:p:" CLI_EXEC_SHORTOPTS "c:h", longopts,
+                                    "+:p:m:" CLI_EXEC_SHORTOPTS "c:h", longopts,
                                     on_option, &a, &globals};
     const char *key = NULL;
     int rest = 0;
@@ -103,7 +145,8 @@ int cmd_exec(const struct cli_globals *g, int argc, char **argv)
         if (cli_interrupt_setup() != SBX_OK) {
             status = CLI_EXIT_SBX;
         } else {
-            status = exec_in_session(&globals, a.provider, key, &eo, argv + rest);
+            status = exec_in_session(&globals, a.provider, a.manifest, key, &eo,
+                                     argv + rest);
             cli_interrupt_teardown();
         }
     }

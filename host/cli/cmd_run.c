@@ -14,6 +14,7 @@
 
 struct run_options {
     const char *provider;
+    const char *manifest;
     struct cli_exec_options exec;
 };
 
@@ -28,6 +29,8 @@ static void usage(FILE *f)
           "Options:\n"
           "  -p, --provider NAME  use this provider (else $SBX_PROVIDER, else\n"
           "                       default_provider, else local)\n"
+          "  -m, --manifest FILE  materialize this workspace manifest first and\n"
+          "                       run COMMAND with its environment\n"
           CLI_EXEC_OPTIONS_HELP
           "  -c, --config FILE    read this configuration file\n"
           "  -h, --help           show this help\n"
@@ -38,6 +41,10 @@ static void usage(FILE *f)
 static int on_option(void *ud, int c, const char *arg)
 {
     struct run_options *ro = ud;
+    if (c == 'm') {
+        ro->manifest = arg;
+        return CLI_EXIT_OK;
+    }
     if (c != 'p')
         return cli_exec_option("run", c, arg, &ro->exec);
     ro->provider = arg;
@@ -49,11 +56,12 @@ static int parse_options(int argc, char **argv, struct cli_globals *globals,
 {
     static const struct option longopts[] = {
         {"provider", required_argument, NULL, 'p'},
+        {"manifest", required_argument, NULL, 'm'},
         CLI_EXEC_LONGOPTS,
         CLI_COMMON_LONGOPTS,
     };
     const struct cli_command cmd = {"run", CLI_EXIT_SBX, usage,
-                                    "+:p:" CLI_EXEC_SHORTOPTS "c:h", longopts,
+                                    "+:p:m:" CLI_EXEC_SHORTOPTS "c:h", longopts,
                                     on_option, ro, globals};
     int status = cli_parse_options(&cmd, argc, argv);
     if (status != CLI_EXIT_OK)
@@ -89,7 +97,7 @@ static int make_session_key(char *out, size_t len)
 
 /* Create, exec, destroy. Returns the exit status. */
 static int run_in_sandbox(sbx_provider *p, const struct run_options *ro,
-                          char *const *cmd)
+                          const sbx_manifest *mf, char *const *cmd)
 {
     if (cli_caught_signal())
         return CLI_EXIT_SIGNAL + cli_caught_signal();
@@ -116,7 +124,27 @@ static int run_in_sandbox(sbx_provider *p, const struct run_options *ro,
         cli_error("out of memory");
         return CLI_EXIT_SBX;
     }
-    int status = cli_exec_streamed(h, &ro->exec, cmd);
+    int status;
+    struct cli_exec_options eo = ro->exec;
+    const char **env = NULL;
+    if (mf && (rc = sbx_manifest_apply(h, mf, cli_run_cancel(), &err)) != SBX_OK) {
+        status = CLI_EXIT_SIGNAL + cli_caught_signal();
+        if (!cli_caught_signal()) {
+            cli_error("%s", err.message);
+            status = CLI_EXIT_SBX;
+        }
+    } else if (mf && !(env = cli_manifest_env(mf, &ro->exec))) {
+        cli_error("out of memory");
+        status = CLI_EXIT_SBX;
+    } else {
+        if (env) {
+            eo.env = env;
+            for (eo.nenv = 0; env[eo.nenv]; eo.nenv++)
+                ;
+        }
+        status = cli_exec_streamed(h, &eo, cmd);
+    }
+    free(env);
     sbx_release(h);
 
     rc = sbx_destroy(p, key, ref, cli_cleanup_cancel(), &err);
@@ -160,7 +188,11 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
         cli_error("%s", err.message);
         status = CLI_EXIT_SBX;
     } else {
-        status = run_in_sandbox(p, &ro, cmd);
+        sbx_manifest *mf = NULL;
+        status = cli_manifest_load(ctx, ro.manifest, &mf) != SBX_OK
+                     ? CLI_EXIT_SBX
+                     : run_in_sandbox(p, &ro, mf, cmd);
+        sbx_manifest_free(mf);
     }
     sbx_close(ctx);
     cli_interrupt_teardown();

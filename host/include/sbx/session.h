@@ -85,6 +85,11 @@ struct sbx_session_spec {
     const char *const *setup_allow; /* extra targets allowed while packages
                                        install (package registries) */
     size_t nsetup_allow;
+    /* A workspace manifest (sbx/manifest.h), applied right after create,
+     * before packages; its digest is part of the spec hash. One with users,
+     * groups or run_as is refused at admission (no provider runs commands
+     * as a chosen user yet). Borrowed for the call. */
+    const struct sbx_manifest *manifest;
 };
 
 /* Options of sbx_sessions_open. Zero-initialize and set size; zero/NULL

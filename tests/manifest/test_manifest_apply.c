@@ -1,0 +1,222 @@
+/*
+ * test_manifest_apply.c - a manifest materialized through the built `sbx`:
+ * every entry type with its content and mode, the environment, a git ref,
+ * on the local provider and (with SBX_TEST_DOCKER_HOST) on docker; the
+ * manifest as part of a session's spec; a refused tree leaves no sandbox.
+ */
+#include "../cli/cli_harness.h"
+
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct cli_env e;
+
+static void write_file(const char *rel, const char *content, mode_t mode)
+{
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/%s", e.dir, rel);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f, "%s", p);
+    fputs(content, f);
+    fclose(f);
+    cr_assert_eq(chmod(p, mode), 0);
+}
+
+/* Run a shell command in e.dir. */
+static void sh(const char *cmd)
+{
+    char full[PATH_MAX + 1024];
+    snprintf(full, sizeof full, "cd '%s' && %s", e.dir, cmd);
+    cr_assert_eq(system(full), 0, "%s", full);
+}
+
+/* Sources under e.dir (granted by the configuration): a file, a tree and a
+ * git repository whose tag v1 differs from its head. */
+static void make_sources(void)
+{
+    sh("mkdir -p src/sub && printf 'deep\\n' > src/sub/deep.txt");
+    write_file("src/top.sh", "#!/bin/sh\n", 0750);
+    write_file("single.txt", "single\n", 0640);
+    sh("git init -q repo && cd repo && printf 'v1\\n' > r.md && git add r.md && "
+       "git -c user.email=t@t -c user.name=t commit -qm one && git tag v1 && "
+       "printf 'v2\\n' > r.md && git -c user.email=t@t -c user.name=t commit -qam two");
+    char m[PATH_MAX * 4 + 1024];
+    snprintf(m, sizeof m,
+             "version: 1\n"
+             "environment: {GREETING: hello from the manifest}\n"
+             "entries:\n"
+             "  - {path: notes/readme.md, type: file, content: \"inline\\n\", mode: 0600}\n"
+             "  - {path: blob.bin, type: file, encoding: base64, content: AAEC/w==}\n"
+             "  - {path: cache, type: dir, mode: 0700}\n"
+             "  - {path: single.txt, type: local_file, source: %s/single.txt}\n"
+             "  - {path: tree, type: local_dir, source: %s/src}\n"
+             "  - {path: repo, type: git_repo, url: %s/repo, ref: v1}\n",
+             e.dir, e.dir, e.dir);
+    write_file("m.yaml", m, 0644);
+}
+
+static void config(const char *provider_yaml)
+{
+    char yaml[PATH_MAX + 4096];
+    snprintf(yaml, sizeof yaml,
+             "manifest:\n  grants: [\"%s\"]\n%s", e.dir, provider_yaml);
+    cli_env_write_config(&e, yaml);
+}
+
+static const char *probe =
+    "echo \"$GREETING\"; cat notes/readme.md; od -An -tx1 blob.bin | tr -d ' \\n'; echo;"
+    " cat single.txt tree/sub/deep.txt repo/r.md;"
+    " ls -A repo; stat -c '%a %n' notes/readme.md single.txt tree/top.sh cache";
+
+static const char *expected =
+    "hello from the manifest\n"
+    "inline\n"
+    "000102ff\n"
+    "single\ndeep\nv1\n"
+    "r.md\n"
+    "600 notes/readme.md\n640 single.txt\n750 tree/top.sh\n700 cache\n";
+
+static void materializes_every_entry(void)
+{
+    make_sources();
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"run", "--manifest", mpath, "--", "sh", "-c", probe, NULL},
+            NULL, 120000, &r);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_assert_str_eq(r.out, expected);
+    cli_result_free(&r);
+}
+
+static void setup_local(void)
+{
+    cli_env_init(&e);
+    config("default_provider: local\nproviders:\n  local:\n    root: @ROOT@\n");
+}
+
+static void teardown(void)
+{
+    cli_env_fini(&e);
+}
+
+TestSuite(manifest_local, .init = setup_local, .fini = teardown, .timeout = 120);
+
+Test(manifest_local, run_materializes_every_entry)
+{
+    materializes_every_entry();
+    cr_assert_eq(cli_dir_entries(e.ws_root), 0, "sbx run left its workspace");
+}
+
+Test(manifest_local, a_symlink_in_a_tree_stops_the_run_and_leaves_nothing)
+{
+    sh("mkdir -p src && ln -s /etc/passwd src/link");
+    char m[PATH_MAX + 200];
+    snprintf(m, sizeof m, "version: 1\nentries:\n  - {path: t, type: local_dir, source: %s/src}\n",
+             e.dir);
+    write_file("m.yaml", m, 0644);
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"run", "--manifest", mpath, "--", "true", NULL}, NULL,
+            60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "entry t: link: a symlink"), "%s", r.err);
+    cli_result_free(&r);
+    cr_assert_eq(cli_dir_entries(e.ws_root), 0, "a refused manifest left a workspace");
+}
+
+Test(manifest_local, a_source_outside_the_grants_is_refused_before_anything_runs)
+{
+    write_file("m.yaml", "version: 1\nentries:\n  - {path: p, type: local_file, source: /etc/passwd}\n",
+               0644);
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"run", "--manifest", mpath, "--", "true", NULL}, NULL,
+            60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "m.yaml:3: entry p: source \"/etc/passwd\" is outside"), "%s",
+              r.err);
+    cli_result_free(&r);
+    cr_assert_eq(cli_dir_entries(e.ws_root), 0);
+}
+
+Test(manifest_local, the_manifest_is_part_of_the_session_spec)
+{
+    make_sources();
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"create", "mf", "--manifest", mpath, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "created\n");
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"create", "mf", "--manifest", mpath, NULL}, NULL, 60000, &r);
+    cr_assert_str_eq(r.out, "exists\n", "%s", r.err);
+    cli_result_free(&r);
+    /* exec with the manifest: its environment; the files are there */
+    cli_run(&e, (const char *[]){"exec", "mf", "--manifest", mpath, "--", "sh", "-c", probe,
+                                 NULL},
+            NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, expected);
+    cli_result_free(&r);
+    /* another manifest is another spec: refused, nothing run */
+    write_file("m2.yaml", "version: 1\nentries:\n  - {path: other, type: dir}\n", 0644);
+    char m2[PATH_MAX + 32];
+    snprintf(m2, sizeof m2, "%s/m2.yaml", e.dir);
+    cli_run(&e, (const char *[]){"create", "mf", "--manifest", m2, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "another spec"), "%s", r.err);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"exec", "mf", "--manifest", m2, "--", "touch", "ran", NULL},
+            NULL, 60000, &r);
+    cr_assert_eq(r.status, 125);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"read", "mf", "ran", NULL}, NULL, 60000, &r);
+    cr_assert_neq(r.status, 0, "a command ran under another manifest");
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"destroy", "mf", NULL}, NULL, 60000, &r);
+    cli_result_free(&r);
+}
+
+Test(manifest_local, users_are_refused_at_admission)
+{
+    write_file("m.yaml", "version: 1\nusers: [{name: agent}]\nrun_as: agent\n", 0644);
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"create", "u", "--manifest", mpath, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "cannot run commands as a chosen user"), "%s", r.err);
+    cli_result_free(&r);
+    cr_assert_eq(cli_dir_entries(e.ws_root), 0, "something was provisioned");
+}
+
+static void setup_docker(void)
+{
+    const char *host = getenv("SBX_TEST_DOCKER_HOST");
+    if (!host || !*host)
+        cr_skip_test("SBX_TEST_DOCKER_HOST is not set");
+    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
+    cli_env_init(&e);
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
+             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n",
+             host, img && *img ? img : "sbx-test:busybox");
+    config(yaml);
+}
+
+TestSuite(manifest_docker, .init = setup_docker, .fini = teardown, .timeout = 240);
+
+Test(manifest_docker, run_materializes_every_entry)
+{
+    materializes_every_entry();
+}

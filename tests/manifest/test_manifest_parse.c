@@ -1,0 +1,217 @@
+/*
+ * test_manifest_parse.c - manifests validated before anything runs: every
+ * malformed or dangerous manifest is refused with its file, line and
+ * entry; sources are confined to the base directory or a grant.
+ */
+#include "manifest_internal.h"
+
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char base[64];
+
+static void setup(void)
+{
+    snprintf(base, sizeof base, "/tmp/sbx-manifest-XXXXXX");
+    cr_assert_not_null(mkdtemp(base));
+    char p[256];
+    snprintf(p, sizeof p, "%s/src", base);
+    cr_assert_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/src/a.txt", base);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("a\n", f);
+    fclose(f);
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(manifest, .init = setup, .fini = teardown);
+
+static sbx_manifest *parse_ok(const char *text)
+{
+    sbx_manifest *m = NULL;
+    sbx_error err = {0};
+    int rc = sbx_manifest_parse(NULL, text, strlen(text), "m.yaml", base, &m, &err);
+    cr_assert_eq(rc, SBX_OK, "%s", err.message);
+    return m;
+}
+
+/* The message of a refused manifest. */
+static const char *refused(const char *text)
+{
+    static sbx_error err;
+    memset(&err, 0, sizeof err);
+    sbx_manifest *m = NULL;
+    int rc = sbx_manifest_parse(NULL, text, strlen(text), "m.yaml", base, &m, &err);
+    cr_assert_eq(rc, SBX_E_INVALID, "accepted (%d): %s", rc, text);
+    cr_assert_null(m);
+    return err.message;
+}
+
+#define REFUSED(text, want)                                                   \
+    do {                                                                      \
+        const char *msg_ = refused(text);                                     \
+        cr_assert(strstr(msg_, want), "expected \"%s\" in: %s", want, msg_);  \
+    } while (0)
+
+Test(manifest, a_complete_manifest_is_read)
+{
+    sbx_manifest *m = parse_ok("version: 1\n"
+                               "environment: {A: one, B_2: two}\n"
+                               "entries:\n"
+                               "  - {path: notes/readme.md, type: file, content: \"hi\\n\", mode: 0600}\n"
+                               "  - {path: bin, type: file, encoding: base64, content: AAH/}\n"
+                               "  - {path: notes, type: dir}\n"
+                               "  - {path: copy.txt, type: local_file, source: src/a.txt}\n"
+                               "  - {path: tree, type: local_dir, source: src}\n"
+                               "  - {path: repo, type: git_repo, url: https://example.org/r.git, ref: v1}\n");
+    cr_assert_eq(m->nentries, 6);
+    cr_assert_eq(m->entries[0].mode, 0600);
+    cr_assert_eq(m->entries[0].content_len, 3);
+    cr_assert_eq(m->entries[1].content_len, 3);
+    cr_assert_eq(memcmp(m->entries[1].content, "\x00\x01\xff", 3), 0);
+    char want[256];
+    snprintf(want, sizeof want, "%s/src/a.txt", base);
+    char real[4096];
+    cr_assert_not_null(realpath(want, real));
+    cr_assert_str_eq(m->entries[3].resolved, real);
+    const char *const *env = sbx_manifest_environment(m);
+    cr_assert_str_eq(env[0], "A=one");
+    cr_assert_str_eq(env[1], "B_2=two");
+    cr_assert_null(env[2]);
+    cr_assert_eq(strlen(sbx_manifest_digest(m)), 64);
+    cr_assert_not(sbx_manifest_has_users(m));
+    sbx_manifest_free(m);
+}
+
+Test(manifest, json_is_read_too_and_the_digest_is_of_the_text)
+{
+    const char *json = "{\"version\": 1, \"entries\": [{\"path\": \"a\", \"type\": \"file\", "
+                       "\"content\": \"x\"}]}";
+    sbx_manifest *a = parse_ok(json);
+    sbx_manifest *b = parse_ok(json);
+    sbx_manifest *c = parse_ok("{\"version\": 1, \"entries\": [{\"path\": \"a\", "
+                               "\"type\": \"file\", \"content\": \"y\"}]}");
+    cr_assert_str_eq(sbx_manifest_digest(a), sbx_manifest_digest(b));
+    cr_assert_str_neq(sbx_manifest_digest(a), sbx_manifest_digest(c));
+    sbx_manifest_free(a);
+    sbx_manifest_free(b);
+    sbx_manifest_free(c);
+}
+
+Test(manifest, paths_are_workspace_relative)
+{
+    REFUSED("version: 1\nentries:\n  - {path: /etc/x, type: dir}\n",
+            "m.yaml:3: entry /etc/x: the path is absolute");
+    REFUSED("version: 1\nentries:\n  - {path: a/../../x, type: dir}\n",
+            "m.yaml:3: entry a/../../x: the path has a \"..\" component");
+    REFUSED("version: 1\nentries:\n  - {path: 'a//b', type: dir}\n", "empty or \".\"");
+    REFUSED("version: 1\nentries:\n  - {path: 'a/', type: dir}\n", "ends with '/'");
+    REFUSED("version: 1\nentries:\n  - {path: \"a\\x01b\", type: dir}\n",
+            "entry a\\x01b: the path holds a control character");
+    REFUSED("version: 1\nentries:\n  - {path: '', type: dir}\n", "the path is empty");
+}
+
+Test(manifest, duplicates_and_overlaps_name_both_lines)
+{
+    REFUSED("version: 1\nentries:\n  - {path: a, type: dir}\n  - {path: a, type: dir}\n",
+            "m.yaml:4: entry a: the path is given twice (also at line 3)");
+    REFUSED("version: 1\nentries:\n"
+            "  - {path: t, type: local_dir, source: src}\n"
+            "  - {path: t/a.txt, type: file, content: x}\n",
+            "m.yaml:4: entry t/a.txt: lies inside entry t (line 3), which is not a dir");
+    /* Inside a dir is fine; a sibling with a longer name is not inside. */
+    sbx_manifest *m = parse_ok("version: 1\nentries:\n"
+                               "  - {path: d, type: dir}\n"
+                               "  - {path: d/f, type: file, content: x}\n"
+                               "  - {path: f, type: file, content: x}\n"
+                               "  - {path: f-2, type: file, content: x}\n"
+                               "  - {path: f.d/x, type: file, content: x}\n");
+    sbx_manifest_free(m);
+}
+
+Test(manifest, sources_stay_under_the_base_or_a_grant)
+{
+    REFUSED("version: 1\nentries:\n  - {path: p, type: local_file, source: /etc/passwd}\n",
+            "entry p: source \"/etc/passwd\" is outside");
+    REFUSED("version: 1\nentries:\n  - {path: p, type: local_file, source: ../../etc/passwd}\n",
+            "is outside");
+    /* A symlink inside the base that leads out is judged by its target. */
+    char link[256];
+    snprintf(link, sizeof link, "%s/out", base);
+    cr_assert_eq(symlink("/etc", link), 0);
+    REFUSED("version: 1\nentries:\n  - {path: p, type: local_dir, source: out}\n",
+            "is outside");
+    REFUSED("version: 1\nentries:\n  - {path: p, type: local_file, source: src}\n",
+            "source \"src\" is not a regular file");
+    REFUSED("version: 1\nentries:\n  - {path: p, type: local_dir, source: nope}\n",
+            "source \"nope\" cannot be read");
+    REFUSED("version: 1\nentries:\n  - {path: r, type: git_repo, url: /etc}\n",
+            "is outside");
+    REFUSED("version: 1\nentries:\n  - {path: r, type: git_repo, url: x, ref: --upload-pack=sh}\n",
+            "ref must be a branch");
+    /* A grant (from trusted configuration) allows a directory outside. */
+    const char *grants[] = {"/etc", NULL};
+    struct sbx_manifest m = {.name = strdup("m.yaml")};
+    const char *text = "version: 1\nentries:\n  - {path: p, type: local_file, source: /etc/hostname}\n";
+    sbx_error err = {0};
+    cr_assert_eq(sbx_manifest_parse_text(&m, text, strlen(text), &err), SBX_OK);
+    int rc = sbx_manifest_check(&m, base, grants, &err);
+    if (access("/etc/hostname", R_OK) == 0)
+        cr_assert_eq(rc, SBX_OK, "%s", err.message);
+    sbx_manifest_clear(&m);
+}
+
+Test(manifest, shape_errors_name_the_line)
+{
+    REFUSED("entries: []\n", "version: missing");
+    REFUSED("version: 2\n", "m.yaml:1: version");
+    REFUSED("version: 1\nentries:\n  - {path: a, type: fifo}\n",
+            "m.yaml:3: entry a: type must be file, dir");
+    REFUSED("version: 1\nentries:\n  - {path: a, type: file}\n", "a file needs content");
+    REFUSED("version: 1\nentries:\n  - {path: a, type: dir, content: x}\n",
+            "unknown key \"content\" for type dir");
+    REFUSED("version: 1\nentries:\n  - {path: a, type: file, content: x, mode: 0}\n",
+            "mode: expected a number from 1 to 511");
+    REFUSED("version: 1\nentries:\n  - {path: a, type: file, content: x, mode: 0999}\n",
+            "mode");
+    REFUSED("version: 1\nentries:\n  - {path: a, type: file, encoding: base64, content: '!!!'}\n",
+            "content is not valid base64");
+    REFUSED("version: 1\nentries:\n  - {path: a, type: dir, path: b}\n",
+            "key \"path\" is given twice");
+    REFUSED("version: 1\nenvironment: {'1X': y}\n", "is not a variable name");
+    REFUSED("version: 1\nsurprise: true\n", "m.yaml:2: unknown key \"surprise\"");
+    REFUSED("version: 1\nentries: [ {path: a\n", "m.yaml:");
+    /* Aliases would let a small file expand into a huge manifest. */
+    REFUSED("version: 1\nentries:\n  - &e {path: a, type: dir}\n  - *e\n",
+            "aliases are not allowed");
+}
+
+Test(manifest, users_groups_and_run_as_are_checked)
+{
+    sbx_manifest *m = parse_ok("version: 1\n"
+                               "groups: [{name: dev, gid: 2000}]\n"
+                               "users: [{name: agent, uid: 1000, groups: [dev]}]\n"
+                               "run_as: agent\n"
+                               "entries:\n  - {path: a, type: file, content: x, group: dev}\n");
+    cr_assert(sbx_manifest_has_users(m));
+    sbx_manifest_free(m);
+    REFUSED("version: 1\nrun_as: ghost\n", "run_as: user \"ghost\" is not declared");
+    REFUSED("version: 1\nusers: [{name: a, groups: [nope]}]\n",
+            "group \"nope\" is not declared");
+    REFUSED("version: 1\nusers: [{name: root}]\n", "and not root");
+    REFUSED("version: 1\nusers: [{name: a}, {name: a}]\n", "declared twice");
+    REFUSED("version: 1\nentries:\n  - {path: a, type: dir, group: staff}\n",
+            "its group is not declared");
+}
