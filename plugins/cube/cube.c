@@ -88,4 +88,4 @@ static const struct sbx_provider_ops cube_ops = E2B_PROVIDER_OPS(cube_init);
 
 SBX_PROVIDER_DEFINE("cube", "0.1.0",
                     "Tencent CubeSandbox microVMs over CubeAPI and CubeProxy (E2B-compatible)",
-                    SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &cube_ops, cube_keys)
+                    SBX_ISOLATION_VM, E2B_PROVIDER_CAPS, &cube_ops, cube_keys)

@@ -64,4 +64,4 @@ static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
 static const struct sbx_provider_ops e2b_ops = E2B_PROVIDER_OPS(e2b_init);
 
 SBX_PROVIDER_DEFINE("e2b", "0.1.0", "E2B sandboxes (Firecracker microVMs) over the E2B API and envd",
-                    SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &e2b_ops, e2b_keys)
+                    SBX_ISOLATION_VM, E2B_PROVIDER_CAPS, &e2b_ops, e2b_keys)

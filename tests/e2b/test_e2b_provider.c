@@ -302,3 +302,76 @@ Test(e2b_provider, connections_are_reused)
     sbx_destroy(prov, "k-reuse", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
+
+#include "../../conformance/skill_bundles.h"
+
+static int install_hello(sbx_handle *h, sbx_error *err)
+{
+    struct sbx_memory_source m = {BUNDLE_V1, sizeof BUNDLE_V1, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    struct sbx_blob b;
+    memset(&b, 0, sizeof b);
+    b.size = sizeof b;
+    b.src = &src;
+    b.length = sizeof BUNDLE_V1;
+    b.sha256 = BUNDLE_V1_SHA;
+    b.format = "tar.gz";
+    sbx_error_clear(err);
+    return sbx_skill_install(h, "hello", &b, NULL, err);
+}
+
+/* Read-only means something only when the sandbox user is not root: the
+ * fake runs it as another uid when it can, and the skill is root's. */
+Test(e2b_provider, skills_are_roots_and_the_sandbox_user_is_not)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-skill-owner");
+    cr_assert_str_eq(sbx_handle_root(h), "/home/user/workspace");
+    cr_assert_eq(install_hello(h, &err), SBX_OK, "%s", err.message);
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h, "id -u; cd /home/user/workspace/skills; stat -c '%u %a' . "
+                        "hello/SKILL.md hello/bin hello/bin/run.sh; readlink hello",
+                     &res, &out, &err),
+                 SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    if (geteuid() == 0)
+        cr_expect(!strncmp(t, "61000\n", 6), "the sandbox user is not uid 61000: %s", t);
+    cr_expect(strstr(t, "\n0 755\n0 444\n0 555\n0 555\n.v-"), "%s", t);
+    free(t);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-skill-owner", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+/* The sandbox user owns the workspace and may plant a symlink named
+ * skills: the root steps refuse it rather than follow it. */
+Test(e2b_provider, skills_symlink_planted_by_the_user_is_refused)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-skill-link");
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h, "mkdir -p ../elsewhere && ln -s ../elsewhere skills", &res, &out,
+                     &err),
+                 SBX_OK, "%s", err.message);
+    cr_assert_eq(res.exit_code, 0);
+    int rc = install_hello(h, &err);
+    cr_expect_eq(rc, SBX_E_INVALID, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "symlink"), "%s", err.message);
+    sbx_capture_free(&out);
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h, "ls -A ../elsewhere; stat -c %u ../elsewhere", &res, &out, &err),
+                 SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    if (geteuid() == 0)
+        cr_expect_str_eq(t, "61000\n", "the link's target was touched: %s", t);
+    free(t);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-skill-link", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}

@@ -36,6 +36,6 @@ else
   printf 'providers:\n  cube:\n    api_url: "%s"\n    template: tpl\n    domain: cube.local\n    proxy_address: 127.0.0.1\n    proxy_port: %s\n' "$url" "$port" >"$dir/sbx.yaml"
 fi
 E2B_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" --config "$dir/sbx.yaml" \
-  conformance "$prov" --filter 'identity_two_instances,attach_after_destroy,destroy_twice,exec_stdin,exec_env,exec_cwd,file_binary_roundtrip,write_file_atomic,path_escape_read,cancel_running,timeout_kills_children,export_shell_and_files'
+  conformance "$prov" --filter 'identity_two_instances,attach_after_destroy,destroy_twice,exec_stdin,exec_env,exec_cwd,file_binary_roundtrip,write_file_atomic,path_escape_read,cancel_running,timeout_kills_children,export_shell_and_files,skill_install_read_only,skill_install_verifies,mount_put_read_only,mount_remove_idempotent'
 curl -sf "$url/_fake/stats" >"$dir/requests.json"
 "$node" "$work/contract.mjs" "$specs" "$dir/requests.json"
