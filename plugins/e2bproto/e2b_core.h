@@ -197,6 +197,13 @@ void e2b_envd_headers(sbx_sandbox *sb, struct e2bp_headers *hs);
 int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object *body,
                    json_object **out, int idempotent, sbx_http_error *err);
 
+/* After an envd request failed with the proxy's answer for a sandbox it
+ * cannot reach (E2B 502, CubeProxy 500): when the control plane says the
+ * sandbox is paused (auto-pause, or paused by someone), resume it through
+ * connect. SBX_OK: it runs again and the request, which never reached
+ * envd, may be repeated; otherwise nothing changed. */
+int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbx_http_error *err);
+
 /* After an envd failure: when the proxy's answer may mean that the sandbox
  * is gone, ask the control plane and turn the error into SBX_E_NOT_FOUND if
  * so. Returns the (possibly changed) status. */

@@ -490,6 +490,10 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     sbx_http_error err;
     memset(&err, 0, sizeof err);
     int rc = sbx_http_start(sb->envd, &req, &x, &err);
+    /* The proxy answered (nothing started): run it once the sandbox is
+     * resumed. */
+    if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)
+        rc = sbx_http_start(sb->envd, &req, &x, &err);
     pthread_t th;
     int feeding = 0;
     if (rc != SBX_OK) {

@@ -96,6 +96,9 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     sbx_http_error err;
     memset(&err, 0, sizeof err);
     rc = sbx_http_request(sb->envd, &req, sink, NULL, &err);
+    /* An error status delivers nothing to the sink: safe to repeat. */
+    if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)
+        rc = sbx_http_request(sb->envd, &req, sink, NULL, &err);
     free(rp);
     if (rc != SBX_OK && err.from_callback)
         goto out; /* the sink said why */

@@ -375,3 +375,53 @@ Test(e2b_provider, skills_symlink_planted_by_the_user_is_refused)
     sbx_destroy(prov, "k-skill-link", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
+
+/* A sandbox paused under the session (auto-pause, or by someone) is
+ * resumed through connect when a file op or an exec finds it paused (the
+ * proxy answers 502), and the call goes on as if nothing happened. */
+Test(e2b_provider, paused_sandbox_is_resumed_by_file_ops_and_exec)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-pause");
+    struct sbx_memory_source m = {"kept\n", 5, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    cr_assert_eq(sbx_write(h, "kept.txt", &src, 0, NULL, &err), SBX_OK, "%s", err.message);
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    cr_assert_eq(fake_faults(&fake,
+                             "[{\"match\":\"/filesystem.Filesystem/Stat\",\"kind\":\"pause\"}]"),
+                 0);
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    struct sbx_sink sink = sbx_capture_sink(&out);
+    int rc = sbx_read(h, "kept.txt", &sink, NULL, &err);
+    cr_expect_eq(rc, SBX_OK, "read of a paused sandbox: %d %s", rc, err.message);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "kept\n");
+    free(t);
+    sbx_capture_free(&out);
+    char *s = stats();
+    cr_expect_eq(count(s, "/connect\""), 1, "one connect resumed it: %s", s);
+    free(s);
+    /* exec straight into a paused sandbox (no cwd: Start comes first) */
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    cr_assert_eq(fake_faults(&fake,
+                             "[{\"match\":\"/process.Process/Start\",\"kind\":\"pause\"}]"),
+                 0);
+    struct sbx_exec_result res;
+    sbx_capture_init(&out, 64, 0);
+    rc = run(h, "cat kept.txt", &res, &out, &err);
+    cr_expect_eq(rc, SBX_OK, "exec in a paused sandbox: %d %s", rc, err.message);
+    cr_expect_eq(res.exit_code, 0);
+    t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "kept\n");
+    free(t);
+    sbx_capture_free(&out);
+    s = stats();
+    cr_expect_eq(count(s, "/connect\""), 1, "one connect resumed it: %s", s);
+    cr_expect_eq(count(s, "\"path\": \"/process.Process/Start\""), 1,
+                 "the command ran once: %s", s);
+    free(s);
+    sbx_destroy(prov, "k-pause", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
