@@ -151,6 +151,11 @@ static int on_event(struct run *r, unsigned flags, json_object *msg)
     if (!ev)
         return SBX_OK;
     json_object *o;
+    if (sbx_json_obj(ev, "keepalive")) {
+        /* A command still running is use: the sandbox must outlive it. */
+        e2b_keep_alive(r->sb, NULL);
+        return SBX_OK;
+    }
     if ((o = sbx_json_obj(ev, "start"))) {
         pthread_mutex_lock(&r->mu);
         r->pid = (uint32_t)sbx_json_int(o, "pid", 0);
@@ -455,7 +460,13 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     char deadline[64] = "";
     struct e2bp_headers hs = {{NULL}, 0};
     e2bp_headers_add(&hs, "Connect-Protocol-Version: 1");
-    e2bp_headers_add(&hs, "Keepalive-Ping-Interval: 50");
+    /* Keepalives come often enough to extend the TTL in time during a long
+     * command (e2b_keep_alive extends once half of it has passed). */
+    char ka[64];
+    int64_t ka_s = st->cfg.lifetime_s / 4;
+    snprintf(ka, sizeof ka, "Keepalive-Ping-Interval: %lld",
+             (long long)(ka_s < 1 ? 1 : ka_s > 50 ? 50 : ka_s));
+    e2bp_headers_add(&hs, ka);
     if (args->timeout_ms > 0) {
         snprintf(deadline, sizeof deadline, "Connect-Timeout-Ms: %lld",
                  (long long)args->timeout_ms);

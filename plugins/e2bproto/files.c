@@ -70,6 +70,7 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     struct e2b_state *st = sb->st;
     char *abs = NULL;
     int type;
+    e2b_keep_alive(sb, call);
     int rc = e2b_resolve(sb, call, "read_file", path, 0, &abs, &type);
     if (rc != SBX_OK)
         return rc;
@@ -181,6 +182,7 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         mode = 0644;
     char *abs = NULL, *tmp = NULL;
     int type;
+    e2b_keep_alive(sb, call);
     int rc = e2b_resolve(sb, call, "write_file", path, 0, &abs, &type);
     if (rc != SBX_OK)
         return rc;

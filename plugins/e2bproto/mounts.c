@@ -84,6 +84,7 @@ int e2b_mount_put(sbx_sandbox *sb, sbx_call *call, const char *path,
         rc = e2b_blob_args(st, call, what, blob);
     if (rc != SBX_OK)
         return rc;
+    e2b_keep_alive(sb, call);
     const char *prep[] = {"sh", "-c", prepare_sh, NULL};
     if ((rc = e2b_root_script(sb, call, "preparing " UPLOADS, prep)) != SBX_OK)
         return rc;
@@ -115,6 +116,7 @@ int e2b_mount_remove(sbx_sandbox *sb, sbx_call *call, const char *path)
         return rc;
     char what[1200];
     snprintf(what, sizeof what, "mount_remove %.1024s", path);
+    e2b_keep_alive(sb, call);
     const char *argv[] = {"sh", "-c", remove_sh, "sh", path, NULL};
     return e2b_root_script(sb, call, what, argv);
 }

@@ -230,6 +230,7 @@ int e2b_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     snprintf(ver, sizeof ver, ".v-%s-%s", hex, name);
     snprintf(bpath, sizeof bpath, "%s/%s/bundle", sk, stage);
 
+    e2b_keep_alive(sb, call);
     const char *prep[] = {"sh", "-c", prepare_sh, "sh", sk, stage, NULL};
     if ((rc = e2b_root_script(sb, call, "preparing the skills directory", prep)) != SBX_OK)
         return rc;

@@ -425,3 +425,73 @@ Test(e2b_provider, paused_sandbox_is_resumed_by_file_ops_and_exec)
     sbx_destroy(prov, "k-pause", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
+
+/* The sandbox's endAt (as the fake's control plane records it) in
+ * seconds since the epoch. */
+static double end_at(sbx_handle *h)
+{
+    const char *ref = sbx_handle_ref(h);
+    char path[256];
+    snprintf(path, sizeof path, "/sandboxes/%s", strchr(ref, ':') + 1);
+    long st = 0;
+    char *doc = fake_http(&fake, "GET", path, NULL, "X-API-Key: " KEY, &st);
+    cr_assert(doc && st == 200, "GET %s: %ld", path, st);
+    const char *p = strstr(doc, "\"endAt\": \"");
+    cr_assert_not_null(p, "%s", doc);
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    double frac = 0;
+    cr_assert_not_null(strptime(p + 10, "%Y-%m-%dT%H:%M:%S", &tm));
+    const char *dot = strchr(p + 10, '.');
+    if (dot)
+        frac = atof(dot);
+    free(doc);
+    return (double)timegm(&tm) + frac;
+}
+
+static void nap(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* The TTL (lifetime 4 s here) is extended as the sandbox is used, by file
+ * ops and execs, and during a command that runs longer than the TTL; an
+ * idle sandbox's TTL is left alone. */
+Test(e2b_provider, lifetime_is_extended_with_use_only, .timeout = 60)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx("    lifetime: 4\n", &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-ttl");
+    double e0 = end_at(h);
+    nap(1.0);
+    cr_expect_float_eq(end_at(h), e0, 0.01, "idle: the TTL moved");
+    /* past half the lifetime: a read extends it */
+    nap(1.5);
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    struct sbx_sink sink = sbx_capture_sink(&out);
+    sbx_read(h, "missing.txt", &sink, NULL, &err);
+    sbx_capture_free(&out);
+    double e1 = end_at(h);
+    cr_expect_gt(e1, e0 + 2.0, "a file op after 2.5 s did not extend the TTL (%.2f -> %.2f)",
+                 e0, e1);
+    /* a command longer than the TTL keeps the sandbox alive while it runs */
+    struct sbx_exec_result res;
+    sbx_capture_init(&out, 64, 0);
+    int rc = run(h, "sleep 6; echo done", &res, &out, &err);
+    cr_expect_eq(rc, SBX_OK, "a 6 s command with a 4 s TTL: %d %s", rc, err.message);
+    cr_expect_eq(res.exit_code, 0, "exit %d signal %d", res.exit_code, res.term_signal);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "done\n");
+    free(t);
+    sbx_capture_free(&out);
+    double e2 = end_at(h);
+    cr_expect_gt(e2, e1 + 3.0, "the TTL did not move during the long command");
+    /* idle again: left alone */
+    nap(1.0);
+    cr_expect_float_eq(end_at(h), e2, 0.01, "idle: the TTL moved");
+    sbx_destroy(prov, "k-ttl", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
