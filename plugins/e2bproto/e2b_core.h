@@ -13,6 +13,7 @@
  *                mapping
  *   lifecycle.c  create/attach/destroy/release/root, ownership metadata
  *   exec.c       process.Process/Start streaming, timeout, cancel, stdin
+ *   kill.c       killing a command's whole process tree
  *   paths.c      workspace confinement through filesystem.Stat
  *   files.c      read_file/write_file through GET/POST /files and Move
  *   outputs.c    the outputs directory and export_outputs (OUTPUT_EXPORT)
@@ -244,6 +245,12 @@ int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
 int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const char *cwd,
                        const char *const *argv, const struct sbx_sink *out,
                        int64_t timeout_ms, int *exit_code, char *msg, size_t cap);
+
+/* ---- kill.c ------------------------------------------------------------ */
+
+/* Kill the process tree of the command with this pid (a root script in the
+ * sandbox; failures are logged). Runs even after a cancellation. */
+void e2b_kill_tree(sbx_sandbox *sb, uint32_t pid);
 
 /* ---- paths.c ----------------------------------------------------------- */
 

@@ -21,6 +21,8 @@
 #define STDIN_CHUNK 49152
 /* How long the end event may take after a kill before exec gives up. */
 #define KILL_GRACE_MS 3000
+/* How much later than exec's own timer envd's deadline comes. */
+#define ENVD_DEADLINE_SLACK_MS 2000
 
 struct run {
     sbx_sandbox *sb;
@@ -190,6 +192,9 @@ static void kill_process(struct run *r, sbx_call *call)
     pthread_mutex_unlock(&r->mu);
     if (!have)
         return;
+    /* The tree first, while the command lives (kill.c); then SendSignal,
+     * which reaches the command even where no shell could run. */
+    e2b_kill_tree(r->sb, pid);
     json_object *body = json_object_new_object();
     json_object *sel = json_object_new_object();
     json_object_object_add(sel, "pid", json_object_new_int64(pid));
@@ -202,14 +207,6 @@ static void kill_process(struct run *r, sbx_call *call)
         r->sb->st->host->log(r->sb->st->host, SBX_LOG_WARN,
                              "%s: killing process %u in %s: %s", r->sb->st->cfg.provider,
                              pid, r->sb->id, err.message);
-    /* SendSignal reaches the process only; its children would live on.
-     * When envd made it a process group leader, the group goes too (when
-     * not, this kill fails and changes nothing). */
-    char group[32];
-    snprintf(group, sizeof group, "-%u", pid);
-    const char *argv[] = {"kill", "-9", "--", group, NULL};
-    int code;
-    e2b_exec_helper(r->sb, NULL, NULL, argv, &code, NULL, 0);
 }
 
 /* process.Process/SendInput or CloseStdin (data NULL). */
@@ -468,8 +465,10 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
              (long long)(ka_s < 1 ? 1 : ka_s > 50 ? 50 : ka_s));
     e2bp_headers_add(&hs, ka);
     if (args->timeout_ms > 0) {
+        /* envd's deadline is the backstop: exec's own timer fires first,
+         * while the command still lives and its tree can be found. */
         snprintf(deadline, sizeof deadline, "Connect-Timeout-Ms: %lld",
-                 (long long)args->timeout_ms);
+                 (long long)args->timeout_ms + ENVD_DEADLINE_SLACK_MS);
         e2bp_headers_add(&hs, deadline);
     }
     /* Another user than the configured one: its own basic auth line. */

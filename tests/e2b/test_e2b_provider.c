@@ -495,3 +495,45 @@ Test(e2b_provider, lifetime_is_extended_with_use_only, .timeout = 60)
     sbx_destroy(prov, "k-ttl", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
+
+/* A timed-out command's whole tree goes, also a descendant that left the
+ * command's process group and session (setsid): envd's deadline and
+ * SendSignal reach the command's own process only. */
+Test(e2b_provider, timeout_kills_descendants_that_left_the_group, .timeout = 60)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-tree");
+    const char *argv[] = {"sh", "-c",
+                          "setsid sh -c 'sleep 30 & echo $! > gc; wait' & echo $! > child; "
+                          "echo $$ > pid; wait",
+                          NULL};
+    struct sbx_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.argv = argv;
+    a.timeout_ms = 1000;
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    int rc = sbx_exec(h, &a, &res, NULL, &err);
+    cr_expect_eq(rc, SBX_OK, "%s", err.message);
+    cr_expect(res.timed_out, "not timed out");
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h,
+                     "alive() { kill -0 \"$1\" 2>/dev/null || return 1; read -r s < "
+                     "/proc/$1/stat || return 1; case \"$s\" in *\") Z \"*) return 1;; "
+                     "esac; }; for i in 1 2 3; do left=; for f in pid child gc; do "
+                     "test -s $f || { left=\"$left no-$f\"; continue; }; "
+                     "if alive $(cat $f); then left=\"$left $f\"; fi; done; "
+                     "test -z \"$left\" && break; sleep 1; done; echo \"left:$left\"",
+                     &res, &out, &err),
+                 SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "left:\n", "survivors of the timeout: %s", t);
+    free(t);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-tree", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
