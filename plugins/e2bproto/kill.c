@@ -5,9 +5,11 @@
  * process group leader is not part of its spec. So a root script inside
  * the sandbox finds the tree itself in /proc, while the command still
  * lives (exec's own timer fires before envd's deadline): every process
- * whose parent is in the tree, plus the members of the command's process
- * group and session when the command leads them (that catches orphans
- * whose parent already died). The set is stopped (SIGSTOP, so nothing in
+ * whose parent is in the tree, plus the members of a process group or
+ * session whose id is the command's pid (that catches orphans whose parent
+ * already died; such a group or session can only be the command's own,
+ * since the kernel does not give a pid to a new process while a group or
+ * session still has it as its id). The set is stopped (SIGSTOP, so nothing in
  * it forks meanwhile) and scanned again until it no longer grows, then
  * killed. A process that left both the group and the session and whose
  * parent died before the scan is out of reach: only the sandbox's cgroup
@@ -19,16 +21,13 @@
 
 /* $1: the command's pid. */
 static const char kill_tree_sh[] =
-    "p=$1; me=$$; g=; s=; "
-    "if read -r l < /proc/$p/stat 2>/dev/null; then set -- ${l##*) }; "
-    "[ \"$3\" = \"$p\" ] && g=$p; [ \"$4\" = \"$p\" ] && s=$p; fi; "
-    "t=\" $p \"; grew=1; "
+    "p=$1; me=$$; t=\" $p \"; grew=1; "
     "while [ -n \"$grew\" ]; do grew=; "
     "for f in /proc/[0-9]*/stat; do q=${f#/proc/}; q=${q%/stat}; "
     "case \"$t\" in *\" $q \"*) continue;; esac; [ \"$q\" = \"$me\" ] && continue; "
     "read -r l < \"$f\" 2>/dev/null || continue; set -- ${l##*) }; "
     "if case \"$t\" in *\" $2 \"*) true;; *) false;; esac || "
-    "{ [ -n \"$g\" ] && [ \"$3\" = \"$g\" ]; } || { [ -n \"$s\" ] && [ \"$4\" = \"$s\" ]; }; "
+    "[ \"$3\" = \"$p\" ] || [ \"$4\" = \"$p\" ]; "
     "then t=\"$t$q \"; grew=1; fi; done; "
     "kill -STOP $t 2>/dev/null; done; "
     "kill -KILL $t 2>/dev/null; true";

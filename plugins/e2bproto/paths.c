@@ -10,8 +10,7 @@
  * requests and a process inside the sandbox that swaps a component for a
  * symlink between them redirects the use. envd runs as root (username only
  * sets the new file's owner), so such a race can reach any path of the
- * sandbox's VM; it cannot reach the host, and E2B's sandbox user can
- * become root with sudo anyway. This guards against mistakes and hostile
+ * sandbox's VM, but never the host. This guards against mistakes and hostile
  * content (symlinks that exist when the call is made), not against a
  * racing process. See e2b_core.h.
  */
