@@ -15,7 +15,7 @@ static const struct sbx_config_key e2b_keys[] = {
     SBX_CONFIG_KEY("api_url", SBX_CFG_STRING, "control plane URL (default https://api.<domain>)"),
     SBX_CONFIG_KEY("domain", SBX_CFG_STRING, "sandbox domain (default e2b.app)"),
     SBX_CONFIG_KEY("template", SBX_CFG_STRING, "template of new sandboxes (default base)"),
-    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "seconds a sandbox lives past its last use (default 3600)"),
+    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "TTL in seconds (2 or more), renewed with use: a sandbox lives half of it to all of it past its last use (default 3600)"),
     SBX_CONFIG_KEY("auto_pause", SBX_CFG_BOOL, "pause instead of kill when the lifetime ends (default false)"),
     SBX_CONFIG_KEY("internet", SBX_CFG_BOOL, "allow internet access from the sandbox (default false)"),
     SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one API or envd request (default 60000)"),

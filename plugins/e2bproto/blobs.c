@@ -46,7 +46,7 @@ struct tee {
     uint64_t got, want;
     int over;       /* more bytes than declared: cut off */
     int src_failed; /* the blob's source failed (and said why) */
-    int tap_rc;     /* the tap's stop */
+    int tap_rc;     /* the tap's failure */
 };
 
 static long tee_read(void *ctx, void *buf, size_t cap)
@@ -140,7 +140,8 @@ int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
     if (t.src_failed)
         return SBX_E_IO; /* the source has said why */
     if (t.tap_rc)
-        return t.tap_rc; /* the tap has said why */
+        return e2b_error(st, call, t.tap_rc, "%s: %s: passing the bytes on failed",
+                         st->cfg.provider, what);
     if (rc != SBX_OK)
         return e2b_envd_report(sb, call, &err, "%s: uploading to %s", what, abs);
     if (t.got != b->length)

@@ -314,7 +314,8 @@ int e2b_blob_args(struct e2b_state *st, sbx_call *call, const char *what,
  * that the source gives exactly b->length bytes with digest b->sha256
  * (SBX_E_INVALID when not), then that the sandbox's copy has them too
  * (SBX_E_IO when not). tap (may be NULL) also receives every byte; its
- * stop stops the upload. The caller removes abs when this fails. */
+ * failure (a status) stops the upload. The caller removes abs when this
+ * fails. */
 int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
                     const struct sbx_blob *b, const char *abs, const struct sbx_sink *tap);
 

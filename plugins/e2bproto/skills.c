@@ -216,8 +216,10 @@ int e2b_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     int rc = e2b_blob_args(st, call, what, bundle);
     if (rc != SBX_OK)
         return rc;
-    const char *format = bundle->size > offsetof(struct sbx_blob, format) ? bundle->format
-                                                                          : NULL;
+    const char *format =
+        bundle->size >= offsetof(struct sbx_blob, format) + sizeof bundle->format
+            ? bundle->format
+            : NULL;
     if (!format || (strcmp(format, "tar") != 0 && strcmp(format, "tar.gz") != 0))
         return e2b_error(st, call, SBX_E_INVALID,
                          "%s: %s: bundle format \"%s\" is not supported (tar, tar.gz)",

@@ -537,3 +537,30 @@ Test(e2b_provider, timeout_kills_descendants_that_left_the_group, .timeout = 60)
     sbx_destroy(prov, "k-tree", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
+
+/* Bundles are unpacked in the sandbox with tar: a zip is refused up front,
+ * and nothing reaches the sandbox. */
+Test(e2b_provider, skill_zip_bundle_is_refused)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-skill-zip");
+    struct sbx_memory_source m = {BUNDLE_V1, sizeof BUNDLE_V1, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    struct sbx_blob b;
+    memset(&b, 0, sizeof b);
+    b.size = sizeof b;
+    b.src = &src;
+    b.length = sizeof BUNDLE_V1;
+    b.sha256 = BUNDLE_V1_SHA;
+    b.format = "zip";
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    int rc = sbx_skill_install(h, "zipped", &b, NULL, &err);
+    cr_expect_eq(rc, SBX_E_INVALID, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "zip"), "%s", err.message);
+    char *s = stats();
+    cr_expect_eq(count(s, "\"path\": \"/files"), 0, "the bundle was uploaded: %s", s);
+    free(s);
+    sbx_destroy(prov, "k-skill-zip", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
