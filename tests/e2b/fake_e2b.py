@@ -11,10 +11,11 @@ not a sandbox: nothing is isolated.
 
 Users as envd has them: the request's user (HTTP basic auth for RPCs and
 Start, the "username" query parameter of /files) owns what envd creates
-for it, and, when the fake runs as root, commands of the sandbox user run
-as uid SANDBOX_UID (no account of the test machine), those of "root" as
-root, so permission bits hold inside the sandbox as they do in E2B's VM.
-Run unprivileged, every command runs as the fake's own user.
+for it, and, when the fake runs as root with mount namespaces, commands of
+the sandbox user run as uid SANDBOX_UID (no account of the test machine),
+those of "root" as root, so permission bits hold inside the sandbox as they
+do in E2B's VM. Otherwise every command runs as the fake's own user (and
+read-only files are not read-only to it).
 
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/process.Process/Start", "kind": ...}]
@@ -54,12 +55,14 @@ USER = "user"
 # The sandbox user's uid when the fake runs as root (E2B's is 1000; this
 # one matches no account of a test machine).
 SANDBOX_UID = 61000
-AS_ROOT = os.geteuid() == 0
+# Set in main: the fake is root and gives commands a mount namespace of
+# their own (their paths then never pass through the fake's directories).
+SWITCH_USERS = False
 
 
 def uid_of(user):
     """The uid commands and new files of `user` get (None: the fake's own)."""
-    if not AS_ROOT:
+    if not SWITCH_USERS:
         return None
     return 0 if user == "root" else SANDBOX_UID
 
@@ -268,8 +271,8 @@ def entry_info(sb, hpath):
     e = {"name": os.path.basename(hpath), "type": ftype(st.st_mode),
          "path": sb.virtual(hpath), "size": str(st.st_size),
          "mode": pystat.S_IMODE(st.st_mode), "permissions": pystat.filemode(st.st_mode),
-         "owner": "root" if AS_ROOT and st.st_uid == 0 else USER,
-         "group": "root" if AS_ROOT and st.st_gid == 0 else USER,
+         "owner": "root" if SWITCH_USERS and st.st_uid == 0 else USER,
+         "group": "root" if SWITCH_USERS and st.st_gid == 0 else USER,
          "modifiedTime": now_iso(st.st_mtime)}
     if pystat.S_ISLNK(st.st_mode):
         e["symlinkTarget"] = sb.virtual(os.readlink(hpath))
@@ -700,11 +703,8 @@ class Handler(BaseHTTPRequestHandler):
                                'error starting process: exec: "%s": executable file not found in $PATH' % cmd})
             argv = NS_WRAP + ["/bin/sh", "-c", NS_SCRIPT, sb.dir, vcwd,
                               str(uid) if uid else ""] + argv
-        ids = {}
-        if uid and not NS_WRAP:
-            ids = {"user": uid, "group": uid, "extra_groups": []}
         try:
-            popen = subprocess.Popen(argv, cwd=cwd, env=env, **ids,
+            popen = subprocess.Popen(argv, cwd=cwd, env=env,
                                      stdin=subprocess.PIPE if stdin_on else subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True, close_fds=True)
@@ -955,7 +955,7 @@ class Server(ThreadingHTTPServer):
 
 
 def main():
-    global ST
+    global ST, SWITCH_USERS
     # Commands inherit ignored signals: start them from defaults. SIGPIPE
     # stays ignored in the fake itself (Python's own setting: a command that
     # stops reading its stdin must not kill the fake); subprocess restores
@@ -981,6 +981,7 @@ def main():
     ST = State(args)
     if not args.no_namespaces:
         probe_namespaces()
+    SWITCH_USERS = os.geteuid() == 0 and NS_WRAP is not None and "--user" not in NS_WRAP
     srv = Server(("127.0.0.1", args.port), Handler)
     threading.Thread(target=ST.reap, daemon=True).start()
     port = srv.server_address[1]
