@@ -328,6 +328,10 @@ int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
 
 int e2b_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
                       const struct sbx_blob *bundle);
+
+/* Whether a resolved absolute path lies in a skill's version or staging
+ * directory (names only skill_install makes). */
+int e2b_in_skill(sbx_sandbox *sb, const char *abs);
 int e2b_mount_put(sbx_sandbox *sb, sbx_call *call, const char *path,
                   const struct sbx_blob *blob);
 int e2b_mount_remove(sbx_sandbox *sb, sbx_call *call, const char *path);

@@ -191,6 +191,15 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                        st->cfg.provider, path);
         goto out;
     }
+    /* envd writes as root: without this check a write would change a
+     * published skill, which the sandbox's own commands cannot. */
+    if (e2b_in_skill(sb, abs)) {
+        rc = e2b_error(st, call, SBX_E_INVALID,
+                       "%s: write_file: %s is part of a published skill (read-only; "
+                       "install a new version instead)",
+                       st->cfg.provider, path);
+        goto out;
+    }
     tmp = temp_name(abs);
     if (!tmp) {
         rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");

@@ -54,6 +54,16 @@ static int valid_name(const char *n)
     return 1;
 }
 
+int e2b_in_skill(sbx_sandbox *sb, const char *abs)
+{
+    const char *ws = sb->st->cfg.workspace;
+    size_t wl = strlen(ws);
+    if (strncmp(abs, ws, wl) != 0 || strncmp(abs + wl, "/skills/", 8) != 0)
+        return 0;
+    const char *rest = abs + wl + 8;
+    return !strncmp(rest, ".v-", 3) || !strncmp(rest, ".staging-", 9);
+}
+
 /* ---- the entry checks, fed from the upload ------------------------------ */
 
 struct checker {

@@ -564,3 +564,37 @@ Test(e2b_provider, skill_zip_bundle_is_refused)
     sbx_destroy(prov, "k-skill-zip", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
+
+/* envd writes as root, so the provider itself keeps write_file out of a
+ * published skill, as the sandbox's permissions keep its commands out. */
+Test(e2b_provider, write_file_into_a_published_skill_is_refused)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-skill-write");
+    cr_assert_eq(install_hello(h, &err), SBX_OK, "%s", err.message);
+    const char *paths[] = {"skills/hello/SKILL.md", "skills/hello/new.txt",
+                           "skills/hello/bin/run.sh", NULL};
+    for (size_t i = 0; paths[i]; i++) {
+        struct sbx_memory_source m = {"evil\n", 5, 0};
+        struct sbx_source src = sbx_memory_source(&m);
+        int rc = sbx_write(h, paths[i], &src, 0, NULL, &err);
+        cr_expect_eq(rc, SBX_E_INVALID, "%s: %d %s", paths[i], rc, err.message);
+        cr_expect(strstr(err.message, "skill"), "%s", err.message);
+    }
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h, "cat skills/hello/SKILL.md; ls skills/hello", &res, &out, &err),
+                 SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "# hello skill\nSKILL.md\nbin\n");
+    free(t);
+    sbx_capture_free(&out);
+    /* the workspace around it stays writable */
+    struct sbx_memory_source m = {"fine\n", 5, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    cr_expect_eq(sbx_write(h, "notes.txt", &src, 0, NULL, &err), SBX_OK, "%s", err.message);
+    sbx_destroy(prov, "k-skill-write", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
