@@ -1,17 +1,25 @@
 /*
  * cases_skills.c - SKILLS: a pinned bundle (size + SHA-256) published
- * read-only at /workspace/skills/<name>/, replaced whole by a new version,
- * refused (and never visible) when its digest is wrong or an entry is
- * hostile, and still there after attach from a restarted instance.
+ * read-only at <root>/skills/<name>/ (/workspace/skills/<name>/ where the
+ * workspace root is /workspace), replaced whole by a new version, refused
+ * (and never visible) when its digest is wrong or an entry is hostile, and
+ * still there after attach from a restarted instance.
  */
 #include "cf_internal.h"
 
 #include "skill_bundles.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SK "/workspace/skills"
+/* The skills directory: "skills" below the handle's workspace root. */
+static const char *skills_dir(sbx_handle *h, char *buf, size_t cap)
+{
+    const char *root = sbx_handle_root(h);
+    snprintf(buf, cap, "%s/skills", root && strcmp(root, "/") != 0 ? root : "");
+    return buf;
+}
 
 static int install(sbx_handle *h, const char *name, const unsigned char *data,
                    size_t len, const char *sha, sbx_error *err)
@@ -29,9 +37,22 @@ static int install(sbx_handle *h, const char *name, const unsigned char *data,
     return sbx_skill_install(h, name, &b, NULL, err);
 }
 
-static bool expect_sh(struct cf_test *t, sbx_handle *h, const char *script,
+/* Run tmpl with every "{SK}" in it replaced by the skills directory. */
+static bool expect_sh(struct cf_test *t, sbx_handle *h, const char *tmpl,
                       const char *want, const char *what)
 {
+    char sk[512], script[4096];
+    size_t skl = strlen(skills_dir(h, sk, sizeof sk)), n = 0;
+    for (const char *p = tmpl; *p && n + skl + 1 < sizeof script;) {
+        if (!strncmp(p, "{SK}", 4)) {
+            memcpy(script + n, sk, skl);
+            n += skl;
+            p += 4;
+        } else {
+            script[n++] = *p++;
+        }
+    }
+    script[n] = '\0';
     char *o = cf_sh_any(t, h, script);
     char q[300];
     if (o && strcmp(o, want) != 0)
@@ -62,15 +83,15 @@ void cf_case_skill_install_read_only(struct cf_test *t)
     if (!h)
         return;
     sbx_error err;
-    if (!expect_sh(t, h, "cat " SK "/hello/SKILL.md; " SK "/hello/bin/run.sh",
+    if (!expect_sh(t, h, "cat {SK}/hello/SKILL.md; {SK}/hello/bin/run.sh",
                    "# hello skill\nskill-ran\n", "reading and running the skill"))
         return;
     if (!expect_sh(t, h,
-                   "echo x > " SK "/hello/SKILL.md 2>/dev/null && echo wrote; "
-                   "touch " SK "/hello/new 2>/dev/null && echo created; "
-                   "mkdir " SK "/other 2>/dev/null && echo made-dir; "
-                   "rm -rf " SK "/hello/bin 2>/dev/null; cat " SK "/hello/SKILL.md; "
-                   "ls " SK "/hello",
+                   "echo x > {SK}/hello/SKILL.md 2>/dev/null && echo wrote; "
+                   "touch {SK}/hello/new 2>/dev/null && echo created; "
+                   "mkdir {SK}/other 2>/dev/null && echo made-dir; "
+                   "rm -rf {SK}/hello/bin 2>/dev/null; cat {SK}/hello/SKILL.md; "
+                   "ls {SK}/hello",
                    "# hello skill\nSKILL.md\nbin\n", "writing into the skill from inside"))
         return;
     /* a new version replaces the old one whole */
@@ -78,7 +99,7 @@ void cf_case_skill_install_read_only(struct cf_test *t)
                                  &err),
                       &err, "skill_install hello (v2)"))
         return;
-    expect_sh(t, h, "cat " SK "/hello/SKILL.md; ls " SK "/hello", "# hello v2\nSKILL.md\n",
+    expect_sh(t, h, "cat {SK}/hello/SKILL.md; ls {SK}/hello", "# hello v2\nSKILL.md\n",
               "after installing v2");
 }
 
@@ -113,7 +134,7 @@ void cf_case_skill_install_verifies(struct cf_test *t)
                                     "\"%s\": %s",
                                  bad[i].what, bad[i].needle, err.message);
     }
-    expect_sh(t, h, "ls -A " SK "; ls / /workspace | grep -x escaped.txt; true", "",
+    expect_sh(t, h, "ls -A {SK}; ls / {SK}/.. | grep -x escaped.txt; true", "",
               "after refused bundles");
 }
 
@@ -126,9 +147,9 @@ void cf_case_skill_survives_restart(struct cf_test *t)
     sbx_handle *h2 = cf_attach_after_restart(t, p, h);
     if (!h2)
         return;
-    if (!expect_sh(t, h2, "cat " SK "/hello/SKILL.md; " SK "/hello/bin/run.sh",
+    if (!expect_sh(t, h2, "cat {SK}/hello/SKILL.md; {SK}/hello/bin/run.sh",
                    "# hello skill\nskill-ran\n", "the skill after a restart"))
         return;
-    expect_sh(t, h2, "touch " SK "/hello/x 2>/dev/null && echo wrote; true", "",
+    expect_sh(t, h2, "touch {SK}/hello/x 2>/dev/null && echo wrote; true", "",
               "writing into the skill after a restart");
 }

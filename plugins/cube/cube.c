@@ -21,7 +21,7 @@ static const struct sbx_config_key cube_keys[] = {
     SBX_CONFIG_KEY("domain", SBX_CFG_STRING, "sandbox domain, CUBE_API_SANDBOX_DOMAIN (default cube.app)"),
     SBX_CONFIG_KEY("proxy_address", SBX_CFG_STRING, "CubeProxy host or IP: connect there, route by Host (default: DNS of 49983-<id>.<domain>)"),
     SBX_CONFIG_KEY("proxy_port", SBX_CFG_INT, "CubeProxy port (default 80)"),
-    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "seconds a sandbox lives past its last use (default 3600)"),
+    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "TTL in seconds (2 or more), renewed with use: a sandbox lives half of it to all of it past its last use (default 3600)"),
     SBX_CONFIG_KEY("auto_pause", SBX_CFG_BOOL, "pause instead of kill when the lifetime ends (default false)"),
     SBX_CONFIG_KEY("internet", SBX_CFG_BOOL, "allow internet access from the sandbox (default false)"),
     SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one API or envd request (default 60000)"),
@@ -88,4 +88,4 @@ static const struct sbx_provider_ops cube_ops = E2B_PROVIDER_OPS(cube_init);
 
 SBX_PROVIDER_DEFINE("cube", "0.1.0",
                     "Tencent CubeSandbox microVMs over CubeAPI and CubeProxy (E2B-compatible)",
-                    SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &cube_ops, cube_keys)
+                    SBX_ISOLATION_VM, E2B_PROVIDER_CAPS, &cube_ops, cube_keys)

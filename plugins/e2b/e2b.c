@@ -15,7 +15,7 @@ static const struct sbx_config_key e2b_keys[] = {
     SBX_CONFIG_KEY("api_url", SBX_CFG_STRING, "control plane URL (default https://api.<domain>)"),
     SBX_CONFIG_KEY("domain", SBX_CFG_STRING, "sandbox domain (default e2b.app)"),
     SBX_CONFIG_KEY("template", SBX_CFG_STRING, "template of new sandboxes (default base)"),
-    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "seconds a sandbox lives past its last use (default 3600)"),
+    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "TTL in seconds (2 or more), renewed with use: a sandbox lives half of it to all of it past its last use (default 3600)"),
     SBX_CONFIG_KEY("auto_pause", SBX_CFG_BOOL, "pause instead of kill when the lifetime ends (default false)"),
     SBX_CONFIG_KEY("internet", SBX_CFG_BOOL, "allow internet access from the sandbox (default false)"),
     SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one API or envd request (default 60000)"),
@@ -64,4 +64,4 @@ static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
 static const struct sbx_provider_ops e2b_ops = E2B_PROVIDER_OPS(e2b_init);
 
 SBX_PROVIDER_DEFINE("e2b", "0.1.0", "E2B sandboxes (Firecracker microVMs) over the E2B API and envd",
-                    SBX_ISOLATION_VM, SBX_CAP_OUTPUT_EXPORT, &e2b_ops, e2b_keys)
+                    SBX_ISOLATION_VM, E2B_PROVIDER_CAPS, &e2b_ops, e2b_keys)

@@ -143,7 +143,7 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
         return rc;
     if (!cfg->template_id || !*cfg->template_id)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.template is required", p);
-    if ((rc = int_key(host, call, p, "lifetime", 3600, 30, 86400 * 30, &cfg->lifetime_s)) ||
+    if ((rc = int_key(host, call, p, "lifetime", 3600, 2, 86400 * 30, &cfg->lifetime_s)) ||
         (rc = int_key(host, call, p, "request_timeout_ms", 60000, 100, 3600000,
                       &cfg->request_timeout_ms)) ||
         (rc = int_key(host, call, p, "connect_timeout_ms", 10000, 100, 600000,

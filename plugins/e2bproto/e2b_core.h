@@ -13,9 +13,14 @@
  *                mapping
  *   lifecycle.c  create/attach/destroy/release/root, ownership metadata
  *   exec.c       process.Process/Start streaming, timeout, cancel, stdin
+ *   kill.c       killing a command's whole process tree
  *   paths.c      workspace confinement through filesystem.Stat
  *   files.c      read_file/write_file through GET/POST /files and Move
  *   outputs.c    the outputs directory and export_outputs (OUTPUT_EXPORT)
+ *   blobs.c      pinned blobs uploaded as root, verified on the way and in
+ *                the sandbox; root helper scripts
+ *   skills.c     skill_install (SKILLS)
+ *   mounts.c     mount_put, mount_remove (FILE_MOUNTS, as read-only copies)
  */
 #ifndef SBX_E2B_CORE_H
 #define SBX_E2B_CORE_H
@@ -193,6 +198,13 @@ void e2b_envd_headers(sbx_sandbox *sb, struct e2bp_headers *hs);
 int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object *body,
                    json_object **out, int idempotent, sbx_http_error *err);
 
+/* After an envd request failed with the proxy's answer for a sandbox it
+ * cannot reach (E2B 502, CubeProxy 500): when the control plane says the
+ * sandbox is paused (auto-pause, or paused by someone), resume it through
+ * connect. SBX_OK: it runs again and the request, which never reached
+ * envd, may be repeated; otherwise nothing changed. */
+int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbx_http_error *err);
+
 /* After an envd failure: when the proxy's answer may mean that the sandbox
  * is gone, ask the control plane and turn the error into SBX_E_NOT_FOUND if
  * so. Returns the (possibly changed) status. */
@@ -233,6 +245,12 @@ int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
 int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const char *cwd,
                        const char *const *argv, const struct sbx_sink *out,
                        int64_t timeout_ms, int *exit_code, char *msg, size_t cap);
+
+/* ---- kill.c ------------------------------------------------------------ */
+
+/* Kill the process tree of the command with this pid (a root script in the
+ * sandbox; failures are logged). Runs even after a cancellation. */
+void e2b_kill_tree(sbx_sandbox *sb, uint32_t pid);
 
 /* ---- paths.c ----------------------------------------------------------- */
 
@@ -276,6 +294,48 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
 /* filesystem.MakeDir of an absolute path (existing is fine). */
 int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err);
 
+/* filesystem.Remove of an absolute path (missing is fine). */
+int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err);
+
+/* POST /files: src streamed to the absolute path abs, created (with its
+ * parents) as user (NULL: the configured one), who owns it. Not reported:
+ * the caller says what failed (err->from_callback: the source's own). */
+int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
+                     const struct sbx_source *src, sbx_http_error *err);
+
+/* ---- blobs.c ----------------------------------------------------------- */
+
+/* A blob's source and pinned SHA-256 are usable (SBX_E_INVALID naming the
+ * problem otherwise). */
+int e2b_blob_args(struct e2b_state *st, sbx_call *call, const char *what,
+                  const struct sbx_blob *b);
+
+/* Stream the blob as root to the absolute path abs, checking on the way
+ * that the source gives exactly b->length bytes with digest b->sha256
+ * (SBX_E_INVALID when not), then that the sandbox's copy has them too
+ * (SBX_E_IO when not). tap (may be NULL) also receives every byte; its
+ * failure (a status) stops the upload. The caller removes abs when this
+ * fails. */
+int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
+                    const struct sbx_blob *b, const char *abs, const struct sbx_sink *tap);
+
+/* Run argv as root in "/"; a nonzero exit is SBX_E_IO (SBX_E_INVALID for
+ * exit 3: the script refused) with its stderr in the message. */
+int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
+                    const char *const *argv);
+
+/* ---- skills.c, mounts.c ------------------------------------------------ */
+
+int e2b_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
+                      const struct sbx_blob *bundle);
+
+/* Whether a resolved absolute path lies in a skill's version or staging
+ * directory (names only skill_install makes). */
+int e2b_in_skill(sbx_sandbox *sb, const char *abs);
+int e2b_mount_put(sbx_sandbox *sb, sbx_call *call, const char *path,
+                  const struct sbx_blob *blob);
+int e2b_mount_remove(sbx_sandbox *sb, sbx_call *call, const char *path);
+
 /* ---- the providers' ops table ------------------------------------------ */
 
 /* fini of both providers: the instance e2b_state_new made (state.c). */
@@ -289,6 +349,12 @@ void e2b_fini(void *state);
         .write_file = e2b_write_file, .root = e2b_root,                        \
         .release = e2b_release, .destroy = e2b_destroy,                        \
         .export_outputs = e2b_export_outputs,                                  \
+        .skill_install = e2b_skill_install, .mount_put = e2b_mount_put,        \
+        .mount_remove = e2b_mount_remove,                                      \
     }
+
+/* The capabilities both providers declare. */
+#define E2B_PROVIDER_CAPS                                                      \
+    (SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_FILE_MOUNTS)
 
 #endif /* SBX_E2B_CORE_H */

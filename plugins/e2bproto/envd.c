@@ -72,6 +72,37 @@ void e2b_envd_headers(sbx_sandbox *sb, struct e2bp_headers *hs)
     e2bp_headers_add(hs, sb->auth);
 }
 
+int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbx_http_error *err)
+{
+    struct e2b_state *st = sb->st;
+    if (err->from_callback || err->http_status != st->cfg.missing_http)
+        return SBX_E_UNAVAILABLE;
+    json_object *doc = NULL;
+    sbx_http_error e2;
+    int rc = e2b_api_get(st, call, sb->id, &doc, &e2);
+    const char *state = rc == SBX_OK ? sbx_json_str(doc, "state") : NULL;
+    int paused = state && !strcmp(state, "paused");
+    json_object_put(doc);
+    if (!paused)
+        return SBX_E_UNAVAILABLE;
+    /* connect resumes it (openapi.yml: "If the sandbox is paused, it will
+     * be resumed") and sets the TTL. envd's access token is the sandbox's
+     * own and outlives a pause, so the handle keeps its headers. */
+    rc = e2b_api_connect(st, call, sb->id, &doc, &e2);
+    json_object_put(doc);
+    if (rc != SBX_OK) {
+        st->host->log(st->host, SBX_LOG_WARN, "%s: resuming paused sandbox %s: %s",
+                      st->cfg.provider, sb->id, e2.message);
+        return rc;
+    }
+    pthread_mutex_lock(&sb->lock);
+    sb->extended_ms = e2b_now_ms();
+    pthread_mutex_unlock(&sb->lock);
+    st->host->log(st->host, SBX_LOG_INFO, "%s: sandbox %s was paused: resumed",
+                  st->cfg.provider, sb->id);
+    return SBX_OK;
+}
+
 int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object *body,
                    json_object **out, int idempotent, sbx_http_error *err)
 {
@@ -80,9 +111,16 @@ int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object
     e2b_cancel_init(&c, st->host, call);
     struct e2bp_headers hs = {{NULL}, 0};
     e2b_envd_headers(sb, &hs);
-    return e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
-                      st->cfg.connect_timeout_ms, &c.c,
-                      idempotent ? &st->cfg.retry : NULL, err);
+    int rc = e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
+                        st->cfg.connect_timeout_ms, &c.c,
+                        idempotent ? &st->cfg.retry : NULL, err);
+    /* The proxy's answer: the call never reached envd, so it is repeated
+     * once the sandbox runs again, idempotent or not. */
+    if (rc != SBX_OK && e2b_envd_resume(sb, call, err) == SBX_OK)
+        rc = e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
+                        st->cfg.connect_timeout_ms, &c.c,
+                        idempotent ? &st->cfg.retry : NULL, err);
+    return rc;
 }
 
 int e2b_envd_gone(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err)

@@ -22,6 +22,8 @@
 #define STDIN_CHUNK 49152
 /* How long the end event may take after a kill before exec gives up. */
 #define KILL_GRACE_MS 3000
+/* How much later than exec's own timer envd's deadline comes. */
+#define ENVD_DEADLINE_SLACK_MS 2000
 
 struct run {
     sbx_sandbox *sb;
@@ -127,6 +129,11 @@ static int on_event(struct run *r, unsigned flags, json_object *msg)
     if (!ev)
         return SBX_OK;
     json_object *o;
+    if (sbx_json_obj(ev, "keepalive")) {
+        /* A command still running is use: the sandbox must outlive it. */
+        e2b_keep_alive(r->sb, NULL);
+        return SBX_OK;
+    }
     if ((o = sbx_json_obj(ev, "start"))) {
         pthread_mutex_lock(&r->mu);
         r->pid = (uint32_t)sbx_json_int(o, "pid", 0);
@@ -161,6 +168,9 @@ static void kill_process(struct run *r, sbx_call *call)
     pthread_mutex_unlock(&r->mu);
     if (!have)
         return;
+    /* The tree first, while the command lives (kill.c); then SendSignal,
+     * which reaches the command even where no shell could run. */
+    e2b_kill_tree(r->sb, pid);
     json_object *body = json_object_new_object();
     json_object *sel = json_object_new_object();
     json_object_object_add(sel, "pid", json_object_new_int64(pid));
@@ -173,14 +183,6 @@ static void kill_process(struct run *r, sbx_call *call)
         r->sb->st->host->log(r->sb->st->host, SBX_LOG_WARN,
                              "%s: killing process %u in %s: %s", r->sb->st->cfg.provider,
                              pid, r->sb->id, err.message);
-    /* SendSignal reaches the process only; its children would live on.
-     * When envd made it a process group leader, the group goes too (when
-     * not, this kill fails and changes nothing). */
-    char group[32];
-    snprintf(group, sizeof group, "-%u", pid);
-    const char *argv[] = {"kill", "-9", "--", group, NULL};
-    int code;
-    e2b_exec_helper(r->sb, NULL, NULL, argv, &code, NULL, 0);
 }
 
 /* process.Process/SendInput or CloseStdin (data NULL). */
@@ -431,10 +433,18 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     char deadline[64] = "";
     struct e2bp_headers hs = {{NULL}, 0};
     e2bp_headers_add(&hs, "Connect-Protocol-Version: 1");
-    e2bp_headers_add(&hs, "Keepalive-Ping-Interval: 50");
+    /* Keepalives come often enough to extend the TTL in time during a long
+     * command (e2b_keep_alive extends once half of it has passed). */
+    char ka[64];
+    int64_t ka_s = st->cfg.lifetime_s / 4;
+    snprintf(ka, sizeof ka, "Keepalive-Ping-Interval: %lld",
+             (long long)(ka_s < 1 ? 1 : ka_s > 50 ? 50 : ka_s));
+    e2bp_headers_add(&hs, ka);
     if (args->timeout_ms > 0) {
+        /* envd's deadline is the backstop: exec's own timer fires first,
+         * while the command still lives and its tree can be found. */
         snprintf(deadline, sizeof deadline, "Connect-Timeout-Ms: %lld",
-                 (long long)args->timeout_ms);
+                 (long long)args->timeout_ms + ENVD_DEADLINE_SLACK_MS);
         e2bp_headers_add(&hs, deadline);
     }
     /* Another user than the configured one: its own basic auth line. */
@@ -466,6 +476,10 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     sbx_http_error err;
     memset(&err, 0, sizeof err);
     int rc = sbx_http_start(sb->envd, &req, &x, &err);
+    /* The proxy answered (nothing started): run it once the sandbox is
+     * resumed. */
+    if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)
+        rc = sbx_http_start(sb->envd, &req, &x, &err);
     pthread_t th;
     int feeding = 0;
     if (rc != SBX_OK) {

@@ -23,8 +23,7 @@ int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *
     return rc == SBX_E_EXISTS ? SBX_OK : rc;
 }
 
-/* filesystem.Remove; a missing path is fine. */
-static int remove_path(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err)
+int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err)
 {
     json_object *body = json_object_new_object();
     if (!body)
@@ -36,9 +35,9 @@ static int remove_path(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_htt
 }
 
 /* "/files?path=<abs>&username=<user>" (malloc'd) or NULL. */
-static char *files_path(sbx_sandbox *sb, const char *abs)
+static char *files_path(const char *abs, const char *user)
 {
-    char *p = sbx_http_escape(abs), *u = sbx_http_escape(sb->st->cfg.user);
+    char *p = sbx_http_escape(abs), *u = sbx_http_escape(user);
     char *out = NULL;
     if (p && u) {
         size_t len = strlen(p) + strlen(u) + 32;
@@ -71,6 +70,7 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     struct e2b_state *st = sb->st;
     char *abs = NULL;
     int type;
+    e2b_keep_alive(sb, call);
     int rc = e2b_resolve(sb, call, "read_file", path, 0, &abs, &type);
     if (rc != SBX_OK)
         return rc;
@@ -84,7 +84,7 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                        st->cfg.provider, path);
         goto out;
     }
-    char *rp = files_path(sb, abs);
+    char *rp = files_path(abs, st->cfg.user);
     if (!rp) {
         rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
         goto out;
@@ -97,6 +97,9 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     sbx_http_error err;
     memset(&err, 0, sizeof err);
     rc = sbx_http_request(sb->envd, &req, sink, NULL, &err);
+    /* An error status delivers nothing to the sink: safe to repeat. */
+    if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)
+        rc = sbx_http_request(sb->envd, &req, sink, NULL, &err);
     free(rp);
     if (rc != SBX_OK && err.from_callback)
         goto out; /* the sink said why */
@@ -142,31 +145,13 @@ static int move_path(sbx_sandbox *sb, sbx_call *call, const char *from, const ch
     return rc;
 }
 
-int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
-                   const struct sbx_source *src, unsigned mode)
+int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
+                     const struct sbx_source *src, sbx_http_error *err)
 {
     struct e2b_state *st = sb->st;
-    if (mode & ~0777u)
-        return e2b_error(st, call, SBX_E_INVALID, "%s: write_file: mode %o has bits outside 0777",
-                         st->cfg.provider, mode);
-    if (mode == 0)
-        mode = 0644;
-    char *abs = NULL, *tmp = NULL, *rp = NULL;
-    int type;
-    int rc = e2b_resolve(sb, call, "write_file", path, 0, &abs, &type);
-    if (rc != SBX_OK)
-        return rc;
-    if (type != E2B_FT_NONE && type != E2B_FT_FILE) {
-        rc = e2b_error(st, call, SBX_E_INVALID, "%s: write_file: %s is not a regular file",
-                       st->cfg.provider, path);
-        goto out;
-    }
-    tmp = temp_name(abs);
-    rp = tmp ? files_path(sb, tmp) : NULL;
-    if (!rp) {
-        rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
-        goto out;
-    }
+    char *rp = files_path(abs, user ? user : st->cfg.user);
+    if (!rp)
+        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
     struct e2b_cancel c;
     e2b_cancel_init(&c, st->host, call);
     struct e2bp_headers hs = {{NULL}, 0};
@@ -180,12 +165,51 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         if (l >= 0)
             req.body_src_len = l;
     }
+    memset(err, 0, sizeof *err);
+    int rc = sbx_http_request(sb->envd, &req, NULL, NULL, err);
+    free(rp);
+    return rc;
+}
+
+int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                   const struct sbx_source *src, unsigned mode)
+{
+    struct e2b_state *st = sb->st;
+    if (mode & ~0777u)
+        return e2b_error(st, call, SBX_E_INVALID, "%s: write_file: mode %o has bits outside 0777",
+                         st->cfg.provider, mode);
+    if (mode == 0)
+        mode = 0644;
+    char *abs = NULL, *tmp = NULL;
+    int type;
+    e2b_keep_alive(sb, call);
+    int rc = e2b_resolve(sb, call, "write_file", path, 0, &abs, &type);
+    if (rc != SBX_OK)
+        return rc;
+    if (type != E2B_FT_NONE && type != E2B_FT_FILE) {
+        rc = e2b_error(st, call, SBX_E_INVALID, "%s: write_file: %s is not a regular file",
+                       st->cfg.provider, path);
+        goto out;
+    }
+    /* envd writes as root: without this check a write would change a
+     * published skill, which the sandbox's own commands cannot. */
+    if (e2b_in_skill(sb, abs)) {
+        rc = e2b_error(st, call, SBX_E_INVALID,
+                       "%s: write_file: %s is part of a published skill (read-only; "
+                       "install a new version instead)",
+                       st->cfg.provider, path);
+        goto out;
+    }
+    tmp = temp_name(abs);
+    if (!tmp) {
+        rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
     sbx_http_error err;
-    memset(&err, 0, sizeof err);
-    rc = sbx_http_request(sb->envd, &req, NULL, NULL, &err);
+    rc = e2b_files_upload(sb, call, tmp, NULL, src, &err);
     if (rc != SBX_OK) {
         sbx_http_error e2;
-        remove_path(sb, NULL, tmp, &e2);
+        e2b_remove(sb, NULL, tmp, &e2);
         if (!err.from_callback)
             rc = e2b_envd_report(sb, call, &err, "write_file %s", path);
         goto out;
@@ -210,10 +234,9 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     }
     if (rc != SBX_OK) {
         sbx_http_error e2;
-        remove_path(sb, NULL, tmp, &e2);
+        e2b_remove(sb, NULL, tmp, &e2);
     }
 out:
-    free(rp);
     free(tmp);
     free(abs);
     return rc;

@@ -47,6 +47,7 @@ int e2b_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *t
     /* "." as the only member: entries come out as "./a", "./sub/b". */
     const char *argv[] = {"tar", "-C", E2B_OUTPUTS, "-cf", "-", ".", NULL};
     struct relay r = {tar_sink, 0};
+    e2b_keep_alive(sb, call);
     struct sbx_sink sink = SBX_SINK_INIT(&r, relay_write);
     char msg[512];
     int code = -1;

@@ -2,10 +2,17 @@
  * paths.c - keeping file operations inside the workspace. envd resolves
  * paths itself and follows symlinks, so each component is looked at with
  * filesystem.Stat (which does not follow a final symlink) and a symlink is
- * replaced by its target only when that stays inside the workspace. A
- * symlink swapped in between the check and the use is not caught: the
- * sandbox is the agent's own, this guards against mistakes and hostile
- * content, not against a racing process inside it. See e2b_core.h.
+ * replaced by its target only when that stays inside the workspace.
+ *
+ * The limit: envd's calls take paths, never handles, and follow symlinks
+ * in every component (GET/POST /files, filesystem.Move), with no
+ * no-follow or directory-relative form, so the check and the use are two
+ * requests and a process inside the sandbox that swaps a component for a
+ * symlink between them redirects the use. envd runs as root (username only
+ * sets the new file's owner), so such a race can reach any path of the
+ * sandbox's VM, but never the host. This guards against mistakes and hostile
+ * content (symlinks that exist when the call is made), not against a
+ * racing process. See e2b_core.h.
  */
 #include "e2b_core.h"
 

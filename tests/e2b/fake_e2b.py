@@ -9,6 +9,14 @@ per-sandbox temporary directory: the sandbox's "/home/user" (and every
 virtual path below "/home" and "/mnt") maps into it. This is a test double,
 not a sandbox: nothing is isolated.
 
+Users as envd has them: the request's user (HTTP basic auth for RPCs and
+Start, the "username" query parameter of /files) owns what envd creates
+for it, and, when the fake runs as root with mount namespaces, commands of
+the sandbox user run as uid SANDBOX_UID (no account of the test machine),
+those of "root" as root, so permission bits hold inside the sandbox as they
+do in E2B's VM. Otherwise every command runs as the fake's own user (and
+read-only files are not read-only to it).
+
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/process.Process/Start", "kind": ...}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
@@ -44,6 +52,37 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ENVD_PORT = 49983
 ENVD_VERSION = "0.5.7"
 USER = "user"
+# The sandbox user's uid when the fake runs as root (E2B's is 1000; this
+# one matches no account of a test machine).
+SANDBOX_UID = 61000
+# Set in main: the fake is root and gives commands a mount namespace of
+# their own (their paths then never pass through the fake's directories).
+SWITCH_USERS = False
+
+
+def uid_of(user):
+    """The uid commands and new files of `user` get (None: the fake's own)."""
+    if not SWITCH_USERS:
+        return None
+    return 0 if user == "root" else SANDBOX_UID
+
+
+def chown_new(path, user):
+    uid = uid_of(user)
+    if uid is not None:
+        os.lchown(path, uid, uid)
+
+
+def makedirs_as(path, user):
+    """os.makedirs, the directories it made owned by user (as envd does)."""
+    made = []
+    p = path
+    while p and not os.path.lexists(p):
+        made.append(p)
+        p = os.path.dirname(p)
+    os.makedirs(path, exist_ok=True)
+    for d in made:
+        chown_new(d, user)
 
 SIGNAMES = {1: "hangup", 2: "interrupt", 3: "quit", 4: "illegal instruction",
             5: "trace/breakpoint trap", 6: "aborted", 7: "bus error",
@@ -73,6 +112,10 @@ class Sandbox:
         self.envs = dict(envs or {})
         os.makedirs(os.path.join(self.dir, "home", USER), exist_ok=True)
         os.makedirs(os.path.join(self.dir, "mnt"), exist_ok=True)
+        # The user's commands pass through the directory (without mount
+        # namespaces they use host paths) and own their home.
+        os.chmod(self.dir, 0o711)
+        chown_new(os.path.join(self.dir, "home", USER), USER)
         self.procs = {}
         self.lock = threading.Lock()
 
@@ -126,7 +169,9 @@ class Sandbox:
 NS_WRAP = None
 NS_SCRIPT = ('mount --bind "$0/home" /home && mount --bind "$0/mnt" /mnt || exit 125; '
              'cd "$1" 2>/dev/null || { echo "cwd $1 does not exist" >&2; exit 125; }; '
-             'shift; exec "$@"')
+             'u=$2; shift 2; '
+             'if [ -n "$u" ]; then exec setpriv --reuid "$u" --regid "$u" --clear-groups -- "$@"; fi; '
+             'exec "$@"')
 
 
 def probe_namespaces():
@@ -226,7 +271,9 @@ def entry_info(sb, hpath):
     e = {"name": os.path.basename(hpath), "type": ftype(st.st_mode),
          "path": sb.virtual(hpath), "size": str(st.st_size),
          "mode": pystat.S_IMODE(st.st_mode), "permissions": pystat.filemode(st.st_mode),
-         "owner": USER, "group": USER, "modifiedTime": now_iso(st.st_mtime)}
+         "owner": "root" if SWITCH_USERS and st.st_uid == 0 else USER,
+         "group": "root" if SWITCH_USERS and st.st_gid == 0 else USER,
+         "modifiedTime": now_iso(st.st_mtime)}
     if pystat.S_ISLNK(st.st_mode):
         e["symlinkTarget"] = sb.virtual(os.readlink(hpath))
     return e
@@ -348,6 +395,18 @@ class Handler(BaseHTTPRequestHandler):
             return self.api(url)
         except (ConnectionError, BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def req_user(self):
+        """envd's user: HTTP basic auth "<user>:" (rpc.ts), else the default."""
+        auth = self.headers.get("Authorization", "")
+        if auth.startswith("Basic "):
+            try:
+                name = base64.b64decode(auth[6:]).decode().split(":", 1)[0]
+                if name:
+                    return name
+            except ValueError:
+                pass
+        return USER
 
     def is_envd_path(self, path):
         return (path.startswith("/process.") or path.startswith("/filesystem.")
@@ -521,7 +580,7 @@ class Handler(BaseHTTPRequestHandler):
             fn = RPCS.get(rpc)
             if not fn:
                 raise ConnectError("unimplemented", "%s is not implemented" % rpc)
-            self.send_json(200, fn(sb, req))
+            self.send_json(200, fn(sb, req, self.req_user()))
         except ConnectError as e:
             self.connect_error(e)
 
@@ -556,7 +615,7 @@ class Handler(BaseHTTPRequestHandler):
         if os.path.isdir(hp):
             self.body()
             return self.api_error(400, "path '%s' is a directory" % vpath)
-        os.makedirs(os.path.dirname(hp), exist_ok=True)
+        makedirs_as(os.path.dirname(hp), user)
         if ctype.startswith("multipart/form-data"):
             data = self.multipart_file(ctype, self.body())
             if data is None:
@@ -567,6 +626,7 @@ class Handler(BaseHTTPRequestHandler):
             with open(hp, "wb") as fh:
                 for chunk in self.body_chunks():
                     fh.write(chunk)
+        chown_new(hp, user)
         return self.send_json(200, [{"name": os.path.basename(hp), "type": "file",
                                      "path": sb.virtual(hp)}])
 
@@ -603,9 +663,12 @@ class Handler(BaseHTTPRequestHandler):
         proc_cfg = req.get("process") or {}
         cmd = proc_cfg.get("cmd")
         args = proc_cfg.get("args") or []
+        user = self.req_user()
+        home = "/root" if user == "root" else "/home/" + USER
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin",
-               "HOME": "/home/" + USER if NS_WRAP else sb.host_path("/home/" + USER),
-               "USER": USER, "LOGNAME": USER}
+               "HOME": home if NS_WRAP or user == "root" else sb.host_path(home),
+               "USER": user, "LOGNAME": user}
+        uid = uid_of(user)
         env.update(sb.envs)
         env.update(proc_cfg.get("envs") or {})
         cwd = sb.host_path(proc_cfg.get("cwd") or "/home/" + USER)
@@ -638,7 +701,8 @@ class Handler(BaseHTTPRequestHandler):
             if not found or not os.path.exists(found):
                 return finish({"code": "internal", "message":
                                'error starting process: exec: "%s": executable file not found in $PATH' % cmd})
-            argv = NS_WRAP + ["/bin/sh", "-c", NS_SCRIPT, sb.dir, vcwd] + argv
+            argv = NS_WRAP + ["/bin/sh", "-c", NS_SCRIPT, sb.dir, vcwd,
+                              str(uid) if uid else ""] + argv
         try:
             popen = subprocess.Popen(argv, cwd=cwd, env=env,
                                      stdin=subprocess.PIPE if stdin_on else subprocess.DEVNULL,
@@ -754,7 +818,7 @@ def proc_of(sb, req):
     return p
 
 
-def rpc_send_input(sb, req):
+def rpc_send_input(sb, req, user):
     p = proc_of(sb, req)
     data = base64.b64decode(((req.get("input") or {}).get("stdin")) or "")
     with p.lock:
@@ -768,7 +832,7 @@ def rpc_send_input(sb, req):
     return {}
 
 
-def rpc_close_stdin(sb, req):
+def rpc_close_stdin(sb, req, user):
     p = proc_of(sb, req)
     with p.lock:
         if p.popen.stdin and not p.popen.stdin.closed:
@@ -779,7 +843,7 @@ def rpc_close_stdin(sb, req):
     return {}
 
 
-def rpc_send_signal(sb, req):
+def rpc_send_signal(sb, req, user):
     p = proc_of(sb, req)
     sig = {"SIGNAL_SIGKILL": signal.SIGKILL, "SIGNAL_SIGTERM": signal.SIGTERM}.get(
         req.get("signal"))
@@ -792,7 +856,7 @@ def rpc_send_signal(sb, req):
     return {}
 
 
-def rpc_list(sb, req):
+def rpc_list(sb, req, user):
     with sb.lock:
         procs = [(pid, p) for pid, p in sb.procs.items() if p.popen.poll() is None]
     return {"processes": [{"pid": pid, "config": {"cmd": p.argv[0], "args": p.argv[1:]}}
@@ -806,25 +870,25 @@ def need_path(req, key="path"):
     return v
 
 
-def rpc_stat(sb, req):
+def rpc_stat(sb, req, user):
     hp = sb.host_path(need_path(req))
     if not os.path.lexists(hp):
         raise ConnectError("not_found", "file not found: %s" % req["path"])
     return {"entry": entry_info(sb, hp)}
 
 
-def rpc_make_dir(sb, req):
-    hp = sb.host_path(need_path(req))
+def rpc_make_dir(sb, req, user):
+    hp = sb.host_path(need_path(req), user)
     if os.path.isdir(hp):
         raise ConnectError("already_exists", "directory already exists: %s" % req["path"])
     try:
-        os.makedirs(hp)
+        makedirs_as(hp, user)
     except OSError as e:
         raise ConnectError("internal", "error creating directory: %s" % e)
     return {"entry": entry_info(sb, hp)}
 
 
-def rpc_move(sb, req):
+def rpc_move(sb, req, user):
     src = sb.host_path(need_path(req, "source"))
     dst = sb.host_path(need_path(req, "destination"))
     if not os.path.lexists(src):
@@ -837,7 +901,7 @@ def rpc_move(sb, req):
     return {"entry": entry_info(sb, dst)}
 
 
-def rpc_list_dir(sb, req):
+def rpc_list_dir(sb, req, user):
     hp = sb.host_path(need_path(req))
     depth = int(req.get("depth") or 1)
     if not os.path.isdir(hp):
@@ -855,7 +919,7 @@ def rpc_list_dir(sb, req):
     return {"entries": out}
 
 
-def rpc_remove(sb, req):
+def rpc_remove(sb, req, user):
     hp = sb.host_path(need_path(req))
     if not os.path.lexists(hp):
         raise ConnectError("not_found", "path not found: %s" % req["path"])
@@ -891,7 +955,7 @@ class Server(ThreadingHTTPServer):
 
 
 def main():
-    global ST
+    global ST, SWITCH_USERS
     # Commands inherit ignored signals: start them from defaults. SIGPIPE
     # stays ignored in the fake itself (Python's own setting: a command that
     # stops reading its stdin must not kill the fake); subprocess restores
@@ -917,6 +981,7 @@ def main():
     ST = State(args)
     if not args.no_namespaces:
         probe_namespaces()
+    SWITCH_USERS = os.geteuid() == 0 and NS_WRAP is not None and "--user" not in NS_WRAP
     srv = Server(("127.0.0.1", args.port), Handler)
     threading.Thread(target=ST.reap, daemon=True).start()
     port = srv.server_address[1]

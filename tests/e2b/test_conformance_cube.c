@@ -34,7 +34,10 @@ Test(conformance_cube, every_case_passes, .timeout = 600)
                       r.results[i].message);
     cr_expect_eq(r.summary.failed, 0, "%s", r.output);
     /* The capability the provider declares is exercised, not skipped. */
-    const char *cap_cases[] = {"export_shell_and_files", "export_refuses_symlink", NULL};
+    const char *cap_cases[] = {"export_shell_and_files", "export_refuses_symlink",
+                              "skill_install_read_only", "skill_install_verifies",
+                              "skill_survives_restart", "mount_put_read_only",
+                              "mount_put_verifies", "mount_remove_idempotent", NULL};
     for (size_t i = 0; cap_cases[i]; i++) {
         const struct sr_result *c = sr_find(&r, cap_cases[i]);
         cr_expect(c && c->outcome == SBX_CONFORMANCE_PASS, "%s did not pass", cap_cases[i]);

@@ -126,3 +126,35 @@ Test(cube_provider, proxy_500_for_a_vanished_sandbox_is_not_found)
     cr_expect_eq(sbx_destroy(prov, "k2", sbx_handle_ref(h), NULL, &err), SBX_OK);
     sbx_release(h);
 }
+
+/* CubeProxy answers 500 for a paused sandbox too: confirmed paused by
+ * CubeAPI, it is resumed through connect and the command runs. */
+Test(cube_provider, proxy_500_for_a_paused_sandbox_resumes_it)
+{
+    cr_assert_eq(fake_start(&fake, "cube", NULL), 0);
+    char sec[512];
+    snprintf(sec, sizeof sec,
+             "    api_url: \"%s\"\n    template: tpl\n    domain: cube.local\n"
+             "    proxy_address: 127.0.0.1\n    proxy_port: %d\n",
+             fake.url, fake.port);
+    sbx_error err;
+    cr_assert_eq(open_ctx(sec, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = NULL;
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL};
+    cr_assert_eq(sbx_create(prov, "k3", &co, NULL, &h, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/process.Process/Start\",\"kind\":\"pause\"}]"),
+                 0);
+    const char *argv[] = {"sh", "-c", "exit 4", NULL};
+    struct sbx_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.argv = argv;
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    int rc = sbx_exec(h, &a, &res, NULL, &err);
+    cr_expect_eq(rc, SBX_OK, "%d %s", rc, err.message);
+    cr_expect_eq(res.exit_code, 4);
+    cr_expect_eq(sbx_destroy(prov, "k3", sbx_handle_ref(h), NULL, &err), SBX_OK);
+    sbx_release(h);
+}

@@ -302,3 +302,299 @@ Test(e2b_provider, connections_are_reused)
     sbx_destroy(prov, "k-reuse", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
+
+#include "../../conformance/skill_bundles.h"
+
+static int install_hello(sbx_handle *h, sbx_error *err)
+{
+    struct sbx_memory_source m = {BUNDLE_V1, sizeof BUNDLE_V1, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    struct sbx_blob b;
+    memset(&b, 0, sizeof b);
+    b.size = sizeof b;
+    b.src = &src;
+    b.length = sizeof BUNDLE_V1;
+    b.sha256 = BUNDLE_V1_SHA;
+    b.format = "tar.gz";
+    sbx_error_clear(err);
+    return sbx_skill_install(h, "hello", &b, NULL, err);
+}
+
+/* Read-only means something only when the sandbox user is not root: the
+ * fake runs it as another uid when it can, and the skill is root's. */
+Test(e2b_provider, skills_are_roots_and_the_sandbox_user_is_not)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-skill-owner");
+    cr_assert_str_eq(sbx_handle_root(h), "/home/user/workspace");
+    cr_assert_eq(install_hello(h, &err), SBX_OK, "%s", err.message);
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h, "id -u; cd /home/user/workspace/skills; stat -c '%u %a' . "
+                        "hello/SKILL.md hello/bin hello/bin/run.sh; readlink hello",
+                     &res, &out, &err),
+                 SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    if (geteuid() == 0)
+        cr_expect(!strncmp(t, "61000\n", 6), "the sandbox user is not uid 61000: %s", t);
+    cr_expect(strstr(t, "\n0 755\n0 444\n0 555\n0 555\n.v-"), "%s", t);
+    free(t);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-skill-owner", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+/* The sandbox user owns the workspace and may plant a symlink named
+ * skills: the root steps refuse it rather than follow it. */
+Test(e2b_provider, skills_symlink_planted_by_the_user_is_refused)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-skill-link");
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h, "mkdir -p ../elsewhere && ln -s ../elsewhere skills", &res, &out,
+                     &err),
+                 SBX_OK, "%s", err.message);
+    cr_assert_eq(res.exit_code, 0);
+    int rc = install_hello(h, &err);
+    cr_expect_eq(rc, SBX_E_INVALID, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "symlink"), "%s", err.message);
+    sbx_capture_free(&out);
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h, "ls -A ../elsewhere; stat -c %u ../elsewhere", &res, &out, &err),
+                 SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    if (geteuid() == 0)
+        cr_expect_str_eq(t, "61000\n", "the link's target was touched: %s", t);
+    free(t);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-skill-link", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+/* A sandbox paused under the session (auto-pause, or by someone) is
+ * resumed through connect when a file op or an exec finds it paused (the
+ * proxy answers 502), and the call goes on as if nothing happened. */
+Test(e2b_provider, paused_sandbox_is_resumed_by_file_ops_and_exec)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-pause");
+    struct sbx_memory_source m = {"kept\n", 5, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    cr_assert_eq(sbx_write(h, "kept.txt", &src, 0, NULL, &err), SBX_OK, "%s", err.message);
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    cr_assert_eq(fake_faults(&fake,
+                             "[{\"match\":\"/filesystem.Filesystem/Stat\",\"kind\":\"pause\"}]"),
+                 0);
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    struct sbx_sink sink = sbx_capture_sink(&out);
+    int rc = sbx_read(h, "kept.txt", &sink, NULL, &err);
+    cr_expect_eq(rc, SBX_OK, "read of a paused sandbox: %d %s", rc, err.message);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "kept\n");
+    free(t);
+    sbx_capture_free(&out);
+    char *s = stats();
+    cr_expect_eq(count(s, "/connect\""), 1, "one connect resumed it: %s", s);
+    free(s);
+    /* exec straight into a paused sandbox (no cwd: Start comes first) */
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    cr_assert_eq(fake_faults(&fake,
+                             "[{\"match\":\"/process.Process/Start\",\"kind\":\"pause\"}]"),
+                 0);
+    struct sbx_exec_result res;
+    sbx_capture_init(&out, 64, 0);
+    rc = run(h, "cat kept.txt", &res, &out, &err);
+    cr_expect_eq(rc, SBX_OK, "exec in a paused sandbox: %d %s", rc, err.message);
+    cr_expect_eq(res.exit_code, 0);
+    t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "kept\n");
+    free(t);
+    sbx_capture_free(&out);
+    s = stats();
+    cr_expect_eq(count(s, "/connect\""), 1, "one connect resumed it: %s", s);
+    cr_expect_eq(count(s, "\"path\": \"/process.Process/Start\""), 1,
+                 "the command ran once: %s", s);
+    free(s);
+    sbx_destroy(prov, "k-pause", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+/* The sandbox's endAt (as the fake's control plane records it) in
+ * seconds since the epoch. */
+static double end_at(sbx_handle *h)
+{
+    const char *ref = sbx_handle_ref(h);
+    char path[256];
+    snprintf(path, sizeof path, "/sandboxes/%s", strchr(ref, ':') + 1);
+    long st = 0;
+    char *doc = fake_http(&fake, "GET", path, NULL, "X-API-Key: " KEY, &st);
+    cr_assert(doc && st == 200, "GET %s: %ld", path, st);
+    const char *p = strstr(doc, "\"endAt\": \"");
+    cr_assert_not_null(p, "%s", doc);
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    double frac = 0;
+    cr_assert_not_null(strptime(p + 10, "%Y-%m-%dT%H:%M:%S", &tm));
+    const char *dot = strchr(p + 10, '.');
+    if (dot)
+        frac = atof(dot);
+    free(doc);
+    return (double)timegm(&tm) + frac;
+}
+
+static void nap(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* The TTL (lifetime 4 s here) is extended as the sandbox is used, by file
+ * ops and execs, and during a command that runs longer than the TTL; an
+ * idle sandbox's TTL is left alone. */
+Test(e2b_provider, lifetime_is_extended_with_use_only, .timeout = 60)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx("    lifetime: 4\n", &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-ttl");
+    double e0 = end_at(h);
+    nap(1.0);
+    cr_expect_float_eq(end_at(h), e0, 0.01, "idle: the TTL moved");
+    /* past half the lifetime: a read extends it */
+    nap(1.5);
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    struct sbx_sink sink = sbx_capture_sink(&out);
+    sbx_read(h, "missing.txt", &sink, NULL, &err);
+    sbx_capture_free(&out);
+    double e1 = end_at(h);
+    cr_expect_gt(e1, e0 + 2.0, "a file op after 2.5 s did not extend the TTL (%.2f -> %.2f)",
+                 e0, e1);
+    /* a command longer than the TTL keeps the sandbox alive while it runs */
+    struct sbx_exec_result res;
+    sbx_capture_init(&out, 64, 0);
+    int rc = run(h, "sleep 6; echo done", &res, &out, &err);
+    cr_expect_eq(rc, SBX_OK, "a 6 s command with a 4 s TTL: %d %s", rc, err.message);
+    cr_expect_eq(res.exit_code, 0, "exit %d signal %d", res.exit_code, res.term_signal);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "done\n");
+    free(t);
+    sbx_capture_free(&out);
+    double e2 = end_at(h);
+    cr_expect_gt(e2, e1 + 3.0, "the TTL did not move during the long command");
+    /* idle again: left alone */
+    nap(1.0);
+    cr_expect_float_eq(end_at(h), e2, 0.01, "idle: the TTL moved");
+    sbx_destroy(prov, "k-ttl", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+/* A timed-out command's whole tree goes, also a descendant that left the
+ * command's process group and session (setsid): envd's deadline and
+ * SendSignal reach the command's own process only. */
+Test(e2b_provider, timeout_kills_descendants_that_left_the_group, .timeout = 60)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-tree");
+    const char *argv[] = {"sh", "-c",
+                          "setsid sh -c 'sleep 30 & echo $! > gc; wait' & echo $! > child; "
+                          "echo $$ > pid; wait",
+                          NULL};
+    struct sbx_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.argv = argv;
+    a.timeout_ms = 1000;
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    int rc = sbx_exec(h, &a, &res, NULL, &err);
+    cr_expect_eq(rc, SBX_OK, "%s", err.message);
+    cr_expect(res.timed_out, "not timed out");
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h,
+                     "alive() { kill -0 \"$1\" 2>/dev/null || return 1; read -r s < "
+                     "/proc/$1/stat || return 1; case \"$s\" in *\") Z \"*) return 1;; "
+                     "esac; }; for i in 1 2 3; do left=; for f in pid child gc; do "
+                     "test -s $f || { left=\"$left no-$f\"; continue; }; "
+                     "if alive $(cat $f); then left=\"$left $f\"; fi; done; "
+                     "test -z \"$left\" && break; sleep 1; done; echo \"left:$left\"",
+                     &res, &out, &err),
+                 SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "left:\n", "survivors of the timeout: %s", t);
+    free(t);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-tree", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+/* Bundles are unpacked in the sandbox with tar: a zip is refused up front,
+ * and nothing reaches the sandbox. */
+Test(e2b_provider, skill_zip_bundle_is_refused)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-skill-zip");
+    struct sbx_memory_source m = {BUNDLE_V1, sizeof BUNDLE_V1, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    struct sbx_blob b;
+    memset(&b, 0, sizeof b);
+    b.size = sizeof b;
+    b.src = &src;
+    b.length = sizeof BUNDLE_V1;
+    b.sha256 = BUNDLE_V1_SHA;
+    b.format = "zip";
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    int rc = sbx_skill_install(h, "zipped", &b, NULL, &err);
+    cr_expect_eq(rc, SBX_E_INVALID, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "zip"), "%s", err.message);
+    char *s = stats();
+    cr_expect_eq(count(s, "\"path\": \"/files"), 0, "the bundle was uploaded: %s", s);
+    free(s);
+    sbx_destroy(prov, "k-skill-zip", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
+
+/* envd writes as root, so the provider itself keeps write_file out of a
+ * published skill, as the sandbox's permissions keep its commands out. */
+Test(e2b_provider, write_file_into_a_published_skill_is_refused)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-skill-write");
+    cr_assert_eq(install_hello(h, &err), SBX_OK, "%s", err.message);
+    const char *paths[] = {"skills/hello/SKILL.md", "skills/hello/new.txt",
+                           "skills/hello/bin/run.sh", NULL};
+    for (size_t i = 0; paths[i]; i++) {
+        struct sbx_memory_source m = {"evil\n", 5, 0};
+        struct sbx_source src = sbx_memory_source(&m);
+        int rc = sbx_write(h, paths[i], &src, 0, NULL, &err);
+        cr_expect_eq(rc, SBX_E_INVALID, "%s: %d %s", paths[i], rc, err.message);
+        cr_expect(strstr(err.message, "skill"), "%s", err.message);
+    }
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    cr_assert_eq(run(h, "cat skills/hello/SKILL.md; ls skills/hello", &res, &out, &err),
+                 SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "# hello skill\nSKILL.md\nbin\n");
+    free(t);
+    sbx_capture_free(&out);
+    /* the workspace around it stays writable */
+    struct sbx_memory_source m = {"fine\n", 5, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    cr_expect_eq(sbx_write(h, "notes.txt", &src, 0, NULL, &err), SBX_OK, "%s", err.message);
+    sbx_destroy(prov, "k-skill-write", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}

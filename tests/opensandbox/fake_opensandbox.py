@@ -728,7 +728,7 @@ class Handler(fake_e2b.Handler):
                                              "evalue": "cwd %s does not exist" % vcwd}})
             return end()
         if fake_e2b.NS_WRAP:
-            argv = fake_e2b.NS_WRAP + ["/bin/sh", "-c", fake_e2b.NS_SCRIPT, sb.dir, vcwd] + argv
+            argv = fake_e2b.NS_WRAP + ["/bin/sh", "-c", fake_e2b.NS_SCRIPT, sb.dir, vcwd, ""] + argv
         popen = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  start_new_session=True, close_fds=True)

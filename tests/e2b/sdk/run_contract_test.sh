@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_contract_test.sh SRC_DIR BUILD_DIR PROVIDER - run part of the
+# run_contract_test.sh SRC_DIR BUILD_DIR PROVIDER - run the
 # conformance suite through the provider against the fake, then check every
 # request the fake logged against the published specs (contract.mjs).
 # Exit 77 (skipped) when npm is not installed.
@@ -30,12 +30,44 @@ trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
 port=$(cat "$dir/port")
 url="http://127.0.0.1:$port"
+# A short lifetime (TTL extensions happen during the run) and one pause
+# (a sandbox resumed through connect): every route the adapters use.
 if [ "$prov" = e2b ]; then
-  printf 'providers:\n  e2b:\n    api_url: "%s"\n    envd_url: "%s"\n    domain: e2b.local\n' "$url" "$url" >"$dir/sbx.yaml"
+  printf 'providers:\n  e2b:\n    api_url: "%s"\n    envd_url: "%s"\n    domain: e2b.local\n    lifetime: 3\n' "$url" "$url" >"$dir/sbx.yaml"
 else
-  printf 'providers:\n  cube:\n    api_url: "%s"\n    template: tpl\n    domain: cube.local\n    proxy_address: 127.0.0.1\n    proxy_port: %s\n' "$url" "$port" >"$dir/sbx.yaml"
+  printf 'providers:\n  cube:\n    api_url: "%s"\n    template: tpl\n    domain: cube.local\n    proxy_address: 127.0.0.1\n    proxy_port: %s\n    lifetime: 3\n' "$url" "$port" >"$dir/sbx.yaml"
 fi
+curl -sf -X POST -d '[{"match":"/filesystem.Filesystem/Stat","kind":"pause","times":1}]' \
+  "$url/_fake/faults" >/dev/null
 E2B_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" --config "$dir/sbx.yaml" \
-  conformance "$prov" --filter 'identity_two_instances,attach_after_destroy,destroy_twice,exec_stdin,exec_env,exec_cwd,file_binary_roundtrip,write_file_atomic,path_escape_read,cancel_running,timeout_kills_children,export_shell_and_files'
+  conformance "$prov"
+# A command that outlives half the lifetime: its keepalives extend the TTL.
+E2B_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" --config "$dir/sbx.yaml" \
+  run -p "$prov" --no-stdin -- sleep 2.5
 curl -sf "$url/_fake/stats" >"$dir/requests.json"
+for want in 'POST /sandboxes/[^/"]*/timeout' 'POST /sandboxes/[^/"]*/connect' 'GET /sandboxes/[^/"]*"' \
+            'DELETE /sandboxes/' 'GET /v2/sandboxes' 'POST /files' 'GET /files' \
+            'POST /process.Process/SendSignal'; do
+  m=${want%% *} p=${want#* }
+  grep -q "\"method\": \"$m\", \"path\": \"$p" "$dir/requests.json" ||
+    { echo "the run sent no $want request: the contract does not cover it"; exit 1; }
+done
 "$node" "$work/contract.mjs" "$specs" "$dir/requests.json"
+# The check itself refuses what the specs do not document: the SDK's
+# /v2/sandboxes/{id}/connect (newer than the spec copy), an undeclared
+# query parameter, a field the schema does not have.
+cat >"$dir/bad.json" <<'EOF'
+{"requests": [
+ {"method": "POST", "path": "/v2/sandboxes/i0123456789abcdef0123/connect", "headers": {}, "body": {"timeout": 5}},
+ {"method": "GET", "path": "/files?path=/x&user=root", "headers": {}, "body": null},
+ {"method": "POST", "path": "/sandboxes/i0123456789abcdef0123/timeout", "headers": {}, "body": {"timeout": 5, "extend": true}}
+]}
+EOF
+if "$node" "$work/contract.mjs" "$specs" "$dir/bad.json" >"$dir/bad.out" 2>&1; then
+  echo "contract.mjs accepted requests the specs do not document:"; cat "$dir/bad.out"; exit 1
+fi
+for n in '/v2/sandboxes/i0123456789abcdef0123/connect: no such operation' \
+         'query parameter user is not declared' 'field extend is not in the schema'; do
+  grep -q "$n" "$dir/bad.out" || { echo "contract.mjs did not say: $n"; cat "$dir/bad.out"; exit 1; }
+done
+echo "ok: contract.mjs refuses undocumented routes, parameters and fields"
