@@ -107,3 +107,20 @@ Test(config_packages, malformed_entries_name_file_line_and_key)
              cfg_dir());
     cr_assert_str_eq(msg, want);
 }
+
+Test(config_packages, manifest_grants_are_absolute_directories)
+{
+    cfg_write("sbx.yaml", "manifest:\n  grants: [/srv/data, /opt/t]\n");
+    struct sbx_config *cfg = NULL;
+    sbx_error err;
+    cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
+    const char *v = NULL;
+    cr_assert(sbx_config_section_entry(cfg->manifest, "grants", 1, NULL, &v));
+    cr_assert_str_eq(v, "/opt/t");
+    sbx_config_free(cfg);
+    expect("manifest:\n  grants: [relative/dir]\n",
+           "2: manifest.grants.0: a grant is an absolute directory");
+    expect("manifest:\n  grants: /srv\n",
+           "2: manifest.grants: expected a list of absolute directories");
+    expect("manifest:\n  grant: [/srv]\n", "2: manifest.grant: unknown key (expected grants)");
+}
