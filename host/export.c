@@ -3,13 +3,8 @@
  * into a host directory atomically.
  *
  * The provider's export_outputs pushes a tar stream into a sink; the
- * checked extractor (archive_check.c) pulls from a source. A thread runs
- * the export and writes into one end of a socket pair; this thread
- * extracts from the other end, so nothing is buffered beyond the socket's
- * own buffer. When the extractor refuses an entry it closes its end: the
- * provider's next write fails (EPIPE, with MSG_NOSIGNAL so no signal is
- * raised) and the transfer stops, so a hostile archive is never downloaded
- * in full.
+ * checked extractor (archive_check.c) pulls from a source; stream_pipe.c
+ * joins the two (a hostile archive is never downloaded in full).
  *
  * Publication: the archive is extracted into a fresh directory beside the
  * target (".<name>.sbx-export-XXXXXX"), which is then renamed over it; an
@@ -22,6 +17,7 @@
  */
 #include "archive_check.h"
 #include "archive_lazy.h"
+#include "stream_pipe.h"
 #include "struct_size.h"
 #include "tree_remove.h"
 
@@ -30,73 +26,24 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- the export thread -------------------------------------------------- */
+/* ---- the export, as a producer ----------------------------------------- */
 
-struct producer {
+struct export_producer {
     sbx_handle *h;
     sbx_cancel *cancel;
-    int fd;          /* our end of the socket pair; closed when done */
-    int sink_failed; /* the extractor went away: our write failed */
-    int status;
-    sbx_error err;
 };
 
-static int sock_write(void *ctx, const void *buf, size_t len)
+static int produce_outputs(void *ud, const struct sbx_sink *sink, sbx_error *err)
 {
-    struct producer *p = ctx;
-    const char *b = buf;
-    while (len > 0) {
-        ssize_t n = send(p->fd, b, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            p->sink_failed = 1;
-            return SBX_E_IO;
-        }
-        b += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static void *produce(void *arg)
-{
-    struct producer *p = arg;
-    struct sbx_sink sink = SBX_SINK_INIT(p, sock_write);
-    sbx_error_clear(&p->err);
-    p->status = sbx_export_outputs(p->h, &sink, p->cancel, &p->err);
-    close(p->fd); /* end of the archive for the extractor */
-    p->fd = -1;
-    return NULL;
-}
-
-struct consumer {
-    int fd;
-    int failed_errno;
-};
-
-static long sock_read(void *ctx, void *buf, size_t cap)
-{
-    struct consumer *c = ctx;
-    for (;;) {
-        ssize_t n = recv(c->fd, buf, cap, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            c->failed_errno = errno;
-            return -1;
-        }
-        return (long)n;
-    }
+    struct export_producer *e = ud;
+    return sbx_export_outputs(e->h, sink, e->cancel, err);
 }
 
 /* ---- target checks and the marker ------------------------------------- */
@@ -271,19 +218,12 @@ static int export_stream(struct export_job *j, sbx_handle *h,
                          const struct sbx_export_limits *limits, sbx_cancel *cancel,
                          sbx_error *err)
 {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return sbx_error_set(err, SBX_E_IO, "export: socketpair: %s", strerror(errno));
-    struct producer prod = {h, cancel, sv[0], 0, SBX_OK, {0, ""}};
-    pthread_t th;
-    if (pthread_create(&th, NULL, produce, &prod) != 0) {
-        close(sv[0]);
-        close(sv[1]);
-        return sbx_error_set(err, SBX_E_NOMEM, "export: cannot start a thread");
-    }
-    struct consumer cons = {sv[1], 0};
-    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &cons,
-                             .read = sock_read};
+    struct export_producer ep = {h, cancel};
+    struct sbx_stream_pipe pipe;
+    int rc = sbx_stream_pipe_start(&pipe, produce_outputs, &ep, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_source src = sbx_stream_pipe_source(&pipe);
     struct sbxs_archive_limits lim = {0, 0, 0};
     if (limits) {
         lim.max_file_bytes = limits->max_file_bytes;
@@ -293,29 +233,23 @@ static int export_stream(struct export_job *j, sbx_handle *h,
     struct sbxs_error xerr;
     sbxs_error_clear(&xerr);
     int xrc = sbxs_archive_extract(&src, "tar", j->tfd, &lim, &xerr);
-    if (xrc == SBX_OK) {
-        /* The end-of-archive blocks are read; take the rest so the
-         * provider's transfer completes normally. */
-        char drain[4096];
-        while (sock_read(&cons, drain, sizeof drain) > 0)
-            ;
-    } else {
-        shutdown(sv[1], SHUT_RDWR); /* stops the provider's transfer */
-    }
-    pthread_join(th, NULL); /* the thread closed sv[0] */
-    close(sv[1]);
+    if (xrc == SBX_OK)
+        sbx_stream_pipe_drain(&pipe); /* past the end-of-archive blocks */
+    else
+        sbx_stream_pipe_abort(&pipe); /* stops the provider's transfer */
+    sbx_stream_pipe_join(&pipe);
 
     /* A provider that failed on its own (no outputs mount, daemon gone,
      * cancelled): its message explains the truncated archive best. */
-    if (prod.status != SBX_OK && !prod.sink_failed)
-        return sbx_error_set(err, prod.status, "export from the sandbox failed: %s",
-                             prod.err.message);
+    if (pipe.status != SBX_OK && !pipe.sink_failed)
+        return sbx_error_set(err, pipe.status, "export from the sandbox failed: %s",
+                             pipe.err.message);
     if (xrc != SBX_OK)
         return sbx_error_set(err, xrc, "export refused: %s%s", xerr.message,
-                             cons.failed_errno ? " (reading the stream failed)" : "");
-    if (prod.status != SBX_OK)
-        return sbx_error_set(err, prod.status, "export from the sandbox failed: %s",
-                             prod.err.message);
+                             pipe.read_errno ? " (reading the stream failed)" : "");
+    if (pipe.status != SBX_OK)
+        return sbx_error_set(err, pipe.status, "export from the sandbox failed: %s",
+                             pipe.err.message);
     return SBX_OK;
 }
 
