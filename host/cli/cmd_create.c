@@ -31,6 +31,9 @@ static void usage(FILE *f)
           "  -N, --no-network        limit the network with nothing allowed\n"
           "  -m, --manifest FILE     materialize this workspace manifest after\n"
           "                          create (docs/MANIFEST.md); part of the spec\n"
+          "  -s, --from-snapshot FILE  restore this snapshot into the new\n"
+          "                          workspace (a session that exists is not\n"
+          "                          touched: an error)\n"
           "  -r, --require CAP       the session will use capability CAP\n"
           "                          (repeatable): file_mounts, output_export,\n"
           "                          skills, memory, egress, packages\n"
@@ -54,8 +57,27 @@ static int parse_cap(const char *name, uint64_t *caps)
     return -1;
 }
 
+/* A new session's workspace from a snapshot; a failure deletes the
+ * session again, so no half-restored sandbox stays bound to the key. */
+static int restore_new(sbx_sessions *m, sbx_handle **h, const char *key, const char *file)
+{
+    sbx_error err;
+    int rc = sbx_snapshot_restore(*h, file, cli_run_cancel(), &err);
+    if (rc == SBX_OK)
+        return CLI_EXIT_OK;
+    int status = cli_caught_signal() ? cli_failure_status() : cli_session_failed(rc, &err);
+    sbx_release(*h);
+    *h = NULL;
+    sbx_error derr;
+    if (sbx_session_delete(m, key, cli_cleanup_cancel(), &derr) != SBX_OK)
+        cli_error("the session could not be deleted after the failed restore: %s",
+                  derr.message);
+    return status;
+}
+
 static int create(const struct cli_globals *g, const char *key,
-                  struct sbx_session_spec *spec, const char *manifest_path)
+                  struct sbx_session_spec *spec, const char *manifest_path,
+                  const char *snapshot)
 {
     sbx_ctx *ctx;
     sbx_sessions *m;
@@ -84,6 +106,12 @@ static int create(const struct cli_globals *g, const char *key,
                                                             : "none",
                   want);
         status = CLI_EXIT_SBX;
+    } else if (snapshot && !info.created) {
+        cli_error("session exists: the snapshot is not restored into it (use 'sbx "
+                  "restore')");
+        status = CLI_EXIT_SBX;
+    } else if (snapshot && (status = restore_new(m, &h, key, snapshot)) != CLI_EXIT_OK) {
+        /* reported */
     } else {
         printf("%s\n", info.created ? "created" : "exists");
     }
@@ -99,6 +127,7 @@ struct create_args {
     struct sbx_package *pkgs;
     const char **allow, **setup_allow;
     const char *manifest;
+    const char *snapshot;
 };
 
 static int on_option(void *ud, int c, const char *arg)
@@ -128,6 +157,9 @@ static int on_option(void *ud, int c, const char *arg)
     case 'm':
         a->manifest = arg;
         return CLI_EXIT_OK;
+    case 's':
+        a->snapshot = arg;
+        return CLI_EXIT_OK;
     case 'r':
         if (parse_cap(arg, &a->spec->caps) != 0)
             return cli_usage_error("create", CLI_EXIT_SBX,
@@ -150,6 +182,7 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         {"setup-allow", required_argument, NULL, 'A'},
         {"no-network", no_argument, NULL, 'N'},
         {"manifest", required_argument, NULL, 'm'},
+        {"from-snapshot", required_argument, NULL, 's'},
         CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
@@ -174,8 +207,8 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
     }
     spec.allow = allow;
     spec.setup_allow = setup;
-    struct create_args a = {&spec, pkgs, allow, setup, NULL};
-    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:a:A:Nm:r:c:h",
+    struct create_args a = {&spec, pkgs, allow, setup, NULL, NULL};
+    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:a:A:Nm:s:r:c:h",
                                     longopts, on_option, &a, &globals};
     const char *key = NULL;
     int rest = 0;
@@ -186,7 +219,7 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         if (cli_interrupt_setup() != SBX_OK) {
             status = CLI_EXIT_SBX;
         } else {
-            status = create(&globals, key, &spec, a.manifest);
+            status = create(&globals, key, &spec, a.manifest, a.snapshot);
             cli_interrupt_teardown();
         }
     }

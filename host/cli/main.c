@@ -29,6 +29,8 @@ static const struct subcommand subcommands[] = {
     {"export", cmd_export, "copy a session's outputs into a host directory"},
     {"destroy", cmd_destroy, "delete a session and its sandbox"},
     {"sessions", cmd_sessions, "list the sessions that have a sandbox"},
+    {"snapshot", cmd_snapshot, "write a session's workspace into a tar archive"},
+    {"restore", cmd_restore, "replace a session's workspace with a snapshot"},
     {"memory", cmd_memory, "memory stores: create, list, ls, cat, log, put, rm"},
     {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
 };

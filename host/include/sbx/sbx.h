@@ -342,6 +342,27 @@ SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sin
 SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *src,
               unsigned mode, sbx_cancel *cancel, sbx_error *err);
 
+/*
+ * Write the workspace of h as a tar archive into `file` (compression NULL
+ * or "none", "gzip", "zstd"): every entry of the workspace root but
+ * `skills` (mounts are not below the root), checked like an export
+ * (regular files and directories only). Streamed: the workspace is never
+ * held in memory. The file appears complete or not at all: a temporary
+ * file beside it is renamed over it once written and synced, and removed
+ * on failure. Needs `sh` and `tar` in the sandbox.
+ * Errors: SBX_E_INVALID for a refused entry (named), the exec's errors.
+ */
+SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compression,
+                              sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * Replace the workspace of h (all but `skills`) with the snapshot in file
+ * (tar, tar.gz or tar.zst). Every entry is checked first, before anything
+ * changes; a refused snapshot leaves the workspace as it was.
+ */
+SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *cancel,
+                                 sbx_error *err);
+
 /* Release the handle; the sandbox stays. NULL is ignored. */
 SBX_API void sbx_release(sbx_handle *h);
 

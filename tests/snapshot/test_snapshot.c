@@ -1,0 +1,253 @@
+/*
+ * test_snapshot.c - `sbx snapshot`, `sbx restore`, `sbx create
+ * --from-snapshot`: a workspace survives the round trip exactly (content,
+ * modes, empty directories) in each compression; hostile snapshots are
+ * refused before anything changes; a workspace with a symlink is refused
+ * by name; an interrupted snapshot leaves neither the file nor a temporary.
+ */
+#include "../cli/cli_harness.h"
+
+#include <criterion/criterion.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct cli_env e;
+
+static void run_ok(const char *const *args, struct cli_result *r)
+{
+    cli_run(&e, args, NULL, 120000, r);
+    cr_assert_eq(r->status, 0, "sbx %s: exit %d: %s", args[0], r->status, r->err);
+}
+
+/* Every entry with its type, mode and content digest, sorted. */
+static const char *listing =
+    "find . -path ./skills -prune -o -print | sort | while read -r p; do "
+    "if [ -d \"$p\" ]; then echo \"d $(stat -c %a \"$p\") $p\"; "
+    "else echo \"f $(stat -c %a \"$p\") $(md5sum < \"$p\" | cut -c1-32) $p\"; fi; done";
+
+static char *list_of(const char *session)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", session, "--", "sh", "-c", listing, NULL}, &r);
+    char *out = strdup(r.out);
+    cli_result_free(&r);
+    return out;
+}
+
+static void fill(const char *session)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", session, "--", "sh", "-c",
+                            "mkdir -p a/b/c empty 'sp ace' && printf 'x\\000y' > a/b/c/bin "
+                            "&& echo hi > 'sp ace/-dash' && chmod 0700 empty "
+                            "&& echo run > a/run.sh && chmod 0755 a/run.sh "
+                            "&& echo secret > .hidden && chmod 0600 .hidden",
+                            NULL},
+           &r);
+    cli_result_free(&r);
+}
+
+static void file_in_dir(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/%s", e.dir, name);
+}
+
+static void round_trip(void)
+{
+    fill("src");
+    char *want = list_of("src");
+    cr_assert(strstr(want, "f 600"), "listing: %s", want);
+    const char *modes[][2] = {{"plain.tar", NULL}, {"gz.tar.gz", "--gzip"},
+                              {"zst.tar.zst", "--zstd"}};
+    for (size_t i = 0; i < 3; i++) {
+        char file[PATH_MAX + 32], dst[16];
+        file_in_dir(file, sizeof file, modes[i][0]);
+        struct cli_result r;
+        if (modes[i][1])
+            run_ok((const char *[]){"snapshot", "src", file, modes[i][1], NULL}, &r);
+        else
+            run_ok((const char *[]){"snapshot", "src", file, NULL}, &r);
+        cli_result_free(&r);
+        snprintf(dst, sizeof dst, "dst%zu", i);
+        run_ok((const char *[]){"create", dst, "--from-snapshot", file, NULL}, &r);
+        cr_assert_str_eq(r.out, "created\n");
+        cli_result_free(&r);
+        char *got = list_of(dst);
+        cr_assert_str_eq(got, want, "%s differs after the round trip", modes[i][0]);
+        free(got);
+        run_ok((const char *[]){"destroy", dst, NULL}, &r);
+        cli_result_free(&r);
+    }
+    /* restore replaces: what was there and is not in the snapshot goes */
+    struct cli_result r;
+    run_ok((const char *[]){"exec", "src", "--", "sh", "-c", "rm -rf a && echo new > new", NULL},
+           &r);
+    cli_result_free(&r);
+    char file[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "gz.tar.gz");
+    run_ok((const char *[]){"restore", "src", file, NULL}, &r);
+    cli_result_free(&r);
+    char *got = list_of("src");
+    cr_assert_str_eq(got, want);
+    free(got);
+    free(want);
+}
+
+/* A tar made on the host by python's tarfile, with one hostile member. */
+static void hostile_tar(const char *name, const char *member_code)
+{
+    char cmd[PATH_MAX * 2 + 1024];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && python3 -c \"import tarfile, io\n"
+             "t = tarfile.open('%s', 'w')\n"
+             "i = tarfile.TarInfo('ok.txt'); i.size = 2; t.addfile(i, io.BytesIO(b'ok'))\n"
+             "%s\n"
+             "t.close()\"",
+             e.dir, name, member_code);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void hostile_snapshots_are_refused(void)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", "victim", "--", "sh", "-c", "echo keep > marker", NULL},
+           &r);
+    cli_result_free(&r);
+    hostile_tar("dotdot.tar", "i = tarfile.TarInfo('../evil'); i.size = 1; "
+                              "t.addfile(i, io.BytesIO(b'e'))");
+    hostile_tar("link.tar", "i = tarfile.TarInfo('l'); i.type = tarfile.SYMTYPE; "
+                            "i.linkname = '/etc/passwd'; t.addfile(i)");
+    hostile_tar("abs.tar", "i = tarfile.TarInfo('/abs'); i.size = 1; "
+                           "t.addfile(i, io.BytesIO(b'a'))");
+    const char *names[] = {"dotdot.tar", "link.tar", "abs.tar"};
+    for (size_t i = 0; i < 3; i++) {
+        char file[PATH_MAX + 32];
+        file_in_dir(file, sizeof file, names[i]);
+        cli_run(&e, (const char *[]){"restore", "victim", file, NULL}, NULL, 60000, &r);
+        cr_assert_eq(r.status, 125, "%s was restored", names[i]);
+        cr_assert(strstr(r.err, "refused"), "%s", r.err);
+        cli_result_free(&r);
+        cli_run(&e, (const char *[]){"create", "fresh", "--from-snapshot", file, NULL}, NULL,
+                60000, &r);
+        cr_assert_eq(r.status, 125);
+        cli_result_free(&r);
+    }
+    /* the victim is untouched; the refused creates left no session */
+    run_ok((const char *[]){"read", "victim", "marker", NULL}, &r);
+    cr_assert_str_eq(r.out, "keep\n");
+    cli_result_free(&r);
+    run_ok((const char *[]){"exec", "victim", "--", "sh", "-c", "ls -A | grep -vx skills",
+                            NULL},
+           &r);
+    cr_assert_str_eq(r.out, "marker\n", "a refused snapshot changed the workspace");
+    cli_result_free(&r);
+    run_ok((const char *[]){"sessions", NULL}, &r);
+    cr_assert_null(strstr(r.out, "fresh"), "a refused create left its session: %s", r.out);
+    cli_result_free(&r);
+}
+
+static void symlinks_in_the_workspace_are_refused(void)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", "linked", "--", "sh", "-c",
+                            "echo a > a && ln -s a the-link", NULL},
+           &r);
+    cli_result_free(&r);
+    char file[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "linked.tar");
+    cli_run(&e, (const char *[]){"snapshot", "linked", file, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "the-link"), "the symlink is not named: %s", r.err);
+    cli_result_free(&r);
+    cr_assert_eq(access(file, F_OK), -1, "a refused snapshot was written");
+    cr_assert_eq(cli_dir_entries(e.dir) >= 0, 1);
+    char cmd[PATH_MAX + 128];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q sbx-snapshot", e.dir);
+    cr_assert_neq(system(cmd), 0, "a temporary file was left");
+}
+
+static void an_interrupted_snapshot_writes_nothing(void)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", "big", "--", "sh", "-c",
+                            "dd if=/dev/zero of=big bs=1M count=256 2>/dev/null", NULL},
+           &r);
+    cli_result_free(&r);
+    char file[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "big.tar");
+    struct cli_proc p;
+    cli_spawn(&e, (const char *[]){"snapshot", "big", file, NULL}, CLI_STDIN_NULL, &p);
+    usleep(150 * 1000);
+    kill(p.pid, SIGINT);
+    int status = cli_wait(&p, 60000);
+    cr_assert(status == 130 || status == 0, "exit %d", status);
+    if (status == 130)
+        cr_assert_eq(access(file, F_OK), -1, "an interrupted snapshot published a file");
+    char cmd[PATH_MAX + 128];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q sbx-snapshot", e.dir);
+    cr_assert_neq(system(cmd), 0, "a temporary file was left");
+}
+
+static void setup_local(void)
+{
+    cli_env_init(&e);
+    cli_env_local_config(&e);
+}
+
+static void teardown(void)
+{
+    cli_env_fini(&e);
+}
+
+TestSuite(snapshot_local, .init = setup_local, .fini = teardown, .timeout = 180);
+
+Test(snapshot_local, round_trip) { round_trip(); }
+Test(snapshot_local, hostile_snapshots_are_refused) { hostile_snapshots_are_refused(); }
+Test(snapshot_local, symlinks_in_the_workspace_are_refused)
+{
+    symlinks_in_the_workspace_are_refused();
+}
+Test(snapshot_local, an_interrupted_snapshot_writes_nothing)
+{
+    an_interrupted_snapshot_writes_nothing();
+}
+
+static void setup_docker(void)
+{
+    const char *host = getenv("SBX_TEST_DOCKER_HOST");
+    if (!host || !*host)
+        cr_skip_test("SBX_TEST_DOCKER_HOST is not set");
+    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
+    cli_env_init(&e);
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
+             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n",
+             host, img && *img ? img : "sbx-test:busybox");
+    cli_env_write_config(&e, yaml);
+}
+
+static void teardown_docker(void)
+{
+    static const char *const sessions[] = {"src", "dst0", "dst1", "dst2", "victim",
+                                           "fresh", "linked", "big"};
+    for (size_t i = 0; i < sizeof sessions / sizeof *sessions; i++) {
+        struct cli_result r;
+        cli_run(&e, (const char *[]){"destroy", sessions[i], NULL}, NULL, 60000, &r);
+        cli_result_free(&r);
+    }
+    cli_env_fini(&e);
+}
+
+TestSuite(snapshot_docker, .init = setup_docker, .fini = teardown_docker, .timeout = 300);
+
+Test(snapshot_docker, round_trip) { round_trip(); }
+Test(snapshot_docker, hostile_snapshots_are_refused) { hostile_snapshots_are_refused(); }
+Test(snapshot_docker, symlinks_in_the_workspace_are_refused)
+{
+    symlinks_in_the_workspace_are_refused();
+}
