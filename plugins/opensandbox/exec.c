@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ struct run {
     int feeding;
     int stop_pipe[2];
     int feed_failed;
+    atomic_int ending; /* the run is over: the upload's end is expected */
 };
 
 static int to_sink(struct run *r, const struct sbx_sink *sink, uint64_t *count, const char *s,
@@ -289,8 +291,17 @@ static void *feeder(void *arg)
     struct sbx_source src = SBX_SOURCE_INIT(r, feed_read);
     sbx_http_error err;
     /* mode 0: none sent, the FIFO keeps the 0600 mkfifo gave it. */
-    if (osb_upload(r->sb, NULL, r->fifo, 0, &src, &err) != SBX_OK && r->feed_failed)
+    int rc = osb_upload(r->sb, NULL, r->fifo, 0, &src, &err);
+    if (rc != SBX_OK && r->feed_failed) {
         interrupt(r); /* never let a partial input pass for a whole one */
+    } else if (rc != SBX_OK && !atomic_load(&r->ending)) {
+        /* The command may wait on the FIFO for a writer that will not come
+         * (or it just stopped reading and ends anyway: then this is moot). */
+        r->sb->st->host->log(r->sb->st->host, SBX_LOG_INFO,
+                             "opensandbox: exec in %s: streaming stdin failed: %s", r->sb->id,
+                             err.message);
+        interrupt(r);
+    }
     return NULL;
 }
 
@@ -385,6 +396,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     struct osb_state *st = sb->st;
     struct run r;
     memset(&r, 0, sizeof r);
+    atomic_init(&r.ending, 0);
     r.sb = sb;
     r.call = call;
     r.out = args->out;
@@ -478,6 +490,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         break;
     }
 out:
+    atomic_store(&r.ending, 1);
     if (r.stop_pipe[1] >= 0 && write(r.stop_pipe[1], "x", 1) < 0) {
         /* the feeder also stops when its upload fails */
     }
