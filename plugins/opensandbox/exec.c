@@ -442,6 +442,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     sbx_http_xfer *x = NULL;
     sbx_http_error err;
     memset(&err, 0, sizeof err);
+    int killed = 0, timed_out = 0;
     int rc = sbx_http_start(sb->execd.http, &req, &x, &err);
     json_object_put(body);
     if (rc != SBX_OK) {
@@ -449,7 +450,6 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         goto out;
     }
     struct sbx_sink sink = SBX_SINK_INIT(&r, stream_write);
-    int killed = 0, timed_out = 0;
     if (args->timeout_ms > 0)
         sbx_http_xfer_set_timeout(x, args->timeout_ms);
     for (;;) {

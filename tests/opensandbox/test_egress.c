@@ -74,9 +74,9 @@ struct got {
     char all[512];
 };
 
-static int collect(void *ctx, const char *target)
+static int collect(void *ud, const char *target)
 {
-    struct got *g = ctx;
+    struct got *g = ud;
     g->n++;
     size_t l = strlen(g->all);
     snprintf(g->all + l, sizeof g->all - l, "[%s]", target);
