@@ -76,8 +76,8 @@ int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object
                    json_object **out, int idempotent, sbx_http_error *err)
 {
     struct e2b_state *st = sb->st;
-    struct e2b_cancel c;
-    e2b_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     struct e2bp_headers hs = {{NULL}, 0};
     e2b_envd_headers(sb, &hs);
     return e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
@@ -123,7 +123,7 @@ int e2b_envd_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err,
 void e2b_keep_alive(sbx_sandbox *sb, sbx_call *call)
 {
     struct e2b_state *st = sb->st;
-    int64_t now = e2b_now_ms();
+    int64_t now = sbx_mono_ms();
     pthread_mutex_lock(&sb->lock);
     int due = now - sb->extended_ms > st->cfg.lifetime_s * 1000 / 2;
     if (due)

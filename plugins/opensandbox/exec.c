@@ -572,8 +572,8 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         return osb_error(st, call, SBX_E_NOMEM, "out of memory");
     }
     const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
-    struct osb_cancel c;
-    osb_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     const char *hdrs[16];
     static const char *const accept[] = {"Accept: text/event-stream", NULL};
     struct sbx_http_request req;
