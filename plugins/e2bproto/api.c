@@ -10,8 +10,8 @@ static int api_call(struct e2b_state *st, sbx_call *call, const char *method,
                     const char *path, json_object *body, json_object **out,
                     int idempotent, sbx_http_error *err)
 {
-    struct e2b_cancel c;
-    e2b_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     const char *headers[2] = {st->key_header[0] ? st->key_header : NULL, NULL};
     struct sbx_http_request req;
     memset(&req, 0, sizeof req);

@@ -27,6 +27,7 @@
 
 #include <sbx/provider.h>
 
+#include "call_cancel.h"
 #include "e2bproto.h"
 #include "http_client.h"
 #include "http_json.h"
@@ -103,12 +104,6 @@ struct sbx_sandbox {
     int64_t extended_ms;     /* when the TTL was last set */
 };
 
-/* Cancellation bridge from a host call to the HTTP helper. */
-struct e2b_cancel {
-    const struct sbx_host *host;
-    sbx_call *call;
-    struct sbx_http_cancel c;
-};
 
 /* ---- conf.c ------------------------------------------------------------ */
 
@@ -143,8 +138,6 @@ int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *
                   struct e2b_state **out);
 void e2b_state_free(struct e2b_state *st);
 
-/* call may be NULL (cleanup that must run after a cancellation). */
-void e2b_cancel_init(struct e2b_cancel *c, const struct sbx_host *host, sbx_call *call);
 
 /* Report a failed request: prefix what was attempted; 401/403 become
  * SBX_E_CONFIG naming the variable that holds the key (never its value). */
@@ -155,7 +148,6 @@ int e2b_report(struct e2b_state *st, sbx_call *call, const sbx_http_error *err,
 int e2b_error(struct e2b_state *st, sbx_call *call, int status, const char *fmt, ...)
     SBX_PRINTF_LIKE(4, 5);
 
-int64_t e2b_now_ms(void);
 
 /* ---- api.c ------------------------------------------------------------- */
 

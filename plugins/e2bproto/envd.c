@@ -1,5 +1,6 @@
 /* envd.c - reaching envd: routing, credentials, unary RPCs, and telling a
  * vanished sandbox from a failing one. See e2b_core.h. */
+#include "clock.h"
 #include "e2b_core.h"
 
 #include <stdarg.h>
@@ -96,7 +97,7 @@ int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbx_http_error *err)
         return rc;
     }
     pthread_mutex_lock(&sb->lock);
-    sb->extended_ms = e2b_now_ms();
+    sb->extended_ms = sbxs_now_ms();
     pthread_mutex_unlock(&sb->lock);
     st->host->log(st->host, SBX_LOG_INFO, "%s: sandbox %s was paused: resumed",
                   st->cfg.provider, sb->id);
@@ -107,8 +108,8 @@ int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object
                    json_object **out, int idempotent, sbx_http_error *err)
 {
     struct e2b_state *st = sb->st;
-    struct e2b_cancel c;
-    e2b_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     struct e2bp_headers hs = {{NULL}, 0};
     e2b_envd_headers(sb, &hs);
     int rc = e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
@@ -161,7 +162,7 @@ int e2b_envd_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err,
 void e2b_keep_alive(sbx_sandbox *sb, sbx_call *call)
 {
     struct e2b_state *st = sb->st;
-    int64_t now = e2b_now_ms();
+    int64_t now = sbxs_now_ms();
     pthread_mutex_lock(&sb->lock);
     int due = now - sb->extended_ms > st->cfg.lifetime_s * 1000 / 2;
     if (due)

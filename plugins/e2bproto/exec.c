@@ -459,8 +459,8 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     e2b_envd_headers(sb, &all);
     for (size_t i = 0; i < all.n; i++)
         e2bp_headers_add(&hs, user && all.v[i] == sb->auth ? auth : all.v[i]);
-    struct e2b_cancel c;
-    e2b_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     struct sbx_http_request req;
     memset(&req, 0, sizeof req);
     req.method = "POST";

@@ -52,7 +52,7 @@ static char *files_path(const char *abs, const char *user)
 
 /* A /files request with the handle's headers. */
 static void files_request(sbx_sandbox *sb, struct sbx_http_request *req,
-                          struct e2bp_headers *hs, struct e2b_cancel *c, const char *method,
+                          struct e2bp_headers *hs, struct sbx_call_cancel *c, const char *method,
                           const char *path)
 {
     memset(req, 0, sizeof *req);
@@ -89,8 +89,8 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
-    struct e2b_cancel c;
-    e2b_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     struct e2bp_headers hs = {{NULL}, 0};
     struct sbx_http_request req;
     files_request(sb, &req, &hs, &c, "GET", rp);
@@ -152,8 +152,8 @@ int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const cha
     char *rp = files_path(abs, user ? user : st->cfg.user);
     if (!rp)
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct e2b_cancel c;
-    e2b_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     struct e2bp_headers hs = {{NULL}, 0};
     struct sbx_http_request req;
     files_request(sb, &req, &hs, &c, "POST", rp);

@@ -5,6 +5,7 @@
  * owner, and when two processes raced to create, each keeps the oldest and
  * deletes its own younger one. See e2b_core.h.
  */
+#include "clock.h"
 #include "e2b_core.h"
 
 #include <stdio.h>
@@ -85,7 +86,7 @@ static int open_handle(struct e2b_state *st, sbx_call *call, const char *id,
     snprintf(sb->id, sizeof sb->id, "%s", id);
     snprintf(sb->key_hash, sizeof sb->key_hash, "%s", key_hash);
     pthread_mutex_init(&sb->lock, NULL);
-    sb->extended_ms = e2b_now_ms();
+    sb->extended_ms = sbxs_now_ms();
     rc = e2b_envd_setup(sb, call, doc);
     json_object_put(doc);
     if (rc != SBX_OK) {

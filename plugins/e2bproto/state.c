@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void e2b_conf_free(struct e2b_conf *c)
 {
@@ -23,13 +22,6 @@ void e2b_conf_free(struct e2b_conf *c)
     free(c->user);
     free(c->workspace);
     memset(c, 0, sizeof *c);
-}
-
-int64_t e2b_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *cfg,
@@ -89,21 +81,6 @@ void e2b_state_free(struct e2b_state *st)
     while (*p)
         *p++ = 0;
     free(st);
-}
-
-static int cancel_check(void *ctx)
-{
-    struct e2b_cancel *c = ctx;
-    return c->call && c->host->cancelled && c->host->cancelled(c->host, c->call);
-}
-
-void e2b_cancel_init(struct e2b_cancel *c, const struct sbx_host *host, sbx_call *call)
-{
-    c->host = host;
-    c->call = call;
-    c->c.fd = call && host->cancel_fd ? host->cancel_fd(host, call) : -1;
-    c->c.check = cancel_check;
-    c->c.ctx = c;
 }
 
 int e2b_error(struct e2b_state *st, sbx_call *call, int status, const char *fmt, ...)

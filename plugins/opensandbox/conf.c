@@ -10,17 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define KEY_VAR "OPEN_SANDBOX_API_KEY"
 #define DOMAIN_VAR "OPEN_SANDBOX_DOMAIN"
-
-int64_t osb_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *get(const struct sbx_host *host, const char *key)
 {
@@ -202,21 +194,6 @@ void osb_fini(void *state)
     while (*p)
         *p++ = 0;
     free(st);
-}
-
-static int cancel_check(void *ctx)
-{
-    struct osb_cancel *c = ctx;
-    return c->call && c->host->cancelled && c->host->cancelled(c->host, c->call);
-}
-
-void osb_cancel_init(struct osb_cancel *c, const struct sbx_host *host, sbx_call *call)
-{
-    c->host = host;
-    c->call = call;
-    c->c.fd = call && host->cancel_fd ? host->cancel_fd(host, call) : -1;
-    c->c.check = cancel_check;
-    c->c.ctx = c;
 }
 
 int osb_error(struct osb_state *st, sbx_call *call, int status, const char *fmt, ...)

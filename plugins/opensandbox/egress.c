@@ -229,11 +229,26 @@ int osb_egress_set(sbx_sandbox *sb, sbx_call *call, const struct sbx_egress_poli
     int rc = osb_egress_check(st, call, p);
     if (rc != SBX_OK)
         return rc;
+    /* A sidecar that allows by default (a sandbox created with the network
+     * open) cannot be limited: refuse before recording anything. */
+    json_object *pdoc = NULL, *rules = NULL;
+    int deny;
+    if ((rc = read_policy(sb, call, &pdoc, &deny, &rules)) != SBX_OK)
+        return rc;
+    if (!deny) {
+        json_object_put(pdoc);
+        return osb_error(st, call, SBX_E_DENIED,
+                         "opensandbox: sandbox %s: the egress sidecar's default action is not "
+                         "deny; its network cannot be limited",
+                         sb->id);
+    }
     /* Record the intent first: a crash after it is repaired on attach. */
     json_object *doc = NULL;
     sbx_http_error err;
-    if ((rc = osb_api_get(st, call, sb->id, &doc, &err)) != SBX_OK)
+    if ((rc = osb_api_get(st, call, sb->id, &doc, &err)) != SBX_OK) {
+        json_object_put(pdoc);
         return osb_report(st, call, &err, "looking up sandbox %s", sb->id);
+    }
     json_object *patch = json_object_new_object();
     json_object_object_foreach(sbx_json_obj(doc, "metadata"), k, v)
     {
@@ -246,26 +261,16 @@ int osb_egress_set(sbx_sandbox *sb, sbx_call *call, const struct sbx_egress_poli
     osb_egress_meta(patch, p);
     rc = osb_api_metadata(st, call, sb->id, patch, &err);
     json_object_put(patch);
-    if (rc != SBX_OK)
+    if (rc != SBX_OK) {
+        json_object_put(pdoc);
         return osb_report(st, call, &err, "recording the egress policy of %s", sb->id);
-
-    json_object *rules = NULL;
-    int deny;
-    if ((rc = read_policy(sb, call, &doc, &deny, &rules)) != SBX_OK)
-        return rc;
-    if (!deny) {
-        json_object_put(doc);
-        return osb_error(st, call, SBX_E_DENIED,
-                         "opensandbox: sandbox %s: the egress sidecar's default action is not "
-                         "deny; its network cannot be limited",
-                         sb->id);
     }
     size_t n = 0;
     while (p->allow && p->allow[n])
         n++;
     int changes;
     rc = enforce(sb, call, (char *const *)p->allow, n, rules, &changes);
-    json_object_put(doc);
+    json_object_put(pdoc);
     if (rc == SBX_OK)
         rc = verify(sb, call, (char *const *)p->allow, n);
     return rc;

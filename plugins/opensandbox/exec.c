@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,8 @@ struct run {
     size_t evlen, evcap;
     char *line;
     size_t linelen, linecap;
+    char *text;              /* decoded text of a fast-path event (reused) */
+    size_t textcap;
     int sink_rc;
     int proto_rc;
     /* outcome */
@@ -81,6 +84,7 @@ struct run {
     int feeding;
     int stop_pipe[2];
     int feed_failed;
+    atomic_int ending; /* the run is over: the upload's end is expected */
 };
 
 static int to_sink(struct run *r, const struct sbx_sink *sink, uint64_t *count, const char *s,
@@ -163,6 +167,145 @@ static int dispatch(struct run *r)
     return rc;
 }
 
+/* Four hex digits at p (p + 4 <= lim) as a number, or -1. */
+static long hex4(const char *p, const char *lim)
+{
+    if (lim - p < 4)
+        return -1;
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        char h = p[i];
+        int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+              : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
+/* Decode the JSON string body at p (after its opening quote) into
+ * r->text; *end is set past the closing quote. -1 when malformed. */
+static long unescape(struct run *r, const char *p, const char *lim, const char **end)
+{
+    size_t need = (size_t)(lim - p) + 1; /* decoded text is never longer */
+    if (need > r->textcap) {
+        char *t = realloc(r->text, need);
+        if (!t)
+            return -1;
+        r->text = t;
+        r->textcap = need;
+    }
+    char *o = r->text;
+    while (p < lim && *p != '"') {
+        unsigned char c = (unsigned char)*p;
+        if (c < 0x20)
+            return -1;
+        if (c != '\\') {
+            *o++ = *p++;
+            continue;
+        }
+        if (++p >= lim)
+            return -1;
+        switch (*p++) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '/': *o++ = '/'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'n': *o++ = '\n'; break;
+        case 'r': *o++ = '\r'; break;
+        case 't': *o++ = '\t'; break;
+        case 'u': {
+            long cp = hex4(p, lim);
+            if (cp < 0)
+                return -1;
+            p += 4;
+            if (cp >= 0xd800 && cp < 0xdc00 && lim - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+                long lo = hex4(p + 2, lim);
+                if (lo >= 0xdc00 && lo < 0xe000) {
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                    p += 6;
+                }
+            }
+            if (cp >= 0xd800 && cp < 0xe000)
+                cp = 0xfffd; /* a lone surrogate */
+            if (cp < 0x80) {
+                *o++ = (char)cp;
+            } else if (cp < 0x800) {
+                *o++ = (char)(0xc0 | cp >> 6);
+                *o++ = (char)(0x80 | (cp & 0x3f));
+            } else if (cp < 0x10000) {
+                *o++ = (char)(0xe0 | cp >> 12);
+                *o++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+                *o++ = (char)(0x80 | (cp & 0x3f));
+            } else {
+                *o++ = (char)(0xf0 | cp >> 18);
+                *o++ = (char)(0x80 | ((cp >> 12) & 0x3f));
+                *o++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+                *o++ = (char)(0x80 | (cp & 0x3f));
+            }
+            break;
+        }
+        default:
+            return -1;
+        }
+    }
+    if (p >= lim)
+        return -1;
+    *end = p + 1;
+    return (long)(o - r->text);
+}
+
+/*
+ * The hot path: an output event exactly as execd writes it,
+ * {"type":"stdout","text":"...","timestamp":N}, decoded without building
+ * a JSON tree (64 MiB of output would otherwise allocate and free as much
+ * again in small strings). 1 when it was one (*rc set), else 0.
+ */
+static int fast_output(struct run *r, const char *p, size_t n, int *rc)
+{
+    static const char pre_out[] = "{\"type\":\"stdout\",\"text\":\"";
+    static const char pre_err[] = "{\"type\":\"stderr\",\"text\":\"";
+    const size_t pl = sizeof pre_out - 1;
+    int out;
+    if (n < pl + 2)
+        return 0;
+    if (!memcmp(p, pre_out, pl))
+        out = 1;
+    else if (!memcmp(p, pre_err, pl))
+        out = 0;
+    else
+        return 0;
+    const char *lim = p + n, *end;
+    long len = unescape(r, p + pl, lim, &end);
+    if (len < 0)
+        return 0;
+    /* The rest may only be number members: ,"timestamp":123 ... } */
+    while (end < lim && *end == ',') {
+        const char *q = end + 1;
+        if (q >= lim || *q != '"')
+            return 0;
+        const char *close = memchr(q + 1, '"', (size_t)(lim - q - 1));
+        if (!close || close + 1 >= lim || close[1] != ':')
+            return 0;
+        q = close + 2;
+        if (q < lim && *q == '-')
+            q++;
+        const char *digits = q;
+        while (q < lim && *q >= '0' && *q <= '9')
+            q++;
+        if (q == digits)
+            return 0;
+        end = q;
+    }
+    if (end + 1 != lim || *end != '}')
+        return 0;
+    *rc = out ? on_stdout(r, r->text, (size_t)len)
+              : to_sink(r, r->err, &r->res->err_bytes, r->text, (size_t)len);
+    return 1;
+}
+
 /* One line of the stream (without its newline). */
 static int on_line(struct run *r, const char *l, size_t n)
 {
@@ -180,6 +323,9 @@ static int on_line(struct run *r, const char *l, size_t n)
     } else if (*l != '{' && r->evlen == 0) {
         return SBX_OK; /* event:, id:, retry:, or a ":" comment */
     }
+    int frc;
+    if (r->evlen == 0 && fast_output(r, payload, pl, &frc))
+        return frc;
     if (r->evlen + pl + 2 > EVENT_MAX)
         return SBX_E_PROTOCOL;
     if (r->evlen + pl + 2 > r->evcap) {
@@ -289,8 +435,17 @@ static void *feeder(void *arg)
     struct sbx_source src = SBX_SOURCE_INIT(r, feed_read);
     sbx_http_error err;
     /* mode 0: none sent, the FIFO keeps the 0600 mkfifo gave it. */
-    if (osb_upload(r->sb, NULL, r->fifo, 0, &src, &err) != SBX_OK && r->feed_failed)
+    int rc = osb_upload(r->sb, NULL, r->fifo, 0, &src, &err);
+    if (rc != SBX_OK && r->feed_failed) {
         interrupt(r); /* never let a partial input pass for a whole one */
+    } else if (rc != SBX_OK && !atomic_load(&r->ending)) {
+        /* The command may wait on the FIFO for a writer that will not come
+         * (or it just stopped reading and ends anyway: then this is moot). */
+        r->sb->st->host->log(r->sb->st->host, SBX_LOG_INFO,
+                             "opensandbox: exec in %s: streaming stdin failed: %s", r->sb->id,
+                             err.message);
+        interrupt(r);
+    }
     return NULL;
 }
 
@@ -385,6 +540,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     struct osb_state *st = sb->st;
     struct run r;
     memset(&r, 0, sizeof r);
+    atomic_init(&r.ending, 0);
     r.sb = sb;
     r.call = call;
     r.out = args->out;
@@ -416,8 +572,8 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         return osb_error(st, call, SBX_E_NOMEM, "out of memory");
     }
     const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
-    struct osb_cancel c;
-    osb_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     const char *hdrs[16];
     static const char *const accept[] = {"Accept: text/event-stream", NULL};
     struct sbx_http_request req;
@@ -430,6 +586,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     sbx_http_xfer *x = NULL;
     sbx_http_error err;
     memset(&err, 0, sizeof err);
+    int killed = 0, timed_out = 0;
     int rc = sbx_http_start(sb->execd.http, &req, &x, &err);
     json_object_put(body);
     if (rc != SBX_OK) {
@@ -437,7 +594,6 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         goto out;
     }
     struct sbx_sink sink = SBX_SINK_INIT(&r, stream_write);
-    int killed = 0, timed_out = 0;
     if (args->timeout_ms > 0)
         sbx_http_xfer_set_timeout(x, args->timeout_ms);
     for (;;) {
@@ -478,6 +634,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         break;
     }
 out:
+    atomic_store(&r.ending, 1);
     if (r.stop_pipe[1] >= 0 && write(r.stop_pipe[1], "x", 1) < 0) {
         /* the feeder also stops when its upload fails */
     }
@@ -513,6 +670,7 @@ out:
     }
     free(r.ev);
     free(r.line);
+    free(r.text);
     return rc;
 }
 

@@ -65,8 +65,8 @@ int osb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *w
     }
     snprintf(path, len, "/files/download?path=%s", e);
     free(e);
-    struct osb_cancel c;
-    osb_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     const char *hdrs[16];
     struct sbx_http_request req;
     osb_service_request(sb, &sb->execd, &req, hdrs, 16, NULL, &c);
@@ -185,8 +185,8 @@ int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
     char ctype[128];
     snprintf(ctype, sizeof ctype, "multipart/form-data; boundary=%s", boundary);
     struct sbx_source body = SBX_SOURCE_INIT(&m, mp_read);
-    struct osb_cancel c;
-    osb_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     const char *hdrs[16];
     struct sbx_http_request req;
     osb_service_request(sb, &sb->execd, &req, hdrs, 16, NULL, &c);

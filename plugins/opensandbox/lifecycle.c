@@ -6,6 +6,7 @@
  * own younger one. A new sandbox is Pending until the server has started
  * it: create waits for Running, bounded by ready_timeout_ms. See osb.h.
  */
+#include "clock.h"
 #include "osb.h"
 
 #include <stdio.h>
@@ -74,8 +75,8 @@ static json_object *oldest_owned(json_object *list, const char *key_hash)
 
 static int sleep_ms(struct osb_state *st, sbx_call *call, int ms)
 {
-    struct osb_cancel c;
-    osb_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     struct pollfd p = {c.c.fd, POLLIN, 0};
     if (poll(&p, p.fd >= 0 ? 1 : 0, ms) > 0 || c.c.check(c.c.ctx))
         return osb_error(st, call, SBX_E_CANCELLED, "opensandbox: cancelled");
@@ -88,7 +89,7 @@ static int sleep_ms(struct osb_state *st, sbx_call *call, int ms)
  */
 static int wait_running(struct osb_state *st, sbx_call *call, const char *id, json_object **doc)
 {
-    int64_t deadline = osb_now_ms() + st->cfg.ready_timeout_ms;
+    int64_t deadline = sbxs_now_ms() + st->cfg.ready_timeout_ms;
     char last[32] = "";
     int resumed = 0;
     for (;;) {
@@ -123,7 +124,7 @@ static int wait_running(struct osb_state *st, sbx_call *call, const char *id, js
                 return osb_report(st, call, &err, "resuming sandbox %s", id);
             resumed = 1;
         }
-        if (osb_now_ms() >= deadline)
+        if (sbxs_now_ms() >= deadline)
             return osb_error(st, call, SBX_E_TIMEOUT,
                              "opensandbox: sandbox %s did not reach Running within %lld ms "
                              "(last state %s)",
@@ -143,7 +144,7 @@ static int open_handle(struct osb_state *st, sbx_call *call, const char *id, con
     snprintf(sb->id, sizeof sb->id, "%s", id);
     snprintf(sb->key_hash, sizeof sb->key_hash, "%s", key_hash);
     pthread_mutex_init(&sb->lock, NULL);
-    sb->renewed_ms = osb_now_ms();
+    sb->renewed_ms = sbxs_now_ms();
     int rc = osb_service_open(sb, call, OSB_EXECD_PORT, &sb->execd);
     if (rc != SBX_OK) {
         osb_release(sb);
@@ -325,7 +326,7 @@ void osb_release(sbx_sandbox *sb)
 void osb_keep_alive(sbx_sandbox *sb, sbx_call *call)
 {
     struct osb_state *st = sb->st;
-    int64_t now = osb_now_ms();
+    int64_t now = sbxs_now_ms();
     pthread_mutex_lock(&sb->lock);
     int due = now - sb->renewed_ms > st->cfg.lifetime_s * 1000 / 2;
     if (due)

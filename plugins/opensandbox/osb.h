@@ -25,6 +25,7 @@
 #include <sbx/provider.h>
 
 #include "base64.h"
+#include "call_cancel.h"
 #include "http_client.h"
 #include "http_json.h"
 #include "http_retry.h"
@@ -94,12 +95,6 @@ struct sbx_sandbox {
     int64_t renewed_ms;
 };
 
-struct osb_cancel {
-    const struct sbx_host *host;
-    sbx_call *call;
-    struct sbx_http_cancel c;
-};
-
 /* ---- conf.c ------------------------------------------------------------ */
 int osb_init(const struct sbx_host *host, sbx_call *call, void **state);
 void osb_fini(void *state);
@@ -108,8 +103,6 @@ int osb_error(struct osb_state *st, sbx_call *call, int status, const char *fmt,
 /* A failed request: 401/403 become SBX_E_CONFIG naming the key's source. */
 int osb_report(struct osb_state *st, sbx_call *call, const sbx_http_error *err,
                const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
-void osb_cancel_init(struct osb_cancel *c, const struct sbx_host *host, sbx_call *call);
-int64_t osb_now_ms(void);
 
 /* ---- api.c ------------------------------------------------------------- */
 /* POST /sandboxes; egress NULL: the configured network. *out: the answer. */
@@ -154,7 +147,7 @@ void osb_service_close(struct osb_service *svc);
 /* A request to a service with its endpoint headers plus extra (may be NULL). */
 void osb_service_request(sbx_sandbox *sb, const struct osb_service *svc,
                          struct sbx_http_request *req, const char **hdrs, size_t cap,
-                         const char *const *extra, struct osb_cancel *c);
+                         const char *const *extra, struct sbx_call_cancel *c);
 /* A JSON call to a service, retried when idempotent. */
 int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *svc,
                      const char *method, const char *path, json_object *body,

@@ -86,7 +86,7 @@ void osb_service_close(struct osb_service *svc)
 
 void osb_service_request(sbx_sandbox *sb, const struct osb_service *svc,
                          struct sbx_http_request *req, const char **hdrs, size_t cap,
-                         const char *const *extra, struct osb_cancel *c)
+                         const char *const *extra, struct sbx_call_cancel *c)
 {
     size_t n = 0;
     for (size_t i = 0; svc->headers[i] && n + 1 < cap; i++)
@@ -104,8 +104,8 @@ int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *
                      const char *method, const char *path, json_object *body,
                      json_object **out, int idempotent, sbx_http_error *err)
 {
-    struct osb_cancel c;
-    osb_cancel_init(&c, sb->st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, sb->st->host, call);
     const char *hdrs[16];
     struct sbx_http_request req;
     osb_service_request(sb, svc, &req, hdrs, 16, NULL, &c);

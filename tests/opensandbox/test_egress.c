@@ -69,6 +69,20 @@ static char *egress_of(const char *ref)
 
 static const char *const allow[] = {"example.com", "*.internal.test"};
 
+struct got {
+    int n;
+    char all[512];
+};
+
+static int collect(void *ud, const char *target)
+{
+    struct got *g = ud;
+    g->n++;
+    size_t l = strlen(g->all);
+    snprintf(g->all + l, sizeof g->all - l, "[%s]", target);
+    return 0;
+}
+
 static struct sbx_session_spec limited(const char *provider)
 {
     static const char *const setup[] = {"setup.example.org"};
@@ -141,18 +155,17 @@ Test(egress, drift_repaired_on_attach, .init = up, .fini = down, .timeout = 60)
     cr_expect(strstr(rec, "*.internal.test"), "missing rule not added: %s", rec);
     free(rec);
     /* What the library reads back agrees. */
-    struct got {
-        int n;
-        int evil;
-    } g = {0, 0};
+    struct got g = {0, ""};
     struct sbx_egress_report rep;
     memset(&rep, 0, sizeof rep);
     rep.size = sizeof rep;
     rep.default_action = 99;
     rep.ctx = &g;
-    rep.allow = NULL;
+    rep.allow = collect;
     cr_assert_eq(sbx_egress_get(h, &rep, NULL, &err), SBX_OK, "%s", err.message);
     cr_expect_eq(rep.default_action, SBX_EGRESS_DENY);
+    cr_expect_eq(g.n, 2, "%s", g.all);
+    cr_expect(strstr(g.all, "[example.com]") && strstr(g.all, "[*.internal.test]"), "%s", g.all);
     sbx_release(h);
     cr_expect_eq(sbx_session_delete(m, "eg-2", NULL, &err), SBX_OK, "%s", err.message);
 }
@@ -191,4 +204,29 @@ Test(egress, admission_refuses_without_capability, .init = up, .fini = down, .ti
     sbx_handle *h2 = NULL;
     cr_expect_eq(sbx_session_attach(m, "eg-4", NULL, &h2, &err), SBX_E_NOT_FOUND,
                  "a binding was written: %s", err.message);
+}
+
+Test(egress, set_on_an_open_sidecar_is_refused_and_records_nothing, .init = up, .fini = down,
+     .timeout = 60)
+{
+    struct sbx_session_spec s = limited("opensandbox");
+    sbx_handle *h = NULL;
+    sbx_error err;
+    cr_assert_eq(sbx_session_acquire(m, "eg-5", &s, NULL, &h, NULL, &err), SBX_OK, "%s",
+                 err.message);
+    char ref[SBX_REF_MAX], path[256];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    snprintf(path, sizeof path, "/_fake/egress/%s", strchr(ref, ':') + 1);
+    long st;
+    free(fake_http(&f, "POST", path, "{\"defaultAction\":\"allow\",\"egress\":[]}", NULL, &st));
+    static const char *const other[] = {"other.example", NULL};
+    struct sbx_egress_policy pol = {sizeof pol, SBX_EGRESS_DENY, other};
+    cr_expect_eq(sbx_egress_set(h, &pol, NULL, &err), SBX_E_DENIED, "%s", err.message);
+    /* the recorded intent is still the spec's allowlist */
+    snprintf(path, sizeof path, "/v1/sandboxes/%s", strchr(ref, ':') + 1);
+    char *doc = fake_http(&f, "GET", path, NULL, "OPEN-SANDBOX-API-KEY: k", &st);
+    cr_expect(doc && strstr(doc, "\"example.com\"") && !strstr(doc, "other.example"), "%s", doc);
+    free(doc);
+    sbx_release(h);
+    cr_expect_eq(sbx_session_delete(m, "eg-5", NULL, &err), SBX_OK, "%s", err.message);
 }

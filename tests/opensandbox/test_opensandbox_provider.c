@@ -440,3 +440,26 @@ Test(opensandbox_provider, connections_are_reused)
     cr_expect_leq(after - before, 3, "30 execs opened %d connections", after - before);
     destroy(h, "k-reuse");
 }
+
+/* Output text with escapes the event's JSON must carry: quotes,
+ * backslashes, control characters, NUL, non-ASCII (the fake escapes it as
+ * \uXXXX, astral characters as surrogate pairs). Byte-exact. */
+Test(opensandbox_provider, output_text_is_byte_exact)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-text");
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 4096, 0);
+    int rc = run(h, "printf 'a\"b\\\\c\\t\\001\\000z \\303\\251 \\360\\237\\230\\200/'", &res, &out,
+                 &err);
+    cr_expect_eq(rc, SBX_OK, "%s", err.message);
+    static const char want[] = "a\"b\\c\t\001\000z \303\251 \360\237\230\200/";
+    cr_expect_eq(out.total, sizeof want - 1, "%llu bytes", (unsigned long long)out.total);
+    char *t = sbx_capture_text(&out);
+    cr_expect(t && !memcmp(t, want, sizeof want - 1), "got %s", t ? t : "?");
+    free(t);
+    sbx_capture_free(&out);
+    destroy(h, "k-text");
+}
