@@ -12,6 +12,7 @@
  * (`git clone`, then `git checkout REF`), and its work tree (without .git)
  * is copied like a `local_dir`.
  */
+#include "exec_quiet.h"
 #include "manifest_internal.h"
 #include "text_escape.h"
 #include "tree_remove.h"
@@ -60,43 +61,11 @@ static int entry_error(struct apply *a, const struct manifest_entry *e, int rc,
 
 /* ---- commands in the sandbox ------------------------------------------- */
 
-struct capture {
-    char text[512];
-    size_t len;
-};
-
-static int capture_write(void *ctx, const void *buf, size_t n)
-{
-    struct capture *c = ctx;
-    size_t room = sizeof c->text - 1 - c->len;
-    memcpy(c->text + c->len, buf, n < room ? n : room);
-    c->len += n < room ? n : room;
-    c->text[c->len] = '\0';
-    return 0;
-}
-
 static int run(struct apply *a, const struct manifest_entry *e, const char *const *argv)
 {
-    struct capture errs = {"", 0};
-    struct sbx_sink sink = SBX_SINK_INIT(&errs, capture_write);
-    struct sbx_exec_args args;
-    memset(&args, 0, sizeof args);
-    args.size = sizeof args;
-    args.argv = argv;
-    args.err = &sink;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    sbx_error why;
-    int rc = sbx_exec(a->h, &args, &res, a->cancel, &why);
-    if (rc != SBX_OK)
-        return entry_error(a, e, rc, argv[0], why.message);
-    if (res.exit_code != 0 || res.term_signal) {
-        while (errs.len && errs.text[errs.len - 1] == '\n')
-            errs.text[--errs.len] = '\0';
-        return entry_error(a, e, SBX_E_IO, argv[0], errs.len ? errs.text : "failed");
-    }
-    return SBX_OK;
+    char detail[600];
+    int rc = sbx_exec_quiet(a->h, argv, NULL, NULL, a->cancel, detail, sizeof detail);
+    return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, argv[0], detail);
 }
 
 /* Make the batched directories. */

@@ -19,6 +19,7 @@
  */
 #include "archive_check.h"
 #include "archive_lazy.h"
+#include "exec_quiet.h"
 #include "hex.h"
 #include "stream_pipe.h"
 
@@ -58,51 +59,18 @@ static const char clear_script[] =
 
 /* ---- commands in the sandbox ------------------------------------------- */
 
-struct tail {
-    char text[512];
-    size_t len;
-};
-
-static int tail_write(void *ctx, const void *buf, size_t n)
-{
-    struct tail *t = ctx;
-    size_t room = sizeof t->text - 1 - t->len;
-    memcpy(t->text + t->len, buf, n < room ? n : room);
-    t->len += n < room ? n : room;
-    t->text[t->len] = '\0';
-    return 0;
-}
-
 /* Run sh -c script in the workspace root with stdout into out (or
  * discarded) and stdin from in (or empty); SBX_OK only on exit 0. */
 static int run_script(sbx_handle *h, const char *what, const char *script,
                       const struct sbx_sink *out, const struct sbx_source *in,
                       sbx_cancel *cancel, sbx_error *err)
 {
-    struct tail errs = {"", 0};
-    struct sbx_sink err_sink = SBX_SINK_INIT(&errs, tail_write);
     const char *argv[] = {"sh", "-c", script, NULL};
-    struct sbx_exec_args args;
-    memset(&args, 0, sizeof args);
-    args.size = sizeof args;
-    args.argv = argv;
-    args.out = out;
-    args.err = &err_sink;
-    args.in = in;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    sbx_error why;
-    int rc = sbx_exec(h, &args, &res, cancel, &why);
-    if (rc != SBX_OK)
-        return sbx_error_set(err, rc, "%s: %s", what, why.message);
-    if (res.exit_code != 0 || res.term_signal) {
-        while (errs.len && errs.text[errs.len - 1] == '\n')
-            errs.text[--errs.len] = '\0';
-        return sbx_error_set(err, SBX_E_IO, "%s in the sandbox failed (exit %d): %s",
-                             what, res.exit_code, errs.len ? errs.text : "no message");
-    }
-    return SBX_OK;
+    char detail[600];
+    int rc = sbx_exec_quiet(h, argv, out, in, cancel, detail, sizeof detail);
+    return rc == SBX_OK ? SBX_OK
+                        : sbx_error_set(err, rc, "%s in the sandbox failed: %s", what,
+                                        detail);
 }
 
 /* ---- copying checked entries from a reader to a writer ---------------- */

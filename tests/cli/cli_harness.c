@@ -71,6 +71,21 @@ void cli_env_local_config(struct cli_env *e)
                             "    root: @ROOT@\n");
 }
 
+void cli_env_docker_config(struct cli_env *e, const char *head)
+{
+    const char *host = getenv("SBX_TEST_DOCKER_HOST");
+    if (!host || !*host)
+        cr_skip_test("SBX_TEST_DOCKER_HOST is not set");
+    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
+    char yaml[8192];
+    int n = snprintf(yaml, sizeof yaml,
+                     "%sdefault_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
+                     "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n",
+                     head ? head : "", host, img && *img ? img : "sbx-test:busybox");
+    cr_assert(n > 0 && (size_t)n < sizeof yaml, "docker configuration too long");
+    cli_env_write_config(e, yaml);
+}
+
 void cli_env_add_fixtures(struct cli_env *e)
 {
     size_t n = strlen(e->plugin_path);

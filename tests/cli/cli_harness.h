@@ -46,6 +46,13 @@ void cli_env_local_config(struct cli_env *e);
 /* Append the fixture plugin directory to SBX_PLUGIN_PATH. */
 void cli_env_add_fixtures(struct cli_env *e);
 
+/* Skip the calling test unless SBX_TEST_DOCKER_HOST is set; else write a
+ * configuration with `head` (top-level YAML, may be NULL) and the docker
+ * provider as the default, on that daemon and SBX_TEST_DOCKER_IMAGE
+ * (default sbx-test:busybox), resource_dir under the private directory.
+ * cli_env_init must have run. */
+void cli_env_docker_config(struct cli_env *e, const char *head);
+
 /* Give the child one more variable (at most 4; setting a name again
  * replaces it). */
 void cli_env_setenv(struct cli_env *e, const char *name, const char *value);

@@ -20,18 +20,9 @@ static void run_ok(const struct cli_env *e, const char *const *args, struct cli_
 
 Test(docker_cli, export_outputs_to_a_directory, .timeout = 300)
 {
-    const char *host = getenv("SBX_TEST_DOCKER_HOST");
-    if (!host || !*host)
-        cr_skip_test("SBX_TEST_DOCKER_HOST is not set");
-    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
     struct cli_env e;
     cli_env_init(&e);
-    char yaml[1024];
-    snprintf(yaml, sizeof yaml,
-             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
-             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n",
-             host, img && *img ? img : "sbx-test:busybox");
-    cli_env_write_config(&e, yaml);
+    cli_env_docker_config(&e, NULL);
     char target[PATH_MAX + 8];
     snprintf(target, sizeof target, "%s/out", e.dir);
     struct cli_result r;

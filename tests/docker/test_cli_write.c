@@ -20,17 +20,10 @@ static struct cli_env e;
 
 static void setup(void)
 {
-    const char *host = getenv("SBX_TEST_DOCKER_HOST");
-    if (!host || !*host)
+    if (!getenv("SBX_TEST_DOCKER_HOST") || !*getenv("SBX_TEST_DOCKER_HOST"))
         cr_skip_test("SBX_TEST_DOCKER_HOST is not set");
-    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
     cli_env_init(&e);
-    char yaml[1024];
-    snprintf(yaml, sizeof yaml,
-             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
-             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n",
-             host, img && *img ? img : "sbx-test:busybox");
-    cli_env_write_config(&e, yaml);
+    cli_env_docker_config(&e, NULL);
 }
 
 static void teardown(void)

@@ -201,17 +201,12 @@ Test(manifest_local, users_are_refused_at_admission)
 
 static void setup_docker(void)
 {
-    const char *host = getenv("SBX_TEST_DOCKER_HOST");
-    if (!host || !*host)
+    if (!getenv("SBX_TEST_DOCKER_HOST") || !*getenv("SBX_TEST_DOCKER_HOST"))
         cr_skip_test("SBX_TEST_DOCKER_HOST is not set");
-    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
     cli_env_init(&e);
-    char yaml[2048];
-    snprintf(yaml, sizeof yaml,
-             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
-             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n",
-             host, img && *img ? img : "sbx-test:busybox");
-    config(yaml);
+    char head[PATH_MAX + 64];
+    snprintf(head, sizeof head, "manifest:\n  grants: [\"%s\"]\n", e.dir);
+    cli_env_docker_config(&e, head);
 }
 
 TestSuite(manifest_docker, .init = setup_docker, .fini = teardown, .timeout = 240);

@@ -218,17 +218,10 @@ Test(snapshot_local, an_interrupted_snapshot_writes_nothing)
 
 static void setup_docker(void)
 {
-    const char *host = getenv("SBX_TEST_DOCKER_HOST");
-    if (!host || !*host)
+    if (!getenv("SBX_TEST_DOCKER_HOST") || !*getenv("SBX_TEST_DOCKER_HOST"))
         cr_skip_test("SBX_TEST_DOCKER_HOST is not set");
-    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
     cli_env_init(&e);
-    char yaml[2048];
-    snprintf(yaml, sizeof yaml,
-             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
-             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n",
-             host, img && *img ? img : "sbx-test:busybox");
-    cli_env_write_config(&e, yaml);
+    cli_env_docker_config(&e, NULL);
 }
 
 static void teardown_docker(void)
