@@ -80,6 +80,69 @@ SBX_API int sbx_session_attach(sbx_sessions *m, const char *session_key,
     return rc;
 }
 
+SBX_API int sbx_session_state(sbx_sessions *m, const char *session_key,
+                              struct sbx_session_state *out, sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!m || !session_key || !*session_key || !out)
+        return sbx_error_set(err, SBX_E_INVALID, "session state: no manager, key or output");
+    struct sbx_session_state given;
+    if (!sbx_struct_in(&given, sizeof given, out, sizeof given.size))
+        return sbx_error_set(err, SBX_E_INVALID, "struct sbx_session_state: size is not set");
+    struct sbx_session_state st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    struct sbx_binding b = {0};
+    int rc = sbx_store_get_binding(m->store, session_key, &b, err);
+    if (rc == SBX_E_NOT_FOUND) {
+        char label[13];
+        sbx_session_label(session_key, label);
+        return sbx_error_set(err, SBX_E_NOT_FOUND, "session %s has no sandbox", label);
+    }
+    if (rc != SBX_OK)
+        return rc;
+    snprintf(st.provider, sizeof st.provider, "%s", b.provider);
+    snprintf(st.reference, sizeof st.reference, "%s", b.external_id);
+    snprintf(st.spec_hash, sizeof st.spec_hash, "%s", b.spec_hash ? b.spec_hash : "");
+    st.created_at = b.created_at;
+    st.deleting = b.deleting;
+    sbx_binding_clear(&b);
+    bool found = false;
+    rc = sbx_store_get_manifest(m->store, session_key, st.manifest_digest, &found, err);
+    if (rc != SBX_OK)
+        return rc;
+    sbx_struct_out(out, &st, sizeof st);
+    return SBX_OK;
+}
+
+SBX_API int sbx_session_resume(sbx_sessions *m, const char *session_key,
+                               const sbx_manifest *manifest, sbx_cancel *cancel,
+                               sbx_handle **out, sbx_error *err)
+{
+    struct sbx_session_state st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    int rc = sbx_session_state(m, session_key, &st, err);
+    if (rc != SBX_OK)
+        return rc;
+    char label[13];
+    sbx_session_label(session_key, label);
+    const char *given = manifest ? sbx_manifest_digest(manifest) : "";
+    if (strcmp(given, st.manifest_digest) != 0) {
+        if (!st.manifest_digest[0])
+            return sbx_error_set(err, SBX_E_DENIED,
+                                 "session %s was provisioned without a manifest: resume "
+                                 "it without one",
+                                 label);
+        return sbx_error_set(err, SBX_E_DENIED,
+                             "session %s was provisioned with manifest %.12s; %s: resume "
+                             "refused (pass the session's trusted manifest)",
+                             label, st.manifest_digest,
+                             manifest ? "this manifest differs" : "none was given");
+    }
+    return sbx_session_attach(m, session_key, cancel, out, err);
+}
+
 /* Progress callback of package installation: refresh the intent (the
  * lease) and offer a crash point. */
 struct progress_ctx {
@@ -116,8 +179,16 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     copts.size = sizeof copts;
     copts.spec_hash = spec_hash;
     copts.caps_required = caps;
+    /* Recorded before anything exists, so that a binding never goes without
+     * the digest its spec hash was made from. */
+    int rc = spec && spec->manifest
+                 ? sbx_store_set_manifest(m->store, key, sbx_manifest_digest(spec->manifest),
+                                          err)
+                 : sbx_store_drop_manifest(m->store, key, err);
+    if (rc != SBX_OK)
+        return rc;
     struct sbx_session_egress eg;
-    int rc = sbx_session_egress_init(&eg, spec, err);
+    rc = sbx_session_egress_init(&eg, spec, err);
     if (rc != SBX_OK)
         return rc;
     copts.egress = eg.limited ? &eg.setup : NULL;

@@ -45,8 +45,12 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
     for (;;) {
         sbx_error why;
         rc = sbx_store_remove_session(m->store, key, &why);
-        if (rc == SBX_OK || rc == SBX_E_NOT_FOUND)
+        if (rc == SBX_OK || rc == SBX_E_NOT_FOUND) {
+            /* the digest is information only: a leftover is replaced by the
+             * key's next provisioning */
+            sbx_store_drop_manifest(m->store, key, NULL);
             return SBX_OK;
+        }
         if (rc != SBX_E_UNAVAILABLE)
             return sbx_error_set(err, rc, "%s", why.message);
         /* An intent is held: clean it when nobody is working on it. */

@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 /* Schema version this build creates and understands. */
-#define SBX_STORE_SCHEMA_VERSION 2
+#define SBX_STORE_SCHEMA_VERSION 3
 
 /* Default wait for a lock held by another writer before SBX_E_UNAVAILABLE. */
 #define SBX_STORE_LOCK_TIMEOUT_MS 5000
@@ -377,5 +377,15 @@ void sbx_store_key_label(const char *key, char out[13]);
 
 /* strdup that maps NULL to NULL; sets *failed on allocation failure. */
 char *sbx_store_strdup(const char *s, bool *failed);
+
+/*
+ * The manifest digest a session was provisioned with (store_manifest.c):
+ * set (replacing), get (*found false when none), drop (none is fine).
+ */
+int sbx_store_set_manifest(struct sbx_store *s, const char *key, const char *digest,
+                           sbx_error *err);
+int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65],
+                           bool *found, sbx_error *err);
+int sbx_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err);
 
 #endif /* SBX_HOST_STORE_H */

@@ -157,6 +157,22 @@ static const struct sbx_store_migration migrations[] = {
         "  PRIMARY KEY (slug, path)"
         ");",
     },
+    {
+        3,
+        "the manifest digest of each session",
+        /* SQLite */
+        "CREATE TABLE session_manifests ("
+        "  session_key TEXT NOT NULL PRIMARY KEY,"
+        "  manifest_digest TEXT NOT NULL,"
+        "  updated_at INTEGER NOT NULL"
+        ") WITHOUT ROWID;",
+        /* PostgreSQL */
+        "CREATE TABLE session_manifests ("
+        "  session_key TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+        "  manifest_digest TEXT NOT NULL,"
+        "  updated_at BIGINT NOT NULL"
+        ");",
+    },
 };
 
 const struct sbx_store_migration *sbx_store_migrations(size_t *count)

@@ -31,6 +31,8 @@ static const struct subcommand subcommands[] = {
     {"sessions", cmd_sessions, "list the sessions that have a sandbox"},
     {"snapshot", cmd_snapshot, "write a session's workspace into a tar archive"},
     {"restore", cmd_restore, "replace a session's workspace with a snapshot"},
+    {"state", cmd_state, "what a later process needs to reconnect to a session (JSON)"},
+    {"resume", cmd_resume, "reconnect to a session, with its trusted manifest"},
     {"memory", cmd_memory, "memory stores: create, list, ls, cat, log, put, rm"},
     {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
 };

@@ -3,9 +3,11 @@
  * attach, destroy, release.
  *
  * Layout: <root>/<sha256(session_key) in hex>/. The persisted reference is
- * that absolute path. Ownership is the name itself: attach and destroy
- * recompute the hash of the session key and refuse a reference whose last
- * component differs or which is not directly under the configured root.
+ * the directory's name, the key hash, relative to the configured root (so
+ * serialized session state carries no host path); references written as
+ * the absolute path "<root>/<hash>" are still accepted. Ownership is the
+ * name itself: attach and destroy recompute the hash of the session key
+ * and refuse a reference naming another key's directory.
  */
 #include "local.h"
 
@@ -138,13 +140,14 @@ int local_create(void *state, sbx_call *call,
     rc = open_workspace(st, call, rootfd, hash, SBX_E_IO, out);
     close(rootfd);
     if (rc == SBX_OK)
-        snprintf(ref, SBX_REF_MAX, "%s", (*out)->path);
+        snprintf(ref, SBX_REF_MAX, "%s", hash);
     return rc;
 }
 
-/* Check that ref is <root>/<key hash>: the workspace directory is the
- * owner record. A reference that is not a workspace directly under this
- * root was never written by this instance: SBX_E_INVALID. One whose
+/* Check that ref is <key hash> (or the older <root>/<key hash>): the
+ * workspace directory is the owner record. A reference that is not a
+ * workspace directly under this root was never written by this instance:
+ * SBX_E_INVALID. One whose
  * directory is another key's: SBX_E_DENIED. The session key never appears
  * in messages. */
 static int check_ownership(struct local_state *st, sbx_call *call, const char *op,
@@ -161,14 +164,18 @@ static int check_ownership(struct local_state *st, sbx_call *call, const char *o
                                "local: %s: key hash is not %d lowercase hex digits",
                                op, SBX_KEY_HASH_LEN);
     size_t ref_len = strnlen(ref, SBX_REF_MAX);
-    if (ref_len != st->root_len + 1 + SBX_KEY_HASH_LEN ||
-        memcmp(ref, st->root, st->root_len) != 0 || ref[st->root_len] != '/' ||
-        !is_key_hash(ref + st->root_len + 1))
+    const char *name = ref;
+    if (ref_len == st->root_len + 1 + SBX_KEY_HASH_LEN &&
+        memcmp(ref, st->root, st->root_len) == 0 && ref[st->root_len] == '/')
+        name = ref + st->root_len + 1; /* the older absolute form */
+    else if (ref_len != SBX_KEY_HASH_LEN)
+        name = NULL;
+    if (!name || !is_key_hash(name))
         return host->set_error(host, call, SBX_E_INVALID,
                                "local: %s: reference '%.*s' is not a "
                                "workspace directly under the root '%s'",
                                op, (int)ref_len, ref, st->root);
-    if (memcmp(ref + st->root_len + 1, key_hash, SBX_KEY_HASH_LEN) != 0)
+    if (memcmp(name, key_hash, SBX_KEY_HASH_LEN) != 0)
         return host->set_error(host, call, SBX_E_DENIED,
                                "local: %s: workspace '%s' does not belong to "
                                "this session key (expected %s)",

@@ -179,6 +179,7 @@ void harness_setup(void)
     rc = H.ops->create(H.state, &H.call, harness_create_args(&cb, H_KEY),
                        H.ref, &H.sb);
     cr_assert_eq(rc, SBX_OK, "create: %s", H.call.msg);
+    snprintf(H.ws, sizeof H.ws, "%s/%.64s", H.root, H.ref);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag,

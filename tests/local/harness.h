@@ -36,7 +36,8 @@ struct harness {
     void *state;       /* instance configured with root */
     sbx_call call;
     sbx_sandbox *sb;   /* workspace of H_KEY, created by setup */
-    char ref[SBX_REF_MAX];
+    char ref[SBX_REF_MAX];    /* the key hash: the workspace's name */
+    char ws[300 + 80];         /* the workspace: <root>/<key hash> */
 };
 
 #define H_KEY "session-one"

@@ -23,7 +23,7 @@ TestSuite(local_exec, .init = harness_setup, .fini = harness_teardown);
 static int read_pids(const char *name, int *pids, int max)
 {
     char path[SBX_REF_MAX + 64], buf[256];
-    path_join(path, sizeof path, H.ref, name);
+    path_join(path, sizeof path, H.ws, name);
     if (slurp_small(path, buf, sizeof buf) < 0)
         return 0;
     int n = 0;
@@ -263,7 +263,7 @@ Test(local_exec, path_is_searched_in_the_callers_environment)
                  SBX_OK, "%s", H.call.msg);
     char path_var[SBX_REF_MAX + 64];
     snprintf(path_var, sizeof path_var, "PATH=/nonexistent:%s/bin:/bin",
-             H.ref);
+             H.ws);
 
     struct run_result r;
     run_cmd(&r, (const char *const[]){"sbx-hello", NULL},
@@ -287,14 +287,14 @@ Test(local_exec, cwd_defaults_to_the_workspace_and_may_be_a_subdir)
             0);
     cr_assert_eq(r.rc, SBX_OK, "%s", H.call.msg);
     char want[SBX_REF_MAX + 32];
-    snprintf(want, sizeof want, "%s\n", H.ref);
+    snprintf(want, sizeof want, "%s\n", H.ws);
     cr_assert_str_eq(buf_sink_str(&r.out), want);
     run_result_free(&r);
 
     run_cmd(&r, (const char *const[]){"pwd", "-P", NULL}, NULL, "sub/dir",
             NULL, 0);
     cr_assert_eq(r.rc, SBX_OK, "%s", H.call.msg);
-    snprintf(want, sizeof want, "%s/sub/dir\n", H.ref);
+    snprintf(want, sizeof want, "%s/sub/dir\n", H.ws);
     cr_assert_str_eq(buf_sink_str(&r.out), want);
     run_result_free(&r);
 }
@@ -302,7 +302,7 @@ Test(local_exec, cwd_defaults_to_the_workspace_and_may_be_a_subdir)
 Test(local_exec, cwd_escaping_the_workspace_is_refused)
 {
     char link[SBX_REF_MAX + 16];
-    path_join(link, sizeof link, H.ref, "out");
+    path_join(link, sizeof link, H.ws, "out");
     cr_assert_eq(symlink(H.outside, link), 0);
     cr_assert_eq(put_file("file", "x", 1, 0), SBX_OK);
     const char *bad[] = {"..", "../..", "sub/../..", "/tmp", "out",
@@ -481,7 +481,7 @@ Test(local_exec, non_executable_file_is_not_exec)
 
     /* Found through PATH but not executable. */
     char path_var[SBX_REF_MAX + 16];
-    snprintf(path_var, sizeof path_var, "PATH=%s/bin", H.ref);
+    snprintf(path_var, sizeof path_var, "PATH=%s/bin", H.ws);
     run_cmd(&r, (const char *const[]){"tool", NULL},
             (const char *const[]){path_var, NULL}, NULL, NULL, 0);
     cr_assert_eq(r.rc, SBX_E_NOT_EXEC, "%d %s", r.rc, H.call.msg);

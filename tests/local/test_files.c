@@ -18,7 +18,7 @@ TestSuite(local_files, .init = harness_setup, .fini = harness_teardown);
 
 static void ws_path(char *out, size_t cap, const char *rel)
 {
-    path_join(out, cap, H.ref, rel);
+    path_join(out, cap, H.ws, rel);
 }
 
 /* Number of entries (besides . and ..) in a host directory. */
@@ -113,7 +113,7 @@ Test(local_files, failed_source_leaves_old_content_and_no_temporaries)
     cr_assert_eq(get_file("doc.txt", &got), SBX_OK);
     cr_assert_str_eq(buf_sink_str(&got), "old");
     buf_sink_free(&got);
-    cr_assert_eq(count_entries(H.ref), 1, "a temporary file was left");
+    cr_assert_eq(count_entries(H.ws), 1, "a temporary file was left");
 }
 
 Test(local_files, missing_file_is_not_found)

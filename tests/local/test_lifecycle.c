@@ -47,12 +47,13 @@ Test(local_lifecycle, descriptor_is_valid_static_data)
     cr_assert_null(d->config_keys[1].key);
 }
 
-Test(local_lifecycle, reference_is_the_workspace_under_the_root)
+Test(local_lifecycle, reference_is_the_workspace_name_under_the_root)
 {
     char hash[SBX_KEY_HASH_LEN + 1], want[SBX_REF_MAX];
     harness_key_hash(H_KEY, hash);
     path_join(want, sizeof want, H.root, hash);
-    cr_assert_str_eq(H.ref, want);
+    /* no host path in the reference: it is serialized session state */
+    cr_assert_str_eq(H.ref, hash);
     cr_assert_str_eq(H.ops->root(H.sb), want);
     cr_assert(is_dir(want));
     struct stat st;
@@ -133,7 +134,12 @@ Test(local_lifecycle, attach_after_restart_finds_the_workspace)
     cr_assert_eq(H.ops->init(&H.th.host, &H.call, &H.state), SBX_OK);
     cr_assert_eq(H.ops->attach(H.state, &H.call, TEST_ATTACH_ARGS(H_KEY, H.ref), &H.sb), SBX_OK,
                  "%s", H.call.msg);
-    cr_assert_str_eq(H.ops->root(H.sb), H.ref);
+    cr_assert_str_eq(H.ops->root(H.sb), H.ws);
+    /* the older absolute form of the reference still attaches */
+    sbx_sandbox *old = NULL;
+    cr_assert_eq(H.ops->attach(H.state, &H.call, TEST_ATTACH_ARGS(H_KEY, H.ws), &old), SBX_OK,
+                 "%s", H.call.msg);
+    H.ops->release(old);
     struct buf_sink got = {0};
     cr_assert_eq(get_file("state.txt", &got), SBX_OK);
     cr_assert_str_eq(buf_sink_str(&got), data);
@@ -161,7 +167,9 @@ Test(local_lifecycle, attach_refuses_a_reference_outside_the_root)
     cr_assert_eq(mkdir(other, 0700), 0);
     snprintf(dotted, sizeof dotted, "%s/../root/%s", H.root, hash);
 
-    const char *refs[] = {other, dotted, hash, "", "/"};
+    char nested[SBX_REF_MAX];
+    snprintf(nested, sizeof nested, "x/%s", hash);
+    const char *refs[] = {other, dotted, nested, "", "/", "../root"};
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
         sbx_sandbox *sb = NULL;
         int rc = H.ops->attach(H.state, &H.call, TEST_ATTACH_ARGS(H_KEY, refs[i]), &sb);
@@ -178,7 +186,7 @@ Test(local_lifecycle, attach_after_destroy_is_not_found_and_recreates_nothing)
     H.sb = NULL;
     cr_assert_eq(H.ops->destroy(H.state, &H.call, TEST_DESTROY_ARGS(H_KEY, H.ref)), SBX_OK,
                  "%s", H.call.msg);
-    cr_assert(!exists(H.ref));
+    cr_assert(!exists(H.ws));
 
     sbx_sandbox *sb = NULL;
     cr_assert_eq(H.ops->attach(H.state, &H.call, TEST_ATTACH_ARGS(H_KEY, H.ref), &sb),
@@ -201,14 +209,14 @@ Test(local_lifecycle, destroy_twice_is_ok)
     cr_assert_eq(H.ops->destroy(H.state, &H.call, TEST_DESTROY_ARGS(H_KEY, H.ref)), SBX_OK);
     cr_assert_eq(H.ops->destroy(H.state, &H.call, TEST_DESTROY_ARGS(H_KEY, H.ref)), SBX_OK,
                  "%s", H.call.msg);
-    cr_assert(!exists(H.ref));
+    cr_assert(!exists(H.ws));
 }
 
 Test(local_lifecycle, destroy_refuses_another_session_key)
 {
     cr_assert_eq(H.ops->destroy(H.state, &H.call, TEST_DESTROY_ARGS("someone-else", H.ref)),
                  SBX_E_DENIED);
-    cr_assert(is_dir(H.ref), "the workspace must survive a refused destroy");
+    cr_assert(is_dir(H.ws), "the workspace must survive a refused destroy");
 }
 
 Test(local_lifecycle, destroy_removes_the_tree_without_following_symlinks)
@@ -227,20 +235,20 @@ Test(local_lifecycle, destroy_removes_the_tree_without_following_symlinks)
     static const char data[] = "x";
     cr_assert_eq(put_file("a/b/c/d.txt", data, 1, 0), SBX_OK);
     cr_assert_eq(put_file("a/e.txt", data, 1, 0), SBX_OK);
-    path_join(link_dir, sizeof link_dir, H.ref, "a/b/to-outside");
+    path_join(link_dir, sizeof link_dir, H.ws, "a/b/to-outside");
     cr_assert_eq(symlink(victim_dir, link_dir), 0);
-    path_join(link_file, sizeof link_file, H.ref, "file-link");
+    path_join(link_file, sizeof link_file, H.ws, "file-link");
     cr_assert_eq(symlink(victim, link_file), 0);
     /* A directory the owner cannot write into. */
     char locked[SBX_REF_MAX + 16];
-    path_join(locked, sizeof locked, H.ref, "a/b/c");
+    path_join(locked, sizeof locked, H.ws, "a/b/c");
     cr_assert_eq(chmod(locked, 0500), 0);
 
     H.ops->release(H.sb);
     H.sb = NULL;
     cr_assert_eq(H.ops->destroy(H.state, &H.call, TEST_DESTROY_ARGS(H_KEY, H.ref)), SBX_OK,
                  "%s", H.call.msg);
-    cr_assert(!exists(H.ref));
+    cr_assert(!exists(H.ws));
     cr_assert(is_dir(H.root), "the root stays");
     cr_assert(exists(victim), "destroy followed a symlink out");
 }
@@ -263,7 +271,8 @@ Test(local_lifecycle, default_root_comes_from_xdg_state_home)
                                ref, &sb),
                  SBX_OK, "%s", H.call.msg);
     snprintf(want, sizeof want, "%s/sbx/local/%s", xdg, cb.hash);
-    cr_assert_str_eq(ref, want);
+    cr_assert_str_eq(ref, cb.hash);
+    cr_assert_str_eq(H.ops->root(sb), want);
     cr_assert(is_dir(want));
     H.ops->release(sb);
     H.ops->fini(state);
@@ -289,7 +298,8 @@ Test(local_lifecycle, default_root_falls_back_to_home)
                  SBX_OK, "%s", H.call.msg);
     snprintf(want, sizeof want, "%s/.local/state/sbx/local/%s", home,
              cb.hash);
-    cr_assert_str_eq(ref, want);
+    cr_assert_str_eq(ref, cb.hash);
+    cr_assert_str_eq(H.ops->root(sb), want);
     H.ops->release(sb);
     H.ops->fini(state);
 }

@@ -186,6 +186,95 @@ Test(manifest_local, the_manifest_is_part_of_the_session_spec)
     cli_result_free(&r);
 }
 
+/* A secret in sbx's environment (where provider credentials live). */
+#define SECRET "s3cr3t-never-stored-0123456789"
+
+static bool file_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    size_t nl = strlen(needle), have = 0;
+    char buf[65536 + 64];
+    bool found = false;
+    for (;;) {
+        size_t n = fread(buf + have, 1, sizeof buf - have - 1, f);
+        if (n == 0)
+            break;
+        have += n;
+        buf[have] = '\0';
+        if (memmem(buf, have, needle, nl)) {
+            found = true;
+            break;
+        }
+        /* keep the tail: a match may straddle two reads */
+        size_t keep = have < nl ? have : nl;
+        memmove(buf, buf + have - keep, keep);
+        have = keep;
+    }
+    fclose(f);
+    return found;
+}
+
+Test(manifest_local, state_and_resume_need_the_trusted_manifest_and_hold_no_secret)
+{
+    make_sources();
+    cli_env_setenv(&e, "E2B_API_KEY", SECRET);
+    cli_env_setenv(&e, "DAYTONA_API_KEY", SECRET);
+    char mpath[PATH_MAX + 32], m2[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    write_file("m2.yaml", "version: 1\nentries:\n  - {path: x, type: dir}\n", 0644);
+    snprintf(m2, sizeof m2, "%s/m2.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"create", "st", "--manifest", mpath, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_null(strstr(r.err, SECRET));
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"state", "st", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"provider\":\"local\""), "%s", r.out);
+    cr_assert(strstr(r.out, "\"manifest_digest\":\""), "%s", r.out);
+    cr_assert_null(strstr(r.out, SECRET), "a secret in the state");
+    cr_assert_null(strstr(r.out, e.dir), "a host path in the state: %s", r.out);
+    cli_result_free(&r);
+    /* resume: only with the trusted manifest */
+    cli_run(&e, (const char *[]){"resume", "st", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "none was given"), "%s", r.err);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"resume", "st", "--manifest", m2, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "this manifest differs"), "%s", r.err);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"resume", "st", "--manifest", mpath, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "resumed\n");
+    cli_result_free(&r);
+    /* a session made without a manifest resumes without one */
+    cli_run(&e, (const char *[]){"create", "plain", NULL}, NULL, 60000, &r);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"resume", "plain", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"resume", "plain", "--manifest", mpath, NULL}, NULL, 60000,
+            &r);
+    cr_assert_eq(r.status, 125);
+    cli_result_free(&r);
+    /* the secret is nowhere in the store */
+    char db[PATH_MAX + 64];
+    snprintf(db, sizeof db, "%s/sbx/sbx.db", e.state);
+    cr_assert_eq(access(db, R_OK), 0, "no store at %s", db);
+    cr_assert_not(file_contains(db, SECRET), "a secret in the store");
+    char wal[PATH_MAX + 80];
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    cr_assert_not(file_contains(wal, SECRET), "a secret in the store's log");
+    cli_run(&e, (const char *[]){"destroy", "st", NULL}, NULL, 60000, &r);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"state", "st", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "a destroyed session still has a state");
+    cli_result_free(&r);
+}
+
 Test(manifest_local, users_are_refused_at_admission)
 {
     write_file("m.yaml", "version: 1\nusers: [{name: agent}]\nrun_as: agent\n", 0644);

@@ -91,8 +91,11 @@ int sess_check_consistent(struct sess_env *s)
         json_object *b = json_object_array_get_idx(list, (size_t)i), *ref;
         cr_assert(json_object_object_get_ex(b, "external_id", &ref));
         struct stat st;
-        cr_assert_eq(stat(json_object_get_string(ref), &st), 0,
-                     "binding without a resource: %s", json_object_get_string(ref));
+        /* a local reference is the workspace's name below the root */
+        char path[2 * PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", s->cli.ws_root, json_object_get_string(ref));
+        cr_assert_eq(stat(path, &st), 0, "binding without a resource: %s",
+                     json_object_get_string(ref));
         cr_assert(S_ISDIR(st.st_mode));
     }
     json_object_put(list);

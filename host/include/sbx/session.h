@@ -220,6 +220,32 @@ SBX_API int sbx_session_attach(sbx_sessions *m, const char *session_key,
 SBX_API int sbx_session_delete(sbx_sessions *m, const char *session_key,
                                sbx_cancel *cancel, sbx_error *err);
 
+/* What a later process needs to reconnect to a session: no credential,
+ * no host path. Zero-initialize and set size. */
+struct sbx_session_state {
+    uint32_t size;
+    char provider[65];
+    char reference[1025];       /* the provider's opaque reference */
+    char spec_hash[65];         /* "" when none was recorded */
+    char manifest_digest[65];   /* "" when provisioned without a manifest */
+    int64_t created_at;         /* ms since the epoch */
+    bool deleting;
+};
+
+/* The state of a session with a sandbox. SBX_E_NOT_FOUND when it has none. */
+SBX_API int sbx_session_state(sbx_sessions *m, const char *session_key,
+                              struct sbx_session_state *out, sbx_error *err);
+
+/*
+ * Attach to a session's sandbox only when the caller holds the manifest it
+ * was provisioned with (the same digest; NULL for a session made without
+ * one): otherwise SBX_E_DENIED naming the recorded digest's start. Then as
+ * sbx_session_attach.
+ */
+SBX_API int sbx_session_resume(sbx_sessions *m, const char *session_key,
+                               const struct sbx_manifest *manifest, sbx_cancel *cancel,
+                               sbx_handle **out, sbx_error *err);
+
 /* One binding as listed (borrowed for the callback). */
 struct sbx_session_info {
     const char *session_key;

@@ -1,0 +1,86 @@
+/*
+ * store_manifest.c - the manifest digest each session was provisioned
+ * with (table session_manifests), for `sbx state` and the check of `sbx
+ * resume`. Written by the provisioning worker before create; the spec
+ * hash, published with the binding, covers the digest too.
+ */
+#include "store_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const struct sbx_store_prims *prims(struct sbx_store *s)
+{
+    return ((struct sbx_store_impl *)s)->prims;
+}
+
+static int ready(struct sbx_store *s, sbx_error *err)
+{
+    return prims(s)->ready ? prims(s)->ready(s, err) : SBX_OK;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sbx_store_set_manifest(struct sbx_store *s, const char *key, const char *digest,
+                           sbx_error *err)
+{
+    struct sbx_store_value p[] = {SBX_SV_T(key), SBX_SV_T(digest), SBX_SV_I(now_ms())};
+    pthread_mutex_lock(&s->lock);
+    int rc = ready(s, err);
+    if (rc == SBX_OK)
+        rc = prims(s)->query(s,
+                             "INSERT INTO session_manifests (session_key, "
+                             "manifest_digest, updated_at) VALUES ($1, $2, $3) "
+                             "ON CONFLICT (session_key) DO UPDATE SET "
+                             "manifest_digest = excluded.manifest_digest, "
+                             "updated_at = excluded.updated_at",
+                             p, 3, NULL, NULL, err);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65],
+                           bool *found, sbx_error *err)
+{
+    *found = false;
+    digest[0] = '\0';
+    struct sbx_store_value p[] = {SBX_SV_T(key)};
+    struct sbx_store_cursor *c = NULL;
+    pthread_mutex_lock(&s->lock);
+    int rc = ready(s, err);
+    if (rc == SBX_OK)
+        rc = prims(s)->query(s,
+                             "SELECT manifest_digest FROM session_manifests "
+                             "WHERE session_key = $1",
+                             p, 1, &c, NULL, err);
+    bool row = false;
+    if (rc == SBX_OK)
+        rc = c->next(c, &row, err);
+    if (rc == SBX_OK && row) {
+        const char *d = c->text(c, 0);
+        snprintf(digest, 65, "%s", d ? d : "");
+        *found = d != NULL;
+    }
+    if (c)
+        prims(s)->query_end(s, c);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+int sbx_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err)
+{
+    struct sbx_store_value p[] = {SBX_SV_T(key)};
+    pthread_mutex_lock(&s->lock);
+    int rc = ready(s, err);
+    if (rc == SBX_OK)
+        rc = prims(s)->query(s, "DELETE FROM session_manifests WHERE session_key = $1",
+                             p, 1, NULL, NULL, err);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
