@@ -91,6 +91,30 @@ int sbx_session_spec_in(struct sbx_session_spec *copy, const struct sbx_session_
     return SBX_OK;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* "<word> <target>\n" per target, in strcmp order, at text + used; the new
+ * used (>= len when out of memory). */
+static size_t append_sorted(char *text, size_t len, size_t used, const char *word,
+                            const char *const *v, size_t n)
+{
+    if (!n)
+        return used;
+    const char **copy = malloc(n * sizeof *copy);
+    if (!copy)
+        return len;
+    for (size_t i = 0; i < n; i++)
+        copy[i] = v[i] ? v[i] : "";
+    qsort(copy, n, sizeof *copy, cmp_str);
+    for (size_t i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(text + used, len - used, "%s %s\n", word, copy[i]);
+    free(copy);
+    return used;
+}
+
 SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
                                   char out[SBX_KEY_HASH_LEN + 1], sbx_error *err)
 {
@@ -123,15 +147,17 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
         used += (size_t)snprintf(text + used, len - used, "package %s %s\n",
                                  sbx_package_manager_name(spec->packages[i].manager),
                                  spec->packages[i].name);
-    /* Only limited-network specs add lines: older hashes stay as they were. */
+    /* Only limited-network specs add lines: older hashes stay as they were.
+     * An allowlist is a set: sorted, so that its order does not matter. */
     if (spec && spec->limited_network) {
         used += (size_t)snprintf(text + used, len - used, "network limited\n");
-        for (size_t i = 0; i < spec->nallow; i++)
-            used += (size_t)snprintf(text + used, len - used, "allow %s\n",
-                                     spec->allow[i] ? spec->allow[i] : "");
-        for (size_t i = 0; i < spec->nsetup_allow; i++)
-            used += (size_t)snprintf(text + used, len - used, "setup-allow %s\n",
-                                     spec->setup_allow[i] ? spec->setup_allow[i] : "");
+        used = append_sorted(text, len, used, "allow", spec->allow, spec->nallow);
+        used = append_sorted(text, len, used, "setup-allow", spec->setup_allow,
+                             spec->nsetup_allow);
+        if (used >= len) {
+            free(text);
+            return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        }
     }
     /* Only specs with a manifest add its line: older hashes stay. */
     if (spec && spec->manifest)

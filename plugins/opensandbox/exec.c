@@ -4,6 +4,8 @@
  * (exit 0) or error (evalue = the exit code), ping. Both framings the SDK
  * accepts are read: a bare JSON object per event, or "data:" lines.
  *
+ * The stream itself is parsed by events.c.
+ *
  * execd runs `command` with a shell; the argv is quoted into it and the
  * program replaces the shell (exec), so that a signal that kills it is
  * the command's own: execd then reports exit code -1 and the status call
@@ -28,7 +30,6 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define EVENT_MAX (8u * 1024u * 1024u)
 #define KILL_GRACE_MS 3000
 #define READY_MARK "\036sbx:stdin-ready\036"
 
@@ -60,13 +61,7 @@ struct run {
     sbx_call *call;
     const struct sbx_sink *out, *err;
     struct sbx_exec_result *res;
-    /* event parsing */
-    char *ev;
-    size_t evlen, evcap;
-    char *line;
-    size_t linelen, linecap;
-    char *text;              /* decoded text of a fast-path event (reused) */
-    size_t textcap;
+    struct osb_events evs;
     int sink_rc;
     int proto_rc;
     /* outcome */
@@ -124,269 +119,42 @@ static int on_stdout(struct run *r, const char *s, size_t n)
     return to_sink(r, r->out, &r->res->out_bytes, s, n);
 }
 
-static int dispatch(struct run *r)
+/* Output text of an event (events.c). */
+static int on_output(void *ctx, int is_err, const char *text, size_t len)
 {
-    if (!r->evlen)
-        return SBX_OK;
-    json_object *ev = json_tokener_parse(r->ev);
-    r->evlen = 0;
-    if (!ev || !json_object_is_type(ev, json_type_object)) {
-        json_object_put(ev);
-        return SBX_E_PROTOCOL;
-    }
+    struct run *r = ctx;
+    return is_err ? to_sink(r, r->err, &r->res->err_bytes, text, len) : on_stdout(r, text, len);
+}
+
+/* Any other event: init (the command id), execution_complete, error. */
+static int on_event(void *ctx, json_object *ev)
+{
+    struct run *r = ctx;
     const char *type = sbx_json_str(ev, "type");
-    json_object *tobj = NULL;
-    const char *text = NULL;
-    size_t tlen = 0;
-    if (json_object_object_get_ex(ev, "text", &tobj) && json_object_is_type(tobj, json_type_string)) {
-        text = json_object_get_string(tobj);
-        tlen = (size_t)json_object_get_string_len(tobj); /* output may hold NULs */
-    }
-    int rc = SBX_OK;
-    if (!type) {
-        rc = SBX_E_PROTOCOL;
-    } else if (!strcmp(type, "init")) {
+    if (!strcmp(type, "init")) {
+        const char *text = sbx_json_str(ev, "text");
         snprintf(r->cid, sizeof r->cid, "%s", text ? text : "");
-    } else if (!strcmp(type, "stdout")) {
-        rc = on_stdout(r, text ? text : "", tlen);
-    } else if (!strcmp(type, "stderr")) {
-        rc = to_sink(r, r->err, &r->res->err_bytes, text ? text : "", tlen);
     } else if (!strcmp(type, "execution_complete")) {
         r->done = 1;
         r->exit_code = 0;
     } else if (!strcmp(type, "error")) {
-        json_object *e = sbx_json_obj(ev, "error");
-        const char *v = sbx_json_str(e, "evalue");
+        const char *v = sbx_json_str(sbx_json_obj(ev, "error"), "evalue");
         r->done = 1;
         snprintf(r->evalue, sizeof r->evalue, "%s", v ? v : "");
         char *end;
         long code = strtol(r->evalue, &end, 10);
         r->exit_code = end != r->evalue && !*end ? (int)code : -2;
     }
-    json_object_put(ev);
-    return rc;
-}
-
-/* Four hex digits at p (p + 4 <= lim) as a number, or -1. */
-static long hex4(const char *p, const char *lim)
-{
-    if (lim - p < 4)
-        return -1;
-    long v = 0;
-    for (int i = 0; i < 4; i++) {
-        char h = p[i];
-        int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-              : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-        if (d < 0)
-            return -1;
-        v = v << 4 | d;
-    }
-    return v;
-}
-
-/* Decode the JSON string body at p (after its opening quote) into
- * r->text; *end is set past the closing quote. -1 when malformed. */
-static long unescape(struct run *r, const char *p, const char *lim, const char **end)
-{
-    size_t need = (size_t)(lim - p) + 1; /* decoded text is never longer */
-    if (need > r->textcap) {
-        char *t = realloc(r->text, need);
-        if (!t)
-            return -1;
-        r->text = t;
-        r->textcap = need;
-    }
-    char *o = r->text;
-    while (p < lim && *p != '"') {
-        unsigned char c = (unsigned char)*p;
-        if (c < 0x20)
-            return -1;
-        if (c != '\\') {
-            *o++ = *p++;
-            continue;
-        }
-        if (++p >= lim)
-            return -1;
-        switch (*p++) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '/': *o++ = '/'; break;
-        case 'b': *o++ = '\b'; break;
-        case 'f': *o++ = '\f'; break;
-        case 'n': *o++ = '\n'; break;
-        case 'r': *o++ = '\r'; break;
-        case 't': *o++ = '\t'; break;
-        case 'u': {
-            long cp = hex4(p, lim);
-            if (cp < 0)
-                return -1;
-            p += 4;
-            if (cp >= 0xd800 && cp < 0xdc00 && lim - p >= 6 && p[0] == '\\' && p[1] == 'u') {
-                long lo = hex4(p + 2, lim);
-                if (lo >= 0xdc00 && lo < 0xe000) {
-                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                    p += 6;
-                }
-            }
-            if (cp >= 0xd800 && cp < 0xe000)
-                cp = 0xfffd; /* a lone surrogate */
-            if (cp < 0x80) {
-                *o++ = (char)cp;
-            } else if (cp < 0x800) {
-                *o++ = (char)(0xc0 | cp >> 6);
-                *o++ = (char)(0x80 | (cp & 0x3f));
-            } else if (cp < 0x10000) {
-                *o++ = (char)(0xe0 | cp >> 12);
-                *o++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-                *o++ = (char)(0x80 | (cp & 0x3f));
-            } else {
-                *o++ = (char)(0xf0 | cp >> 18);
-                *o++ = (char)(0x80 | ((cp >> 12) & 0x3f));
-                *o++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-                *o++ = (char)(0x80 | (cp & 0x3f));
-            }
-            break;
-        }
-        default:
-            return -1;
-        }
-    }
-    if (p >= lim)
-        return -1;
-    *end = p + 1;
-    return (long)(o - r->text);
-}
-
-/*
- * The hot path: an output event exactly as execd writes it,
- * {"type":"stdout","text":"...","timestamp":N}, decoded without building
- * a JSON tree (64 MiB of output would otherwise allocate and free as much
- * again in small strings). 1 when it was one (*rc set), else 0.
- */
-static int fast_output(struct run *r, const char *p, size_t n, int *rc)
-{
-    static const char pre_out[] = "{\"type\":\"stdout\",\"text\":\"";
-    static const char pre_err[] = "{\"type\":\"stderr\",\"text\":\"";
-    const size_t pl = sizeof pre_out - 1;
-    int out;
-    if (n < pl + 2)
-        return 0;
-    if (!memcmp(p, pre_out, pl))
-        out = 1;
-    else if (!memcmp(p, pre_err, pl))
-        out = 0;
-    else
-        return 0;
-    const char *lim = p + n, *end;
-    long len = unescape(r, p + pl, lim, &end);
-    if (len < 0)
-        return 0;
-    /* The rest may only be number members: ,"timestamp":123 ... } */
-    while (end < lim && *end == ',') {
-        const char *q = end + 1;
-        if (q >= lim || *q != '"')
-            return 0;
-        const char *close = memchr(q + 1, '"', (size_t)(lim - q - 1));
-        if (!close || close + 1 >= lim || close[1] != ':')
-            return 0;
-        q = close + 2;
-        if (q < lim && *q == '-')
-            q++;
-        const char *digits = q;
-        while (q < lim && *q >= '0' && *q <= '9')
-            q++;
-        if (q == digits)
-            return 0;
-        end = q;
-    }
-    if (end + 1 != lim || *end != '}')
-        return 0;
-    *rc = out ? on_stdout(r, r->text, (size_t)len)
-              : to_sink(r, r->err, &r->res->err_bytes, r->text, (size_t)len);
-    return 1;
-}
-
-/* One line of the stream (without its newline). */
-static int on_line(struct run *r, const char *l, size_t n)
-{
-    if (n && l[n - 1] == '\r')
-        n--;
-    if (n == 0)
-        return dispatch(r);
-    const char *payload = l;
-    size_t pl = n;
-    if (n >= 5 && !memcmp(l, "data:", 5)) {
-        payload = l + 5;
-        pl = n - 5;
-        if (pl && *payload == ' ')
-            payload++, pl--;
-    } else if (*l != '{' && r->evlen == 0) {
-        return SBX_OK; /* event:, id:, retry:, or a ":" comment */
-    }
-    int frc;
-    if (r->evlen == 0 && fast_output(r, payload, pl, &frc))
-        return frc;
-    if (r->evlen + pl + 2 > EVENT_MAX)
-        return SBX_E_PROTOCOL;
-    if (r->evlen + pl + 2 > r->evcap) {
-        size_t cap = (r->evlen + pl + 2) * 2;
-        char *p = realloc(r->ev, cap);
-        if (!p)
-            return SBX_E_NOMEM;
-        r->ev = p;
-        r->evcap = cap;
-    }
-    if (r->evlen)
-        r->ev[r->evlen++] = '\n';
-    memcpy(r->ev + r->evlen, payload, pl);
-    r->evlen += pl;
-    r->ev[r->evlen] = '\0';
-    /* A bare JSON event is complete on its line (execd writes "{..}\n\n"). */
-    if (payload == l && *l == '{')
-        return dispatch(r);
-    return SBX_OK;
+    return SBX_OK; /* ping, status, ...: nothing to do */
 }
 
 static int stream_write(void *ctx, const void *buf, size_t len)
 {
     struct run *r = ctx;
-    const char *p = buf;
-    while (len) {
-        const char *nl = memchr(p, '\n', len);
-        size_t take = nl ? (size_t)(nl - p) : len;
-        int rc;
-        if (nl && r->linelen == 0) {
-            rc = on_line(r, p, take); /* the whole line is here: no copy */
-        } else {
-            if (r->linelen + take + 1 > EVENT_MAX)
-                return r->proto_rc = SBX_E_PROTOCOL;
-            if (r->linelen + take + 1 > r->linecap) {
-                size_t cap = (r->linelen + take + 1) * 2;
-                char *q = realloc(r->line, cap);
-                if (!q)
-                    return r->proto_rc = SBX_E_NOMEM;
-                r->line = q;
-                r->linecap = cap;
-            }
-            memcpy(r->line + r->linelen, p, take);
-            r->linelen += take;
-            rc = SBX_OK;
-            if (nl) {
-                rc = on_line(r, r->line, r->linelen);
-                r->linelen = 0;
-            }
-        }
-        if (rc != SBX_OK) {
-            if (!r->sink_rc)
-                r->proto_rc = rc;
-            return rc;
-        }
-        if (!nl)
-            break;
-        p = nl + 1;
-        len -= take + 1;
-    }
-    return SBX_OK;
+    int rc = osb_events_feed(&r->evs, buf, len);
+    if (rc != SBX_OK && !r->sink_rc)
+        r->proto_rc = rc;
+    return rc;
 }
 
 /* DELETE /command?id=<cid>. call NULL: also after a cancellation. */
@@ -541,6 +309,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     struct run r;
     memset(&r, 0, sizeof r);
     atomic_init(&r.ending, 0);
+    osb_events_init(&r.evs, on_output, on_event, &r);
     r.sb = sb;
     r.call = call;
     r.out = args->out;
@@ -600,10 +369,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         memset(&err, 0, sizeof err);
         int s = sbx_http_xfer_pump(x, &sink, &err);
         if (s == SBX_OK) {
-            if (r.linelen)
-                s = on_line(&r, r.line, r.linelen), r.linelen = 0;
-            if (s == SBX_OK)
-                s = dispatch(&r);
+            s = osb_events_end(&r.evs);
             if (s != SBX_OK)
                 rc = osb_error(st, call, SBX_E_PROTOCOL, "opensandbox: exec: malformed event");
             break;
@@ -668,9 +434,7 @@ out:
             res->exit_code = r.exit_code;
         }
     }
-    free(r.ev);
-    free(r.line);
-    free(r.text);
+    osb_events_free(&r.evs);
     return rc;
 }
 

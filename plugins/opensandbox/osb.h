@@ -12,7 +12,8 @@
  *   lifecycle.c  create/attach/destroy/release/root, waiting for Running,
  *                ownership metadata, renewal while in use
  *   service.c    requests to execd and the sidecar at their endpoints
- *   exec.c       POST /command (server-sent events), cancel, timeout, stdin
+ *   events.c     the event stream of POST /command (both framings)
+ *   exec.c       POST /command, cancel, timeout, stdin
  *   paths.c      workspace confinement through GET /files/info
  *   files.c      read_file/write_file (download, multipart upload, mv)
  *   egress.c     the sidecar's policy: read, set, reconcile on attach
@@ -155,6 +156,33 @@ int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *
 /* Report a failed service call; a sandbox that is gone is SBX_E_NOT_FOUND. */
 int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err,
                        const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+
+/* ---- events.c ---------------------------------------------------------- */
+/* Largest line or event accepted from execd. */
+#define OSB_EVENT_MAX (8u * 1024u * 1024u)
+
+/* A parser of execd's event stream. Callbacks return SBX_OK to go on or a
+ * status to stop with (which feed then returns). */
+struct osb_events {
+    int (*output)(void *ctx, int is_err, const char *text, size_t len); /* stdout/stderr */
+    int (*event)(void *ctx, json_object *ev); /* every other event (borrowed) */
+    void *ctx;
+    char *ev;          /* the event being collected */
+    size_t evlen, evcap;
+    char *line;        /* a line split across reads */
+    size_t linelen, linecap;
+    char *text;        /* decoded text of a fast-path event (reused) */
+    size_t textcap;
+};
+void osb_events_init(struct osb_events *e,
+                     int (*output)(void *ctx, int is_err, const char *text, size_t len),
+                     int (*event)(void *ctx, json_object *ev), void *ctx);
+/* Bytes of the stream as they arrive: SBX_E_PROTOCOL for a malformed or
+ * oversized event, or a callback's status. */
+int osb_events_feed(struct osb_events *e, const void *buf, size_t len);
+/* At the end of the stream: a last event without its blank line. */
+int osb_events_end(struct osb_events *e);
+void osb_events_free(struct osb_events *e);
 
 /* ---- exec.c ------------------------------------------------------------ */
 int osb_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,

@@ -22,7 +22,7 @@ fake=$!
 trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
 url="http://127.0.0.1:$(cat "$dir/port")"
-printf 'providers:\n  opensandbox:\n    api_url: "%s"\n    workspace: /home/user/workspace\n' "$url" >"$dir/sbx.yaml"
+printf 'providers:\n  opensandbox:\n    api_url: "%s"\n    workspace: /home/user/workspace\n  local: {}\n' "$url" >"$dir/sbx.yaml"
 export OPEN_SANDBOX_API_KEY=steps_key SBX_PLUGIN_PATH="$build/providers" XDG_STATE_HOME="$dir/state"
 create() {
   "$sbx" --config "$dir/sbx.yaml" create -p opensandbox --allow example.com \
@@ -69,6 +69,18 @@ killed_at() { # killed_at STEP KEY: the worker dies there, nothing is published
     echo "$1: a binding was published for $2"; exit 1
   fi
 }
+# A provider without the egress capability refuses the spec at admission.
+set +e
+"$sbx" --config "$dir/sbx.yaml" create -p local --allow example.com k0 >/dev/null 2>"$dir/err"
+st=$?
+set -e
+if [ $st -ne 125 ] || ! grep -q 'provider "local" lacks capability egress' "$dir/err"; then
+  echo "local with --allow: exit $st: $(cat "$dir/err")"; exit 1
+fi
+if "$sbx" --config "$dir/sbx.yaml" sessions 2>/dev/null | grep -q "^k0\b"; then
+  echo "local with --allow: a binding was made"; exit 1
+fi
+echo "admission: $(cat "$dir/err")"
 killed_at after-create k1;    check after-create "$(policy)" "${setup[@]}"
 killed_at during-packages k2; check during-packages "$(policy)" "${setup[@]}"
 killed_at before-publish k3;  check before-publish "$(policy)" "${final[@]}"

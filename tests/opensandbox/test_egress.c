@@ -230,3 +230,33 @@ Test(egress, set_on_an_open_sidecar_is_refused_and_records_nothing, .init = up, 
     sbx_release(h);
     cr_expect_eq(sbx_session_delete(m, "eg-5", NULL, &err), SBX_OK, "%s", err.message);
 }
+
+Test(egress, the_allowlist_is_part_of_the_spec_hash)
+{
+    sbx_error err;
+    char none[SBX_KEY_HASH_LEN + 1], old[SBX_KEY_HASH_LEN + 1];
+    char a[SBX_KEY_HASH_LEN + 1], b[SBX_KEY_HASH_LEN + 1], c[SBX_KEY_HASH_LEN + 1];
+    struct sbx_session_spec s;
+    memset(&s, 0, sizeof s);
+    s.size = sizeof s;
+    cr_assert_eq(sbx_session_spec_hash(&s, none, &err), SBX_OK, "%s", err.message);
+    /* a spec without a limited network hashes as before the allowlist existed */
+    cr_assert_eq(sbx_key_hash("sbx-spec 1\ncaps 0\n", old), SBX_OK);
+    cr_expect_str_eq(none, old);
+    static const char *const ab[] = {"a.example", "b.example"};
+    static const char *const ba[] = {"b.example", "a.example"};
+    s.limited_network = true;
+    cr_assert_eq(sbx_session_spec_hash(&s, a, &err), SBX_OK);
+    cr_expect_str_neq(a, none, "limiting the network changes the hash");
+    s.allow = ab;
+    s.nallow = 2;
+    cr_assert_eq(sbx_session_spec_hash(&s, b, &err), SBX_OK);
+    cr_expect_str_neq(b, a);
+    s.allow = ba;
+    cr_assert_eq(sbx_session_spec_hash(&s, c, &err), SBX_OK);
+    cr_expect_str_eq(b, c, "the allowlist's order changed the hash");
+    s.setup_allow = ab;
+    s.nsetup_allow = 1;
+    cr_assert_eq(sbx_session_spec_hash(&s, c, &err), SBX_OK);
+    cr_expect_str_neq(b, c, "setup_allow is not in the hash");
+}

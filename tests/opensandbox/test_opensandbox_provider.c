@@ -463,3 +463,32 @@ Test(opensandbox_provider, output_text_is_byte_exact)
     sbx_capture_free(&out);
     destroy(h, "k-text");
 }
+
+/* A sandbox of the key made by another worker that crashed before
+ * recording it: create finds it by its owner metadata and adopts it. */
+Test(opensandbox_provider, create_adopts_the_sandbox_a_crashed_worker_made)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    char hash[SBX_KEY_HASH_LEN + 1], body[1024];
+    cr_assert_eq(sbx_key_hash("k-adopt", hash), SBX_OK);
+    snprintf(body, sizeof body,
+             "{\"image\":{\"uri\":\"ubuntu:22.04\"},\"entrypoint\":[\"tail\",\"-f\",\"/dev/null\"],"
+             "\"resourceLimits\":{\"cpu\":\"500m\",\"memory\":\"512Mi\"},\"timeout\":3600,"
+             "\"metadata\":{\"sbx.managed\":\"true\",\"sbx.owner\":\"%.63s\"}}",
+             hash);
+    long st;
+    char *made = fake_http(&fake, "POST", "/v1/sandboxes", body,
+                           "OPEN-SANDBOX-API-KEY: " KEY, &st);
+    cr_assert_eq(st, 202, "%s", made ? made : "?");
+    char id[64] = "";
+    const char *p = made ? strstr(made, "\"id\": \"") : NULL;
+    cr_assert(p && sscanf(p + 7, "%63[^\"]", id) == 1, "%s", made);
+    free(made);
+    sbx_handle *h = make("k-adopt");
+    cr_expect(strstr(sbx_handle_ref(h), id), "adopted %s, not %s", sbx_handle_ref(h), id);
+    char *s = stats();
+    cr_expect(strstr(s, "\"sandboxes\": 1"), "a second sandbox was made: %.300s", s);
+    free(s);
+    destroy(h, "k-adopt");
+}
