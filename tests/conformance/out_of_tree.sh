@@ -33,6 +33,7 @@ if ! cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1; then
 fi
 
 for f in include/sbx/conformance.h include/sbx/sbx.h include/sbx/session.h include/sbx/provider.h \
+    include/sbx/memory.h include/sbx/manifest.h \
     "$libdir/pkgconfig/sbx.pc" "$libdir/pkgconfig/sbx-conformance.pc"; do
     [ -f "$prefix/$f" ] || fail "$f was not installed"
 done
@@ -62,6 +63,18 @@ case $flags in
 *-lsbx-conformance*-lsbx* | *-lsbx*-lsbx-conformance*) ;;
 *) fail "flags lack -lsbx-conformance and -lsbx (Requires: sbx): $flags" ;;
 esac
+# Every installed consumer header stands alone, in C and C++.
+for h in sbx session memory manifest; do
+    printf '#include <sbx/%s.h>\nint main(void) { return 0; }\n' "$h" >"$work/h_$h.c"
+    # shellcheck disable=SC2086
+    "$cc" -std=c11 -pedantic -Wall -Wextra -Werror -Wstrict-prototypes $extra -c \
+        -o "$work/h_$h.o" "$work/h_$h.c" $(pkg-config --cflags sbx) ||
+        fail "sbx/$h.h does not compile on its own"
+    if command -v c++ >/dev/null 2>&1; then
+        c++ -Wall -Wextra -Werror -x c++ -c -o "$work/h_$h.cc.o" "$work/h_$h.c" \
+            $(pkg-config --cflags sbx) || fail "sbx/$h.h does not compile as C++"
+    fi
+done
 providerdir=$(pkg-config --variable=providerdir sbx-provider)
 [ -f "$providerdir/local.so" ] || fail "no local.so in $providerdir"
 runtime_libdir=$(pkg-config --variable=libdir sbx-conformance)
