@@ -7,6 +7,10 @@
 # of each sbx process next to that of `sbx exec -- true` (growth target
 # <= 16 MiB). Medians of RUNS runs.
 #
+# With SBX_BENCH_DOCKER_HOST=unix:///... (and SBX_BENCH_DOCKER_IMAGE) the
+# workspace is a docker container's, and the baseline is the same
+# `tar -c | tar -x` run inside that container on the same tree.
+#
 # Usage: bench/snapshot/run.sh [BUILD_DIR] [RUNS] [BIG_FILES] [SMALL_FILES]
 set -eu
 
@@ -19,15 +23,32 @@ sbx="$build/bin/sbx"
 [ -x "$sbx" ] || { echo "run.sh: $sbx not found: build first" >&2; exit 2; }
 
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/sbx-bench-snap-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM
+cleanup() {
+    "$sbx" destroy src >/dev/null 2>&1 || true
+    "$sbx" destroy dst >/dev/null 2>&1 || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
 mkdir "$tmp/ws" "$tmp/state"
-cat > "$tmp/sbx.yaml" <<YAML
+if [ -n "${SBX_BENCH_DOCKER_HOST:-}" ]; then
+    cat > "$tmp/sbx.yaml" <<YAML
+default_provider: docker
+store: { driver: sqlite, path: $tmp/state/sbx.db }
+providers:
+  docker:
+    host: "$SBX_BENCH_DOCKER_HOST"
+    image: "${SBX_BENCH_DOCKER_IMAGE:-sbx-test:busybox}"
+    resource_dir: $tmp/ws
+YAML
+else
+    cat > "$tmp/sbx.yaml" <<YAML
 default_provider: local
 store: { driver: sqlite, path: $tmp/state/sbx.db }
 providers:
   local:
     root: $tmp/ws
 YAML
+fi
 export SBX_CONFIG="$tmp/sbx.yaml" SBX_PLUGIN_PATH="$build/providers"
 unset SBX_PROVIDER
 
@@ -50,22 +71,23 @@ PY
     head -c 1048576 /dev/urandom > \$d/big\$i; i=\$((i + 1)); done
   i=0; while [ \$i -lt $small ]; do d=d\$((i % 64)); mkdir -p \$d;
     head -c 16384 /dev/urandom > \$d/small\$i; i=\$((i + 1)); done"
-srcdir=$(ls -d "$tmp"/ws/*/ | head -1)
-bytes=$(du -sb "$srcdir" | cut -f1)
-echo "workspace: $bytes bytes, $(find "$srcdir" -type f | wc -l) files"
+bytes=$("$sbx" exec src -- sh -c 'du -sk . | cut -f1')
+bytes=$((bytes * 1024))
+echo "workspace: about $bytes bytes ($("$sbx" exec src -- sh -c 'find . -type f | wc -l') files)"
 
 base_rss=$(measure "$sbx" exec src -- true | cut -d' ' -f2)
 tt=""; st=""; rt=""; srss=0; rrss=0
 n=0
 while [ $n -lt "$runs" ]; do
-    rm -rf "$tmp/copy" && mkdir "$tmp/copy"
-    sync
-    t=$(python3 -c '
-import subprocess, sys, time
-t = time.monotonic()
-subprocess.run("tar -cf - -C \"%s\" . | tar -xf - -C \"%s\"" % (sys.argv[1], sys.argv[2]),
-               shell=True, check=True)
-print("%.3f" % (time.monotonic() - t))' "$srcdir" "$tmp/copy")
+    # the baseline in the sandbox itself, on the workspace's own disk,
+    # timed there (the generated tree is d0 .. d63)
+    "$sbx" exec src -- sh -c 'rm -rf .copy && mkdir .copy && sync' >/dev/null
+    # (/proc/uptime: 10 ms steps, as busybox date has no %N)
+    t=$("$sbx" exec src -- sh -c 's=$(cut -d" " -f1 /proc/uptime);
+        tar -cf - d* | tar -xf - -C .copy;
+        e=$(cut -d" " -f1 /proc/uptime); echo "$s $e"' |
+        awk '{ printf "%.3f", $2 - $1 }')
+    "$sbx" exec src -- rm -rf .copy
     tt="$tt $t"
     rm -f "$tmp/snap.tar"
     sync
