@@ -40,6 +40,7 @@ static struct {
     int (*archive_write_add_filter_gzip)(struct archive *a);
     int (*archive_write_add_filter_zstd)(struct archive *a);
     int (*archive_write_set_bytes_in_last_block)(struct archive *a, int bytes_in_last_block);
+    int (*archive_write_set_bytes_per_block)(struct archive *a, int bytes_per_block);
     int (*archive_write_open_fd)(struct archive *a, int fd);
     int (*archive_write_open)(struct archive *a, void *client_data, archive_open_callback *opener, archive_write_callback *writer, archive_close_callback *closer);
     int (*archive_write_header)(struct archive *a, struct archive_entry *entry);
@@ -82,6 +83,7 @@ static const struct sbx_lazy_symbol symbols[] = {
     SYMBOL(archive_write_add_filter_gzip),
     SYMBOL(archive_write_add_filter_zstd),
     SYMBOL(archive_write_set_bytes_in_last_block),
+    SYMBOL(archive_write_set_bytes_per_block),
     SYMBOL(archive_write_open_fd),
     SYMBOL(archive_write_open),
     SYMBOL(archive_write_header),
@@ -391,4 +393,11 @@ struct archive_entry *archive_entry_clear(struct archive_entry *e)
     if (!ensure_loaded())
         return NULL;
     return fn.archive_entry_clear(e);
+}
+
+int archive_write_set_bytes_per_block(struct archive *a, int bytes_per_block)
+{
+    if (!ensure_loaded())
+        return -1;
+    return fn.archive_write_set_bytes_per_block(a, bytes_per_block);
 }

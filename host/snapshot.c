@@ -37,6 +37,8 @@
 #include <unistd.h>
 
 #define COPY_CHUNK (256 * 1024)
+/* libarchive writes in blocks of 10 KiB by default: one syscall each. */
+#define WRITE_BLOCK (256 * 1024)
 
 /* The workspace's top-level entries but skills, in tar. A workspace with
  * none gives no output at all (an empty archive). */
@@ -80,7 +82,7 @@ static int run_script(sbx_handle *h, const char *what, const char *script,
 struct counted {
     const struct sbx_source *src;
     uint64_t bytes;
-    unsigned char buf[64 * 1024];
+    unsigned char buf[256 * 1024];
 };
 
 static la_ssize_t counted_read(struct archive *a, void *ud, const void **out)
@@ -279,7 +281,8 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
         rc = sbx_error_set(err, SBX_E_INTERNAL, "snapshot: %s", archive_error_string(w));
     if (rc == SBX_OK)
         rc = add_filter(w, compression, err);
-    if (rc == SBX_OK && (archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
+    if (rc == SBX_OK && (archive_write_set_bytes_per_block(w, WRITE_BLOCK) != ARCHIVE_OK ||
+                         archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
                          archive_write_open_fd(w, fd) != ARCHIVE_OK))
         rc = sbx_error_set(err, SBX_E_IO, "snapshot: %s", archive_error_string(w));
     if (rc == SBX_OK)
@@ -363,6 +366,7 @@ static int produce_plain(void *ud, const struct sbx_sink *sink, sbx_error *err)
     struct archive *w = archive_write_new();
     sbxs_error_clear(&p->xerr);
     if (!r || !w || archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
+        archive_write_set_bytes_per_block(w, WRITE_BLOCK) != ARCHIVE_OK ||
         archive_write_open(w, (void *)sink, NULL, sink_write, NULL) != ARCHIVE_OK)
         p->xrc = sbxs_error_set(&p->xerr, SBX_E_IO, "cannot reopen the snapshot");
     else
