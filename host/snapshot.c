@@ -367,6 +367,9 @@ static int produce_plain(void *ud, const struct sbx_sink *sink, sbx_error *err)
     sbxs_error_clear(&p->xerr);
     if (!r || !w || archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
         archive_write_set_bytes_per_block(w, WRITE_BLOCK) != ARCHIVE_OK ||
+        /* no padding past the end-of-archive blocks: tar -x may stop
+         * reading there */
+        archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
         archive_write_open(w, (void *)sink, NULL, sink_write, NULL) != ARCHIVE_OK)
         p->xrc = sbxs_error_set(&p->xerr, SBX_E_IO, "cannot reopen the snapshot");
     else
@@ -426,8 +429,9 @@ SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *ca
         if (rc == SBX_OK) {
             struct sbx_source in = sbx_stream_pipe_source(&pipe);
             rc = run_script(h, "tar -x", "exec tar -xof -", NULL, &in, cancel, err);
-            if (rc != SBX_OK)
-                sbx_stream_pipe_abort(&pipe);
+            /* Whatever tar left unread, nobody reads now: a producer still
+             * writing must fail, not wait for ever. */
+            sbx_stream_pipe_abort(&pipe);
             sbx_stream_pipe_join(&pipe);
             if (rp.xrc != SBX_OK)
                 rc = sbx_error_set(err, rp.xrc, "snapshot \"%s\" refused: %s", file,
