@@ -1,0 +1,432 @@
+/*
+ * exec.c - commands through the toolbox's process sessions.
+ *
+ * The plain POST /process/execute mixes stdout and stderr into one string
+ * and cannot be cancelled, so every command gets a session of its own:
+ *
+ *   POST   /process/session {sessionId}            a fresh shell
+ *   POST   /process/session/{sid}/exec             runs the command, answers
+ *          {command, runAsync:false}               {cmdId, exitCode} at its end
+ *   GET    /files/download?path=<dir>/out, .../err the two streams, streamed
+ *   DELETE /process/session/{sid}                  kills what is left
+ *   DELETE /files?path=<dir>&recursive=true
+ *
+ * The command runs under a small POSIX sh wrapper that sends its stdout
+ * and stderr to two files of a per-command directory, so both streams stay
+ * apart and byte-exact (the session's JSON answers carry text only) and
+ * no output is ever held whole in memory. A timeout or a cancellation
+ * deletes the session, which kills its whole process group.
+ *
+ * stdin: the toolbox has no way to stream bytes into a process (its
+ * session input is text and cannot be closed), so a feeder thread uploads
+ * the caller's source in chunks (<dir>/in.N, renamed into place when
+ * complete, then <dir>/eof) and the wrapper pipes them into the command
+ * through a FIFO as they appear. When the command exits, feeding stops,
+ * whether or not the source has ended.
+ *
+ * Exit status: the session reports the shell's $?, so a death by signal N
+ * arrives as 128+N and is mapped back (exit statuses 129..192 are
+ * therefore read as deaths by signal). See daytona.h.
+ */
+#include "daytona.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FEED_CHUNK (256 * 1024)
+
+/* $1 dir, $2 cwd, $3 stdin mode (0: none, 1: fed), then the command. */
+static const char WRAP_SH[] =
+    "d=$1; m=$3; mkdir -p \"$d\" || exit 125; "
+    "cd \"$2\" || { echo \"cwd $2 does not exist\" >&2; exit 125; }; shift 3; "
+    "if [ \"$m\" = 1 ]; then "
+    "mkfifo \"$d/fifo\" || exit 125; "
+    "( i=0; while :; do if [ -e \"$d/in.$i\" ]; then cat \"$d/in.$i\" || exit 0; "
+    "rm -f \"$d/in.$i\"; i=$((i+1)); elif [ -e \"$d/eof\" ]; then "
+    "[ -e \"$d/in.$i\" ] || exit 0; else sleep 0.01; fi; done ) >\"$d/fifo\" 2>/dev/null & "
+    "r=$!; \"$@\" <\"$d/fifo\" >\"$d/out\" 2>\"$d/err\"; c=$?; kill $r 2>/dev/null; exit $c; "
+    "fi; "
+    "exec \"$@\" </dev/null >\"$d/out\" 2>\"$d/err\"";
+
+/* ---- stdin feeding ------------------------------------------------------ */
+
+struct feed {
+    sbx_sandbox *sb;
+    const struct sbx_source *in;
+    const char *dir;
+    int stop_pipe[2];
+    int failed;       /* the source failed: the host knows why */
+};
+
+struct membuf {
+    const unsigned char *p;
+    size_t len, off;
+};
+
+static long mem_read(void *ctx, void *buf, size_t cap)
+{
+    struct membuf *m = ctx;
+    size_t n = m->len - m->off < cap ? m->len - m->off : cap;
+    memcpy(buf, m->p + m->off, n);
+    m->off += n;
+    return (long)n;
+}
+
+static int64_t mem_length(void *ctx)
+{
+    struct membuf *m = ctx;
+    return (int64_t)(m->len - m->off);
+}
+
+/* Poll the source's fd (when it has one) next to the stop pipe: 1 when
+ * readable, 0 to stop, within wait_ms (-1: forever; 0 returns 2 when
+ * nothing is ready yet). */
+static int readable(struct feed *f, int wait_ms)
+{
+    int fd = f->in->size >= SBX_SOURCE_SIZE_1_0 && f->in->poll_fd ? f->in->poll_fd(f->in->ctx)
+                                                                   : -1;
+    struct pollfd p[2] = {{f->stop_pipe[0], POLLIN, 0}, {fd, POLLIN, 0}};
+    for (;;) {
+        int n = poll(p, fd >= 0 ? 2 : 1, fd >= 0 ? wait_ms : 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || p[0].revents)
+            return 0;
+        if (fd < 0 || p[1].revents)
+            return 1;
+        return 2;
+    }
+}
+
+/* Upload len bytes as <dir>/<name>, complete before it is visible. */
+static int put_chunk(struct feed *f, const unsigned char *data, size_t len, const char *name,
+                     int seq)
+{
+    char tmp[160], fin[160];
+    snprintf(tmp, sizeof tmp, "%s/p.%d", f->dir, seq);
+    snprintf(fin, sizeof fin, "%s/%s", f->dir, name);
+    struct membuf m = {data, len, 0};
+    struct sbx_source src = SBX_SOURCE_INIT(&m, mem_read);
+    src.length = mem_length;
+    sbx_http_error err;
+    int rc = dt_tb_upload(f->sb, NULL, tmp, &src, &err);
+    if (rc == SBX_OK)
+        rc = dt_tb_move(f->sb, NULL, tmp, fin, &err);
+    return rc;
+}
+
+static void *feeder(void *arg)
+{
+    struct feed *f = arg;
+    unsigned char *buf = malloc(FEED_CHUNK);
+    if (!buf)
+        return NULL;
+    sbx_http_error err;
+    if (dt_tb_mkdir(f->sb, NULL, f->dir, 0700, &err) != SBX_OK) {
+        free(buf);
+        return NULL;
+    }
+    for (int seq = 0;; seq++) {
+        if (!readable(f, -1))
+            break;
+        size_t len = 0;
+        int eof = 0;
+        /* Gather what is there (never waiting once a byte came), up to a
+         * chunk. */
+        while (len < FEED_CHUNK) {
+            long n = f->in->read(f->in->ctx, buf + len, FEED_CHUNK - len);
+            if (n < 0) {
+                f->failed = 1;
+                break;
+            }
+            if (n == 0) {
+                eof = 1;
+                break;
+            }
+            len += (size_t)n;
+            int r = readable(f, 0);
+            if (r != 1)
+                break;
+        }
+        if (f->failed)
+            break;
+        char name[32];
+        snprintf(name, sizeof name, "in.%d", seq);
+        if (len && put_chunk(f, buf, len, name, seq) != SBX_OK)
+            break;
+        if (eof) {
+            put_chunk(f, buf, 0, "eof", seq + 1);
+            break;
+        }
+        if (!readable(f, 0))
+            break;
+    }
+    free(buf);
+    return NULL;
+}
+
+/* ---- output --------------------------------------------------------- */
+
+struct counted {
+    const struct sbx_sink *sink;
+    uint64_t *count;
+    int status;
+};
+
+static int counted_write(void *ctx, const void *buf, size_t len)
+{
+    struct counted *c = ctx;
+    *c->count += len;
+    if (c->sink && c->sink->write && !c->status) {
+        int s = c->sink->write(c->sink->ctx, buf, len);
+        if (s)
+            c->status = s;
+        return s;
+    }
+    return 0;
+}
+
+/* Stream one output file into a sink; a missing file is empty. */
+static int deliver(sbx_sandbox *sb, sbx_call *call, const char *path,
+                   const struct sbx_sink *sink, uint64_t *count)
+{
+    struct counted c = {sink, count, 0};
+    struct sbx_sink s = SBX_SINK_INIT(&c, counted_write);
+    sbx_http_error err;
+    int rc = dt_tb_download(sb, call, path, &s, &err);
+    if (rc == SBX_OK || (rc == SBX_E_NOT_FOUND && err.http_status == 404))
+        return SBX_OK;
+    if (c.status)
+        return c.status; /* the sink set the call's error */
+    return dt_tb_report(sb, call, &err, "exec: reading the command's output");
+}
+
+/* ---- one command ------------------------------------------------------ */
+
+static char *command_line(const struct sbx_exec_args *args, const char *dir, const char *cwd)
+{
+    char *b = NULL;
+    size_t len = 0, cap = 0;
+    const char *mode = args->in ? "1" : "0";
+    if (dt_sh_quote(&b, &len, &cap, "sh") || dt_sh_quote(&b, &len, &cap, "-c") ||
+        dt_sh_quote(&b, &len, &cap, WRAP_SH) || dt_sh_quote(&b, &len, &cap, "sbx") ||
+        dt_sh_quote(&b, &len, &cap, dir) || dt_sh_quote(&b, &len, &cap, cwd) ||
+        dt_sh_quote(&b, &len, &cap, mode))
+        goto fail;
+    if (args->env) {
+        if (dt_sh_quote(&b, &len, &cap, "env") || dt_sh_quote(&b, &len, &cap, "--"))
+            goto fail;
+        for (size_t i = 0; args->env[i]; i++)
+            if (strchr(args->env[i], '=') && dt_sh_quote(&b, &len, &cap, args->env[i]))
+                goto fail;
+    }
+    for (size_t i = 0; args->argv[i]; i++)
+        if (dt_sh_quote(&b, &len, &cap, args->argv[i]))
+            goto fail;
+    return b;
+fail:
+    free(b);
+    return NULL;
+}
+
+static void session_delete(sbx_sandbox *sb, const char *sid)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/process/session/%s", sid);
+    sbx_http_error err;
+    int rc = dt_tb_json(sb, NULL, "DELETE", path, NULL, NULL, 1, sb->st->cfg.request_timeout_ms,
+                        &err);
+    if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
+        sb->st->host->log(sb->st->host, SBX_LOG_WARN, DT ": deleting session %s of %s: %s", sid,
+                          sb->id, err.message);
+}
+
+static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                       const char *cwd, struct sbx_exec_result *res)
+{
+    struct dt_state *st = sb->st;
+    char hex[25], sid[40], dir[64];
+    if (dt_random_hex(hex, 12) != 0)
+        return dt_error(st, call, SBX_E_IO, DT ": exec: no randomness");
+    snprintf(sid, sizeof sid, "sbx-%s", hex);
+    snprintf(dir, sizeof dir, "/tmp/.sbx-exec-%s", hex);
+    char *cmd = command_line(args, dir, cwd);
+    if (!cmd)
+        return dt_error(st, call, SBX_E_NOMEM, "out of memory");
+
+    sbx_http_error err;
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "sessionId", json_object_new_string(sid));
+    int rc = dt_tb_json(sb, call, "POST", "/process/session", body, NULL, 1,
+                        st->cfg.request_timeout_ms, &err);
+    json_object_put(body);
+    if (rc == SBX_E_EXISTS)
+        rc = SBX_OK; /* a retry after a lost answer */
+    if (rc != SBX_OK) {
+        free(cmd);
+        return dt_tb_report(sb, call, &err, "exec %s: creating a session", args->argv[0]);
+    }
+
+    struct feed f;
+    memset(&f, 0, sizeof f);
+    f.sb = sb;
+    f.in = args->in;
+    f.dir = dir;
+    f.stop_pipe[0] = f.stop_pipe[1] = -1;
+    pthread_t th;
+    int feeding = 0;
+    if (args->in) {
+        if (pipe2(f.stop_pipe, O_CLOEXEC) != 0) {
+            rc = dt_error(st, call, SBX_E_IO, DT ": exec: pipe: %s", strerror(errno));
+            goto out;
+        }
+        if (pthread_create(&th, NULL, feeder, &f) != 0) {
+            rc = dt_error(st, call, SBX_E_INTERNAL, DT ": exec: cannot start a thread");
+            goto out;
+        }
+        feeding = 1;
+    }
+
+    body = json_object_new_object();
+    json_object_object_add(body, "command", json_object_new_string(cmd));
+    json_object_object_add(body, "runAsync", json_object_new_boolean(0));
+    char path[128];
+    snprintf(path, sizeof path, "/process/session/%s/exec", sid);
+    json_object *doc = NULL;
+    int xrc = dt_tb_json(sb, call, "POST", path, body, &doc, 0,
+                         args->timeout_ms > 0 ? args->timeout_ms : 0, &err);
+    json_object_put(body);
+    int timed_out = 0, code = -1;
+    if (xrc == SBX_OK) {
+        json_object *ec = NULL;
+        if (!doc || !json_object_object_get_ex(doc, "exitCode", &ec) ||
+            !json_object_is_type(ec, json_type_int))
+            rc = dt_error(st, call, SBX_E_PROTOCOL,
+                          DT ": exec: the session answered without an exit code");
+        else
+            code = json_object_get_int(ec);
+    } else if (xrc == SBX_E_TIMEOUT && args->timeout_ms > 0 && err.http_status == 0) {
+        timed_out = 1;
+    } else if (xrc == SBX_E_CANCELLED) {
+        rc = dt_error(st, call, SBX_E_CANCELLED, DT ": exec cancelled");
+    } else {
+        rc = dt_tb_report(sb, call, &err, "exec %s", args->argv[0]);
+    }
+    json_object_put(doc);
+
+    if (feeding) {
+        if (write(f.stop_pipe[1], "x", 1) < 0) {
+            /* the feeder also stops when its calls fail */
+        }
+        pthread_join(th, NULL);
+        feeding = 0;
+    }
+    /* The session's end kills whatever the command left behind, and the
+     * command itself after a timeout or cancellation. */
+    session_delete(sb, sid);
+    if (rc == SBX_OK && f.failed)
+        rc = SBX_E_IO; /* the source has set the call's error */
+    if (rc == SBX_OK) {
+        res->timed_out = timed_out;
+        if (timed_out) {
+            res->exit_code = -1;
+            res->term_signal = 9;
+        } else if (code > 128 && code <= 128 + 64) {
+            res->exit_code = -1;
+            res->term_signal = code - 128;
+        } else {
+            res->exit_code = code;
+            res->term_signal = 0;
+        }
+        char p[96];
+        snprintf(p, sizeof p, "%s/out", dir);
+        rc = deliver(sb, call, p, args->out, &res->out_bytes);
+        if (rc == SBX_OK) {
+            snprintf(p, sizeof p, "%s/err", dir);
+            rc = deliver(sb, call, p, args->err, &res->err_bytes);
+        }
+    }
+out:
+    if (feeding) {
+        if (write(f.stop_pipe[1], "x", 1) < 0) {
+        }
+        pthread_join(th, NULL);
+    }
+    if (f.stop_pipe[0] >= 0) {
+        close(f.stop_pipe[0]);
+        close(f.stop_pipe[1]);
+    }
+    dt_tb_remove(sb, NULL, dir, 1, &err);
+    free(cmd);
+    return rc;
+}
+
+int dt_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+            struct sbx_exec_result *res)
+{
+    struct dt_state *st = sb->st;
+    if (!args->argv || !args->argv[0] || !args->argv[0][0])
+        return dt_error(st, call, SBX_E_INVALID, DT ": exec: empty argv");
+    char *cwd = NULL;
+    if (args->cwd && *args->cwd) {
+        int type;
+        int rc = dt_resolve(sb, call, "exec cwd", args->cwd, 1, &cwd, &type);
+        if (rc != SBX_OK)
+            return rc;
+        if (type != DT_FT_DIR) {
+            free(cwd);
+            return dt_error(st, call, SBX_E_INVALID, DT ": exec: cwd %s is not a directory",
+                            args->cwd);
+        }
+    }
+    uint32_t size = res->size;
+    memset(res, 0, sizeof *res);
+    res->size = size;
+    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, res);
+    free(cwd);
+    return rc;
+}
+
+struct keep {
+    char *buf;
+    size_t cap, len;
+};
+
+static int keep_write(void *ctx, const void *data, size_t len)
+{
+    struct keep *k = ctx;
+    size_t room = k->cap ? k->cap - 1 - k->len : 0;
+    size_t n = len < room ? len : room;
+    memcpy(k->buf + k->len, data, n);
+    k->len += n;
+    k->buf[k->len] = '\0';
+    return 0;
+}
+
+int dt_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
+                   const struct sbx_sink *out, int64_t timeout_ms, int *exit_code, char *msg,
+                   size_t cap)
+{
+    struct keep k = {msg, cap, 0};
+    if (cap)
+        msg[0] = '\0';
+    struct sbx_sink errs = SBX_SINK_INIT(&k, keep_write);
+    struct sbx_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.argv = argv;
+    a.timeout_ms = timeout_ms;
+    a.out = out;
+    a.err = cap ? &errs : NULL;
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, &res);
+    *exit_code = res.term_signal ? 128 + res.term_signal : res.exit_code;
+    return rc;
+}
