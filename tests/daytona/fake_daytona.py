@@ -443,7 +443,8 @@ class Handler(BaseHTTPRequestHandler):
         if parts == ["sandbox"] and self.command == "POST":
             return self.create(body)
         if parts == ["sandbox"] and self.command == "GET":
-            return self.send_json(200, self.list(q))
+            # ListSandboxesResponse: one page, no cursor.
+            return self.send_json(200, {"items": self.list(q), "nextCursor": None})
         if parts == ["sandbox", "paginated"] and self.command == "GET":
             items = self.list(q)
             return self.send_json(200, {"items": items, "total": len(items), "page": 1,
@@ -552,8 +553,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.upload(sb, q)
         if path == "/files/download" and m == "GET":
             return self.download(sb, q)
+        if path == "/files/bulk-upload" and m == "POST":
+            return self.bulk_upload(sb)
         body = self.read_json()
         self.record(body, "toolbox")
+        if path == "/files/bulk-download" and m == "POST":
+            return self.bulk_download(sb, body)
         if path == "/files/folder" and m == "POST":
             hp = sb.host_path(need(q, "path"))
             mode = int(need(q, "mode"), 8)
@@ -704,6 +709,56 @@ class Handler(BaseHTTPRequestHandler):
         own(hp)
         return self.send_json(200, {"message": "File uploaded successfully"})
 
+    def bulk_upload(self, sb):
+        # The SDK's uploadFile(s): fields files[i].path and files[i].file.
+        # Parsed whole: the SDK's files in the fidelity test are small.
+        self.record(None, "toolbox")
+        bnd = boundary_of(self.headers.get("Content-Type", ""))
+        if not bnd:
+            raise ApiError(400, "want multipart/form-data with a boundary")
+        paths, datas = {}, {}
+        for name, _, data in parse_multipart(self.body(), bnd):
+            if name.endswith("].path"):
+                paths[name[:-len(".path")]] = data.decode()
+            elif name.endswith("].file"):
+                datas[name[:-len(".file")]] = data
+        for k, data in datas.items():
+            if k not in paths:
+                raise ApiError(400, "%s.file has no path" % k)
+            hp = sb.host_path(paths[k])
+            os.makedirs(os.path.dirname(hp), exist_ok=True)
+            with open(hp, "wb") as fh:
+                fh.write(data)
+            own(hp)
+        return self.send_json(200, None)
+
+    def bulk_download(self, sb, body):
+        # Parts "file" (filename = the requested path) or "error" (JSON).
+        paths = (body or {}).get("paths")
+        if not isinstance(paths, list):
+            raise ApiError(400, "paths is required")
+        bnd = secrets.token_hex(12)
+        out = []
+        for p in paths:
+            hp = sb.host_path(p)
+            if os.path.isfile(hp):
+                with open(hp, "rb") as fh:
+                    data, name, ctype = fh.read(), "file", "application/octet-stream"
+            else:
+                data = json.dumps({"message": "file not found", "statusCode": 404,
+                                   "code": "FILE_NOT_FOUND"}).encode()
+                name, ctype = "error", "application/json"
+            out.append(b"--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                       b"Content-Type: %s\r\n\r\n" % (bnd.encode(), name.encode(), p.encode(),
+                                                     ctype.encode()) + data + b"\r\n")
+        out.append(b"--%s--\r\n" % bnd.encode())
+        raw = b"".join(out)
+        self.send_response(200)
+        self.send_header("Content-Type", "multipart/form-data; boundary=%s" % bnd)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
     def download(self, sb, q):
         self.record(None, "toolbox")
         hp = sb.host_path(need(q, "path"))
@@ -830,6 +885,40 @@ def command_json(c):
     if c.exit_code is not None:
         d["exitCode"] = c.exit_code
     return d
+
+
+def boundary_of(ctype):
+    if not ctype.startswith("multipart/form-data"):
+        return None
+    for p in ctype.split(";"):
+        p = p.strip()
+        if p.startswith("boundary="):
+            return p[len("boundary="):].strip('"')
+    return None
+
+
+def parse_multipart(raw, bnd):
+    """(name, filename, data) of each part of a whole multipart body."""
+    out = []
+    for part in raw.split(b"--" + bnd.encode())[1:]:
+        if part.startswith(b"--"):
+            break
+        head, sep, data = part.partition(b"\r\n\r\n")
+        if not sep:
+            continue
+        if data.endswith(b"\r\n"):
+            data = data[:-2]
+        name = filename = None
+        for line in head.decode(errors="replace").split("\r\n"):
+            if line.lower().startswith("content-disposition:"):
+                for item in line.split(";")[1:]:
+                    k, _, v = item.strip().partition("=")
+                    if k == "name":
+                        name = v.strip('"')
+                    elif k == "filename":
+                        filename = v.strip('"')
+        out.append((name or "", filename, data))
+    return out
 
 
 def stream_multipart(chunks, bnd, dest):
