@@ -22,12 +22,15 @@ Lifecycle: a new sandbox is "creating" for CREATE_DELAY seconds, then
 "starting"; DELETE makes it "destroying" for a moment, then it is gone.
 
 Control endpoints (not part of any spec) under /_fake/:
-  POST /_fake/faults  [{"match": "<path prefix>", "kind": ..., "times": n}]
+  POST /_fake/faults  [{"match": "<path prefix>", "kind": ..., "times": n,
+                        "method": only requests of this method (optional)}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
-      before answering), "cut" (a download closes the connection after half
-      the body), "vanish" (the sandbox disappears before the request is
-      served), "stuck" (a sandbox created while it is armed stays in
-      "pending_build" forever).
+      before answering), "cut" (a download of a file of at least "min_size"
+      bytes closes the connection after half the body), "vanish" (the
+      sandbox disappears before the request is served), "stuck" (a sandbox
+      created while it is armed stays in "pending_build" forever).
+  Toolbox faults match "/toolbox/<path below the sandbox>", e.g.
+  "/toolbox/process/session"; API faults the request path ("/api/sandbox").
   POST /_fake/state   {"id": ..., "state": "stopped"|"paused"}
   GET  /_fake/stats   {"connections": n, "sandboxes": n, "requests": [...]}
   POST /_fake/reset   forget faults and the request log
@@ -220,11 +223,12 @@ class State:
         self.requests = []
         self.connections = 0
 
-    def take_fault(self, path, kinds):
+    def take_fault(self, path, kinds, method=None):
         with self.lock:
             for f in self.faults:
                 if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
-                        and f.get("times", 1) > 0:
+                        and f.get("times", 1) > 0 and \
+                        (method is None or f.get("method", method) == method):
                     f["times"] = f.get("times", 1) - 1
                     return f
         return None
@@ -356,6 +360,7 @@ class Handler(BaseHTTPRequestHandler):
         self.dispatch()
 
     def dispatch(self):
+        self._drained = False  # per request: the handler lives as long as the connection
         try:
             url = urllib.parse.urlsplit(self.path)
             path = url.path
@@ -365,10 +370,13 @@ class Handler(BaseHTTPRequestHandler):
                     self.headers.get("Authorization", "") != "Bearer " + ST.api_key:
                 self.drain()
                 return self.send_error_json(401, "Invalid credentials")
-            f = ST.take_fault(path, ("slow",))
+            # Toolbox faults match the path below the sandbox.
+            segs = [p for p in path.split("/") if p]
+            fpath = "/toolbox/" + "/".join(segs[2:]) if segs[:1] == ["toolbox"] else path
+            f = ST.take_fault(fpath, ("slow",), self.command)
             if f:
                 time.sleep(f.get("delay_ms", 1000) / 1000.0)
-            f = ST.take_fault(path, ("status",))
+            f = ST.take_fault(fpath, ("status",), self.command)
             if f:
                 self.drain()
                 code = f.get("status", 503)
@@ -767,7 +775,14 @@ class Handler(BaseHTTPRequestHandler):
         if os.path.isdir(hp):
             raise ApiError(400, "path is a directory")
         size = os.path.getsize(hp)
-        cut = ST.take_fault("/toolbox/files/download", ("cut",))
+        cut = None
+        with ST.lock:
+            for f in ST.faults:
+                if f.get("kind") == "cut" and f.get("times", 1) > 0 and \
+                        size >= f.get("min_size", 0):
+                    f["times"] = f.get("times", 1) - 1
+                    cut = f
+                    break
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Disposition", 'attachment; filename="%s"' % os.path.basename(hp))
