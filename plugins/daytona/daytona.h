@@ -183,8 +183,9 @@ int dt_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to
 int dt_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
                  sbx_http_error *err);
 
-/* Report a toolbox failure; a failure that may mean the sandbox is gone is
- * checked with the API and becomes SBX_E_NOT_FOUND when it is. */
+/* Report a toolbox failure; a failure that may mean the sandbox is gone or
+ * not running is checked with the API: SBX_E_NOT_FOUND when it is gone,
+ * SBX_E_UNAVAILABLE naming the state when it is not `started`. */
 int dt_tb_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, const char *fmt, ...)
     SBX_PRINTF_LIKE(4, 5);
 

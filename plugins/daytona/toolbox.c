@@ -311,7 +311,10 @@ int dt_tb_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, const cha
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     if (err->status != SBX_E_CANCELLED && !err->from_callback &&
-        (err->http_status == 404 || err->http_status >= 500 || err->status == SBX_E_UNAVAILABLE)) {
+        (err->http_status == 400 || err->http_status == 404 || err->http_status == 409 ||
+         err->http_status == 410 || err->http_status >= 500 || err->status == SBX_E_UNAVAILABLE)) {
+        /* The proxy refuses calls to a sandbox that is not running (one
+         * that stopped after auto_stop_minutes idle, say) or gone. */
         json_object *doc = NULL;
         sbx_http_error e2;
         int rc = dt_api_get(st, NULL, sb->id, &doc, &e2);

@@ -446,3 +446,31 @@ Test(daytona_provider, connections_are_reused)
     sbx_destroy(prov, "k-reuse", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
+
+Test(daytona_provider, a_stopped_sandbox_under_a_held_handle_is_unavailable)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-idle");
+    char ref[SBX_REF_MAX], body[256];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    /* it stopped on its own (auto-stop after idling) */
+    snprintf(body, sizeof body, "{\"id\":\"%s\",\"state\":\"stopped\"}", ref_id(ref));
+    free(fake_http(&fake, "POST", "/_fake/state", body, NULL, NULL));
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    int rc = run(h, "echo x", &res, &out, &err);
+    cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "stopped"), "%s", err.message);
+    sbx_capture_free(&out);
+    sbx_release(h);
+    /* attaching again starts it */
+    h = NULL;
+    cr_assert_eq(sbx_attach(prov, "k-idle", ref, NULL, &h, &err), SBX_OK, "%s", err.message);
+    sbx_capture_init(&out, 64, 0);
+    cr_expect_eq(run(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
+    sbx_capture_free(&out);
+    cr_expect_eq(sbx_destroy(prov, "k-idle", ref, NULL, &err), SBX_OK, "%s", err.message);
+    sbx_release(h);
+}
