@@ -2,8 +2,10 @@
  * files.c - read_file and write_file through the toolbox's
  * /files/download and /files/upload, streamed both ways. A write goes to
  * a temporary name beside the target (parents made first), gets its mode
- * and is renamed over the target with /files/move, so readers see the old
- * content or the new, never a part; a failed write removes the temporary.
+ * and takes the target's name (/files/move for a new file, rename(2) in
+ * the sandbox over an existing one: the toolbox's move does not replace),
+ * so readers see the old content or the new, never a part; a failed write
+ * removes the temporary.
  * See daytona.h.
  */
 #include "daytona.h"
@@ -96,8 +98,22 @@ int dt_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struc
         rc = dt_tb_report(sb, call, &err, "write_file %s: setting mode %04o", path, mode);
         goto fail;
     }
-    rc = dt_tb_move(sb, call, tmp, abs, &err);
-    if (rc != SBX_OK) {
+    /* The toolbox's move refuses to replace a file (409), so a file that
+     * exists is replaced by rename(2) in the sandbox (mv -f on one file
+     * system), a new one moved by the toolbox. */
+    rc = type == DT_FT_NONE ? dt_tb_move(sb, call, tmp, abs, &err) : SBX_E_EXISTS;
+    if (rc == SBX_E_EXISTS) {
+        const char *argv[] = {"mv", "-f", "--", tmp, abs, NULL};
+        char msg[256];
+        int code = -1;
+        rc = dt_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
+                            sizeof msg);
+        if (rc == SBX_OK && code != 0)
+            rc = dt_error(st, call, SBX_E_IO, DT ": write_file %s: renaming into place: %s",
+                          path, msg);
+        if (rc != SBX_OK)
+            goto fail;
+    } else if (rc != SBX_OK) {
         rc = dt_tb_report(sb, call, &err, "write_file %s: renaming into place", path);
         goto fail;
     }

@@ -592,8 +592,11 @@ class Handler(BaseHTTPRequestHandler):
             src, dst = sb.host_path(need(q, "source")), sb.host_path(need(q, "destination"))
             if not os.path.lexists(src):
                 raise ApiError(404, "source not found")
-            if os.path.isdir(dst) and not os.path.isdir(src):
-                raise ApiError(400, "destination is a directory")
+            if not os.path.isdir(os.path.dirname(dst)):
+                raise ApiError(404, "destination directory not found")
+            # The daemon refuses to replace (fs/move_file.go: 409).
+            if os.path.lexists(dst):
+                raise ApiError(409, "destination already exists")
             os.rename(src, dst)
             return self.send_json(200, None)
         if path == "/files" and m == "DELETE":
