@@ -227,6 +227,10 @@ int dt_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
 
 /* ---- outputs.c / skills.c ---------------------------------------------- */
 
+/* Make a directory outside the user's reach (below /mnt, /workspace) with
+ * mode: through the toolbox, else as the sandbox user with sudo -n. */
+int dt_shared_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode);
+
 int dt_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
 int dt_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
 int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,

@@ -295,11 +295,8 @@ int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     }
     snprintf(tarpath, sizeof tarpath, "/tmp/.sbx-skill-%s.tar", hex);
     sbx_http_error err;
-    rc = dt_tb_mkdir(sb, call, DT_SKILLS, 0555, &err);
-    if (rc != SBX_OK) {
-        rc = dt_tb_report(sb, call, &err, "skill_install %s: creating %s", name, DT_SKILLS);
+    if ((rc = dt_shared_dir(sb, call, DT_SKILLS, 0555)) != SBX_OK)
         goto done;
-    }
     struct fd_src fs = {out, (int64_t)len};
     struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_read);
     src.length = fd_length;

@@ -23,7 +23,8 @@ Lifecycle: a new sandbox is "creating" for CREATE_DELAY seconds, then
 
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "<path prefix>", "kind": ..., "times": n,
-                        "method": only requests of this method (optional)}]
+                        "method": only requests of this method,
+                        "query": only requests whose decoded query has this}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
       before answering), "cut" (a download of a file of at least "min_size"
       bytes closes the connection after half the body), "vanish" (the
@@ -223,12 +224,13 @@ class State:
         self.requests = []
         self.connections = 0
 
-    def take_fault(self, path, kinds, method=None):
+    def take_fault(self, path, kinds, method=None, query=""):
         with self.lock:
             for f in self.faults:
                 if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
                         and f.get("times", 1) > 0 and \
-                        (method is None or f.get("method", method) == method):
+                        (method is None or f.get("method", method) == method) and \
+                        f.get("query", "") in urllib.parse.unquote(query):
                     f["times"] = f.get("times", 1) - 1
                     return f
         return None
@@ -373,10 +375,10 @@ class Handler(BaseHTTPRequestHandler):
             # Toolbox faults match the path below the sandbox.
             segs = [p for p in path.split("/") if p]
             fpath = "/toolbox/" + "/".join(segs[2:]) if segs[:1] == ["toolbox"] else path
-            f = ST.take_fault(fpath, ("slow",), self.command)
+            f = ST.take_fault(fpath, ("slow",), self.command, url.query)
             if f:
                 time.sleep(f.get("delay_ms", 1000) / 1000.0)
-            f = ST.take_fault(fpath, ("status",), self.command)
+            f = ST.take_fault(fpath, ("status",), self.command, url.query)
             if f:
                 self.drain()
                 code = f.get("status", 503)

@@ -474,3 +474,24 @@ Test(daytona_provider, a_stopped_sandbox_under_a_held_handle_is_unavailable)
     cr_expect_eq(sbx_destroy(prov, "k-idle", ref, NULL, &err), SBX_OK, "%s", err.message);
     sbx_release(h);
 }
+
+Test(daytona_provider, shared_directories_fall_back_to_the_sandbox_user)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    /* a toolbox without the rights to make /mnt/session/outputs: the
+     * provider tries as the sandbox user (sudo -n), which cannot either in
+     * the fake, and says what both attempts gave */
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/toolbox/files/folder\",\"kind\":\"status\","
+                                    "\"query\":\"/mnt/session\",\"status\":400,\"body\":{\"statusCode\":400,"
+                                    "\"message\":\"mkdir /mnt/session: permission denied\"}}]"),
+                 0);
+    sbx_handle *h = NULL;
+    int rc = try_make("k-norights", &h, &err);
+    cr_expect_eq(rc, SBX_E_IO, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "/mnt/session/outputs"), "%s", err.message);
+    cr_expect(strstr(err.message, "permission denied"), "%s", err.message);
+    char *s = stats();
+    cr_expect(strstr(s, "sudo -n mkdir"), "no attempt as the sandbox user");
+    free(s);
+}
