@@ -511,15 +511,20 @@ class Handler(BaseHTTPRequestHandler):
             if k in body and not isinstance(body[k], int):
                 raise ApiError(400, "%s must be an integer" % k)
         name = body.get("name")
-        if name is not None:
-            if not isinstance(name, str) or not name:
-                raise ApiError(400, "name must be a string")
-            if ST.find(name):
-                raise ApiError(409, "Sandbox with name %s already exists" % name)
+        if name is not None and (not isinstance(name, str) or not name):
+            raise ApiError(400, "name must be a string")
         stuck = ST.take_fault("/sandbox", ("stuck",)) is not None
         sb = Sandbox(ST.base, body, stuck)
         with ST.lock:
-            ST.sandboxes[sb.id] = sb
+            # Names are unique in the organization: checked and taken at once.
+            if name is not None and any(s.name == name for s in ST.sandboxes.values()):
+                clash = True
+            else:
+                clash = False
+                ST.sandboxes[sb.id] = sb
+        if clash:
+            shutil.rmtree(sb.dir, ignore_errors=True)
+            raise ApiError(409, "Sandbox with name %s already exists" % name)
         return self.send_json(200, sb.to_json(self.base_url()))
 
     def list(self, q):

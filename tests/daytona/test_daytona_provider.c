@@ -14,6 +14,8 @@
 
 #include <criterion/criterion.h>
 
+#include <pthread.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,4 +496,58 @@ Test(daytona_provider, shared_directories_fall_back_to_the_sandbox_user)
     char *s = stats();
     cr_expect(strstr(s, "sudo -n mkdir"), "no attempt as the sandbox user");
     free(s);
+}
+
+/* Two instances (two contexts, as two workers) creating one key at once. */
+struct racer {
+    sbx_provider *p;
+    char ref[SBX_REF_MAX];
+    int rc;
+    char msg[sizeof(((sbx_error *)0)->message)];
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    sbx_error err;
+    sbx_handle *h = NULL;
+    struct sbx_create_options co = {sizeof co, NULL, 0};
+    r->rc = sbx_create(r->p, "k-race", &co, NULL, &h, &err);
+    snprintf(r->msg, sizeof r->msg, "%s", err.message);
+    if (r->rc == SBX_OK)
+        snprintf(r->ref, sizeof r->ref, "%s", sbx_handle_ref(h));
+    sbx_release(h);
+    return NULL;
+}
+
+Test(daytona_provider, racing_creates_end_with_one_sandbox)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_ctx *ctx2 = NULL;
+    sbx_provider *p2 = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "%s/sbx.yaml", cfgdir);
+    struct sbx_options o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.config_path = path;
+    o.plugin_path = SBX_TEST_PROVIDER_DIR;
+    o.ignore_environment = true;
+    cr_assert_eq(sbx_open(&o, &ctx2, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbx_provider_lookup(ctx2, "daytona", &p2, &err), SBX_OK, "%s", err.message);
+    struct racer a = {prov, "", -1, ""}, b = {p2, "", -1, ""};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, race, &a);
+    pthread_create(&tb, NULL, race, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_expect_eq(a.rc, SBX_OK, "%s", a.msg);
+    cr_expect_eq(b.rc, SBX_OK, "%s", b.msg);
+    cr_expect_str_eq(a.ref, b.ref);
+    char *s = stats();
+    cr_expect(strstr(s, "\"sandboxes\": 1"), "not exactly one sandbox: %.300s", s);
+    free(s);
+    cr_expect_eq(sbx_destroy(prov, "k-race", a.ref, NULL, &err), SBX_OK, "%s", err.message);
+    sbx_close(ctx2);
 }
