@@ -209,6 +209,20 @@ int dt_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
         return rc;
     sbx_http_error err;
     rc = dt_api_delete(st, call, id, &err);
+    if (rc == SBX_E_INVALID || rc == SBX_E_EXISTS) {
+        /* Refused because it is already being destroyed (an earlier
+         * destroy that did not wait): what counts is that it goes. */
+        sbx_http_error keep = err;
+        json_object *doc = NULL;
+        int g = dt_api_get(st, call, id, &doc, &err);
+        const char *s = g == SBX_OK ? sbx_json_str(doc, "state") : NULL;
+        int going = g == SBX_E_NOT_FOUND || (s && (!strcmp(s, "destroying") ||
+                                                   !strcmp(s, "destroyed")));
+        json_object_put(doc);
+        if (going)
+            return dt_api_wait_gone(st, call, id);
+        return dt_report(st, call, &keep, "deleting sandbox %s", id);
+    }
     if (rc != SBX_OK)
         return dt_report(st, call, &err, "deleting sandbox %s", id);
     /* Deletion is asynchronous: wait, so that the name is free again and
