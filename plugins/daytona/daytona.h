@@ -104,9 +104,6 @@ int dt_report(struct dt_state *st, sbx_call *call, const sbx_http_error *err,
 
 int64_t dt_now_ms(void);
 
-/* Random lowercase hex of 2*n characters into out (2*n+1 bytes). */
-int dt_random_hex(char *out, size_t n);
-
 /* ---- api.c ------------------------------------------------------------- */
 
 /* GET /sandbox/{idOrName}: the Sandbox; SBX_E_NOT_FOUND when gone. */
@@ -155,6 +152,12 @@ int dt_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *
                json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
                sbx_http_error *err);
 
+/* A session command (POST path, body) whose answer carries stdout and
+ * stderr apart, as the toolbox gives them to SDKs from 0.167.0 on. Not
+ * repeated. */
+int dt_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
+                     json_object **out, int64_t timeout_ms, sbx_http_error *err);
+
 /* "<path>?<name>=<escaped value>[&<name2>=<escaped value2>]" (malloc'd). */
 char *dt_tb_query(const char *path, const char *name, const char *value,
                   const char *name2, const char *value2);
@@ -195,11 +198,21 @@ int dt_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
             struct sbx_exec_result *res);
 
 /* Run argv in the absolute directory cwd (NULL: the workspace), stdout to
- * out (may be NULL), up to cap-1 bytes of stderr kept in msg; *exit_code
- * is 128+N after a death by signal N. timeout 0: none. call may be NULL. */
+ * out (NULL: discarded, and the command runs as dt_exec_small), up to
+ * cap-1 bytes of stderr kept in msg; *exit_code is 128+N after a death by
+ * signal N. timeout 0: none. call may be NULL. */
 int dt_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
                    const char *const *argv, const struct sbx_sink *out, int64_t timeout_ms,
                    int *exit_code, char *msg, size_t cap);
+
+/* A short helper command with small text output: one session, its exit
+ * code and its stdout (into out, out_cap > 0) and stderr (into msg) taken
+ * from the session's JSON answer, no files. SBX_E_EXISTS (nothing set on
+ * the call) when stdout did not fit, was not valid UTF-8 or the toolbox
+ * did not split it: then use dt_exec_helper, which is byte-exact. */
+int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
+                  int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
+                  size_t cap);
 
 /* ---- paths.c ----------------------------------------------------------- */
 

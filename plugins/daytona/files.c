@@ -10,6 +10,8 @@
  */
 #include "daytona.h"
 
+#include "hex.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +46,7 @@ int dt_read_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struct
 static char *temp_name(const char *abs)
 {
     char hex[17];
-    if (dt_random_hex(hex, 8) != 0)
-        return NULL;
+    sbxs_random_hex(hex, 8);
     const char *slash = strrchr(abs, '/');
     size_t len = strlen(abs) + 32;
     char *t = malloc(len);

@@ -11,6 +11,7 @@
 #include "daytona.h"
 
 #include "confine.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,7 @@ int dt_sh_quote(char **buf, size_t *len, size_t *cap, const char *s)
 /* $1 root, $2 path: prints "<t> <resolved>", t in d f o n; exit 4 when
  * the resolved path is outside the root. */
 static const char RESOLVE_SH[] =
-    "r=$(realpath -m -- \"$1\") && p=$(realpath -m -- \"$2\") || exit 3; "
+    "x=$(realpath -m -- \"$1\" \"$2\") || exit 3; r=${x%%\n*}; p=${x#*\n}; "
     "case \"$p\" in \"$r\"|\"$r\"/*) ;; *) exit 4;; esac; "
     "if [ -d \"$p\" ]; then t=d; elif [ -f \"$p\" ]; then t=f; "
     "elif [ -e \"$p\" ] || [ -L \"$p\" ]; then t=o; else t=n; fi; "
@@ -102,6 +103,11 @@ int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *re
                         rel);
     if (strchr(rel, '\n'))
         return dt_error(st, call, SBX_E_INVALID, DT ": %s: a path has no line breaks", what);
+    if (!sbxs_utf8_valid(rel, strlen(rel)))
+        return dt_error(st, call, SBX_E_INVALID,
+                        DT ": %s: the path is not valid UTF-8 (the toolbox takes commands and "
+                           "names as JSON text)",
+                        what);
     size_t n = strlen(root) + strlen(rel) + 2;
     char *lex = malloc(n);
     if (!lex)
@@ -110,14 +116,23 @@ int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *re
     const char *argv[] = {"sh", "-c", RESOLVE_SH, "sbx", root, lex, NULL};
     struct grab g;
     memset(&g, 0, sizeof g);
-    struct sbx_sink out = SBX_SINK_INIT(&g, grab_write);
     int code = -1;
     char msg[256];
-    int rc = dt_exec_helper(sb, call, "/", argv, &out, st->cfg.request_timeout_ms, &code, msg,
+    /* Its answer is one short line: the session's JSON carries it, unless
+     * it is not valid UTF-8; then through a file, byte-exact. */
+    int rc = dt_exec_small(sb, call, "/", argv, st->cfg.request_timeout_ms, &code, g.buf,
+                           sizeof g.buf, msg, sizeof msg);
+    if (rc == SBX_E_EXISTS) {
+        struct sbx_sink out = SBX_SINK_INIT(&g, grab_write);
+        rc = dt_exec_helper(sb, call, "/", argv, &out, st->cfg.request_timeout_ms, &code, msg,
                             sizeof msg);
+    }
     free(lex);
     if (rc != SBX_OK)
         return rc;
+    g.len = strlen(g.buf);
+    if (g.len && g.buf[g.len - 1] == '\n')
+        g.buf[--g.len] = '\0'; /* the toolbox logs output by lines */
     if (code == 4)
         return dt_error(st, call, SBX_E_INVALID,
                         DT ": %s: %s leads out of the workspace (through a symlink)", what, rel);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #define KEY_VAR "DAYTONA_API_KEY"
@@ -38,16 +37,6 @@ int64_t dt_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int dt_random_hex(char *out, size_t n)
-{
-    unsigned char r[32];
-    if (n > sizeof r || getrandom(r, n, 0) != (ssize_t)n)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        snprintf(out + 2 * i, 3, "%02x", r[i]);
-    return 0;
 }
 
 static int cancel_check(void *ctx)

@@ -17,6 +17,7 @@
 #include "daytona.h"
 
 #include "archive_check.h"
+#include "hex.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -289,10 +290,7 @@ int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
         goto done;
     }
     char hex[17], tarpath[64];
-    if (dt_random_hex(hex, 8) != 0) {
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install: no randomness");
-        goto done;
-    }
+    sbxs_random_hex(hex, 8);
     snprintf(tarpath, sizeof tarpath, "/tmp/.sbx-skill-%s.tar", hex);
     sbx_http_error err;
     if ((rc = dt_shared_dir(sb, call, DT_SKILLS, 0555)) != SBX_OK)

@@ -8,6 +8,8 @@
  */
 #include "daytona.h"
 
+#include "hex.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,23 +112,42 @@ static void tb_request(sbx_sandbox *sb, struct sbx_http_request *req, const char
     req->cancel = &c->c;
 }
 
-int dt_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
-               json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
-               sbx_http_error *err)
+/* The SDK version from which the toolbox answers session commands with
+ * stdout and stderr apart (apps/daemon session handlers: >= 0.167.0). */
+#define SPLIT_SDK_HEADER "X-Daytona-SDK-Version: 0.190.1"
+
+static int tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
+                   json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
+                   const char *extra, sbx_http_error *err)
 {
     char *fp = full_path(sb, path);
     if (!fp)
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
     struct dt_cancel c;
     dt_cancel_init(&c, sb->st->host, call);
-    const char *headers[2];
+    const char *headers[3];
     struct sbx_http_request req;
     tb_request(sb, &req, headers, &c, method, fp);
+    headers[1] = extra;
+    headers[2] = NULL;
     req.timeout_ms = timeout_ms;
     int rc = e2bp_json_retry(sb->tb, &req, body, out, NULL, err,
                              idempotent ? &sb->st->cfg.retry : NULL);
     free(fp);
     return rc;
+}
+
+int dt_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
+               json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
+               sbx_http_error *err)
+{
+    return tb_json(sb, call, method, path, body, out, idempotent, timeout_ms, NULL, err);
+}
+
+int dt_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
+                     json_object **out, int64_t timeout_ms, sbx_http_error *err)
+{
+    return tb_json(sb, call, "POST", path, body, out, 0, timeout_ms, SPLIT_SDK_HEADER, err);
 }
 
 char *dt_tb_query(const char *path, const char *name, const char *value, const char *name2,
@@ -207,8 +228,7 @@ int dt_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const struct 
                  sbx_http_error *err)
 {
     char bnd[40];
-    if (dt_random_hex(bnd, 16) != 0)
-        return sbx_http_fail(err, SBX_E_IO, "no randomness for a multipart boundary");
+    sbxs_random_hex(bnd, 16);
     struct multipart m;
     memset(&m, 0, sizeof m);
     m.src = src;

@@ -551,3 +551,35 @@ Test(daytona_provider, racing_creates_end_with_one_sandbox)
     cr_expect_eq(sbx_destroy(prov, "k-race", a.ref, NULL, &err), SBX_OK, "%s", err.message);
     sbx_close(ctx2);
 }
+
+Test(daytona_provider, text_that_is_not_utf8_is_refused_up_front)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k-latin1");
+    /* commands and names travel as JSON text: Latin-1 cannot */
+    struct sbx_memory_source m = {(const unsigned char *)"latin", 5, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    int rc = sbx_write(h, "caf\xe9.txt", &src, 0644, NULL, &err);
+    cr_expect_eq(rc, SBX_E_INVALID, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "UTF-8"), "%s", err.message);
+    struct sbx_exec_result res;
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    rc = run(h, "echo caf\xe9", &res, &out, &err);
+    cr_expect_eq(rc, SBX_E_INVALID, "%d %s", rc, err.message);
+    cr_expect(strstr(err.message, "argument 2"), "%s", err.message);
+    sbx_capture_free(&out);
+    /* and UTF-8 names work */
+    m.pos = 0;
+    cr_expect_eq(sbx_write(h, "caf\xc3\xa9.txt", &src, 0644, NULL, &err), SBX_OK, "%s",
+                 err.message);
+    sbx_capture_init(&out, 64, 0);
+    cr_expect_eq(run(h, "cat caf\xc3\xa9.txt", &res, &out, &err), SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "latin");
+    free(t);
+    sbx_capture_free(&out);
+    sbx_destroy(prov, "k-latin1", sbx_handle_ref(h), NULL, &err);
+    sbx_release(h);
+}
