@@ -374,6 +374,26 @@ int main(int argc, char **argv)
            (unsigned long long)mib, mbs / tw, mbs / cw, cw / tw, mbs / tr, mbs / cr, cr / tr,
            growth);
 
+    /* the fixed cost of a file operation: a read of one byte */
+    {
+        struct zeros z1 = {1};
+        struct sbx_source s1 = SBX_SOURCE_INIT(&z1, zsrc_read);
+        s1.length = zsrc_len;
+        if (sbx_write(h, "one.bin", &s1, 0, NULL, &err) != SBX_OK)
+            die("write", err.message);
+        double tf[9];
+        for (int i = 0; i < 9; i++) {
+            uint64_t n1 = 0;
+            struct sbx_sink k1 = SBX_SINK_INIT(&n1, count_write);
+            double t0 = now();
+            if (sbx_read(h, "one.bin", &k1, NULL, &err) != SBX_OK || n1 != 1)
+                die("read", err.message);
+            tf[i] = now() - t0;
+        }
+        printf("read of 1 byte (median of 9, the fixed cost of a read): %.2f ms\n",
+               median(tf, 9) * 1e3);
+    }
+
     /* 3. 100 sequential execs over reused connections */
     int c0 = fake_connections(c);
     for (int i = 0; i < 100; i++)
