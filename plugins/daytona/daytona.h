@@ -12,7 +12,9 @@
  *                multipart upload, folders, move, permissions, sessions
  *   exec.c       commands through process sessions, stdout and stderr
  *                kept apart, timeout and cancellation by deleting the
- *                session, stdin fed in chunks
+ *                session
+ *   exec_stdin.c stdin fed in chunks while the command runs
+ *   exec_small.c helper commands with small text output
  *   paths.c      workspace confinement (resolved inside the sandbox)
  *   files.c      read_file/write_file (temp name, mode, rename)
  *   outputs.c    /mnt/session/outputs and export_outputs (OUTPUT_EXPORT)
@@ -186,6 +188,15 @@ int dt_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to
 int dt_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
                  sbx_http_error *err);
 
+/* POST /process/session {sessionId: sid} (a retry finding it made is
+ * fine); reports its own errors, naming the command `what`. */
+int dt_tb_session_create(sbx_sandbox *sb, sbx_call *call, const char *sid, const char *what);
+
+/* DELETE /process/session/{sid}: the toolbox ends the session's process
+ * group (SIGTERM, then SIGKILL). Runs even after a cancellation; failures
+ * are logged. */
+void dt_tb_session_delete(sbx_sandbox *sb, const char *sid);
+
 /* Report a toolbox failure; a failure that may mean the sandbox is gone or
  * not running is checked with the API: SBX_E_NOT_FOUND when it is gone,
  * SBX_E_UNAVAILABLE naming the state when it is not `started`. */
@@ -204,6 +215,25 @@ int dt_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
 int dt_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
                    const char *const *argv, const struct sbx_sink *out, int64_t timeout_ms,
                    int *exit_code, char *msg, size_t cap);
+
+/* SBX_E_INVALID (reported) when the cwd, an argument or an environment
+ * entry is not valid UTF-8: commands travel as JSON text. */
+int dt_exec_check_text(struct dt_state *st, sbx_call *call, const char *cwd,
+                       const char *const *argv, const char *const *env);
+
+/* ---- exec_stdin.c ------------------------------------------------------ */
+
+/* Feed a running command's stdin from in through files of dir (see
+ * exec_stdin.c). */
+struct dt_feed;
+int dt_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in, const char *dir,
+                  struct dt_feed **out);
+
+/* Stop feeding and free f (NULL is ignored); 1 when the source failed
+ * (it has set the call's error), else 0. */
+int dt_feed_stop(struct dt_feed *f);
+
+/* ---- exec_small.c ------------------------------------------------------ */
 
 /* A short helper command with small text output: one session, its exit
  * code and its stdout (into out, out_cap > 0) and stderr (into msg) taken

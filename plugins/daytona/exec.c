@@ -7,8 +7,8 @@
  *   POST   /process/session {sessionId}            a fresh shell
  *   POST   /process/session/{sid}/exec             runs the command, answers
  *          {command, runAsync:false}               {cmdId, exitCode} at its end
- *   GET    /files/download?path=<dir>/out, .../err the two streams, streamed
  *   DELETE /process/session/{sid}                  kills what is left
+ *   GET    /files/download?path=<dir>/out, .../err the two streams, streamed
  *   DELETE /files?path=<dir>&recursive=true
  *
  * The command runs under a small POSIX sh wrapper that sends its stdout
@@ -17,12 +17,9 @@
  * no output is ever held whole in memory. A timeout or a cancellation
  * deletes the session, which kills its whole process group.
  *
- * stdin: the toolbox has no way to stream bytes into a process (its
- * session input is text and cannot be closed), so a feeder thread uploads
- * the caller's source in chunks (<dir>/in.N, renamed into place when
- * complete, then <dir>/eof) and the wrapper pipes them into the command
- * through a FIFO as they appear. When the command exits, feeding stops,
- * whether or not the source has ended.
+ * stdin is fed while the command runs as files of the same directory
+ * (exec_stdin.c), which the wrapper pipes into the command through a FIFO
+ * as they appear.
  *
  * Exit status: the session reports the shell's $?, so a death by signal N
  * arrives as 128+N and is mapped back (exit statuses 129..192 are
@@ -33,15 +30,9 @@
 #include "hex.h"
 #include "utf8.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#define FEED_CHUNK (256 * 1024)
 
 /* $1 dir, $2 cwd, $3 stdin mode (0: none, 1: fed), then the command. */
 static const char WRAP_SH[] =
@@ -55,123 +46,6 @@ static const char WRAP_SH[] =
     "r=$!; \"$@\" <\"$d/fifo\" >\"$d/out\" 2>\"$d/err\"; c=$?; kill $r 2>/dev/null; exit $c; "
     "fi; "
     "exec \"$@\" </dev/null >\"$d/out\" 2>\"$d/err\"";
-
-/* ---- stdin feeding ------------------------------------------------------ */
-
-struct feed {
-    sbx_sandbox *sb;
-    const struct sbx_source *in;
-    const char *dir;
-    int stop_pipe[2];
-    int failed;       /* the source failed: the host knows why */
-};
-
-struct membuf {
-    const unsigned char *p;
-    size_t len, off;
-};
-
-static long mem_read(void *ctx, void *buf, size_t cap)
-{
-    struct membuf *m = ctx;
-    size_t n = m->len - m->off < cap ? m->len - m->off : cap;
-    memcpy(buf, m->p + m->off, n);
-    m->off += n;
-    return (long)n;
-}
-
-static int64_t mem_length(void *ctx)
-{
-    struct membuf *m = ctx;
-    return (int64_t)(m->len - m->off);
-}
-
-/* Poll the source's fd (when it has one) next to the stop pipe: 1 when
- * readable, 0 to stop, within wait_ms (-1: forever; 0 returns 2 when
- * nothing is ready yet). */
-static int readable(struct feed *f, int wait_ms)
-{
-    int fd = f->in->size >= SBX_SOURCE_SIZE_1_0 && f->in->poll_fd ? f->in->poll_fd(f->in->ctx)
-                                                                   : -1;
-    struct pollfd p[2] = {{f->stop_pipe[0], POLLIN, 0}, {fd, POLLIN, 0}};
-    for (;;) {
-        int n = poll(p, fd >= 0 ? 2 : 1, fd >= 0 ? wait_ms : 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 || p[0].revents)
-            return 0;
-        if (fd < 0 || p[1].revents)
-            return 1;
-        return 2;
-    }
-}
-
-/* Upload len bytes as <dir>/<name>, complete before it is visible. */
-static int put_chunk(struct feed *f, const unsigned char *data, size_t len, const char *name,
-                     int seq)
-{
-    char tmp[160], fin[160];
-    snprintf(tmp, sizeof tmp, "%s/p.%d", f->dir, seq);
-    snprintf(fin, sizeof fin, "%s/%s", f->dir, name);
-    struct membuf m = {data, len, 0};
-    struct sbx_source src = SBX_SOURCE_INIT(&m, mem_read);
-    src.length = mem_length;
-    sbx_http_error err;
-    int rc = dt_tb_upload(f->sb, NULL, tmp, &src, &err);
-    if (rc == SBX_OK)
-        rc = dt_tb_move(f->sb, NULL, tmp, fin, &err);
-    return rc;
-}
-
-static void *feeder(void *arg)
-{
-    struct feed *f = arg;
-    unsigned char *buf = malloc(FEED_CHUNK);
-    if (!buf)
-        return NULL;
-    sbx_http_error err;
-    if (dt_tb_mkdir(f->sb, NULL, f->dir, 0700, &err) != SBX_OK) {
-        free(buf);
-        return NULL;
-    }
-    for (int seq = 0;; seq++) {
-        if (!readable(f, -1))
-            break;
-        size_t len = 0;
-        int eof = 0;
-        /* Gather what is there (never waiting once a byte came), up to a
-         * chunk. */
-        while (len < FEED_CHUNK) {
-            long n = f->in->read(f->in->ctx, buf + len, FEED_CHUNK - len);
-            if (n < 0) {
-                f->failed = 1;
-                break;
-            }
-            if (n == 0) {
-                eof = 1;
-                break;
-            }
-            len += (size_t)n;
-            int r = readable(f, 0);
-            if (r != 1)
-                break;
-        }
-        if (f->failed)
-            break;
-        char name[32];
-        snprintf(name, sizeof name, "in.%d", seq);
-        if (len && put_chunk(f, buf, len, name, seq) != SBX_OK)
-            break;
-        if (eof) {
-            put_chunk(f, buf, 0, "eof", seq + 1);
-            break;
-        }
-        if (!readable(f, 0))
-            break;
-    }
-    free(buf);
-    return NULL;
-}
 
 /* ---- output --------------------------------------------------------- */
 
@@ -239,8 +113,8 @@ fail:
 
 /* Commands travel as JSON text, which cannot carry bytes that are not
  * UTF-8 (the service would replace them): refuse those up front. */
-static int check_text(struct dt_state *st, sbx_call *call, const char *cwd,
-                      const char *const *argv, const char *const *env)
+int dt_exec_check_text(struct dt_state *st, sbx_call *call, const char *cwd,
+                       const char *const *argv, const char *const *env)
 {
     if (cwd && !sbxs_utf8_valid(cwd, strlen(cwd)))
         return dt_error(st, call, SBX_E_INVALID,
@@ -261,24 +135,12 @@ static int check_text(struct dt_state *st, sbx_call *call, const char *cwd,
     return SBX_OK;
 }
 
-static void session_delete(sbx_sandbox *sb, const char *sid)
-{
-    char path[128];
-    snprintf(path, sizeof path, "/process/session/%s", sid);
-    sbx_http_error err;
-    int rc = dt_tb_json(sb, NULL, "DELETE", path, NULL, NULL, 1, sb->st->cfg.request_timeout_ms,
-                        &err);
-    if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
-        sb->st->host->log(sb->st->host, SBX_LOG_WARN, DT ": deleting session %s of %s: %s", sid,
-                          sb->id, err.message);
-}
-
 static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
                        const char *cwd, struct sbx_exec_result *res)
 {
     struct dt_state *st = sb->st;
     char hex[25], sid[40], dir[64];
-    int rc = check_text(st, call, cwd, args->argv, args->env);
+    int rc = dt_exec_check_text(st, call, cwd, args->argv, args->env);
     if (rc != SBX_OK)
         return rc;
     sbxs_random_hex(hex, 12);
@@ -289,39 +151,16 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         return dt_error(st, call, SBX_E_NOMEM, "out of memory");
 
     sbx_http_error err;
-    json_object *body = json_object_new_object();
-    json_object_object_add(body, "sessionId", json_object_new_string(sid));
-    rc = dt_tb_json(sb, call, "POST", "/process/session", body, NULL, 1,
-                    st->cfg.request_timeout_ms, &err);
-    json_object_put(body);
-    if (rc == SBX_E_EXISTS)
-        rc = SBX_OK; /* a retry after a lost answer */
+    rc = dt_tb_session_create(sb, call, sid, args->argv[0]);
     if (rc != SBX_OK) {
         free(cmd);
-        return dt_tb_report(sb, call, &err, "exec %s: creating a session", args->argv[0]);
+        return rc;
     }
+    struct dt_feed *feed = NULL;
+    if (args->in && (rc = dt_feed_start(sb, call, args->in, dir, &feed)) != SBX_OK)
+        goto out;
 
-    struct feed f;
-    memset(&f, 0, sizeof f);
-    f.sb = sb;
-    f.in = args->in;
-    f.dir = dir;
-    f.stop_pipe[0] = f.stop_pipe[1] = -1;
-    pthread_t th;
-    int feeding = 0;
-    if (args->in) {
-        if (pipe2(f.stop_pipe, O_CLOEXEC) != 0) {
-            rc = dt_error(st, call, SBX_E_IO, DT ": exec: pipe: %s", strerror(errno));
-            goto out;
-        }
-        if (pthread_create(&th, NULL, feeder, &f) != 0) {
-            rc = dt_error(st, call, SBX_E_INTERNAL, DT ": exec: cannot start a thread");
-            goto out;
-        }
-        feeding = 1;
-    }
-
-    body = json_object_new_object();
+    json_object *body = json_object_new_object();
     json_object_object_add(body, "command", json_object_new_string(cmd));
     json_object_object_add(body, "runAsync", json_object_new_boolean(0));
     char path[128];
@@ -348,17 +187,12 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     }
     json_object_put(doc);
 
-    if (feeding) {
-        if (write(f.stop_pipe[1], "x", 1) < 0) {
-            /* the feeder also stops when its calls fail */
-        }
-        pthread_join(th, NULL);
-        feeding = 0;
-    }
-    /* The session's end kills whatever the command left behind, and the
-     * command itself after a timeout or cancellation. */
-    session_delete(sb, sid);
-    if (rc == SBX_OK && f.failed)
+    /* Feeding ends with the command, whether or not the source did. */
+    int source_failed = dt_feed_stop(feed);
+    feed = NULL;
+    dt_tb_session_delete(sb, sid);
+    sid[0] = '\0';
+    if (rc == SBX_OK && source_failed)
         rc = SBX_E_IO; /* the source has set the call's error */
     if (rc == SBX_OK) {
         res->timed_out = timed_out;
@@ -381,15 +215,11 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         }
     }
 out:
-    if (feeding) {
-        if (write(f.stop_pipe[1], "x", 1) < 0) {
-        }
-        pthread_join(th, NULL);
-    }
-    if (f.stop_pipe[0] >= 0) {
-        close(f.stop_pipe[0]);
-        close(f.stop_pipe[1]);
-    }
+    dt_feed_stop(feed);
+    /* The session's end kills whatever the command left behind, and the
+     * command itself after a timeout or cancellation. */
+    if (sid[0])
+        dt_tb_session_delete(sb, sid);
     dt_tb_remove(sb, NULL, dir, 1, &err);
     free(cmd);
     return rc;
@@ -435,94 +265,6 @@ static int keep_write(void *ctx, const void *data, size_t len)
     k->len += n;
     k->buf[k->len] = '\0';
     return 0;
-}
-
-/* Copy a JSON string member into buf (cap > 0), "" when absent. 0, or -1
- * when it does not fit or was not valid UTF-8 (the daemon replaced bytes
- * with U+FFFD): the caller then takes the byte-exact path. */
-static int text_member(json_object *doc, const char *key, char *buf, size_t cap)
-{
-    const char *v = sbx_json_str(doc, key);
-    size_t n = v ? strlen(v) : 0;
-    buf[0] = '\0';
-    if (n >= cap || (v && strstr(v, "\xef\xbf\xbd")))
-        return -1;
-    if (v)
-        memcpy(buf, v, n + 1);
-    return 0;
-}
-
-int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
-                  int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
-                  size_t cap)
-{
-    struct dt_state *st = sb->st;
-    char hex[25], sid[40];
-    int rc = check_text(st, call, cwd, argv, NULL);
-    if (rc != SBX_OK)
-        return rc;
-    sbxs_random_hex(hex, 12);
-    snprintf(sid, sizeof sid, "sbx-%s", hex);
-    /* cd DIR && exec ARGV </dev/null: no wrapper, no files */
-    char *dir = NULL, *words = NULL;
-    size_t dl = 0, dc = 0, wl = 0, wc = 0;
-    int bad = dt_sh_quote(&dir, &dl, &dc, cwd);
-    for (size_t i = 0; !bad && argv[i]; i++)
-        bad = dt_sh_quote(&words, &wl, &wc, argv[i]);
-    size_t fl = dl + wl + 32;
-    char *full = bad ? NULL : malloc(fl);
-    if (full)
-        snprintf(full, fl, "cd %s && exec %s </dev/null", dir, words);
-    free(dir);
-    free(words);
-    if (!full)
-        return dt_error(st, call, SBX_E_NOMEM, "out of memory");
-
-    sbx_http_error err;
-    json_object *body = json_object_new_object();
-    json_object_object_add(body, "sessionId", json_object_new_string(sid));
-    rc = dt_tb_json(sb, call, "POST", "/process/session", body, NULL, 1,
-                    st->cfg.request_timeout_ms, &err);
-    json_object_put(body);
-    if (rc == SBX_E_EXISTS)
-        rc = SBX_OK;
-    if (rc != SBX_OK) {
-        free(full);
-        return dt_tb_report(sb, call, &err, "exec %s: creating a session", argv[0]);
-    }
-    body = json_object_new_object();
-    json_object_object_add(body, "command", json_object_new_string(full));
-    json_object_object_add(body, "runAsync", json_object_new_boolean(0));
-    char path[128];
-    snprintf(path, sizeof path, "/process/session/%s/exec", sid);
-    json_object *doc = NULL;
-    rc = dt_tb_json_split(sb, call, path, body, &doc, timeout_ms, &err);
-    json_object_put(body);
-    free(full);
-    session_delete(sb, sid);
-    if (rc == SBX_E_TIMEOUT && err.http_status == 0) {
-        json_object_put(doc);
-        return dt_error(st, call, SBX_E_TIMEOUT, DT ": %s timed out in sandbox %s", argv[0],
-                        sb->id);
-    }
-    if (rc != SBX_OK) {
-        json_object_put(doc);
-        return dt_tb_report(sb, call, &err, "exec %s", argv[0]);
-    }
-    json_object *ec = NULL;
-    if (!json_object_object_get_ex(doc, "exitCode", &ec) || !json_object_is_type(ec, json_type_int)) {
-        json_object_put(doc);
-        return dt_error(st, call, SBX_E_PROTOCOL, DT ": exec: the session answered without an exit code");
-    }
-    *exit_code = json_object_get_int(ec);
-    int usable = !out_cap || (json_object_object_get_ex(doc, "stdout", NULL) &&
-                              text_member(doc, "stdout", out, out_cap) == 0);
-    if (cap) {
-        const char *e = sbx_json_str(doc, "stderr");
-        snprintf(msg, cap, "%s", e ? e : "");
-    }
-    json_object_put(doc);
-    return usable ? SBX_OK : SBX_E_EXISTS; /* else: take the byte-exact path */
 }
 
 int dt_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,

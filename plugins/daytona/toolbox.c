@@ -322,6 +322,35 @@ int dt_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive
     return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
 }
 
+int dt_tb_session_create(sbx_sandbox *sb, sbx_call *call, const char *sid, const char *what)
+{
+    sbx_http_error err;
+    json_object *body = json_object_new_object();
+    if (!body)
+        return dt_error(sb->st, call, SBX_E_NOMEM, "out of memory");
+    json_object_object_add(body, "sessionId", json_object_new_string(sid));
+    int rc = dt_tb_json(sb, call, "POST", "/process/session", body, NULL, 1,
+                        sb->st->cfg.request_timeout_ms, &err);
+    json_object_put(body);
+    if (rc == SBX_E_EXISTS)
+        rc = SBX_OK; /* a retry after a lost answer */
+    if (rc != SBX_OK)
+        return dt_tb_report(sb, call, &err, "exec %s: creating a session", what);
+    return SBX_OK;
+}
+
+void dt_tb_session_delete(sbx_sandbox *sb, const char *sid)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/process/session/%s", sid);
+    sbx_http_error err;
+    int rc = dt_tb_json(sb, NULL, "DELETE", path, NULL, NULL, 1, sb->st->cfg.request_timeout_ms,
+                        &err);
+    if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
+        sb->st->host->log(sb->st->host, SBX_LOG_WARN, DT ": deleting session %s of %s: %s", sid,
+                          sb->id, err.message);
+}
+
 int dt_tb_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, const char *fmt, ...)
 {
     struct dt_state *st = sb->st;
