@@ -3,6 +3,7 @@
  * that come out of a sandbox (see archive_check.h).
  */
 #include "archive_check.h"
+#include "utf8.h"
 
 
 #include <archive.h>
@@ -133,41 +134,6 @@ void sbxs_archive_check_free(sbxs_archive_check *c)
     free(c);
 }
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
-static int valid_utf8(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned char b = s[i];
-        if (b < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp, min;
-        if ((b & 0xe0) == 0xc0) {
-            len = 2, cp = b & 0x1f, min = 0x80;
-        } else if ((b & 0xf0) == 0xe0) {
-            len = 3, cp = b & 0x0f, min = 0x800;
-        } else if ((b & 0xf8) == 0xf0) {
-            len = 4, cp = b & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        if (i + len > n)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += len;
-    }
-    return 1;
-}
-
 /* A printable rendering of a hostile name for messages. */
 static void show(const char *name, char *out, size_t cap)
 {
@@ -211,7 +177,7 @@ static int normalize(const char *raw, char *out, size_t cap, const char **why)
         *why = "has an absolute name";
         return -1;
     }
-    if (!valid_utf8((const unsigned char *)raw, len)) {
+    if (!sbxs_utf8_valid(raw, len)) {
         *why = "has a name that is not valid UTF-8";
         return -1;
     }

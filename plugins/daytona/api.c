@@ -1,0 +1,231 @@
+/*
+ * api.c - Daytona control plane calls (openapi.yaml: /sandbox...). Reads
+ * are retried on transient failures; create is not (a lost answer is
+ * recovered by looking the deterministic name up). See daytona.h.
+ */
+#include "daytona.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int api_call(struct dt_state *st, sbx_call *call, const char *method, const char *path,
+                    json_object *body, json_object **out, int idempotent, sbx_http_error *err)
+{
+    struct dt_cancel c;
+    dt_cancel_init(&c, st->host, call);
+    const char *headers[] = {st->auth, NULL};
+    struct sbx_http_request req;
+    memset(&req, 0, sizeof req);
+    req.method = method;
+    req.path = path;
+    req.headers = headers;
+    req.timeout_ms = st->cfg.request_timeout_ms;
+    req.connect_timeout_ms = st->cfg.connect_timeout_ms;
+    req.cancel = &c.c;
+    return sbx_http_json_retry(st->api, &req, body, out, NULL, err,
+                           idempotent ? &st->cfg.retry : NULL);
+}
+
+static int sandbox_path(char *buf, size_t cap, const char *id, const char *suffix,
+                        sbx_http_error *err)
+{
+    char *e = sbx_http_escape(id);
+    if (!e)
+        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    int n = snprintf(buf, cap, "/sandbox/%s%s", e, suffix);
+    free(e);
+    if (n < 0 || (size_t)n >= cap)
+        return sbx_http_fail(err, SBX_E_INVALID, "sandbox id too long");
+    return SBX_OK;
+}
+
+int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json_object **out,
+               sbx_http_error *err)
+{
+    *out = NULL;
+    char path[256];
+    int rc = sandbox_path(path, sizeof path, id_or_name, "", err);
+    if (rc != SBX_OK)
+        return rc;
+    json_object *doc = NULL;
+    rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
+    if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object) ||
+                         !sbx_json_str(doc, "id"))) {
+        json_object_put(doc);
+        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandbox/%s: not a Sandbox", id_or_name);
+    }
+    *out = doc;
+    return rc;
+}
+
+int dt_api_create(struct dt_state *st, sbx_call *call, const char *name, const char *key_hash,
+                  const char *spec_hash, json_object **out, sbx_http_error *err)
+{
+    json_object *body = json_object_new_object();
+    json_object *labels = json_object_new_object();
+    if (!body || !labels) {
+        json_object_put(body);
+        json_object_put(labels);
+        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    }
+    json_object_object_add(labels, DT_LABEL_MANAGED, json_object_new_string("true"));
+    json_object_object_add(labels, DT_LABEL_OWNER, json_object_new_string(key_hash));
+    if (spec_hash && *spec_hash)
+        json_object_object_add(labels, DT_LABEL_SPEC, json_object_new_string(spec_hash));
+    json_object_object_add(body, "name", json_object_new_string(name));
+    json_object_object_add(body, "labels", labels);
+    if (st->cfg.snapshot)
+        json_object_object_add(body, "snapshot", json_object_new_string(st->cfg.snapshot));
+    if (st->cfg.image) {
+        /* An image is built from a one-line Dockerfile, as the SDK's
+         * Image.base() does. */
+        char df[1024];
+        snprintf(df, sizeof df, "FROM %s\n", st->cfg.image);
+        json_object *bi = json_object_new_object();
+        json_object_object_add(bi, "dockerfileContent", json_object_new_string(df));
+        json_object_object_add(body, "buildInfo", bi);
+    }
+    if (st->cfg.target)
+        json_object_object_add(body, "target", json_object_new_string(st->cfg.target));
+    if (st->cfg.user)
+        json_object_object_add(body, "user", json_object_new_string(st->cfg.user));
+    json_object_object_add(body, "autoStopInterval",
+                           json_object_new_int64(st->cfg.auto_stop_min));
+    json_object_object_add(body, "networkBlockAll", json_object_new_boolean(!st->cfg.network));
+    json_object_object_add(body, "public", json_object_new_boolean(0));
+    int rc = api_call(st, call, "POST", "/sandbox", body, out, 0, err);
+    json_object_put(body);
+    return rc;
+}
+
+int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+{
+    char path[256];
+    int rc = sandbox_path(path, sizeof path, id, "/start", err);
+    if (rc != SBX_OK)
+        return rc;
+    return api_call(st, call, "POST", path, NULL, NULL, 1, err);
+}
+
+int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+{
+    char path[256];
+    int rc = sandbox_path(path, sizeof path, id, "", err);
+    if (rc != SBX_OK)
+        return rc;
+    rc = api_call(st, call, "DELETE", path, NULL, NULL, 1, err);
+    return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
+}
+
+/* Sleep ms, or less when the call is cancelled: SBX_E_CANCELLED then. */
+static int nap(struct dt_state *st, sbx_call *call, int64_t ms)
+{
+    struct dt_cancel c;
+    dt_cancel_init(&c, st->host, call);
+    if (c.c.check(c.c.ctx))
+        return SBX_E_CANCELLED;
+    struct pollfd p = {c.c.fd, POLLIN, 0};
+    if (poll(&p, p.fd >= 0 ? 1 : 0, (int)ms) > 0)
+        return SBX_E_CANCELLED;
+    return c.c.check(c.c.ctx) ? SBX_E_CANCELLED : SBX_OK;
+}
+
+/* States a sandbox passes through on its own towards started. */
+static int transitional(const char *s)
+{
+    static const char *const t[] = {"creating", "restoring", "starting", "pending_build",
+                                    "building_snapshot", "pulling_snapshot", "unknown",
+                                    "resizing", "snapshotting", "forking", "resuming",
+                                    "stopping", "pausing", "archiving", NULL};
+    for (size_t i = 0; t[i]; i++)
+        if (!strcmp(s, t[i]))
+            return 1;
+    return 0;
+}
+
+int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, json_object **out)
+{
+    if (out)
+        *out = NULL;
+    int64_t end = dt_now_ms() + st->cfg.start_timeout_ms;
+    int64_t wait = 50;
+    int started_once = 0;
+    char last[64] = "?";
+    for (;;) {
+        json_object *doc = NULL;
+        sbx_http_error err;
+        int rc = dt_api_get(st, call, id, &doc, &err);
+        if (rc == SBX_E_NOT_FOUND)
+            return dt_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
+        if (rc != SBX_OK)
+            return dt_report(st, call, &err, "looking up sandbox %s", id);
+        const char *s = sbx_json_str(doc, "state");
+        snprintf(last, sizeof last, "%s", s ? s : "?");
+        if (s && !strcmp(s, "started")) {
+            if (out)
+                *out = doc;
+            else
+                json_object_put(doc);
+            return SBX_OK;
+        }
+        if (s && (!strcmp(s, "stopped") || !strcmp(s, "paused") || !strcmp(s, "archived")) &&
+            !started_once) {
+            started_once = 1;
+            rc = dt_api_start(st, call, id, &err);
+            if (rc != SBX_OK && rc != SBX_E_EXISTS) {
+                json_object_put(doc);
+                return dt_report(st, call, &err, "starting sandbox %s (it was %s)", id, last);
+            }
+        } else if (!s || (!transitional(s) && !started_once)) {
+            const char *why = sbx_json_str(doc, "errorReason");
+            rc = dt_error(st, call, SBX_E_UNAVAILABLE, DT ": sandbox %s is %s%s%s", id, last,
+                          why ? ": " : "", why ? why : "");
+            json_object_put(doc);
+            return rc;
+        }
+        json_object_put(doc);
+        int64_t left = end - dt_now_ms();
+        if (left <= 0)
+            return dt_error(st, call, SBX_E_TIMEOUT,
+                            DT ": sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
+                            last, (long long)st->cfg.start_timeout_ms);
+        if (nap(st, call, wait < left ? wait : left) != SBX_OK)
+            return dt_error(st, call, SBX_E_CANCELLED,
+                            DT ": cancelled while sandbox %s was %s", id, last);
+        if (wait < 1000)
+            wait *= 2;
+    }
+}
+
+int dt_api_wait_gone(struct dt_state *st, sbx_call *call, const char *id)
+{
+    int64_t end = dt_now_ms() + st->cfg.start_timeout_ms;
+    int64_t wait = 50;
+    for (;;) {
+        json_object *doc = NULL;
+        sbx_http_error err;
+        int rc = dt_api_get(st, call, id, &doc, &err);
+        if (rc == SBX_E_NOT_FOUND)
+            return SBX_OK;
+        if (rc != SBX_OK)
+            return dt_report(st, call, &err, "waiting for sandbox %s to go", id);
+        const char *s = sbx_json_str(doc, "state");
+        int gone = s && !strcmp(s, "destroyed");
+        char last[64];
+        snprintf(last, sizeof last, "%s", s ? s : "?");
+        json_object_put(doc);
+        if (gone)
+            return SBX_OK;
+        int64_t left = end - dt_now_ms();
+        if (left <= 0)
+            return dt_error(st, call, SBX_E_TIMEOUT,
+                            DT ": sandbox %s is still %s %lld ms after its deletion", id, last,
+                            (long long)st->cfg.start_timeout_ms);
+        if (nap(st, call, wait < left ? wait : left) != SBX_OK)
+            return dt_error(st, call, SBX_E_CANCELLED, DT ": cancelled while deleting %s", id);
+        if (wait < 1000)
+            wait *= 2;
+    }
+}

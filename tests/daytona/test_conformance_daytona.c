@@ -1,0 +1,53 @@
+/*
+ * test_conformance_daytona.c - the conformance suite against the daytona
+ * provider talking to the fake Daytona API and toolbox on loopback: every
+ * case its capabilities cover passes, the capability cases are run (not
+ * skipped), and no sandbox is left behind.
+ */
+#include "../conformance/suite_runner.h"
+#include "fake_daytona.h"
+
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+Test(conformance_daytona, every_case_passes, .timeout = 900)
+{
+    struct fake_service f;
+    cr_assert_eq(fake_daytona_start(&f, "dt_test_key"), 0, "cannot start the fake (python3?)");
+    setenv("DAYTONA_API_KEY", "dt_test_key", 1);
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "  daytona:\n    api_url: \"%s/api\"\n    snapshot: daytona-small\n"
+             "    retries: 2\n    start_timeout_ms: 20000\n",
+             f.url);
+    struct sr_run r;
+    int ran = sr_run_suite(&r, "daytona", yaml, SBX_TEST_PROVIDER_DIR, SBX_CONFORMANCE_HUMAN,
+                           getenv("SBX_CF_FILTER"));
+    if (ran != 0 || r.status != SBX_OK)
+        fake_stop(&f); /* a fake left running would hold ctest's output pipe */
+    cr_assert_eq(ran, 0);
+    cr_assert_eq(r.status, SBX_OK, "suite did not run: %s", r.err.message);
+    for (size_t i = 0; i < r.nresults; i++)
+        cr_expect_neq(r.results[i].outcome, SBX_CONFORMANCE_FAIL, "%s: %s", r.results[i].name,
+                      r.results[i].message);
+    cr_expect_eq(r.summary.failed, 0, "%s", r.output);
+    if (!getenv("SBX_CF_FILTER")) {
+        const char *cap_cases[] = {"export_shell_and_files", "export_refuses_symlink",
+                                   "skill_install_read_only", "skill_install_verifies",
+                                   "skill_survives_restart", NULL};
+        for (size_t i = 0; cap_cases[i]; i++) {
+            const struct sr_result *c = sr_find(&r, cap_cases[i]);
+            cr_expect(c && c->outcome == SBX_CONFORMANCE_PASS, "%s did not pass", cap_cases[i]);
+        }
+    }
+    long st;
+    char *stats = fake_http(&f, "GET", "/_fake/stats", NULL, NULL, &st);
+    cr_expect(stats && strstr(stats, "\"sandboxes\": 0"), "sandboxes left: %.200s",
+              stats ? stats : "?");
+    free(stats);
+    sr_free(&r);
+    fake_stop(&f);
+}
