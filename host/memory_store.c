@@ -14,6 +14,7 @@
 #include "text_escape.h"
 
 #include "hex.h"
+#include "utf8.h"
 
 #include <openssl/evp.h>
 
@@ -56,31 +57,6 @@ int sbx_mstore_check_slug(const char *slug, sbx_error *err)
     return SBX_OK;
 }
 
-/* Length of the UTF-8 sequence at p (1..4), or 0 when it is not valid
- * (overlong forms, surrogates and code points past U+10FFFF included). */
-static size_t utf8_len(const unsigned char *p)
-{
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
-            return 0;
-        if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f))
-            return 0;
-        return 3;
-    }
-    if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
-            return 0;
-        if ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
-            return 0;
-        return 4;
-    }
-    return 0;
-}
-
 int sbx_mstore_check_path(const char *path, sbx_error *err)
 {
     char shown[160];
@@ -92,15 +68,11 @@ int sbx_mstore_check_path(const char *path, sbx_error *err)
         problem = "is longer than 1024 bytes";
     else if (path[0] == '/')
         problem = "is absolute";
-    for (const unsigned char *p = (const unsigned char *)path; !problem && *p;) {
-        size_t l = utf8_len(p);
-        if (l == 0)
-            problem = "is not valid UTF-8";
-        else if (*p < 0x20 || *p == 0x7f)
+    if (!problem && !sbxs_utf8_valid(path, n))
+        problem = "is not valid UTF-8";
+    for (const unsigned char *p = (const unsigned char *)path; !problem && *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
             problem = "holds a control character";
-        else
-            p += l;
-    }
     /* components: no empty, "." or ".." */
     for (const char *c = path; !problem && c && *c;) {
         const char *e = strchr(c, '/');
