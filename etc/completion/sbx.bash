@@ -1,0 +1,70 @@
+# bash completion for sbx (installed as
+# <datadir>/bash-completion/completions/sbx).
+
+_sbx()
+{
+    local cur prev words cword
+    _init_completion || return
+
+    local commands="run providers check conformance create exec read write export
+        destroy sessions snapshot restore state resume memory reconcile"
+    local cmd="" i
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+        -c | --config) ((i++)) ;;
+        -*) ;;
+        *) cmd=${words[i]}; break ;;
+        esac
+    done
+
+    case $prev in
+    -c | --config | --manifest | -m | --from-snapshot | -s | --junit)
+        _filedir
+        return
+        ;;
+    -p | --provider)
+        local names
+        names=$(sbx providers 2>/dev/null | awk 'NR > 1 { print $1 }')
+        COMPREPLY=($(compgen -W "$names" -- "$cur"))
+        return
+        ;;
+    -r | --require)
+        COMPREPLY=($(compgen -W "file_mounts output_export skills memory egress packages" -- "$cur"))
+        return
+        ;;
+    esac
+
+    if [[ -z $cmd ]]; then
+        COMPREPLY=($(compgen -W "$commands --config --help --version" -- "$cur"))
+        return
+    fi
+
+    local opts="--config --help"
+    case $cmd in
+    run) opts+=" --provider --manifest --timeout --cwd --env --stdin --no-stdin" ;;
+    exec) opts+=" --provider --manifest --timeout --cwd --env --stdin --no-stdin" ;;
+    create) opts+=" --provider --package --allow --setup-allow --no-network --manifest
+        --from-snapshot --require" ;;
+    write) opts+=" --mode" ;;
+    snapshot) opts+=" --gzip --zstd" ;;
+    resume) opts+=" --manifest" ;;
+    sessions) opts+=" --json" ;;
+    providers) opts+=" --json --keys" ;;
+    conformance) opts+=" --junit --tap --filter" ;;
+    reconcile) opts+=" --watch --interval --lease" ;;
+    memory)
+        local actions="create delete list ls cat log put rm"
+        if [[ ${words[i + 1]-} == "$cur" ]]; then
+            COMPREPLY=($(compgen -W "$actions" -- "$cur"))
+            return
+        fi
+        opts+=" --json --at --base --force --max-file-size --max-files --max-total-size"
+        ;;
+    esac
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    elif [[ $cmd == snapshot || $cmd == restore || $cmd == export ]]; then
+        _filedir
+    fi
+}
+complete -F _sbx sbx
