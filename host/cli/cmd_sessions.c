@@ -4,6 +4,7 @@
  * there are).
  */
 #include "cli.h"
+#include "utf8.h"
 
 #include <getopt.h>
 #include <json-c/json.h>
@@ -47,22 +48,14 @@ static void print_key(const char *key)
 }
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one
- * (overlong forms, surrogates and code points past U+10FFFF are invalid). */
+ * (the strict rules of shared/utf8.c). */
 static size_t utf8_sequence(const unsigned char *p)
 {
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-    if (n == 0 || c > 0xf4)
-        return 0;
+    size_t n = p[0] < 0x80 ? 1 : p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : 2;
     for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
+        if (!p[i])
             return 0;
-    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) ||
-        (c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))
-        return 0;
-    return n;
+    return sbxs_utf8_valid(p, n) ? n : 0;
 }
 
 /* A session key as JSON: the key itself when it is valid UTF-8 (json-c
