@@ -8,12 +8,16 @@
 #include "agent.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 void conn_serve(int fd)
 {
+    /* a command that closes its stdin must not kill its handler (the
+     * command itself gets the default disposition back, exec.c) */
+    signal(SIGPIPE, SIG_IGN);
     unsigned char pre[AP_PREAMBLE_LEN];
     ap_preamble(pre, AP_VERSION);
     if (wire_write_full(fd, pre, sizeof pre) != 0)

@@ -53,6 +53,7 @@ struct run {
     unsigned char *obuf;
     size_t o_len, o_off;
     int timed_out, cancelled, host_gone, killed;
+    int sock_eof; /* the host shut its side: a cancellation */
 };
 
 static int64_t now_ms(void)
@@ -130,6 +131,7 @@ static void child(int in, int out, int err, int errfd, int cwdfd,
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
         goto fail;
     if (user_become(u) != 0)
@@ -233,8 +235,18 @@ static void read_host(struct run *r)
         }
         if (k < 0 && (errno == EINTR || errno == EAGAIN))
             return;
-        if (k <= 0 && !(r->rhdr_len == AP_HDR_LEN && r->rlen == r->rgot)) {
-            r->host_gone = 1; /* the host hung up mid-command */
+        if (k == 0 && !(r->rhdr_len == AP_HDR_LEN && r->rlen == r->rgot)) {
+            /* the host shut its write side (or closed): cancel, and report
+             * if it still listens */
+            r->sock_eof = 1;
+            if (!r->killed) {
+                r->cancelled = 1;
+                kill_all(r);
+            }
+            return;
+        }
+        if (k < 0) {
+            r->host_gone = 1; /* the connection broke */
             return;
         }
         if (r->rhdr_len < AP_HDR_LEN) {
@@ -324,9 +336,9 @@ static void loop(struct run *r, int sfd, int64_t deadline)
         int np = 0, i_sock = -1, i_out = -1, i_err = -1, i_in = -1;
         p[np] = (struct pollfd){.fd = sfd, .events = POLLIN};
         np++;
-        if (!r->host_gone) {
+        if (!r->host_gone && !(r->sock_eof && !r->o_len)) {
             short ev = 0;
-            if (!(r->in_len && !r->in_closed))
+            if (!(r->in_len && !r->in_closed) && !r->sock_eof)
                 ev |= POLLIN;
             if (r->o_len)
                 ev |= POLLOUT;
@@ -358,8 +370,10 @@ static void loop(struct run *r, int sfd, int64_t deadline)
                 ;
             reap(r);
         }
-        if (i_sock >= 0 && (p[i_sock].revents & (POLLIN | POLLHUP | POLLERR)))
+        if (i_sock >= 0 && (p[i_sock].revents & (POLLIN | POLLHUP | POLLERR)) && !r->sock_eof)
             read_host(r);
+        else if (i_sock >= 0 && (p[i_sock].revents & (POLLHUP | POLLERR)))
+            r->host_gone = 1;
         if (i_in >= 0 && p[i_in].revents)
             feed_stdin(r);
         int first_err = r->next_err;

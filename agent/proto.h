@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #define AP_VERSION 1u
+#define AP_VERSION_STR "1" /* the same, for labels */
 #define AP_MAGIC "SBXA"
 #define AP_PREAMBLE_LEN 8 /* magic + u32 version */
 #define AP_HDR_LEN 5
