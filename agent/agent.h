@@ -29,6 +29,7 @@ struct agent_cfg {
     const char *user;            /* "" or NULL: root */
     const char *roots[AGENT_MAX_ROOTS];
     size_t nroots;
+    int own_workspace;           /* give the first root to the user at start */
     int trust_local_peers;       /* test builds only: accept same-namespace peers */
 };
 

@@ -27,11 +27,51 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int beneath(int dirfd, const char *path, int flags, mode_t mode)
+static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
     struct open_how how = {.flags = (uint64_t)flags, .mode = mode,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+static ssize_t fd_path(int fd, char *buf, size_t cap)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, buf, cap - 1);
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
+/*
+ * RESOLVE_BENEATH refuses every absolute symlink, also one that names a
+ * place inside the root (/workspace/data -> /workspace/shared/data), which
+ * the workspace's own tools create and which the Engine API path follows.
+ * For those, the kernel is asked where the path leads (an O_PATH open,
+ * which touches nothing), and when that is inside the root the path
+ * relative to it is opened beneath the root again: the open that counts is
+ * always confined, a swap in between can only make it fail.
+ */
+int beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+    int fd = openat2_beneath(dirfd, path, flags, mode);
+    if (fd >= 0 || errno != EXDEV)
+        return fd;
+    char real[4096], base[4096];
+    int p = openat(dirfd, path, O_PATH | O_CLOEXEC);
+    ssize_t n = p >= 0 ? fd_path(p, real, sizeof real) : -1;
+    if (p >= 0)
+        close(p);
+    ssize_t b = fd_path(dirfd, base, sizeof base);
+    if (n >= 0 && b > 0) {
+        if (strcmp(real, base) == 0)
+            return openat2_beneath(dirfd, ".", flags, mode);
+        if (strncmp(real, base, (size_t)b) == 0 && real[b] == '/' && real[b + 1])
+            return openat2_beneath(dirfd, real + b + 1, flags, mode);
+    }
+    errno = EXDEV;
+    return -1;
 }
 
 int files_open_root(int fd, const char *root)

@@ -1,7 +1,8 @@
 /*
  * main.c - sbx-agent: the container's init and its host-facing channel.
  *
- *   sbx-agent serve --socket PATH [--user SPEC] --root DIR [--root DIR...]
+ *   sbx-agent serve --socket PATH [--user SPEC] [--own-workspace] --root DIR
+ *                   [--root DIR...]
  *   sbx-agent version
  *
  * As PID 1 it reaps every orphan and forwards the signals a container gets
@@ -39,9 +40,60 @@ struct agent_cfg agent_cfg;
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: sbx-agent serve --socket PATH [--user SPEC] --root DIR "
-                    "[--root DIR...]\n       sbx-agent version\n");
+    fprintf(stderr, "usage: sbx-agent serve --socket PATH [--user SPEC] [--own-workspace] "
+                    "--root DIR [--root DIR...]\n       sbx-agent ping SOCKET\n"
+                    "       sbx-agent version\n");
     exit(2);
+}
+
+/* sbx-agent ping SOCKET: ask an agent for its version (a diagnostic; from
+ * inside the container it shows that the agent refuses such peers). */
+static int ping(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        printf("connect %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    unsigned char pre[AP_PREAMBLE_LEN], hdr[AP_HDR_LEN];
+    ap_preamble(pre, AP_VERSION);
+    ap_header(hdr, AP_PING, 0);
+    if (wire_write_full(fd, pre, sizeof pre) != 0 || wire_write_full(fd, hdr, sizeof hdr) != 0) {
+        printf("send: %s\n", strerror(errno));
+        return 1;
+    }
+    unsigned char *buf = malloc(AP_FRAME_MAX);
+    int type;
+    uint32_t len, version;
+    /* a refused peer gets an error frame without a preamble */
+    if (!buf || wire_read_full(fd, pre, sizeof pre) != 0) {
+        printf("no answer\n");
+        return 1;
+    }
+    if (ap_parse_preamble(pre, &version) != 0) {
+        /* the 8 bytes were the start of an error frame */
+        memcpy(hdr, pre, AP_HDR_LEN);
+        if (ap_parse_header(hdr, &type, &len) == 0 && type == AP_ERROR && len >= 3 &&
+            len < 4096 && wire_read_full(fd, buf + 3, len - 3) == 0) {
+            memcpy(buf, pre + AP_HDR_LEN, 3);
+            struct ap_in in;
+            ap_in_begin(&in, buf, len);
+            uint32_t e = ap_get_u32(&in);
+            char *stage = ap_get_str(&in), *msg = ap_get_str(&in);
+            printf("refused (errno %u, %s): %s\n", e, stage ? stage : "?", msg ? msg : "?");
+        } else {
+            printf("not an sbx-agent\n");
+        }
+        return 1;
+    }
+    if (wire_read_frame(fd, &type, buf, AP_FRAME_MAX, &len) != 0 || type != AP_PONG) {
+        printf("no pong\n");
+        return 1;
+    }
+    printf("sbx-agent protocol %u\n", version);
+    return 0;
 }
 
 static void parse_args(int argc, char **argv)
@@ -53,6 +105,8 @@ static void parse_args(int argc, char **argv)
             agent_cfg.socket_path = v, i++;
         else if (strcmp(a, "--user") == 0 && v)
             agent_cfg.user = v, i++;
+        else if (strcmp(a, "--own-workspace") == 0)
+            agent_cfg.own_workspace = 1;
         else if (strcmp(a, "--root") == 0 && v && v[0] == '/' &&
                  agent_cfg.nroots < AGENT_MAX_ROOTS)
             agent_cfg.roots[agent_cfg.nroots++] = v, i++;
@@ -101,6 +155,21 @@ static int listen_socket(void)
             fprintf(stderr, "sbx-agent: chown %s: %s\n", sa.sun_path, strerror(errno));
     }
     return fd;
+}
+
+/* A reason not to start, for the host: written beside the socket (the
+ * directory the host reads), and on stderr (docker logs). */
+static int fatal(const char *msg)
+{
+    fprintf(stderr, "sbx-agent: %s\n", msg);
+    char path[4096];
+    snprintf(path, sizeof path, "%s.err", agent_cfg.socket_path);
+    FILE *f = fopen(path, "we");
+    if (f) {
+        fprintf(f, "%s\n", msg);
+        fclose(f);
+    }
+    return 1;
 }
 
 /* Is this connection's peer the host (outside our PID namespace)? */
@@ -180,11 +249,27 @@ int main(int argc, char **argv)
         printf("sbx-agent protocol %u\n", AP_VERSION);
         return 0;
     }
+    if (argc == 3 && strcmp(argv[1], "ping") == 0)
+        return ping(argv[2]);
     if (argc < 2 || strcmp(argv[1], "serve") != 0)
         usage();
     parse_args(argc, argv);
     if (getpid() != 1)
         prctl(PR_SET_CHILD_SUBREAPER, 1); /* reap like an init even when not one */
+
+    /* the user must exist when the container starts, as Docker demands of
+     * a container's User */
+    struct agent_user u;
+    char msg[256];
+    if (user_resolve(agent_cfg.user, &u, msg, sizeof msg) != 0)
+        return fatal(msg);
+    /* the workspace belongs to the sandbox user (the directory itself; what
+     * is inside is the user's doing) */
+    if (agent_cfg.own_workspace && chown(agent_cfg.roots[0], u.uid, u.gid) != 0)
+        return fatal("cannot give the workspace to the sandbox user");
+    char errpath[4096];
+    snprintf(errpath, sizeof errpath, "%s.err", agent_cfg.socket_path);
+    unlink(errpath);
 
     sigset_t all, old;
     sigfillset(&all);

@@ -16,12 +16,13 @@
 
 static int all_digits(const char *s)
 {
-    if (!*s)
+    if (!*s || strlen(s) > 10)
         return 0;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
             return 0;
-    return 1;
+    /* a valid id: (uid_t)-1 means "none" to the kernel */
+    return strtoull(s, NULL, 10) < 4294967295ull;
 }
 
 /* Split a colon-separated line into at most n fields (in place). */
@@ -106,7 +107,10 @@ int user_resolve(const char *spec, struct agent_user *u, char *msg, size_t cap)
         *group++ = '\0';
     if (!find_passwd(buf, u)) {
         if (!all_digits(buf)) {
-            snprintf(msg, cap, "unable to find user %s: no matching entries in passwd file",
+            int numeric = buf[0] && strspn(buf, "0123456789") == strlen(buf);
+            snprintf(msg, cap,
+                     numeric ? "user id %s is out of range"
+                             : "unable to find user %s: no matching entries in passwd file",
                      buf);
             return -1;
         }
@@ -119,7 +123,10 @@ int user_resolve(const char *spec, struct agent_user *u, char *msg, size_t cap)
         gid_t g;
         if (all_digits(group))
             g = (gid_t)strtoul(group, NULL, 10);
-        else if (!scan_groups(group, &g, NULL)) {
+        else if (strspn(group, "0123456789") == strlen(group)) {
+            snprintf(msg, cap, "group id %s is out of range", group);
+            return -1;
+        } else if (!scan_groups(group, &g, NULL)) {
             snprintf(msg, cap, "unable to find group %s: no matching entries in group file",
                      group);
             return -1;

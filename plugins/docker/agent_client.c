@@ -231,8 +231,65 @@ void docker_agent_close(struct docker_agent_conn *c)
     c->fd = -1;
 }
 
-int docker_agent_open(sbx_sandbox *sb, sbx_call *call, const void *req, size_t req_len,
-                      int64_t deadline, struct docker_agent_conn *c)
+/* The start of what the agent wrote about why it did not start (it
+ * leaves agent.sock.err beside its socket), or "". */
+static void agent_err(const sbx_sandbox *sb, char *buf, size_t cap)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s.err", sb->agent_sock);
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Nobody answers at the socket (errno e): say why, from the container's
+ * state (gone, stopped, running) or the daemon's silence. *running tells
+ * whether waiting may help. */
+static int diagnose(struct docker_agent_conn *c, int e, int *running)
+{
+    sbx_sandbox *sb = c->sb;
+    struct docker_state *st = sb->st;
+    int64_t t = st->cfg.request_timeout_ms < 5000 ? st->cfg.request_timeout_ms : 5000;
+    json_object *info = NULL;
+    sbx_http_error err;
+    *running = 0;
+    int rc = docker_json_within(st, NULL, t, "GET", NULL, &info, &err, "/containers/%s/json",
+                                sb->id);
+    if (rc == SBX_E_NOT_FOUND)
+        return docker_error(st, c->call, SBX_E_NOT_FOUND,
+                            "docker: container %.12s no longer exists (the workspace is "
+                            "gone)",
+                            sb->id);
+    if (rc != SBX_OK)
+        return docker_report(st, c->call, &err,
+                             "the sbx agent of container %.12s does not answer (%s); "
+                             "inspecting the container",
+                             sb->id, strerror(e));
+    json_object *state = sbx_json_obj(info, "State");
+    *running = sbx_json_bool(state, "Running", 0);
+    int64_t code = sbx_json_int(state, "ExitCode", -1);
+    json_object_put(info);
+    char why[512];
+    agent_err(sb, why, sizeof why);
+    if (!*running)
+        return docker_error(st, c->call, SBX_E_UNAVAILABLE,
+                            "docker: container %.12s is not running (exit code %lld%s%s): "
+                            "its agent, the container's init, has ended; attach to the "
+                            "session again to restart it",
+                            sb->id, (long long)code, why[0] ? ": " : "", why);
+    return conn_error(c, SBX_E_UNAVAILABLE,
+                      "no answer at %s (%s) although the container runs; attach to the "
+                      "session again to restart it",
+                      sb->agent_sock, strerror(e));
+}
+
+static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t req_len,
+                     int64_t deadline, struct docker_agent_conn *c, int *connect_errno)
 {
     struct docker_state *st = sb->st;
     c->sb = sb;
@@ -248,10 +305,8 @@ int docker_agent_open(sbx_sandbox *sb, sbx_call *call, const void *req, size_t r
         if (e == EACCES || e == EPERM)
             return conn_error(c, SBX_E_DENIED, "permission denied connecting to %s",
                               sb->agent_sock);
-        return conn_error(c, SBX_E_UNAVAILABLE,
-                          "no answer at %s (%s): the container is stopped or its agent "
-                          "died; attach to the session again to restart it",
-                          sb->agent_sock, strerror(e));
+        *connect_errno = e;
+        return SBX_E_UNAVAILABLE; /* the caller says why */
     }
     unsigned char pre[AP_PREAMBLE_LEN];
     ap_preamble(pre, AP_VERSION);
@@ -275,12 +330,22 @@ int docker_agent_open(sbx_sandbox *sb, sbx_call *call, const void *req, size_t r
     return rc;
 }
 
-static int ping_once(sbx_sandbox *sb, sbx_call *call, int64_t deadline)
+int docker_agent_open(sbx_sandbox *sb, sbx_call *call, const void *req, size_t req_len,
+                      int64_t deadline, struct docker_agent_conn *c)
+{
+    int e = 0, running;
+    int rc = open_conn(sb, call, req, req_len, deadline, c, &e);
+    return e ? diagnose(c, e, &running) : rc;
+}
+
+/* One ping. *connect_errno is set when nobody listens. */
+static int ping_once(sbx_sandbox *sb, sbx_call *call, int64_t deadline, int *connect_errno)
 {
     unsigned char req[AP_HDR_LEN];
     ap_header(req, AP_PING, 0);
     struct docker_agent_conn c;
-    int rc = docker_agent_open(sb, call, req, sizeof req, deadline, &c);
+    *connect_errno = 0;
+    int rc = open_conn(sb, call, req, sizeof req, deadline, &c, connect_errno);
     if (rc != SBX_OK)
         return rc;
     unsigned char buf[512];
@@ -293,15 +358,28 @@ static int ping_once(sbx_sandbox *sb, sbx_call *call, int64_t deadline)
     return rc;
 }
 
-int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms)
+int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped)
 {
-    int64_t end = docker_now_ms() + wait_ms;
+    *stopped = 0;
+    int64_t end = docker_now_ms() + wait_ms, next_look = docker_now_ms() + 200;
     for (;;) {
-        int rc = ping_once(sb, call, end);
+        int e;
+        int rc = ping_once(sb, call, end, &e);
         /* only "nobody listens yet" is worth waiting for: the agent of a
-         * container that just started makes its socket within milliseconds */
-        if (rc != SBX_E_UNAVAILABLE || docker_now_ms() >= end)
+         * container that just started makes its socket within milliseconds;
+         * now and then the container is looked at, so one whose agent
+         * refused to start fails at once */
+        if (!e)
             return rc;
+        if (docker_now_ms() >= end || docker_now_ms() >= next_look) {
+            struct docker_agent_conn c = {.fd = -1, .sb = sb, .call = call};
+            int running;
+            rc = diagnose(&c, e, &running);
+            *stopped = !running;
+            if (!running || docker_now_ms() >= end)
+                return rc;
+            next_look = docker_now_ms() + 200;
+        }
         if (call && sb->st->host->cancelled && sb->st->host->cancelled(sb->st->host, call))
             return docker_error(sb->st, call, SBX_E_CANCELLED, "docker: cancelled");
         struct timespec ts = {0, 5 * 1000 * 1000};

@@ -426,8 +426,9 @@ int docker_agent_fail(struct docker_agent_conn *c, const char *what, int type,
 void docker_agent_close(struct docker_agent_conn *c);
 
 /* Wait up to wait_ms for the agent of sb to answer a ping, checking its
- * protocol version. */
-int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms);
+ * protocol version. *stopped: the container is not running (its agent
+ * ended or refused to start: the message says why). */
+int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped);
 
 /* ---- exec_agent.c / files_agent.c -------------------------------------------- */
 

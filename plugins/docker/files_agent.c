@@ -129,8 +129,8 @@ static int send_data(struct docker_agent_conn *c, const char *rel,
         total += (uint64_t)n;
         if (announced >= 0 && total > (uint64_t)announced) {
             rc = docker_error(st, c->call, SBX_E_IO,
-                              "docker: write %.200s: the source announced %lld bytes and "
-                              "delivered more",
+                              "docker: write %.200s: the source delivered more than the "
+                              "%lld bytes it announced",
                               rel, (long long)announced);
             break;
         }
@@ -141,9 +141,9 @@ static int send_data(struct docker_agent_conn *c, const char *rel,
     }
     if (rc == SBX_OK && announced >= 0 && total != (uint64_t)announced)
         rc = docker_error(st, c->call, SBX_E_IO,
-                          "docker: write %.200s: the source announced %lld bytes and "
-                          "delivered %llu",
-                          rel, (long long)announced, (unsigned long long)total);
+                          "docker: write %.200s: the source ended after %llu of the %lld "
+                          "bytes it announced",
+                          rel, (unsigned long long)total, (long long)announced);
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int dlen = 0;
     if (EVP_DigestFinal_ex(md, digest, &dlen) != 1 || dlen != 32)

@@ -189,7 +189,12 @@ static json_object *create_body(struct docker_state *st,
     const char *const agent_entry[] = {DOCKER_AGENT_BIN, "serve", "--socket",
                                        DOCKER_AGENT_RUN "/" DOCKER_AGENT_SOCK, "--root",
                                        DOCKER_WORKSPACE, "--root", DOCKER_OUTPUTS,
-                                       "--user", agent_user ? agent_user : "", NULL};
+                                       "--user", agent_user ? agent_user : "",
+                                       /* what own_workspace does on the Engine
+                                        * API path */
+                                       c->user && !c->read_only_rootfs ? "--own-workspace"
+                                                                       : NULL,
+                                       NULL};
     json_object_object_add(b, "Image", json_object_new_string(c->image));
     json_object_object_add(b, "Entrypoint", str_array(c->agent ? agent_entry : entry));
     json_object_object_add(b, "Cmd", str_array(no_cmd));
@@ -512,14 +517,17 @@ static int adopt_existing(struct docker_state *st, sbx_call *call, const char *n
 }
 
 /* The agent of a container that runs: answering, and speaking our
- * protocol. One that does not answer although the container runs (killed
- * or wedged) gets its container restarted once. */
+ * protocol. One that does not answer although its container runs (wedged)
+ * gets the container restarted once; one whose container stopped right
+ * after the start (it refused to start: a user the image lacks) fails the
+ * call with its reason. */
 static int agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb)
 {
     if (!sb->agent_sock)
         return SBX_OK;
-    int rc = docker_agent_ready(sb, call, st->cfg.request_timeout_ms);
-    if (rc != SBX_E_UNAVAILABLE && rc != SBX_E_TIMEOUT)
+    int stopped;
+    int rc = docker_agent_ready(sb, call, st->cfg.request_timeout_ms, &stopped);
+    if ((rc != SBX_E_UNAVAILABLE && rc != SBX_E_TIMEOUT) || stopped)
         return rc;
     st->host->log(st->host, SBX_LOG_WARN,
                   "docker: the sbx agent of container %.12s does not answer; restarting "
@@ -530,7 +538,7 @@ static int agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb)
                      sb->id);
     if (rc != SBX_OK)
         return docker_report(st, call, &err, "restarting container %.12s", sb->id);
-    return docker_agent_ready(sb, call, st->cfg.request_timeout_ms);
+    return docker_agent_ready(sb, call, st->cfg.request_timeout_ms, &stopped);
 }
 
 /* The user the agent runs commands as: the configured one, else the
@@ -853,8 +861,9 @@ void docker_release(sbx_sandbox *sb)
 static int own_workspace(struct docker_state *st, sbx_call *call, const char *id)
 {
     /* With a read-only root filesystem the workspace volume keeps the owner
-     * of the image's /workspace (docs/providers/docker.md). */
-    if (!st->cfg.user || st->cfg.read_only_rootfs)
+     * of the image's /workspace (docs/providers/docker.md). Under the agent,
+     * the agent does it (--own-workspace). */
+    if (!st->cfg.user || st->cfg.read_only_rootfs || st->cfg.agent)
         return SBX_OK;
     enum { TAR_MAX = 16384 };
     unsigned char *buf = malloc(TAR_MAX);

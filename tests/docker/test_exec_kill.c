@@ -223,7 +223,7 @@ static int fallback_child(const char *k, const char *r, const char *res_dir,
 {
     int want_killed = what != FB_PIDS_FULL;
     struct dh hc;
-    const char *extra[] = {"resource_dir", res_dir, NULL};
+    const char *extra[] = {"resource_dir", res_dir, "agent", "false", NULL};
     if (dh_try_open(&hc, NULL, extra, NULL, 0) != SBX_OK)
         return 10;
     sbx_sandbox *s2 = NULL;
@@ -277,7 +277,8 @@ static void run_fallback(enum fallback_case what)
         cr_skip_test("the test daemon's socket does not belong to group docker");
     char res_dir[] = "/tmp/sbx-fallback-res-XXXXXX";
     cr_assert_not_null(mkdtemp(res_dir));
-    const char *extra[] = {"resource_dir", res_dir, "pids_limit", "40", NULL};
+    /* the in-container killer is the Engine API path's */
+    const char *extra[] = {"resource_dir", res_dir, "pids_limit", "40", "agent", "false", NULL};
     dh_open(&h, NULL, extra);
     dh_new_key(key, hash);
     sb = dh_create(&h, key, ref);
