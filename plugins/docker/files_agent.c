@@ -16,9 +16,11 @@
 
 #include <openssl/evp.h>
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* The request frame of a file op into buf. */
 static size_t file_request(unsigned char *buf, size_t cap, int type, const char *root,
@@ -195,6 +197,16 @@ int docker_agent_write(sbx_sandbox *sb, sbx_call *call, const char *root, const 
             rc = docker_agent_fail(&c, what, type, buf, len, NULL);
         else if (sent)
             rc = r2;
+    }
+    if (rc != SBX_OK && c.fd >= 0) {
+        /* no trailer went out: let the agent see the end and remove its
+         * temporary before the caller looks (bounded: request_timeout) */
+        shutdown(c.fd, SHUT_WR);
+        struct pollfd p = {.fd = c.fd, .events = POLLIN};
+        int64_t end = docker_now_ms() + st->cfg.request_timeout_ms;
+        while (docker_now_ms() < end && poll(&p, 1, (int)(end - docker_now_ms())) > 0 &&
+               recv(c.fd, buf, AP_CHUNK, 0) > 0)
+            ;
     }
     free(buf);
     docker_agent_close(&c);
