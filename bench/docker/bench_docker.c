@@ -124,6 +124,16 @@ static double floor_execs(const char *id, double *per, int n)
     return bench_median(per, (size_t)n);
 }
 
+/* The SHA-256 hex of a session key, as the host would pass it. */
+static void key_hash(const char *key, char hash[65])
+{
+    unsigned char md[32];
+    unsigned mdlen = 0;
+    EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL);
+    for (int i = 0; i < 32; i++)
+        snprintf(hash + 2 * i, 3, "%02x", md[i]);
+}
+
 static const struct sbx_provider_ops *load(const char *name)
 {
     char path[1024];
@@ -150,11 +160,7 @@ static void lifecycle(const struct sbx_provider_ops *ops, struct mode *m, int r,
     int rc;
     char key[64], hash[65], ref[SBX_REF_MAX];
     snprintf(key, sizeof key, "bench-%s-%ld-%d", m->name, (long)time(NULL), r);
-    unsigned char md[32];
-    unsigned mdlen = 0;
-    EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL);
-    for (int i = 0; i < 32; i++)
-        snprintf(hash + 2 * i, 3, "%02x", md[i]);
+    key_hash(key, hash);
     struct sbx_create_args ca = {sizeof ca, key, hash, "", 0};
     sbx_sandbox *sb = NULL;
     double t0 = bench_now();
@@ -221,11 +227,7 @@ static void local_execs(double *per, int n)
         bench_die("bench_docker", "local init", rc, &c);
     char key[64], hash[65] = "", ref[SBX_REF_MAX];
     snprintf(key, sizeof key, "bench-local-%ld", (long)time(NULL));
-    unsigned char md[32];
-    unsigned mdlen = 0;
-    EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL);
-    for (int i = 0; i < 32; i++)
-        snprintf(hash + 2 * i, 3, "%02x", md[i]);
+    key_hash(key, hash);
     struct sbx_create_args ca = {sizeof ca, key, hash, "", 0};
     sbx_sandbox *sb = NULL;
     if ((rc = ops->create(st, &c, &ca, ref, &sb)))
@@ -287,11 +289,7 @@ int main(int argc, char **argv)
         sbx_call c = {""};
         char key[64], hash[65], ref[SBX_REF_MAX];
         snprintf(key, sizeof key, "bench-floor-%ld-%d", (long)time(NULL), r);
-        unsigned char md[32];
-        unsigned mdlen = 0;
-        EVP_Digest(key, strlen(key), md, &mdlen, EVP_sha256(), NULL);
-        for (int i = 0; i < 32; i++)
-            snprintf(hash + 2 * i, 3, "%02x", md[i]);
+        key_hash(key, hash);
         struct sbx_create_args ca = {sizeof ca, key, hash, "", 0};
         sbx_sandbox *sb = NULL;
         int rc;
