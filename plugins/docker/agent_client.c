@@ -28,20 +28,20 @@
 
 int docker_agent_default_path(char **out)
 {
+    /* absolute: the daemon binds it (a plugin loaded through a relative
+     * SBX_PLUGIN_PATH has a relative file name) */
     Dl_info info;
-    const char *dir = ".";
-    int n = 1;
-    if (dladdr((void *)docker_agent_default_path, &info) && info.dli_fname &&
-        strrchr(info.dli_fname, '/')) {
-        dir = info.dli_fname;
-        n = (int)(strrchr(dir, '/') - dir);
-    }
+    char *so = NULL;
+    if (dladdr((void *)docker_agent_default_path, &info) && info.dli_fname)
+        so = realpath(info.dli_fname, NULL);
+    const char *slash = so ? strrchr(so, '/') : NULL;
+    int n = slash ? (int)(slash - so) : 0;
     size_t cap = (size_t)n + sizeof "/sbx-agent";
     *out = malloc(cap);
-    if (!*out)
-        return -1;
-    snprintf(*out, cap, "%.*s/sbx-agent", n, dir);
-    return 0;
+    if (*out)
+        snprintf(*out, cap, "%.*s/sbx-agent", n, so ? so : "");
+    free(so);
+    return *out ? 0 : -1;
 }
 
 static int conn_error(struct docker_agent_conn *c, int status, const char *fmt, ...)
