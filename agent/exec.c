@@ -88,8 +88,9 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-/* The environment: the container's (ours), the request's on top, HOME of
- * the user when neither has one. */
+/* The environment: the container's (ours), the request's on top. HOME is
+ * the user's from /etc/passwd unless the request sets it: the container's
+ * own HOME is the agent's (root's), not the sandbox user's. */
 static char **make_env(char **req, size_t nreq, const struct agent_user *u)
 {
     size_t nbase = 0;
@@ -101,7 +102,7 @@ static char **make_env(char **req, size_t nreq, const struct agent_user *u)
     size_t n = 0;
     for (size_t i = 0; i < nbase; i++) {
         size_t klen = strcspn(environ[i], "=");
-        int overridden = 0;
+        int overridden = strncmp(environ[i], "HOME=", 5) == 0;
         for (size_t j = 0; j < nreq && !overridden; j++)
             overridden = strncmp(req[j], environ[i], klen + 1) == 0;
         if (!overridden)

@@ -395,3 +395,130 @@ Test(agent_proto, stat_list_mkdir_remove)
     snprintf(cmd, sizeof cmd, "test ! -e %s/a", ws);
     cr_expect_eq(system(cmd), 0);
 }
+
+/* One exec conversation: the request, then the frames the test sends, then
+ * everything the agent answers until it closes. */
+struct conv {
+    int fd;
+    unsigned char buf[1 << 16];
+    size_t len;
+};
+
+static void exec_start(struct conv *cv, const char *script, uint64_t timeout_ms)
+{
+    cv->fd = connect_agent();
+    cv->len = 0;
+    unsigned char f[1024];
+    struct ap_out o;
+    ap_preamble(f, AP_VERSION);
+    send_all(cv->fd, f, AP_PREAMBLE_LEN);
+    ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    ap_put_u64(&o, timeout_ms);
+    ap_put_str(&o, "");
+    ap_put_u32(&o, 3);
+    ap_put_str(&o, "/bin/sh");
+    ap_put_str(&o, "-c");
+    ap_put_str(&o, script);
+    ap_put_u32(&o, 1);
+    ap_put_str(&o, "SBX_T=1");
+    send_all(cv->fd, f, ap_out_end(&o));
+}
+
+/* Read until the agent's output contains want (or it closes). */
+static int wait_for(struct conv *cv, const char *want)
+{
+    for (;;) {
+        if (memmem(cv->buf, cv->len, want, strlen(want)))
+            return 1;
+        struct pollfd p = {.fd = cv->fd, .events = POLLIN};
+        if (poll(&p, 1, 5000) <= 0)
+            return 0;
+        ssize_t k = recv(cv->fd, cv->buf + cv->len, sizeof cv->buf - cv->len, 0);
+        if (k <= 0)
+            return memmem(cv->buf, cv->len, want, strlen(want)) != NULL;
+        cv->len += (size_t)k;
+    }
+}
+
+/* The AP_EXIT frame's fields, after reading to the end. */
+static void exec_end(struct conv *cv, uint32_t *flags, uint32_t *code, uint32_t *sig)
+{
+    cv->len += read_to_end(cv->fd, cv->buf + cv->len, sizeof cv->buf - cv->len);
+    close(cv->fd);
+    char msg[256];
+    cr_assert_eq(last_frame(cv->buf, cv->len, msg, sizeof msg), AP_EXIT, "%s", msg);
+    /* the exit frame is the last 5 + 12 bytes */
+    struct ap_in in;
+    ap_in_begin(&in, cv->buf + cv->len - 12, 12);
+    *flags = ap_get_u32(&in);
+    *code = ap_get_u32(&in);
+    *sig = ap_get_u32(&in);
+}
+
+static int alive(const char *pattern)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "pgrep -f '%s' >/dev/null", pattern);
+    return system(cmd) == 0;
+}
+
+Test(agent_proto, exec_stdin_signal_cancel_and_timeout)
+{
+    struct conv cv;
+    unsigned char f[64];
+    uint32_t flags, code, sig;
+    /* stdin streamed in, output and the environment out */
+    exec_start(&cv, "read a; echo \"got $a $SBX_T\"; echo err >&2; exit 3", 0);
+    ap_header(f, AP_STDIN, 6);
+    memcpy(f + AP_HDR_LEN, "hello\n", 6);
+    send_all(cv.fd, f, AP_HDR_LEN + 6);
+    ap_header(f, AP_STDIN_END, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    exec_end(&cv, &flags, &code, &sig);
+    cr_expect(memmem(cv.buf, cv.len, "got hello 1\n", 12), "no echo of stdin");
+    cr_expect_eq(flags, 0);
+    cr_expect_eq(code, 3);
+
+    /* a signal frame reaches the leader */
+    exec_start(&cv, "trap 'echo caught; exit 7' USR1; echo ready; while :; do sleep 0.05; done",
+               0);
+    ap_header(f, AP_STDIN_END, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    cr_assert(wait_for(&cv, "ready"));
+    struct ap_out o;
+    ap_out_begin(&o, f, sizeof f, AP_SIGNAL);
+    ap_put_u32(&o, SIGUSR1);
+    send_all(cv.fd, f, ap_out_end(&o));
+    exec_end(&cv, &flags, &code, &sig);
+    cr_expect(memmem(cv.buf, cv.len, "caught", 6));
+    cr_expect_eq(code, 7);
+
+    /* cancel: the whole tree, detached and scrubbed descendants included */
+    exec_start(&cv, "setsid env -i /bin/sh -c 'sleep 4701 & sleep 4702' & echo ready; sleep 4703", 0);
+    ap_header(f, AP_STDIN_END, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    cr_assert(wait_for(&cv, "ready"));
+    usleep(100000);
+    cr_expect(alive("sleep 470[1]"), "the detached descendant did not start");
+    ap_header(f, AP_CANCEL, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    exec_end(&cv, &flags, &code, &sig);
+    cr_expect(flags & AP_EXIT_CANCELLED);
+    cr_expect(flags & AP_EXIT_SIGNALED);
+    cr_expect_eq(sig, SIGKILL);
+    cr_expect(!alive("sleep 470[123]"), "a descendant survived the cancel");
+
+    /* the timeout, enforced by the agent */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    exec_start(&cv, "setsid sh -c 'sleep 4711 >/dev/null 2>&1 &' ; sleep 4712", 300);
+    ap_header(f, AP_STDIN_END, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    exec_end(&cv, &flags, &code, &sig);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    cr_expect(flags & AP_EXIT_TIMED_OUT);
+    cr_expect_lt(ms, 1300.0, "the timeout of 300 ms took %.0f ms", ms);
+    cr_expect(!alive("sleep 471[12]"), "a descendant survived the timeout");
+    ping_ok();
+}
