@@ -9,8 +9,9 @@
  * slows the command down instead of filling memory), stdin frames go to
  * the command's stdin, a cancel frame, a cut connection or the timeout
  * kill the whole tree (tree.c). When the leader has exited and its output
- * has ended, whatever it left behind is killed too, then AP_EXIT carries
- * its wait status: an exit code, or the signal that ended it.
+ * has ended (or LINGER_MS passed), whatever it left behind is killed too,
+ * then AP_EXIT carries its wait status: an exit code, or the signal that
+ * ended it.
  */
 
 #include "agent.h"
@@ -33,6 +34,9 @@ extern char **environ;
 
 enum { STAGE_USER = 1, STAGE_CWD = 2, STAGE_EXEC = 3 };
 
+/* How long output may stay open after the leader exited. */
+#define LINGER_MS 250
+
 struct run {
     int sock;
     pid_t leader;
@@ -54,6 +58,7 @@ struct run {
     size_t o_len, o_off;
     int timed_out, cancelled, host_gone, killed;
     int sock_eof; /* the host shut its side: a cancellation */
+    int64_t leader_end; /* when the leader's exit was seen, 0 before */
 };
 
 static int64_t now_ms(void)
@@ -333,6 +338,13 @@ static void loop(struct run *r, int sfd, int64_t deadline)
             r->timed_out = 1;
             kill_all(r);
         }
+        /* as the local provider does: once the leader has exited, what it
+         * left holding the output gets LINGER_MS to finish, then the tree
+         * is killed (its output up to then is still delivered) */
+        if (r->leader_done && !r->leader_end)
+            r->leader_end = now_ms();
+        if (r->leader_end && !r->killed && now_ms() >= r->leader_end + LINGER_MS)
+            kill_all(r);
         struct pollfd p[5];
         int np = 0, i_sock = -1, i_out = -1, i_err = -1, i_in = -1;
         p[np] = (struct pollfd){.fd = sfd, .events = POLLIN};
@@ -359,8 +371,13 @@ static void loop(struct run *r, int sfd, int64_t deadline)
             i_in = np++;
         }
         int timeout = -1;
-        if (deadline && !r->killed) {
-            int64_t left = deadline - now_ms();
+        int64_t wake = 0;
+        if (deadline && !r->killed)
+            wake = deadline;
+        if (r->leader_end && !r->killed && (!wake || r->leader_end + LINGER_MS < wake))
+            wake = r->leader_end + LINGER_MS;
+        if (wake) {
+            int64_t left = wake - now_ms();
             timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
         }
         if (poll(p, (nfds_t)np, timeout) < 0 && errno != EINTR)

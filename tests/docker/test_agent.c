@@ -111,6 +111,21 @@ Test(docker_agent, nothing_survives_timeout_cancel_or_exit)
     cr_expect_str_eq(left, "", "left after the exit:\n%s", left);
     free(left);
     dh_buf_free(&out);
+
+    /* one that keeps the output open: it gets 250 ms after the leader's
+     * exit, as on local, then it is killed and exec returns */
+    const char *holder[] = {"sh", "-c", "sleep 3705 & echo started", NULL};
+    struct dh_buf out2 = {0};
+    double t1 = dh_now();
+    cr_assert_eq(dh_exec(&h, sb, holder, NULL, 0, &out2, NULL, &res, &c), SBX_OK);
+    double held = dh_now() - t1;
+    cr_expect_eq(res.exit_code, 0);
+    cr_expect(out2.data && !strncmp(out2.data, "started\n", 8));
+    cr_expect_lt(held, 1500.0, "exec waited %.0f ms for a background holder", held);
+    left = dh_procs(&h, sb, "slee[p] 3705");
+    cr_expect_str_eq(left, "", "left after the exit:\n%s", left);
+    free(left);
+    dh_buf_free(&out2);
     dh_call_free(&c);
 }
 
