@@ -137,9 +137,12 @@ Test(docker_exec_kill, cancel_of_a_command_writing_output_is_prompt)
 }
 
 /* Forks until the pids limit refuses, then keeps trying: nothing more can
- * start in the container, not even a killer. */
+ * start in the container, not even a killer. The forking runs in a
+ * subshell, which a refused fork ends, and the leader then spins on
+ * builtins (it can fork nothing either): the command keeps running until
+ * its timeout or cancellation instead of exiting early. */
 static const char fill_pids[] =
-    "echo $$ > pid; while :; do sleep 3602 & done 2>/dev/null";
+    "echo $$ > pid; (while :; do sleep 3602 & done) 2>/dev/null; while :; do :; done";
 static const char fill_ere[] = "slee[p] 3602|echo \\$\\$ > pi[d]";
 
 Test(docker_exec_kill, timeout_when_the_pids_limit_is_reached)
