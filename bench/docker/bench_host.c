@@ -8,6 +8,7 @@
 #include <time.h>
 
 static const char *cfg_host, *cfg_image, *cfg_resource_dir;
+/* extra keys per host table: ctx points at a NULL-terminated key/value list */
 
 static void hlog(const struct sbx_host *h, int level, const char *fmt, ...)
 {
@@ -26,7 +27,9 @@ static int hset(const struct sbx_host *h, sbx_call *c, int st, const char *fmt, 
 
 static const char *hget(const struct sbx_host *h, const char *key)
 {
-    (void)h;
+    for (const char *const *kv = h->ctx; kv && *kv; kv += 2)
+        if (!strcmp(kv[0], key))
+            return kv[1];
     if (!strcmp(key, "host"))
         return cfg_host;
     if (!strcmp(key, "image"))

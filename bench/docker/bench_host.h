@@ -20,6 +20,10 @@ struct sbx_call {
 void bench_host_init(struct sbx_host *host, const char *docker_host,
                      const char *image, const char *resource_dir);
 
+/* More keys for one host table (host->ctx): a NULL-terminated list of
+ * key, value pairs that take precedence ("agent", "false"). */
+#define bench_host_keys(host, kv) ((host)->ctx = (void *)(kv))
+
 /* Monotonic seconds. */
 double bench_now(void);
 

@@ -206,6 +206,17 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* the baseline of 1.: the same bytes through a pipe into `cat` to
+     * /dev/null inside the container, no transport at all */
+    snprintf(cmd, sizeof cmd, "head -c %zu /dev/zero | cat >/dev/null", bytes);
+    const char *cat_argv[] = {"sh", "-c", cmd, NULL};
+    ea.argv = cat_argv;
+    ea.out = NULL;
+    t0 = bench_now();
+    if ((rc = ops->exec(sb, &c, &ea, &res)) || res.exit_code)
+        bench_die("bench_stream", "exec cat", rc, &c);
+    double cat_secs = bench_now() - t0;
+
     /* 2. throughput: write (sbx vs docker cp), then read */
     char src[300], dst[300];
     snprintf(src, sizeof src, "%s/src.bin", dir);
@@ -300,6 +311,10 @@ int main(int argc, char **argv)
     double mb = (double)mib;
     printf("bench_stream: %ld MiB, %d runs, daemon %s, image %s\n", mib, runs, cfg_host,
            cfg_image);
+    printf("exec stdout vs cat to /dev/null in the container: %.2f s (%.0f MiB/s) vs "
+           "%.2f s (%.0f MiB/s): %.2fx\n",
+           exec_secs, (double)mib / exec_secs, cat_secs, (double)mib / cat_secs,
+           cat_secs / exec_secs);
     printf("exec stdout: %.2f s (%.0f MiB/s), peak RSS growth %ld KiB\n", exec_secs,
            mb / exec_secs, exec_growth);
     printf("file read:   peak RSS growth %ld KiB (largest of %d runs)\n", read_growth,

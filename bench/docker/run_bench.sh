@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run_bench.sh BUILD_DIR [RUNS] - sbx, the libcurl floor and docker-py on one
+# run_bench.sh BUILD_DIR [RUNS] - sbx (with the agent and through the Engine
+# API), the libcurl floor, the local provider and docker-py on one
 # private daemon (started and stopped here), same image, same run; then the
 # big-data measures (RSS growth for 256 MiB, throughput vs docker cp).
 set -euo pipefail

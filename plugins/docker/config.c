@@ -209,6 +209,19 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
                                "providers.docker.kill_timeout: \"%s\" is not a "
                                "positive number of seconds (at most 86400)",
                                get(host, "kill_timeout"));
+    v = get(host, "agent");
+    cfg->agent = !v || strcmp(v, "true") == 0;
+    if ((v = get(host, "agent_path")) && *v) {
+        if (v[0] != '/')
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "providers.docker.agent_path: \"%s\" must be an "
+                                   "absolute path",
+                                   v);
+        if (dup_or(v, NULL, &cfg->agent_path))
+            goto nomem;
+    } else if (cfg->agent && docker_agent_default_path(&cfg->agent_path) != 0) {
+        goto nomem;
+    }
     return load_labels(host, call, cfg);
 
 nomem:
@@ -230,6 +243,7 @@ void docker_config_free(struct docker_config *cfg)
     free(cfg->network);
     free(cfg->user);
     free(cfg->resource_dir);
+    free(cfg->agent_path);
     for (size_t i = 0; i < cfg->nlabels; i++) {
         free(cfg->labels[i].key);
         free(cfg->labels[i].value);

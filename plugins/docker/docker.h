@@ -95,6 +95,9 @@ struct docker_config {
     /* Check the SHA-256 of a write's data in the container before it is
      * published (one more read of the file there, when it has sha256sum). */
     int verify_writes;
+    /* New containers run under sbx-agent (agent_client.c). */
+    int agent;
+    char *agent_path;    /* the static agent binary on the daemon's host */
 };
 
 /* A provider instance. */
@@ -121,6 +124,9 @@ struct sbx_sandbox {
     char *skills_src;
     char *staging;                    /* the session's staging directory */
     char *skill_state;                /* the session's skill-state directory */
+    /* Host path of the agent's socket when the container runs under
+     * sbx-agent; NULL: exec and files go through the Engine API. */
+    char *agent_sock;
 };
 
 /* A cancellation bridge from a host call to the HTTP helper. */
@@ -375,5 +381,62 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
 int docker_write_stream(sbx_sandbox *sb, sbx_call *call, const char *rel,
                         const struct sbx_source *src, const char *tmp,
                         const char *final, unsigned perm);
+
+/* ---- agent_client.c -------------------------------------------------------- */
+
+/* Where sbx-agent is bound in a container, its socket directory there, and
+ * its socket's name in that directory (agent/PROTOCOL.md). */
+#define DOCKER_AGENT_BIN "/.sbx/sbx-agent"
+#define DOCKER_AGENT_RUN "/.sbx/run"
+#define DOCKER_AGENT_SOCK "agent.sock"
+#define DOCKER_LABEL_AGENT "sbx.agent"
+
+/* The default agent_path: sbx-agent in the directory docker.so was loaded
+ * from. *out is malloc'd. 0 or -1 (out of memory). */
+int docker_agent_default_path(char **out);
+
+/* One connection to a container's agent. Every wait is bounded by deadline
+ * (absolute docker_now_ms, 0: none) and by the call's cancellation. */
+struct docker_agent_conn {
+    int fd;
+    sbx_sandbox *sb;
+    sbx_call *call;
+    int cancel_fd;
+    int64_t deadline;
+};
+
+/* Connect, exchange preambles (the agent's protocol version is checked:
+ * SBX_E_PROTOCOL naming both on a mismatch) and send the request frame
+ * (req, a whole frame). A container whose agent does not answer is
+ * SBX_E_UNAVAILABLE with what to do. Errors are set on the call. */
+int docker_agent_open(sbx_sandbox *sb, sbx_call *call, const void *req, size_t req_len,
+                      int64_t deadline, struct docker_agent_conn *c);
+/* Send one frame. SBX_OK, or the call's error set. */
+int docker_agent_send(struct docker_agent_conn *c, int type, const void *p, size_t n);
+/* Receive one frame (payload up to cap into buf). SBX_OK, or the error set
+ * (a cut connection: SBX_E_UNAVAILABLE). */
+int docker_agent_recv(struct docker_agent_conn *c, int *type, unsigned char *buf,
+                      size_t cap, uint32_t *len);
+/* The status and message of an AP_ERROR payload (or any frame that is not
+ * what `what` expected), set on the call. map (may be NULL: file errors)
+ * turns the agent's errno and stage into a status. */
+int docker_agent_fail(struct docker_agent_conn *c, const char *what, int type,
+                      const unsigned char *payload, uint32_t len,
+                      int (*map)(uint32_t e, const char *stage));
+void docker_agent_close(struct docker_agent_conn *c);
+
+/* Wait up to wait_ms for the agent of sb to answer a ping, checking its
+ * protocol version. *stopped: the container is not running (its agent
+ * ended or refused to start: the message says why). */
+int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped);
+
+/* ---- exec_agent.c / files_agent.c -------------------------------------------- */
+
+int docker_agent_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                      const char *cwd, struct sbx_exec_result *res);
+int docker_agent_read(sbx_sandbox *sb, sbx_call *call, const char *root, const char *rel,
+                      const struct sbx_sink *sink);
+int docker_agent_write(sbx_sandbox *sb, sbx_call *call, const char *root, const char *rel,
+                       const struct sbx_source *src, unsigned mode);
 
 #endif /* SBX_DOCKER_H */

@@ -139,6 +139,16 @@ int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *arg
     int rc = check_args(st, call, args);
     if (rc != SBX_OK)
         return rc;
+    if (sb->agent_sock) {
+        /* checked here lexically, resolved by the agent beneath the
+         * workspace (openat2 RESOLVE_BENEATH) */
+        char *cwd = NULL;
+        rc = docker_path_check(st, call, "cwd", args->cwd ? args->cwd : "", 1, &cwd);
+        if (rc == SBX_OK)
+            rc = docker_agent_exec(sb, call, args, cwd, res);
+        free(cwd);
+        return rc;
+    }
     char *workdir = NULL;
     rc = workdir_of(sb, call, args->cwd, &workdir);
     if (rc != SBX_OK)

@@ -1,5 +1,6 @@
 /*
- * files.c - read_file through the archive endpoint.
+ * files.c - read_file through the archive endpoint (or the agent:
+ * files_agent.c).
  *
  * GET /containers/{id}/archive answers with a tar holding the one file;
  * libarchive parses it straight off the connection (pull mode of the HTTP
@@ -46,6 +47,11 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     int rc = docker_path_rooted(sb, call, "read", path, &root, &rel);
     if (rc != SBX_OK)
         return rc;
+    if (sb->agent_sock) {
+        rc = docker_agent_read(sb, call, root, rel, sink);
+        free(rel);
+        return rc;
+    }
     size_t existing;
     struct docker_stat fst;
     rc = docker_resolve(sb, call, root, rel, &resolved, &existing, &fst);

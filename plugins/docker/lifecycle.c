@@ -11,6 +11,8 @@
  */
 #include "docker.h"
 
+#include "proto.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define NAME_PREFIX "sbx-"
@@ -116,17 +119,23 @@ static json_object *str_array(const char *const *v)
     return a;
 }
 
-static void add_bind(struct docker_state *st, json_object *mounts, const char *name,
-                     const char *sub, const char *target, int read_only)
+static void add_bind_src(json_object *mounts, const char *src, const char *target,
+                         int read_only)
 {
-    char src[4096];
-    docker_res_dir(st, name, sub, src, sizeof src);
     json_object *m = json_object_new_object();
     json_object_object_add(m, "Type", json_object_new_string("bind"));
     json_object_object_add(m, "Source", json_object_new_string(src));
     json_object_object_add(m, "Target", json_object_new_string(target));
     json_object_object_add(m, "ReadOnly", json_object_new_boolean(read_only));
     json_object_array_add(mounts, m);
+}
+
+static void add_bind(struct docker_state *st, json_object *mounts, const char *name,
+                     const char *sub, const char *target, int read_only)
+{
+    char src[4096];
+    docker_res_dir(st, name, sub, src, sizeof src);
+    add_bind_src(mounts, src, target, read_only);
 }
 
 /* The mounts a new container gets, sorted by destination (attach compares
@@ -137,6 +146,11 @@ static json_object *mounts_spec(struct docker_state *st, const char *name)
     json_object *mounts = json_object_new_array();
     if (!mounts)
         return NULL;
+    if (st->cfg.agent) {
+        /* the agent's socket directory, then the agent itself (read-only) */
+        add_bind(st, mounts, name, "agent", DOCKER_AGENT_RUN, 0);
+        add_bind_src(mounts, st->cfg.agent_path, DOCKER_AGENT_BIN, 1);
+    }
     add_bind(st, mounts, name, "outputs", DOCKER_OUTPUTS, 0);
     add_bind(st, mounts, name, "uploads", DOCKER_UPLOADS, 1);
     if (st->cfg.read_only_rootfs) {
@@ -154,7 +168,8 @@ static json_object *mounts_spec(struct docker_state *st, const char *name)
 
 static json_object *create_body(struct docker_state *st,
                                 const struct sbx_create_args *args,
-                                json_object *mounts, const char *mounts_text)
+                                json_object *mounts, const char *mounts_text,
+                                const char *agent_user)
 {
     const struct docker_config *c = &st->cfg;
     json_object *b = json_object_new_object();
@@ -168,11 +183,25 @@ static json_object *create_body(struct docker_state *st,
     }
     static const char *const entry[] = {"sleep", "infinity", NULL};
     static const char *const no_cmd[] = {NULL};
+    /* Under the agent, the container's init is the agent, as root (it
+     * makes its socket and runs commands and file operations as the
+     * sandbox user, which it is told here). */
+    const char *const agent_entry[] = {DOCKER_AGENT_BIN, "serve", "--socket",
+                                       DOCKER_AGENT_RUN "/" DOCKER_AGENT_SOCK, "--root",
+                                       DOCKER_WORKSPACE, "--root", DOCKER_OUTPUTS,
+                                       "--user", agent_user ? agent_user : "",
+                                       /* what own_workspace does on the Engine
+                                        * API path */
+                                       c->user && !c->read_only_rootfs ? "--own-workspace"
+                                                                       : NULL,
+                                       NULL};
     json_object_object_add(b, "Image", json_object_new_string(c->image));
-    json_object_object_add(b, "Entrypoint", str_array(entry));
+    json_object_object_add(b, "Entrypoint", str_array(c->agent ? agent_entry : entry));
     json_object_object_add(b, "Cmd", str_array(no_cmd));
     json_object_object_add(b, "WorkingDir", json_object_new_string(DOCKER_WORKSPACE));
-    if (c->user)
+    if (c->agent)
+        json_object_object_add(b, "User", json_object_new_string("0:0"));
+    else if (c->user)
         json_object_object_add(b, "User", json_object_new_string(c->user));
     json_object_object_add(b, "Tty", json_object_new_boolean(0));
     json_object_object_add(b, "OpenStdin", json_object_new_boolean(0));
@@ -193,11 +222,15 @@ static json_object *create_body(struct docker_state *st,
                            json_object_new_string(c->network));
     json_object_object_add(labels, DOCKER_LABEL_MOUNTS,
                            json_object_new_string(mounts_text));
+    if (c->agent)
+        json_object_object_add(labels, DOCKER_LABEL_AGENT,
+                               json_object_new_string(AP_VERSION_STR));
     json_object_object_add(b, "Labels", labels);
 
     json_object_object_add(hc, "NetworkMode", json_object_new_string(c->network));
-    /* docker-init as PID 1 reaps the orphans of killed exec trees. */
-    json_object_object_add(hc, "Init", json_object_new_boolean(1));
+    /* docker-init as PID 1 reaps the orphans of killed exec trees; the
+     * agent is an init of its own. */
+    json_object_object_add(hc, "Init", json_object_new_boolean(!c->agent));
     if (c->memory) {
         json_object_object_add(hc, "Memory", json_object_new_int64(c->memory));
         json_object_object_add(hc, "MemorySwap", json_object_new_int64(c->memory));
@@ -258,7 +291,13 @@ static struct sbx_sandbox *new_handle(struct docker_state *st, const char *id,
     snprintf(sb->id, sizeof sb->id, "%s", id);
     snprintf(sb->key_hash, sizeof sb->key_hash, "%s", key_hash);
     const char *up = bind_source(mounts, from_inspect, DOCKER_UPLOADS);
-    int bad = dup_opt(bind_source(mounts, from_inspect, DOCKER_OUTPUTS),
+    const char *run = bind_source(mounts, from_inspect, DOCKER_AGENT_RUN);
+    if (run) {
+        size_t cap = strlen(run) + sizeof "/" DOCKER_AGENT_SOCK;
+        if ((sb->agent_sock = malloc(cap)))
+            snprintf(sb->agent_sock, cap, "%s/" DOCKER_AGENT_SOCK, run);
+    }
+    int bad = (run && !sb->agent_sock) || dup_opt(bind_source(mounts, from_inspect, DOCKER_OUTPUTS),
                       &sb->outputs_src) ||
               dup_opt(up, &sb->uploads_src) ||
               dup_opt(bind_source(mounts, from_inspect, DOCKER_SKILLS),
@@ -363,6 +402,12 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
                                        "bind directory %s: %s",
                                        id, src, strerror(errno));
     }
+    const char *run = bind_source(inspect_mounts(info), 1, DOCKER_AGENT_RUN);
+    if (run && docker_res_mkdirs(run, 0700) != 0)
+        return st->host->set_error(st->host, call, SBX_E_IO,
+                                   "docker: container %.12s: cannot make its agent "
+                                   "directory %s: %s",
+                                   id, run, strerror(errno));
 
     json_object *state = sbx_json_obj(info, "State");
     const char *status = sbx_json_str(state, "Status");
@@ -471,6 +516,84 @@ static int adopt_existing(struct docker_state *st, sbx_call *call, const char *n
     return SBX_OK;
 }
 
+/* The agent of a container that runs: answering, and speaking our
+ * protocol. One that does not answer although its container runs (wedged)
+ * gets the container restarted once; one whose container stopped right
+ * after the start (it refused to start: a user the image lacks) fails the
+ * call with its reason. */
+static int agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb)
+{
+    if (!sb->agent_sock)
+        return SBX_OK;
+    int stopped;
+    int rc = docker_agent_ready(sb, call, st->cfg.request_timeout_ms, &stopped);
+    if ((rc != SBX_E_UNAVAILABLE && rc != SBX_E_TIMEOUT) || stopped)
+        return rc;
+    st->host->log(st->host, SBX_LOG_WARN,
+                  "docker: the sbx agent of container %.12s does not answer; restarting "
+                  "the container",
+                  sb->id);
+    sbx_http_error err;
+    rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/restart?t=1",
+                     sb->id);
+    if (rc != SBX_OK)
+        return docker_report(st, call, &err, "restarting container %.12s", sb->id);
+    return docker_agent_ready(sb, call, st->cfg.request_timeout_ms, &stopped);
+}
+
+/* The user the agent runs commands as: the configured one, else the
+ * image's own (Config.User), which the agent's container does not get
+ * (it runs as root). A missing image is pulled once. *out is malloc'd. */
+static int agent_user_of(struct docker_state *st, sbx_call *call, char **out)
+{
+    *out = NULL;
+    if (st->cfg.user) {
+        *out = strdup(st->cfg.user);
+        return *out ? SBX_OK : docker_error(st, call, SBX_E_NOMEM, "out of memory");
+    }
+    char *esc = sbx_http_escape(st->cfg.image);
+    if (!esc)
+        return docker_error(st, call, SBX_E_NOMEM, "out of memory");
+    json_object *info = NULL;
+    sbx_http_error err;
+    int rc = SBX_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rc = docker_json(st, call, "GET", NULL, &info, &err, "/images/%s/json", esc);
+        if (rc == SBX_E_NOT_FOUND && attempt == 0) {
+            if ((rc = docker_image_pull(st, call)) != SBX_OK)
+                break;
+            continue;
+        }
+        if (rc != SBX_OK)
+            rc = docker_report(st, call, &err, "inspecting image %s", st->cfg.image);
+        break;
+    }
+    free(esc);
+    if (rc == SBX_OK) {
+        const char *u = sbx_json_str(sbx_json_obj(info, "Config"), "User");
+        *out = strdup(u ? u : "");
+        if (!*out)
+            rc = docker_error(st, call, SBX_E_NOMEM, "out of memory");
+    }
+    json_object_put(info);
+    return rc;
+}
+
+/* The agent binary must be a regular file on this host (the daemon binds
+ * it from there). */
+static int agent_present(struct docker_state *st, sbx_call *call)
+{
+    struct stat s;
+    if (stat(st->cfg.agent_path, &s) == 0 && S_ISREG(s.st_mode) && (s.st_mode & 0111))
+        return SBX_OK;
+    return docker_error(st, call, SBX_E_CONFIG,
+                        "docker: the in-container agent %s is missing or not executable "
+                        "(install sbx-agent next to docker.so, set "
+                        "providers.docker.agent_path, or set providers.docker.agent: false "
+                        "to use the Engine API for exec and files)",
+                        st->cfg.agent_path);
+}
+
 /* A container we just made: a new workspace starts empty, even when a
  * container of the same name left its resource directory behind; then
  * start it and hand the workspace to the sandbox user. */
@@ -490,7 +613,11 @@ static int start_fresh(struct docker_state *st, sbx_call *call, const char *name
     if ((rc = own_workspace(st, call, id)) != SBX_OK)
         return rc;
     *out = new_handle(st, id, key_hash, mounts, 0); /* mounts borrowed */
-    return SBX_OK;
+    if (*out && (rc = agent_up(st, call, *out)) != SBX_OK) {
+        docker_release(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 /* An adopted container: checked, started if stopped, skills repaired. */
@@ -501,7 +628,8 @@ static int resume_existing(struct docker_state *st, sbx_call *call, json_object 
     if (rc != SBX_OK)
         return rc;
     *out = new_handle(st, id, key_hash, inspect_mounts(info), 1);
-    if (*out && (rc = docker_skills_repair(*out, call)) != SBX_OK) {
+    if (*out && ((rc = agent_up(st, call, *out)) != SBX_OK ||
+                 (rc = docker_skills_repair(*out, call)) != SBX_OK)) {
         docker_release(*out);
         *out = NULL;
     }
@@ -523,14 +651,21 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
 
     char name[sizeof NAME_PREFIX + NAME_HASH_LEN];
     snprintf(name, sizeof name, NAME_PREFIX "%.*s", NAME_HASH_LEN, args->key_hash);
-    rc = docker_res_prepare(st, call, name);
-    if (rc != SBX_OK)
+    char *agent_user = NULL;
+    if (st->cfg.agent && ((rc = agent_present(st, call)) != SBX_OK ||
+                          (rc = agent_user_of(st, call, &agent_user)) != SBX_OK))
         return rc;
+    rc = docker_res_prepare(st, call, name);
+    if (rc != SBX_OK) {
+        free(agent_user);
+        return rc;
+    }
     json_object *mounts = mounts_spec(st, name);
     char mounts_text[4096];
     json_object *body = NULL;
     if (mounts && !mounts_canon(mounts, 0, mounts_text, sizeof mounts_text))
-        body = create_body(st, args, mounts, mounts_text);
+        body = create_body(st, args, mounts, mounts_text, agent_user);
+    free(agent_user);
     if (!body) {
         json_object_put(mounts);
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
@@ -621,8 +756,11 @@ int docker_attach(void *state, sbx_call *call, const struct sbx_attach_args *arg
         return rc;
     if (!*out)
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
-    /* skills must be whole before a restarted process uses them */
-    rc = docker_skills_repair(*out, call);
+    /* the agent must answer (and speak our protocol), and skills must be
+     * whole, before a restarted process uses them */
+    rc = agent_up(st, call, *out);
+    if (rc == SBX_OK)
+        rc = docker_skills_repair(*out, call);
     if (rc != SBX_OK) {
         docker_release(*out);
         *out = NULL;
@@ -714,6 +852,7 @@ void docker_release(sbx_sandbox *sb)
     free(sb->skills_src);
     free(sb->staging);
     free(sb->skill_state);
+    free(sb->agent_sock);
     free(sb);
 }
 
@@ -722,8 +861,9 @@ void docker_release(sbx_sandbox *sb)
 static int own_workspace(struct docker_state *st, sbx_call *call, const char *id)
 {
     /* With a read-only root filesystem the workspace volume keeps the owner
-     * of the image's /workspace (docs/providers/docker.md). */
-    if (!st->cfg.user || st->cfg.read_only_rootfs)
+     * of the image's /workspace (docs/providers/docker.md). Under the agent,
+     * the agent does it (--own-workspace). */
+    if (!st->cfg.user || st->cfg.read_only_rootfs || st->cfg.agent)
         return SBX_OK;
     enum { TAR_MAX = 16384 };
     unsigned char *buf = malloc(TAR_MAX);

@@ -27,6 +27,8 @@ static const struct sbx_config_key docker_keys[] = {
     SBX_CONFIG_KEY("request_timeout", SBX_CFG_NUMBER, "seconds an Engine API call (or a stalled stream) may take before it fails (default 30)"),
     SBX_CONFIG_KEY("verify_writes", SBX_CFG_BOOL, "check the SHA-256 of written files in the container before publishing them (default true)"),
     SBX_CONFIG_KEY("kill_timeout", SBX_CFG_NUMBER, "seconds a timeout or cancellation may take to kill a command and drain its output (default 0.6)"),
+    SBX_CONFIG_KEY("agent", SBX_CFG_BOOL, "run new containers under sbx-agent, the in-container init that serves exec and files over a unix socket (default true; false: the Engine API for everything)"),
+    SBX_CONFIG_KEY("agent_path", SBX_CFG_STRING, "host path of the static sbx-agent binary bound into new containers (default: next to docker.so)"),
     SBX_CONFIG_KEYS_END};
 
 static int docker_init(const struct sbx_host *host, sbx_call *call, void **state)

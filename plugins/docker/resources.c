@@ -11,6 +11,8 @@
  *              renamed into place (same file system, so the rename is atomic)
  *   skill-state/<name>/  not mounted: each installed skill's verified bundle
  *              and what its published tree must look like (skills.c)
+ *   agent/     bound at /.sbx/run when the container runs under sbx-agent:
+ *              the agent's socket (mode 0700: only the provider's user)
  *
  * The directories are made before the container is created (a bind needs
  * its source). Only the creator of a fresh container empties them, so a
@@ -33,7 +35,7 @@
 
 /* The first three are bound into the container. */
 static const char *const subdirs[] = {"outputs", "uploads", "skills", "staging",
-                                      "skill-state"};
+                                      "skill-state", "agent"};
 
 int docker_res_dir(struct docker_state *st, const char *name, const char *sub,
                    char *buf, size_t cap)

@@ -197,6 +197,10 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                                  rel, mode);
         goto out;
     }
+    if (sb->agent_sock) {
+        rc = docker_agent_write(sb, call, root, rel, src, mode ? mode : 0644);
+        goto out;
+    }
     size_t existing;
     struct docker_stat fst;
     rc = docker_resolve(sb, call, root, rel, &resolved, &existing, &fst);

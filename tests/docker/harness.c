@@ -58,6 +58,10 @@ static const char *host_config_get(const struct sbx_host *host, const char *key)
         return h->image;
     if (strcmp(key, "resource_dir") == 0)
         return h->resource_dir;
+    /* SBX_TEST_DOCKER_AGENT=0 runs every test through the Engine API path */
+    const char *agent = getenv("SBX_TEST_DOCKER_AGENT");
+    if (strcmp(key, "agent") == 0 && agent && strcmp(agent, "0") == 0)
+        return "false";
     return NULL;
 }
 

@@ -4,11 +4,14 @@
  * SBX_TEST_DOCKER_IMAGE): every case the provider's capabilities cover
  * passes, the others are skipped, and no container is left behind.
  *
- * One known failure is asserted as a failure, so that it stays visible and
- * this test notices when it is fixed: exec_killed_by_signal. The Engine
+ * It runs twice: with the in-container agent (the default: exec and files
+ * through sbx-agent) and with `agent: false` (everything through the
+ * Engine API). Without the agent one known failure is asserted as a
+ * failure, so that it stays visible: exec_killed_by_signal. The Engine
  * API's exec inspect reports a command killed by signal N as exit code
  * 128+N, the same as `exit 128+N`, so the provider cannot tell the two
- * apart (docs/providers/docker.md); the in-container agent will.
+ * apart (docs/providers/docker.md); the agent reports wait statuses, and
+ * there the case must pass.
  */
 #include "../conformance/suite_runner.h"
 
@@ -31,7 +34,7 @@ static uint64_t docker_caps(void)
     return fn()->caps;
 }
 
-Test(conformance_docker, every_case_passes, .timeout = 900)
+static void run_suite(int agent)
 {
     const char *host = getenv("SBX_TEST_DOCKER_HOST");
     if (!host || !*host)
@@ -40,8 +43,8 @@ Test(conformance_docker, every_case_passes, .timeout = 900)
     char yaml[1024];
     snprintf(yaml, sizeof yaml,
              "  docker:\n    host: \"%s\"\n    image: \"%s\"\n"
-             "    resource_dir: \"@ROOT@\"\n",
-             host, image && *image ? image : "sbx-test:busybox");
+             "    resource_dir: \"@ROOT@\"\n    agent: %s\n",
+             host, image && *image ? image : "sbx-test:busybox", agent ? "true" : "false");
     struct sr_run r;
     cr_assert_eq(sr_run_suite(&r, "docker", yaml, SBX_TEST_PROVIDER_DIR,
                               SBX_CONFORMANCE_HUMAN, NULL),
@@ -56,7 +59,7 @@ Test(conformance_docker, every_case_passes, .timeout = 900)
     for (size_t i = 0; i < r.nresults; i++) {
         int want = (sbx_conformance_case_caps(i) & ~caps) ? SBX_CONFORMANCE_SKIP
                                                           : SBX_CONFORMANCE_PASS;
-        if (!strcmp(r.results[i].name, "exec_killed_by_signal")) {
+        if (!agent && !strcmp(r.results[i].name, "exec_killed_by_signal")) {
             want = SBX_CONFORMANCE_FAIL; /* the known limitation above */
             known++;
             cr_expect(strstr(r.results[i].message, "gave exit_code 143"), "%s",
@@ -66,10 +69,20 @@ Test(conformance_docker, every_case_passes, .timeout = 900)
         cr_expect_eq(r.results[i].outcome, want, "%s: outcome %d: %s", r.results[i].name,
                      r.results[i].outcome, r.results[i].message);
     }
-    cr_expect_eq(known, 1, "the known failure is no longer a case");
+    cr_expect_eq(known, agent ? 0 : 1, "the known failure is no longer a case");
     cr_expect_eq(r.summary.failed, known, "%s", r.output);
     cr_expect_eq(r.summary.skipped, skip);
     /* destroy removed every session's resource directory */
     cr_expect_eq(sr_count_workspaces(&r), 0, "resource directories left behind");
     sr_free(&r);
+}
+
+Test(conformance_docker, every_case_passes_with_agent, .timeout = 900)
+{
+    run_suite(1);
+}
+
+Test(conformance_docker, every_case_passes_without_agent, .timeout = 900)
+{
+    run_suite(0);
 }

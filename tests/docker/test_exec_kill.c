@@ -137,9 +137,12 @@ Test(docker_exec_kill, cancel_of_a_command_writing_output_is_prompt)
 }
 
 /* Forks until the pids limit refuses, then keeps trying: nothing more can
- * start in the container, not even a killer. */
+ * start in the container, not even a killer. The forking runs in a
+ * subshell, which a refused fork ends, and the leader then spins on
+ * builtins (it can fork nothing either): the command keeps running until
+ * its timeout or cancellation instead of exiting early. */
 static const char fill_pids[] =
-    "echo $$ > pid; while :; do sleep 3602 & done 2>/dev/null";
+    "echo $$ > pid; (while :; do sleep 3602 & done) 2>/dev/null; while :; do :; done";
 static const char fill_ere[] = "slee[p] 3602|echo \\$\\$ > pi[d]";
 
 Test(docker_exec_kill, timeout_when_the_pids_limit_is_reached)
@@ -223,7 +226,7 @@ static int fallback_child(const char *k, const char *r, const char *res_dir,
 {
     int want_killed = what != FB_PIDS_FULL;
     struct dh hc;
-    const char *extra[] = {"resource_dir", res_dir, NULL};
+    const char *extra[] = {"resource_dir", res_dir, "agent", "false", NULL};
     if (dh_try_open(&hc, NULL, extra, NULL, 0) != SBX_OK)
         return 10;
     sbx_sandbox *s2 = NULL;
@@ -277,7 +280,8 @@ static void run_fallback(enum fallback_case what)
         cr_skip_test("the test daemon's socket does not belong to group docker");
     char res_dir[] = "/tmp/sbx-fallback-res-XXXXXX";
     cr_assert_not_null(mkdtemp(res_dir));
-    const char *extra[] = {"resource_dir", res_dir, "pids_limit", "40", NULL};
+    /* the in-container killer is the Engine API path's */
+    const char *extra[] = {"resource_dir", res_dir, "pids_limit", "40", "agent", "false", NULL};
     dh_open(&h, NULL, extra);
     dh_new_key(key, hash);
     sb = dh_create(&h, key, ref);

@@ -1,0 +1,91 @@
+/*
+ * agent.h - what the parts of sbx-agent share.
+ *
+ *   main.c   arguments, the init duties (reaping, forwarding signals), the
+ *            socket and its peer check, one process per connection
+ *   conn.c   a connection: preamble, the request, dispatch
+ *   wire.c   blocking frame I/O with an idle limit, error replies
+ *   user.c   the command user (from /etc/passwd and /etc/group) and the
+ *            command environment
+ *   exec.c   exec under a per-command subreaper
+ *   tree.c   killing every descendant of the subreaper
+ *   files.c  read, write (atomic), stat, list, mkdir, remove beneath a root
+ */
+#ifndef SBX_AGENT_H
+#define SBX_AGENT_H
+
+#include "proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define AGENT_MAX_ROOTS 4
+/* How long a connection may stay silent while the agent waits for a frame. */
+#define AGENT_IDLE_MS (600 * 1000)
+
+struct agent_cfg {
+    const char *socket_path;
+    const char *user;            /* "" or NULL: root */
+    const char *roots[AGENT_MAX_ROOTS];
+    size_t nroots;
+    int own_workspace;           /* give the first root to the user at start */
+    int trust_local_peers;       /* test builds only: accept same-namespace peers */
+};
+
+extern struct agent_cfg agent_cfg;
+
+/* ---- wire.c ---------------------------------------------------------- */
+
+/* Read exactly n bytes within the idle limit: 0, 1 at a clean end of
+ * stream before the first byte, -1 on error or a cut (errno set). */
+int wire_read_full(int fd, void *buf, size_t n);
+int wire_write_full(int fd, const void *buf, size_t n);
+/* One frame: *type, the payload into buf (cap >= AP_FRAME_MAX is never
+ * needed: a payload longer than cap is -2). 0, 1 at end of stream, -1 on
+ * error, -2 on a malformed header. */
+int wire_read_frame(int fd, int *type, unsigned char *buf, size_t cap, uint32_t *len);
+int wire_send(int fd, int type, const void *payload, size_t len);
+/* Send AP_ERROR (errno e, what failed, message). Best effort. */
+void wire_error(int fd, int e, const char *stage, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- user.c ---------------------------------------------------------- */
+
+struct agent_user {
+    uid_t uid;
+    gid_t gid;
+    gid_t groups[64];
+    size_t ngroups;
+    char home[512];
+    char name[128];
+};
+
+/* Resolve spec ("" = root, name, uid, name:group, uid:gid) in the
+ * container's /etc/passwd and /etc/group. 0, or -1 with a message. */
+int user_resolve(const char *spec, struct agent_user *u, char *msg, size_t cap);
+/* setgroups, setgid, setuid: 0 or -1 (errno). */
+int user_become(const struct agent_user *u);
+
+/* ---- exec.c / files.c ---------------------------------------------------- */
+
+/* ---- tree.c ---------------------------------------------------------- */
+
+/* SIGKILL every descendant of this process, pass after pass, calling reap
+ * between passes, until a pass finds none alive. */
+void tree_kill(void (*reap)(void *), void *ctx);
+
+/* ---- conn.c / exec.c / files.c --------------------------------------- */
+
+/* Serve one connection (in its own process). */
+void conn_serve(int fd);
+void exec_serve(int fd, const unsigned char *req, uint32_t len);
+void files_serve(int fd, int type, const unsigned char *req, uint32_t len);
+
+/* The root (one of agent_cfg.roots) a request names, opened O_PATH, or -1
+ * after replying with an error. */
+int files_open_root(int fd, const char *root);
+/* openat2 RESOLVE_BENEATH below dirfd. */
+int beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+#endif /* SBX_AGENT_H */

@@ -1,0 +1,116 @@
+/*
+ * proto.h - the sbx-agent wire protocol (agent/PROTOCOL.md), shared by the
+ * agent and the docker provider: the connection preamble, frames, and the
+ * field encoding of request and reply payloads.
+ *
+ * A frame is a 5-byte header (big-endian u32 payload length, u8 type) and
+ * the payload. A payload is a sequence of fields: u32 and u64 big-endian,
+ * strings as a u32 length and that many bytes (no NUL inside).
+ */
+#ifndef SBX_AGENT_PROTO_H
+#define SBX_AGENT_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AP_VERSION 1u
+#define AP_VERSION_STR "1" /* the same, for labels */
+#define AP_MAGIC "SBXA"
+#define AP_PREAMBLE_LEN 8 /* magic + u32 version */
+#define AP_HDR_LEN 5
+#define AP_FRAME_MAX (1u << 20) /* largest payload either side accepts */
+#define AP_CHUNK (256u * 1024)  /* data payloads are at most this long */
+#define AP_STR_MAX 65536u       /* longest string field */
+
+/* Frame types. Requests (host -> agent) are upper case, the first frame of
+ * a connection after the preamble; everything else follows a request. */
+enum ap_type {
+    AP_PING = 'P',   /* -> AP_PONG */
+    AP_EXEC = 'X',   /* u64 timeout_ms, str cwd, u32 argc, argv, u32 envc, env */
+    AP_READ = 'R',   /* str root, str path */
+    AP_WRITE = 'W',  /* str root, str path, u32 mode, u32 flags */
+    AP_STAT = 'A',   /* str root, str path */
+    AP_LIST = 'L',   /* str root, str path */
+    AP_MKDIR = 'M',  /* str root, str path, u32 mode, u32 flags */
+    AP_REMOVE = 'U', /* str root, str path, u32 flags */
+
+    /* host -> agent during a request */
+    AP_STDIN = 'i',     /* data for the command's stdin */
+    AP_STDIN_END = 'j', /* end of stdin (empty) */
+    AP_SIGNAL = 'g',    /* u32 signal: sent to the command's leader */
+    AP_CANCEL = 'c',    /* kill the command's whole tree (empty) */
+    AP_DATA = 'd',      /* file data (write from the host, read from the agent) */
+    AP_TRAILER = 't',   /* write: u64 length, 32-byte SHA-256 */
+
+    /* agent -> host */
+    AP_PONG = 'p',   /* u32 version, u32 agent pid, str agent build */
+    AP_STDOUT = 'o', /* command output */
+    AP_STDERR = 'e',
+    AP_EXIT = 'z',   /* u32 flags (AP_EXIT_*), u32 exit code, u32 signal */
+    AP_END = 'n',    /* read: u64 total length, 32-byte SHA-256 */
+    AP_STATR = 'a',  /* u32 kind, u32 mode, u64 size, u64 mtime */
+    AP_ENTRY = 'y',  /* list: str name, u32 kind, u32 mode, u64 size */
+    AP_OK = 'k',     /* the request is done (empty) */
+    AP_ERROR = 'f'   /* u32 errno, str stage, str message; connection closes */
+};
+
+/* write and mkdir flags */
+#define AP_MKPARENTS 1u /* make missing parent directories (0755) */
+/* remove flags */
+#define AP_RECURSIVE 1u
+
+/* AP_EXIT flags */
+#define AP_EXIT_SIGNALED 1u
+#define AP_EXIT_TIMED_OUT 2u
+#define AP_EXIT_CANCELLED 4u
+
+/* AP_STATR / AP_ENTRY kinds */
+enum ap_kind { AP_KIND_FILE = 1, AP_KIND_DIR = 2, AP_KIND_SYMLINK = 3, AP_KIND_OTHER = 4 };
+
+/* ---- building payloads ------------------------------------------------ */
+
+/* A frame under construction in caller memory: buf holds the header. */
+struct ap_out {
+    unsigned char *buf;
+    size_t cap, len;
+    int overflow;
+};
+
+void ap_out_begin(struct ap_out *o, unsigned char *buf, size_t cap, int type);
+void ap_put_u32(struct ap_out *o, uint32_t v);
+void ap_put_u64(struct ap_out *o, uint64_t v);
+void ap_put_bytes(struct ap_out *o, const void *p, size_t n); /* raw */
+void ap_put_str(struct ap_out *o, const char *s);
+/* Fill in the header's length. Returns the frame's total length, 0 when it
+ * did not fit. */
+size_t ap_out_end(struct ap_out *o);
+
+/* Write the 5-byte header of a frame of type with a payload of len bytes. */
+void ap_header(unsigned char hdr[AP_HDR_LEN], int type, uint32_t len);
+/* Parse a header: 0, or -1 when the length exceeds AP_FRAME_MAX. */
+int ap_parse_header(const unsigned char hdr[AP_HDR_LEN], int *type, uint32_t *len);
+
+void ap_preamble(unsigned char out[AP_PREAMBLE_LEN], uint32_t version);
+/* 0 and *version, or -1 when the magic is wrong. */
+int ap_parse_preamble(const unsigned char in[AP_PREAMBLE_LEN], uint32_t *version);
+
+/* ---- reading payloads ----------------------------------------------- */
+
+struct ap_in {
+    const unsigned char *p;
+    size_t left;
+    int bad; /* a field ran past the end, or a string was malformed */
+};
+
+void ap_in_begin(struct ap_in *in, const void *payload, size_t len);
+uint32_t ap_get_u32(struct ap_in *in);
+uint64_t ap_get_u64(struct ap_in *in);
+/* n raw bytes into out. */
+void ap_get_bytes(struct ap_in *in, void *out, size_t n);
+/* A string field as a malloc'd NUL-terminated copy; NULL (and in->bad)
+ * when malformed (too long, a NUL inside) or out of memory. */
+char *ap_get_str(struct ap_in *in);
+/* Nonzero when everything was read and nothing was malformed. */
+int ap_in_done(const struct ap_in *in);
+
+#endif /* SBX_AGENT_PROTO_H */

@@ -1,0 +1,388 @@
+/*
+ * agent_client.c - the provider's side of the sbx-agent channel
+ * (agent/PROTOCOL.md): one unix-socket connection per operation, the
+ * preamble and version check, frames under a deadline and the call's
+ * cancellation, and the agent's errors turned into statuses.
+ *
+ * The socket lives in the session's resource directory (agent/, mode 0700,
+ * bound at /.sbx/run in the container), so its path is known from the
+ * container's mounts. A path longer than a sockaddr_un holds is reached
+ * through /proc/self/fd/N/ of its directory.
+ */
+#include "docker.h"
+
+#include "proto.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+int docker_agent_default_path(char **out)
+{
+    /* absolute: the daemon binds it (a plugin loaded through a relative
+     * SBX_PLUGIN_PATH has a relative file name) */
+    Dl_info info;
+    char *so = NULL;
+    if (dladdr((void *)docker_agent_default_path, &info) && info.dli_fname)
+        so = realpath(info.dli_fname, NULL);
+    const char *slash = so ? strrchr(so, '/') : NULL;
+    int n = slash ? (int)(slash - so) : 0;
+    size_t cap = (size_t)n + sizeof "/sbx-agent";
+    *out = malloc(cap);
+    if (*out)
+        snprintf(*out, cap, "%.*s/sbx-agent", n, so ? so : "");
+    free(so);
+    return *out ? 0 : -1;
+}
+
+static int conn_error(struct docker_agent_conn *c, int status, const char *fmt, ...)
+    SBX_PRINTF_LIKE(3, 4);
+static int conn_error(struct docker_agent_conn *c, int status, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return docker_error(c->sb->st, c->call, status, "docker: the sbx agent of container %.12s: %s",
+                        c->sb->id, msg);
+}
+
+/* connect(2) to path, through its directory's descriptor when too long. */
+static int connect_path(int fd, const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) < sizeof sa.sun_path) {
+        strcpy(sa.sun_path, path);
+        return connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    *slash = '\0';
+    int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (d < 0)
+        return -1;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", d, slash + 1);
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+    int e = errno;
+    close(d);
+    errno = e;
+    return rc;
+}
+
+/* Wait for fd to be ready for events. SBX_OK, or the error set. */
+static int wait_fd(struct docker_agent_conn *c, short events, const char *what)
+{
+    for (;;) {
+        int timeout = -1;
+        if (c->deadline) {
+            int64_t left = c->deadline - docker_now_ms();
+            if (left <= 0)
+                return conn_error(c, SBX_E_TIMEOUT, "%s: no answer in time", what);
+            timeout = left > 60000 ? 60000 : (int)left;
+        }
+        struct pollfd p[2] = {{.fd = c->fd, .events = events},
+                              {.fd = c->cancel_fd, .events = POLLIN}};
+        int r = poll(p, c->cancel_fd >= 0 ? 2 : 1, timeout);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return conn_error(c, SBX_E_IO, "%s: poll: %s", what, strerror(errno));
+        if (c->cancel_fd >= 0 && (p[1].revents & POLLIN))
+            return docker_error(c->sb->st, c->call, SBX_E_CANCELLED, "docker: cancelled");
+        if (p[0].revents)
+            return SBX_OK;
+    }
+}
+
+static int send_all(struct docker_agent_conn *c, const void *buf, size_t n)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t k = send(c->fd, (const char *)buf + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno == EAGAIN) {
+            int rc = wait_fd(c, POLLOUT, "sending");
+            if (rc != SBX_OK)
+                return rc;
+            continue;
+        }
+        if (k < 0)
+            return conn_error(c, SBX_E_UNAVAILABLE, "the connection broke while sending (%s)",
+                              strerror(errno));
+        off += (size_t)k;
+    }
+    return SBX_OK;
+}
+
+static int recv_all(struct docker_agent_conn *c, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = recv(c->fd, (char *)buf + got, n - got, MSG_DONTWAIT);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno == EAGAIN) {
+            int rc = wait_fd(c, POLLIN, "receiving");
+            if (rc != SBX_OK)
+                return rc;
+            continue;
+        }
+        if (k <= 0)
+            return conn_error(c, SBX_E_UNAVAILABLE,
+                              "the connection ended in the middle of an answer (%s); the "
+                              "agent or its container may have died",
+                              k < 0 ? strerror(errno) : "end of stream");
+        got += (size_t)k;
+    }
+    return SBX_OK;
+}
+
+int docker_agent_send(struct docker_agent_conn *c, int type, const void *p, size_t n)
+{
+    unsigned char hdr[AP_HDR_LEN];
+    ap_header(hdr, type, (uint32_t)n);
+    int rc = send_all(c, hdr, sizeof hdr);
+    return rc == SBX_OK && n ? send_all(c, p, n) : rc;
+}
+
+int docker_agent_recv(struct docker_agent_conn *c, int *type, unsigned char *buf,
+                      size_t cap, uint32_t *len)
+{
+    unsigned char hdr[AP_HDR_LEN];
+    int rc = recv_all(c, hdr, sizeof hdr);
+    if (rc != SBX_OK)
+        return rc;
+    if (ap_parse_header(hdr, type, len) != 0 || *len > cap)
+        return conn_error(c, SBX_E_PROTOCOL, "a frame of %u bytes is larger than allowed",
+                          *len);
+    return *len ? recv_all(c, buf, *len) : SBX_OK;
+}
+
+/* errno values the agent reports, as statuses */
+static int status_of(uint32_t e)
+{
+    switch (e) {
+    case ENOENT:
+        return SBX_E_NOT_FOUND;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+        return SBX_E_DENIED;
+    case EXDEV:
+    case ELOOP:
+    case EISDIR:
+    case ENOTDIR:
+    case EINVAL:
+    case EEXIST:
+    case ENOTEMPTY:
+    case ENAMETOOLONG:
+        return SBX_E_INVALID;
+    case EBADMSG:
+    case EPROTO:
+    case EPROTONOSUPPORT:
+        return SBX_E_PROTOCOL;
+    case ENOMEM:
+        return SBX_E_NOMEM;
+    default:
+        return SBX_E_IO;
+    }
+}
+
+int docker_agent_fail(struct docker_agent_conn *c, const char *what, int type,
+                      const unsigned char *payload, uint32_t len,
+                      int (*map)(uint32_t e, const char *stage))
+{
+    if (type != AP_ERROR)
+        return conn_error(c, SBX_E_PROTOCOL, "%s: unexpected frame type 0x%02x", what, type);
+    struct ap_in in;
+    ap_in_begin(&in, payload, len);
+    uint32_t e = ap_get_u32(&in);
+    char *stage = ap_get_str(&in);
+    char *msg = ap_get_str(&in);
+    int rc = !ap_in_done(&in)
+                 ? conn_error(c, SBX_E_PROTOCOL, "%s: malformed error frame", what)
+                 : docker_error(c->sb->st, c->call, map ? map(e, stage) : status_of(e),
+                                "docker: %s: %s", what, msg);
+    free(stage);
+    free(msg);
+    return rc;
+}
+
+void docker_agent_close(struct docker_agent_conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+}
+
+/* The start of what the agent wrote about why it did not start (it
+ * leaves agent.sock.err beside its socket), or "". */
+static void agent_err(const sbx_sandbox *sb, char *buf, size_t cap)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s.err", sb->agent_sock);
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, cap - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Nobody answers at the socket (errno e): say why, from the container's
+ * state (gone, stopped, running) or the daemon's silence. *running tells
+ * whether waiting may help. */
+static int diagnose(struct docker_agent_conn *c, int e, int *running)
+{
+    sbx_sandbox *sb = c->sb;
+    struct docker_state *st = sb->st;
+    int64_t t = st->cfg.request_timeout_ms < 5000 ? st->cfg.request_timeout_ms : 5000;
+    json_object *info = NULL;
+    sbx_http_error err;
+    *running = 0;
+    int rc = docker_json_within(st, NULL, t, "GET", NULL, &info, &err, "/containers/%s/json",
+                                sb->id);
+    if (rc == SBX_E_NOT_FOUND)
+        return docker_error(st, c->call, SBX_E_NOT_FOUND,
+                            "docker: container %.12s no longer exists (the workspace is "
+                            "gone)",
+                            sb->id);
+    if (rc != SBX_OK)
+        return docker_report(st, c->call, &err,
+                             "the sbx agent of container %.12s does not answer (%s); "
+                             "inspecting the container",
+                             sb->id, strerror(e));
+    json_object *state = sbx_json_obj(info, "State");
+    *running = sbx_json_bool(state, "Running", 0);
+    int64_t code = sbx_json_int(state, "ExitCode", -1);
+    json_object_put(info);
+    char why[512];
+    agent_err(sb, why, sizeof why);
+    if (!*running)
+        return docker_error(st, c->call, SBX_E_UNAVAILABLE,
+                            "docker: container %.12s is not running (exit code %lld%s%s): "
+                            "its agent, the container's init, has ended; attach to the "
+                            "session again to restart it",
+                            sb->id, (long long)code, why[0] ? ": " : "", why);
+    return conn_error(c, SBX_E_UNAVAILABLE,
+                      "no answer at %s (%s) although the container runs; attach to the "
+                      "session again to restart it",
+                      sb->agent_sock, strerror(e));
+}
+
+static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t req_len,
+                     int64_t deadline, struct docker_agent_conn *c, int *connect_errno)
+{
+    struct docker_state *st = sb->st;
+    c->sb = sb;
+    c->call = call;
+    c->deadline = deadline;
+    c->cancel_fd = call && st->host->cancel_fd ? st->host->cancel_fd(st->host, call) : -1;
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return conn_error(c, SBX_E_IO, "socket: %s", strerror(errno));
+    if (connect_path(c->fd, sb->agent_sock) != 0) {
+        int e = errno;
+        docker_agent_close(c);
+        if (e == EACCES || e == EPERM)
+            return conn_error(c, SBX_E_DENIED, "permission denied connecting to %s",
+                              sb->agent_sock);
+        *connect_errno = e;
+        return SBX_E_UNAVAILABLE; /* the caller says why */
+    }
+    unsigned char pre[AP_PREAMBLE_LEN];
+    ap_preamble(pre, AP_VERSION);
+    int rc = send_all(c, pre, sizeof pre);
+    if (rc == SBX_OK)
+        rc = send_all(c, req, req_len);
+    /* the agent's preamble (sent before it reads ours): its version */
+    uint32_t version = 0;
+    if (rc == SBX_OK && (rc = recv_all(c, pre, sizeof pre)) == SBX_OK &&
+        ap_parse_preamble(pre, &version) != 0)
+        rc = conn_error(c, SBX_E_PROTOCOL, "%s does not speak the sbx-agent protocol",
+                        sb->agent_sock);
+    if (rc == SBX_OK && version != AP_VERSION)
+        rc = conn_error(c, SBX_E_PROTOCOL,
+                        "the agent speaks protocol version %u, this provider %u; "
+                        "recreate the session's container (or install the matching "
+                        "sbx-agent)",
+                        version, AP_VERSION);
+    if (rc != SBX_OK)
+        docker_agent_close(c);
+    return rc;
+}
+
+int docker_agent_open(sbx_sandbox *sb, sbx_call *call, const void *req, size_t req_len,
+                      int64_t deadline, struct docker_agent_conn *c)
+{
+    int e = 0, running;
+    int rc = open_conn(sb, call, req, req_len, deadline, c, &e);
+    return e ? diagnose(c, e, &running) : rc;
+}
+
+/* One ping. *connect_errno is set when nobody listens. */
+static int ping_once(sbx_sandbox *sb, sbx_call *call, int64_t deadline, int *connect_errno)
+{
+    unsigned char req[AP_HDR_LEN];
+    ap_header(req, AP_PING, 0);
+    struct docker_agent_conn c;
+    *connect_errno = 0;
+    int rc = open_conn(sb, call, req, sizeof req, deadline, &c, connect_errno);
+    if (rc != SBX_OK)
+        return rc;
+    unsigned char buf[512];
+    int type;
+    uint32_t len;
+    rc = docker_agent_recv(&c, &type, buf, sizeof buf, &len);
+    if (rc == SBX_OK && type != AP_PONG)
+        rc = docker_agent_fail(&c, "ping", type, buf, len, NULL);
+    docker_agent_close(&c);
+    return rc;
+}
+
+int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped)
+{
+    *stopped = 0;
+    int64_t end = docker_now_ms() + wait_ms, next_look = docker_now_ms() + 200;
+    for (;;) {
+        int e;
+        int rc = ping_once(sb, call, end, &e);
+        /* only "nobody listens yet" is worth waiting for: the agent of a
+         * container that just started makes its socket within milliseconds;
+         * now and then the container is looked at, so one whose agent
+         * refused to start fails at once */
+        if (!e)
+            return rc;
+        if (docker_now_ms() >= end || docker_now_ms() >= next_look) {
+            struct docker_agent_conn c = {.fd = -1, .sb = sb, .call = call};
+            int running;
+            rc = diagnose(&c, e, &running);
+            *stopped = !running;
+            if (!running || docker_now_ms() >= end)
+                return rc;
+            next_look = docker_now_ms() + 200;
+        }
+        if (call && sb->st->host->cancelled && sb->st->host->cancelled(sb->st->host, call))
+            return docker_error(sb->st, call, SBX_E_CANCELLED, "docker: cancelled");
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}

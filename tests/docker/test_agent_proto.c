@@ -1,0 +1,524 @@
+/*
+ * test_agent_proto.c - sbx-agent alone, on this host (no daemon needed):
+ * the protocol as documented in agent/PROTOCOL.md, and what malformed or
+ * hostile input does to it. The agent runs in a temp directory with
+ * --trust-local-peers (compiled only with SBX_TEST_HOOKS), since a peer in
+ * its own PID namespace is otherwise refused.
+ *
+ * Every malformed conversation must end with an AP_ERROR frame or a closed
+ * connection, never a crash: after each one the agent still answers a
+ * ping, and nothing was written outside the workspace.
+ */
+#include "proto.h"
+
+#include <criterion/criterion.h>
+
+#include <openssl/evp.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/sbx-agent-test-XXXXXX";
+static char sock[100], ws[100];
+static pid_t agent = -1;
+
+static int connect_agent(void)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_geq(fd, 0);
+    for (int i = 0; i < 200; i++) {
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            return fd;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_fail("cannot connect to %s: %s", sock, strerror(errno));
+    return -1;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
+        if (k <= 0)
+            return; /* the agent may close early: that is allowed */
+        c += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Read until the agent closes (within 5 s); returns the bytes read into buf. */
+static size_t read_to_end(int fd, unsigned char *buf, size_t cap)
+{
+    size_t got = 0;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, 5000);
+        cr_assert_gt(r, 0, "the agent neither answered nor closed within 5 s");
+        ssize_t k = recv(fd, buf + got, cap - got, 0);
+        if (k <= 0)
+            return got;
+        got += (size_t)k;
+        if (got == cap)
+            return got;
+    }
+}
+
+/* Parse the answer after the agent's preamble; the type of its last frame
+ * (0 when none) and, for AP_ERROR, the message. */
+static int last_frame(const unsigned char *buf, size_t n, char *msg, size_t cap)
+{
+    size_t off = AP_PREAMBLE_LEN;
+    int last = 0;
+    msg[0] = '\0';
+    while (off + AP_HDR_LEN <= n) {
+        int type;
+        uint32_t len;
+        if (ap_parse_header(buf + off, &type, &len) != 0 || off + AP_HDR_LEN + len > n)
+            break;
+        last = type;
+        if (type == AP_ERROR) {
+            struct ap_in in;
+            ap_in_begin(&in, buf + off + AP_HDR_LEN, len);
+            ap_get_u32(&in);
+            free(ap_get_str(&in));
+            char *m = ap_get_str(&in);
+            snprintf(msg, cap, "%s", m ? m : "");
+            free(m);
+        }
+        off += AP_HDR_LEN + len;
+    }
+    return last;
+}
+
+static void ping_ok(void)
+{
+    int fd = connect_agent();
+    unsigned char out[AP_PREAMBLE_LEN + AP_HDR_LEN];
+    ap_preamble(out, AP_VERSION);
+    ap_header(out + AP_PREAMBLE_LEN, AP_PING, 0);
+    send_all(fd, out, sizeof out);
+    unsigned char buf[512];
+    size_t n = read_to_end(fd, buf, sizeof buf);
+    close(fd);
+    char msg[256];
+    cr_assert_eq(last_frame(buf, n, msg, sizeof msg), AP_PONG, "no pong after fuzzing");
+    int status;
+    cr_assert_eq(waitpid(agent, &status, WNOHANG), 0, "the agent died");
+}
+
+static void start(void)
+{
+    char bin[1024];
+    snprintf(bin, sizeof bin, "%s/sbx-agent", SBX_TEST_PROVIDER_DIR);
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(sock, sizeof sock, "%s/run.sock", dir);
+    snprintf(ws, sizeof ws, "%s/ws", dir);
+    cr_assert_eq(mkdir(ws, 0755), 0);
+    agent = fork();
+    if (agent == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        execl(bin, bin, "serve", "--socket", sock, "--root", ws, "--trust-local-peers",
+              (char *)NULL);
+        _exit(127);
+    }
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    int status;
+    if (waitpid(agent, &status, WNOHANG) == agent)
+        cr_skip_test("sbx-agent was built without SBX_TEST_HOOKS (no --trust-local-peers)");
+}
+
+static void stop(void)
+{
+    if (agent > 0) {
+        kill(agent, SIGTERM);
+        waitpid(agent, NULL, 0);
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+TestSuite(agent_proto, .init = start, .fini = stop, .timeout = 120);
+
+/* A conversation: raw bytes after (or instead of) the preamble. Returns the
+ * last frame type and the error message. */
+static int converse(const void *bytes, size_t n, int with_preamble, char *msg, size_t cap)
+{
+    int fd = connect_agent();
+    if (with_preamble) {
+        unsigned char pre[AP_PREAMBLE_LEN];
+        ap_preamble(pre, AP_VERSION);
+        send_all(fd, pre, sizeof pre);
+    }
+    send_all(fd, bytes, n);
+    shutdown(fd, SHUT_WR);
+    static unsigned char buf[1 << 20];
+    size_t got = read_to_end(fd, buf, sizeof buf);
+    close(fd);
+    return last_frame(buf, got, msg, cap);
+}
+
+Test(agent_proto, version_mismatch_is_a_clear_error)
+{
+    unsigned char pre[AP_PREAMBLE_LEN];
+    ap_preamble(pre, AP_VERSION + 41);
+    char msg[256];
+    cr_assert_eq(converse(pre, sizeof pre, 0, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "protocol 1") && strstr(msg, "42"), "%s", msg);
+    cr_assert_eq(converse("HTTP/1.1", 8, 0, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "bad magic"), "%s", msg);
+    ping_ok();
+}
+
+Test(agent_proto, malformed_requests_get_an_error_and_a_close)
+{
+    unsigned char f[256];
+    char msg[256];
+    struct ap_out o;
+    /* unknown type */
+    ap_header(f, 'Q', 0);
+    cr_expect_eq(converse(f, AP_HDR_LEN, 1, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "unknown request"), "%s", msg);
+    /* a frame longer than the limit */
+    ap_header(f, AP_EXEC, AP_FRAME_MAX + 1);
+    cr_expect_eq(converse(f, AP_HDR_LEN, 1, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "longer than"), "%s", msg);
+    /* a string running past the end of its frame */
+    ap_out_begin(&o, f, sizeof f, AP_READ);
+    ap_put_u32(&o, 1000);
+    size_t n = ap_out_end(&o);
+    cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "malformed"), "%s", msg);
+    /* exec with zero arguments, then with a NUL in a string */
+    ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    ap_put_u64(&o, 0);
+    ap_put_str(&o, "");
+    ap_put_u32(&o, 0);
+    ap_put_u32(&o, 0);
+    n = ap_out_end(&o);
+    cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
+    ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    ap_put_u64(&o, 0);
+    ap_put_str(&o, "");
+    ap_put_u32(&o, 1);
+    ap_put_u32(&o, 3);
+    ap_put_bytes(&o, "a\0b", 3);
+    ap_put_u32(&o, 0);
+    n = ap_out_end(&o);
+    cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
+    /* an env entry without '=' */
+    ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    ap_put_u64(&o, 0);
+    ap_put_str(&o, "");
+    ap_put_u32(&o, 1);
+    ap_put_str(&o, "true");
+    ap_put_u32(&o, 1);
+    ap_put_str(&o, "NOEQUALS");
+    n = ap_out_end(&o);
+    cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
+    /* a root the agent does not serve, an absolute path, an escape */
+    ap_out_begin(&o, f, sizeof f, AP_READ);
+    ap_put_str(&o, "/etc");
+    ap_put_str(&o, "passwd");
+    n = ap_out_end(&o);
+    cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "not a root"), "%s", msg);
+    ap_out_begin(&o, f, sizeof f, AP_READ);
+    ap_put_str(&o, ws);
+    ap_put_str(&o, "../../../etc/passwd");
+    n = ap_out_end(&o);
+    cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "leads out"), "%s", msg);
+    ping_ok();
+}
+
+/* Random frames after the preamble: whatever they are, no crash. */
+Test(agent_proto, random_frames_never_crash_the_agent)
+{
+    unsigned char f[4096];
+    char msg[256];
+    static const char types[] = "PXRWALMUijgcdtpoezZnaykfQ\0\xff";
+    for (int i = 0; i < 300; i++) {
+        size_t n = 0;
+        unsigned char r[2];
+        cr_assert_eq(getrandom(r, sizeof r, 0), 2);
+        /* a plausible type with a random payload, or pure noise */
+        if (r[0] & 1) {
+            size_t len = r[1] % 200;
+            ap_header(f, types[(size_t)(r[0] >> 1) % (sizeof types - 1)], (uint32_t)len);
+            cr_assert_eq(getrandom(f + AP_HDR_LEN, len, 0), (ssize_t)len);
+            n = AP_HDR_LEN + len;
+        } else {
+            n = 1 + r[1] % 64;
+            cr_assert_eq(getrandom(f, n, 0), (ssize_t)n);
+        }
+        int t = converse(f, n, 1, msg, sizeof msg);
+        /* an error, a pong, an exec's or a file op's end, or just a close */
+        cr_expect(t == 0 || t == AP_ERROR || t == AP_PONG || t == AP_EXIT || t == AP_OK ||
+                      t == AP_END || t == AP_STATR,
+                  "iteration %d: unexpected last frame 0x%02x", i, t);
+    }
+    ping_ok();
+    /* nothing appeared beside the workspace */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test \"$(ls -A %s | sort | tr '\\n' ' ')\" = 'run.sock ws '", dir);
+    cr_expect_eq(system(cmd), 0, "files appeared outside the workspace");
+}
+
+/* A write whose connection ends before the trailer, or whose trailer is
+ * wrong, publishes nothing and leaves no temporary. */
+Test(agent_proto, write_without_a_valid_trailer_publishes_nothing)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/f.txt", ws);
+    FILE *old = fopen(path, "w");
+    fputs("old\n", old);
+    fclose(old);
+    for (int variant = 0; variant < 3; variant++) {
+        unsigned char f[512];
+        struct ap_out o;
+        ap_out_begin(&o, f, sizeof f, AP_WRITE);
+        ap_put_str(&o, ws);
+        ap_put_str(&o, "f.txt");
+        ap_put_u32(&o, 0644);
+        ap_put_u32(&o, 0);
+        size_t n = ap_out_end(&o);
+        ap_header(f + n, AP_DATA, 3);
+        memcpy(f + n + AP_HDR_LEN, "new", 3);
+        n += AP_HDR_LEN + 3;
+        if (variant > 0) { /* a trailer with a wrong length, or a wrong digest */
+            ap_out_begin(&o, f + n, sizeof f - n, AP_TRAILER);
+            ap_put_u64(&o, variant == 1 ? 4 : 3);
+            unsigned char d[32] = {0};
+            ap_put_bytes(&o, d, 32);
+            n += ap_out_end(&o);
+        }
+        char msg[256];
+        int t = converse(f, n, 1, msg, sizeof msg);
+        if (variant > 0) {
+            cr_expect_eq(t, AP_ERROR);
+            cr_expect(strstr(msg, variant == 1 ? "announced" : "SHA-256"), "%s", msg);
+        }
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "test \"$(cat %s/f.txt)\" = old && test \"$(ls -A %s)\" = f.txt",
+                 ws, ws);
+        cr_expect_eq(system(cmd), 0, "variant %d: published or left a temporary", variant);
+    }
+    /* and a good one does publish */
+    unsigned char f[512];
+    struct ap_out o;
+    ap_out_begin(&o, f, sizeof f, AP_WRITE);
+    ap_put_str(&o, ws);
+    ap_put_str(&o, "d/e/f.txt");
+    ap_put_u32(&o, 0600);
+    ap_put_u32(&o, AP_MKPARENTS);
+    size_t n = ap_out_end(&o);
+    ap_header(f + n, AP_DATA, 3);
+    memcpy(f + n + AP_HDR_LEN, "new", 3);
+    n += AP_HDR_LEN + 3;
+    unsigned char d[32];
+    EVP_Digest("new", 3, d, NULL, EVP_sha256(), NULL);
+    ap_out_begin(&o, f + n, sizeof f - n, AP_TRAILER);
+    ap_put_u64(&o, 3);
+    ap_put_bytes(&o, d, 32);
+    n += ap_out_end(&o);
+    char msg[256];
+    cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_OK, "%s", msg);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test \"$(cat %s/d/e/f.txt)\" = new && test \"$(stat -c %%a %s/d/e/f.txt)\" = 600",
+             ws, ws);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* stat, list, mkdir, remove */
+Test(agent_proto, stat_list_mkdir_remove)
+{
+    unsigned char f[512];
+    struct ap_out o;
+    char msg[256];
+    ap_out_begin(&o, f, sizeof f, AP_MKDIR);
+    ap_put_str(&o, ws);
+    ap_put_str(&o, "a/b/c");
+    ap_put_u32(&o, 0750);
+    ap_put_u32(&o, AP_MKPARENTS);
+    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
+    ap_out_begin(&o, f, sizeof f, AP_STAT);
+    ap_put_str(&o, ws);
+    ap_put_str(&o, "a/b/c");
+    int fd = connect_agent();
+    unsigned char pre[AP_PREAMBLE_LEN];
+    ap_preamble(pre, AP_VERSION);
+    send_all(fd, pre, sizeof pre);
+    send_all(fd, f, ap_out_end(&o));
+    unsigned char buf[256];
+    size_t n = read_to_end(fd, buf, sizeof buf);
+    close(fd);
+    cr_assert_eq(last_frame(buf, n, msg, sizeof msg), AP_STATR);
+    struct ap_in in;
+    ap_in_begin(&in, buf + AP_PREAMBLE_LEN + AP_HDR_LEN, n - AP_PREAMBLE_LEN - AP_HDR_LEN);
+    cr_expect_eq(ap_get_u32(&in), AP_KIND_DIR);
+    cr_expect_eq(ap_get_u32(&in), 0750);
+    ap_out_begin(&o, f, sizeof f, AP_LIST);
+    ap_put_str(&o, ws);
+    ap_put_str(&o, "a");
+    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
+    ap_out_begin(&o, f, sizeof f, AP_REMOVE);
+    ap_put_str(&o, ws);
+    ap_put_str(&o, "a");
+    ap_put_u32(&o, 0);
+    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_ERROR);
+    ap_out_begin(&o, f, sizeof f, AP_REMOVE);
+    ap_put_str(&o, ws);
+    ap_put_str(&o, "a");
+    ap_put_u32(&o, AP_RECURSIVE);
+    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "test ! -e %s/a", ws);
+    cr_expect_eq(system(cmd), 0);
+}
+
+/* One exec conversation: the request, then the frames the test sends, then
+ * everything the agent answers until it closes. */
+struct conv {
+    int fd;
+    unsigned char buf[1 << 16];
+    size_t len;
+};
+
+static void exec_start(struct conv *cv, const char *script, uint64_t timeout_ms)
+{
+    cv->fd = connect_agent();
+    cv->len = 0;
+    unsigned char f[1024];
+    struct ap_out o;
+    ap_preamble(f, AP_VERSION);
+    send_all(cv->fd, f, AP_PREAMBLE_LEN);
+    ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    ap_put_u64(&o, timeout_ms);
+    ap_put_str(&o, "");
+    ap_put_u32(&o, 3);
+    ap_put_str(&o, "/bin/sh");
+    ap_put_str(&o, "-c");
+    ap_put_str(&o, script);
+    ap_put_u32(&o, 1);
+    ap_put_str(&o, "SBX_T=1");
+    send_all(cv->fd, f, ap_out_end(&o));
+}
+
+/* Read until the agent's output contains want (or it closes). */
+static int wait_for(struct conv *cv, const char *want)
+{
+    for (;;) {
+        if (memmem(cv->buf, cv->len, want, strlen(want)))
+            return 1;
+        struct pollfd p = {.fd = cv->fd, .events = POLLIN};
+        if (poll(&p, 1, 5000) <= 0)
+            return 0;
+        ssize_t k = recv(cv->fd, cv->buf + cv->len, sizeof cv->buf - cv->len, 0);
+        if (k <= 0)
+            return memmem(cv->buf, cv->len, want, strlen(want)) != NULL;
+        cv->len += (size_t)k;
+    }
+}
+
+/* The AP_EXIT frame's fields, after reading to the end. */
+static void exec_end(struct conv *cv, uint32_t *flags, uint32_t *code, uint32_t *sig)
+{
+    cv->len += read_to_end(cv->fd, cv->buf + cv->len, sizeof cv->buf - cv->len);
+    close(cv->fd);
+    char msg[256];
+    cr_assert_eq(last_frame(cv->buf, cv->len, msg, sizeof msg), AP_EXIT, "%s", msg);
+    /* the exit frame is the last 5 + 12 bytes */
+    struct ap_in in;
+    ap_in_begin(&in, cv->buf + cv->len - 12, 12);
+    *flags = ap_get_u32(&in);
+    *code = ap_get_u32(&in);
+    *sig = ap_get_u32(&in);
+}
+
+static int alive(const char *pattern)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "pgrep -f '%s' >/dev/null", pattern);
+    return system(cmd) == 0;
+}
+
+Test(agent_proto, exec_stdin_signal_cancel_and_timeout)
+{
+    struct conv cv;
+    unsigned char f[64];
+    uint32_t flags, code, sig;
+    /* stdin streamed in, output and the environment out */
+    exec_start(&cv, "read a; echo \"got $a $SBX_T\"; echo err >&2; exit 3", 0);
+    ap_header(f, AP_STDIN, 6);
+    memcpy(f + AP_HDR_LEN, "hello\n", 6);
+    send_all(cv.fd, f, AP_HDR_LEN + 6);
+    ap_header(f, AP_STDIN_END, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    exec_end(&cv, &flags, &code, &sig);
+    cr_expect(memmem(cv.buf, cv.len, "got hello 1\n", 12), "no echo of stdin");
+    cr_expect_eq(flags, 0);
+    cr_expect_eq(code, 3);
+
+    /* a signal frame reaches the leader */
+    exec_start(&cv, "trap 'echo caught; exit 7' USR1; echo ready; while :; do sleep 0.05; done",
+               0);
+    ap_header(f, AP_STDIN_END, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    cr_assert(wait_for(&cv, "ready"));
+    struct ap_out o;
+    ap_out_begin(&o, f, sizeof f, AP_SIGNAL);
+    ap_put_u32(&o, SIGUSR1);
+    send_all(cv.fd, f, ap_out_end(&o));
+    exec_end(&cv, &flags, &code, &sig);
+    cr_expect(memmem(cv.buf, cv.len, "caught", 6));
+    cr_expect_eq(code, 7);
+
+    /* cancel: the whole tree, detached and scrubbed descendants included */
+    exec_start(&cv, "setsid env -i /bin/sh -c 'sleep 4701 & sleep 4702' & echo ready; sleep 4703", 0);
+    ap_header(f, AP_STDIN_END, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    cr_assert(wait_for(&cv, "ready"));
+    usleep(100000);
+    cr_expect(alive("sleep 470[1]"), "the detached descendant did not start");
+    ap_header(f, AP_CANCEL, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    exec_end(&cv, &flags, &code, &sig);
+    cr_expect(flags & AP_EXIT_CANCELLED);
+    cr_expect(flags & AP_EXIT_SIGNALED);
+    cr_expect_eq(sig, SIGKILL);
+    cr_expect(!alive("sleep 470[123]"), "a descendant survived the cancel");
+
+    /* the timeout, enforced by the agent */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    exec_start(&cv, "setsid sh -c 'sleep 4711 >/dev/null 2>&1 &' ; sleep 4712", 300);
+    ap_header(f, AP_STDIN_END, 0);
+    send_all(cv.fd, f, AP_HDR_LEN);
+    exec_end(&cv, &flags, &code, &sig);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+    cr_expect(flags & AP_EXIT_TIMED_OUT);
+    cr_expect_lt(ms, 1300.0, "the timeout of 300 ms took %.0f ms", ms);
+    cr_expect(!alive("sleep 471[12]"), "a descendant survived the timeout");
+    ping_ok();
+}
