@@ -4,7 +4,7 @@
 # build tree), runs commands in a session of the installed local provider:
 # output, exit status, and the workspace kept between two runs.
 set -u
-src=$1 build=$2
+src=$1 build=$2 cflags=${3:--O1 -Werror}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/sbx-consumer-XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
@@ -14,7 +14,7 @@ pc=$(dirname "$(find "$work/prefix" -name sbx.pc | head -n 1)")
 [ -d "$pc" ] || fail "no sbx.pc installed"
 cp "$src/examples/consumer/consumer.c" "$src/examples/consumer/Makefile" "$work/"
 PKG_CONFIG_PATH=$pc PKG_CONFIG_LIBDIR=$pc make -s -C "$work" consumer \
-    CFLAGS="-O1 -Werror" >"$work/make.log" 2>&1 || { cat "$work/make.log"; fail "make"; }
+    CFLAGS="$cflags" LDFLAGS="$cflags" >"$work/make.log" 2>&1 || { cat "$work/make.log"; fail "make"; }
 mkdir "$work/ws" "$work/state"
 printf 'store: { driver: sqlite, path: %s/state/sbx.db }\nproviders:\n  local:\n    root: %s/ws\n' \
     "$work" "$work" >"$work/sbx.yaml"
