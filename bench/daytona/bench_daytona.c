@@ -12,6 +12,8 @@
  *   3. 100 sequential execs: connections the fake accepted meanwhile.
  * Usage: bench_daytona [RUNS [SIZE_MIB]]   (defaults 100 and 256)
  */
+#include "fake_bench.h"
+
 #include <sbx/sbx.h>
 
 #include <curl/curl.h>
@@ -23,145 +25,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KEY "bench_key"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static void die(const char *what, const char *msg)
-{
-    fprintf(stderr, "bench_daytona: %s: %s\n", what, msg);
-    exit(1);
-}
-
-static long status_kib(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t fl = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, fl) && line[fl] == ':')
-            v = atol(line + fl + 1);
-    if (f)
-        fclose(f);
-    return v;
-}
-
-static void reset_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (f) {
-        fputs("5", f);
-        fclose(f);
-    }
-}
-
-/* ---- the fake --------------------------------------------------------- */
-static pid_t fake_pid;
-static int port;
-static char dir[64] = "/tmp/sbx-bench-dt-XXXXXX";
-
-static void fake_start(void)
-{
-    if (!mkdtemp(dir))
-        die("mkdtemp", "failed");
-    char pf[128], script[1024];
-    snprintf(pf, sizeof pf, "%s/port", dir);
-    snprintf(script, sizeof script, "%s/tests/daytona/fake_daytona.py", SBX_BENCH_SOURCE_DIR);
-    fake_pid = fork();
-    if (fake_pid == 0) {
-        execlp("python3", "python3", script, "--port-file", pf, "--api-key", KEY, "--dir", dir,
-               (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 200 && !port; i++) {
-        FILE *f = fopen(pf, "r");
-        if (f) {
-            if (fscanf(f, "%d", &port) != 1)
-                port = 0;
-            fclose(f);
-        }
-        usleep(50000);
-    }
-    if (!port)
-        die("fake", "did not start");
-}
-
-static void fake_stop(void)
-{
-    kill(fake_pid, SIGTERM);
-    waitpid(fake_pid, NULL, 0);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "bench_daytona: could not remove %s\n", dir);
-}
-
-struct buf {
-    char *p;
-    size_t len;
-};
-
-static size_t collect(char *d, size_t s, size_t n, void *ctx)
-{
-    struct buf *b = ctx;
-    b->p = realloc(b->p, b->len + s * n + 1);
-    memcpy(b->p + b->len, d, s * n);
-    b->len += s * n;
-    b->p[b->len] = 0;
-    return s * n;
-}
-
-static int fake_connections(CURL *c)
-{
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/_fake/stats", port);
-    struct buf b = {NULL, 0};
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-    if (curl_easy_perform(c) != CURLE_OK || !b.p)
-        die("stats", "request failed");
-    char *p = strstr(b.p, "\"connections\": ");
-    int n = p ? atoi(p + 15) : -1;
-    free(b.p);
-    return n;
-}
 
 /* ---- the libcurl floor ------------------------------------------------ */
-static size_t discard(char *d, size_t s, size_t n, void *ctx)
-{
-    (void)d;
-    *(size_t *)ctx += s * n;
-    return s * n;
-}
-
 /* One toolbox request; body NULL sends none. */
 static void call(CURL *c, const char *method, const char *tb, const char *path,
                  const char *body)
 {
     char url[512];
     snprintf(url, sizeof url, "%s%s", tb, path);
-    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer " KEY);
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer " BENCH_FAKE_KEY);
     if (body)
         h = curl_slist_append(h, "Content-Type: application/json");
     size_t got = 0;
@@ -171,12 +43,12 @@ static void call(CURL *c, const char *method, const char *tb, const char *path,
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (body)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, bench_discard);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
     long code = 0;
     if (curl_easy_perform(c) != CURLE_OK ||
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code >= 400)
-        die("floor", path);
+        bench_die("floor", path);
     curl_slist_free_all(h);
 }
 
@@ -222,14 +94,14 @@ static double floor_file(CURL *c, const char *tb, int upload, uint64_t size)
     char url[512];
     snprintf(url, sizeof url, "%s/files/%s?path=%%2Fhome%%2Fdaytona%%2Fworkspace%%2Fcurl.bin",
              tb, upload ? "upload" : "download");
-    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer " KEY);
+    struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer " BENCH_FAKE_KEY);
     struct zeros z = {size};
     size_t got = 0;
     curl_mime *mime = NULL;
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, bench_discard);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
     if (upload) {
         mime = curl_mime_init(c);
@@ -239,12 +111,12 @@ static double floor_file(CURL *c, const char *tb, int upload, uint64_t size)
         curl_mime_data_cb(part, (curl_off_t)size, zero_read, NULL, NULL, &z);
         curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
     }
-    double t = now();
+    double t = bench_now();
     if (curl_easy_perform(c) != CURLE_OK)
-        die("floor file", upload ? "upload failed" : "download failed");
-    t = now() - t;
+        bench_die("floor file", upload ? "upload failed" : "download failed");
+    t = bench_now() - t;
     if (!upload && got != size)
-        die("floor file", "short download");
+        bench_die("floor file", "short download");
     curl_mime_free(mime);
     curl_slist_free_all(h);
     return t;
@@ -284,21 +156,22 @@ static void sbx_true(sbx_handle *h)
     res.size = sizeof res;
     sbx_error err;
     if (sbx_exec(h, &a, &res, NULL, &err) != SBX_OK || res.exit_code != 0)
-        die("exec", err.message);
+        bench_die("exec", err.message);
 }
 
 int main(int argc, char **argv)
 {
+    bench_name = "bench_daytona";
     int runs = argc > 1 ? atoi(argv[1]) : 100;
     uint64_t mib = argc > 2 ? (uint64_t)atoll(argv[2]) : 256;
     uint64_t size = mib << 20;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    fake_start();
-    setenv("DAYTONA_API_KEY", KEY, 1);
+    bench_fake_start("tests/daytona/fake_daytona.py");
+    setenv("DAYTONA_API_KEY", BENCH_FAKE_KEY, 1);
     char cfg[128];
-    snprintf(cfg, sizeof cfg, "%s/sbx.yaml", dir);
+    snprintf(cfg, sizeof cfg, "%s/sbx.yaml", bench_fake_dir());
     FILE *f = fopen(cfg, "w");
-    fprintf(f, "providers:\n  daytona:\n    api_url: \"http://127.0.0.1:%d/api\"\n", port);
+    fprintf(f, "providers:\n  daytona:\n    api_url: \"http://127.0.0.1:%d/api\"\n", bench_fake_port);
     fclose(f);
     struct sbx_options o;
     memset(&o, 0, sizeof o);
@@ -312,13 +185,13 @@ int main(int argc, char **argv)
     sbx_error err;
     if (sbx_open(&o, &ctx, &err) != SBX_OK ||
         sbx_provider_lookup(ctx, "daytona", &p, &err) != SBX_OK)
-        die("open", err.message);
+        bench_die("open", err.message);
     struct sbx_create_options co = {sizeof co, NULL, 0, NULL};
     if (sbx_create(p, "bench", &co, NULL, &h, &err) != SBX_OK)
-        die("create", err.message);
+        bench_die("create", err.message);
     const char *ref = sbx_handle_ref(h);
     char tb[256];
-    snprintf(tb, sizeof tb, "http://127.0.0.1:%d/toolbox/%s", port, strchr(ref, ':') + 1);
+    snprintf(tb, sizeof tb, "http://127.0.0.1:%d/toolbox/%s", bench_fake_port, strchr(ref, ':') + 1);
     CURL *c = curl_easy_init();
 
     /* 1. exec, interleaved so that both see the same machine state */
@@ -328,45 +201,45 @@ int main(int argc, char **argv)
         floor_exec(c, tb, 100000 + i);
     }
     for (int i = 0; i < runs; i++) {
-        double t = now();
+        double t = bench_now();
         sbx_true(h);
-        ta[i] = now() - t;
-        t = now();
+        ta[i] = bench_now() - t;
+        t = bench_now();
         floor_exec(c, tb, i);
-        tb2[i] = now() - t;
+        tb2[i] = bench_now() - t;
     }
-    double ma = median(ta, (size_t)runs), mb = median(tb2, (size_t)runs);
+    double ma = bench_median(ta, (size_t)runs), mb = bench_median(tb2, (size_t)runs);
     printf("exec of true (median of %d): sbx %.2f ms, libcurl floor %.2f ms, ratio %.2fx "
            "(target <= 1.10x)\n",
            runs, ma * 1e3, mb * 1e3, ma / mb);
 
     /* 2. a big file through the provider vs curl: each twice, alternating,
      * best of two (the first writes of a run pay for the page cache) */
-    long rss0 = status_kib("VmRSS");
-    reset_peak();
+    long rss0 = bench_status_kib("VmRSS");
+    bench_reset_peak();
     double tw = 1e9, tr = 1e9, cw = 1e9, cr = 1e9;
     for (int round = 0; round < 2; round++) {
         struct zeros z = {size};
         struct sbx_source src = SBX_SOURCE_INIT(&z, zsrc_read);
         src.length = zsrc_len;
-        double t = now();
+        double t = bench_now();
         if (sbx_write(h, "big.bin", &src, 0, NULL, &err) != SBX_OK)
-            die("write", err.message);
-        t = now() - t;
+            bench_die("write", err.message);
+        t = bench_now() - t;
         tw = t < tw ? t : tw;
         t = floor_file(c, tb, 1, size);
         cw = t < cw ? t : cw;
         uint64_t got = 0;
         struct sbx_sink sink = SBX_SINK_INIT(&got, count_write);
-        t = now();
+        t = bench_now();
         if (sbx_read(h, "big.bin", &sink, NULL, &err) != SBX_OK || got != size)
-            die("read", err.message);
-        t = now() - t;
+            bench_die("read", err.message);
+        t = bench_now() - t;
         tr = t < tr ? t : tr;
         t = floor_file(c, tb, 0, size);
         cr = t < cr ? t : cr;
     }
-    long growth = status_kib("VmHWM") - rss0;
+    long growth = bench_status_kib("VmHWM") - rss0;
     double mbs = (double)mib;
     printf("%llu MiB (best of 2): write %.0f MiB/s (curl %.0f MiB/s, %.2fx), read %.0f MiB/s "
            "(curl %.0f MiB/s, %.2fx) (target >= 0.8x); peak RSS growth %ld KiB (target <= "
@@ -380,25 +253,25 @@ int main(int argc, char **argv)
         struct sbx_source s1 = SBX_SOURCE_INIT(&z1, zsrc_read);
         s1.length = zsrc_len;
         if (sbx_write(h, "one.bin", &s1, 0, NULL, &err) != SBX_OK)
-            die("write", err.message);
+            bench_die("write", err.message);
         double tf[9];
         for (int i = 0; i < 9; i++) {
             uint64_t n1 = 0;
             struct sbx_sink k1 = SBX_SINK_INIT(&n1, count_write);
-            double t0 = now();
+            double t0 = bench_now();
             if (sbx_read(h, "one.bin", &k1, NULL, &err) != SBX_OK || n1 != 1)
-                die("read", err.message);
-            tf[i] = now() - t0;
+                bench_die("read", err.message);
+            tf[i] = bench_now() - t0;
         }
         printf("read of 1 byte (median of 9, the fixed cost of a read): %.2f ms\n",
-               median(tf, 9) * 1e3);
+               bench_median(tf, 9) * 1e3);
     }
 
     /* 3. 100 sequential execs over reused connections */
-    int c0 = fake_connections(c);
+    int c0 = bench_fake_connections(c);
     for (int i = 0; i < 100; i++)
         sbx_true(h);
-    int c1 = fake_connections(c);
+    int c1 = bench_fake_connections(c);
     /* the two stats requests opened one connection each */
     printf("100 sequential execs (600 requests): %d new connections at the fake\n", c1 - c0 - 1);
 
@@ -408,6 +281,6 @@ int main(int argc, char **argv)
     curl_easy_cleanup(c);
     free(ta);
     free(tb2);
-    fake_stop();
+    bench_fake_stop();
     return 0;
 }
