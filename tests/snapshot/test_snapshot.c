@@ -192,6 +192,57 @@ static void an_interrupted_snapshot_writes_nothing(void)
     cr_assert_neq(system(cmd), 0, "a temporary file was left");
 }
 
+/* A tree deeper than the archive checks allow (256 levels) is refused by
+ * name, and a killed sbx never publishes a file. */
+static void deep_trees_and_a_killed_snapshot(void)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", "deep", "--", "sh", "-c",
+                            "i=0; while [ $i -lt 300 ]; do mkdir d; cd d; i=$((i+1)); done; "
+                            "echo bottom > f",
+                            NULL},
+           &r);
+    cli_result_free(&r);
+    char file[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "deep.tar");
+    cli_run(&e, (const char *[]){"snapshot", "deep", file, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "a 300-level tree was snapshotted");
+    cr_assert(strstr(r.err, "refused"), "%s", r.err);
+    cli_result_free(&r);
+    cr_assert_eq(access(file, F_OK), -1, "a refused snapshot was written");
+    /* the same depth in a snapshot given to restore */
+    char cmd[PATH_MAX * 2 + 512];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && python3 -c \"import tarfile, io\n"
+             "t = tarfile.open('deep-in.tar', 'w')\n"
+             "i = tarfile.TarInfo('/'.join(['d'] * 300) + '/f'); i.size = 1\n"
+             "t.addfile(i, io.BytesIO(b'x')); t.close()\"",
+             e.dir);
+    cr_assert_eq(system(cmd), 0);
+    file_in_dir(file, sizeof file, "deep-in.tar");
+    cli_run(&e, (const char *[]){"restore", "deep", file, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "a 300-level snapshot was restored");
+    cli_result_free(&r);
+    run_ok((const char *[]){"exec", "deep", "--", "sh", "-c", "ls -A | grep -vx skills", NULL},
+           &r);
+    cr_assert_str_eq(r.out, "d\n", "a refused restore changed the workspace");
+    cli_result_free(&r);
+
+    /* SIGKILL in the middle of a snapshot of a big file */
+    run_ok((const char *[]){"exec", "deep", "--", "sh", "-c",
+                            "rm -rf d && dd if=/dev/zero of=big bs=1M count=512 2>/dev/null",
+                            NULL},
+           &r);
+    cli_result_free(&r);
+    file_in_dir(file, sizeof file, "killed.tar");
+    struct cli_proc p;
+    cli_spawn(&e, (const char *[]){"snapshot", "deep", file, NULL}, CLI_STDIN_NULL, &p);
+    usleep(100 * 1000);
+    kill(p.pid, SIGKILL);
+    cli_wait(&p, 60000);
+    cr_assert_eq(access(file, F_OK), -1, "a killed snapshot published its file");
+}
+
 static void setup_local(void)
 {
     cli_env_init(&e);
@@ -211,6 +262,7 @@ Test(snapshot_local, symlinks_in_the_workspace_are_refused)
 {
     symlinks_in_the_workspace_are_refused();
 }
+Test(snapshot_local, deep_trees_and_a_killed_snapshot) { deep_trees_and_a_killed_snapshot(); }
 Test(snapshot_local, an_interrupted_snapshot_writes_nothing)
 {
     an_interrupted_snapshot_writes_nothing();
