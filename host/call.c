@@ -8,6 +8,7 @@ void sbx_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel)
     sbx_error_clear(&call->scratch);
     call->err = err ? err : &call->scratch;
     call->cancel = cancel;
+    call->user = NULL;
     sbx_error_clear(call->err);
 }
 

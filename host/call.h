@@ -13,6 +13,8 @@ struct sbx_call {
     sbx_error *err;     /* never NULL: points at scratch when the caller
                            passed none */
     sbx_cancel *cancel; /* may be NULL */
+    const char *user;   /* the user the op acts as (SBX_CAP_USERS), or NULL;
+                           borrowed from the handle */
     sbx_error scratch;
 };
 

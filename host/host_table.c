@@ -83,6 +83,12 @@ static int host_cancel_fd(const struct sbx_host *host, const sbx_call *call)
     return call && call->cancel ? call->cancel->fd : -1;
 }
 
+static const char *host_call_user(const struct sbx_host *host, const sbx_call *call)
+{
+    (void)host;
+    return call ? call->user : NULL;
+}
+
 void sbx_host_table_init(struct sbx_provider *p)
 {
     p->host.size = sizeof p->host;
@@ -94,4 +100,5 @@ void sbx_host_table_init(struct sbx_provider *p)
     p->host.config_entry = host_config_entry;
     p->host.cancelled = host_cancelled;
     p->host.cancel_fd = host_cancel_fd;
+    p->host.call_user = host_call_user;
 }

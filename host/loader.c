@@ -50,7 +50,7 @@ static const struct op_ref core_ops[] = {
 static const struct cap_rule {
     uint64_t bit;
     size_t nops;
-    struct op_ref ops[2];
+    struct op_ref ops[3];
 } cap_rules[] = {
     {SBX_CAP_FILE_MOUNTS, 2, {OP(mount_put), OP(mount_remove)}},
     {SBX_CAP_OUTPUT_EXPORT, 1, {OP(export_outputs)}},
@@ -59,6 +59,8 @@ static const struct cap_rule {
     /* ABI 1.1: its ops follow reserved[2]; a table that ends before them
      * is refused below, naming the size it needs. */
     {SBX_CAP_EGRESS, 2, {OP(egress_set), OP(egress_get)}},
+    {SBX_CAP_MEMORY, 3, {OP(memory_load), OP(memory_diff), OP(memory_accept)}},
+    {SBX_CAP_USERS, 2, {OP(group_add), OP(user_add)}},
 };
 
 #undef OP
@@ -287,7 +289,7 @@ static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
         if (op_present(ops, desc->ops_size, off, &beyond))
             return refuse(err, SBX_E_ABI, name, path,
                           "reserved op slot reserved[%zu] is set: expected NULL "
-                          "(memory and egress ops arrive in ABI 1.1)",
+                          "(the memory and egress ops are appended in ABI 1.1)",
                           i);
     }
 

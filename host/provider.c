@@ -20,6 +20,7 @@ static const struct {
     {SBX_CAP_MEMORY, "memory"},
     {SBX_CAP_EGRESS, "egress"},
     {SBX_CAP_PACKAGES, "packages"},
+    {SBX_CAP_USERS, "users"},
 };
 
 SBX_API const char *sbx_cap_name(uint64_t bit)

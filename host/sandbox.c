@@ -154,6 +154,8 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
     uint64_t caps = opts->caps_required;
     if (opts->egress)
         caps |= SBX_CAP_EGRESS;
+    if (opts->memory && opts->memory[0])
+        caps |= SBX_CAP_MEMORY;
     /* Admission first: decided from the descriptor, before init. */
     if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK)
         return rc;
@@ -170,6 +172,7 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
         .spec_hash = opts->spec_hash ? opts->spec_hash : "",
         .caps_required = caps,
         .egress = opts->egress,
+        .memory = opts->memory,
     };
     char ref[SBX_REF_MAX];
     memset(ref, 0, sizeof ref);

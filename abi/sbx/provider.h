@@ -164,6 +164,9 @@ static inline int sbx_status_is_transient(sbx_status s)
 #define SBX_CAP_MEMORY        (UINT64_C(1) << 3) /* ops in ABI 1.1 */
 #define SBX_CAP_EGRESS        (UINT64_C(1) << 4) /* ops in ABI 1.1 */
 #define SBX_CAP_PACKAGES      (UINT64_C(1) << 5) /* packages run via exec */
+/* ABI 1.1: users and groups made in the sandbox, and ops run as one of
+ * them (group_add, user_add, sbx_host.call_user). */
+#define SBX_CAP_USERS         (UINT64_C(1) << 6)
 
 /* Every bit a 1.0 host accepts. */
 #define SBX_CAP_ALL_1_0                                                   \
@@ -172,7 +175,8 @@ static inline int sbx_status_is_transient(sbx_status s)
 /* Every bit a 1.1 host accepts from a provider whose descriptor claims
  * minor >= 1 and whose ops table covers the bit's ops (see the
  * SBX_OPS_SIZE_* macros at the end). */
-#define SBX_CAP_ALL_1_1 (SBX_CAP_ALL_1_0 | SBX_CAP_EGRESS)
+#define SBX_CAP_ALL_1_1 \
+    (SBX_CAP_ALL_1_0 | SBX_CAP_MEMORY | SBX_CAP_EGRESS | SBX_CAP_USERS)
 
 /* ------------------------------------------------------------------------ */
 /* Isolation: what stands between a command and the host                     */
@@ -342,6 +346,16 @@ struct sbx_host {
      * for use in poll(); -1 when the call cannot be cancelled. Never read
      * from or close it. */
     int (*cancel_fd)(const struct sbx_host *host, const sbx_call *call);
+
+    /* ABI 1.1 (check size; SBX_HOST_SIZE_USERS_1_1): the user this call
+     * acts as, a name given to user_add before, or NULL for the sandbox's
+     * default user. A provider declaring SBX_CAP_USERS applies it to exec
+     * (the command runs with that user's uid, primary gid and
+     * supplementary groups, HOME set to its home when env is NULL),
+     * read_file and write_file (access checked with that user's
+     * permissions, SBX_E_DENIED when refused; a written file is owned by
+     * it). Borrowed for the call. */
+    const char *(*call_user)(const struct sbx_host *host, const sbx_call *call);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -359,6 +373,11 @@ struct sbx_create_args {
      * the sandbox with, deny by default (SBX_CAP_EGRESS), or NULL for the
      * provider's configured network. */
     const struct sbx_egress_policy *egress;
+    /* ABI 1.1 (SBX_CAP_MEMORY): the memory stores to show at
+     * /mnt/memory/<slug>, NULL-terminated, or NULL for none. A container
+     * cannot gain a mount later: a provider prepares every one here
+     * (empty until memory_load). */
+    const struct sbx_memory_attachment *const *memory;
 };
 
 /* What the host asks attach for: reopen `ref`, owned by `session_key`. */
@@ -433,6 +452,64 @@ struct sbx_egress_report {
     uint32_t default_action;     /* set by the provider */
     void *ctx;
     int (*allow)(void *ctx, const char *target);
+};
+
+/* --- ABI 1.1: memory stores (SBX_CAP_MEMORY) ---------------------------- */
+
+/* How a sandbox sees an attached memory store. */
+enum sbx_memory_access {
+    SBX_MEMORY_READ_ONLY = 0,  /* not writable, not even by the sandbox's root */
+    SBX_MEMORY_READ_WRITE = 1
+};
+
+/* One memory store a sandbox is created with. */
+struct sbx_memory_attachment {
+    uint32_t size;     /* sizeof as its creator built it */
+    uint32_t access;   /* enum sbx_memory_access */
+    const char *slug;  /* 1 to 63 of [a-z0-9-]: /mnt/memory/<slug> */
+};
+
+/* memory_diff flag: report every entry of the tree, not only changes. */
+#define SBX_MEMORY_DIFF_ALL 1u
+
+/*
+ * What memory_diff reports. tar receives a tar archive of the entries that
+ * are new or changed since the baseline (all of them with
+ * SBX_MEMORY_DIFF_ALL), every type as it is (a symlink as a symlink, a
+ * FIFO as a FIFO, without data) and names as they are (bytes, not
+ * necessarily UTF-8), so that the host can refuse them by name; removed is
+ * called once per regular file of the baseline that is gone (borrowed;
+ * nonzero stops with that status).
+ */
+struct sbx_memory_changes {
+    uint32_t size;     /* sizeof as its creator built it */
+    const struct sbx_sink *tar;
+    void *ctx;
+    int (*removed)(void *ctx, const char *path);
+};
+
+/* ------------------------------------------------------------------------ */
+/* Users (ABI 1.1, SBX_CAP_USERS)                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A group to make: name of 1 to 32 of [a-z0-9_-], starting with a letter
+ * or '_'; gid 0 lets the provider pick a free one (>= 1000). */
+struct sbx_group_spec {
+    uint32_t size;
+    uint32_t gid;
+    const char *name;
+};
+
+/* A user to make (same name rule). uid 0 lets the provider pick; group
+ * NULL makes (or reuses) a group of the user's name as its primary group;
+ * groups are supplementary groups, made before with group_add. The home
+ * directory is /home/<name>, created and owned by the user. */
+struct sbx_user_spec {
+    uint32_t size;
+    uint32_t uid;
+    const char *name;
+    const char *group;         /* primary group name, or NULL */
+    const char *const *groups; /* NULL-terminated, or NULL */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -562,6 +639,36 @@ struct sbx_provider_ops {
     /* Read the policy the sandbox enforces now into *out. */
     int (*egress_get)(sbx_sandbox *sb, sbx_call *call,
                       struct sbx_egress_report *out);
+
+    /* --- SBX_CAP_MEMORY -------------------------------------------------- */
+    /* Make the tree at /mnt/memory/<slug> (attached at create) exactly the
+     * archive's entries (regular files and directories, relative names
+     * checked like an export; anything else is SBX_E_INVALID and nothing
+     * changes), then record it as the baseline memory_diff compares with.
+     * The host calls it only while no command of the sandbox runs. The
+     * baseline is kept outside the sandbox's reach and survives release
+     * and attach. A slug not attached at create is SBX_E_NOT_FOUND. */
+    int (*memory_load)(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                       const struct sbx_source *tar);
+    /* Report the tree's changes since the baseline (flags:
+     * SBX_MEMORY_DIFF_*) into out; the baseline stays as it was. A
+     * read-only attachment is reported the same way (the host refuses to
+     * commit what changed there). */
+    int (*memory_diff)(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                       uint32_t flags, const struct sbx_memory_changes *out);
+    /* Make the tree as it is now the baseline (the host committed it). */
+    int (*memory_accept)(sbx_sandbox *sb, sbx_call *call, const char *slug);
+
+    /* --- SBX_CAP_USERS --------------------------------------------------- */
+    /* Make a group, or accept one that exists with the same gid (gid 0:
+     * any); another gid is SBX_E_EXISTS. */
+    int (*group_add)(sbx_sandbox *sb, sbx_call *call,
+                     const struct sbx_group_spec *group);
+    /* Make a user (see struct sbx_user_spec), or accept one that exists
+     * with the same uid (uid 0: any); another uid is SBX_E_EXISTS, an
+     * unknown group SBX_E_NOT_FOUND. */
+    int (*user_add)(sbx_sandbox *sb, sbx_call *call,
+                    const struct sbx_user_spec *user);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -606,6 +713,17 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_provider_ops, egress_get) + sizeof(void (*)(void)))
 #define SBX_CREATE_ARGS_SIZE_EGRESS_1_1 \
     (offsetof(struct sbx_create_args, egress) + sizeof(void *))
+/* ABI 1.1: the same for SBX_CAP_MEMORY (memory_load .. memory_accept; the
+ * create args' memory member) and SBX_CAP_USERS (group_add, user_add; the
+ * host table's call_user). */
+#define SBX_OPS_SIZE_MEMORY_1_1 \
+    (offsetof(struct sbx_provider_ops, memory_accept) + sizeof(void (*)(void)))
+#define SBX_CREATE_ARGS_SIZE_MEMORY_1_1 \
+    (offsetof(struct sbx_create_args, memory) + sizeof(void *))
+#define SBX_OPS_SIZE_USERS_1_1 \
+    (offsetof(struct sbx_provider_ops, user_add) + sizeof(void (*)(void)))
+#define SBX_HOST_SIZE_USERS_1_1 \
+    (offsetof(struct sbx_host, call_user) + sizeof(void (*)(void)))
 
 /* The entry point every provider exports. Side-effect free: it returns
  * static data and may be called any number of times. */

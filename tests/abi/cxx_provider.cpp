@@ -106,6 +106,11 @@ const sbx_provider_ops cxx_ops = {
     .reserved = {nullptr, nullptr},
     .egress_set = nullptr,
     .egress_get = nullptr,
+    .memory_load = nullptr,
+    .memory_diff = nullptr,
+    .memory_accept = nullptr,
+    .group_add = nullptr,
+    .user_add = nullptr,
 };
 #else
 // By position, in the order of struct sbx_provider_ops.
@@ -113,6 +118,7 @@ const sbx_provider_ops cxx_ops = {
     cxx_init,    cxx_fini,      cxx_create,     cxx_attach, cxx_exec,
     cxx_read_file, cxx_write_file, cxx_root,    cxx_release, cxx_destroy,
     nullptr,     nullptr,       nullptr,        nullptr,    {nullptr, nullptr},
+    nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
     nullptr,     nullptr,
 };
 #endif

@@ -17,7 +17,8 @@ static int demo_init(const struct sbx_host *host, sbx_call *call, void **state)
 static const struct sbx_provider_ops demo_ops = {demo_init, NULL, NULL, NULL, NULL,
                                                  NULL, NULL, NULL, NULL, NULL,
                                                  NULL, NULL, NULL, NULL,
-                                                 {NULL, NULL}, NULL, NULL};
+                                                 {NULL, NULL}, NULL, NULL,
+                                                 NULL, NULL, NULL, NULL, NULL};
 
 static const struct sbx_config_key demo_keys[] = {
     SBX_CONFIG_KEY("root", SBX_CFG_STRING, "a directory"),

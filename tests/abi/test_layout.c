@@ -79,8 +79,15 @@ Test(layout, provider_ops)
     /* ABI 1.1 appends */
     PIN_OFF(sbx_provider_ops, egress_set, 128);
     PIN_OFF(sbx_provider_ops, egress_get, 136);
-    PIN_SIZE(sbx_provider_ops, 144);
+    PIN_OFF(sbx_provider_ops, memory_load, 144);
+    PIN_OFF(sbx_provider_ops, memory_diff, 152);
+    PIN_OFF(sbx_provider_ops, memory_accept, 160);
+    PIN_OFF(sbx_provider_ops, group_add, 168);
+    PIN_OFF(sbx_provider_ops, user_add, 176);
+    PIN_SIZE(sbx_provider_ops, 184);
     cr_expect_eq(SBX_OPS_SIZE_EGRESS_1_1, 144);
+    cr_expect_eq(SBX_OPS_SIZE_MEMORY_1_1, 168);
+    cr_expect_eq(SBX_OPS_SIZE_USERS_1_1, 184);
     cr_expect_eq(SBX_OPS_SIZE_1_0, 80);
 }
 
@@ -96,7 +103,9 @@ Test(layout, host_table)
     PIN_OFF(sbx_host, config_entry, 40);
     PIN_OFF(sbx_host, cancelled, 48);
     PIN_OFF(sbx_host, cancel_fd, 56);
-    PIN_SIZE(sbx_host, 64);
+    PIN_OFF(sbx_host, call_user, 64); /* ABI 1.1 */
+    PIN_SIZE(sbx_host, 72);
+    cr_expect_eq(SBX_HOST_SIZE_USERS_1_1, 72);
 }
 
 Test(layout, streams)
@@ -151,7 +160,9 @@ Test(layout, create_args)
     PIN_OFF(sbx_create_args, spec_hash, 24);
     PIN_OFF(sbx_create_args, caps_required, 32);
     PIN_OFF(sbx_create_args, egress, 40); /* ABI 1.1 */
-    PIN_SIZE(sbx_create_args, 48);
+    PIN_OFF(sbx_create_args, memory, 48); /* ABI 1.1 */
+    PIN_SIZE(sbx_create_args, 56);
+    cr_expect_eq(SBX_CREATE_ARGS_SIZE_MEMORY_1_1, 56);
 }
 
 Test(layout, exec_args)
@@ -189,6 +200,33 @@ Test(layout, blob)
     PIN_OFF(sbx_blob, sha256, 24);
     PIN_OFF(sbx_blob, format, 32);
     PIN_SIZE(sbx_blob, 40);
+}
+
+Test(layout, memory_and_users)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_memory_attachment, size, 0);
+    PIN_OFF(sbx_memory_attachment, access, 4);
+    PIN_OFF(sbx_memory_attachment, slug, 8);
+    PIN_SIZE(sbx_memory_attachment, 16);
+    PIN_OFF(sbx_memory_changes, size, 0);
+    PIN_OFF(sbx_memory_changes, tar, 8);
+    PIN_OFF(sbx_memory_changes, ctx, 16);
+    PIN_OFF(sbx_memory_changes, removed, 24);
+    PIN_SIZE(sbx_memory_changes, 32);
+    PIN_OFF(sbx_group_spec, size, 0);
+    PIN_OFF(sbx_group_spec, gid, 4);
+    PIN_OFF(sbx_group_spec, name, 8);
+    PIN_SIZE(sbx_group_spec, 16);
+    PIN_OFF(sbx_user_spec, size, 0);
+    PIN_OFF(sbx_user_spec, uid, 4);
+    PIN_OFF(sbx_user_spec, name, 8);
+    PIN_OFF(sbx_user_spec, group, 16);
+    PIN_OFF(sbx_user_spec, groups, 24);
+    PIN_SIZE(sbx_user_spec, 32);
+    cr_expect_eq(SBX_MEMORY_READ_ONLY, 0);
+    cr_expect_eq(SBX_MEMORY_READ_WRITE, 1);
+    cr_expect_eq(SBX_MEMORY_DIFF_ALL, 1);
 }
 
 Test(abi_numbers, versions_and_limits)
@@ -245,6 +283,8 @@ Test(abi_numbers, capability_bits)
     cr_expect_eq(SBX_CAP_ALL_1_0, SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT |
                                       SBX_CAP_SKILLS | SBX_CAP_PACKAGES);
     cr_expect_eq(SBX_CAP_ALL_1_0, UINT64_C(0x27));
+    cr_expect_eq(SBX_CAP_USERS, UINT64_C(0x40));
+    cr_expect_eq(SBX_CAP_ALL_1_1, UINT64_C(0x7f));
 }
 
 Test(abi_numbers, enums_in_the_descriptor_and_host_table)

@@ -36,12 +36,22 @@ static int op_egress_set(sbx_sandbox *b, sbx_call *c,
                          const struct sbx_egress_policy *p) { return 0; }
 static int op_egress_get(sbx_sandbox *b, sbx_call *c,
                          struct sbx_egress_report *r) { return 0; }
+static int op_memory_load(sbx_sandbox *b, sbx_call *c, const char *s,
+                          const struct sbx_source *t) { return 0; }
+static int op_memory_diff(sbx_sandbox *b, sbx_call *c, const char *s, uint32_t f,
+                          const struct sbx_memory_changes *o) { return 0; }
+static int op_memory_accept(sbx_sandbox *b, sbx_call *c, const char *s) { return 0; }
+static int op_group_add(sbx_sandbox *b, sbx_call *c,
+                        const struct sbx_group_spec *g) { return 0; }
+static int op_user_add(sbx_sandbox *b, sbx_call *c,
+                       const struct sbx_user_spec *u) { return 0; }
 static void op_stray(void) {}
 
 static const struct sbx_provider_ops full_ops = {
     op_init, op_fini, op_create, op_attach, op_exec, op_read, op_write, op_root,
     op_release, op_destroy, op_mount_put, op_mount_remove, op_export, op_skill,
-    {NULL, NULL}, op_egress_set, op_egress_get,
+    {NULL, NULL}, op_egress_set, op_egress_get, op_memory_load, op_memory_diff,
+    op_memory_accept, op_group_add, op_user_add,
 };
 
 /* A valid descriptor named "demo" over `ops`. */
@@ -290,8 +300,8 @@ Test(validate, memory_and_egress_bits_wait_for_1_1)
 {
     /* The bits keep their numbers, but 1.0 has no ops for them: a 1.0
      * descriptor may claim neither. */
-    uint64_t bits[] = {SBX_CAP_MEMORY, SBX_CAP_EGRESS};
-    for (size_t i = 0; i < 2; i++) {
+    uint64_t bits[] = {SBX_CAP_MEMORY, SBX_CAP_EGRESS, SBX_CAP_USERS};
+    for (size_t i = 0; i < 3; i++) {
         struct sbx_provider_desc d = demo_desc(&full_ops, bits[i]);
         d.abi_minor = 0;
         sbx_error err;
@@ -301,11 +311,42 @@ Test(validate, memory_and_egress_bits_wait_for_1_1)
                  (unsigned long long)bits[i]);
         assert_msg_has(&err, want);
     }
-    /* Memory has no ops yet, in 1.1 either. */
-    struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_MEMORY);
-    sbx_error err;
-    expect_abi(&d, &err);
-    assert_msg_has(&err, "unknown capability bits 0x8: host knows 0x37");
+}
+
+Test(validate, memory_and_users_in_1_1_need_their_ops)
+{
+    struct {
+        uint64_t bit;
+        size_t last;      /* offset of the bit's last op */
+        const char *first, *last_name;
+    } cases[] = {
+        {SBX_CAP_MEMORY, offsetof(struct sbx_provider_ops, memory_accept), "memory_load",
+         "memory_accept"},
+        {SBX_CAP_USERS, offsetof(struct sbx_provider_ops, user_add), "group_add",
+         "user_add"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        struct sbx_provider_desc d = demo_desc(&full_ops, cases[i].bit);
+        sbx_error err;
+        cr_expect_eq(sbx_plugin_validate(&d, "demo", "/x/demo.so", &err), SBX_OK, "%s",
+                     err.message);
+        /* An egress-era 1.1 table ends before the bit's ops. */
+        d.ops_size = (uint32_t)SBX_OPS_SIZE_EGRESS_1_1;
+        expect_abi(&d, &err);
+        char want[128];
+        snprintf(want, sizeof want, "capability %s declared but op %s is absent",
+                 sbx_cap_name(cases[i].bit), cases[i].first);
+        assert_msg_has(&err, want);
+        /* One that stops one op short names that op. */
+        d.ops_size = (uint32_t)cases[i].last;
+        expect_abi(&d, &err);
+        snprintf(want, sizeof want, "op %s is absent: expected an ops table of at least %zu",
+                 cases[i].last_name, cases[i].last + sizeof(void (*)(void)));
+        assert_msg_has(&err, want);
+    }
+    cr_expect_eq(SBX_OPS_SIZE_MEMORY_1_1,
+                 offsetof(struct sbx_provider_ops, memory_accept) + sizeof(void *));
+    cr_expect_eq(SBX_OPS_SIZE_USERS_1_1, sizeof(struct sbx_provider_ops));
 }
 
 Test(validate, egress_in_1_1_needs_its_ops)

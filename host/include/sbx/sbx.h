@@ -299,6 +299,9 @@ struct sbx_create_options {
     /* A limited network, deny by default (needs SBX_CAP_EGRESS, added to
      * caps_required), or NULL for the provider's configured network. */
     const struct sbx_egress_policy *egress;
+    /* Memory stores to attach at /mnt/memory/<slug> (needs SBX_CAP_MEMORY,
+     * added to caps_required when not empty), NULL-terminated, or NULL. */
+    const struct sbx_memory_attachment *const *memory;
 };
 
 /* Create (or find) the sandbox of a session key. Idempotent. cancel may be
