@@ -3,6 +3,7 @@
  * or expired workers, finish interrupted deletions.
  */
 #include "session_internal.h"
+#include "session_memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,32 @@ static int reconcile_deletions(sbx_sessions *m, sbx_cancel *cancel,
     }
 }
 
+struct memory_pass {
+    sbx_sessions *m;
+    sbx_cancel *cancel;
+    struct sbx_reconcile_report *rep;
+    int *first_rc;
+    sbx_error *err;
+};
+
+/* One session whose memory a crash left unclean: write it back. */
+static int reconcile_memory_one(void *ud, const char *key)
+{
+    struct memory_pass *mp = ud;
+    sbx_handle *h;
+    sbx_error why;
+    int rc = sbx_session_attach(mp->m, key, mp->cancel, &h, &why);
+    if (rc == SBX_OK) {
+        rc = sbx_session_memory_flush(mp->m, key, h, mp->cancel, &why);
+        sbx_release(h);
+    }
+    if (rc == SBX_OK)
+        mp->rep->memory_written_back++;
+    else if (rc != SBX_E_DENIED) /* being deleted: the deletion flushes */
+        note_failure(mp->rep, rc, &why, mp->first_rc, mp->err);
+    return SBX_OK;
+}
+
 SBX_API int sbx_sessions_reconcile(sbx_sessions *m, int64_t lease_ms,
                                    sbx_cancel *cancel,
                                    struct sbx_reconcile_report *report,
@@ -121,6 +148,11 @@ SBX_API int sbx_sessions_reconcile(sbx_sessions *m, int64_t lease_ms,
     int rc = reconcile_intents(m, lease_ms, cancel, rep, &first_rc, err);
     if (rc != SBX_OK)
         return rc;
+    struct memory_pass mp = {m, cancel, rep, &first_rc, err};
+    sbx_error why;
+    rc = sbx_store_memory_unclean(m->store, reconcile_memory_one, &mp, &why);
+    if (rc != SBX_OK)
+        return sbx_error_set(err, rc, "%s", why.message);
     rc = reconcile_deletions(m, cancel, rep, &first_rc, err);
     if (rc != SBX_OK)
         return rc;
