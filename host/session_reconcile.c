@@ -4,6 +4,7 @@
  */
 #include "session_internal.h"
 #include "session_memory.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,18 @@ static int reconcile_memory_one(void *ud, const char *key)
     if (rc == SBX_OK) {
         rc = sbx_session_memory_flush(mp->m, key, h, mp->cancel, &why);
         sbx_release(h);
+    }
+    if (rc == SBX_E_NOT_FOUND) {
+        /* the sandbox is lost, and what its mounts held with it: said once,
+         * then the attachments start afresh if it ever comes back */
+        struct sbx_store_memory_row *rows = NULL;
+        size_t n = 0;
+        sbx_error ue;
+        if (sbx_store_memory_get(mp->m->store, key, &rows, &n, &ue) == SBX_OK)
+            for (size_t i = 0; i < n; i++)
+                sbx_store_memory_update(mp->m->store, key, rows[i].slug, -1,
+                                        SBX_STORE_MEMORY_CLEAN, &ue);
+        free(rows);
     }
     if (rc == SBX_OK)
         mp->rep->memory_written_back++;

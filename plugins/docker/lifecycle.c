@@ -409,6 +409,18 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
                                        "bind directory %s: %s",
                                        id, src, strerror(errno));
     }
+    json_object *ms = inspect_mounts(info);
+    for (size_t i = 0, n = ms ? json_object_array_length(ms) : 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(ms, i);
+        const char *dst = sbx_json_str(m, "Destination");
+        const char *src = sbx_json_str(m, "Source");
+        if (dst && src && strncmp(dst, DOCKER_MEMORY "/", sizeof DOCKER_MEMORY) == 0 &&
+            docker_res_mkdirs(src, 0755) != 0)
+            return st->host->set_error(st->host, call, SBX_E_IO,
+                                       "docker: container %.12s: cannot make its memory "
+                                       "tree %s: %s",
+                                       id, src, strerror(errno));
+    }
     const char *run = bind_source(inspect_mounts(info), 1, DOCKER_AGENT_RUN);
     if (run && docker_res_mkdirs(run, 0700) != 0)
         return st->host->set_error(st->host, call, SBX_E_IO,
