@@ -62,7 +62,7 @@ dpkg-deb -x "$(deb libsbx1)" "$work/x"
 lib=$(echo "$work"/x/usr/lib/*/libsbx.so.1)
 soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libsbx.so.1 ] || fail "SONAME of libsbx is '$soname'"
-unversioned=$(readelf --dyn-syms -W "$lib" | awk '$5 == "GLOBAL" && $7 != "UND" && $8 !~ /@@SBX_1$/ { print $8 }')
+unversioned=$(readelf --dyn-syms -W "$lib" | awk '$5 == "GLOBAL" && $7 != "UND" && $7 != "ABS" && $8 !~ /@@SBX_1$/ { print $8 }')
 [ -z "$unversioned" ] || fail "libsbx exports symbols outside SBX_1: $unversioned"
 readelf --dyn-syms -W "$lib" | grep -q ' sbx_open@@SBX_1$' || fail "sbx_open@@SBX_1 not exported"
 
@@ -141,14 +141,24 @@ cp -r "$root/usr/share/doc/sbx-provider-dev/examples/provider-template" "$tpl" |
 pc=$(echo "$root"/usr/lib/*/pkgconfig)
 PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$pc make -C "$tpl" CFLAGS="-O2 -Werror" >"$work/make.log" 2>&1 ||
     { cat "$work/make.log"; fail "make in the template"; }
-grep -q -- "-I$root/usr/include" "$work/make.log" || fail "the template was not built against the root's header: $(cat "$work/make.log")"
-mkdir "$root/tmp/tpl"
+grep -q -- "-I$root/usr/lib/" "$work/make.log" ||
+    fail "the template was not built against the root's header: $(cat "$work/make.log")"
+exported=$(nm -D --defined-only "$tpl/template.so" | awk '{ print $NF }')
+[ "$exported" = sbx_provider_describe ] || fail "template.so exports: $exported"
+# Its CMakeLists.txt, the same way.
+PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$pc cmake -S "$tpl" -B "$work/template-cmake" \
+    >"$work/cmake.log" 2>&1 && cmake --build "$work/template-cmake" >>"$work/cmake.log" 2>&1 ||
+    { cat "$work/cmake.log"; fail "the template's CMake build"; }
+[ -f "$work/template-cmake/template.so" ] || fail "the CMake build made no template.so"
+mkdir -p "$root/tmp/tpl/ws"
 cp "$tpl/template.so" "$root/tmp/tpl/"
-out=$(in_root env SBX_PLUGIN_PATH=/tmp/tpl SBX_PROVIDER=template \
-      sbx conformance template --junit /tmp/tpl/conformance.xml 2>&1)
+printf 'providers:\n  template:\n    root: /tmp/tpl/ws\n' >"$root/tmp/tpl/sbx.yaml"
+out=$(in_root env SBX_PLUGIN_PATH=/tmp/tpl \
+      sbx --config /tmp/tpl/sbx.yaml conformance template --junit /tmp/tpl/conformance.xml 2>&1)
 status=$?
-echo "$out" | tail -5
+echo "$out" | tail -1
 [ "$status" -eq 0 ] || fail "sbx conformance template exited $status: $out"
+echo "$out" | grep -q '^[1-9][0-9]* passed, 0 failed' || fail "conformance summary: $out"
 grep -q '<testsuite name="sbx.conformance.template"' "$root/tmp/tpl/conformance.xml" ||
     fail "no JUnit report"
 grep -q '<failure' "$root/tmp/tpl/conformance.xml" && fail "the JUnit report has failures"
