@@ -18,6 +18,9 @@
 #     (pkg-config sbx-provider of the root) and run through `sbx
 #     conformance` there, with a JUnit report;
 #   - lintian reports no error for any package (warnings are printed).
+#   - with the test suite's Docker daemon (SBX_TEST_DOCKER_HOST and
+#     SBX_TEST_DOCKER_IMAGE), `sbx run` on the installed docker provider
+#     after the operator's edit of its drop-in;
 # Nothing is kept between runs: WORK is removed first and at the end.
 #
 # usage: deb_chroot.sh SOURCE_DIR WORK
@@ -34,11 +37,21 @@ done
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 root=$work/root
+mounts=()
 cleanup() {
-    mountpoint -q "$root/proc" 2>/dev/null && umount "$root/proc"
-    rm -rf "$work"
+    # Unmount before removing: rm must never reach through a bind mount
+    # into the docker daemon's directory.
+    for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+        umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"
+    done
+    rm -rf --one-file-system "$work"
 }
-rm -rf "$work"
+# bind_same DIR: DIR of this machine at the same path inside the root.
+bind_same() {
+    mkdir -p "$root$1" && mount --bind "$1" "$root$1" || fail "bind $1 into the root"
+    mounts+=("$root$1")
+}
+rm -rf --one-file-system "$work"
 mkdir -p "$work"
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -84,6 +97,7 @@ debootstrap --variant=minbase --include="$include" bookworm "$root" "$mirror" \
     >"$work/debootstrap.log" 2>&1 || { tail -30 "$work/debootstrap.log"; fail "debootstrap"; }
 stamp "debootstrap done"
 mount -t proc proc "$root/proc" || fail "mount /proc in the root"
+mounts+=("$root/proc")
 mkdir "$root/debs"
 cp "$debs"/*.deb "$root/debs/"
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
@@ -104,6 +118,32 @@ out=$(in_root env SBX_PROVIDER=local sbx run -- echo hi 2>&1) || fail "sbx run: 
 in_root man -w sbx-run >/dev/null 2>&1 || [ -f "$root/usr/share/man/man1/sbx-run.1.gz" ] ||
     fail "no man page sbx-run(1)"
 stamp "sbx + sbx-provider-docker: providers, check, run"
+
+# 4b. The installed docker provider against a real daemon (the test
+# suite's, when it runs one): the operator's edit of the drop-in, then a
+# command in a container under the packaged sbx-agent. The daemon resolves
+# bind sources on its own machine, so the socket, resource_dir and the
+# agent are bound into the root at the same paths.
+sock=${SBX_TEST_DOCKER_HOST#unix://}
+if [ -n "${SBX_TEST_DOCKER_HOST:-}" ] && [ -S "$sock" ] && [ -n "${SBX_TEST_DOCKER_IMAGE:-}" ]; then
+    bind_same "$(dirname "$sock")"
+    mkdir -p "$work/shared/res"
+    cp "$root"/usr/lib/*/sbx/providers/sbx-agent "$work/shared/sbx-agent"
+    bind_same "$work/shared"
+    cp "$root/etc/sbx/conf.d/docker.yaml" "$work/docker.yaml.orig"
+    sed -i "s|^    # host: .*|    host: unix://$sock|
+            s|^    # image: .*|    image: $SBX_TEST_DOCKER_IMAGE|
+            s|^    # resource_dir: .*|    resource_dir: $work/shared/res|
+            s|^    # agent: true .*|    agent_path: $work/shared/sbx-agent|" \
+        "$root/etc/sbx/conf.d/docker.yaml"
+    out=$(in_root sbx check 2>&1) || fail "sbx check with the edited drop-in: $out"
+    out=$(in_root sbx run -- sh -c 'echo hi from $(cat /proc/1/comm)' 2>&1) ||
+        fail "sbx run on docker: $out"
+    [ "$out" = "hi from sbx-agent" ] || fail "sbx run on docker printed '$out'"
+    stamp "docker: sbx run in a container of the test daemon, under the packaged agent"
+else
+    echo "docker: no SBX_TEST_DOCKER_HOST/SBX_TEST_DOCKER_IMAGE: not run against a daemon"
+fi
 
 # 5. Removed: the conffile stays and still enables docker.
 dpkg_in -r sbx-provider-docker
