@@ -9,7 +9,7 @@
 #
 # Packages and what they hold:
 #   sbx                    the CLI, the local provider, sbx.yaml.example,
-#                          completions, man pages, the systemd units
+#                          completions, man pages, the reconciler's unit
 #   libsbx1                libsbx.so.1 (SONAME libsbx.so.1, symbols SBX_1)
 #   libsbx-dev             sbx/sbx.h, session.h, manifest.h, memory.h,
 #                          libsbx.so, sbx.pc
@@ -68,7 +68,9 @@ function(sbx_package component package section summary description)
   set(CPACK_DEBIAN_${C}_PACKAGE_NAME ${package} PARENT_SCOPE)
   set(CPACK_DEBIAN_${C}_PACKAGE_SECTION ${section} PARENT_SCOPE)
   set(CPACK_COMPONENT_${C}_DISPLAY_NAME ${package} PARENT_SCOPE)
-  # The control file's Description: a summary line, then the extended text.
+  # The control file's Description: a summary line, then the extended text
+  # (CPack indents each line by one space).
+  string(REGEX REPLACE "(^|\n) " "\\1" description "${description}")
   set(CPACK_COMPONENT_${C}_DESCRIPTION "${summary}\n${description}" PARENT_SCOPE)
   set(CPACK_COMPONENT_${C}_DEPENDS ${P_DEPENDS} PARENT_SCOPE)
   install(FILES ${CMAKE_SOURCE_DIR}/etc/packaging/copyright ${SBX_PKG_DIR}/changelog.gz
@@ -100,7 +102,7 @@ sbx_package(sbx sbx admin "sandbox host for agent runtimes (CLI and local provid
  session. Where the workspace lives is decided by a provider plugin; this
  package has the sbx command, the local provider (host processes, not a
  security boundary), an example configuration, shell completions, man
- pages and the systemd units of the session reconciler. Install a
+ pages and the systemd unit of the session reconciler. Install a
  sbx-provider-NAME package for each other backend."
   DEPENDS libsbx conformance_lib
   CONFFILES ${etc}/sbx.yaml.example ${etc}/conf.d/README)
@@ -126,8 +128,9 @@ sbx_package(provider_dev sbx-provider-dev devel "files for writing sbx provider 
 foreach(name ${SBX_PROVIDERS})
   sbx_package(provider_${name} sbx-provider-${name} admin
     "sbx provider plugin: ${name}"
-" The ${name} provider of sbx, with a commented configuration drop-in in
- /etc/sbx/conf.d/${name}.yaml. See /usr/share/doc/sbx/providers."
+" The ${name} provider of sbx (${name}.so in the provider directory) and
+ its configuration drop-in /etc/sbx/conf.d/${name}.yaml, whose comments
+ list every key. See /usr/share/doc/sbx/providers/${name}.md."
     DEPENDS sbx
     CONFFILES ${etc}/conf.d/${name}.yaml)
 endforeach()
@@ -155,6 +158,9 @@ foreach(name ${SBX_PROVIDERS})
   list(APPEND CPACK_COMPONENTS_ALL provider_${name})
 endforeach()
 set(CPACK_PACKAGE_NAME sbx)
+# Each package's summary is the first line of its description (above);
+# without this CPack would put the project's one in front of it.
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "${SBX_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${SBX_PACKAGE_MAINTAINER}")
