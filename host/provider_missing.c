@@ -39,7 +39,9 @@ const char *sbx_provider_package(const char *name)
     return NULL;
 }
 
-/* Whether file is <dir>/conf.d/<name>.yaml: the drop-in a package ships. */
+/* Whether file is <dir>/conf.d/<name>.yaml: the name of the drop-in a
+ * package ships (the file may also be the operator's own: the advice
+ * covers both). */
 static bool is_package_dropin(const char *file, const char *name)
 {
     const char *base = strrchr(file, '/');
@@ -74,8 +76,8 @@ int sbx_provider_missing(const struct sbx_config_section *sec, const char *name,
     char advice[512];
     if (pkg && is_package_dropin(sec->file, name))
         snprintf(advice, sizeof advice,
-                 "install %s, or delete %s: it is the drop-in %s ships, which stays "
-                 "when the package is removed until it is purged (dpkg --purge %s)",
+                 "install %s, or delete %s (if %s was removed, that is its drop-in, "
+                 "which stays until the package is purged: dpkg --purge %s)",
                  pkg, sec->file, pkg, pkg);
     else if (pkg)
         snprintf(advice, sizeof advice,
