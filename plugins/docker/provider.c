@@ -85,11 +85,15 @@ static const struct sbx_provider_ops docker_ops = {
     .mount_remove = docker_mount_remove,
     .export_outputs = docker_export_outputs,
     .skill_install = docker_skill_install,
+    .memory_load = docker_memory_load,
+    .memory_diff = docker_memory_diff,
+    .memory_accept = docker_memory_accept,
+    .memory_watch = docker_memory_watch,
 };
 
 SBX_PROVIDER_DEFINE("docker", "0.1.0",
                     "Docker Engine containers over the Engine API",
                     SBX_ISOLATION_CONTAINER,
                     SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |
-                        SBX_CAP_PACKAGES,
+                        SBX_CAP_PACKAGES | SBX_CAP_MEMORY,
                     &docker_ops, docker_keys)
