@@ -68,6 +68,13 @@ for p in sbx libsbx1 libsbx-dev libsbx-conformance0 sbx-provider-dev sbx-provide
     [ -f "$(deb $p)" ] || fail "no package $p in $debs: $(ls "$debs")"
 done
 stamp "packages built"
+# Every installed file belongs to a packaged component: an install() rule
+# without COMPONENT would land in "Unspecified", which no package holds.
+cmake --install "$work/build" --component Unspecified --prefix "$work/unspecified" \
+    >"$work/unspecified.log" 2>&1 || { cat "$work/unspecified.log"; fail "cmake --install"; }
+if [ -d "$work/unspecified" ] && [ -n "$(find "$work/unspecified" ! -type d)" ]; then
+    fail "installed by no package (install() without COMPONENT): $(find "$work/unspecified" ! -type d)"
+fi
 
 # The library as its package ships it: SONAME and versioned symbols.
 mkdir "$work/x"
