@@ -25,6 +25,7 @@
 #
 # usage: deb_chroot.sh SOURCE_DIR WORK
 # env:   SBX_DEBIAN_MIRROR (default http://deb.debian.org/debian)
+# (No `cmd | grep -q`: with pipefail, grep leaving early fails the pipe.)
 set -uo pipefail
 src=$1 work=$2
 mirror=${SBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -84,7 +85,8 @@ soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libsbx.so.1 ] || fail "SONAME of libsbx is '$soname'"
 unversioned=$(readelf --dyn-syms -W "$lib" | awk '$5 == "GLOBAL" && $7 != "UND" && $7 != "ABS" && $8 !~ /@@SBX_1$/ { print $8 }')
 [ -z "$unversioned" ] || fail "libsbx exports symbols outside SBX_1: $unversioned"
-readelf --dyn-syms -W "$lib" | grep -q ' sbx_open@@SBX_1$' || fail "sbx_open@@SBX_1 not exported"
+syms=$(readelf --dyn-syms -W "$lib")
+grep -q ' sbx_open@@SBX_1$' <<<"$syms" || fail "sbx_open@@SBX_1 not exported"
 
 # 2. lintian: no errors.
 lintian --tag-display-limit 0 "$debs"/*.deb >"$work/lintian.log" 2>&1
@@ -118,7 +120,7 @@ got=$(names)
 [ "$got" = "docker local" ] || fail "sbx providers lists '$got', want 'docker local'"
 out=$(in_root sbx check 2>&1) || fail "sbx check: $out"
 echo "$out"
-echo "$out" | grep -q '^ok  docker .*\[default\]  /usr/lib/.*/sbx/providers/docker.so$' ||
+grep -q '^ok  docker .*\[default\]  /usr/lib/.*/sbx/providers/docker.so$' <<<"$out" ||
     fail "docker is not the enabled default: $out"
 out=$(in_root env SBX_PROVIDER=local sbx run -- echo hi 2>&1) || fail "sbx run: $out"
 [ "$out" = hi ] || fail "sbx run -- echo hi printed '$out'"
@@ -131,7 +133,8 @@ stamp "sbx + sbx-provider-docker: providers, check, run"
 # command in a container under the packaged sbx-agent. The daemon resolves
 # bind sources on its own machine, so the socket, resource_dir and the
 # agent are bound into the root at the same paths.
-sock=${SBX_TEST_DOCKER_HOST#unix://}
+sock=${SBX_TEST_DOCKER_HOST:-}
+sock=${sock#unix://}
 if [ -n "${SBX_TEST_DOCKER_HOST:-}" ] && [ -S "$sock" ] && [ -n "${SBX_TEST_DOCKER_IMAGE:-}" ]; then
     bind_same "$(dirname "$sock")"
     mkdir -p "$work/shared/res"
@@ -161,14 +164,14 @@ echo "$out"
 for want in 'provider "docker" is enabled in /etc/sbx/conf.d/docker.yaml:' \
             'not installed (package sbx-provider-docker)' \
             'dpkg --purge sbx-provider-docker'; do
-    echo "$out" | grep -qF "$want" || fail "sbx check does not say '$want': $out"
+    grep -qF "$want" <<<"$out" || fail "sbx check does not say '$want': $out"
 done
 got=$(names)
 [ "$got" = "docker local" ] || fail "after dpkg -r, sbx providers lists '$got'"
 dpkg_in --purge sbx-provider-docker
 [ ! -e "$root/etc/sbx/conf.d/docker.yaml" ] || fail "dpkg --purge left the conffile"
 out=$(in_root sbx check 2>&1) || fail "sbx check after the purge: $out"
-echo "$out" | grep -q '^ok  local ' || fail "local is not the fallback after the purge: $out"
+grep -q '^ok  local ' <<<"$out" || fail "local is not the fallback after the purge: $out"
 stamp "remove and purge"
 
 # 6. Everything.
@@ -205,7 +208,7 @@ out=$(in_root env SBX_PLUGIN_PATH=/tmp/tpl \
 status=$?
 echo "$out" | tail -1
 [ "$status" -eq 0 ] || fail "sbx conformance template exited $status: $out"
-echo "$out" | grep -q '^[1-9][0-9]* passed, 0 failed' || fail "conformance summary: $out"
+grep -q '^[1-9][0-9]* passed, 0 failed' <<<"$out" || fail "conformance summary: $out"
 grep -q '<testsuite name="sbx.conformance.template"' "$root/tmp/tpl/conformance.xml" ||
     fail "no JUnit report"
 grep -q '<failure' "$root/tmp/tpl/conformance.xml" && fail "the JUnit report has failures"
