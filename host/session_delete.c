@@ -27,7 +27,7 @@ static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_bindi
         return SBX_OK; /* the sandbox is gone, and its mounts with it */
     if (rc != SBX_OK)
         return sbx_error_set(err, rc, "%s", why.message);
-    rc = sbx_session_memory_flush(m, b->session_key, h, cancel, err);
+    rc = sbx_session_memory_flush(m, b->session_key, h, cancel, &why);
     sbx_release(h);
     if (rc != SBX_OK) {
         char label[13];
@@ -35,7 +35,7 @@ static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_bindi
         return sbx_error_set(err, rc,
                              "session %s: its memory changes could not be written back "
                              "(%s); resolve with 'sbx memory resolve', then delete again",
-                             label, err->message);
+                             label, why.message);
     }
     return SBX_OK;
 }

@@ -390,10 +390,11 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
         unsigned type = archive_entry_filetype(e);
         if (type == AE_IFDIR)
             continue; /* directories are implied by their files */
-        if ((rc = sbx_mstore_check_path(path, err)) != SBX_OK) {
+        sbx_error why;
+        if ((rc = sbx_mstore_check_path(path, &why)) != SBX_OK) {
             rc = sbx_error_set(err, SBX_E_INVALID,
                                "memory store '%s': %s in the mount; nothing was committed",
-                               w->slug, err->message);
+                               w->slug, why.message);
             break;
         }
         if (type != AE_IFREG) {

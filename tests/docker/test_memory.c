@@ -211,6 +211,21 @@ static void race_one_winner(void)
     cr_expect(strstr(r.err, "conflict") && strstr(r.err, "a.md"), "stderr: %s", r.err);
     cli_result_free(&r);
     expect_store("a.md", "from-b\n");
+    /* the session cannot be deleted with its change unresolved */
+    run((const char *[]){"destroy", KEY_A, NULL}, NULL, &r);
+    cr_expect_eq(r.status, 125, "destroy with a conflict: exit %d", r.status);
+    cr_expect(strstr(r.err, "sbx memory resolve"), "stderr: %s", r.err);
+    cli_result_free(&r);
+    /* --keep: the session's version wins, on purpose */
+    run_ok((const char *[]){"memory", "resolve", slug, KEY_A, "--keep", NULL}, NULL, &r);
+    cli_result_free(&r);
+    expect_store("a.md", "from-a\n");
+    in_mount(KEY_B, "cat a.md", &r);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "from-a\n", "the other session sees the resolved head");
+    cli_result_free(&r);
+    run_ok((const char *[]){"destroy", KEY_A, NULL}, NULL, &r);
+    cli_result_free(&r);
 }
 
 static void refused_entries(void)
@@ -224,6 +239,37 @@ static void refused_entries(void)
     cli_result_free(&r);
     expect_store("ok.md", NULL); /* nothing of that writeback */
     in_mount(KEY_A, "rm link", &r);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    expect_store("ok.md", "ok\n");
+}
+
+/* A name that is not UTF-8 and a file over the store's limit are refused
+ * by name, nothing of that writeback committed; a FIFO too. */
+static void refused_names_and_sizes(void)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"memory", "create", slug, "--max-file-size", "1k", NULL}, NULL, &r);
+    cli_result_free(&r);
+    create_session(KEY_A, "rw");
+    in_mount(KEY_A, "echo ok > ok.md && echo x > \"$(printf 'bad\\377.md')\"", &r);
+    cr_expect_eq(r.status, 125, "a non-UTF-8 name refuses the writeback: exit %d", r.status);
+    cr_expect(strstr(r.err, "is not valid UTF-8") && strstr(r.err, "nothing was committed"),
+              "stderr: %s", r.err);
+    cli_result_free(&r);
+    expect_store("ok.md", NULL);
+    in_mount(KEY_A, "rm -f bad*.md && head -c 2048 /dev/zero > big.bin", &r);
+    cr_expect_eq(r.status, 125, "a file over the limit refuses the writeback: exit %d", r.status);
+    cr_expect(strstr(r.err, "\"big.bin\": the file is too large (2048 bytes, limit 1024)"),
+              "stderr: %s", r.err);
+    cli_result_free(&r);
+    expect_store("ok.md", NULL);
+    expect_store("big.bin", NULL);
+    in_mount(KEY_A, "rm big.bin && mkfifo pipe", &r);
+    cr_expect_eq(r.status, 125, "exit %d", r.status);
+    cr_expect(strstr(r.err, "\"pipe\" is a FIFO"), "stderr: %s", r.err);
+    cli_result_free(&r);
+    in_mount(KEY_A, "rm pipe", &r);
     cr_expect_eq(r.status, 0, "%s", r.err);
     cli_result_free(&r);
     expect_store("ok.md", "ok\n");
@@ -336,6 +382,7 @@ Test(docker_memory_sqlite, race_one_winner) { race_one_winner(); }
 Test(docker_memory_pg, race_one_winner) { race_one_winner(); }
 Test(docker_memory_sqlite, refused_entries) { refused_entries(); }
 Test(docker_memory_sqlite, tree_reshaped) { tree_reshaped(); }
+Test(docker_memory_sqlite, refused_names_and_sizes) { refused_names_and_sizes(); }
 Test(docker_memory_sqlite, crash_during_command) { crash_during_command(); }
 Test(docker_memory_pg, crash_during_command) { crash_during_command(); }
 Test(docker_memory_sqlite, crash_before_commit) { crash_then_reconcile("memory-before-commit"); }
