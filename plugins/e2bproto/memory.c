@@ -130,6 +130,17 @@ static int name_committable(const char *p)
 
 /* ---- host-side state ----------------------------------------------------- */
 
+/* A sandbox id usable as a directory name (the control plane chose it). */
+static int id_safe(const char *id)
+{
+    size_t n = 0;
+    for (; id[n]; n++)
+        if (!((id[n] >= 'a' && id[n] <= 'z') || (id[n] >= 'A' && id[n] <= 'Z') ||
+              (id[n] >= '0' && id[n] <= '9') || id[n] == '-' || id[n] == '_'))
+            return 0;
+    return n > 0;
+}
+
 static void state_path(const sbx_sandbox *sb, const char *leaf, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s/%s%s%s", sb->st->cfg.state_dir, sb->id, leaf ? "/" : "",
@@ -306,6 +317,10 @@ int e2b_memory_create(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_a
         if (memory_add(sb, a->slug, a->access == SBX_MEMORY_READ_WRITE) != 0)
             return e2b_error(st, call, SBX_E_NOMEM, "out of memory");
     }
+    if (!id_safe(sb->id))
+        return e2b_error(st, call, SBX_E_PROTOCOL,
+                         "%s: sandbox id \"%.64s\" cannot name a state directory",
+                         st->cfg.provider, sb->id);
     char dir[4200], failed[4200], path[4300];
     state_path(sb, NULL, dir, sizeof dir);
     if (sbxs_mkdirs(dir, 0700, failed, sizeof failed) != 0)
@@ -333,6 +348,8 @@ int e2b_memory_open(sbx_sandbox *sb, sbx_call *call)
 {
     struct e2b_state *st = sb->st;
     char path[4300];
+    if (!id_safe(sb->id))
+        return SBX_OK; /* create refused memory for it: none recorded */
     state_path(sb, "attachments", path, sizeof path);
     FILE *f = fopen(path, "re");
     if (!f)
