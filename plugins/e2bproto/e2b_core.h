@@ -309,11 +309,6 @@ int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error 
 int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
                      const struct sbx_source *src, sbx_http_error *err);
 
-/* GET /files: the content of the absolute path abs as user (NULL: the
- * configured one) into sink. Not reported, like e2b_files_upload. */
-int e2b_files_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
-                       const struct sbx_sink *sink, sbx_http_error *err);
-
 /* ---- memory.c ---------------------------------------------------------- */
 
 /* At create: check the attachments, record them in state_dir and make

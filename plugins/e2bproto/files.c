@@ -113,26 +113,6 @@ out:
     return rc;
 }
 
-int e2b_files_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
-                       const struct sbx_sink *sink, sbx_http_error *err)
-{
-    struct e2b_state *st = sb->st;
-    char *rp = files_path(abs, user ? user : st->cfg.user);
-    if (!rp)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    struct e2bp_headers hs = {{NULL}, 0};
-    struct sbx_http_request req;
-    files_request(sb, &req, &hs, &c, "GET", rp);
-    memset(err, 0, sizeof *err);
-    int rc = sbx_http_request(sb->envd, &req, sink, NULL, err);
-    if (rc != SBX_OK && !err->from_callback && e2b_envd_resume(sb, call, err) == SBX_OK)
-        rc = sbx_http_request(sb->envd, &req, sink, NULL, err);
-    free(rp);
-    return rc;
-}
-
 /* The temporary name beside abs: "<dir>/.<base>.sbx-<hex>". */
 static char *temp_name(const char *abs)
 {

@@ -21,11 +21,12 @@
  * lets tar extract it into a staging directory swapped in for the tree.
  * A diff lists the tree with one command (find -printf with NUL-separated
  * fields, sha256sum -z: no name can be confused with another), compares it
- * with the baseline and fetches each new or changed file through envd's
- * /files into a host temporary file (hashed on the way: the baseline then
- * holds what the host received, not what the sandbox claimed) before
- * writing it to the archive. Symlinks and other non-regular entries are
- * reported as what they are, never followed.
+ * with the baseline and fetches the new or changed files with one tar of
+ * exactly those names made in the sandbox (the list uploaded beside the
+ * tree), spooled to a host temporary file and copied into the diff's
+ * archive hashed on the way: the baseline then holds what the host
+ * received, not what the sandbox claimed. Symlinks and other non-regular
+ * entries are reported as what they are, never followed.
  */
 #include "e2b_core.h"
 
@@ -573,6 +574,7 @@ static int64_t fd_src_length(void *ctx)
     return ((struct fd_src *)ctx)->left;
 }
 
+
 /* Extract the uploaded archive into a staging tree and swap it in. */
 static const char LOAD_SCRIPT[] =
     "m=" MEMORY_ROOT "; s=$1; t=$m/.sbx-load-$s; a=$m/.sbx-load-$s.tar\n"
@@ -802,28 +804,19 @@ static la_ssize_t tar_write(struct archive *a, void *ud, const void *buf, size_t
     return (la_ssize_t)len;
 }
 
-/* A fetched file, spooled to a host temporary file and hashed. */
-struct spool {
-    int fd;
-    EVP_MD_CTX *md;
-    int64_t bytes;
-    int status;
-};
-
-static int spool_write(void *ctx, const void *buf, size_t len)
+/* A sink writing to a host file descriptor. */
+static int fd_sink_write(void *ctx, const void *buf, size_t len)
 {
-    struct spool *s = ctx;
+    int fd = *(int *)ctx;
     size_t done = 0;
     while (done < len) {
-        ssize_t n = write(s->fd, (const char *)buf + done, len - done);
+        ssize_t n = write(fd, (const char *)buf + done, len - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return s->status = SBX_E_IO;
+            return SBX_E_IO;
         done += (size_t)n;
     }
-    EVP_DigestUpdate(s->md, buf, len);
-    s->bytes += (int64_t)len;
     return SBX_OK;
 }
 
@@ -872,57 +865,168 @@ static int diff_other(struct diff *d, const struct other *o)
     }
 }
 
-/* Fetch one regular file into the archive; *sha receives the digest of
- * what was received ("" when it vanished since the listing). */
-static int diff_file(struct diff *d, int spool_fd, const struct e2b_mem_file *f,
-                     int64_t *size, char sha[65])
+/* tar of exactly the listed names (NUL-separated, relative to the tree):
+ * no recursion into a directory swapped in since the listing, symlinks
+ * archived as symlinks, hard links as the files they are, a name gone
+ * since the listing skipped. */
+static const char FETCH_SCRIPT[] =
+    "d=" MEMORY_ROOT "/$1; l=" MEMORY_ROOT "/.sbx-diff-$1.list\n"
+    "if [ -L \"$d\" ] || ! cd \"$d\"; then rm -f \"$l\"; exit 3; fi\n"
+    "tar -c -f - --format=posix --null --verbatim-files-from --no-unquote "
+    "--no-recursion --hard-dereference --ignore-failed-read -T \"$l\" 2>/dev/null\n"
+    "r=$?; rm -f \"$l\"; exit $r\n";
+
+/* Fetch the files of want (sorted) in one archive made in the sandbox,
+ * spooled to a host temporary file, and copy them into the diff's archive
+ * hashed on the way; last receives what was received. */
+static int fetch_files(struct diff *d, const struct e2b_mem_list *want,
+                       struct e2b_mem_list *last)
 {
-    struct e2b_state *st = d->sb->st;
-    sha[0] = '\0';
-    if (!name_committable(f->path))
-        /* refused by name whatever it holds: the name is enough */
-        return diff_header(d, f->path, AE_IFREG, 0644, 0, NULL);
-    if (ftruncate(spool_fd, 0) != 0 || lseek(spool_fd, 0, SEEK_SET) != 0)
-        return e2b_error(st, d->call, SBX_E_IO, "%s: spooling a memory file: %s",
+    sbx_sandbox *sb = d->sb;
+    struct e2b_state *st = sb->st;
+    int list_fd = temp_file(sb, d->call);
+    if (list_fd < 0)
+        return SBX_E_IO;
+    int rc = SBX_OK;
+    for (size_t i = 0; rc == SBX_OK && i < want->n; i++)
+        rc = fd_sink_write(&list_fd, want->v[i].path, strlen(want->v[i].path) + 1);
+    struct stat s;
+    if (rc != SBX_OK || fstat(list_fd, &s) != 0 || lseek(list_fd, 0, SEEK_SET) != 0) {
+        close(list_fd);
+        return e2b_error(st, d->call, SBX_E_IO, "%s: staging a memory file list: %s",
                          st->cfg.provider, strerror(errno));
-    struct spool s = {spool_fd, EVP_MD_CTX_new(), 0, SBX_OK};
-    if (!s.md || EVP_DigestInit_ex(s.md, EVP_sha256(), NULL) != 1) {
-        EVP_MD_CTX_free(s.md);
-        return e2b_error(st, d->call, SBX_E_NOMEM, "out of memory");
     }
-    char abs[4200];
-    snprintf(abs, sizeof abs, MEMORY_ROOT "/%s/%s", d->slug, f->path);
-    struct sbx_sink sink = SBX_SINK_INIT(&s, spool_write);
+    char remote[128];
+    snprintf(remote, sizeof remote, MEMORY_ROOT "/.sbx-diff-%s.list", d->slug);
+    struct fd_src fs = {list_fd, (int64_t)s.st_size};
+    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_src_read);
+    src.length = fd_src_length;
     sbx_http_error err;
-    int rc = e2b_files_download(d->sb, d->call, abs, "root", &sink, &err);
-    if (rc != SBX_OK) {
-        EVP_MD_CTX_free(s.md);
-        if (rc == SBX_E_NOT_FOUND && err.http_status == 404)
-            return SBX_OK; /* gone since the listing: reported as removed next time */
-        if (err.from_callback)
-            return e2b_error(st, d->call, SBX_E_IO, "%s: spooling memory file \"%.200s\": %s",
-                             st->cfg.provider, f->path, strerror(errno));
-        return e2b_envd_report(d->sb, d->call, &err, "reading memory file %s", abs);
-    }
-    sha_hex(s.md, sha);
-    EVP_MD_CTX_free(s.md);
-    *size = s.bytes;
-    rc = diff_header(d, f->path, AE_IFREG, 0644, s.bytes, NULL);
-    if (rc == SBX_OK && lseek(spool_fd, 0, SEEK_SET) != 0)
-        rc = e2b_error(st, d->call, SBX_E_IO, "%s: spooling a memory file: %s",
+    rc = e2b_files_upload(sb, d->call, remote, "root", &src, &err);
+    close(list_fd);
+    if (rc != SBX_OK)
+        return e2b_envd_report(sb, d->call, &err, "uploading the memory file list of \"%s\"",
+                               d->slug);
+
+    int tar_fd = temp_file(sb, d->call);
+    if (tar_fd < 0)
+        return SBX_E_IO;
+    struct sbx_sink sink = SBX_SINK_INIT(&tar_fd, fd_sink_write);
+    const char *argv[] = {"sh", "-c", FETCH_SCRIPT, "sh", d->slug, NULL};
+    char msg[512];
+    int code = -1;
+    rc = e2b_exec_helper_as(sb, d->call, "root", "/", argv, &sink, 0, &code, msg, sizeof msg);
+    /* 1: a file changed while tar read it (what arrived is hashed here) */
+    if (rc == SBX_OK && code != 0 && code != 1)
+        rc = e2b_error(st, d->call, SBX_E_IO,
+                       "%s: memory store \"%s\": reading the changed files: %s",
+                       st->cfg.provider, d->slug,
+                       code == 3 ? "the tree is gone or was replaced by a symlink" : msg);
+    if (rc == SBX_OK && lseek(tar_fd, 0, SEEK_SET) != 0)
+        rc = e2b_error(st, d->call, SBX_E_IO, "%s: spooling memory files: %s",
                        st->cfg.provider, strerror(errno));
-    char buf[65536];
-    for (int64_t left = s.bytes; rc == SBX_OK && left > 0;) {
-        ssize_t n = read(spool_fd, buf, left < (int64_t)sizeof buf ? (size_t)left : sizeof buf);
-        if (n <= 0) {
-            rc = e2b_error(st, d->call, SBX_E_IO, "%s: reading a spooled memory file: %s",
-                           st->cfg.provider, n < 0 ? strerror(errno) : "short");
+    if (rc != SBX_OK) {
+        close(tar_fd);
+        return rc;
+    }
+
+    struct archive *in = archive_read_new();
+    struct src_reader *r = malloc(sizeof *r);
+    struct fd_src ts = {tar_fd, -1};
+    struct sbx_source tsrc = SBX_SOURCE_INIT(&ts, fd_src_read);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    char *buf = malloc(65536);
+    /* each wanted name at most once, whatever the archive repeats */
+    unsigned char *seen = calloc(want->n ? want->n : 1, 1);
+    if (!in || !r || !md || !buf || !seen) {
+        rc = e2b_error(st, d->call, SBX_E_NOMEM, "out of memory");
+        goto out;
+    }
+    r->src = &tsrc;
+    r->failed = 0;
+    archive_read_support_format_tar(in);
+    if (archive_read_open(in, r, NULL, src_read, NULL) != ARCHIVE_OK) {
+        rc = e2b_error(st, d->call, SBX_E_PROTOCOL,
+                       "%s: memory store \"%s\": the sandbox's archive: %s", st->cfg.provider,
+                       d->slug, archive_error_string(in));
+        goto out;
+    }
+    struct archive_entry *e;
+    int h;
+    while (rc == SBX_OK && (h = archive_read_next_header(in, &e)) != ARCHIVE_EOF) {
+        if (h < ARCHIVE_WARN) {
+            rc = e2b_error(st, d->call, SBX_E_PROTOCOL,
+                           "%s: memory store \"%s\": the sandbox's archive: %s",
+                           st->cfg.provider, d->slug, archive_error_string(in));
             break;
         }
-        if (archive_write_data(d->a, buf, (size_t)n) < 0)
-            rc = diff_fail(d, f->path);
-        left -= n;
+        const char *name = archive_entry_pathname(e);
+        struct e2b_mem_file *f = name ? list_find(want, name) : NULL;
+        if (!f || seen[f - want->v])
+            continue; /* not asked for: skipped with its data */
+        seen[f - want->v] = 1;
+        unsigned type = archive_entry_filetype(e);
+        if (type == AE_IFDIR)
+            continue; /* a directory now: its files are listed next time */
+        if (type == AE_IFLNK) {
+            const char *t = archive_entry_symlink(e);
+            rc = diff_header(d, f->path, AE_IFLNK, 0777, 0, t ? t : "");
+            continue;
+        }
+        if (type != AE_IFREG) {
+            rc = diff_header(d, f->path, type ? type : AE_IFSOCK, 0644, 0, NULL);
+            continue;
+        }
+        int64_t size = archive_entry_size(e);
+        if (size < 0 || (rc = diff_header(d, f->path, AE_IFREG, 0644, size, NULL)) != SBX_OK) {
+            if (rc == SBX_OK)
+                rc = e2b_error(st, d->call, SBX_E_PROTOCOL,
+                               "%s: memory store \"%s\": no size for \"%.200s\"",
+                               st->cfg.provider, d->slug, f->path);
+            break;
+        }
+        EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+        int64_t got = 0;
+        for (;;) {
+            if (st->host->cancelled(st->host, d->call)) {
+                rc = e2b_error(st, d->call, SBX_E_CANCELLED, "cancelled");
+                break;
+            }
+            la_ssize_t n = archive_read_data(in, buf, 65536);
+            if (n == 0)
+                break;
+            if (n < 0) {
+                rc = e2b_error(st, d->call, SBX_E_PROTOCOL,
+                               "%s: memory store \"%s\": reading \"%.200s\" from the "
+                               "sandbox's archive: %s",
+                               st->cfg.provider, d->slug, f->path, archive_error_string(in));
+                break;
+            }
+            EVP_DigestUpdate(md, buf, (size_t)n);
+            if (archive_write_data(d->a, buf, (size_t)n) < 0) {
+                rc = diff_fail(d, f->path);
+                break;
+            }
+            got += n;
+        }
+        if (rc == SBX_OK && got != size)
+            rc = e2b_error(st, d->call, SBX_E_PROTOCOL,
+                           "%s: memory store \"%s\": \"%.200s\" is cut short in the "
+                           "sandbox's archive",
+                           st->cfg.provider, d->slug, f->path);
+        char sha[65];
+        sha_hex(md, sha);
+        if (rc == SBX_OK && list_add(last, f->path, size, sha) != 0)
+            rc = e2b_error(st, d->call, SBX_E_NOMEM, "out of memory");
     }
+out:
+    if (in)
+        archive_read_free(in);
+    EVP_MD_CTX_free(md);
+    free(seen);
+    free(buf);
+    free(r);
+    close(tar_fd);
     return rc;
 }
 
@@ -941,7 +1045,7 @@ int e2b_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t 
     free(mem->last);
     mem->last = NULL;
     e2b_keep_alive(sb, call);
-    struct e2b_mem_list base = {0};
+    struct e2b_mem_list base = {0}, want = {0};
     struct listing cur;
     int rc = baseline_read(sb, call, slug, &base);
     if (rc != SBX_OK) {
@@ -955,7 +1059,6 @@ int e2b_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t 
     }
     struct diff d = {.sb = sb, .call = call, .slug = slug, .out = {out->tar, SBX_OK}};
     struct e2b_mem_list *last = calloc(1, sizeof *last);
-    int spool_fd = -1;
     d.a = archive_write_new();
     if (!last || !d.a || archive_write_set_format_pax_restricted(d.a) != ARCHIVE_OK ||
         archive_write_set_bytes_in_last_block(d.a, 1) != ARCHIVE_OK ||
@@ -969,26 +1072,19 @@ int e2b_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t 
     for (size_t i = 0; rc == SBX_OK && i < cur.files.n; i++) {
         const struct e2b_mem_file *f = &cur.files.v[i];
         const struct e2b_mem_file *b = list_find(&base, f->path);
-        if (!(flags & SBX_MEMORY_DIFF_ALL) && b && f->sha[0] && b->size == f->size &&
-            !strcmp(b->sha, f->sha)) {
+        int same = b && f->sha[0] && b->size == f->size && !strcmp(b->sha, f->sha);
+        if (same && !(flags & SBX_MEMORY_DIFF_ALL)) {
             if (list_add(last, b->path, b->size, b->sha) != 0)
                 rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
-            continue;
-        }
-        if (st->host->cancelled(st->host, call)) {
-            rc = e2b_error(st, call, SBX_E_CANCELLED, "cancelled");
-            break;
-        }
-        if (spool_fd < 0 && (spool_fd = temp_file(sb, call)) < 0) {
-            rc = SBX_E_IO;
-            break;
-        }
-        int64_t size = 0;
-        char sha[65];
-        rc = diff_file(&d, spool_fd, f, &size, sha);
-        if (rc == SBX_OK && sha[0] && list_add(last, f->path, size, sha) != 0)
+        } else if (!name_committable(f->path)) {
+            /* refused by name whatever it holds: the name is enough */
+            rc = diff_header(&d, f->path, AE_IFREG, 0644, 0, NULL);
+        } else if (list_add(&want, f->path, f->size, NULL) != 0) {
             rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
+        }
     }
+    if (rc == SBX_OK && want.n)
+        rc = fetch_files(&d, &want, last); /* want is sorted: cur.files was */
     for (size_t i = 0; rc == SBX_OK && i < base.n; i++)
         if (!list_find(&cur.files, base.v[i].path) && out->removed)
             rc = out->removed(out->ctx, base.v[i].path);
@@ -997,8 +1093,6 @@ int e2b_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t 
 out:
     if (d.a)
         archive_write_free(d.a);
-    if (spool_fd >= 0)
-        close(spool_fd);
     /* What accept will record (no command runs in between): the hashes
      * of what the host received, the baseline's for what did not change. */
     if (rc == SBX_OK) {
@@ -1008,6 +1102,7 @@ out:
         list_free(last);
         free(last);
     }
+    list_free(&want);
     listing_free(&cur);
     list_free(&base);
     return rc;

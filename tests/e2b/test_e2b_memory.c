@@ -2,7 +2,7 @@
  * test_e2b_memory.c - memory stores on the e2b provider against the fake
  * (fake_e2b.py), through the session manager: a hostile tree (a name with
  * a newline that reads as two other paths, symlinks out of the tree, names
- * with spaces, dashes and sha256sum's separator) is listed exactly, never
+ * with spaces, dashes, backslashes and sha256sum's separator) is listed exactly, never
  * followed, refused by name and commits nothing until cleaned; a change
  * the sandbox's root makes to a read-only attachment is refused and the
  * mount restored; the baseline lives in state_dir, out of the sandbox.
@@ -183,6 +183,7 @@ Test(e2b_memory, hostile_names_and_symlinks_are_refused_by_name_and_never_follow
     int rc = in_mount(h,
                       "printf evil > \"$(printf 'a.md\\nb.md')\" && ln -s /etc/passwd pw && "
                       "ln -s / up && echo dash > ./-n.md && echo sp > 'a b *.md' && "
+                      "echo bs > 'q\\nr.md' && "
                       "echo ok > ok.md",
                       &out, &err);
     free(out);
@@ -213,9 +214,11 @@ Test(e2b_memory, hostile_names_and_symlinks_are_refused_by_name_and_never_follow
     free(out);
     cr_expect_eq(rc, SBX_OK, "%s", err.message);
     paths(list);
-    cr_expect_str_eq(list, "-n.md|a b *.md|a.md|b.md|ok.md|", "committed: %s", list);
-    char *t = head("a b *.md"), *d = head("-n.md"), *b = head("b.md");
+    cr_expect_str_eq(list, "-n.md|a b *.md|a.md|b.md|ok.md|q\\nr.md|", "committed: %s", list);
+    char *t = head("a b *.md"), *d = head("-n.md"), *b = head("b.md"), *q = head("q\\nr.md");
     cr_expect_str_eq(t ? t : "", "sp\n");
+    cr_expect_str_eq(q ? q : "", "bs\n");
+    free(q);
     cr_expect_str_eq(d ? d : "", "dash\n");
     cr_expect_str_eq(b ? b : "", "beta\n");
     free(t);
