@@ -21,6 +21,8 @@
  *                the sandbox; root helper scripts
  *   skills.c     skill_install (SKILLS)
  *   mounts.c     mount_put, mount_remove (FILE_MOUNTS, as read-only copies)
+ *   memory.c     memory_load, memory_diff, memory_accept (MEMORY): trees in
+ *                the sandbox, attachments and baselines in state_dir
  */
 #ifndef SBX_E2B_CORE_H
 #define SBX_E2B_CORE_H
@@ -74,6 +76,7 @@ struct e2b_conf {
     int envd_https;         /* scheme for E2B_ROUTE_HOST */
     char *user;             /* envd user */
     char *workspace;        /* absolute path of the workspace */
+    char *state_dir;        /* host directory of per-sandbox state (memory) */
     int missing_http;       /* status envd's proxy gives for a gone sandbox */
     struct sbx_http_retry retry;
 };
@@ -89,7 +92,16 @@ struct e2b_state {
     char key_header[512];   /* "X-API-Key: ..." or "" */
 };
 
-/* A sandbox handle. Immutable after attach except the lifetime stamp. */
+/* A memory store attached at create (memory.c). */
+struct e2b_memory {
+    char slug[64];
+    int read_write;
+    struct e2b_mem_list *last; /* the last diff's tree, for accept; or NULL */
+};
+
+/* A sandbox handle. Immutable after attach except the lifetime stamp and
+ * the memory attachments' last diffs (the host never runs two memory ops
+ * of one sandbox at once). */
 struct sbx_sandbox {
     struct e2b_state *st;
     char id[128];
@@ -102,6 +114,8 @@ struct sbx_sandbox {
     char auth[256];          /* "Authorization: Basic ..." */
     pthread_mutex_t lock;    /* guards extended_ms */
     int64_t extended_ms;     /* when the TTL was last set */
+    struct e2b_memory *memory; /* attachments, from create or state_dir */
+    size_t nmemory;
 };
 
 
@@ -295,6 +309,26 @@ int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error 
 int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
                      const struct sbx_source *src, sbx_http_error *err);
 
+/* ---- memory.c ---------------------------------------------------------- */
+
+/* At create: check the attachments, record them in state_dir and make
+ * their trees in the sandbox. */
+int e2b_memory_create(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args);
+
+/* At attach: read the attachments recorded at create (none: none). */
+int e2b_memory_open(sbx_sandbox *sb, sbx_call *call);
+
+/* At destroy: forget the sandbox's state (failures are logged). */
+void e2b_memory_forget(struct e2b_state *st, const char *id);
+
+void e2b_memory_free(sbx_sandbox *sb);
+
+int e2b_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                    const struct sbx_source *tar);
+int e2b_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
+                    const struct sbx_memory_changes *out);
+int e2b_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug);
+
 /* ---- blobs.c ----------------------------------------------------------- */
 
 /* A blob's source and pinned SHA-256 are usable (SBX_E_INVALID naming the
@@ -343,10 +377,13 @@ void e2b_fini(void *state);
         .export_outputs = e2b_export_outputs,                                  \
         .skill_install = e2b_skill_install, .mount_put = e2b_mount_put,        \
         .mount_remove = e2b_mount_remove,                                      \
+        .memory_load = e2b_memory_load, .memory_diff = e2b_memory_diff,        \
+        .memory_accept = e2b_memory_accept,                                    \
     }
 
 /* The capabilities both providers declare. */
 #define E2B_PROVIDER_CAPS                                                      \
-    (SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_FILE_MOUNTS)
+    (SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_FILE_MOUNTS |         \
+     SBX_CAP_MEMORY)
 
 #endif /* SBX_E2B_CORE_H */

@@ -161,6 +161,8 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
         return rc;
     }
     rc = e2b_outputs_prepare(sb, call);
+    if (rc == SBX_OK)
+        rc = e2b_memory_create(sb, call, args);
     if (rc != SBX_OK) {
         e2b_release(sb);
         return rc;
@@ -203,6 +205,10 @@ int e2b_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
     if (rc != SBX_OK)
         return rc;
     rc = open_handle(st, call, id, args->key_hash, out);
+    if (rc == SBX_OK && (rc = e2b_memory_open(*out, call)) != SBX_OK) {
+        e2b_release(*out);
+        *out = NULL;
+    }
     if (rc == SBX_E_NOT_FOUND)
         return e2b_error(st, call, SBX_E_NOT_FOUND, "%s: sandbox %s no longer exists",
                          st->cfg.provider, id);
@@ -214,14 +220,17 @@ int e2b_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args
     struct e2b_state *st = state;
     char id[128];
     int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id);
-    if (rc == SBX_E_NOT_FOUND)
+    if (rc == SBX_E_NOT_FOUND) {
+        e2b_memory_forget(st, id);
         return SBX_OK;
+    }
     if (rc != SBX_OK)
         return rc;
     sbx_http_error err;
     rc = e2b_api_delete(st, call, id, &err);
     if (rc != SBX_OK)
         return e2b_report(st, call, &err, "deleting sandbox %s", id);
+    e2b_memory_forget(st, id);
     return SBX_OK;
 }
 
@@ -236,6 +245,7 @@ void e2b_release(sbx_sandbox *sb)
         return;
     if (sb->owns_envd)
         sbx_http_free(sb->envd);
+    e2b_memory_free(sb);
     pthread_mutex_destroy(&sb->lock);
     volatile char *p = sb->token;
     while (*p)

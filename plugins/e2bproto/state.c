@@ -21,6 +21,7 @@ void e2b_conf_free(struct e2b_conf *c)
     free(c->envd_url);
     free(c->user);
     free(c->workspace);
+    free(c->state_dir);
     memset(c, 0, sizeof *c);
 }
 

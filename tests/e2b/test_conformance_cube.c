@@ -12,18 +12,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 Test(conformance_cube, every_case_passes, .timeout = 600)
 {
     struct fake_service f;
     cr_assert_eq(fake_start(&f, "cube", NULL), 0, "cannot start the fake (python3?)");
     unsetenv("CUBE_API_KEY");
+    /* Per-sandbox state (memory baselines) in a directory of its own. */
+    char state[256];
+    snprintf(state, sizeof state, "%s/sbx-cf-cube-state-XXXXXX",
+             getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 200 ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(state), "mkdtemp");
     char yaml[1024];
     snprintf(yaml, sizeof yaml,
              "  cube:\n    api_url: \"%s\"\n    template: tpl-cube-test\n"
              "    domain: cube.local\n    proxy_address: 127.0.0.1\n    proxy_port: %d\n"
-             "    retries: 2\n",
-             f.url, f.port);
+             "    retries: 2\n    state_dir: \"%s\"\n",
+             f.url, f.port, state);
     struct sr_run r;
     cr_assert_eq(sr_run_suite(&r, "cube", yaml, SBX_TEST_PROVIDER_DIR, SBX_CONFORMANCE_HUMAN,
                               getenv("SBX_CF_FILTER")),
@@ -37,7 +43,9 @@ Test(conformance_cube, every_case_passes, .timeout = 600)
     const char *cap_cases[] = {"export_shell_and_files", "export_refuses_symlink",
                               "skill_install_read_only", "skill_install_verifies",
                               "skill_survives_restart", "mount_put_read_only",
-                              "mount_put_verifies", "mount_remove_idempotent", NULL};
+                              "mount_put_verifies", "mount_remove_idempotent",
+                              "memory_heads_and_commit", "memory_read_only",
+                              "memory_conflict", "memory_crash_before_writeback", NULL};
     for (size_t i = 0; cap_cases[i]; i++) {
         const struct sr_result *c = sr_find(&r, cap_cases[i]);
         cr_expect(c && c->outcome == SBX_CONFORMANCE_PASS, "%s did not pass", cap_cases[i]);
@@ -48,6 +56,8 @@ Test(conformance_cube, every_case_passes, .timeout = 600)
               stats ? stats : "?");
     /* Host routing only: no request carried the E2B routing headers. */
     free(stats);
+    /* Destroying a sandbox forgets its memory state: nothing is left. */
+    cr_expect_eq(rmdir(state), 0, "%s is not empty after every sandbox was destroyed", state);
     sr_free(&r);
     fake_stop(&f);
 }

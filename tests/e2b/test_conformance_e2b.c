@@ -11,17 +11,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 Test(conformance_e2b, every_case_passes, .timeout = 600)
 {
     struct fake_service f;
     cr_assert_eq(fake_start(&f, "e2b", "e2b_test_key"), 0, "cannot start the fake (python3?)");
     setenv("E2B_API_KEY", "e2b_test_key", 1);
+    /* Per-sandbox state (memory baselines) in a directory of its own. */
+    char state[256];
+    snprintf(state, sizeof state, "%s/sbx-cf-e2b-state-XXXXXX",
+             getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 200 ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(state), "mkdtemp");
     char yaml[1024];
     snprintf(yaml, sizeof yaml,
              "  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n    domain: e2b.local\n"
-             "    template: base\n    retries: 2\n",
-             f.url, f.url);
+             "    template: base\n    retries: 2\n    state_dir: \"%s\"\n",
+             f.url, f.url, state);
     struct sr_run r;
     cr_assert_eq(sr_run_suite(&r, "e2b", yaml, SBX_TEST_PROVIDER_DIR, SBX_CONFORMANCE_HUMAN,
                               getenv("SBX_CF_FILTER")),
@@ -35,7 +41,9 @@ Test(conformance_e2b, every_case_passes, .timeout = 600)
     const char *cap_cases[] = {"export_shell_and_files", "export_refuses_symlink",
                               "skill_install_read_only", "skill_install_verifies",
                               "skill_survives_restart", "mount_put_read_only",
-                              "mount_put_verifies", "mount_remove_idempotent", NULL};
+                              "mount_put_verifies", "mount_remove_idempotent",
+                              "memory_heads_and_commit", "memory_read_only",
+                              "memory_conflict", "memory_crash_before_writeback", NULL};
     for (size_t i = 0; cap_cases[i]; i++) {
         const struct sr_result *c = sr_find(&r, cap_cases[i]);
         cr_expect(c && c->outcome == SBX_CONFORMANCE_PASS, "%s did not pass", cap_cases[i]);
@@ -45,6 +53,8 @@ Test(conformance_e2b, every_case_passes, .timeout = 600)
     cr_expect(stats && strstr(stats, "\"sandboxes\": 0"), "sandboxes left: %s",
               stats ? stats : "?");
     free(stats);
+    /* Destroying a sandbox forgets its memory state: nothing is left. */
+    cr_expect_eq(rmdir(state), 0, "%s is not empty after every sandbox was destroyed", state);
     sr_free(&r);
     fake_stop(&f);
 }
