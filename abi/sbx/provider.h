@@ -458,7 +458,11 @@ struct sbx_egress_report {
 
 /* How a sandbox sees an attached memory store. */
 enum sbx_memory_access {
-    SBX_MEMORY_READ_ONLY = 0,  /* not writable, not even by the sandbox's root */
+    /* Not writable, not even by the sandbox's root, where the provider
+     * can enforce it (a read-only bind); where it cannot (a remote
+     * sandbox's root can write anything), memory_diff reports what
+     * changed there and the host refuses it and reloads the tree. */
+    SBX_MEMORY_READ_ONLY = 0,
     SBX_MEMORY_READ_WRITE = 1
 };
 
