@@ -178,20 +178,33 @@ static void end_session(struct cf_memory *w, sbx_handle *h, const char *key)
     sbx_session_delete(w->m, key, NULL, &err);
 }
 
+/* The start of every case: a store holding a.md = "alpha\n" and a new
+ * session (key written to key) attached to it with `access`. NULL after
+ * failing the case; memory_end cleans up either way. */
+static sbx_handle *memory_begin(struct cf_test *t, struct cf_memory *w, char *key, int access)
+{
+    cf_new_key(t, key);
+    if (!memory_open(t, w) || !put(w, "a.md", "alpha\n"))
+        return NULL;
+    return session(w, key, access);
+}
+
+static void memory_end(struct cf_memory *w, sbx_handle *h, const char *key)
+{
+    if (h)
+        end_session(w, h, key);
+    memory_close(w);
+}
+
 void cf_case_memory_heads_and_commit(struct cf_test *t)
 {
     struct cf_memory w;
-    if (!memory_open(t, &w)) {
-        if (w.m)
-            memory_close(&w);
-        return;
-    }
     char key[CF_KEY_MAX];
-    cf_new_key(t, key);
-    sbx_handle *h = NULL;
     char *out = NULL;
-    if (!put(&w, "a.md", "alpha\n") || !put(&w, "old.md", "old\n") ||
-        !(h = session(&w, key, SBX_MEMORY_READ_WRITE)))
+    sbx_handle *h = memory_begin(t, &w, key, SBX_MEMORY_READ_WRITE);
+    if (!h)
+        goto done;
+    if (!put(&w, "old.md", "old\n"))
         goto done;
     if (!(out = in_mount_ok(&w, h, "cat a.md; echo beta > b.md; echo gamma > a.md; "
                                    "rm old.md; mkdir -p d/e; echo deep > d/e/f.md")))
@@ -217,24 +230,16 @@ void cf_case_memory_heads_and_commit(struct cf_test *t)
                    "\"delta\" and the files a.md, b.md, d", out);
 done:
     free(out);
-    if (h)
-        end_session(&w, h, key);
-    memory_close(&w);
+    memory_end(&w, h, key);
 }
 
 void cf_case_memory_read_only(struct cf_test *t)
 {
     struct cf_memory w;
-    if (!memory_open(t, &w)) {
-        if (w.m)
-            memory_close(&w);
-        return;
-    }
     char key[CF_KEY_MAX];
-    cf_new_key(t, key);
-    sbx_handle *h = NULL;
     char *out = NULL;
-    if (!put(&w, "a.md", "alpha\n") || !(h = session(&w, key, SBX_MEMORY_READ_ONLY)))
+    sbx_handle *h = memory_begin(t, &w, key, SBX_MEMORY_READ_ONLY);
+    if (!h)
         goto done;
     int status, code;
     sbx_error err;
@@ -276,9 +281,7 @@ void cf_case_memory_read_only(struct cf_test *t)
                 out ? out : "", cf_status_name(status));
 done:
     free(out);
-    if (h)
-        end_session(&w, h, key);
-    memory_close(&w);
+    memory_end(&w, h, key);
 }
 
 /* A command that signals on its stdout when it has read the mount. */
@@ -334,16 +337,10 @@ static void *slow_run(void *arg)
 void cf_case_memory_conflict(struct cf_test *t)
 {
     struct cf_memory w;
-    if (!memory_open(t, &w)) {
-        if (w.m)
-            memory_close(&w);
-        return;
-    }
     char key[CF_KEY_MAX];
-    cf_new_key(t, key);
-    sbx_handle *h = NULL;
     char *out = NULL;
-    if (!put(&w, "a.md", "alpha\n") || !(h = session(&w, key, SBX_MEMORY_READ_WRITE)))
+    sbx_handle *h = memory_begin(t, &w, key, SBX_MEMORY_READ_WRITE);
+    if (!h)
         goto done;
     struct slow_exec s = {.w = &w, .h = h};
     pthread_mutex_init(&s.lock, NULL);
@@ -384,9 +381,8 @@ done:
     if (h) {
         sbx_error err;
         sbx_memory_resolve(w.m, key, w.slug, false, &err);
-        end_session(&w, h, key);
     }
-    memory_close(&w);
+    memory_end(&w, h, key);
 }
 
 /* The killed process: attach, change a file, say so, wait to be killed. */
@@ -429,16 +425,10 @@ static void crash_child(const struct cf_test *t, const char *db, const char *slu
 void cf_case_memory_crash_before_writeback(struct cf_test *t)
 {
     struct cf_memory w;
-    if (!memory_open(t, &w)) {
-        if (w.m)
-            memory_close(&w);
-        return;
-    }
     char key[CF_KEY_MAX];
-    cf_new_key(t, key);
-    sbx_handle *h = NULL;
     char *out = NULL;
-    if (!put(&w, "a.md", "alpha\n") || !(h = session(&w, key, SBX_MEMORY_READ_WRITE)))
+    sbx_handle *h = memory_begin(t, &w, key, SBX_MEMORY_READ_WRITE);
+    if (!h)
         goto done;
     if (!(out = in_mount_ok(&w, h, "cat a.md")))
         goto done;
@@ -485,7 +475,5 @@ void cf_case_memory_crash_before_writeback(struct cf_test *t)
                 "after reconcile (the change of the killed process's command)");
 done:
     free(out);
-    if (h)
-        end_session(&w, h, key);
-    memory_close(&w);
+    memory_end(&w, h, key);
 }

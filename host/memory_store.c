@@ -28,18 +28,6 @@
 /* Conflicting paths named in a message; the rest are counted. */
 #define CONFLICTS_NAMED 5
 
-static const struct sbx_store_prims *prims(struct sbx_store *s)
-{
-    return ((struct sbx_store_impl *)s)->prims;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- names -------------------------------------------------------------- */
 
 int sbx_mstore_check_slug(const char *slug, sbx_error *err)
@@ -121,7 +109,7 @@ static int info_locked(struct sbx_store *s, const char *slug, struct sbx_mstore_
 {
     struct sbx_store_value p[] = {SBX_SV_T(slug)};
     struct sbx_store_cursor *c = NULL;
-    int rc = prims(s)->query(s,
+    int rc = sbx_store_prims_of(s)->query(s,
                              "SELECT " INFO_COLUMNS "FROM memory_stores WHERE slug = $1",
                              p, 1, &c, NULL, err);
     if (rc != SBX_OK)
@@ -132,13 +120,8 @@ static int info_locked(struct sbx_store *s, const char *slug, struct sbx_mstore_
         info_from_row(c, out);
     else if (rc == SBX_OK)
         rc = no_store(s, slug, err);
-    prims(s)->query_end(s, c);
+    sbx_store_prims_of(s)->query_end(s, c);
     return rc;
-}
-
-static int ready(struct sbx_store *s, sbx_error *err)
-{
-    return prims(s)->ready ? prims(s)->ready(s, err) : SBX_OK;
 }
 
 int sbx_mstore_create(struct sbx_store *s, const char *slug,
@@ -159,12 +142,12 @@ int sbx_mstore_create(struct sbx_store *s, const char *slug,
         l.max_total_bytes = SBX_MSTORE_DEFAULT_TOTAL_BYTES;
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_I(l.max_file_bytes),
                                   SBX_SV_I(l.max_files), SBX_SV_I(l.max_total_bytes),
-                                  SBX_SV_I(now_ms())};
+                                  SBX_SV_I(sbx_store_wall_ms())};
     int64_t n = 0;
     pthread_mutex_lock(&s->lock);
-    rc = ready(s, err);
+    rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
-        rc = prims(s)->query(s,
+        rc = sbx_store_prims_of(s)->query(s,
                              "INSERT INTO memory_stores (slug, version, files, bytes, "
                              "max_file_bytes, max_files, max_total_bytes, created_at) "
                              "VALUES ($1, 0, 0, 0, $2, $3, $4, $5) "
@@ -191,15 +174,15 @@ int sbx_mstore_delete(struct sbx_store *s, const char *slug, sbx_error *err)
     struct sbx_store_value p[] = {SBX_SV_T(slug)};
     int64_t n = 0;
     pthread_mutex_lock(&s->lock);
-    rc = ready(s, err);
+    rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
-        rc = prims(s)->begin(s, err);
+        rc = sbx_store_prims_of(s)->begin(s, err);
     if (rc == SBX_OK) {
         for (size_t i = 0; rc == SBX_OK && i < sizeof deletes / sizeof *deletes; i++)
-            rc = prims(s)->query(s, deletes[i], p, 1, NULL, &n, err);
+            rc = sbx_store_prims_of(s)->query(s, deletes[i], p, 1, NULL, &n, err);
         if (rc == SBX_OK && n == 0)
             rc = no_store(s, slug, err);
-        rc = prims(s)->finish(s, rc, err);
+        rc = sbx_store_prims_of(s)->finish(s, rc, err);
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -212,7 +195,7 @@ int sbx_mstore_info(struct sbx_store *s, const char *slug, struct sbx_mstore_inf
     if (rc != SBX_OK)
         return rc;
     pthread_mutex_lock(&s->lock);
-    rc = ready(s, err);
+    rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
         rc = info_locked(s, slug, out, err);
     pthread_mutex_unlock(&s->lock);
@@ -226,9 +209,9 @@ int sbx_mstore_list(struct sbx_store *s,
 {
     struct sbx_store_cursor *c = NULL;
     pthread_mutex_lock(&s->lock);
-    int rc = ready(s, err);
+    int rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
-        rc = prims(s)->query(s, "SELECT " INFO_COLUMNS "FROM memory_stores ORDER BY slug",
+        rc = sbx_store_prims_of(s)->query(s, "SELECT " INFO_COLUMNS "FROM memory_stores ORDER BY slug",
                              NULL, 0, &c, NULL, err);
     for (bool row = true; rc == SBX_OK && row;) {
         rc = c->next(c, &row, err);
@@ -239,7 +222,7 @@ int sbx_mstore_list(struct sbx_store *s,
         }
     }
     if (c)
-        prims(s)->query_end(s, c);
+        sbx_store_prims_of(s)->query_end(s, c);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -284,11 +267,11 @@ static int listing(struct sbx_store *s, const char *slug, int64_t at, const char
                              "%lld)",
                              s->label, slug, (long long)at, (long long)m.version);
     struct sbx_store_cursor *c = NULL;
-    rc = prims(s)->query(s, sql, p, n, &c, NULL, err);
+    rc = sbx_store_prims_of(s)->query(s, sql, p, n, &c, NULL, err);
     if (rc != SBX_OK)
         return rc;
     rc = each_file(c, with_log, each, ud, err);
-    prims(s)->query_end(s, c);
+    sbx_store_prims_of(s)->query_end(s, c);
     return rc;
 }
 
@@ -308,7 +291,7 @@ int sbx_mstore_heads(struct sbx_store *s, const char *slug, int64_t at,
                   "WHERE w.slug = $1 AND w.path = v.path AND w.version <= $2) "
                   "ORDER BY v.path";
     pthread_mutex_lock(&s->lock);
-    rc = ready(s, err);
+    rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
         rc = listing(s, slug, at, sql, p, at == 0 ? 1 : 2, false, each, ud, err);
     pthread_mutex_unlock(&s->lock);
@@ -334,7 +317,7 @@ int sbx_mstore_log(struct sbx_store *s, const char *slug, const char *path,
                "ON c.slug = v.slug AND c.version = v.version "
                "WHERE v.slug = $1 ORDER BY v.version DESC, v.path";
     pthread_mutex_lock(&s->lock);
-    rc = ready(s, err);
+    rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
         rc = listing(s, slug, 0, sql, p, path ? 2 : 1, true, each, ud, err);
     pthread_mutex_unlock(&s->lock);
@@ -355,14 +338,14 @@ int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path, int
     struct sbx_mstore_info m;
     char shown[160];
     pthread_mutex_lock(&s->lock);
-    rc = ready(s, err);
+    rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
         rc = info_locked(s, slug, &m, err);
     if (rc == SBX_OK && (at < 0 || at > m.version))
         rc = sbx_error_set(err, SBX_E_NOT_FOUND, "%s: memory store '%s' has no version %lld",
                            s->label, slug, (long long)at);
     if (rc == SBX_OK)
-        rc = prims(s)->query(s,
+        rc = sbx_store_prims_of(s)->query(s,
                              "SELECT version, deleted, content FROM memory_versions "
                              "WHERE slug = $1 AND path = $2 AND version <= $3 "
                              "ORDER BY version DESC LIMIT 1",
@@ -392,7 +375,7 @@ int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path, int
         }
     }
     if (c)
-        prims(s)->query_end(s, c);
+        sbx_store_prims_of(s)->query_end(s, c);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -443,7 +426,7 @@ static int head_of(struct commit_run *r, const char *path, int64_t *version, boo
 {
     struct sbx_store_value p[] = {SBX_SV_T(r->c->slug), SBX_SV_T(path)};
     struct sbx_store_cursor *cur = NULL;
-    int rc = prims(r->s)->query(r->s,
+    int rc = sbx_store_prims_of(r->s)->query(r->s,
                                 "SELECT version, deleted, size FROM memory_heads "
                                 "WHERE slug = $1 AND path = $2",
                                 p, 2, &cur, NULL, err);
@@ -454,7 +437,7 @@ static int head_of(struct commit_run *r, const char *path, int64_t *version, boo
     *version = row ? cur->integer(cur, 0) : 0;
     *live = row && cur->integer(cur, 1) == 0;
     *size = row ? cur->integer(cur, 2) : 0;
-    prims(r->s)->query_end(r->s, cur);
+    sbx_store_prims_of(r->s)->query_end(r->s, cur);
     return rc;
 }
 
@@ -529,13 +512,13 @@ static int write_version(struct commit_run *r, const char *path, bool deleted,
                                   SBX_SV_I((int64_t)len),
                                   deleted ? (struct sbx_store_value){0}
                                           : SBX_SV_B(data, len)};
-    int rc = prims(r->s)->query(r->s,
+    int rc = sbx_store_prims_of(r->s)->query(r->s,
                                 "INSERT INTO memory_versions (slug, path, version, "
                                 "deleted, sha256, size, content) "
                                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
                                 p, 7, NULL, NULL, err);
     if (rc == SBX_OK)
-        rc = prims(r->s)->query(r->s,
+        rc = sbx_store_prims_of(r->s)->query(r->s,
                                 "INSERT INTO memory_heads (slug, path, version, deleted, "
                                 "sha256, size) VALUES ($1, $2, $3, $4, $5, $6) "
                                 "ON CONFLICT (slug, path) DO UPDATE SET "
@@ -599,7 +582,7 @@ static int commit_locked(struct commit_run *r, size_t **conflicts, size_t *nconf
     struct sbx_store *s = r->s;
     struct sbx_store_value p[] = {SBX_SV_T(r->c->slug)};
     int64_t n = 0;
-    int rc = prims(s)->query(s, "UPDATE memory_stores SET version = version + 1 "
+    int rc = sbx_store_prims_of(s)->query(s, "UPDATE memory_stores SET version = version + 1 "
                                 "WHERE slug = $1",
                              p, 1, NULL, &n, err);
     if (rc == SBX_OK && n == 0)
@@ -613,8 +596,8 @@ static int commit_locked(struct commit_run *r, size_t **conflicts, size_t *nconf
         return rc;
     struct sbx_store_value cp[] = {SBX_SV_T(r->c->slug), SBX_SV_I(r->version),
                                    SBX_SV_T(r->c->author),
-                                   SBX_SV_I((int64_t)r->c->nchanges), SBX_SV_I(now_ms())};
-    rc = prims(s)->query(s, "INSERT INTO memory_commits (slug, version, author, changes, "
+                                   SBX_SV_I((int64_t)r->c->nchanges), SBX_SV_I(sbx_store_wall_ms())};
+    rc = sbx_store_prims_of(s)->query(s, "INSERT INTO memory_commits (slug, version, author, changes, "
                             "created_at) VALUES ($1, $2, $3, $4, $5)",
                          cp, 5, NULL, NULL, err);
     /* Removals first: the limits then see the space they free. */
@@ -629,7 +612,7 @@ static int commit_locked(struct commit_run *r, size_t **conflicts, size_t *nconf
     struct sbx_store_value up[] = {SBX_SV_T(r->c->slug), SBX_SV_I(r->m.files),
                                    SBX_SV_I(r->m.bytes)};
     if (rc == SBX_OK)
-        rc = prims(s)->query(s, "UPDATE memory_stores SET files = $2, bytes = $3 "
+        rc = sbx_store_prims_of(s)->query(s, "UPDATE memory_stores SET files = $2, bytes = $3 "
                                 "WHERE slug = $1",
                              up, 3, NULL, NULL, err);
     return rc;
@@ -664,10 +647,10 @@ int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
     rc = check_changes(c, r.order, err);
     if (rc == SBX_OK) {
         pthread_mutex_lock(&s->lock);
-        rc = ready(s, err);
-        if (rc == SBX_OK && (rc = prims(s)->begin(s, err)) == SBX_OK) {
+        rc = sbx_store_ready(s, err);
+        if (rc == SBX_OK && (rc = sbx_store_prims_of(s)->begin(s, err)) == SBX_OK) {
             rc = commit_locked(&r, conflicts, nconflicts, err);
-            rc = prims(s)->finish(s, rc, err);
+            rc = sbx_store_prims_of(s)->finish(s, rc, err);
         }
         pthread_mutex_unlock(&s->lock);
     }
@@ -686,9 +669,9 @@ int sbx_mstore_head(struct sbx_store *s, const char *slug, const char *path, int
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_T(path), SBX_SV_I(at)};
     struct sbx_store_cursor *cur = NULL;
     pthread_mutex_lock(&s->lock);
-    int rc = ready(s, err);
+    int rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
-        rc = prims(s)->query(s,
+        rc = sbx_store_prims_of(s)->query(s,
                              at > 0 ? "SELECT version, deleted, sha256 FROM memory_versions "
                                       "WHERE slug = $1 AND path = $2 AND version <= $3 "
                                       "ORDER BY version DESC LIMIT 1"
@@ -703,7 +686,7 @@ int sbx_mstore_head(struct sbx_store *s, const char *slug, const char *path, int
         snprintf(sha256, 65, "%s", h ? h : "");
     }
     if (cur)
-        prims(s)->query_end(s, cur);
+        sbx_store_prims_of(s)->query_end(s, cur);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }

@@ -20,6 +20,8 @@
 
 #include "store.h"
 
+#include <time.h>
+
 /* ------------------------------------------------------------------------ */
 /* Rows                                                                       */
 /* ------------------------------------------------------------------------ */
@@ -199,6 +201,28 @@ struct sbx_store_impl {
     struct sbx_store base;
     const struct sbx_store_prims *prims;
 };
+
+/* The driver's primitives of s. */
+static inline const struct sbx_store_prims *sbx_store_prims_of(struct sbx_store *s)
+{
+    return ((struct sbx_store_impl *)s)->prims;
+}
+
+/* The driver's readiness check (a lost connection re-opened), if it has
+ * one. The store's lock is held. */
+static inline int sbx_store_ready(struct sbx_store *s, sbx_error *err)
+{
+    const struct sbx_store_prims *p = sbx_store_prims_of(s);
+    return p->ready ? p->ready(s, err) : SBX_OK;
+}
+
+/* Wall-clock milliseconds since the epoch, for the rows' timestamps. */
+static inline int64_t sbx_store_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Shared operations (store_ops.c)                                            */

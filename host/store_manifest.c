@@ -10,31 +10,14 @@
 #include <string.h>
 #include <time.h>
 
-static const struct sbx_store_prims *prims(struct sbx_store *s)
-{
-    return ((struct sbx_store_impl *)s)->prims;
-}
-
-static int ready(struct sbx_store *s, sbx_error *err)
-{
-    return prims(s)->ready ? prims(s)->ready(s, err) : SBX_OK;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int sbx_store_set_manifest(struct sbx_store *s, const char *key, const char *digest,
                            sbx_error *err)
 {
-    struct sbx_store_value p[] = {SBX_SV_T(key), SBX_SV_T(digest), SBX_SV_I(now_ms())};
+    struct sbx_store_value p[] = {SBX_SV_T(key), SBX_SV_T(digest), SBX_SV_I(sbx_store_wall_ms())};
     pthread_mutex_lock(&s->lock);
-    int rc = ready(s, err);
+    int rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
-        rc = prims(s)->query(s,
+        rc = sbx_store_prims_of(s)->query(s,
                              "INSERT INTO session_manifests (session_key, "
                              "manifest_digest, updated_at) VALUES ($1, $2, $3) "
                              "ON CONFLICT (session_key) DO UPDATE SET "
@@ -53,9 +36,9 @@ int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65]
     struct sbx_store_value p[] = {SBX_SV_T(key)};
     struct sbx_store_cursor *c = NULL;
     pthread_mutex_lock(&s->lock);
-    int rc = ready(s, err);
+    int rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
-        rc = prims(s)->query(s,
+        rc = sbx_store_prims_of(s)->query(s,
                              "SELECT manifest_digest FROM session_manifests "
                              "WHERE session_key = $1",
                              p, 1, &c, NULL, err);
@@ -68,7 +51,7 @@ int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65]
         *found = d != NULL;
     }
     if (c)
-        prims(s)->query_end(s, c);
+        sbx_store_prims_of(s)->query_end(s, c);
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
@@ -77,9 +60,9 @@ int sbx_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err
 {
     struct sbx_store_value p[] = {SBX_SV_T(key)};
     pthread_mutex_lock(&s->lock);
-    int rc = ready(s, err);
+    int rc = sbx_store_ready(s, err);
     if (rc == SBX_OK)
-        rc = prims(s)->query(s, "DELETE FROM session_manifests WHERE session_key = $1",
+        rc = sbx_store_prims_of(s)->query(s, "DELETE FROM session_manifests WHERE session_key = $1",
                              p, 1, NULL, NULL, err);
     pthread_mutex_unlock(&s->lock);
     return rc;

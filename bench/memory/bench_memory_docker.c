@@ -24,6 +24,7 @@
 #include "memory_store.h"
 #include "session_internal.h"
 #include "store_impl.h"
+#include "fake_bench.h"
 
 #include <sbx/memory.h>
 #include <sbx/sbx.h>
@@ -34,40 +35,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static long maxrss_kib(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss;
-}
-
 static void die(const char *what, const sbx_error *err)
 {
-    fprintf(stderr, "bench_memory_docker: %s: %s\n", what, err ? err->message : "");
-    exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    bench_die(what, err ? err->message : "");
 }
 
 /* ---- filling a store in one commit -------------------------------------- */
@@ -148,20 +121,20 @@ static double run_sh(sbx_handle *h, const char *script)
     memset(&r, 0, sizeof r);
     r.size = sizeof r;
     sbx_error err;
-    double t0 = now_s();
+    double t0 = bench_now();
     if (sbx_exec(h, &a, &r, NULL, &err) != SBX_OK)
         die(script, &err);
     if (r.exit_code != 0)
         die(script, NULL);
-    return now_s() - t0;
+    return bench_now() - t0;
 }
 
 static double run_host(const char *cmd)
 {
-    double t0 = now_s();
+    double t0 = bench_now();
     if (system(cmd) != 0)
         die(cmd, NULL);
-    return now_s() - t0;
+    return bench_now() - t0;
 }
 
 static sbx_sessions *open_all(const char *dir, sbx_ctx **ctx)
@@ -258,9 +231,9 @@ static int bench_times(const char *dir, int rounds)
         c_big[i] = run_sh(big, change);
         c_small[i] = run_sh(small, change_small);
     }
-    double mp = median(t_plain, rounds), mb = median(t_big, rounds),
-           ms = median(t_small, rounds), mn = median(tn, rounds), mr = median(tr, rounds),
-           cb = median(c_big, rounds), cs = median(c_small, rounds);
+    double mp = bench_median(t_plain, (size_t)rounds), mb = bench_median(t_big, (size_t)rounds),
+           ms = bench_median(t_small, (size_t)rounds), mn = bench_median(tn, (size_t)rounds), mr = bench_median(tr, (size_t)rounds),
+           cb = bench_median(c_big, (size_t)rounds), cs = bench_median(c_small, (size_t)rounds);
     double check = mb - mp > 0 ? mb - mp : 0;
     printf("medians of %d rounds, 10 000-file store (100 B each) on docker\n", rounds);
     printf("  exec true, no memory            %8.2f ms\n", mp * 1e3);
@@ -290,15 +263,15 @@ static int bench_rss(const char *dir)
     sbx_sessions *m = open_all(dir, &ctx);
     make_store(m, "huge", 1024, 1 << 20, 16);
     sbx_handle *h = session(m, "bench-huge", "huge");
-    long before = maxrss_kib();
-    double t0 = now_s();
+    long before = bench_status_kib("VmHWM");
+    double t0 = bench_now();
     run_sh(h, "true"); /* loads 1 GiB */
-    double load = now_s() - t0;
-    t0 = now_s();
+    double load = bench_now() - t0;
+    t0 = bench_now();
     run_sh(h, "echo changed > /mnt/memory/huge/d000/f00000.md");
-    double commit = now_s() - t0;
+    double commit = bench_now() - t0;
     run_sh(h, "cat /mnt/memory/huge/d000/f00000.md >/dev/null");
-    long after = maxrss_kib();
+    long after = bench_status_kib("VmHWM");
     printf("1 GiB store (1 024 x 1 MiB) on docker: load %.2f s, one-file commit %.2f s\n",
            load, commit);
     printf("  peak RSS %ld KiB before the load, %ld KiB after: growth %.1f MiB (target <= "
@@ -312,6 +285,7 @@ static int bench_rss(const char *dir)
 
 int main(int argc, char **argv)
 {
+    bench_name = "bench_memory_docker";
     char dir[] = "/tmp/sbx-bench-memory-XXXXXX";
     if (!mkdtemp(dir))
         die("mkdtemp", NULL);

@@ -397,8 +397,9 @@ int baseline_append(struct docker_state *st, sbx_call *call, struct docker_memor
 
 /* ---- memory_load ------------------------------------------------------ */
 
-/* Remove every entry of the directory fd. */
-static int empty_tree(int fd)
+/* Call fn(fd, name, to) for every entry of the directory fd but "." and
+ * "..", stopping at the first nonzero (-errno) result. */
+static int each_entry(int fd, int to, int (*fn)(int fd, const char *name, int to))
 {
     int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
@@ -411,29 +412,20 @@ static int empty_tree(int fd)
     struct dirent *de;
     while (rc == 0 && (de = readdir(d)))
         if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            rc = sbxs_remove_tree(fd, de->d_name);
+            rc = fn(fd, de->d_name, to);
     closedir(d);
     return rc;
 }
 
-/* Move every entry of the directory from into the (empty) directory to. */
-static int move_entries(int from, int to)
+static int remove_entry(int fd, const char *name, int to)
 {
-    int dup = fcntl(from, F_DUPFD_CLOEXEC, 0);
-    DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
-    if (!d) {
-        if (dup >= 0)
-            close(dup);
-        return -errno;
-    }
-    int rc = 0;
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-            renameat(from, de->d_name, to, de->d_name) != 0)
-            rc = -errno;
-    closedir(d);
-    return rc;
+    (void)to;
+    return sbxs_remove_tree(fd, name);
+}
+
+static int move_entry(int fd, const char *name, int to)
+{
+    return renameat(fd, name, to, name) == 0 ? 0 : -errno;
 }
 
 int record_baseline(struct docker_state *st, sbx_call *call,
@@ -492,7 +484,8 @@ int docker_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
                                      "docker: memory store \"%s\": %s", slug, err.message);
     }
     /* The archive is whole and valid: only now does the tree change. */
-    if (rc == SBX_OK && ((e = empty_tree(tfd)) < 0 || (e = move_entries(dfd, tfd)) < 0))
+    if (rc == SBX_OK && ((e = each_entry(tfd, -1, remove_entry)) < 0 ||
+                          (e = each_entry(dfd, tfd, move_entry)) < 0))
         rc = st->host->set_error(st->host, call, SBX_E_IO,
                                  "docker: cannot publish memory store \"%s\" in %s: %s", slug,
                                  mem->tree, strerror(-e));
