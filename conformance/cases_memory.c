@@ -284,6 +284,23 @@ done:
     memory_end(&w, h, key);
 }
 
+/* `sh -c cmd` with stdout to out; sbx_exec's status. */
+static int sh_to(sbx_handle *h, const char *cmd, const struct sbx_sink *out, int64_t timeout_ms,
+                 sbx_error *err)
+{
+    const char *argv[] = {"sh", "-c", cmd, NULL};
+    struct sbx_exec_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.argv = argv;
+    a.timeout_ms = timeout_ms;
+    a.out = out;
+    struct sbx_exec_result r;
+    memset(&r, 0, sizeof r);
+    r.size = sizeof r;
+    return sbx_exec(h, &a, &r, NULL, err);
+}
+
 /* A command that signals on its stdout when it has read the mount. */
 struct slow_exec {
     struct cf_memory *w;
@@ -315,18 +332,8 @@ static void *slow_run(void *arg)
              "cd /mnt/memory/%s && cat a.md >/dev/null && echo '!' && sleep 3 && "
              "echo mine > a.md",
              s->w->slug);
-    const char *argv[] = {"sh", "-c", cmd, NULL};
     struct sbx_sink out = SBX_SINK_INIT(s, slow_out);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = 60000;
-    a.out = &out;
-    struct sbx_exec_result r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    s->status = sbx_exec(s->h, &a, &r, NULL, &s->err);
+    s->status = sh_to(s->h, cmd, &out, 60000, &s->err);
     pthread_mutex_lock(&s->lock);
     s->ready = true; /* also when it failed early */
     pthread_cond_signal(&s->cond);
@@ -407,18 +414,8 @@ static void crash_child(const struct cf_test *t, const char *db, const char *slu
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cd /mnt/memory/%s && echo crashed > a.md && echo '!' && "
                               "sleep 60", slug);
-    const char *argv[] = {"sh", "-c", cmd, NULL};
     struct sbx_sink out = sbx_fd_sink(&out_fd);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = 90000;
-    a.out = &out;
-    struct sbx_exec_result r;
-    memset(&r, 0, sizeof r);
-    r.size = sizeof r;
-    sbx_exec(h, &a, &r, NULL, &err);
+    sh_to(h, cmd, &out, 90000, &err);
     _exit(4);
 }
 
