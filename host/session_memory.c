@@ -287,8 +287,7 @@ struct wb {
     char spool_dir[256];
     int spool_fd; /* the diff's archive */
     struct buf content;
-    sbx_error err;
-    bool failed;
+    int64_t files_seen, bytes_seen; /* changed files read so far */
 };
 
 static struct change *add_change(struct wb *w)
@@ -412,6 +411,19 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
                                "bytes, limit %lld); nothing was committed",
                                w->slug, sbx_text_escape(shown, sizeof shown, path, 120),
                                (long long)size, (long long)info->limits.max_file_bytes);
+            break;
+        }
+        /* the store's limits, before anything more is spooled */
+        w->files_seen++;
+        w->bytes_seen += size;
+        if (w->files_seen > info->limits.max_files ||
+            w->bytes_seen > info->limits.max_total_bytes) {
+            rc = sbx_error_set(err, SBX_E_INVALID,
+                               "memory store '%s': \"%s\": the changes pass the store's "
+                               "limits (%lld files, %lld bytes); nothing was committed",
+                               w->slug, sbx_text_escape(shown, sizeof shown, path, 120),
+                               (long long)info->limits.max_files,
+                               (long long)info->limits.max_total_bytes);
             break;
         }
         struct change *c = add_change(w);

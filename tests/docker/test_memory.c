@@ -269,7 +269,13 @@ static void refused_names_and_sizes(void)
     cr_expect_eq(r.status, 125, "exit %d", r.status);
     cr_expect(strstr(r.err, "\"pipe\" is a FIFO"), "stderr: %s", r.err);
     cli_result_free(&r);
-    in_mount(KEY_A, "rm pipe", &r);
+    /* deeper than any store path can be: refused naming where */
+    in_mount(KEY_A, "rm pipe && mkdir -p $(printf 'd/%.0s' $(seq 1 200)) && touch d/deep.md",
+             &r);
+    cr_expect_eq(r.status, 125, "exit %d", r.status);
+    cr_expect(strstr(r.err, "nested deeper than 128 levels"), "stderr: %s", r.err);
+    cli_result_free(&r);
+    in_mount(KEY_A, "rm -rf d", &r);
     cr_expect_eq(r.status, 0, "%s", r.err);
     cli_result_free(&r);
     expect_store("ok.md", "ok\n");
