@@ -214,6 +214,29 @@ Test(sessions_cli, admission_refuses_before_init)
     sess_env_fini(&s);
 }
 
+Test(sessions_cli, local_refuses_memory_at_admission)
+{
+    struct sess_env s;
+    sess_env_init(&s, "sqlite", NULL, false);
+    struct cli_result r;
+    RUN(&s, &r, NULL, "memory", "create", "notes");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    RUN(&s, &r, NULL, "create", "mem", "--memory", "notes:rw");
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "provider \"local\" lacks capability memory"), "%s", r.err);
+    cli_result_free(&r);
+    cr_assert_eq(sess_workspaces(&s), 0, "something was provisioned");
+    cr_assert_eq(sess_count(&s, "SELECT count(*) FROM sessions"), 0);
+    cr_assert_eq(sess_count(&s, "SELECT count(*) FROM session_memory"), 0);
+    /* and a malformed attachment is a usage error naming it */
+    RUN(&s, &r, NULL, "create", "mem", "--memory", "notes:rx");
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "expected SLUG, SLUG:ro or SLUG:rw"), "%s", r.err);
+    cli_result_free(&r);
+    sess_env_fini(&s);
+}
+
 Test(sessions_cli, local_refuses_packages_at_admission)
 {
     struct sess_env s;
