@@ -44,9 +44,9 @@ static int pass(sbx_sessions *m, int64_t lease_ms)
     if (rc == SBX_E_CANCELLED && cli_caught_signal())
         return rc;
     printf("reconcile: %zu intents seen, %zu cleaned, %zu left to live workers; "
-           "%zu deletions finished; %zu failures\n",
+           "%zu deletions finished; %zu sessions' memory written back; %zu failures\n",
            rep.intents_seen, rep.intents_cleaned, rep.intents_skipped,
-           rep.deletions_done, rep.failures);
+           rep.deletions_done, rep.memory_written_back, rep.failures);
     fflush(stdout);
     if (rc != SBX_OK)
         cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)rc));

@@ -340,6 +340,8 @@ static void crash_then_reconcile(const char *step)
     cli_result_free(&r);
     cli_env_setenv(&e, "SBX_TEST_CRASH_AT", "");
     run_ok((const char *[]){"reconcile", NULL}, NULL, &r);
+    cr_expect(strstr(r.out, "1 sessions' memory written back"), "%s: reconcile said: %s", step,
+              r.out);
     cli_result_free(&r);
     char want[128];
     snprintf(want, sizeof want, "%s\n", step);
