@@ -283,7 +283,14 @@ Test(manifest_local, users_are_refused_at_admission)
     struct cli_result r;
     cli_run(&e, (const char *[]){"create", "u", "--manifest", mpath, NULL}, NULL, 60000, &r);
     cr_assert_eq(r.status, 125);
-    cr_assert(strstr(r.err, "cannot run commands as a chosen user"), "%s", r.err);
+    cr_assert(strstr(r.err, "provider \"local\" lacks capability users"), "%s", r.err);
+    cli_result_free(&r);
+    cr_assert_eq(cli_dir_entries(e.ws_root), 0, "something was provisioned");
+    /* sbx run: refused before a sandbox is made, too */
+    cli_run(&e, (const char *[]){"run", "--manifest", mpath, "--", "true", NULL}, NULL,
+            60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "provider \"local\" lacks capability users"), "%s", r.err);
     cli_result_free(&r);
     cr_assert_eq(cli_dir_entries(e.ws_root), 0, "something was provisioned");
 }
