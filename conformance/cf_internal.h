@@ -76,6 +76,10 @@ void cf_case_skill_install_verifies(struct cf_test *t);
 void cf_case_skill_survives_restart(struct cf_test *t);
 void cf_case_egress_create_limited(struct cf_test *t);
 void cf_case_egress_set_exact(struct cf_test *t);
+void cf_case_users_exec_as_user(struct cf_test *t);
+void cf_case_users_write_owned(struct cf_test *t);
+void cf_case_users_root_only_refused(struct cf_test *t);
+void cf_case_users_add_idempotent(struct cf_test *t);
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: per-case state and cleanup (fixture.c)                            */
