@@ -325,8 +325,15 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
         size_t ul = user ? strlen(user) : 0;
         if (ul > 255)
             rc = conn_error(c, SBX_E_INVALID, "user name longer than 255 bytes");
+        /* req may hold more frames after the request (exec's end of
+         * stdin): only the first one gets the field */
+        int t;
+        uint32_t first = 0;
+        if (rc == SBX_OK && (ap_parse_header(frame, &t, &first) != 0 ||
+                             AP_HDR_LEN + (size_t)first > req_len))
+            rc = conn_error(c, SBX_E_INTERNAL, "a malformed request frame");
         if (rc == SBX_OK) {
-            size_t body = req_len - AP_HDR_LEN + 4 + ul;
+            size_t body = (size_t)first + 4 + ul;
             ap_header(head, type, (uint32_t)body);
             head[AP_HDR_LEN] = (unsigned char)(ul >> 24);
             head[AP_HDR_LEN + 1] = (unsigned char)(ul >> 16);
