@@ -417,3 +417,34 @@ Test(manifest_docker, sbx_run_runs_its_command_as_run_as)
     cr_assert_str_eq(r.out, "agent\noriginal\n");
     cli_result_free(&r);
 }
+
+/* Without the agent the docker provider cannot act as a user: the
+ * manifest's first group stops the create with that reason, and the
+ * half-made sandbox is never published. */
+Test(manifest_docker, without_the_agent_users_are_refused_clearly)
+{
+    const char *host = getenv("SBX_TEST_DOCKER_HOST");
+    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
+    char yaml[4096];
+    snprintf(yaml, sizeof yaml,
+             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
+             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n    agent: false\n",
+             host, img && *img ? img : "sbx-test:busybox");
+    cli_env_write_config(&e, yaml);
+    write_file("m.yaml", users_manifest, 0644);
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"create", "na", "--manifest", mpath, NULL}, NULL, 120000, &r);
+    cr_assert_eq(r.status, 125, "exit %d: %s", r.status, r.err);
+    cr_assert(strstr(r.err, "group dev") && strstr(r.err, "runs without the sbx agent"), "%s",
+              r.err);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"state", "na", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "a sandbox whose manifest failed was published: %s", r.out);
+    cli_result_free(&r);
+    /* the reconciler removes what the failed create left */
+    cli_run(&e, (const char *[]){"reconcile", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+}
