@@ -131,6 +131,22 @@ const struct cf_case cf_cases[] = {
      "egress_set leaves exactly the new allowlist (stale targets removed), and "
      "a new instance attaching still reads it",
      SBX_CAP_EGRESS, cf_case_egress_set_exact},
+    {"memory_heads_and_commit",
+     "a session's mount holds the store's heads before a command; changes, new "
+     "files and deletions are committed as versions after it",
+     SBX_CAP_MEMORY, cf_case_memory_heads_and_commit},
+    {"memory_read_only",
+     "a read-only attachment cannot be written, not even by the sandbox's root, "
+     "and the store keeps its content",
+     SBX_CAP_MEMORY, cf_case_memory_read_only},
+    {"memory_conflict",
+     "a change to a path another writer committed during the command is refused "
+     "as a conflict: nothing is overwritten, the change stays in the mount",
+     SBX_CAP_MEMORY, cf_case_memory_conflict},
+    {"memory_crash_before_writeback",
+     "a change made by a command whose host process was killed before writeback "
+     "is committed by the next reconcile",
+     SBX_CAP_MEMORY, cf_case_memory_crash_before_writeback},
     {"users_exec_as_user",
      "a handle acting as a user made with user_add runs commands with its uid, "
      "its own primary group and its supplementary group; set back, as before",

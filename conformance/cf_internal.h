@@ -76,6 +76,10 @@ void cf_case_skill_install_verifies(struct cf_test *t);
 void cf_case_skill_survives_restart(struct cf_test *t);
 void cf_case_egress_create_limited(struct cf_test *t);
 void cf_case_egress_set_exact(struct cf_test *t);
+void cf_case_memory_heads_and_commit(struct cf_test *t);
+void cf_case_memory_read_only(struct cf_test *t);
+void cf_case_memory_conflict(struct cf_test *t);
+void cf_case_memory_crash_before_writeback(struct cf_test *t);
 void cf_case_users_exec_as_user(struct cf_test *t);
 void cf_case_users_write_owned(struct cf_test *t);
 void cf_case_users_root_only_refused(struct cf_test *t);
@@ -181,6 +185,13 @@ sbx_handle *cf_attach_after_restart(struct cf_test *t, sbx_provider *p, sbx_hand
  * releases it. Releases it at once and fails the case when the table is
  * full. */
 void cf_track(struct cf_test *t, sbx_provider *p, sbx_handle *h);
+
+/* The context p belongs to (NULL when p is not the case's). */
+sbx_ctx *cf_ctx_of(struct cf_test *t, const sbx_provider *p);
+
+/* Remember a sandbox made other than by cf_create (the session manager's)
+ * for the cleanup. false after failing the case. */
+bool cf_remember(struct cf_test *t, const char *key, const char *ref);
 
 /* Release a tracked handle now. */
 void cf_release(struct cf_test *t, sbx_handle *h);

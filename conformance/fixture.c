@@ -153,6 +153,8 @@ sbx_provider *cf_open(struct cf_test *t)
     return t->prov[slot];
 }
 
+static bool remember_sandbox(struct cf_test *t, const char *key, const char *ref);
+
 static int slot_of(const struct cf_test *t, const sbx_provider *p)
 {
     for (int i = 0; i < CF_MAX_CTX; i++)
@@ -210,6 +212,17 @@ void cf_release(struct cf_test *t, sbx_handle *h)
 }
 
 /* Remember (key, ref) for the cleanup, once. */
+sbx_ctx *cf_ctx_of(struct cf_test *t, const sbx_provider *p)
+{
+    int slot = slot_of(t, p);
+    return slot < 0 ? NULL : t->ctx[slot];
+}
+
+bool cf_remember(struct cf_test *t, const char *key, const char *ref)
+{
+    return remember_sandbox(t, key, ref);
+}
+
 static bool remember_sandbox(struct cf_test *t, const char *key, const char *ref)
 {
     for (size_t i = 0; i < t->nsandboxes; i++)

@@ -4,6 +4,7 @@
  */
 #include "memory_store.h"
 #include "session_internal.h"
+#include "session_memory.h"
 #include "struct_size.h"
 
 #include <sbx/memory.h>
@@ -208,4 +209,16 @@ SBX_API int sbx_memory_rm(sbx_sessions *m, const char *slug, const char *path,
                           int64_t base, int64_t *version, sbx_error *err)
 {
     return change(m, slug, path, NULL, base, version, err);
+}
+
+SBX_API int sbx_memory_resolve(sbx_sessions *m, const char *session_key, const char *slug,
+                               bool keep, sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!m || !session_key || !*session_key)
+        return sbx_error_set(err, SBX_E_INVALID, "memory: no session manager or key");
+    int rc = sbx_mstore_check_slug(slug, err);
+    if (rc != SBX_OK)
+        return rc;
+    return sbx_session_memory_resolve(m, session_key, slug, keep, NULL, err);
 }

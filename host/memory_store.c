@@ -676,3 +676,34 @@ int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
         *version = r.version;
     return rc;
 }
+
+int sbx_mstore_head(struct sbx_store *s, const char *slug, const char *path, int64_t at,
+                    int64_t *version, bool *live, char sha256[65], sbx_error *err)
+{
+    *version = 0;
+    *live = false;
+    sha256[0] = '\0';
+    struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_T(path), SBX_SV_I(at)};
+    struct sbx_store_cursor *cur = NULL;
+    pthread_mutex_lock(&s->lock);
+    int rc = ready(s, err);
+    if (rc == SBX_OK)
+        rc = prims(s)->query(s,
+                             at > 0 ? "SELECT version, deleted, sha256 FROM memory_versions "
+                                      "WHERE slug = $1 AND path = $2 AND version <= $3 "
+                                      "ORDER BY version DESC LIMIT 1"
+                                    : "SELECT version, deleted, sha256 FROM memory_heads "
+                                      "WHERE slug = $1 AND path = $2",
+                             p, at > 0 ? 3 : 2, &cur, NULL, err);
+    bool row = false;
+    if (rc == SBX_OK && (rc = cur->next(cur, &row, err)) == SBX_OK && row) {
+        *version = cur->integer(cur, 0);
+        *live = cur->integer(cur, 1) == 0;
+        const char *h = cur->text(cur, 2);
+        snprintf(sha256, 65, "%s", h ? h : "");
+    }
+    if (cur)
+        prims(s)->query_end(s, cur);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}

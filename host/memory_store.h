@@ -109,6 +109,12 @@ int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path,
                     int64_t at, const struct sbx_sink *sink, int64_t *version,
                     sbx_error *err);
 
+/* The latest version of path at store version `at` (0: now): *version 0
+ * when it never existed there, *live false for a deletion, sha256 its
+ * digest ("" for a deletion). */
+int sbx_mstore_head(struct sbx_store *s, const char *slug, const char *path, int64_t at,
+                    int64_t *version, bool *live, char sha256[65], sbx_error *err);
+
 /* One change of a commit. */
 struct sbx_mstore_change {
     const char *path;

@@ -7,6 +7,7 @@
  */
 #include "call.h"
 #include "handle_user.h"
+#include "handle_hooks.h"
 #include "key_lock.h"
 #include "registry.h"
 #include "stream_guard.h"
@@ -17,6 +18,7 @@
 #include <string.h>
 
 struct sbx_handle {
+    struct sbx_exec_hooks hooks; /* from the session manager; zero when none */
     sbx_provider *provider; /* NULL once its context was closed */
     sbx_sandbox *sb;
     char ref[SBX_REF_MAX];
@@ -304,6 +306,9 @@ int sbx_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
     a.in = sbx_guard_source(&gin, a.in, &f, "exec stdin");
     a.out = sbx_guard_sink(&gout, a.out, &f, "exec stdout");
     a.err = sbx_guard_sink(&gerr, a.err, &f, "exec stderr");
+    int token = -1;
+    if (h->hooks.before && (rc = h->hooks.before(h->hooks.ctx, h, &token, cancel, err)) != SBX_OK)
+        return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
     call.user = acting_user(h, as);
@@ -311,7 +316,25 @@ int sbx_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
     sbx_struct_out(res, &r, sizeof r);
     rc = sbx_call_end(&call, rc, h->provider->plugin.name, "exec");
     sbx_guard_finish(&f, rc, call.err);
+    if (h->hooks.after) {
+        /* the step after runs whatever the command did; its error is told
+         * unless the command's own came first */
+        sbx_error after_err;
+        int arc = h->hooks.after(h->hooks.ctx, h, token, cancel, &after_err);
+        if (rc == SBX_OK && arc != SBX_OK) {
+            rc = arc;
+            if (err)
+                *err = after_err;
+        }
+    }
     return rc;
+}
+
+void sbx_handle_set_hooks(sbx_handle *h, const struct sbx_exec_hooks *hooks)
+{
+    if (h->hooks.free)
+        h->hooks.free(h->hooks.ctx);
+    h->hooks = *hooks;
 }
 
 SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sink,
@@ -388,6 +411,8 @@ SBX_API void sbx_release(sbx_handle *h)
         untrack(h);
         h->provider->plugin.desc->ops->release(h->sb);
     }
+    if (h->hooks.free)
+        h->hooks.free(h->hooks.ctx);
     free(h);
 }
 
@@ -636,4 +661,59 @@ SBX_API int sbx_user_add(sbx_handle *h, const struct sbx_user_spec *user,
     sbx_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, user_add)(h->sb, &call, &u);
     return sbx_call_end(&call, rc, h->provider->plugin.name, "user_add");
+}
+
+/* ---- memory ops (handle_hooks.h) ------------------------------------- */
+
+int sbx_handle_memory_load(sbx_handle *h, const char *slug, const struct sbx_source *tar,
+                           sbx_cancel *cancel, sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, memory_load)(h->sb, &call, slug, tar);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "memory_load");
+}
+
+int sbx_handle_memory_diff(sbx_handle *h, const char *slug, uint32_t flags,
+                           const struct sbx_memory_changes *out, sbx_cancel *cancel,
+                           sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, memory_diff)(h->sb, &call, slug, flags, out);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "memory_diff");
+}
+
+int sbx_handle_memory_accept(sbx_handle *h, const char *slug, sbx_cancel *cancel,
+                             sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, memory_accept)(h->sb, &call, slug);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "memory_accept");
+}
+
+int sbx_handle_memory_watch(sbx_handle *h, const char *slug, sbx_cancel *cancel,
+                            sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    int (*watch)(sbx_sandbox *, sbx_call *, const char *) =
+        SBX_PROVIDER_OP(h->provider, memory_watch);
+    if (!watch)
+        return SBX_OK;
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = watch(h->sb, &call, slug);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "memory_watch");
 }

@@ -11,6 +11,7 @@
 
 #include <sbx/manifest.h>
 #include "session_internal.h"
+#include "session_memory.h"
 #include "struct_size.h"
 
 #include <stdio.h>
@@ -70,7 +71,11 @@ static int attach_binding(sbx_sessions *m, const struct sbx_binding *b,
                              label, b->provider, b->external_id, why.message);
     if (rc != SBX_OK)
         return sbx_error_set(err, rc, "session %s: %s", label, why.message);
-    return SBX_OK;
+    if ((rc = sbx_session_memory_hook(m, b->session_key, *out, err)) != SBX_OK) {
+        sbx_release(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 SBX_API int sbx_session_attach(sbx_sessions *m, const char *session_key,
@@ -206,6 +211,16 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     if (rc != SBX_OK)
         return rc;
     copts.egress = eg.limited ? &eg.setup : NULL;
+    const struct sbx_memory_attachment *attach[65];
+    size_t nmem = spec ? spec->nmemory : 0;
+    for (size_t i = 0; i < nmem && i < 64; i++)
+        attach[i] = &spec->memory[i];
+    attach[nmem < 64 ? nmem : 64] = NULL;
+    copts.memory = nmem ? attach : NULL;
+    if ((rc = sbx_session_memory_record(m, key, spec, err)) != SBX_OK) {
+        sbx_session_egress_free(&eg);
+        return rc;
+    }
     sbx_handle *h;
     rc = sbx_create(p, key, &copts, cancel, &h, err);
     if (rc != SBX_OK) {
@@ -248,11 +263,12 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     sbx_error why;
     rc = sbx_store_publish(m->store, key, m->owner, NULL, &why);
     if (rc == SBX_OK) {
-        /* as every later attach does (attach_binding); admission checked
-         * SBX_CAP_USERS, so this cannot be refused */
         const char *run_as = spec && spec->manifest ? sbx_manifest_run_as(spec->manifest)
                                                     : NULL;
-        if (run_as && (rc = sbx_handle_set_user(h, run_as, err)) != SBX_OK) {
+        /* as every later attach does (attach_binding); admission checked
+         * SBX_CAP_USERS, so set_user cannot be refused */
+        if ((rc = sbx_session_memory_hook(m, key, h, err)) != SBX_OK ||
+            (run_as && (rc = sbx_handle_set_user(h, run_as, err)) != SBX_OK)) {
             sbx_release(h);
             return rc;
         }
@@ -370,11 +386,14 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 caps |= SBX_CAP_PACKAGES;
             if (spec && spec->limited_network)
                 caps |= SBX_CAP_EGRESS;
+            if (spec && spec->nmemory)
+                caps |= SBX_CAP_MEMORY;
             /* users, groups, run_as: made in the sandbox, every op as
              * run_as */
             if (spec && spec->manifest && sbx_manifest_has_users(spec->manifest))
                 caps |= SBX_CAP_USERS;
-            if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK)
+            if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK ||
+                (rc = sbx_session_memory_admit(m, spec, err)) != SBX_OK)
                 return rc;
         }
 

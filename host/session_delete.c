@@ -4,6 +4,7 @@
  */
 #include "clock.h"
 #include "session_internal.h"
+#include "session_memory.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,33 @@
 /* A live worker's provisioning, seen from a deletion: its publish will be
  * refused and it will destroy what it made; poll for that. */
 #define DELETE_POLL_MS 50
+
+/* What a crash left in read-write memory attachments is committed before
+ * the sandbox goes (a conflict keeps the session, fenced). */
+static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_binding *b,
+                        sbx_cancel *cancel, sbx_error *err)
+{
+    if (!(sbx_provider_desc(p)->caps & SBX_CAP_MEMORY))
+        return SBX_OK;
+    sbx_handle *h;
+    sbx_error why;
+    int rc = sbx_attach(p, b->session_key, b->external_id, cancel, &h, &why);
+    if (rc == SBX_E_NOT_FOUND)
+        return SBX_OK; /* the sandbox is gone, and its mounts with it */
+    if (rc != SBX_OK)
+        return sbx_error_set(err, rc, "%s", why.message);
+    rc = sbx_session_memory_flush(m, b->session_key, h, cancel, err);
+    sbx_release(h);
+    if (rc != SBX_OK) {
+        char label[13];
+        sbx_session_label(b->session_key, label);
+        return sbx_error_set(err, rc,
+                             "session %s: its memory changes could not be written back "
+                             "(%s); resolve with 'sbx memory resolve', then delete again",
+                             label, err->message);
+    }
+    return SBX_OK;
+}
 
 int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
                               sbx_cancel *cancel, sbx_error *err)
@@ -22,6 +50,8 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
     if (rc == SBX_OK) {
         sbx_provider *p;
         rc = sbx_session_provider(m, key, b.provider, &p, err);
+        if (rc == SBX_OK)
+            rc = flush_memory(m, p, &b, cancel, err);
         if (rc == SBX_OK) {
             sbx_session_crash_point(m, "during-destroy");
             sbx_error why;
@@ -49,6 +79,7 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
             /* the digest is information only: a leftover is replaced by the
              * key's next provisioning */
             sbx_store_drop_manifest(m->store, key, NULL);
+            sbx_store_memory_drop(m->store, key, NULL);
             return SBX_OK;
         }
         if (rc != SBX_E_UNAVAILABLE)
@@ -83,7 +114,20 @@ SBX_API int sbx_session_delete(sbx_sessions *m, const char *session_key,
     if (!session_key || !*session_key)
         return sbx_error_set(err, SBX_E_INVALID, "session key is empty");
     sbx_error why;
-    int rc = sbx_store_fence(m->store, session_key, &why);
+    /* Memory changes go in while the session can still be resolved. */
+    struct sbx_binding b = {0};
+    int rc = sbx_store_get_binding(m->store, session_key, &b, &why);
+    if (rc == SBX_OK && !b.deleting) {
+        sbx_provider *p;
+        if (sbx_session_provider(m, session_key, b.provider, &p, &why) == SBX_OK)
+            rc = flush_memory(m, p, &b, cancel, err);
+        sbx_binding_clear(&b);
+        if (rc != SBX_OK)
+            return rc;
+    } else {
+        sbx_binding_clear(&b);
+    }
+    rc = sbx_store_fence(m->store, session_key, &why);
     if (rc == SBX_E_NOT_FOUND) {
         char label[13];
         sbx_session_label(session_key, label);

@@ -3,6 +3,8 @@
  * or expired workers, finish interrupted deletions.
  */
 #include "session_internal.h"
+#include "session_memory.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +106,44 @@ static int reconcile_deletions(sbx_sessions *m, sbx_cancel *cancel,
     }
 }
 
+struct memory_pass {
+    sbx_sessions *m;
+    sbx_cancel *cancel;
+    struct sbx_reconcile_report *rep;
+    int *first_rc;
+    sbx_error *err;
+};
+
+/* One session whose memory a crash left unclean: write it back. */
+static int reconcile_memory_one(void *ud, const char *key)
+{
+    struct memory_pass *mp = ud;
+    sbx_handle *h;
+    sbx_error why;
+    int rc = sbx_session_attach(mp->m, key, mp->cancel, &h, &why);
+    if (rc == SBX_OK) {
+        rc = sbx_session_memory_flush(mp->m, key, h, mp->cancel, &why);
+        sbx_release(h);
+    }
+    if (rc == SBX_E_NOT_FOUND) {
+        /* the sandbox is lost, and what its mounts held with it: said once,
+         * then the attachments start afresh if it ever comes back */
+        struct sbx_store_memory_row *rows = NULL;
+        size_t n = 0;
+        sbx_error ue;
+        if (sbx_store_memory_get(mp->m->store, key, &rows, &n, &ue) == SBX_OK)
+            for (size_t i = 0; i < n; i++)
+                sbx_store_memory_update(mp->m->store, key, rows[i].slug, -1,
+                                        SBX_STORE_MEMORY_CLEAN, &ue);
+        free(rows);
+    }
+    if (rc == SBX_OK)
+        mp->rep->memory_written_back++;
+    else if (rc != SBX_E_DENIED) /* being deleted: the deletion flushes */
+        note_failure(mp->rep, rc, &why, mp->first_rc, mp->err);
+    return SBX_OK;
+}
+
 SBX_API int sbx_sessions_reconcile(sbx_sessions *m, int64_t lease_ms,
                                    sbx_cancel *cancel,
                                    struct sbx_reconcile_report *report,
@@ -121,6 +161,11 @@ SBX_API int sbx_sessions_reconcile(sbx_sessions *m, int64_t lease_ms,
     int rc = reconcile_intents(m, lease_ms, cancel, rep, &first_rc, err);
     if (rc != SBX_OK)
         return rc;
+    struct memory_pass mp = {m, cancel, rep, &first_rc, err};
+    sbx_error why;
+    rc = sbx_store_memory_unclean(m->store, reconcile_memory_one, &mp, &why);
+    if (rc != SBX_OK)
+        return sbx_error_set(err, rc, "%s", why.message);
     rc = reconcile_deletions(m, cancel, rep, &first_rc, err);
     if (rc != SBX_OK)
         return rc;

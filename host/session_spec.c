@@ -126,6 +126,8 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
     uint64_t caps = spec ? spec->caps : 0;
     size_t n = spec ? spec->npackages : 0;
     size_t len = 96 + 80; /* + the manifest line */
+    if (spec)
+        len += spec->nmemory * 80;
     if (spec && spec->limited_network) {
         for (size_t i = 0; i < spec->nallow; i++)
             len += (spec->allow[i] ? strlen(spec->allow[i]) : 0) + 8;
@@ -163,6 +165,30 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
     if (spec && spec->manifest)
         used += (size_t)snprintf(text + used, len - used, "manifest %s\n",
                                  sbx_manifest_digest(spec->manifest));
+    /* Only specs with memory add lines, sorted: a set. */
+    if (spec && spec->nmemory && spec->memory) {
+        const char **lines = calloc(spec->nmemory, sizeof *lines);
+        char *buf = malloc(spec->nmemory * 80);
+        if (!lines || !buf) {
+            free(lines);
+            free(buf);
+            free(text);
+            return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < spec->nmemory; i++) {
+            snprintf(buf + i * 80, 80, "%.63s %s",
+                     spec->memory[i].slug ? spec->memory[i].slug : "",
+                     spec->memory[i].access == SBX_MEMORY_READ_WRITE ? "rw" : "ro");
+            lines[i] = buf + i * 80;
+        }
+        used = append_sorted(text, len, used, "memory", lines, spec->nmemory);
+        free(lines);
+        free(buf);
+        if (used >= len) {
+            free(text);
+            return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        }
+    }
     int rc = sbx_key_hash(text, out);
     free(text);
     if (rc != SBX_OK)

@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 /* Schema version this build creates and understands. */
-#define SBX_STORE_SCHEMA_VERSION 4
+#define SBX_STORE_SCHEMA_VERSION 5
 
 /* Default wait for a lock held by another writer before SBX_E_UNAVAILABLE. */
 #define SBX_STORE_LOCK_TIMEOUT_MS 5000
@@ -389,5 +389,41 @@ int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65]
                            char run_as[SBX_USER_NAME_MAX + 1], bool *found,
                            sbx_error *err);
 int sbx_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err);
+
+/* Writeback state of a session's memory attachment (store_memory.c). */
+enum sbx_store_memory_state {
+    SBX_STORE_MEMORY_CLEAN = 0,    /* the mount holds what was committed */
+    SBX_STORE_MEMORY_DIRTY = 1,    /* a command may have changed it: write back */
+    SBX_STORE_MEMORY_CONFLICT = 2  /* a writeback was refused: changes kept */
+};
+
+/* One attachment row: the mount was last loaded from store version
+ * `baseline` (per-path preconditions are the heads at that version). */
+struct sbx_store_memory_row {
+    char slug[64];
+    int access;     /* enum sbx_memory_access */
+    int64_t baseline;
+    int state;      /* enum sbx_store_memory_state */
+};
+
+/* Record a session's attachments (replacing any), all clean at baseline
+ * -1 ("never loaded"). */
+int sbx_store_memory_set(struct sbx_store *s, const char *key,
+                         const struct sbx_store_memory_row *rows, size_t n,
+                         sbx_error *err);
+/* The attachments of a session in slug order: *out malloc'd (NULL when
+ * none), *n entries. */
+int sbx_store_memory_get(struct sbx_store *s, const char *key,
+                         struct sbx_store_memory_row **out, size_t *n, sbx_error *err);
+/* Update one attachment's baseline and state. */
+int sbx_store_memory_update(struct sbx_store *s, const char *key, const char *slug,
+                            int64_t baseline, int state, sbx_error *err);
+/* Forget a session's attachments. */
+int sbx_store_memory_drop(struct sbx_store *s, const char *key, sbx_error *err);
+/* Keys of sessions with an attachment not clean, in key order; fn's
+ * nonzero return stops. */
+int sbx_store_memory_unclean(struct sbx_store *s,
+                             int (*fn)(void *ud, const char *key), void *ud,
+                             sbx_error *err);
 
 #endif /* SBX_HOST_STORE_H */

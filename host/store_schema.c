@@ -175,6 +175,30 @@ static const struct sbx_store_migration migrations[] = {
     },
     {
         4,
+        "the memory stores attached to each session and their writeback state",
+        /* SQLite */
+        "CREATE TABLE session_memory ("
+        "  session_key TEXT NOT NULL,"
+        "  slug TEXT NOT NULL,"
+        "  access INTEGER NOT NULL,"
+        "  baseline INTEGER NOT NULL,"
+        "  state INTEGER NOT NULL,"
+        "  updated_at INTEGER NOT NULL,"
+        "  PRIMARY KEY (session_key, slug)"
+        ") WITHOUT ROWID;",
+        /* PostgreSQL */
+        "CREATE TABLE session_memory ("
+        "  session_key TEXT COLLATE \"C\" NOT NULL,"
+        "  slug TEXT COLLATE \"C\" NOT NULL,"
+        "  access INTEGER NOT NULL,"
+        "  baseline BIGINT NOT NULL,"
+        "  state INTEGER NOT NULL,"
+        "  updated_at BIGINT NOT NULL,"
+        "  PRIMARY KEY (session_key, slug)"
+        ");",
+    },
+    {
+        5,
         "the run_as user of each session's manifest",
         /* SQLite: NULL for a manifest without run_as (and for rows of
          * sessions provisioned before) */

@@ -669,6 +669,15 @@ struct sbx_provider_ops {
      * unknown group SBX_E_NOT_FOUND. */
     int (*user_add)(sbx_sandbox *sb, sbx_call *call,
                     const struct sbx_user_spec *user);
+
+    /* --- SBX_CAP_MEMORY, optional (may be NULL) ---------------------------
+     * A hint the host gives right before a command, when the tree equals
+     * its baseline and no other command of the sandbox runs: start
+     * watching the tree, so that the next memory_diff may learn cheaply
+     * that nothing changed (an inotify watch, say) instead of comparing
+     * every file. Only an optimization: a diff must stay exact whatever a
+     * command does, and a provider that cannot watch does nothing. */
+    int (*memory_watch)(sbx_sandbox *sb, sbx_call *call, const char *slug);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -722,6 +731,9 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_create_args, memory) + sizeof(void *))
 #define SBX_OPS_SIZE_USERS_1_1 \
     (offsetof(struct sbx_provider_ops, user_add) + sizeof(void (*)(void)))
+/* The optional memory_watch op is present when ops_size reaches this. */
+#define SBX_OPS_SIZE_MEMORY_WATCH_1_1 \
+    (offsetof(struct sbx_provider_ops, memory_watch) + sizeof(void (*)(void)))
 #define SBX_HOST_SIZE_USERS_1_1 \
     (offsetof(struct sbx_host, call_user) + sizeof(void (*)(void)))
 

@@ -31,6 +31,11 @@ static void usage(FILE *f)
           "  -N, --no-network        limit the network with nothing allowed\n"
           "  -m, --manifest FILE     materialize this workspace manifest after\n"
           "                          create (docs/MANIFEST.md); part of the spec\n"
+          "  -M, --memory SLUG[:ro|:rw]  show memory store SLUG at /mnt/memory/SLUG\n"
+          "                          (repeatable; read-only unless :rw); changes\n"
+          "                          of a read-write one are committed after each\n"
+          "                          command (docs/MEMORY.md); needs a provider\n"
+          "                          with the memory capability\n"
           "  -s, --from-snapshot FILE  restore this snapshot into the new\n"
           "                          workspace (a session that exists is not\n"
           "                          touched: an error)\n"
@@ -124,6 +129,7 @@ static int create(const struct cli_globals *g, const char *key,
 
 struct create_args {
     struct sbx_session_spec *spec;
+    struct sbx_memory_attachment *memory;
     struct sbx_package *pkgs;
     const char **allow, **setup_allow;
     const char *manifest;
@@ -157,6 +163,22 @@ static int on_option(void *ud, int c, const char *arg)
     case 'm':
         a->manifest = arg;
         return CLI_EXIT_OK;
+    case 'M': {
+        struct sbx_memory_attachment *m = &a->memory[a->spec->nmemory];
+        m->size = sizeof *m;
+        m->access = SBX_MEMORY_READ_ONLY;
+        char *colon = strrchr(arg, ':');
+        if (colon && !strcmp(colon, ":rw"))
+            m->access = SBX_MEMORY_READ_WRITE;
+        else if (colon && strcmp(colon, ":ro"))
+            return cli_usage_error("create", CLI_EXIT_SBX,
+                                   "--memory %s: expected SLUG, SLUG:ro or SLUG:rw", arg);
+        if (colon)
+            *colon = '\0'; /* argv is ours to cut */
+        m->slug = arg;
+        a->spec->nmemory++;
+        return CLI_EXIT_OK;
+    }
     case 's':
         a->snapshot = arg;
         return CLI_EXIT_OK;
@@ -182,6 +204,7 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         {"setup-allow", required_argument, NULL, 'A'},
         {"no-network", no_argument, NULL, 'N'},
         {"manifest", required_argument, NULL, 'm'},
+        {"memory", required_argument, NULL, 'M'},
         {"from-snapshot", required_argument, NULL, 's'},
         CLI_COMMON_LONGOPTS,
     };
@@ -207,8 +230,17 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
     }
     spec.allow = allow;
     spec.setup_allow = setup;
-    struct create_args a = {&spec, pkgs, allow, setup, NULL, NULL};
-    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:a:A:Nm:s:r:c:h",
+    struct sbx_memory_attachment *memory = calloc((size_t)argc + 1, sizeof *memory);
+    if (!memory) {
+        free(pkgs);
+        free(allow);
+        free(setup);
+        cli_error("out of memory");
+        return CLI_EXIT_SBX;
+    }
+    spec.memory = memory;
+    struct create_args a = {&spec, memory, pkgs, allow, setup, NULL, NULL};
+    const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:a:A:Nm:M:s:r:c:h",
                                     longopts, on_option, &a, &globals};
     const char *key = NULL;
     int rest = 0;
@@ -226,5 +258,6 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
     free(pkgs);
     free(allow);
     free(setup);
+    free(memory);
     return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
 }

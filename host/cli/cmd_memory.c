@@ -38,6 +38,11 @@ static void usage(FILE *f)
           "                       a new version from standard input\n"
           "  rm SLUG PATH [--base V | --force]\n"
           "                       delete a file (as a new version)\n"
+          "  resolve SLUG SESSION --keep | --discard\n"
+          "                       end a conflict of SESSION's read-write\n"
+          "                       attachment: --keep commits the session's\n"
+          "                       version over the store's, --discard reloads\n"
+          "                       the store's heads into the mount\n"
           "\n"
           "put and rm are refused when the file's head is not the version they\n"
           "are based on: by default the head read when the command started (so a\n"
@@ -56,11 +61,13 @@ static void usage(FILE *f)
 struct memory_opts {
     int64_t at, base;
     bool have_base, force;
+    int resolve; /* 1 keep, 2 discard */
     struct sbx_memory_limits limits;
     int json;
 };
 
-enum { OPT_AT = 256, OPT_BASE, OPT_FORCE, OPT_MAX_FILE, OPT_MAX_FILES, OPT_MAX_TOTAL };
+enum { OPT_AT = 256, OPT_BASE, OPT_FORCE, OPT_MAX_FILE, OPT_MAX_FILES, OPT_MAX_TOTAL,
+       OPT_KEEP, OPT_DISCARD };
 
 static bool parse_count(const char *text, int64_t *out)
 {
@@ -107,6 +114,12 @@ static int own_option(void *ud, int c, const char *arg)
     case OPT_BASE:
         ok = parse_count(arg, &o->base);
         o->have_base = true;
+        break;
+    case OPT_KEEP:
+        o->resolve = 1;
+        break;
+    case OPT_DISCARD:
+        o->resolve = 2;
         break;
     case OPT_FORCE:
         o->force = true;
@@ -276,6 +289,11 @@ static int act(sbx_sessions *m, const char *action, struct memory_opts *o, int n
         rc = sbx_memory_create(m, args[0], &o->limits, &err);
     } else if (!strcmp(action, "delete")) {
         rc = sbx_memory_delete(m, args[0], &err);
+    } else if (!strcmp(action, "resolve")) {
+        if (!o->resolve)
+            return cli_usage_error("memory", CLI_EXIT_USAGE,
+                                   "resolve needs --keep or --discard");
+        rc = sbx_memory_resolve(m, args[1], args[0], o->resolve == 1, &err);
     } else if (!strcmp(action, "list") || !strcmp(action, "ls") ||
                !strcmp(action, "log")) {
         if (pr.json)
@@ -323,6 +341,7 @@ static const struct {
 } actions[] = {
     {"create", 1, 1}, {"delete", 1, 1}, {"list", 0, 0}, {"ls", 1, 1},
     {"cat", 2, 2},    {"log", 1, 2},    {"put", 2, 2},  {"rm", 2, 2},
+    {"resolve", 2, 2},
 };
 
 int cmd_memory(const struct cli_globals *g, int argc, char **argv)
@@ -334,6 +353,8 @@ int cmd_memory(const struct cli_globals *g, int argc, char **argv)
         {"at", required_argument, NULL, OPT_AT},
         {"base", required_argument, NULL, OPT_BASE},
         {"force", no_argument, NULL, OPT_FORCE},
+        {"keep", no_argument, NULL, OPT_KEEP},
+        {"discard", no_argument, NULL, OPT_DISCARD},
         {"max-file-size", required_argument, NULL, OPT_MAX_FILE},
         {"max-files", required_argument, NULL, OPT_MAX_FILES},
         {"max-total-size", required_argument, NULL, OPT_MAX_TOTAL},

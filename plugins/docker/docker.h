@@ -46,6 +46,8 @@
 #define DOCKER_OUTPUTS "/mnt/session/outputs"
 #define DOCKER_UPLOADS "/mnt/session/uploads"
 #define DOCKER_SKILLS DOCKER_WORKSPACE "/skills"
+/* Memory stores are bound at DOCKER_MEMORY/<slug> (memory.c). */
+#define DOCKER_MEMORY "/mnt/memory"
 
 /* Labels this provider puts on its containers. */
 #define DOCKER_LABEL_MANAGED "sbx.managed"
@@ -110,6 +112,34 @@ struct docker_state {
     char api_prefix[16];   /* "/v1.41" */
 };
 
+/* One regular file of a memory tree as a walk saw it (memory.c). */
+struct docker_mem_file {
+    char *path;
+    uint64_t ino;
+    int64_t size;
+    int64_t mtime_ns, ctime_ns;
+    uint32_t mode;
+};
+
+struct docker_mem_list {
+    struct docker_mem_file *v;
+    size_t n, cap;
+};
+
+/* A memory store attached to a sandbox (memory.c). The host never runs
+ * two memory ops of one attachment at once, nor one while a command runs. */
+struct docker_memory {
+    char slug[64];
+    int read_write;
+    char *tree;   /* host path of the bound tree */
+    char *state;  /* host path prefix of its baseline files */
+    int inotify_fd;
+    int armed;    /* inotify_fd watches a tree equal to its baseline */
+    /* The last diff's walk, which accept records (valid until then). */
+    struct docker_mem_list last;
+    int last_valid, last_quiet;
+};
+
 /* A sandbox handle: immutable after create/attach, so concurrent exec and
  * file ops on it need no lock. */
 struct sbx_sandbox {
@@ -127,6 +157,9 @@ struct sbx_sandbox {
     /* Host path of the agent's socket when the container runs under
      * sbx-agent; NULL: exec and files go through the Engine API. */
     char *agent_sock;
+    /* Memory stores bound into the container (from its mounts). */
+    struct docker_memory *memory;
+    size_t nmemory;
 };
 
 /* A cancellation bridge from a host call to the HTTP helper. */
@@ -216,6 +249,25 @@ int docker_attach(void *state, sbx_call *call, const struct sbx_attach_args *arg
 int docker_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
 const char *docker_root(sbx_sandbox *sb);
 void docker_release(sbx_sandbox *sb);
+
+/* ---- memory.c (SBX_CAP_MEMORY) ----------------------------------------- */
+
+/* Add the binds of args->memory (sorted by slug) to a create's mounts,
+ * creating their trees in the session's resource directory. */
+int docker_memory_binds(struct docker_state *st, sbx_call *call, const char *name,
+                        const struct sbx_create_args *args, json_object *mounts);
+/* Fill sb->memory from a container's mounts (create spec or inspect).
+ * -1 when out of memory. */
+int docker_memory_from_mounts(sbx_sandbox *sb, json_object *mounts, int from_inspect);
+/* The attachment of slug, or NULL with SBX_E_NOT_FOUND set on call. */
+struct docker_memory *docker_memory_find(sbx_sandbox *sb, sbx_call *call, const char *slug);
+void docker_memory_free(sbx_sandbox *sb);
+int docker_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                       const struct sbx_source *tar);
+int docker_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
+                       const struct sbx_memory_changes *out);
+int docker_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug);
+int docker_memory_watch(sbx_sandbox *sb, sbx_call *call, const char *slug);
 
 /* ---- exec.c ------------------------------------------------------------ */
 

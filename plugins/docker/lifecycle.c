@@ -141,16 +141,21 @@ static void add_bind(struct docker_state *st, json_object *mounts, const char *n
 /* The mounts a new container gets, sorted by destination (attach compares
  * them in that order): the binds of the session's resource directory and,
  * with a read-only root filesystem, the workspace volume. */
-static json_object *mounts_spec(struct docker_state *st, const char *name)
+static int mounts_spec(struct docker_state *st, sbx_call *call, const char *name,
+                       const struct sbx_create_args *args, json_object **out)
 {
-    json_object *mounts = json_object_new_array();
+    json_object *mounts = *out = json_object_new_array();
     if (!mounts)
-        return NULL;
+        return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
     if (st->cfg.agent) {
         /* the agent's socket directory, then the agent itself (read-only) */
         add_bind(st, mounts, name, "agent", DOCKER_AGENT_RUN, 0);
         add_bind_src(mounts, st->cfg.agent_path, DOCKER_AGENT_BIN, 1);
     }
+    /* /mnt/memory/<slug> sorts before /mnt/session */
+    int rc = docker_memory_binds(st, call, name, args, mounts);
+    if (rc != SBX_OK)
+        return rc;
     add_bind(st, mounts, name, "outputs", DOCKER_OUTPUTS, 0);
     add_bind(st, mounts, name, "uploads", DOCKER_UPLOADS, 1);
     if (st->cfg.read_only_rootfs) {
@@ -163,7 +168,7 @@ static json_object *mounts_spec(struct docker_state *st, const char *name)
         json_object_array_add(mounts, m);
     }
     add_bind(st, mounts, name, "skills", DOCKER_SKILLS, 1);
-    return mounts;
+    return SBX_OK;
 }
 
 static json_object *create_body(struct docker_state *st,
@@ -316,6 +321,8 @@ static struct sbx_sandbox *new_handle(struct docker_state *st, const char *id,
             snprintf(sb->skill_state, cap, "%.*s/skill-state", n, up);
         }
     }
+    if (!bad)
+        bad = docker_memory_from_mounts(sb, mounts, from_inspect) != 0;
     if (bad) {
         docker_release(sb);
         return NULL;
@@ -382,7 +389,7 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
         }
     }
     const char *want_mounts = label_of(info, DOCKER_LABEL_MOUNTS);
-    char have_mounts[4096];
+    char have_mounts[8192];
     if (!want_mounts || mounts_of_inspect(info, have_mounts, sizeof have_mounts) ||
         strcmp(want_mounts, have_mounts) != 0)
         return st->host->set_error(st->host, call, SBX_E_DENIED,
@@ -400,6 +407,18 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
             return st->host->set_error(st->host, call, SBX_E_IO,
                                        "docker: container %.12s: cannot make its "
                                        "bind directory %s: %s",
+                                       id, src, strerror(errno));
+    }
+    json_object *ms = inspect_mounts(info);
+    for (size_t i = 0, n = ms ? json_object_array_length(ms) : 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(ms, i);
+        const char *dst = sbx_json_str(m, "Destination");
+        const char *src = sbx_json_str(m, "Source");
+        if (dst && src && strncmp(dst, DOCKER_MEMORY "/", sizeof DOCKER_MEMORY) == 0 &&
+            docker_res_mkdirs(src, 0755) != 0)
+            return st->host->set_error(st->host, call, SBX_E_IO,
+                                       "docker: container %.12s: cannot make its memory "
+                                       "tree %s: %s",
                                        id, src, strerror(errno));
     }
     const char *run = bind_source(inspect_mounts(info), 1, DOCKER_AGENT_RUN);
@@ -660,10 +679,15 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
         free(agent_user);
         return rc;
     }
-    json_object *mounts = mounts_spec(st, name);
-    char mounts_text[4096];
+    json_object *mounts = NULL;
+    if ((rc = mounts_spec(st, call, name, args, &mounts)) != SBX_OK) {
+        free(agent_user);
+        json_object_put(mounts);
+        return rc;
+    }
+    char mounts_text[8192];
     json_object *body = NULL;
-    if (mounts && !mounts_canon(mounts, 0, mounts_text, sizeof mounts_text))
+    if (!mounts_canon(mounts, 0, mounts_text, sizeof mounts_text))
         body = create_body(st, args, mounts, mounts_text, agent_user);
     free(agent_user);
     if (!body) {
@@ -853,6 +877,7 @@ void docker_release(sbx_sandbox *sb)
     free(sb->staging);
     free(sb->skill_state);
     free(sb->agent_sock);
+    docker_memory_free(sb);
     free(sb);
 }
 

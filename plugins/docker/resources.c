@@ -35,7 +35,7 @@
 
 /* The first three are bound into the container. */
 static const char *const subdirs[] = {"outputs", "uploads", "skills", "staging",
-                                      "skill-state", "agent"};
+                                      "skill-state", "agent", "memory", "memory-state"};
 
 int docker_res_dir(struct docker_state *st, const char *name, const char *sub,
                    char *buf, size_t cap)
@@ -110,12 +110,34 @@ int docker_res_prepare(struct docker_state *st, sbx_call *call, const char *name
     return SBX_OK;
 }
 
+/* Empty every directory inside path, keeping the directories: memory/
+ * holds the bound trees, which a new container's binds name. */
+static int empty_children(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return -errno;
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char sub[4096];
+        if (snprintf(sub, sizeof sub, "%s/%s", path, de->d_name) >= (int)sizeof sub)
+            rc = -ENAMETOOLONG;
+        else
+            rc = empty_dir(sub);
+    }
+    closedir(d);
+    return rc;
+}
+
 int docker_res_empty(struct docker_state *st, sbx_call *call, const char *name)
 {
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
         char sub[4096];
         docker_res_dir(st, name, subdirs[i], sub, sizeof sub);
-        int rc = empty_dir(sub);
+        int rc = strcmp(subdirs[i], "memory") == 0 ? empty_children(sub) : empty_dir(sub);
         if (rc < 0)
             return st->host->set_error(st->host, call, SBX_E_IO,
                                        "docker: cannot empty %s: %s", sub,

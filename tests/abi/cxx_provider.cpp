@@ -111,6 +111,7 @@ const sbx_provider_ops cxx_ops = {
     .memory_accept = nullptr,
     .group_add = nullptr,
     .user_add = nullptr,
+    .memory_watch = nullptr,
 };
 #else
 // By position, in the order of struct sbx_provider_ops.
@@ -119,7 +120,7 @@ const sbx_provider_ops cxx_ops = {
     cxx_read_file, cxx_write_file, cxx_root,    cxx_release, cxx_destroy,
     nullptr,     nullptr,       nullptr,        nullptr,    {nullptr, nullptr},
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
-    nullptr,     nullptr,
+    nullptr,     nullptr,       nullptr,
 };
 #endif
 

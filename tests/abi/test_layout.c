@@ -84,7 +84,9 @@ Test(layout, provider_ops)
     PIN_OFF(sbx_provider_ops, memory_accept, 160);
     PIN_OFF(sbx_provider_ops, group_add, 168);
     PIN_OFF(sbx_provider_ops, user_add, 176);
-    PIN_SIZE(sbx_provider_ops, 184);
+    PIN_OFF(sbx_provider_ops, memory_watch, 184);
+    PIN_SIZE(sbx_provider_ops, 192);
+    cr_expect_eq(SBX_OPS_SIZE_MEMORY_WATCH_1_1, 192);
     cr_expect_eq(SBX_OPS_SIZE_EGRESS_1_1, 144);
     cr_expect_eq(SBX_OPS_SIZE_MEMORY_1_1, 168);
     cr_expect_eq(SBX_OPS_SIZE_USERS_1_1, 184);

@@ -30,6 +30,16 @@
  *   egress_default_allow  egress_get reports a default of allow
  *   egress_forget         attach drops the recorded egress policy
  *
+ * Built a second time as "dfixture" (FX_MEMORY defined), a wrapper of the
+ * docker provider that also declares MEMORY (ABI 1.1) and forwards its
+ * ops, with these breaks:
+ *   memory_ro_writable    create makes every attachment read-write
+ *   memory_load_ignored   memory_load reads the archive and drops it
+ *   memory_diff_blind     memory_diff reports no change at all
+ *   memory_attach_accepts attach accepts each tree as it is (a provider
+ *                         that "repairs" its mounts at attach): what a
+ *                         crashed host did not write back is forgotten
+ *
  * EGRESS (ABI 1.1) is kept in memory, per owner key hash, for the life of
  * the process (a conformance case, restarts included, runs in one).
  *
@@ -79,7 +89,11 @@ enum fx_break {
     FX_HANG_IN_EXEC,
     FX_EGRESS_MERGE,
     FX_EGRESS_DEFAULT_ALLOW,
-    FX_EGRESS_FORGET
+    FX_EGRESS_FORGET,
+    FX_MEMORY_RO_WRITABLE,
+    FX_MEMORY_LOAD_IGNORED,
+    FX_MEMORY_DIFF_BLIND,
+    FX_MEMORY_ATTACH_ACCEPTS
 };
 
 static const struct {
@@ -100,6 +114,10 @@ static const struct {
     {"egress_merge", FX_EGRESS_MERGE},
     {"egress_default_allow", FX_EGRESS_DEFAULT_ALLOW},
     {"egress_forget", FX_EGRESS_FORGET},
+    {"memory_ro_writable", FX_MEMORY_RO_WRITABLE},
+    {"memory_load_ignored", FX_MEMORY_LOAD_IGNORED},
+    {"memory_diff_blind", FX_MEMORY_DIFF_BLIND},
+    {"memory_attach_accepts", FX_MEMORY_ATTACH_ACCEPTS},
 };
 
 struct fx_state {
@@ -114,6 +132,27 @@ struct sbx_sandbox {
     sbx_sandbox *inner; /* local's handle */
     char owner[SBX_KEY_HASH_LEN + 1];
 };
+
+/* ---- memory attachments, per owner (for memory_attach_accepts) ----------- */
+
+#define FX_MEMORY_SLOTS 32
+static struct {
+    char owner[SBX_KEY_HASH_LEN + 1];
+    char slug[64];
+} fx_memory[FX_MEMORY_SLOTS];
+static pthread_mutex_t fx_memory_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void memory_record(const char *owner, const char *slug)
+{
+    pthread_mutex_lock(&fx_memory_lock);
+    for (int i = 0; i < FX_MEMORY_SLOTS; i++)
+        if (!fx_memory[i].owner[0]) {
+            snprintf(fx_memory[i].owner, sizeof fx_memory[i].owner, "%s", owner);
+            snprintf(fx_memory[i].slug, sizeof fx_memory[i].slug, "%s", slug);
+            break;
+        }
+    pthread_mutex_unlock(&fx_memory_lock);
+}
 
 /* ---- egress policies, per owner ------------------------------------------ */
 
@@ -246,7 +285,23 @@ static int fx_create(void *state, sbx_call *call, const struct sbx_create_args *
     struct fx_state *st = state;
     char inner_ref[SBX_REF_MAX];
     sbx_sandbox *inner = NULL;
-    int rc = st->inner->create(st->inner_state, call, args, inner_ref, &inner);
+    struct sbx_create_args a = *args;
+    struct sbx_memory_attachment rw[16];
+    const struct sbx_memory_attachment *rwp[17];
+    if (args->size >= SBX_CREATE_ARGS_SIZE_MEMORY_1_1 && args->memory) {
+        size_t n = 0;
+        for (; args->memory[n] && n < 16; n++) {
+            memory_record(args->key_hash, args->memory[n]->slug);
+            rw[n] = *args->memory[n];
+            /* The deliberate defect: read-only attachments made writable. */
+            if (st->mode == FX_MEMORY_RO_WRITABLE)
+                rw[n].access = SBX_MEMORY_READ_WRITE;
+            rwp[n] = &rw[n];
+        }
+        rwp[n] = NULL;
+        a.memory = rwp;
+    }
+    int rc = st->inner->create(st->inner_state, call, &a, inner_ref, &inner);
     if (rc != SBX_OK)
         return rc;
     if (strlen(FX_PREFIX) + SBX_KEY_HASH_LEN + 1 + strlen(inner_ref) >= SBX_REF_MAX) {
@@ -297,6 +352,13 @@ static int fx_attach(void *state, sbx_call *call, const struct sbx_attach_args *
     rc = st->inner->attach(st->inner_state, call, &inner_args, &inner);
     if (rc != SBX_OK)
         return rc;
+    if (st->mode == FX_MEMORY_ATTACH_ACCEPTS && st->inner->memory_accept) {
+        pthread_mutex_lock(&fx_memory_lock);
+        for (int i = 0; i < FX_MEMORY_SLOTS; i++)
+            if (!strcmp(fx_memory[i].owner, args->key_hash))
+                st->inner->memory_accept(inner, call, fx_memory[i].slug);
+        pthread_mutex_unlock(&fx_memory_lock);
+    }
     if (st->mode == FX_EGRESS_FORGET) {
         pthread_mutex_lock(&fx_egress_lock);
         int i = egress_slot(args->key_hash, 0);
@@ -684,6 +746,61 @@ static int fx_user_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_user_sp
 }
 #endif
 
+#ifdef FX_MEMORY
+static int fx_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                          const struct sbx_source *tar)
+{
+    if (sb->st->mode == FX_MEMORY_LOAD_IGNORED) {
+        char buf[65536];
+        long n;
+        while ((n = tar->read(tar->ctx, buf, sizeof buf)) > 0)
+            ;
+        return n < 0 ? SBX_E_IO : SBX_OK;
+    }
+    return sb->st->inner->memory_load(sb->inner, call, slug, tar);
+}
+
+static int drop_bytes(void *ctx, const void *buf, size_t len)
+{
+    (void)ctx;
+    (void)buf;
+    (void)len;
+    return 0;
+}
+
+static int drop_path(void *ctx, const char *path)
+{
+    (void)ctx;
+    (void)path;
+    return 0;
+}
+
+static int fx_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
+                          const struct sbx_memory_changes *out)
+{
+    if (sb->st->mode == FX_MEMORY_DIFF_BLIND) {
+        /* the inner diff runs (and is dropped); an empty archive is told */
+        struct sbx_sink drop = SBX_SINK_INIT(NULL, drop_bytes);
+        struct sbx_memory_changes none = {sizeof none, &drop, NULL, drop_path};
+        int rc = sb->st->inner->memory_diff(sb->inner, call, slug, flags, &none);
+        static const char end[1024];
+        return rc != SBX_OK ? rc : out->tar->write(out->tar->ctx, end, sizeof end);
+    }
+    return sb->st->inner->memory_diff(sb->inner, call, slug, flags, out);
+}
+
+static int fx_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug)
+{
+    return sb->st->inner->memory_accept(sb->inner, call, slug);
+}
+
+static int fx_memory_watch(sbx_sandbox *sb, sbx_call *call, const char *slug)
+{
+    return sb->st->inner->memory_watch ? sb->st->inner->memory_watch(sb->inner, call, slug)
+                                       : SBX_OK;
+}
+#endif
+
 static const struct sbx_provider_ops fx_ops = {
     .init = fx_init,
     .fini = fx_fini,
@@ -701,9 +818,21 @@ static const struct sbx_provider_ops fx_ops = {
     .group_add = fx_group_add,
     .user_add = fx_user_add,
 #endif
+#ifdef FX_MEMORY
+    .memory_load = fx_memory_load,
+    .memory_diff = fx_memory_diff,
+    .memory_accept = fx_memory_accept,
+    .memory_watch = fx_memory_watch,
+#endif
 };
 
 static const struct sbx_config_key fx_keys[] = {
+#ifdef FX_MEMORY
+    /* passed on to docker */
+    SBX_CONFIG_KEY("host", SBX_CFG_STRING, "the Docker daemon"),
+    SBX_CONFIG_KEY("image", SBX_CFG_STRING, "the image"),
+    SBX_CONFIG_KEY("resource_dir", SBX_CFG_STRING, "provider-owned host directories"),
+#endif
     SBX_CONFIG_KEY("root", SBX_CFG_STRING, "workspace root, passed on to local"),
     SBX_CONFIG_KEY("inner", SBX_CFG_STRING, "path of the local provider's .so"),
     SBX_CONFIG_KEY("break", SBX_CFG_STRING, "which contract to break (see the source)"),
@@ -714,6 +843,9 @@ static const struct sbx_config_key fx_keys[] = {
 SBX_PROVIDER_DEFINE("cfusers", "0.0.1",
                     "local, declaring users that it does not honour",
                     SBX_ISOLATION_NONE, SBX_CAP_EGRESS | SBX_CAP_USERS, &fx_ops, fx_keys)
+#elif defined(FX_MEMORY)
+SBX_PROVIDER_DEFINE("dfixture", "0.0.1", "docker, with one contract broken on purpose",
+                    SBX_ISOLATION_CONTAINER, SBX_CAP_EGRESS | SBX_CAP_MEMORY, &fx_ops, fx_keys)
 #else
 SBX_PROVIDER_DEFINE("cfixture", "0.0.1", "local, with one contract broken on purpose",
                     SBX_ISOLATION_NONE, SBX_CAP_EGRESS, &fx_ops, fx_keys)

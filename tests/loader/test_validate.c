@@ -51,7 +51,7 @@ static const struct sbx_provider_ops full_ops = {
     op_init, op_fini, op_create, op_attach, op_exec, op_read, op_write, op_root,
     op_release, op_destroy, op_mount_put, op_mount_remove, op_export, op_skill,
     {NULL, NULL}, op_egress_set, op_egress_get, op_memory_load, op_memory_diff,
-    op_memory_accept, op_group_add, op_user_add,
+    op_memory_accept, op_group_add, op_user_add, NULL,
 };
 
 /* A valid descriptor named "demo" over `ops`. */
@@ -346,7 +346,7 @@ Test(validate, memory_and_users_in_1_1_need_their_ops)
     }
     cr_expect_eq(SBX_OPS_SIZE_MEMORY_1_1,
                  offsetof(struct sbx_provider_ops, memory_accept) + sizeof(void *));
-    cr_expect_eq(SBX_OPS_SIZE_USERS_1_1, sizeof(struct sbx_provider_ops));
+    cr_expect_eq(SBX_OPS_SIZE_USERS_1_1 + sizeof(void *), sizeof(struct sbx_provider_ops));
 }
 
 Test(validate, egress_in_1_1_needs_its_ops)

@@ -107,6 +107,18 @@ SBX_API int sbx_memory_put(sbx_sessions *m, const char *slug, const char *path,
 SBX_API int sbx_memory_rm(sbx_sessions *m, const char *slug, const char *path,
                           int64_t base, int64_t *version, sbx_error *err);
 
+/*
+ * End a conflict of session_key's read-write attachment of slug (a
+ * writeback refused because another session changed a path first; the
+ * session's changes stayed in its mount). keep: the session's version is
+ * committed over the current heads; else it is dropped and the mount is
+ * reloaded with the heads before the next command. Waits for the
+ * session's running commands. SBX_E_INVALID when there is no conflict,
+ * SBX_E_NOT_FOUND when the store is not attached to the session.
+ */
+SBX_API int sbx_memory_resolve(sbx_sessions *m, const char *session_key, const char *slug,
+                               bool keep, sbx_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -94,6 +94,13 @@ struct sbx_session_spec {
      * (sbx_handle_set_user), in this process or a later one. Borrowed for
      * the call. */
     const struct sbx_manifest *manifest;
+    /* Memory stores shown at /mnt/memory/<slug> (needs SBX_CAP_MEMORY;
+     * every store must exist). Before each command the mount holds the
+     * store's heads; after it, a read-write attachment's changes are
+     * committed with a per-path precondition (docs/MEMORY.md). Part of
+     * the spec hash. */
+    const struct sbx_memory_attachment *memory;
+    size_t nmemory;
 };
 
 /* Options of sbx_sessions_open. Zero-initialize and set size; zero/NULL
@@ -283,6 +290,8 @@ struct sbx_reconcile_report {
     size_t intents_skipped;   /* owner alive and lease running */
     size_t deletions_done;    /* fenced sessions finished */
     size_t failures;          /* items that failed (retried next pass) */
+    size_t memory_written_back; /* sessions whose memory changes a crash
+                                   left were committed */
 };
 
 /*
