@@ -136,8 +136,9 @@ const struct cf_case cf_cases[] = {
      "files and deletions are committed as versions after it",
      SBX_CAP_MEMORY, cf_case_memory_heads_and_commit},
     {"memory_read_only",
-     "a read-only attachment cannot be written, not even by the sandbox's root, "
-     "and the store keeps its content",
+     "a read-only attachment never changes: writes, even by the sandbox's root, "
+     "are refused inside or reported (SBX_E_DENIED) and undone before the next "
+     "command",
      SBX_CAP_MEMORY, cf_case_memory_read_only},
     {"memory_conflict",
      "a change to a path another writer committed during the command is refused "

@@ -524,7 +524,8 @@ static int gather(struct wb *w, sbx_handle *h, const struct sbx_mstore_info *inf
         rc = read_changes(w, info, err);
     if (rc != SBX_OK)
         return rc;
-    qsort(w->v, w->n, sizeof *w->v, by_change_path);
+    if (w->n)
+        qsort(w->v, w->n, sizeof *w->v, by_change_path);
     for (size_t i = 1; i < w->n; i++)
         if (!strcmp(w->v[i].path, w->v[i - 1].path))
             return sbx_error_set(err, SBX_E_PROTOCOL,

@@ -86,7 +86,7 @@ static int by_path(const void *a, const void *b)
 static const struct docker_mem_file *list_find(const struct docker_mem_list *l, const char *path)
 {
     struct docker_mem_file key = {.path = (char *)path};
-    return bsearch(&key, l->v, l->n, sizeof *l->v, by_path);
+    return l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_path) : NULL;
 }
 
 static int same_stat(const struct docker_mem_file *a, const struct docker_mem_file *b)
@@ -226,6 +226,7 @@ void docker_memory_free(sbx_sandbox *sb)
 {
     for (size_t i = 0; i < sb->nmemory; i++) {
         watch_stop(&sb->memory[i]);
+        list_free(&sb->memory[i].last);
         free(sb->memory[i].tree);
         free(sb->memory[i].state);
     }
@@ -351,7 +352,7 @@ static int walk_tree(struct walk *w, const char *tree)
     char path[4096] = "";
     int rc = walk_dir(w, fd, path, 0, 0);
     close(fd);
-    if (rc == SBX_OK)
+    if (rc == SBX_OK && w->files.n)
         qsort(w->files.v, w->files.n, sizeof *w->files.v, by_path);
     return rc;
 }
@@ -429,7 +430,7 @@ static int baseline_read(struct docker_state *st, sbx_call *call,
             rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
     }
     fclose(f);
-    if (rc == SBX_OK)
+    if (rc == SBX_OK && l->n)
         qsort(l->v, l->n, sizeof *l->v, by_path);
     return rc;
 }

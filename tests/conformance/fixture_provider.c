@@ -33,7 +33,9 @@
  * Built a second time as "dfixture" (FX_MEMORY defined), a wrapper of the
  * docker provider that also declares MEMORY (ABI 1.1) and forwards its
  * ops, with these breaks:
- *   memory_ro_writable    create makes every attachment read-write
+ *   memory_ro_writable    create makes every attachment read-write, and
+ *                         diff reports nothing for the ones that were
+ *                         read-only (writes there neither refused nor told)
  *   memory_load_ignored   memory_load reads the archive and drops it
  *   memory_diff_blind     memory_diff reports no change at all
  *   memory_attach_accepts attach accepts each tree as it is (a provider
@@ -139,16 +141,18 @@ struct sbx_sandbox {
 static struct {
     char owner[SBX_KEY_HASH_LEN + 1];
     char slug[64];
+    int read_only;
 } fx_memory[FX_MEMORY_SLOTS];
 static pthread_mutex_t fx_memory_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void memory_record(const char *owner, const char *slug)
+static void memory_record(const char *owner, const char *slug, int read_only)
 {
     pthread_mutex_lock(&fx_memory_lock);
     for (int i = 0; i < FX_MEMORY_SLOTS; i++)
         if (!fx_memory[i].owner[0]) {
             snprintf(fx_memory[i].owner, sizeof fx_memory[i].owner, "%s", owner);
             snprintf(fx_memory[i].slug, sizeof fx_memory[i].slug, "%s", slug);
+            fx_memory[i].read_only = read_only;
             break;
         }
     pthread_mutex_unlock(&fx_memory_lock);
@@ -291,7 +295,8 @@ static int fx_create(void *state, sbx_call *call, const struct sbx_create_args *
     if (args->size >= SBX_CREATE_ARGS_SIZE_MEMORY_1_1 && args->memory) {
         size_t n = 0;
         for (; args->memory[n] && n < 16; n++) {
-            memory_record(args->key_hash, args->memory[n]->slug);
+            memory_record(args->key_hash, args->memory[n]->slug,
+                          args->memory[n]->access != SBX_MEMORY_READ_WRITE);
             rw[n] = *args->memory[n];
             /* The deliberate defect: read-only attachments made writable. */
             if (st->mode == FX_MEMORY_RO_WRITABLE)
@@ -778,7 +783,14 @@ static int drop_path(void *ctx, const char *path)
 static int fx_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
                           const struct sbx_memory_changes *out)
 {
-    if (sb->st->mode == FX_MEMORY_DIFF_BLIND) {
+    int was_read_only = 0;
+    pthread_mutex_lock(&fx_memory_lock);
+    for (int i = 0; i < FX_MEMORY_SLOTS; i++)
+        if (!strcmp(fx_memory[i].owner, sb->owner) && !strcmp(fx_memory[i].slug, slug))
+            was_read_only = fx_memory[i].read_only;
+    pthread_mutex_unlock(&fx_memory_lock);
+    if (sb->st->mode == FX_MEMORY_DIFF_BLIND ||
+        (sb->st->mode == FX_MEMORY_RO_WRITABLE && was_read_only)) {
         /* the inner diff runs (and is dropped); an empty archive is told */
         struct sbx_sink drop = SBX_SINK_INIT(NULL, drop_bytes);
         struct sbx_memory_changes none = {sizeof none, &drop, NULL, drop_path};
