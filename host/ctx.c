@@ -7,6 +7,7 @@
  * than sbx_provider_describe runs here: init is deferred to first use.
  */
 #include "install_dirs.h"
+#include "provider_missing.h"
 #include "registry.h"
 #include "struct_size.h"
 
@@ -104,7 +105,10 @@ static int enable_provider(sbx_ctx *ctx, const char *name, sbx_error *err)
     int rc = sbx_plugin_load(ctx->search_path, name, &p->plugin, err);
     if (rc != SBX_OK) {
         free(p);
-        return rc;
+        /* Say where it is enabled and which package ships it. */
+        return rc == SBX_E_NOT_FOUND
+                   ? sbx_provider_missing(sbx_config_section(ctx->config, name), name, err)
+                   : rc;
     }
     p->ctx = ctx;
     /* The section is owned by the config; checking canonicalizes values. */

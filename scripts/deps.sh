@@ -4,13 +4,16 @@
 #   scripts/deps.sh test    plus what the test suite needs (criterion,
 #                           dockerd, PostgreSQL, busybox for the test image,
 #                           python3 for the fake remote services, npm for
-#                           the E2B SDK test)
+#                           the E2B SDK test; debootstrap, lintian,
+#                           help2man, dpkg-dev and file to build the Debian
+#                           packages and install them into a fresh root)
 set -euo pipefail
 
 build_pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libjson-c-dev
             libyaml-dev libarchive-dev libpq-dev libsqlite3-dev libssl-dev)
 test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps libxml2-utils
-           python3 curl clang-14 libclang-rt-14-dev bash-completion zsh git)
+           python3 curl clang-14 libclang-rt-14-dev bash-completion zsh git
+           debootstrap lintian help2man dpkg-dev file)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

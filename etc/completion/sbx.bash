@@ -29,7 +29,7 @@ _sbx()
         return
         ;;
     -r | --require)
-        COMPREPLY=($(compgen -W "file_mounts output_export skills memory egress packages" -- "$cur"))
+        COMPREPLY=($(compgen -W "file_mounts output_export skills memory egress packages users" -- "$cur"))
         return
         ;;
     esac
@@ -44,7 +44,7 @@ _sbx()
     run) opts+=" --provider --manifest --timeout --cwd --env --stdin --no-stdin" ;;
     exec) opts+=" --provider --manifest --timeout --cwd --env --stdin --no-stdin" ;;
     create) opts+=" --provider --package --allow --setup-allow --no-network --manifest
-        --from-snapshot --require" ;;
+        --memory --from-snapshot --require" ;;
     write) opts+=" --mode" ;;
     snapshot) opts+=" --gzip --zstd" ;;
     resume) opts+=" --manifest" ;;
@@ -53,12 +53,13 @@ _sbx()
     conformance) opts+=" --junit --tap --filter" ;;
     reconcile) opts+=" --watch --interval --lease" ;;
     memory)
-        local actions="create delete list ls cat log put rm"
+        local actions="create delete list ls cat log put rm resolve"
         if [[ ${words[i + 1]-} == "$cur" ]]; then
             COMPREPLY=($(compgen -W "$actions" -- "$cur"))
             return
         fi
-        opts+=" --json --at --base --force --max-file-size --max-files --max-total-size"
+        opts+=" --json --at --base --force --max-file-size --max-files --max-total-size
+            --keep --discard"
         ;;
     esac
     if [[ $cur == -* ]]; then

@@ -119,6 +119,7 @@ struct docker_mem_file {
     int64_t size;
     int64_t mtime_ns, ctime_ns;
     uint32_t mode;
+    size_t seq; /* order of addition */
 };
 
 struct docker_mem_list {
@@ -135,9 +136,20 @@ struct docker_memory {
     char *state;  /* host path prefix of its baseline files */
     int inotify_fd;
     int armed;    /* inotify_fd watches a tree equal to its baseline */
-    /* The last diff's walk, which accept records (valid until then). */
+    char **wd_paths; /* tree-relative directory of each watch descriptor */
+    size_t nwd;
+    /* The baseline as last read or recorded (sorted by path). */
+    struct docker_mem_list base;
+    int base_valid;
+    size_t journal_lines; /* records in the baseline file */
+    /* What the last diff saw, which accept records (valid until then):
+     * the whole tree (last, after a walk), or only what changed
+     * (changed, removed: from the watch's events), or nothing (quiet). */
+    int diff_valid, diff_quiet, diff_whole;
     struct docker_mem_list last;
-    int last_valid, last_quiet;
+    struct docker_mem_list changed;
+    char **removed;
+    size_t nremoved;
 };
 
 /* A sandbox handle: immutable after create/attach, so concurrent exec and
@@ -262,6 +274,8 @@ int docker_memory_from_mounts(sbx_sandbox *sb, json_object *mounts, int from_ins
 /* The attachment of slug, or NULL with SBX_E_NOT_FOUND set on call. */
 struct docker_memory *docker_memory_find(sbx_sandbox *sb, sbx_call *call, const char *slug);
 void docker_memory_free(sbx_sandbox *sb);
+/* Drop an attachment's inotify watch (memory_diff.c arms it). */
+void docker_memory_watch_stop(struct docker_memory *mem);
 int docker_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
                        const struct sbx_source *tar);
 int docker_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,

@@ -24,7 +24,7 @@
  * ends in IN_CLOSE_WRITE (at close or at exit), so writes through mmap are
  * seen too.
  */
-#include "docker.h"
+#include "memory_internal.h"
 
 #include "archive_check.h"
 #include "confine.h"
@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Deepest directory nesting walked: store paths are at most 1024 bytes,
- * so anything deeper cannot be committed and is refused by name. */
-#define MEMORY_MAX_DEPTH 128
-
-static void list_free(struct docker_mem_list *l)
+void list_free(struct docker_mem_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i].path);
@@ -56,7 +53,7 @@ static void list_free(struct docker_mem_list *l)
     memset(l, 0, sizeof *l);
 }
 
-static int list_add(struct docker_mem_list *l, const char *path, const struct stat *s)
+int list_add(struct docker_mem_list *l, const char *path, const struct stat *s)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
@@ -74,22 +71,37 @@ static int list_add(struct docker_mem_list *l, const char *path, const struct st
     f->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec;
     f->ctime_ns = (int64_t)s->st_ctim.tv_sec * 1000000000 + s->st_ctim.tv_nsec;
     f->mode = (uint32_t)s->st_mode;
+    f->seq = l->n;
     l->n++;
     return 0;
 }
 
-static int by_path(const void *a, const void *b)
+int list_add_file(struct docker_mem_list *l, const struct docker_mem_file *f)
+{
+    struct stat s;
+    memset(&s, 0, sizeof s);
+    s.st_ino = (ino_t)f->ino;
+    s.st_size = (off_t)f->size;
+    s.st_mode = (mode_t)f->mode;
+    s.st_mtim.tv_sec = f->mtime_ns / 1000000000;
+    s.st_mtim.tv_nsec = f->mtime_ns % 1000000000;
+    s.st_ctim.tv_sec = f->ctime_ns / 1000000000;
+    s.st_ctim.tv_nsec = f->ctime_ns % 1000000000;
+    return list_add(l, f->path, &s);
+}
+
+int by_path(const void *a, const void *b)
 {
     return strcmp(((const struct docker_mem_file *)a)->path, ((const struct docker_mem_file *)b)->path);
 }
 
-static const struct docker_mem_file *list_find(const struct docker_mem_list *l, const char *path)
+const struct docker_mem_file *list_find(const struct docker_mem_list *l, const char *path)
 {
     struct docker_mem_file key = {.path = (char *)path};
     return l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_path) : NULL;
 }
 
-static int same_stat(const struct docker_mem_file *a, const struct docker_mem_file *b)
+int same_stat(const struct docker_mem_file *a, const struct docker_mem_file *b)
 {
     return a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns &&
            a->ctime_ns == b->ctime_ns && a->mode == b->mode;
@@ -214,19 +226,29 @@ int docker_memory_from_mounts(sbx_sandbox *sb, json_object *mounts, int from_ins
     return 0;
 }
 
-static void watch_stop(struct docker_memory *mem)
+void docker_memory_watch_stop(struct docker_memory *mem)
 {
     if (mem->inotify_fd >= 0)
         close(mem->inotify_fd);
     mem->inotify_fd = -1;
     mem->armed = 0;
+    for (size_t i = 0; i < mem->nwd; i++)
+        free(mem->wd_paths[i]);
+    free(mem->wd_paths);
+    mem->wd_paths = NULL;
+    mem->nwd = 0;
 }
 
 void docker_memory_free(sbx_sandbox *sb)
 {
     for (size_t i = 0; i < sb->nmemory; i++) {
-        watch_stop(&sb->memory[i]);
+        docker_memory_watch_stop(&sb->memory[i]);
         list_free(&sb->memory[i].last);
+        list_free(&sb->memory[i].base);
+        list_free(&sb->memory[i].changed);
+        for (size_t k = 0; k < sb->memory[i].nremoved; k++)
+            free(sb->memory[i].removed[k]);
+        free(sb->memory[i].removed);
         free(sb->memory[i].tree);
         free(sb->memory[i].state);
     }
@@ -235,132 +257,10 @@ void docker_memory_free(sbx_sandbox *sb)
     sb->nmemory = 0;
 }
 
-/* ---- walking a tree ---------------------------------------------------- */
-
-/* What a walk does with each entry: regular files go to `files` (with
- * chmod first when `fix_modes`), everything else that is not a directory
- * to `on_other`. */
-struct walk {
-    struct docker_state *st;
-    sbx_call *call;
-    struct docker_mem_list files;
-    int fix_modes; /* after a load of a read-write tree: 0666 files, 0777 dirs */
-    int inotify_fd; /* >= 0: add a watch on every directory */
-    int dirs_only;  /* skip the stat of entries readdir says are not
-                       directories (arming a watch) */
-    int (*on_other)(struct walk *w, int dirfd, const char *name, const char *path,
-                    const struct stat *s);
-    void *ud;
-};
-
-static int walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
-{
-    if (depth > MEMORY_MAX_DEPTH)
-        return w->st->host->set_error(w->st->host, w->call, SBX_E_INVALID,
-                                      "docker: memory tree nested deeper than %d levels at "
-                                      "\"%.200s\"",
-                                      MEMORY_MAX_DEPTH, path);
-    if (w->inotify_fd >= 0) {
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", dirfd);
-        if (inotify_add_watch(w->inotify_fd, proc,
-                              IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE |
-                                  IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
-                                  IN_MOVE_SELF | IN_ONLYDIR) < 0) {
-            close(w->inotify_fd); /* no watch for this tree: walks it is */
-            w->inotify_fd = -1;
-        }
-    }
-    int dup = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
-    if (!d) {
-        if (dup >= 0)
-            close(dup);
-        return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                      "docker: cannot read memory directory \"%.200s\": %s",
-                                      len ? path : ".", strerror(errno));
-    }
-    int rc = SBX_OK;
-    struct dirent *de;
-    while (rc == SBX_OK && (errno = 0, de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        size_t nl = strlen(de->d_name);
-        if (len + 1 + nl >= 4096) {
-            rc = w->st->host->set_error(w->st->host, w->call, SBX_E_INVALID,
-                                        "docker: memory path too long below \"%.200s\"",
-                                        path);
-            break;
-        }
-        size_t at = len;
-        if (len)
-            path[at++] = '/';
-        memcpy(path + at, de->d_name, nl + 1);
-        if (w->dirs_only && de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) {
-            path[len] = '\0';
-            continue;
-        }
-        struct stat s;
-        if (fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0) {
-            if (errno != ENOENT)
-                rc = w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                            "docker: stat of memory file \"%.200s\": %s",
-                                            path, strerror(errno));
-        } else if (S_ISDIR(s.st_mode)) {
-            if (w->fix_modes)
-                fchmodat(dirfd, de->d_name, 0777, 0);
-            int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0)
-                rc = w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                            "docker: cannot open memory directory "
-                                            "\"%.200s\": %s",
-                                            path, strerror(errno));
-            else {
-                rc = walk_dir(w, sub, path, at + nl, depth + 1);
-                close(sub);
-            }
-        } else if (w->dirs_only) {
-            /* not a directory: nothing to watch */
-        } else if (S_ISREG(s.st_mode)) {
-            if (w->fix_modes && (s.st_mode & 07777) != 0666) {
-                fchmodat(dirfd, de->d_name, 0666, 0);
-                fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW);
-            }
-            if (list_add(&w->files, path, &s) != 0)
-                rc = w->st->host->set_error(w->st->host, w->call, SBX_E_NOMEM,
-                                            "out of memory");
-        } else if (w->on_other) {
-            rc = w->on_other(w, dirfd, de->d_name, path, &s);
-        }
-        path[len] = '\0';
-    }
-    if (rc == SBX_OK && errno)
-        rc = w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                    "docker: reading memory directory \"%.200s\": %s",
-                                    len ? path : ".", strerror(errno));
-    closedir(d);
-    return rc;
-}
-
-static int walk_tree(struct walk *w, const char *tree)
-{
-    int fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                      "docker: cannot open the memory tree %s: %s", tree,
-                                      strerror(errno));
-    char path[4096] = "";
-    int rc = walk_dir(w, fd, path, 0, 0);
-    close(fd);
-    if (rc == SBX_OK && w->files.n)
-        qsort(w->files.v, w->files.n, sizeof *w->files.v, by_path);
-    return rc;
-}
-
 /* ---- the baseline file -------------------------------------------------- */
 
-static int baseline_write(struct docker_state *st, sbx_call *call,
-                          const struct docker_memory *mem, const struct docker_mem_list *l)
+int baseline_write(struct docker_state *st, sbx_call *call,
+                          struct docker_memory *mem, const struct docker_mem_list *l)
 {
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s.base", mem->state);
@@ -384,12 +284,22 @@ static int baseline_write(struct docker_state *st, sbx_call *call,
         return st->host->set_error(st->host, call, SBX_E_IO, "docker: cannot write %s: %s",
                                    path, strerror(e));
     }
+    mem->journal_lines = l->n;
     return SBX_OK;
 }
 
-/* The baseline; a missing file is an empty one (a tree never loaded). */
-static int baseline_read(struct docker_state *st, sbx_call *call,
-                         const struct docker_memory *mem, struct docker_mem_list *l)
+static int by_path_seq(const void *a, const void *b)
+{
+    const struct docker_mem_file *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The baseline; a missing file is an empty one (a tree never loaded). Its
+ * lines are records in the order written: a later record of a path
+ * replaces an earlier one, and "- PATH" removes it (accepts append). */
+int baseline_read(struct docker_state *st, sbx_call *call, const struct docker_memory *mem,
+                  struct docker_mem_list *l)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s.base", mem->state);
@@ -405,34 +315,84 @@ static int baseline_read(struct docker_state *st, sbx_call *call,
     while (rc == SBX_OK && fgets(line, sizeof line, f)) {
         struct stat s;
         memset(&s, 0, sizeof s);
-        uint64_t ino;
-        int64_t size, mt, ct;
-        uint32_t mode;
-        int off = 0;
         size_t n = strlen(line);
         if (n && line[n - 1] == '\n')
             line[--n] = '\0';
-        if (sscanf(line, "%" SCNu64 " %" SCNd64 " %" SCNd64 " %" SCNd64 " %" SCNu32 " %n", &ino,
-                   &size, &mt, &ct, &mode, &off) != 5 ||
-            !off || !line[off]) {
-            rc = st->host->set_error(st->host, call, SBX_E_IO,
-                                     "docker: the memory baseline %s is damaged", path);
-            break;
+        const char *name;
+        if (line[0] == '-' && line[1] == ' ' && line[2]) {
+            name = line + 2; /* a removal: mode 0 */
+        } else {
+            uint64_t ino;
+            int64_t size, mt, ct;
+            uint32_t mode;
+            int off = 0;
+            if (sscanf(line, "%" SCNu64 " %" SCNd64 " %" SCNd64 " %" SCNd64 " %" SCNu32 " %n",
+                       &ino, &size, &mt, &ct, &mode, &off) != 5 ||
+                !off || !line[off] || !mode) {
+                rc = st->host->set_error(st->host, call, SBX_E_IO,
+                                         "docker: the memory baseline %s is damaged", path);
+                break;
+            }
+            s.st_ino = (ino_t)ino;
+            s.st_size = (off_t)size;
+            s.st_mtim.tv_sec = mt / 1000000000;
+            s.st_mtim.tv_nsec = mt % 1000000000;
+            s.st_ctim.tv_sec = ct / 1000000000;
+            s.st_ctim.tv_nsec = ct % 1000000000;
+            s.st_mode = (mode_t)mode;
+            name = line + off;
         }
-        s.st_ino = (ino_t)ino;
-        s.st_size = (off_t)size;
-        s.st_mtim.tv_sec = mt / 1000000000;
-        s.st_mtim.tv_nsec = mt % 1000000000;
-        s.st_ctim.tv_sec = ct / 1000000000;
-        s.st_ctim.tv_nsec = ct % 1000000000;
-        s.st_mode = (mode_t)mode;
-        if (list_add(l, line + off, &s) != 0)
+        if (list_add(l, name, &s) != 0)
             rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
     }
     fclose(f);
-    if (rc == SBX_OK && l->n)
-        qsort(l->v, l->n, sizeof *l->v, by_path);
-    return rc;
+    if (rc != SBX_OK || !l->n)
+        return rc;
+    /* keep the last record of each path; drop removals */
+    qsort(l->v, l->n, sizeof *l->v, by_path_seq);
+    size_t out = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        bool last = i + 1 == l->n || strcmp(l->v[i].path, l->v[i + 1].path) != 0;
+        if (last && l->v[i].mode)
+            l->v[out++] = l->v[i];
+        else
+            free(l->v[i].path);
+    }
+    l->n = out;
+    return SBX_OK;
+}
+
+int baseline_append(struct docker_state *st, sbx_call *call, struct docker_memory *mem,
+                    const struct docker_mem_list *changed, char *const *removed,
+                    size_t nremoved)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s.base", mem->state);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return st->host->set_error(st->host, call, SBX_E_IO, "docker: cannot append to %s: %s",
+                                   path, strerror(e));
+    }
+    for (size_t i = 0; i < changed->n; i++) {
+        const struct docker_mem_file *m = &changed->v[i];
+        if (!strchr(m->path, '\n'))
+            fprintf(f, "%" PRIu64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRIu32 " %s\n",
+                    m->ino, m->size, m->mtime_ns, m->ctime_ns, m->mode, m->path);
+    }
+    for (size_t i = 0; i < nremoved; i++)
+        if (!strchr(removed[i], '\n'))
+            fprintf(f, "- %s\n", removed[i]);
+    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
+    bad |= fclose(f) != 0;
+    if (bad)
+        return st->host->set_error(st->host, call, SBX_E_IO, "docker: cannot append to %s: %s",
+                                   path, strerror(errno));
+    mem->journal_lines += changed->n + nremoved;
+    return SBX_OK;
 }
 
 /* ---- memory_load ------------------------------------------------------ */
@@ -476,14 +436,20 @@ static int move_entries(int from, int to)
     return rc;
 }
 
-static int record_baseline(struct docker_state *st, sbx_call *call,
+int record_baseline(struct docker_state *st, sbx_call *call,
                            struct docker_memory *mem, int fix_modes)
 {
     struct walk w = {.st = st, .call = call, .fix_modes = fix_modes, .inotify_fd = -1};
     int rc = walk_tree(&w, mem->tree);
     if (rc == SBX_OK)
         rc = baseline_write(st, call, mem, &w.files);
-    list_free(&w.files);
+    /* the walk is the baseline now: kept for the next diff */
+    list_free(&mem->base);
+    mem->base_valid = rc == SBX_OK;
+    if (rc == SBX_OK)
+        mem->base = w.files;
+    else
+        list_free(&w.files);
     return rc;
 }
 
@@ -494,7 +460,7 @@ int docker_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
     struct docker_memory *mem = docker_memory_find(sb, call, slug);
     if (!mem)
         return SBX_E_NOT_FOUND;
-    watch_stop(mem);
+    docker_memory_watch_stop(mem);
     char staging[4200];
     snprintf(staging, sizeof staging, "%s.load", mem->state);
     const char *base = strrchr(staging, '/') + 1;
@@ -541,218 +507,3 @@ int docker_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
     return rc;
 }
 
-/* ---- memory_diff ------------------------------------------------------ */
-
-struct tar_out {
-    const struct sbx_sink *sink;
-    int status;
-};
-
-static la_ssize_t tar_write(struct archive *a, void *ud, const void *buf, size_t len)
-{
-    struct tar_out *t = ud;
-    if (t->status == SBX_OK && t->sink && t->sink->write)
-        t->status = t->sink->write(t->sink->ctx, buf, len);
-    if (t->status != SBX_OK) {
-        archive_set_error(a, EPIPE, "sink stopped");
-        return -1;
-    }
-    return (la_ssize_t)len;
-}
-
-struct diff {
-    struct archive *a;
-    struct tar_out out;
-};
-
-static int tar_fail(struct walk *w, const char *path)
-{
-    struct diff *d = w->ud;
-    if (d->out.status != SBX_OK)
-        return d->out.status; /* the sink set the error */
-    return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                  "docker: writing memory file \"%.200s\" to the archive: %s",
-                                  path, archive_error_string(d->a));
-}
-
-/* A symlink, FIFO, device or socket: its header only, as what it is. */
-static int diff_other(struct walk *w, int dirfd, const char *name, const char *path,
-                      const struct stat *s)
-{
-    struct diff *d = w->ud;
-    struct archive_entry *e = archive_entry_new();
-    if (!e)
-        return w->st->host->set_error(w->st->host, w->call, SBX_E_NOMEM, "out of memory");
-    archive_entry_copy_pathname(e, path);
-    archive_entry_copy_stat(e, s);
-    archive_entry_set_size(e, 0);
-    if (S_ISLNK(s->st_mode)) {
-        char target[4096];
-        ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
-        target[n > 0 ? n : 0] = '\0';
-        archive_entry_copy_symlink(e, target);
-    }
-    int rc = archive_write_header(d->a, e) < ARCHIVE_WARN ? tar_fail(w, path) : SBX_OK;
-    archive_entry_free(e);
-    return rc;
-}
-
-static int diff_file(struct walk *w, int treefd, const struct docker_mem_file *f)
-{
-    struct diff *d = w->ud;
-    int fd = confine_open(treefd, f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    if (fd < 0) {
-        errno = -fd;
-        if (errno == ENOENT)
-            return SBX_OK; /* gone since the walk: reported as removed next time */
-        return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                      "docker: cannot open memory file \"%.200s\": %s",
-                                      f->path, strerror(errno));
-    }
-    struct stat s;
-    int rc = SBX_OK;
-    if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
-        close(fd);
-        return SBX_OK;
-    }
-    struct archive_entry *e = archive_entry_new();
-    if (!e) {
-        close(fd);
-        return w->st->host->set_error(w->st->host, w->call, SBX_E_NOMEM, "out of memory");
-    }
-    archive_entry_copy_pathname(e, f->path);
-    archive_entry_copy_stat(e, &s);
-    if (archive_write_header(d->a, e) < ARCHIVE_WARN)
-        rc = tar_fail(w, f->path);
-    char buf[65536];
-    int64_t left = (int64_t)s.st_size;
-    while (rc == SBX_OK && left > 0) {
-        if (w->st->host->cancelled(w->st->host, w->call)) {
-            rc = w->st->host->set_error(w->st->host, w->call, SBX_E_CANCELLED, "cancelled");
-            break;
-        }
-        ssize_t n = read(fd, buf, left < (int64_t)sizeof buf ? (size_t)left : sizeof buf);
-        if (n <= 0) {
-            /* shrank while read: pad, the header's size stands (the host
-             * checks content by hash, and ctime moved: diffed again) */
-            memset(buf, 0, sizeof buf);
-            n = left < (int64_t)sizeof buf ? (ssize_t)left : (ssize_t)sizeof buf;
-        }
-        if (archive_write_data(d->a, buf, (size_t)n) < 0)
-            rc = tar_fail(w, f->path);
-        left -= n;
-    }
-    archive_entry_free(e);
-    close(fd);
-    return rc;
-}
-
-int docker_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
-                       const struct sbx_memory_changes *out)
-{
-    struct docker_state *st = sb->st;
-    struct docker_memory *mem = docker_memory_find(sb, call, slug);
-    if (!mem)
-        return SBX_E_NOT_FOUND;
-    if (!out || out->size < offsetof(struct sbx_memory_changes, removed) + sizeof out->removed)
-        return st->host->set_error(st->host, call, SBX_E_INVALID,
-                                   "docker: memory_diff: struct sbx_memory_changes too small");
-    int quiet = 0;
-    if (mem->armed && !(flags & SBX_MEMORY_DIFF_ALL)) {
-        /* armed on a tree equal to its baseline: no event, no change */
-        char ev[4096];
-        ssize_t n = read(mem->inotify_fd, ev, sizeof ev);
-        quiet = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-        if (!quiet)
-            watch_stop(mem);
-    }
-
-    struct diff d = {.out = {out->tar, SBX_OK}};
-    d.a = archive_write_new();
-    if (!d.a || archive_write_set_format_pax_restricted(d.a) != ARCHIVE_OK ||
-        archive_write_set_bytes_in_last_block(d.a, 1) != ARCHIVE_OK ||
-        archive_write_open2(d.a, &d.out, NULL, tar_write, NULL, NULL) != ARCHIVE_OK) {
-        if (d.a)
-            archive_write_free(d.a);
-        return st->host->set_error(st->host, call, SBX_E_NOMEM,
-                                   "docker: cannot start the memory archive");
-    }
-    struct docker_mem_list base = {0};
-    struct walk w = {.st = st, .call = call, .inotify_fd = -1, .on_other = diff_other, .ud = &d};
-    int rc = SBX_OK;
-    if (!quiet) {
-        rc = baseline_read(st, call, mem, &base);
-        if (rc == SBX_OK)
-            rc = walk_tree(&w, mem->tree);
-    }
-    int tfd = quiet ? -1 : open(mem->tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    for (size_t i = 0; rc == SBX_OK && i < w.files.n; i++) {
-        const struct docker_mem_file *b = list_find(&base, w.files.v[i].path);
-        if ((flags & SBX_MEMORY_DIFF_ALL) || !b || !same_stat(b, &w.files.v[i]))
-            rc = diff_file(&w, tfd, &w.files.v[i]);
-    }
-    for (size_t i = 0; rc == SBX_OK && i < base.n; i++)
-        if (!list_find(&w.files, base.v[i].path) && out->removed)
-            rc = out->removed(out->ctx, base.v[i].path);
-    if (tfd >= 0)
-        close(tfd);
-    if (rc == SBX_OK && archive_write_close(d.a) != ARCHIVE_OK)
-        rc = tar_fail(&w, "(end of archive)");
-    archive_write_free(d.a);
-    /* The walk is what accept will record (no command runs in between). */
-    list_free(&mem->last);
-    if (rc == SBX_OK && !quiet) {
-        mem->last = w.files;
-        mem->last_valid = 1;
-    } else {
-        list_free(&w.files);
-        mem->last_valid = quiet && rc == SBX_OK;
-        mem->last_quiet = quiet;
-    }
-    list_free(&base);
-    return rc;
-}
-
-/* ---- memory_accept and memory_watch ----------------------------------- */
-
-int docker_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug)
-{
-    struct docker_memory *mem = docker_memory_find(sb, call, slug);
-    if (!mem)
-        return SBX_E_NOT_FOUND;
-    if (mem->last_valid && mem->last_quiet) {
-        mem->last_valid = 0; /* nothing changed: the baseline stands */
-        return SBX_OK;
-    }
-    int rc;
-    if (mem->last_valid)
-        rc = baseline_write(sb->st, call, mem, &mem->last);
-    else
-        rc = record_baseline(sb->st, call, mem, 0);
-    list_free(&mem->last);
-    mem->last_valid = 0;
-    return rc;
-}
-
-int docker_memory_watch(sbx_sandbox *sb, sbx_call *call, const char *slug)
-{
-    struct docker_memory *mem = docker_memory_find(sb, call, slug);
-    if (!mem)
-        return SBX_E_NOT_FOUND;
-    watch_stop(mem);
-    struct walk w = {.st = sb->st, .call = call, .inotify_fd = -1, .dirs_only = 1};
-    w.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (w.inotify_fd < 0)
-        return SBX_OK; /* no watch: the next diff walks */
-    /* Only directories are watched; the walk's own opens are not events. */
-    int rc = walk_tree(&w, mem->tree);
-    list_free(&w.files);
-    if (rc != SBX_OK || w.inotify_fd < 0) {
-        if (w.inotify_fd >= 0)
-            close(w.inotify_fd);
-        return rc;
-    }
-    mem->inotify_fd = w.inotify_fd;
-    mem->armed = 1;
-    return SBX_OK;
-}

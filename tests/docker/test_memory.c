@@ -229,6 +229,49 @@ static void refused_entries(void)
     expect_store("ok.md", "ok\n");
 }
 
+/* Reshaping the tree: every kind of change a watch has to get right (a
+ * directory renamed and removed, a file replaced by a directory, a new
+ * tree with nested directories, the same file touched many times, a file
+ * written through a rename over it), each commit checked against the
+ * store. */
+static void tree_reshaped(void)
+{
+    new_store_with_a();
+    create_session(KEY_A, "rw");
+    struct cli_result r;
+    in_mount(KEY_A, "mkdir -p d1/x && echo 1 > d1/x/one.md && echo 2 > d1/two.md && "
+                    "echo f > swap.md && mkdir gone && echo g > gone/g.md", &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    expect_store("d1/x/one.md", "1\n");
+    expect_store("gone/g.md", "g\n");
+    in_mount(KEY_A, "mv d1 d2 && rm -rf gone && rm swap.md && mkdir swap.md && "
+                    "echo in > swap.md/in.md", &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    expect_store("d1/x/one.md", NULL);
+    expect_store("d1/two.md", NULL);
+    expect_store("d2/x/one.md", "1\n");
+    expect_store("d2/two.md", "2\n");
+    expect_store("gone/g.md", NULL);
+    expect_store("swap.md/in.md", "in\n");
+    in_mount(KEY_A, "mkdir -p n1/n2/n3 && echo deep > n1/n2/n3/d.md && "
+                    "for i in 1 2 3 4 5 6 7 8 9 10; do echo $i >> a.md; done && "
+                    "echo new > tmp.md && mv tmp.md d2/two.md", &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    expect_store("n1/n2/n3/d.md", "deep\n");
+    expect_store("a.md", "alpha\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n");
+    expect_store("d2/two.md", "new\n");
+    expect_store("tmp.md", NULL);
+    /* and a command that changes nothing commits nothing */
+    int before = log_versions("a.md");
+    in_mount(KEY_A, "cat a.md > /dev/null && ls -R > /dev/null", &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    cr_expect_eq(log_versions("a.md"), before);
+}
+
 /* kill -9 at a writeback step, then reconcile: the change is in the store,
  * once. */
 static void crash_then_reconcile(const char *step)
@@ -292,6 +335,7 @@ Test(docker_memory_pg, heads_changes_and_read_only) { heads_changes_and_read_onl
 Test(docker_memory_sqlite, race_one_winner) { race_one_winner(); }
 Test(docker_memory_pg, race_one_winner) { race_one_winner(); }
 Test(docker_memory_sqlite, refused_entries) { refused_entries(); }
+Test(docker_memory_sqlite, tree_reshaped) { tree_reshaped(); }
 Test(docker_memory_sqlite, crash_during_command) { crash_during_command(); }
 Test(docker_memory_pg, crash_during_command) { crash_during_command(); }
 Test(docker_memory_sqlite, crash_before_commit) { crash_then_reconcile("memory-before-commit"); }

@@ -1,0 +1,1308 @@
+/*
+ * template.c - a minimal sbx provider, to copy and turn into your own.
+ *
+ * It builds against the installed ABI header only:
+ *     cc -shared -fPIC $(pkg-config --cflags sbx-provider) -o template.so template.c
+ * links nothing from sbx, exports exactly one symbol (sbx_provider_describe,
+ * made by SBX_PROVIDER_DEFINE at the end) and passes the core cases of
+ * `sbx conformance`. docs/WRITING-A-PROVIDER.md walks through it.
+ *
+ * The backend here is this host (isolation none: not a security boundary),
+ * so that every part of the contract is plain POSIX you can read:
+ *  - workspaces are directories <root>/<key_hash> under the `root` key; the
+ *    reference is that path, and the key hash in it is the owner record
+ *    (create is idempotent, attach and destroy check the owner);
+ *  - exec runs argv with fork + execve in a process group of its own, feeds
+ *    stdin from a thread, streams stdout and stderr to the host's sinks from
+ *    the calling thread, and kills the whole group on timeout, cancellation,
+ *    a failing sink or source, and when the command has exited;
+ *  - file ops resolve every path with openat2(RESOLVE_BENEATH); writes go
+ *    to a temporary file renamed over the target once the source ended.
+ * A real backend replaces those three parts with its API calls; the shape
+ * of each op (arguments borrowed for the call, results into host sinks,
+ * errors through host->set_error) stays the same.
+ *
+ * Every struct is filled with designated initializers (.init = ...), never
+ * positionally: the ABI grows by appending members, and a positional
+ * initializer written for an older header silently shifts or, with
+ * -Wmissing-field-initializers, fails to build against a newer one.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2, asprintf */
+#endif
+
+#include <sbx/provider.h>
+
+#if SBX_ABI_MAJOR != 1
+#error "this provider is written for ABI 1.x (sbx/provider.h)"
+#endif
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Buffer size for streaming files and command I/O. */
+#define TPL_CHUNK (64 * 1024)
+/* Where argv[0] is looked up when the command's environment has no PATH. */
+#define TPL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+/* After the command exits, output its leftovers still write is read for
+ * this long before they are killed. */
+#define TPL_DRAIN_MS 250
+/* After that kill, wait at most this long for the pipes to close (a process
+ * that left the group may hold them forever). */
+#define TPL_LINGER_MS 1000
+/* Deepest directory tree destroy walks into. */
+#define TPL_MAX_DEPTH 512
+
+/* One instance. Immutable after init, so ops may share it across threads. */
+struct tpl {
+    const struct sbx_host *host;
+    char root[PATH_MAX]; /* canonical absolute path of the root directory */
+    size_t root_len;
+    int root_fd; /* O_PATH fd of root */
+};
+
+/* A handle: one workspace. Immutable, so exec and the file ops may run on
+ * it concurrently. */
+struct sbx_sandbox {
+    struct tpl *st;
+    int dirfd;              /* O_PATH fd of the workspace */
+    char path[SBX_REF_MAX]; /* the workspace path, also the reference */
+};
+
+/* Report an error through the host table and return its status. */
+#define FAIL(st_, call_, status_, ...) \
+    ((st_)->host->set_error((st_)->host, (call_), (status_), __VA_ARGS__))
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether s is SBX_KEY_HASH_LEN lowercase hex digits. */
+static int is_key_hash(const char *s)
+{
+    if (!s)
+        return 0;
+    size_t n = 0;
+    for (; s[n]; n++) {
+        if (n >= SBX_KEY_HASH_LEN)
+            return 0;
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+            return 0;
+    }
+    return n == SBX_KEY_HASH_LEN;
+}
+
+/* openat2 confined to dirfd: absolute paths, ".." above dirfd and symbolic
+ * links leading out fail with EXDEV. EAGAIN (a concurrent rename while
+ * resolving "..") is retried. */
+static int open_beneath(int dirfd, const char *path, int flags)
+{
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (uint64_t)(flags | O_CLOEXEC);
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    for (int i = 0; i < 16; i++) {
+        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN)
+            return (int)fd;
+    }
+    return -1;
+}
+
+/* The error of a failed path lookup in a workspace. */
+static int path_error(struct tpl *st, sbx_call *call, const char *op,
+                      const char *path, int e)
+{
+    switch (e) {
+    case ENOENT:
+    case ENOTDIR:
+        return FAIL(st, call, SBX_E_NOT_FOUND, "template: %s %s: no such file", op,
+                    path);
+    case EXDEV:
+        return FAIL(st, call, SBX_E_INVALID,
+                    "template: %s %s: the path escapes the workspace", op, path);
+    case ENXIO:
+        return FAIL(st, call, SBX_E_INVALID, "template: %s %s: not a regular file",
+                    op, path);
+    case ELOOP:
+    case ENAMETOOLONG:
+    case EINVAL:
+        return FAIL(st, call, SBX_E_INVALID, "template: %s %s: %s", op, path,
+                    strerror(e));
+    case EACCES:
+    case EPERM:
+        return FAIL(st, call, SBX_E_DENIED, "template: %s %s: %s", op, path,
+                    strerror(e));
+    case ENOMEM:
+        return FAIL(st, call, SBX_E_NOMEM, "template: %s %s: out of memory", op,
+                    path);
+    default:
+        return FAIL(st, call, SBX_E_IO, "template: %s %s: %s", op, path, strerror(e));
+    }
+}
+
+/* Write all of buf to a blocking fd; 0 or -1 with errno. */
+static int write_full(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        buf += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The source's pollable fd, or -1 when it offers none. */
+static int source_poll_fd(const struct sbx_source *src)
+{
+    if (src->size < offsetof(struct sbx_source, poll_fd) + sizeof src->poll_fd ||
+        !src->poll_fd)
+        return -1;
+    return src->poll_fd(src->ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Instance                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* mkdir -p: every missing component of an absolute path is created. */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+            return -1;
+        buf[i] = saved;
+    }
+    return 0;
+}
+
+static int tpl_init(const struct sbx_host *host, sbx_call *call, void **state)
+{
+    /* The host table of any 1.x host covers 1.0; refuse a broken one. */
+    if (host->size < offsetof(struct sbx_host, cancel_fd) + sizeof host->cancel_fd)
+        return SBX_E_ABI;
+    const char *root = host->config_get(host, "root");
+    if (!root || root[0] != '/')
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "template: set `root` to an absolute directory");
+    if (make_dirs(root) != 0)
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "template: cannot create root %s: %s", root,
+                               strerror(errno));
+    struct tpl *st = calloc(1, sizeof *st);
+    if (!st)
+        return host->set_error(host, call, SBX_E_NOMEM, "template: out of memory");
+    st->host = host;
+    /* Canonical, so that every instance writes and recognizes the same
+     * references. */
+    if (!realpath(root, st->root)) {
+        int e = errno;
+        free(st);
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "template: cannot resolve root %s: %s", root,
+                               strerror(e));
+    }
+    st->root_len = strlen(st->root);
+    if (st->root_len < 2 || st->root_len + 1 + SBX_KEY_HASH_LEN >= SBX_REF_MAX) {
+        free(st);
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "template: root %s must be a directory other than / "
+                               "with a path shorter than %d bytes",
+                               root, SBX_REF_MAX - SBX_KEY_HASH_LEN - 1);
+    }
+    st->root_fd = open(st->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (st->root_fd < 0) {
+        int e = errno;
+        free(st);
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "template: cannot open root %s: %s", root, strerror(e));
+    }
+    *state = st;
+    return SBX_OK;
+}
+
+static void tpl_fini(void *state)
+{
+    struct tpl *st = state;
+    close(st->root_fd);
+    free(st);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Workspaces                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A handle on the workspace <root>/<hash>; *e is errno on failure. */
+static sbx_sandbox *open_handle(struct tpl *st, const char *hash, int *e)
+{
+    sbx_sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb) {
+        *e = ENOMEM;
+        return NULL;
+    }
+    sb->dirfd = openat(st->root_fd, hash, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sb->dirfd < 0) {
+        *e = errno;
+        free(sb);
+        return NULL;
+    }
+    sb->st = st;
+    /* init checked that root, '/' and a key hash fit in SBX_REF_MAX */
+    memcpy(sb->path, st->root, st->root_len);
+    sb->path[st->root_len] = '/';
+    memcpy(sb->path + st->root_len + 1, hash, SBX_KEY_HASH_LEN + 1);
+    return sb;
+}
+
+static int tpl_create(void *state, sbx_call *call, const struct sbx_create_args *args,
+                      char *ref, sbx_sandbox **out)
+{
+    struct tpl *st = state;
+    if (!is_key_hash(args->key_hash))
+        return FAIL(st, call, SBX_E_INVALID,
+                    "template: the key hash is not %d lowercase hex digits",
+                    SBX_KEY_HASH_LEN);
+    int e = 0;
+    /* Idempotent: an existing workspace (ours, another instance's or
+     * another process's) is simply opened. A destroy racing in between
+     * removes it again: try a few times. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (mkdirat(st->root_fd, args->key_hash, 0700) != 0 && errno != EEXIST) {
+            e = errno;
+            break;
+        }
+        sbx_sandbox *sb = open_handle(st, args->key_hash, &e);
+        if (sb) {
+            memcpy(ref, sb->path, strlen(sb->path) + 1);
+            *out = sb;
+            return SBX_OK;
+        }
+        if (e != ENOENT)
+            break;
+    }
+    return FAIL(st, call, e == ENOMEM ? SBX_E_NOMEM : SBX_E_IO,
+                "template: cannot create workspace %s/%s: %s", st->root,
+                args->key_hash, strerror(e));
+}
+
+/* Ownership: a reference is <root>/<hash> and hash must be the caller's.
+ * Returns SBX_OK and sets *hash to the reference's key hash. */
+static int check_owner(struct tpl *st, sbx_call *call, const char *ref,
+                       const char *key_hash, const char **hash)
+{
+    if (!ref || strncmp(ref, st->root, st->root_len) != 0 || ref[st->root_len] != '/' ||
+        !is_key_hash(ref + st->root_len + 1))
+        return FAIL(st, call, SBX_E_INVALID,
+                    "template: %.100s is not a workspace reference under %s",
+                    ref ? ref : "(null)", st->root);
+    *hash = ref + st->root_len + 1;
+    if (!key_hash || strcmp(*hash, key_hash) != 0)
+        return FAIL(st, call, SBX_E_DENIED,
+                    "template: workspace %s belongs to another session", ref);
+    return SBX_OK;
+}
+
+static int tpl_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+                      sbx_sandbox **out)
+{
+    struct tpl *st = state;
+    const char *hash;
+    int rc = check_owner(st, call, args->ref, args->key_hash, &hash);
+    if (rc != SBX_OK)
+        return rc;
+    int e = 0;
+    sbx_sandbox *sb = open_handle(st, hash, &e);
+    if (!sb) {
+        if (e == ENOENT)
+            return FAIL(st, call, SBX_E_NOT_FOUND, "template: workspace %s is gone",
+                        args->ref);
+        return FAIL(st, call, e == ENOMEM ? SBX_E_NOMEM : SBX_E_IO,
+                    "template: cannot open workspace %s: %s", args->ref, strerror(e));
+    }
+    *out = sb;
+    return SBX_OK;
+}
+
+static const char *tpl_root(sbx_sandbox *sb)
+{
+    return sb->path;
+}
+
+static void tpl_release(sbx_sandbox *sb)
+{
+    close(sb->dirfd);
+    free(sb);
+}
+
+/*
+ * Remove parent/name and everything below it without following symbolic
+ * links (a command may have planted some). Directories a command made
+ * unwritable are opened up first. Files created while the walk runs make
+ * the final rmdir fail with ENOTEMPTY; the walk is then repeated.
+ */
+static int remove_tree(int parent, const char *name, unsigned depth)
+{
+    if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if (errno != EISDIR && errno != EPERM)
+        return -1;
+    if (depth > TPL_MAX_DEPTH) {
+        errno = ELOOP;
+        return -1;
+    }
+    for (int pass = 0; pass < 4; pass++) {
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES &&
+            fchmodat(parent, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+            fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return errno == ENOENT ? 0 : -1;
+        (void)fchmod(fd, 0700); /* entries of a 0500 directory cannot go */
+        DIR *d = fdopendir(fd);
+        if (!d) {
+            close(fd);
+            return -1;
+        }
+        int rc = 0;
+        struct dirent *ent;
+        while ((ent = readdir(d)) != NULL) {
+            if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
+                continue;
+            if (remove_tree(dirfd(d), ent->d_name, depth + 1) != 0)
+                rc = -1;
+        }
+        int saved = errno;
+        closedir(d);
+        if (rc != 0) {
+            errno = saved;
+            return -1;
+        }
+        if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+            return 0;
+        if (errno != ENOTEMPTY && errno != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
+static int tpl_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
+{
+    struct tpl *st = state;
+    const char *hash;
+    int rc = check_owner(st, call, args->ref, args->key_hash, &hash);
+    if (rc != SBX_OK)
+        return rc;
+    /* A workspace that is already gone is destroyed: SBX_OK. */
+    if (remove_tree(st->root_fd, hash, 0) != 0)
+        return FAIL(st, call, SBX_E_IO, "template: cannot remove workspace %s: %s",
+                    args->ref, strerror(errno));
+    return SBX_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* exec: starting the command                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* The value of PATH in envp, or NULL. */
+static const char *env_path(char *const *envp)
+{
+    for (; *envp; envp++)
+        if (!strncmp(*envp, "PATH=", 5))
+            return *envp + 5;
+    return NULL;
+}
+
+static void free_list(char **list)
+{
+    if (!list)
+        return;
+    for (char **p = list; *p; p++)
+        free(*p);
+    free(list);
+}
+
+/*
+ * The paths to try for argv[0], NULL-terminated: the program itself when it
+ * has a slash, else one per entry of the command's own PATH (relative
+ * entries resolve in the command's cwd, as they would for the command
+ * itself; an empty entry is the current directory). Built before fork:
+ * the child may only call async-signal-safe functions.
+ */
+static char **candidates(const char *prog, char *const *envp)
+{
+    const char *path = strchr(prog, '/') ? NULL : env_path(envp);
+    if (!strchr(prog, '/') && !path)
+        path = TPL_DEFAULT_PATH;
+    size_t n = 1;
+    for (const char *p = path; p && *p; p++)
+        n += *p == ':';
+    char **list = calloc(n + 1, sizeof *list);
+    if (!list)
+        return NULL;
+    if (!path) {
+        if (!(list[0] = strdup(prog))) {
+            free(list);
+            return NULL;
+        }
+        return list;
+    }
+    size_t i = 0;
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        int dlen = (int)(end ? (size_t)(end - p) : strlen(p));
+        if (asprintf(&list[i], "%.*s/%s", dlen ? dlen : 1, dlen ? p : ".", prog) < 0) {
+            list[i] = NULL;
+            free_list(list);
+            return NULL;
+        }
+        i++;
+        if (!end)
+            break;
+        p = end;
+    }
+    return list;
+}
+
+/* What the child reports through its error pipe when it cannot exec. */
+struct child_error {
+    int during_setup; /* fchdir or dup2 failed, not the exec */
+    int err;
+};
+
+/* The kernel's struct sigaction, as the rt_sigaction system call reads it. */
+struct kernel_sigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    unsigned long mask;
+};
+
+/*
+ * The child between fork and exec: only async-signal-safe calls. Every
+ * signal back to its default (a disposition ignored in the host would
+ * survive exec), its own process group, the cwd and stdio, an empty mask
+ * last, then each candidate in turn. The dispositions are reset with the
+ * raw system call: glibc's sigaction refuses the two signals it reserves
+ * (32 and 33), and if the host process had them ignored the command would
+ * start with them ignored.
+ */
+static void run_child(int cwd_fd, const int stdio[3], char **cands, char *const *argv,
+                      char *const *envp, int report_fd)
+{
+    struct child_error ce = {.during_setup = 1, .err = 0};
+    struct kernel_sigaction dfl = {.handler = SIG_DFL};
+    for (int sig = 1; sig <= 64; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            (void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask);
+    setpgid(0, 0);
+    int tmp[3];
+    /* Move the fds above 2 first, so none is overwritten by another's dup2
+     * (the host may have closed its own stdio). */
+    for (int i = 0; i < 3; i++)
+        if ((tmp[i] = fcntl(stdio[i], F_DUPFD_CLOEXEC, 3)) < 0)
+            goto fail;
+    for (int i = 0; i < 3; i++)
+        if (dup2(tmp[i], i) < 0)
+            goto fail;
+    if (fchdir(cwd_fd) != 0)
+        goto fail;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    ce.during_setup = 0;
+    ce.err = ENOENT;
+    int denied = 0;
+    for (char **c = cands; *c; c++) {
+        execve(*c, argv, envp);
+        if (errno == EACCES)
+            denied = 1;
+        else if (errno != ENOENT && errno != ENOTDIR) {
+            ce.err = errno;
+            break;
+        }
+    }
+    if (denied && (ce.err == ENOENT || ce.err == ENOTDIR))
+        ce.err = EACCES;
+    (void)!write(report_fd, &ce, sizeof ce);
+    _exit(127);
+fail:
+    ce.err = errno;
+    (void)!write(report_fd, &ce, sizeof ce);
+    _exit(127);
+}
+
+/* The error of a failed exec of prog. */
+static int exec_error(struct tpl *st, sbx_call *call, const char *prog, int e)
+{
+    switch (e) {
+    case ENOENT:
+    case ENOTDIR:
+        return FAIL(st, call, SBX_E_NO_COMMAND, "template: command not found: %s", prog);
+    case EACCES:
+    case EPERM:
+    case ENOEXEC:
+    case EISDIR:
+        return FAIL(st, call, SBX_E_NOT_EXEC, "template: cannot execute %s: %s", prog,
+                    strerror(e));
+    case E2BIG:
+    case ENAMETOOLONG:
+        return FAIL(st, call, SBX_E_INVALID, "template: cannot execute %s: %s", prog,
+                    strerror(e));
+    case ENOMEM:
+        return FAIL(st, call, SBX_E_NOMEM, "template: cannot start %s: %s", prog,
+                    strerror(e));
+    default:
+        return FAIL(st, call, SBX_E_IO, "template: cannot start %s: %s", prog,
+                    strerror(e));
+    }
+}
+
+/*
+ * Start the command as the leader of a new process group, in cwd_fd, with
+ * stdio[0..2]. fork + execve rather than posix_spawn: glibc's posix_spawn
+ * leaves its two internal real-time signals ignored in the child, which
+ * then keep SIG_IGN across exec. The child reports a failed exec through a
+ * close-on-exec pipe, so exec returns SBX_E_NO_COMMAND or SBX_E_NOT_EXEC
+ * rather than an exit status 127.
+ */
+static int spawn_command(struct tpl *st, sbx_call *call, const struct sbx_exec_args *a,
+                         int cwd_fd, const int stdio[3], pid_t *pid_out)
+{
+    static char *const empty_env[] = {NULL};
+    char *const *envp = a->env ? (char *const *)a->env : empty_env;
+    char **cands = candidates(a->argv[0], envp);
+    if (!cands)
+        return FAIL(st, call, SBX_E_NOMEM, "template: out of memory");
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        free_list(cands);
+        return FAIL(st, call, SBX_E_IO, "template: pipe: %s", strerror(errno));
+    }
+    /* With every signal blocked across fork, no host handler can run in the
+     * child before it resets the dispositions. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    pid_t pid = fork();
+    if (pid == 0)
+        run_child(cwd_fd, stdio, cands, (char *const *)a->argv, envp, report[1]);
+    int fork_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    close(report[1]);
+    free_list(cands);
+    if (pid < 0) {
+        close(report[0]);
+        return FAIL(st, call, fork_errno == ENOMEM ? SBX_E_NOMEM : SBX_E_IO,
+                    "template: fork: %s", strerror(fork_errno));
+    }
+    /* End of file: the exec succeeded (the pipe closed with it). */
+    struct child_error ce;
+    ssize_t n;
+    while ((n = read(report[0], &ce, sizeof ce)) < 0 && errno == EINTR)
+        ;
+    close(report[0]);
+    if (n == 0) {
+        *pid_out = pid;
+        return SBX_OK;
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)sizeof ce)
+        return FAIL(st, call, SBX_E_IO, "template: the command's child failed to start");
+    if (ce.during_setup)
+        return FAIL(st, call, SBX_E_IO, "template: cannot prepare %s: %s", a->argv[0],
+                    strerror(ce.err));
+    return exec_error(st, call, a->argv[0], ce.err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* exec: feeding stdin                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* The stdin feeder: a thread that moves bytes from the source into the
+ * command's stdin pipe until the source ends, the command stops reading or
+ * exec says stop. */
+struct feeder {
+    const struct sbx_source *src;
+    int fd;        /* non-blocking write end of the command's stdin */
+    int stop_fd;   /* eventfd, readable once exec wants the feeder gone */
+    pid_t pgid;    /* killed when the source fails */
+    char *buf;     /* TPL_CHUNK bytes */
+    int failed;    /* the source's read failed (read after join) */
+    pthread_t thread;
+};
+
+/* Wait for `events` on fd next to the stop signal; fd < 0 only looks at
+ * the stop signal, without waiting. Returns 0 once exec said stop. */
+static int wait_or_stop(const struct feeder *f, int fd, short events)
+{
+    for (;;) {
+        /* poll ignores an entry whose fd is negative */
+        struct pollfd p[2] = {{f->stop_fd, POLLIN, 0}, {fd, events, 0}};
+        int n = poll(p, 2, fd >= 0 ? -1 : 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n >= 0 && !(p[0].revents & POLLIN);
+    }
+}
+
+/* Write a chunk into the pipe; 0 when the feeder should stop (the command
+ * closed its stdin, or exec said stop). */
+static int feed_chunk(struct feeder *f, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(f->fd, buf, len);
+        if (w > 0) {
+            buf += w;
+            len -= (size_t)w;
+        } else if (w < 0 && errno == EINTR) {
+            continue;
+        } else if (w < 0 && errno == EAGAIN) {
+            if (!wait_or_stop(f, f->fd, POLLOUT))
+                return 0;
+        } else {
+            return 0; /* EPIPE: the command does not want more */
+        }
+    }
+    return 1;
+}
+
+static void *feeder_main(void *arg)
+{
+    struct feeder *f = arg;
+    /* A command that exits without reading makes the write fail with EPIPE;
+     * with SIGPIPE blocked in this thread, the signal that comes with it
+     * stays pending here and dies with the thread instead of reaching the
+     * host. */
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+
+    int pfd = source_poll_fd(f->src);
+    for (;;) {
+        /* With a pollable source, wait for data next to the stop signal, so
+         * that a quiet open stdin cannot hold exec; without one, a read in
+         * progress is waited for (the source is only borrowed). */
+        if (!wait_or_stop(f, pfd, POLLIN))
+            break;
+        long n = f->src->read(f->src->ctx, f->buf, TPL_CHUNK);
+        if (n == 0)
+            break;
+        if (n < 0 || n > TPL_CHUNK) {
+            /* The host has set the call's error. Kill the command rather
+             * than let it take a truncated stdin for a complete one. */
+            f->failed = 1;
+            kill(-f->pgid, SIGKILL);
+            break;
+        }
+        if (!feed_chunk(f, f->buf, (size_t)n))
+            break;
+    }
+    close(f->fd);
+    f->fd = -1;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* exec: running and collecting                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Everything one exec call owns, released in one place. */
+struct run {
+    struct tpl *st;
+    sbx_call *call;
+    pid_t pid;
+    int pidfd;        /* -1 when pidfd_open is unavailable */
+    int cancel_fd;    /* the host's, never closed; -1 when not cancellable */
+    int out[2];       /* read ends of stdout and stderr; -1 once closed */
+    const struct sbx_sink *sink[2];
+    uint64_t bytes[2];
+    int sink_rc;      /* first failure of a sink */
+    char *buf;
+};
+
+/* Kill the command's process group. Only called while the leader is not
+ * yet reaped, so its pid (the group id) cannot have been reused. */
+static void kill_group(const struct run *r)
+{
+    kill(-r->pid, SIGKILL);
+}
+
+/* Read one chunk from stream i and pass it on; closes it at end of file. */
+static void pump(struct run *r, int i)
+{
+    ssize_t n = read(r->out[i], r->buf, TPL_CHUNK);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        close(r->out[i]);
+        r->out[i] = -1;
+        return;
+    }
+    r->bytes[i] += (uint64_t)n;
+    const struct sbx_sink *s = r->sink[i];
+    if (s && r->sink_rc == SBX_OK) {
+        int rc = s->write(s->ctx, r->buf, (size_t)n);
+        if (rc != SBX_OK) {
+            r->sink_rc = rc;
+            kill_group(r); /* nobody wants the rest */
+        }
+    }
+}
+
+/* Whether the command (the group leader) has exited; it stays a zombie
+ * (WNOWAIT) until reap(). */
+static int leader_exited(const struct run *r)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)r->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return errno == ECHILD; /* somebody else reaped it: it is gone */
+    return si.si_pid == r->pid;
+}
+
+static int min_timeout(int cur, int64_t until, int64_t now)
+{
+    if (until < 0)
+        return cur;
+    int64_t left = until > now ? until - now : 0;
+    if (left > INT_MAX)
+        left = INT_MAX;
+    return cur < 0 || left < cur ? (int)left : cur;
+}
+
+/* Outcome of the wait loop. */
+struct waited {
+    int timed_out;
+    int cancelled;
+};
+
+/*
+ * Stream output until the command has exited and its output is drained:
+ * kill the group at the deadline, on cancellation, or TPL_DRAIN_MS after
+ * the command exited while leftovers still hold the pipes; stop feeding
+ * stdin the moment it exits.
+ */
+static struct waited wait_command(struct run *r, int64_t timeout_ms,
+                                  const struct feeder *feed)
+{
+    const struct sbx_host *host = r->st->host;
+    struct waited w = {.timed_out = 0, .cancelled = 0};
+    int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+    int exited = 0, killed = 0;
+    int64_t drain_until = -1, linger_until = -1;
+    for (;;) {
+        int64_t t = now_ms();
+        if (!exited && !killed && deadline >= 0 && t >= deadline) {
+            w.timed_out = 1;
+            kill_group(r);
+            killed = 1;
+        }
+        if (!exited && !killed && r->cancel_fd >= 0 && host->cancelled(host, r->call)) {
+            w.cancelled = 1;
+            kill_group(r);
+            killed = 1;
+        }
+        if (exited) {
+            if (r->out[0] < 0 && r->out[1] < 0)
+                break;
+            if (linger_until < 0 && t >= drain_until) {
+                kill_group(r);
+                linger_until = t + TPL_LINGER_MS;
+            }
+            if (linger_until >= 0 && t >= linger_until)
+                break;
+        }
+
+        struct pollfd p[4] = {{r->out[0], POLLIN, 0},
+                              {r->out[1], POLLIN, 0},
+                              {exited ? -1 : r->pidfd, POLLIN, 0},
+                              {exited || killed ? -1 : r->cancel_fd, POLLIN, 0}};
+        int timeout = -1;
+        if (!exited && !killed)
+            timeout = min_timeout(timeout, deadline, t);
+        if (exited)
+            timeout = min_timeout(timeout, linger_until >= 0 ? linger_until : drain_until, t);
+        if (!exited && r->pidfd < 0)
+            timeout = min_timeout(timeout, t + 20, t); /* no pidfd: look often */
+        if (poll(p, 4, timeout) < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < 2; i++)
+            if (r->out[i] >= 0 && p[i].revents)
+                pump(r, i);
+        if (!exited && (r->pidfd < 0 || p[2].revents) && leader_exited(r)) {
+            exited = 1;
+            drain_until = now_ms() + TPL_DRAIN_MS;
+            if (feed) {
+                uint64_t one = 1;
+                (void)!write(feed->stop_fd, &one, sizeof one);
+            }
+        }
+    }
+    return w;
+}
+
+/* Kill what is left of the group, then collect the leader's status. */
+static int reap(const struct run *r)
+{
+    kill_group(r);
+    int status = 0;
+    while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return status;
+}
+
+/* Open the command's working directory (NULL or "" is the workspace root):
+ * it must exist, be a directory and lie inside the workspace. */
+static int open_cwd(sbx_sandbox *sb, sbx_call *call, const char *cwd, int *fd)
+{
+    if (!cwd || !*cwd)
+        *fd = fcntl(sb->dirfd, F_DUPFD_CLOEXEC, 3);
+    else
+        *fd = open_beneath(sb->dirfd, cwd, O_PATH | O_DIRECTORY);
+    if (*fd >= 0)
+        return SBX_OK;
+    int e = errno;
+    if (e == ENOMEM || e == EMFILE || e == ENFILE)
+        return FAIL(sb->st, call, SBX_E_IO, "template: cwd %s: %s", cwd ? cwd : "",
+                    strerror(e));
+    return FAIL(sb->st, call, SBX_E_INVALID,
+                "template: cwd %s is not a directory inside the workspace (%s)",
+                cwd ? cwd : "", e == EXDEV ? "it escapes" : strerror(e));
+}
+
+/* The three fds the command gets: stdin (a pipe when there is a source,
+ * else /dev/null), stdout and stderr pipes. parent[] receives the ends
+ * exec keeps. */
+static int make_stdio(struct tpl *st, sbx_call *call, int have_in, int child[3],
+                      int parent[3])
+{
+    for (int i = 0; i < 3; i++)
+        child[i] = parent[i] = -1;
+    int p[2];
+    if (have_in) {
+        if (pipe2(p, O_CLOEXEC) != 0)
+            goto fail;
+        child[0] = p[0];
+        parent[0] = p[1];
+        /* Non-blocking, so the feeder can wait for room next to its stop
+         * signal. */
+        if (fcntl(p[1], F_SETFL, O_NONBLOCK) != 0)
+            goto fail;
+    } else if ((child[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        goto fail;
+    }
+    for (int i = 1; i < 3; i++) {
+        if (pipe2(p, O_CLOEXEC) != 0)
+            goto fail;
+        parent[i] = p[0];
+        child[i] = p[1];
+    }
+    return SBX_OK;
+fail:;
+    int e = errno;
+    for (int i = 0; i < 3; i++) {
+        if (child[i] >= 0)
+            close(child[i]);
+        if (parent[i] >= 0)
+            close(parent[i]);
+        child[i] = parent[i] = -1;
+    }
+    return FAIL(st, call, SBX_E_IO, "template: cannot create pipes: %s", strerror(e));
+}
+
+static int tpl_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                    struct sbx_exec_result *res)
+{
+    struct tpl *st = sb->st;
+    const struct sbx_host *host = st->host;
+    if (args->size < offsetof(struct sbx_exec_args, err) + sizeof args->err ||
+        res->size < offsetof(struct sbx_exec_result, err_bytes) + sizeof res->err_bytes)
+        return FAIL(st, call, SBX_E_INVALID, "template: exec argument structs too small");
+    if (!args->argv || !args->argv[0] || !args->argv[0][0])
+        return FAIL(st, call, SBX_E_INVALID, "template: exec needs a program in argv[0]");
+
+    int cwd_fd;
+    int rc = open_cwd(sb, call, args->cwd, &cwd_fd);
+    if (rc != SBX_OK)
+        return rc;
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.st = st;
+    r.call = call;
+    r.pidfd = -1;
+    r.sink[0] = args->out;
+    r.sink[1] = args->err;
+    r.cancel_fd = host->cancel_fd(host, call);
+    struct feeder feed;
+    memset(&feed, 0, sizeof feed);
+    feed.stop_fd = -1;
+    int child[3], parent[3];
+    r.buf = malloc(TPL_CHUNK);
+    feed.buf = args->in ? malloc(TPL_CHUNK) : NULL;
+    if (!r.buf || (args->in && !feed.buf)) {
+        free(r.buf);
+        free(feed.buf);
+        close(cwd_fd);
+        return FAIL(st, call, SBX_E_NOMEM, "template: out of memory");
+    }
+    rc = make_stdio(st, call, args->in != NULL, child, parent);
+    if (rc == SBX_OK && args->in &&
+        (feed.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+        rc = FAIL(st, call, SBX_E_IO, "template: eventfd: %s", strerror(errno));
+    if (rc == SBX_OK)
+        rc = spawn_command(st, call, args, cwd_fd, child, &r.pid);
+    close(cwd_fd);
+    for (int i = 0; i < 3; i++)
+        if (child[i] >= 0)
+            close(child[i]);
+    if (rc != SBX_OK) {
+        for (int i = 0; i < 3; i++)
+            if (parent[i] >= 0)
+                close(parent[i]);
+        if (feed.stop_fd >= 0)
+            close(feed.stop_fd);
+        free(r.buf);
+        free(feed.buf);
+        return rc;
+    }
+    r.out[0] = parent[1];
+    r.out[1] = parent[2];
+    r.pidfd = (int)syscall(SYS_pidfd_open, r.pid, 0);
+
+    int feeding = 0;
+    if (args->in) {
+        feed.src = args->in;
+        feed.fd = parent[0];
+        feed.pgid = r.pid;
+        if (pthread_create(&feed.thread, NULL, feeder_main, &feed) == 0) {
+            feeding = 1;
+        } else {
+            close(parent[0]);
+            kill_group(&r);
+            rc = FAIL(st, call, SBX_E_IO, "template: cannot start the stdin thread");
+        }
+    }
+
+    struct waited w = wait_command(&r, args->timeout_ms, feeding ? &feed : NULL);
+    if (feeding) {
+        uint64_t one = 1;
+        (void)!write(feed.stop_fd, &one, sizeof one);
+        pthread_join(feed.thread, NULL);
+    }
+    int status = reap(&r);
+
+    for (int i = 0; i < 2; i++)
+        if (r.out[i] >= 0)
+            close(r.out[i]);
+    if (r.pidfd >= 0)
+        close(r.pidfd);
+    if (feed.stop_fd >= 0)
+        close(feed.stop_fd);
+    free(r.buf);
+    free(feed.buf);
+
+    res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    res->timed_out = w.timed_out;
+    res->out_bytes = r.bytes[0];
+    res->err_bytes = r.bytes[1];
+    if (rc != SBX_OK)
+        return rc;
+    if (w.cancelled)
+        return FAIL(st, call, SBX_E_CANCELLED, "template: %s was cancelled",
+                    args->argv[0]);
+    if (r.sink_rc != SBX_OK)
+        return r.sink_rc;
+    if (feed.failed)
+        return SBX_E_IO; /* the source set the message */
+    return SBX_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static int tpl_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                         const struct sbx_sink *sink)
+{
+    struct tpl *st = sb->st;
+    const struct sbx_host *host = st->host;
+    if (!path || !*path)
+        return FAIL(st, call, SBX_E_INVALID, "template: read: empty path");
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+    int fd = open_beneath(sb->dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return path_error(st, call, "read", path, errno);
+    struct stat s;
+    if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
+        close(fd);
+        return FAIL(st, call, SBX_E_INVALID, "template: read %s: not a regular file",
+                    path);
+    }
+    char *buf = malloc(TPL_CHUNK);
+    if (!buf) {
+        close(fd);
+        return FAIL(st, call, SBX_E_NOMEM, "template: out of memory");
+    }
+    int rc = SBX_OK;
+    for (;;) {
+        if (host->cancelled(host, call)) {
+            rc = FAIL(st, call, SBX_E_CANCELLED, "template: read %s: cancelled", path);
+            break;
+        }
+        ssize_t n = read(fd, buf, TPL_CHUNK);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = FAIL(st, call, SBX_E_IO, "template: read %s: %s", path, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        rc = sink->write(sink->ctx, buf, (size_t)n);
+        if (rc != SBX_OK)
+            break;
+    }
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/*
+ * Open (creating as needed, 0755) the directory part of a write path
+ * inside the workspace. Each prefix is resolved from the workspace root
+ * with RESOLVE_BENEATH, so links that stay inside work and links leading
+ * out are refused. Returns an O_PATH fd or -1 after setting the error.
+ */
+static int open_parent(sbx_sandbox *sb, sbx_call *call, const char *path,
+                       size_t dir_len, int *rc)
+{
+    struct tpl *st = sb->st;
+    char prefix[PATH_MAX];
+    if (dir_len >= sizeof prefix) {
+        *rc = FAIL(st, call, SBX_E_INVALID, "template: write %s: path too long", path);
+        return -1;
+    }
+    int parent = fcntl(sb->dirfd, F_DUPFD_CLOEXEC, 3);
+    if (parent < 0) {
+        *rc = FAIL(st, call, SBX_E_IO, "template: write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    memcpy(prefix, path, dir_len);
+    prefix[dir_len] = '\0';
+    size_t start = 0;
+    while (start < dir_len) {
+        size_t end = start;
+        while (end < dir_len && prefix[end] != '/')
+            end++;
+        if (end == start) { /* "a//b" */
+            start++;
+            continue;
+        }
+        char saved = prefix[end];
+        prefix[end] = '\0';
+        int fd = open_beneath(sb->dirfd, prefix, O_PATH | O_DIRECTORY);
+        if (fd < 0 && errno == ENOENT) {
+            const char *name = prefix + start;
+            int made = mkdirat(parent, name, 0755) == 0;
+            if (made) /* exactly 0755 whatever the umask; never through a link */
+                (void)fchmodat(parent, name, 0755, AT_SYMLINK_NOFOLLOW);
+            if (made || errno == EEXIST) /* EEXIST: a racing writer made it */
+                fd = open_beneath(sb->dirfd, prefix, O_PATH | O_DIRECTORY);
+        }
+        if (fd < 0) {
+            int e = errno;
+            close(parent);
+            if (e == ENOTDIR || e == ENOENT)
+                *rc = FAIL(st, call, SBX_E_INVALID,
+                           "template: write %s: %s is not a directory", path, prefix);
+            else
+                *rc = path_error(st, call, "write", path, e);
+            return -1;
+        }
+        close(parent);
+        parent = fd;
+        prefix[end] = saved;
+        start = end + 1;
+    }
+    return parent;
+}
+
+/* Create a temporary file next to the target: ".template-<random>.tmp". */
+static int open_temp(int dirfd, char name[40])
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned char r[8];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+            return -1;
+        snprintf(name, 40, ".template-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", r[0], r[1],
+                 r[2], r[3], r[4], r[5], r[6], r[7]);
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* Copy the source into fd, honouring cancellation between chunks (and
+ * while waiting for a pollable source). */
+static int copy_source(struct tpl *st, sbx_call *call, const char *path,
+                       const struct sbx_source *src, int fd)
+{
+    const struct sbx_host *host = st->host;
+    char *buf = malloc(TPL_CHUNK);
+    if (!buf)
+        return FAIL(st, call, SBX_E_NOMEM, "template: out of memory");
+    int pfd = source_poll_fd(src);
+    int cfd = host->cancel_fd(host, call);
+    int rc = SBX_OK;
+    for (;;) {
+        if (pfd >= 0 && cfd >= 0) {
+            struct pollfd p[2] = {{pfd, POLLIN, 0}, {cfd, POLLIN, 0}};
+            if (poll(p, 2, -1) < 0 && errno != EINTR) {
+                rc = FAIL(st, call, SBX_E_IO, "template: poll: %s", strerror(errno));
+                break;
+            }
+        }
+        if (host->cancelled(host, call)) {
+            rc = FAIL(st, call, SBX_E_CANCELLED, "template: write %s: cancelled", path);
+            break;
+        }
+        long n = src->read(src->ctx, buf, TPL_CHUNK);
+        if (n == 0)
+            break;
+        if (n < 0 || n > TPL_CHUNK) {
+            rc = SBX_E_IO; /* the source set the message */
+            break;
+        }
+        if (write_full(fd, buf, (size_t)n) != 0) {
+            rc = FAIL(st, call, SBX_E_IO, "template: write %s: %s", path, strerror(errno));
+            break;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+static int tpl_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                          const struct sbx_source *src, unsigned mode)
+{
+    struct tpl *st = sb->st;
+    if (mode & ~0777u)
+        return FAIL(st, call, SBX_E_INVALID,
+                    "template: write %s: mode %o has bits outside 0777", path, mode);
+    if (mode == 0)
+        mode = 0644;
+    if (!path || !*path)
+        return FAIL(st, call, SBX_E_INVALID, "template: write: empty path");
+    if (path[0] == '/')
+        return FAIL(st, call, SBX_E_INVALID,
+                    "template: write %s: the path escapes the workspace", path);
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+        return FAIL(st, call, SBX_E_INVALID, "template: write %s: not a file name", path);
+
+    int rc = SBX_OK;
+    int dir = open_parent(sb, call, path, slash ? (size_t)(slash - path) : 0, &rc);
+    if (dir < 0)
+        return rc;
+    struct stat s;
+    if (fstatat(dir, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode)) {
+        close(dir);
+        return FAIL(st, call, SBX_E_INVALID, "template: write %s: is a directory", path);
+    }
+    char tmp[40];
+    int fd = open_temp(dir, tmp);
+    if (fd < 0) {
+        rc = path_error(st, call, "write", path, errno);
+        close(dir);
+        return rc;
+    }
+    rc = copy_source(st, call, path, src, fd);
+    /* fchmod is exact: the umask applies only to creation. */
+    if (rc == SBX_OK && fchmod(fd, (mode_t)mode) != 0)
+        rc = FAIL(st, call, SBX_E_IO, "template: chmod %s: %s", path, strerror(errno));
+    if (close(fd) != 0 && rc == SBX_OK)
+        rc = FAIL(st, call, SBX_E_IO, "template: write %s: %s", path, strerror(errno));
+    /* The rename publishes the whole file at once; a link at the target is
+     * replaced, never followed. */
+    if (rc == SBX_OK && renameat(dir, tmp, dir, name) != 0)
+        rc = errno == EISDIR
+                 ? FAIL(st, call, SBX_E_INVALID, "template: write %s: is a directory",
+                        path)
+                 : FAIL(st, call, SBX_E_IO, "template: rename to %s: %s", path,
+                        strerror(errno));
+    if (rc != SBX_OK)
+        unlinkat(dir, tmp, 0);
+    close(dir);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Descriptor                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static const struct sbx_provider_ops tpl_ops = {
+    .init = tpl_init,
+    .fini = tpl_fini,
+    .create = tpl_create,
+    .attach = tpl_attach,
+    .exec = tpl_exec,
+    .read_file = tpl_read_file,
+    .write_file = tpl_write_file,
+    .root = tpl_root,
+    .release = tpl_release,
+    .destroy = tpl_destroy,
+};
+
+static const struct sbx_config_key tpl_keys[] = {
+    SBX_CONFIG_KEY("root", SBX_CFG_STRING, "directory holding one workspace per session"),
+    SBX_CONFIG_KEYS_END,
+};
+
+SBX_PROVIDER_DEFINE("template", "1.0.0",
+                    "template provider: workspaces are directories on this host",
+                    SBX_ISOLATION_NONE, 0, &tpl_ops, tpl_keys)
