@@ -10,6 +10,7 @@
  *   exec.c   exec under a per-command subreaper
  *   tree.c   killing every descendant of the subreaper
  *   files.c  read, write (atomic), stat, list, mkdir, remove beneath a root
+ *   accounts.c  groups and users made in /etc/group and /etc/passwd
  */
 #ifndef SBX_AGENT_H
 #define SBX_AGENT_H
@@ -79,8 +80,12 @@ void tree_kill(void (*reap)(void *), void *ctx);
 
 /* Serve one connection (in its own process). */
 void conn_serve(int fd);
-void exec_serve(int fd, const unsigned char *req, uint32_t len);
-void files_serve(int fd, int type, const unsigned char *req, uint32_t len);
+/* user: the request's user (protocol 2), "" for agent_cfg.user. */
+void exec_serve(int fd, const unsigned char *req, uint32_t len, const char *user);
+void files_serve(int fd, int type, const unsigned char *req, uint32_t len,
+                 const char *user);
+/* AP_GROUP_ADD, AP_USER_ADD (as root, whatever the request's user). */
+void accounts_serve(int fd, int type, const unsigned char *req, uint32_t len);
 
 /* The root (one of agent_cfg.roots) a request names, opened O_PATH, or -1
  * after replying with an error. */

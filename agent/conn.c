@@ -29,9 +29,10 @@ void conn_serve(int fd)
         wire_error(fd, EPROTO, "preamble", "not an sbx-agent client (bad magic)");
         return;
     }
-    if (version != AP_VERSION) {
+    if (version < AP_VERSION_MIN || version > AP_VERSION) {
         wire_error(fd, EPROTONOSUPPORT, "preamble",
-                   "the agent speaks protocol %u, the client %u", AP_VERSION, version);
+                   "the agent speaks protocol %u (and %u), the client %u", AP_VERSION,
+                   AP_VERSION_MIN, version);
         return;
     }
     unsigned char *req = malloc(AP_FRAME_MAX);
@@ -45,6 +46,22 @@ void conn_serve(int fd)
     if (r != 0) {
         free(req);
         return;
+    }
+    /* protocol 2: the user the request acts as comes first */
+    char *user = NULL;
+    const unsigned char *body = req;
+    if (version >= 2 && type != AP_PING) {
+        struct ap_in in;
+        ap_in_begin(&in, req, len);
+        user = ap_get_str(&in);
+        if (!user || (user[0] && (strlen(user) > 255 || strchr(user, '\n')))) {
+            wire_error(fd, EPROTO, "request", "malformed user field");
+            free(user);
+            free(req);
+            return;
+        }
+        body = req + (len - in.left);
+        len = (uint32_t)in.left;
     }
     switch (type) {
     case AP_PING: {
@@ -62,7 +79,7 @@ void conn_serve(int fd)
         break;
     }
     case AP_EXEC:
-        exec_serve(fd, req, len);
+        exec_serve(fd, body, len, user ? user : "");
         break;
     case AP_READ:
     case AP_WRITE:
@@ -70,10 +87,19 @@ void conn_serve(int fd)
     case AP_LIST:
     case AP_MKDIR:
     case AP_REMOVE:
-        files_serve(fd, type, req, len);
+        files_serve(fd, type, body, len, user ? user : "");
+        break;
+    case AP_GROUP_ADD:
+    case AP_USER_ADD:
+        if (version >= 2)
+            accounts_serve(fd, type, body, len);
+        else
+            wire_error(fd, EPROTO, "request", "request type 0x%02x needs protocol 2",
+                       type);
         break;
     default:
         wire_error(fd, EPROTO, "request", "unknown request type 0x%02x", type);
     }
+    free(user);
     free(req);
 }

@@ -409,7 +409,7 @@ static void loop(struct run *r, int sfd, int64_t deadline)
     }
 }
 
-void exec_serve(int sock, const unsigned char *req, uint32_t len)
+void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *user)
 {
     struct ap_in in;
     ap_in_begin(&in, req, len);
@@ -435,7 +435,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len)
     }
     struct agent_user u;
     char msg[256];
-    if (user_resolve(agent_cfg.user, &u, msg, sizeof msg) != 0) {
+    if (user_resolve(user[0] ? user : agent_cfg.user, &u, msg, sizeof msg) != 0) {
         wire_error(sock, EINVAL, "user", "%s", msg);
         return;
     }

@@ -424,7 +424,8 @@ static void do_remove(int fd, int rootfd, char *path, uint32_t flags)
     ok(fd);
 }
 
-void files_serve(int fd, int type, const unsigned char *req, uint32_t len)
+void files_serve(int fd, int type, const unsigned char *req, uint32_t len,
+                 const char *user)
 {
     struct ap_in in;
     ap_in_begin(&in, req, len);
@@ -444,7 +445,7 @@ void files_serve(int fd, int type, const unsigned char *req, uint32_t len)
     }
     struct agent_user u;
     char msg[256];
-    if (user_resolve(agent_cfg.user, &u, msg, sizeof msg) != 0) {
+    if (user_resolve(user[0] ? user : agent_cfg.user, &u, msg, sizeof msg) != 0) {
         wire_error(fd, EINVAL, "user", "%s", msg);
         goto out;
     }

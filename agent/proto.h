@@ -13,8 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AP_VERSION 1u
-#define AP_VERSION_STR "1" /* the same, for labels */
+#define AP_VERSION 2u
+#define AP_VERSION_STR "2" /* the same, for labels */
+/* The oldest client version the agent serves: a version-1 request has no
+ * user field (the agent's --user applies). */
+#define AP_VERSION_MIN 1u
 #define AP_MAGIC "SBXA"
 #define AP_PREAMBLE_LEN 8 /* magic + u32 version */
 #define AP_HDR_LEN 5
@@ -23,7 +26,9 @@
 #define AP_STR_MAX 65536u       /* longest string field */
 
 /* Frame types. Requests (host -> agent) are upper case, the first frame of
- * a connection after the preamble; everything else follows a request. */
+ * a connection after the preamble; everything else follows a request. In
+ * protocol 2 every request's payload starts with `str user`: the user the
+ * request acts as ("" for the agent's --user), then its fields below. */
 enum ap_type {
     AP_PING = 'P',   /* -> AP_PONG */
     AP_EXEC = 'X',   /* u64 timeout_ms, str cwd, u32 argc, argv, u32 envc, env */
@@ -33,6 +38,10 @@ enum ap_type {
     AP_LIST = 'L',   /* str root, str path */
     AP_MKDIR = 'M',  /* str root, str path, u32 mode, u32 flags */
     AP_REMOVE = 'U', /* str root, str path, u32 flags */
+    /* protocol 2 */
+    AP_GROUP_ADD = 'G', /* str name, u32 gid (0: pick) */
+    AP_USER_ADD = 'N',  /* str name, u32 uid (0: pick), str group ("": own),
+                           u32 n, str groups[n] */
 
     /* host -> agent during a request */
     AP_STDIN = 'i',     /* data for the command's stdin */

@@ -148,6 +148,21 @@ const struct cf_case cf_cases[] = {
      "a change made by a command whose host process was killed before writeback "
      "is committed by the next reconcile",
      SBX_CAP_MEMORY, cf_case_memory_crash_before_writeback},
+    {"users_exec_as_user",
+     "a handle acting as a user made with user_add runs commands with its uid, "
+     "its own primary group and its supplementary group; set back, as before",
+     SBX_CAP_USERS, cf_case_users_exec_as_user},
+    {"users_write_owned",
+     "a file written as a user is owned by its uid and reads back",
+     SBX_CAP_USERS, cf_case_users_write_owned},
+    {"users_root_only_refused",
+     "as a user, a root-only file cannot be read (SBX_E_DENIED, no byte) nor a "
+     "root directory written, by the file ops or a command",
+     SBX_CAP_USERS, cf_case_users_root_only_refused},
+    {"users_add_idempotent",
+     "group_add and user_add accept the same id (or none) again, refuse another "
+     "with SBX_E_EXISTS and an unknown group with SBX_E_NOT_FOUND",
+     SBX_CAP_USERS, cf_case_users_add_idempotent},
 };
 
 const size_t cf_case_total = sizeof cf_cases / sizeof cf_cases[0];

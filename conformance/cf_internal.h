@@ -80,6 +80,10 @@ void cf_case_memory_heads_and_commit(struct cf_test *t);
 void cf_case_memory_read_only(struct cf_test *t);
 void cf_case_memory_conflict(struct cf_test *t);
 void cf_case_memory_crash_before_writeback(struct cf_test *t);
+void cf_case_users_exec_as_user(struct cf_test *t);
+void cf_case_users_write_owned(struct cf_test *t);
+void cf_case_users_root_only_refused(struct cf_test *t);
+void cf_case_users_add_idempotent(struct cf_test *t);
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: per-case state and cleanup (fixture.c)                            */

@@ -1,7 +1,9 @@
 /*
- * exec_quiet.c - a helper command run to success (exec_quiet.h).
+ * exec_quiet.c - a helper command run to success (exec_quiet.h), as the
+ * sandbox's default user whatever the handle acts as.
  */
 #include "exec_quiet.h"
+#include "handle_user.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,7 +41,7 @@ int sbx_exec_quiet(sbx_handle *h, const char *const *argv, const struct sbx_sink
     memset(&res, 0, sizeof res);
     res.size = sizeof res;
     sbx_error why;
-    int rc = sbx_exec(h, &args, &res, cancel, &why);
+    int rc = sbx_exec_as(h, SBX_AS_DEFAULT, &args, &res, cancel, &why);
     if (rc != SBX_OK) {
         snprintf(detail, cap, "%s", why.message);
         return rc;

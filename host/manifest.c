@@ -136,6 +136,11 @@ SBX_API bool sbx_manifest_has_users(const sbx_manifest *m)
     return m && (m->nusers || m->ngroups || m->run_as);
 }
 
+SBX_API const char *sbx_manifest_run_as(const sbx_manifest *m)
+{
+    return m ? m->run_as : NULL;
+}
+
 SBX_API const char *const *sbx_manifest_environment(const sbx_manifest *m)
 {
     static const char *const none[] = {NULL};

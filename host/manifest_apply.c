@@ -11,8 +11,16 @@
  * `git_repo` is cloned on the host into a private temporary directory
  * (`git clone`, then `git checkout REF`), and its work tree (without .git)
  * is copied like a `local_dir`.
+ *
+ * Users and groups (SBX_CAP_USERS) come first: groups, then users, so that
+ * an entry's `group` exists when the entry is written; an entry with a
+ * group is given it with `chgrp` (`-R` for a tree). Everything runs as the
+ * sandbox's default user, whatever the handle acts as; entries stay owned
+ * by it. Last, a run_as user other than root gets the workspace root
+ * directory itself (`chown`), so that it can make files there.
  */
 #include "exec_quiet.h"
+#include "handle_user.h"
 #include "manifest_internal.h"
 #include "text_escape.h"
 #include "tree_remove.h"
@@ -126,7 +134,7 @@ static int write_fd(struct apply *a, const struct manifest_entry *e, const char 
 {
     struct sbx_source src = SBX_SOURCE_INIT(&fd, fd_read);
     sbx_error why;
-    int rc = sbx_write(a->h, dest, &src, mode, a->cancel, &why);
+    int rc = sbx_write_as(a->h, SBX_AS_DEFAULT, dest, &src, mode, a->cancel, &why);
     return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, dest, why.message);
 }
 
@@ -326,8 +334,9 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
     case MF_DIR: {
         char *p = strdup(e->path);
         rc = p ? add_dir(a, e, p) : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
-        if (rc == SBX_OK && e->mode >= 0) {
+        if (rc == SBX_OK && (e->mode >= 0 || e->group))
             rc = flush_dirs(a, e);
+        if (rc == SBX_OK && e->mode >= 0) {
             char mode[8];
             snprintf(mode, sizeof mode, "%o", (unsigned)e->mode);
             const char *argv[] = {"chmod", mode, "--", e->path, NULL};
@@ -340,8 +349,8 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
         struct mem_source ms = {e->content, e->content_len};
         struct sbx_source src = SBX_SOURCE_INIT(&ms, mem_read);
         sbx_error why;
-        rc = sbx_write(a->h, e->path, &src, e->mode >= 0 ? (unsigned)e->mode : 0644,
-                       a->cancel, &why);
+        rc = sbx_write_as(a->h, SBX_AS_DEFAULT, e->path, &src,
+                          e->mode >= 0 ? (unsigned)e->mode : 0644, a->cancel, &why);
         return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, "write", why.message);
     }
     case MF_LOCAL_FILE: {
@@ -375,6 +384,65 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
     }
 }
 
+/* An entry with a group: its path (a tree: all of it) gets that group.
+ * The directories of a tree are still queued: make them first. */
+static int apply_group(struct apply *a, const struct manifest_entry *e)
+{
+    int rc = flush_dirs(a, e);
+    const char *one[] = {"chgrp", "--", e->group, e->path, NULL};
+    const char *tree[] = {"chgrp", "-R", "--", e->group, e->path, NULL};
+    if (rc != SBX_OK)
+        return rc;
+    return run(a, e, e->type == MF_LOCAL_DIR || e->type == MF_GIT_REPO ? tree : one);
+}
+
+/* Groups, then users (before the entries, so that an entry's group
+ * exists). */
+static int apply_accounts(struct apply *a)
+{
+    const struct sbx_manifest *m = a->m;
+    for (size_t i = 0; i < m->ngroups; i++) {
+        const struct manifest_group *g = &m->groups[i];
+        struct sbx_group_spec gs = {.size = sizeof gs,
+                                    .gid = g->gid < 0 ? 0 : (uint32_t)g->gid,
+                                    .name = g->name};
+        sbx_error why;
+        int rc = sbx_group_add(a->h, &gs, a->cancel, &why);
+        if (rc != SBX_OK)
+            return sbx_error_set(a->err, rc, "%s:%d: group %s: %s", m->name, g->line,
+                                 g->name, why.message);
+    }
+    for (size_t i = 0; i < m->nusers; i++) {
+        const struct manifest_user *u = &m->users[i];
+        struct sbx_user_spec us = {.size = sizeof us,
+                                   .uid = u->uid < 0 ? 0 : (uint32_t)u->uid,
+                                   .name = u->name,
+                                   .group = NULL,
+                                   .groups = (const char *const *)u->groups};
+        sbx_error why;
+        int rc = sbx_user_add(a->h, &us, a->cancel, &why);
+        if (rc != SBX_OK)
+            return sbx_error_set(a->err, rc, "%s:%d: user %s: %s", m->name, u->line,
+                                 u->name, why.message);
+    }
+    return SBX_OK;
+}
+
+/* run_as gets the workspace root directory (not what is in it: entries
+ * stay the default user's, with their modes and groups), so that it can
+ * make files there. */
+static int give_root(struct apply *a)
+{
+    const char *argv[] = {"chown", "--", a->m->run_as, ".", NULL};
+    char detail[600];
+    int rc = sbx_exec_quiet(a->h, argv, NULL, NULL, a->cancel, detail, sizeof detail);
+    return rc == SBX_OK ? SBX_OK
+                        : sbx_error_set(a->err, rc, "%s:%d: run_as %s: giving it the "
+                                                    "workspace root: %s",
+                                        a->m->name, a->m->run_as_line, a->m->run_as,
+                                        detail);
+}
+
 static int by_path(const void *x, const void *y)
 {
     const struct manifest_entry *const *a = x, *const *b = y;
@@ -392,11 +460,11 @@ SBX_API int sbx_manifest_apply(sbx_handle *h, const sbx_manifest *m, sbx_cancel 
     sbx_error_clear(err);
     if (!h || !m)
         return sbx_error_set(err, SBX_E_INVALID, "manifest: no sandbox or manifest");
-    if (sbx_manifest_has_users(m))
+    if (sbx_manifest_has_users(m) &&
+        !(sbx_provider_desc(sbx_handle_provider(h))->caps & SBX_CAP_USERS))
         return sbx_error_set(err, SBX_E_UNSUPPORTED,
-                             "%s: users, groups and run_as need a provider that runs "
-                             "commands as a chosen user (ABI 1.1 exec user); provider "
-                             "%s cannot",
+                             "%s: users, groups and run_as need capability \"users\", "
+                             "which provider \"%s\" does not declare",
                              m->name, sbx_provider_desc(sbx_handle_provider(h))->name);
     const struct manifest_entry **order = malloc((m->nentries ? m->nentries : 1) *
                                                  sizeof *order);
@@ -406,17 +474,19 @@ SBX_API int sbx_manifest_apply(sbx_handle *h, const sbx_manifest *m, sbx_cancel 
         order[i] = &m->entries[i];
     qsort(order, m->nentries, sizeof *order, by_path);
     struct apply a = {.h = h, .m = m, .cancel = cancel, .err = err};
-    int rc = SBX_OK;
+    int rc = apply_accounts(&a);
     for (size_t i = 0; rc == SBX_OK && i < m->nentries; i++) {
         if (cancel && sbx_cancel_fired(cancel))
             rc = sbx_error_set(err, SBX_E_CANCELLED, "manifest: cancelled");
         else if (order[i]->type != MF_DIR && (rc = flush_dirs(&a, order[i])) != SBX_OK)
             break;
-        else
-            rc = apply_entry(&a, order[i]);
+        else if ((rc = apply_entry(&a, order[i])) == SBX_OK && order[i]->group)
+            rc = apply_group(&a, order[i]);
     }
     if (rc == SBX_OK && m->nentries)
         rc = flush_dirs(&a, order[m->nentries - 1]);
+    if (rc == SBX_OK && m->run_as && strcmp(m->run_as, "root") != 0)
+        rc = give_root(&a);
     for (size_t i = 0; i < a.ndirs; i++)
         free(a.owned[i]);
     free(order);

@@ -6,12 +6,14 @@
  * guarantees that a failure carries a message.
  */
 #include "call.h"
+#include "handle_user.h"
 #include "handle_hooks.h"
 #include "key_lock.h"
 #include "registry.h"
 #include "stream_guard.h"
 #include "struct_size.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,9 @@ struct sbx_handle {
     sbx_sandbox *sb;
     char ref[SBX_REF_MAX];
     const char *root;
+    /* The user exec, read and write act as (SBX_CAP_USERS), "" for the
+     * sandbox's default user. Set before the handle is shared. */
+    char user[SBX_USER_NAME_MAX + 1];
     struct sbx_handle *prev, *next; /* the context's live handles */
 };
 
@@ -251,9 +256,22 @@ SBX_API sbx_provider *sbx_handle_provider(const sbx_handle *h)
     return h->provider; /* NULL once the context was closed */
 }
 
+/* The user an op acts as: the handle's, unless libsbx asks for the
+ * sandbox's default user itself (handle_user.h). */
+static const char *acting_user(const sbx_handle *h, int as)
+{
+    return as == SBX_AS_HANDLE && h->user[0] ? h->user : NULL;
+}
+
 SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
                      struct sbx_exec_result *res, sbx_cancel *cancel,
                      sbx_error *err)
+{
+    return sbx_exec_as(h, SBX_AS_HANDLE, args, res, cancel, err);
+}
+
+int sbx_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
+                struct sbx_exec_result *res, sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
     if (live(h, err) != SBX_OK)
@@ -293,6 +311,7 @@ SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
         return rc;
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
+    call.user = acting_user(h, as);
     rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, &r);
     sbx_struct_out(res, &r, sizeof r);
     rc = sbx_call_end(&call, rc, h->provider->plugin.name, "exec");
@@ -321,6 +340,12 @@ void sbx_handle_set_hooks(sbx_handle *h, const struct sbx_exec_hooks *hooks)
 SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sink,
                      sbx_cancel *cancel, sbx_error *err)
 {
+    return sbx_read_as(h, SBX_AS_HANDLE, path, sink, cancel, err);
+}
+
+int sbx_read_as(sbx_handle *h, int as, const char *path, const struct sbx_sink *sink,
+                sbx_cancel *cancel, sbx_error *err)
+{
     sbx_error_clear(err);
     if (live(h, err) != SBX_OK)
         return SBX_E_INVALID;
@@ -338,6 +363,7 @@ SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sin
     sink = sbx_guard_sink(&g, sink, &f, "read sink");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
+    call.user = acting_user(h, as);
     rc = h->provider->plugin.desc->ops->read_file(h->sb, &call, path, sink);
     rc = sbx_call_end(&call, rc, h->provider->plugin.name, "read");
     sbx_guard_finish(&f, rc, call.err);
@@ -346,6 +372,12 @@ SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sin
 
 SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *src,
                       unsigned mode, sbx_cancel *cancel, sbx_error *err)
+{
+    return sbx_write_as(h, SBX_AS_HANDLE, path, src, mode, cancel, err);
+}
+
+int sbx_write_as(sbx_handle *h, int as, const char *path, const struct sbx_source *src,
+                 unsigned mode, sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
     if (live(h, err) != SBX_OK)
@@ -364,6 +396,7 @@ SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *
     src = sbx_guard_source(&g, src, &f, "write source");
     struct sbx_call call;
     sbx_call_begin(&call, err, cancel);
+    call.user = acting_user(h, as);
     rc = h->provider->plugin.desc->ops->write_file(h->sb, &call, path, src, mode);
     rc = sbx_call_end(&call, rc, h->provider->plugin.name, "write");
     sbx_guard_finish(&f, rc, call.err);
@@ -541,6 +574,93 @@ SBX_API int sbx_egress_get(sbx_handle *h, struct sbx_egress_report *out, sbx_can
     sbx_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, egress_get)(h->sb, &call, out);
     return sbx_call_end(&call, rc, h->provider->plugin.name, "egress_get");
+}
+
+/* ---- users (SBX_CAP_USERS) ---------------------------------------------- */
+
+bool sbx_account_name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    return n > 0 && n <= SBX_USER_NAME_MAX &&
+           ((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_') &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+SBX_API int sbx_handle_set_user(sbx_handle *h, const char *user, sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (live(h, err) != SBX_OK)
+        return SBX_E_INVALID;
+    if (!user || !*user) {
+        h->user[0] = '\0';
+        return SBX_OK;
+    }
+    int rc = sbx_provider_admit(h->provider, SBX_CAP_USERS, err);
+    if (rc != SBX_OK)
+        return rc;
+    if (!sbx_account_name_ok(user))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "user \"%.40s\": a name is 1 to 32 of a-z, 0-9, '_', '-', "
+                             "starting with a letter or '_'",
+                             user);
+    snprintf(h->user, sizeof h->user, "%s", user);
+    return SBX_OK;
+}
+
+SBX_API const char *sbx_handle_user(const sbx_handle *h)
+{
+    return h && h->user[0] ? h->user : NULL;
+}
+
+SBX_API int sbx_group_add(sbx_handle *h, const struct sbx_group_spec *group,
+                          sbx_cancel *cancel, sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_USERS, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_group_spec g;
+    if (!group || !sbx_struct_in(&g, sizeof g, group,
+                                 offsetof(struct sbx_group_spec, name) + sizeof g.name))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "group_add: no struct sbx_group_spec, or its size is not set");
+    if (!sbx_account_name_ok(g.name))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "group_add: group \"%.40s\": a name is 1 to 32 of a-z, 0-9, "
+                             "'_', '-', starting with a letter or '_'",
+                             g.name ? g.name : "");
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, group_add)(h->sb, &call, &g);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "group_add");
+}
+
+SBX_API int sbx_user_add(sbx_handle *h, const struct sbx_user_spec *user,
+                         sbx_cancel *cancel, sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_USERS, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_user_spec u;
+    if (!user || !sbx_struct_in(&u, sizeof u, user,
+                                offsetof(struct sbx_user_spec, groups) + sizeof u.groups))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "user_add: no struct sbx_user_spec, or its size is not set");
+    const char *bad = !sbx_account_name_ok(u.name)                  ? u.name
+                      : u.group && !sbx_account_name_ok(u.group) ? u.group
+                                                                   : NULL;
+    for (size_t i = 0; !bad && u.groups && u.groups[i]; i++)
+        if (!sbx_account_name_ok(u.groups[i]))
+            bad = u.groups[i];
+    if (bad || !u.name || !strcmp(u.name, "root"))
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "user_add: \"%.40s\": a user or group name is 1 to 32 of "
+                             "a-z, 0-9, '_', '-', starting with a letter or '_' (and a "
+                             "user is not root)",
+                             bad ? bad : u.name ? u.name : "");
+    struct sbx_call call;
+    sbx_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, user_add)(h->sb, &call, &u);
+    return sbx_call_end(&call, rc, h->provider->plugin.name, "user_add");
 }
 
 /* ---- memory ops (handle_hooks.h) ------------------------------------- */

@@ -48,8 +48,21 @@ static int attach_binding(sbx_sessions *m, const struct sbx_binding *b,
     int rc = sbx_session_provider(m, b->session_key, b->provider, &p, err);
     if (rc != SBX_OK)
         return rc;
+    /* The run_as of the session's manifest, recorded when it was
+     * provisioned: every handle of the session acts as it. */
+    char digest[65], run_as[SBX_USER_NAME_MAX + 1];
+    bool found;
+    rc = sbx_store_get_manifest(m->store, b->session_key, digest, run_as, &found, err);
+    if (rc != SBX_OK)
+        return rc;
     sbx_error why;
     rc = sbx_attach(p, b->session_key, b->external_id, cancel, out, &why);
+    if (rc == SBX_OK && run_as[0] && sbx_handle_set_user(*out, run_as, &why) != SBX_OK) {
+        sbx_release(*out);
+        *out = NULL;
+        return sbx_error_set(err, why.status, "session %s: run_as %s: %s", label, run_as,
+                             why.message);
+    }
     if (rc == SBX_E_NOT_FOUND)
         return sbx_error_set(err, SBX_E_NOT_FOUND,
                              "session %s: its sandbox (provider \"%s\", reference "
@@ -113,7 +126,8 @@ SBX_API int sbx_session_state(sbx_sessions *m, const char *session_key,
     st.deleting = b.deleting;
     sbx_binding_clear(&b);
     bool found = false;
-    rc = sbx_store_get_manifest(m->store, session_key, st.manifest_digest, &found, err);
+    rc = sbx_store_get_manifest(m->store, session_key, st.manifest_digest, st.run_as,
+                                &found, err);
     if (rc != SBX_OK)
         return rc;
     sbx_struct_out(out, &st, sizeof st);
@@ -188,7 +202,7 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
      * the digest its spec hash was made from. */
     int rc = spec && spec->manifest
                  ? sbx_store_set_manifest(m->store, key, sbx_manifest_digest(spec->manifest),
-                                          err)
+                                          sbx_manifest_run_as(spec->manifest), err)
                  : sbx_store_drop_manifest(m->store, key, err);
     if (rc != SBX_OK)
         return rc;
@@ -249,7 +263,12 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     sbx_error why;
     rc = sbx_store_publish(m->store, key, m->owner, NULL, &why);
     if (rc == SBX_OK) {
-        if ((rc = sbx_session_memory_hook(m, key, h, err)) != SBX_OK) {
+        const char *run_as = spec && spec->manifest ? sbx_manifest_run_as(spec->manifest)
+                                                    : NULL;
+        /* as every later attach does (attach_binding); admission checked
+         * SBX_CAP_USERS, so set_user cannot be refused */
+        if ((rc = sbx_session_memory_hook(m, key, h, err)) != SBX_OK ||
+            (run_as && (rc = sbx_handle_set_user(h, run_as, err)) != SBX_OK)) {
             sbx_release(h);
             return rc;
         }
@@ -369,15 +388,13 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 caps |= SBX_CAP_EGRESS;
             if (spec && spec->nmemory)
                 caps |= SBX_CAP_MEMORY;
+            /* users, groups, run_as: made in the sandbox, every op as
+             * run_as */
+            if (spec && spec->manifest && sbx_manifest_has_users(spec->manifest))
+                caps |= SBX_CAP_USERS;
             if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK ||
                 (rc = sbx_session_memory_admit(m, spec, err)) != SBX_OK)
                 return rc;
-            if (spec && spec->manifest && sbx_manifest_has_users(spec->manifest))
-                return sbx_error_set(err, SBX_E_UNSUPPORTED,
-                                     "provider \"%s\" cannot run commands as a "
-                                     "chosen user: the manifest's users, groups and "
-                                     "run_as are refused",
-                                     sbx_provider_desc(p)->name);
         }
 
         sbx_session_crash_point(m, "before-intent");

@@ -4,6 +4,7 @@
  * no shell ever sees a package name.
  */
 #include "session_internal.h"
+#include "handle_user.h"
 #include "package_managers.h"
 #include "registry.h"
 
@@ -40,7 +41,7 @@ static int run(sbx_handle *h, const char *mgr, const char *const *argv,
     memset(&res, 0, sizeof res);
     res.size = sizeof res;
     sbx_error why;
-    int rc = sbx_exec(h, &args, &res, cancel, &why);
+    int rc = sbx_exec_as(h, SBX_AS_DEFAULT, &args, &res, cancel, &why);
     if (rc == SBX_E_NO_COMMAND) {
         rc = sbx_error_set(err, SBX_E_NO_COMMAND,
                            "%s packages: package manager '%s' is not installed in "

@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 /* Schema version this build creates and understands. */
-#define SBX_STORE_SCHEMA_VERSION 4
+#define SBX_STORE_SCHEMA_VERSION 5
 
 /* Default wait for a lock held by another writer before SBX_E_UNAVAILABLE. */
 #define SBX_STORE_LOCK_TIMEOUT_MS 5000
@@ -379,13 +379,15 @@ void sbx_store_key_label(const char *key, char out[13]);
 char *sbx_store_strdup(const char *s, bool *failed);
 
 /*
- * The manifest digest a session was provisioned with (store_manifest.c):
- * set (replacing), get (*found false when none), drop (none is fine).
+ * The manifest digest a session was provisioned with and its run_as (NULL
+ * / "" when none) (store_manifest.c): set (replacing), get (*found false
+ * when none; run_as may be NULL), drop (none is fine).
  */
 int sbx_store_set_manifest(struct sbx_store *s, const char *key, const char *digest,
-                           sbx_error *err);
+                           const char *run_as, sbx_error *err);
 int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65],
-                           bool *found, sbx_error *err);
+                           char run_as[SBX_USER_NAME_MAX + 1], bool *found,
+                           sbx_error *err);
 int sbx_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err);
 
 /* Writeback state of a session's memory attachment (store_memory.c). */

@@ -197,6 +197,15 @@ static const struct sbx_store_migration migrations[] = {
         "  PRIMARY KEY (session_key, slug)"
         ");",
     },
+    {
+        5,
+        "the run_as user of each session's manifest",
+        /* SQLite: NULL for a manifest without run_as (and for rows of
+         * sessions provisioned before) */
+        "ALTER TABLE session_manifests ADD COLUMN run_as TEXT;",
+        /* PostgreSQL */
+        "ALTER TABLE session_manifests ADD COLUMN run_as TEXT;",
+    },
 };
 
 const struct sbx_store_migration *sbx_store_migrations(size_t *count)

@@ -109,6 +109,10 @@ static int run_in_sandbox(sbx_provider *p, const struct run_options *ro,
     struct sbx_create_options copts;
     memset(&copts, 0, sizeof copts);
     copts.size = sizeof copts;
+    /* users, groups, run_as: refused at admission, before anything is
+     * made, by a provider without them */
+    if (mf && sbx_manifest_has_users(mf))
+        copts.caps_required |= SBX_CAP_USERS;
     sbx_handle *h;
     sbx_error err;
     int rc = sbx_create(p, key, &copts, cli_run_cancel(), &h, &err);
@@ -127,7 +131,8 @@ static int run_in_sandbox(sbx_provider *p, const struct run_options *ro,
     int status;
     struct cli_exec_options eo = ro->exec;
     const char **env = NULL;
-    if (mf && (rc = sbx_manifest_apply(h, mf, cli_run_cancel(), &err)) != SBX_OK) {
+    if (mf && ((rc = sbx_manifest_apply(h, mf, cli_run_cancel(), &err)) != SBX_OK ||
+               (rc = sbx_handle_set_user(h, sbx_manifest_run_as(mf), &err)) != SBX_OK)) {
         status = CLI_EXIT_SIGNAL + cli_caught_signal();
         if (!cli_caught_signal()) {
             cli_error("%s", err.message);

@@ -14,8 +14,10 @@ static void state_usage(FILE *f)
           "\n"
           "Print, as one JSON object, what a later process needs to reconnect to\n"
           "session SESSION: provider, reference (the provider's opaque id),\n"
-          "spec_hash, manifest_digest (null without a manifest), created_at (ms\n"
-          "since the epoch), deleting. It holds no credential and no host path.\n"
+          "spec_hash, manifest_digest (null without a manifest), run_as (the user\n"
+          "every command and file operation acts as; null for the default),\n"
+          "created_at (ms since the epoch), deleting. It holds no credential and\n"
+          "no host path.\n"
           "\n"
           "Options:\n"
           "  -c, --config FILE  read this configuration file\n"
@@ -61,6 +63,8 @@ static void print_state(const struct sbx_session_state *st)
                            st->manifest_digest[0]
                                ? json_object_new_string(st->manifest_digest)
                                : NULL);
+    json_object_object_add(o, "run_as",
+                           st->run_as[0] ? json_object_new_string(st->run_as) : NULL);
     json_object_object_add(o, "created_at", json_object_new_int64(st->created_at));
     json_object_object_add(o, "deleting", json_object_new_boolean(st->deleting));
     printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |

@@ -308,23 +308,63 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
         *connect_errno = e;
         return SBX_E_UNAVAILABLE; /* the caller says why */
     }
+    /* Protocol 1 unless the request needs 2 (it acts as a user, or makes
+     * one): so that a container whose agent predates users keeps serving
+     * everything else. In 2 the user field leads the payload. */
+    const unsigned char *frame = req;
+    int type = req_len >= AP_HDR_LEN ? frame[AP_HDR_LEN - 1] : AP_PING;
+    const char *user = type == AP_PING ? NULL : docker_call_user(st, call);
+    uint32_t sent = user || type == AP_GROUP_ADD || type == AP_USER_ADD ? 2 : 1;
     unsigned char pre[AP_PREAMBLE_LEN];
-    ap_preamble(pre, AP_VERSION);
+    ap_preamble(pre, sent);
     int rc = send_all(c, pre, sizeof pre);
-    if (rc == SBX_OK)
+    if (rc == SBX_OK && sent == 1) {
         rc = send_all(c, req, req_len);
+    } else if (rc == SBX_OK) {
+        unsigned char head[AP_HDR_LEN + 4 + 256];
+        size_t ul = user ? strlen(user) : 0;
+        if (ul > 255)
+            rc = conn_error(c, SBX_E_INVALID, "user name longer than 255 bytes");
+        /* req may hold more frames after the request (exec's end of
+         * stdin): only the first one gets the field */
+        int t;
+        uint32_t first = 0;
+        if (rc == SBX_OK && (ap_parse_header(frame, &t, &first) != 0 ||
+                             AP_HDR_LEN + (size_t)first > req_len))
+            rc = conn_error(c, SBX_E_INTERNAL, "a malformed request frame");
+        if (rc == SBX_OK) {
+            size_t body = (size_t)first + 4 + ul;
+            ap_header(head, type, (uint32_t)body);
+            head[AP_HDR_LEN] = (unsigned char)(ul >> 24);
+            head[AP_HDR_LEN + 1] = (unsigned char)(ul >> 16);
+            head[AP_HDR_LEN + 2] = (unsigned char)(ul >> 8);
+            head[AP_HDR_LEN + 3] = (unsigned char)ul;
+            memcpy(head + AP_HDR_LEN + 4, user ? user : "", ul);
+            rc = body > AP_FRAME_MAX
+                     ? conn_error(c, SBX_E_INVALID, "the request is too large")
+                     : send_all(c, head, AP_HDR_LEN + 4 + ul);
+        }
+        if (rc == SBX_OK)
+            rc = send_all(c, frame + AP_HDR_LEN, req_len - AP_HDR_LEN);
+    }
     /* the agent's preamble (sent before it reads ours): its version */
     uint32_t version = 0;
     if (rc == SBX_OK && (rc = recv_all(c, pre, sizeof pre)) == SBX_OK &&
         ap_parse_preamble(pre, &version) != 0)
         rc = conn_error(c, SBX_E_PROTOCOL, "%s does not speak the sbx-agent protocol",
                         sb->agent_sock);
-    if (rc == SBX_OK && version != AP_VERSION)
+    if (rc == SBX_OK && version < sent && version >= AP_VERSION_MIN)
+        rc = conn_error(c, SBX_E_UNSUPPORTED,
+                        "the agent speaks protocol version %u, which cannot make users "
+                        "or act as one (protocol %u can); recreate the session's "
+                        "container to run it under the current sbx-agent",
+                        version, sent);
+    else if (rc == SBX_OK && (version < AP_VERSION_MIN || version > AP_VERSION))
         rc = conn_error(c, SBX_E_PROTOCOL,
-                        "the agent speaks protocol version %u, this provider %u; "
+                        "the agent speaks protocol version %u, this provider %u to %u; "
                         "recreate the session's container (or install the matching "
                         "sbx-agent)",
-                        version, AP_VERSION);
+                        version, AP_VERSION_MIN, AP_VERSION);
     if (rc != SBX_OK)
         docker_agent_close(c);
     return rc;

@@ -505,4 +505,13 @@ int docker_agent_read(sbx_sandbox *sb, sbx_call *call, const char *root, const c
 int docker_agent_write(sbx_sandbox *sb, sbx_call *call, const char *root, const char *rel,
                        const struct sbx_source *src, unsigned mode);
 
+/* ---- users.c ------------------------------------------------------------------ */
+
+/* The user the call acts as (sbx_host.call_user), NULL for the default. */
+const char *docker_call_user(const struct docker_state *st, sbx_call *call);
+/* SBX_E_UNSUPPORTED: what needs the agent, which sb runs without. */
+int docker_users_need_agent(sbx_sandbox *sb, sbx_call *call, const char *what);
+int docker_group_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_group_spec *group);
+int docker_user_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_user_spec *user);
+
 #endif /* SBX_DOCKER_H */

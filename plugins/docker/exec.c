@@ -149,6 +149,8 @@ int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *arg
         free(cwd);
         return rc;
     }
+    if (docker_call_user(st, call))
+        return docker_users_need_agent(sb, call, "exec as a user");
     char *workdir = NULL;
     rc = workdir_of(sb, call, args->cwd, &workdir);
     if (rc != SBX_OK)

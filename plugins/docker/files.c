@@ -52,6 +52,10 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         free(rel);
         return rc;
     }
+    if (docker_call_user(st, call)) {
+        free(rel);
+        return docker_users_need_agent(sb, call, "read as a user");
+    }
     size_t existing;
     struct docker_stat fst;
     rc = docker_resolve(sb, call, root, rel, &resolved, &existing, &fst);

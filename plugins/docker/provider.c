@@ -89,11 +89,13 @@ static const struct sbx_provider_ops docker_ops = {
     .memory_diff = docker_memory_diff,
     .memory_accept = docker_memory_accept,
     .memory_watch = docker_memory_watch,
+    .group_add = docker_group_add,
+    .user_add = docker_user_add,
 };
 
 SBX_PROVIDER_DEFINE("docker", "0.1.0",
                     "Docker Engine containers over the Engine API",
                     SBX_ISOLATION_CONTAINER,
                     SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |
-                        SBX_CAP_PACKAGES | SBX_CAP_MEMORY,
+                        SBX_CAP_PACKAGES | SBX_CAP_MEMORY | SBX_CAP_USERS,
                     &docker_ops, docker_keys)

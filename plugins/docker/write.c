@@ -201,6 +201,10 @@ int docker_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         rc = docker_agent_write(sb, call, root, rel, src, mode ? mode : 0644);
         goto out;
     }
+    if (docker_call_user(st, call)) {
+        rc = docker_users_need_agent(sb, call, "write as a user");
+        goto out;
+    }
     size_t existing;
     struct docker_stat fst;
     rc = docker_resolve(sb, call, root, rel, &resolved, &existing, &fst);

@@ -45,6 +45,13 @@
  * EGRESS (ABI 1.1) is kept in memory, per owner key hash, for the life of
  * the process (a conformance case, restarts included, runs in one).
  *
+ * Built a second time with FX_USERS as "cfusers", which also declares
+ * SBX_CAP_USERS: group_add and user_add only record names and ids in
+ * memory (same id again is accepted, another is SBX_E_EXISTS, an unknown
+ * group SBX_E_NOT_FOUND) and exec, read_file and write_file ignore
+ * sbx_host.call_user - the provider that claims users and honours none,
+ * which the users cases must fail.
+ *
  * Its references are "fx<&>:" + hex(session key) + ":" + local's reference:
  * the owner's key travels in the reference so that the broken attach can
  * open the sandbox for anybody, and the markup characters make sure the
@@ -685,6 +692,65 @@ static int fx_egress_get(sbx_sandbox *sb, sbx_call *call, struct sbx_egress_repo
     return SBX_OK;
 }
 
+#ifdef FX_USERS
+/* ---- users that exist only here (cfusers) ------------------------------- */
+
+#define FX_ACCOUNTS 64
+
+static struct fx_account {
+    char owner[SBX_KEY_HASH_LEN + 1];
+    char name[40];
+    uint32_t id;
+    int is_user;
+} fx_accounts[FX_ACCOUNTS];
+static pthread_mutex_t fx_accounts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct fx_account *account(const char *owner, const char *name, int is_user)
+{
+    for (size_t i = 0; i < FX_ACCOUNTS; i++)
+        if (fx_accounts[i].name[0] && fx_accounts[i].is_user == is_user &&
+            !strcmp(fx_accounts[i].owner, owner) && !strcmp(fx_accounts[i].name, name))
+            return &fx_accounts[i];
+    return NULL;
+}
+
+static int account_add(sbx_sandbox *sb, sbx_call *call, const char *name, uint32_t id,
+                       int is_user, const char *const *groups)
+{
+    const struct sbx_host *h = sb->st->host;
+    pthread_mutex_lock(&fx_accounts_lock);
+    int rc = SBX_OK;
+    struct fx_account *a = account(sb->owner, name, is_user);
+    for (size_t i = 0; rc == SBX_OK && groups && groups[i]; i++)
+        if (!account(sb->owner, groups[i], 0))
+            rc = h->set_error(h, call, SBX_E_NOT_FOUND, "cfusers: no group %s", groups[i]);
+    if (rc == SBX_OK && a && id && a->id != id)
+        rc = h->set_error(h, call, SBX_E_EXISTS, "cfusers: %s has id %u", name, a->id);
+    for (size_t i = 0; rc == SBX_OK && !a && i < FX_ACCOUNTS; i++)
+        if (!fx_accounts[i].name[0]) {
+            a = &fx_accounts[i];
+            snprintf(a->owner, sizeof a->owner, "%s", sb->owner);
+            snprintf(a->name, sizeof a->name, "%s", name);
+            a->id = id ? id : 1000 + (uint32_t)i;
+            a->is_user = is_user;
+        }
+    if (rc == SBX_OK && !a)
+        rc = h->set_error(h, call, SBX_E_NOMEM, "cfusers: too many accounts");
+    pthread_mutex_unlock(&fx_accounts_lock);
+    return rc;
+}
+
+static int fx_group_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_group_spec *g)
+{
+    return account_add(sb, call, g->name, g->gid, 0, NULL);
+}
+
+static int fx_user_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_user_spec *u)
+{
+    return account_add(sb, call, u->name, u->uid, 1, u->groups);
+}
+#endif
+
 #ifdef FX_MEMORY
 static int fx_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
                           const struct sbx_source *tar)
@@ -760,6 +826,10 @@ static const struct sbx_provider_ops fx_ops = {
     .destroy = fx_destroy,
     .egress_set = fx_egress_set,
     .egress_get = fx_egress_get,
+#ifdef FX_USERS
+    .group_add = fx_group_add,
+    .user_add = fx_user_add,
+#endif
 #ifdef FX_MEMORY
     .memory_load = fx_memory_load,
     .memory_diff = fx_memory_diff,
@@ -781,7 +851,11 @@ static const struct sbx_config_key fx_keys[] = {
     SBX_CONFIG_KEYS_END,
 };
 
-#ifdef FX_MEMORY
+#ifdef FX_USERS
+SBX_PROVIDER_DEFINE("cfusers", "0.0.1",
+                    "local, declaring users that it does not honour",
+                    SBX_ISOLATION_NONE, SBX_CAP_EGRESS | SBX_CAP_USERS, &fx_ops, fx_keys)
+#elif defined(FX_MEMORY)
 SBX_PROVIDER_DEFINE("dfixture", "0.0.1", "docker, with one contract broken on purpose",
                     SBX_ISOLATION_CONTAINER, SBX_CAP_EGRESS | SBX_CAP_MEMORY, &fx_ops, fx_keys)
 #else

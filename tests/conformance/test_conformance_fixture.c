@@ -288,3 +288,36 @@ Test(conformance_fixture, egress_forgotten_on_attach_fails, .fini = cleanup, .ti
     cr_assert(res && strstr(res->message, "after a restart and attach"), "%s",
               res ? res->message : "missing");
 }
+
+/* "cfusers" declares SBX_CAP_USERS, records its users and ignores who a
+ * call acts as: every users case must fail, each saying why. */
+Test(conformance_fixture, users_declared_but_not_honoured_fail, .fini = cleanup, .timeout = 600)
+{
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "  cfusers:\n"
+             "    root: @ROOT@\n"
+             "    inner: %s/local.so\n"
+             "    break: none\n",
+             SBX_TEST_PROVIDER_DIR);
+    cr_assert_eq(sr_run_suite_with(&run, "cfusers", yaml,
+                                   SBX_TEST_CF_FIXTURE_DIR ":" SBX_TEST_PROVIDER_DIR,
+                                   SBX_CONFORMANCE_HUMAN,
+                                   "users_exec_as_user,users_write_owned,"
+                                   "users_root_only_refused,users_add_idempotent,"
+                                   "exec_exit_codes",
+                                   NULL),
+                 0, "could not set up the run");
+    cr_assert_eq(run.status, SBX_OK, "suite did not run: %s", run.err.message);
+    const char *failing[] = {"users_exec_as_user", "users_write_owned",
+                             "users_root_only_refused", "users_add_idempotent", NULL};
+    expect_failures(&run, failing);
+    const struct sr_result *res = sr_find(&run, "users_exec_as_user");
+    cr_assert(res && strstr(res->message, "want uid 4141"), "%s",
+              res ? res->message : "missing");
+    res = sr_find(&run, "users_root_only_refused");
+    cr_assert(res && strstr(res->message, "want SBX_E_DENIED"), "%s",
+              res ? res->message : "missing");
+    res = sr_find(&run, "exec_exit_codes");
+    cr_assert(res && res->outcome == SBX_CONFORMANCE_PASS, "the fixture is broken beyond users");
+}

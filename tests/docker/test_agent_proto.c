@@ -30,6 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The conversations below are protocol 1's (no user field), which the
+ * agent keeps serving; protocol 2's are in users_ below. */
+#define V1 1u
+
 static char dir[] = "/tmp/sbx-agent-test-XXXXXX";
 static char sock[100], ws[100];
 static pid_t agent = -1;
@@ -110,7 +114,7 @@ static void ping_ok(void)
 {
     int fd = connect_agent();
     unsigned char out[AP_PREAMBLE_LEN + AP_HDR_LEN];
-    ap_preamble(out, AP_VERSION);
+    ap_preamble(out, V1);
     ap_header(out + AP_PREAMBLE_LEN, AP_PING, 0);
     send_all(fd, out, sizeof out);
     unsigned char buf[512];
@@ -166,7 +170,7 @@ static int converse(const void *bytes, size_t n, int with_preamble, char *msg, s
     int fd = connect_agent();
     if (with_preamble) {
         unsigned char pre[AP_PREAMBLE_LEN];
-        ap_preamble(pre, AP_VERSION);
+        ap_preamble(pre, V1);
         send_all(fd, pre, sizeof pre);
     }
     send_all(fd, bytes, n);
@@ -183,7 +187,7 @@ Test(agent_proto, version_mismatch_is_a_clear_error)
     ap_preamble(pre, AP_VERSION + 41);
     char msg[256];
     cr_assert_eq(converse(pre, sizeof pre, 0, msg, sizeof msg), AP_ERROR);
-    cr_expect(strstr(msg, "protocol 1") && strstr(msg, "42"), "%s", msg);
+    cr_expect(strstr(msg, "protocol 2") && strstr(msg, "43"), "%s", msg);
     cr_assert_eq(converse("HTTP/1.1", 8, 0, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "bad magic"), "%s", msg);
     ping_ok();
@@ -366,7 +370,7 @@ Test(agent_proto, stat_list_mkdir_remove)
     ap_put_str(&o, "a/b/c");
     int fd = connect_agent();
     unsigned char pre[AP_PREAMBLE_LEN];
-    ap_preamble(pre, AP_VERSION);
+    ap_preamble(pre, V1);
     send_all(fd, pre, sizeof pre);
     send_all(fd, f, ap_out_end(&o));
     unsigned char buf[256];
@@ -410,7 +414,7 @@ static void exec_start(struct conv *cv, const char *script, uint64_t timeout_ms)
     cv->len = 0;
     unsigned char f[1024];
     struct ap_out o;
-    ap_preamble(f, AP_VERSION);
+    ap_preamble(f, V1);
     send_all(cv->fd, f, AP_PREAMBLE_LEN);
     ap_out_begin(&o, f, sizeof f, AP_EXEC);
     ap_put_u64(&o, timeout_ms);
@@ -520,5 +524,99 @@ Test(agent_proto, exec_stdin_signal_cancel_and_timeout)
     cr_expect(flags & AP_EXIT_TIMED_OUT);
     cr_expect_lt(ms, 1300.0, "the timeout of 300 ms took %.0f ms", ms);
     cr_expect(!alive("sleep 471[12]"), "a descendant survived the timeout");
+    ping_ok();
+}
+
+/* Protocol 2: a request acting as a user (here the host's nobody, as the
+ * agent reads this host's /etc/passwd). Account requests are not sent:
+ * this agent would edit the host's own /etc/passwd. */
+static int converse_v2(const char *user, const unsigned char *frame, size_t n, char *msg,
+                       size_t cap, unsigned char *out, size_t outcap, size_t *outlen)
+{
+    unsigned char head[AP_PREAMBLE_LEN + AP_HDR_LEN + 300];
+    int type;
+    uint32_t len;
+    cr_assert_eq(ap_parse_header(frame, &type, &len), 0);
+    size_t ul = strlen(user);
+    ap_preamble(head, 2);
+    ap_header(head + AP_PREAMBLE_LEN, type, (uint32_t)(len + 4 + ul));
+    unsigned char *u = head + AP_PREAMBLE_LEN + AP_HDR_LEN;
+    u[0] = (unsigned char)(ul >> 24), u[1] = (unsigned char)(ul >> 16);
+    u[2] = (unsigned char)(ul >> 8), u[3] = (unsigned char)ul;
+    memcpy(u + 4, user, ul);
+    int fd = connect_agent();
+    send_all(fd, head, AP_PREAMBLE_LEN + AP_HDR_LEN + 4 + ul);
+    send_all(fd, frame + AP_HDR_LEN, len);
+    if (type == AP_EXEC) {
+        unsigned char end[AP_HDR_LEN];
+        ap_header(end, AP_STDIN_END, 0);
+        send_all(fd, end, sizeof end);
+    }
+    size_t got = read_to_end(fd, out, outcap);
+    close(fd);
+    if (outlen)
+        *outlen = got;
+    return last_frame(out, got, msg, cap);
+}
+
+Test(agent_proto, protocol_2_requests_act_as_their_user)
+{
+    if (getuid() != 0)
+        cr_skip_test("needs root (to become another user)");
+    static unsigned char buf[1 << 16];
+    unsigned char f[1024];
+    char msg[256];
+    size_t n;
+    struct ap_out o;
+    /* exec: id -u of nobody */
+    ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    ap_put_u64(&o, 10000);
+    ap_put_str(&o, "");
+    ap_put_u32(&o, 3);
+    ap_put_str(&o, "/bin/sh");
+    ap_put_str(&o, "-c");
+    ap_put_str(&o, "printf '<%s %s>' \"$(id -u)\" \"$HOME\"");
+    ap_put_u32(&o, 0);
+    cr_assert_eq(converse_v2("nobody", f, ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, &n),
+                 AP_EXIT, "%s", msg);
+    cr_expect(memmem(buf, n, "<65534 /nonexistent>", 20), "exec did not run as nobody");
+    /* the same request without a user runs as the agent's (root) */
+    cr_assert_eq(converse_v2("", f, ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, &n),
+                 AP_EXIT, "%s", msg);
+    cr_expect(memmem(buf, n, "<0 /root>", 9), "exec without a user did not run as root");
+    /* read of a root-only file: EACCES */
+    char path[200];
+    snprintf(path, sizeof path, "%s/secret", ws);
+    FILE *sf = fopen(path, "w");
+    cr_assert_not_null(sf);
+    fputs("secret\n", sf);
+    fclose(sf);
+    cr_assert_eq(chmod(path, 0600), 0);
+    ap_out_begin(&o, f, sizeof f, AP_READ);
+    ap_put_str(&o, ws);
+    ap_put_str(&o, "secret");
+    cr_expect_eq(converse_v2("nobody", f, ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, NULL),
+                 AP_ERROR);
+    cr_expect(strstr(msg, "Permission denied"), "%s", msg);
+    cr_expect_eq(converse_v2("", f, ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, NULL),
+                 AP_END, "%s", msg);
+    /* an unknown user: refused, naming it */
+    cr_expect_eq(converse_v2("no-such-user-x", f, ap_out_end(&o), msg, sizeof msg, buf,
+                             sizeof buf, NULL),
+                 AP_ERROR);
+    cr_expect(strstr(msg, "no-such-user-x"), "%s", msg);
+    /* account requests need protocol 2 */
+    ap_out_begin(&o, f, sizeof f, AP_GROUP_ADD);
+    ap_put_str(&o, "g");
+    ap_put_u32(&o, 0);
+    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "needs protocol 2"), "%s", msg);
+    /* a user field that runs past its frame */
+    unsigned char bad[AP_PREAMBLE_LEN + AP_HDR_LEN + 4];
+    ap_preamble(bad, 2);
+    ap_header(bad + AP_PREAMBLE_LEN, AP_READ, 4);
+    memcpy(bad + AP_PREAMBLE_LEN + AP_HDR_LEN, "\0\0\1\0", 4);
+    cr_expect_eq(converse(bad, sizeof bad, 0, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "malformed user field"), "%s", msg);
     ping_ok();
 }

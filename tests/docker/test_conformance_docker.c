@@ -6,7 +6,9 @@
  *
  * It runs twice: with the in-container agent (the default: exec and files
  * through sbx-agent) and with `agent: false` (everything through the
- * Engine API). Without the agent one known failure is asserted as a
+ * Engine API). Without the agent the users cases fail, asserted as
+ * failures with the provider's refusal, since users need the agent
+ * (docs/providers/docker.md); and one known failure is asserted as a
  * failure, so that it stays visible: exec_killed_by_signal. The Engine
  * API's exec inspect reports a command killed by signal N as exit code
  * 128+N, the same as `exit 128+N`, so the provider cannot tell the two
@@ -53,12 +55,19 @@ static void run_suite(int agent)
     cr_assert_eq(r.nresults, sbx_conformance_case_count());
     uint64_t caps = docker_caps();
     /* The capabilities that work on docker, so that their cases run here. */
-    uint64_t working = SBX_CAP_OUTPUT_EXPORT | SBX_CAP_FILE_MOUNTS | SBX_CAP_SKILLS;
+    uint64_t working =
+        SBX_CAP_OUTPUT_EXPORT | SBX_CAP_FILE_MOUNTS | SBX_CAP_SKILLS | SBX_CAP_USERS;
     cr_assert_eq(caps & working, working);
-    unsigned skip = 0, known = 0;
+    unsigned skip = 0, known = 0, refused = 0;
     for (size_t i = 0; i < r.nresults; i++) {
         int want = (sbx_conformance_case_caps(i) & ~caps) ? SBX_CONFORMANCE_SKIP
                                                           : SBX_CONFORMANCE_PASS;
+        if (!agent && (sbx_conformance_case_caps(i) & SBX_CAP_USERS)) {
+            want = SBX_CONFORMANCE_FAIL; /* refused, clearly, without the agent */
+            refused++;
+            cr_expect(strstr(r.results[i].message, "runs without the sbx agent"), "%s: %s",
+                      r.results[i].name, r.results[i].message);
+        }
         if (!agent && !strcmp(r.results[i].name, "exec_killed_by_signal")) {
             want = SBX_CONFORMANCE_FAIL; /* the known limitation above */
             known++;
@@ -70,7 +79,8 @@ static void run_suite(int agent)
                      r.results[i].outcome, r.results[i].message);
     }
     cr_expect_eq(known, agent ? 0 : 1, "the known failure is no longer a case");
-    cr_expect_eq(r.summary.failed, known, "%s", r.output);
+    cr_expect_eq(refused, agent ? 0 : 4, "the users cases changed");
+    cr_expect_eq(r.summary.failed, known + refused, "%s", r.output);
     cr_expect_eq(r.summary.skipped, skip);
     /* destroy removed every session's resource directory */
     cr_expect_eq(sr_count_workspaces(&r), 0, "resource directories left behind");

@@ -283,7 +283,14 @@ Test(manifest_local, users_are_refused_at_admission)
     struct cli_result r;
     cli_run(&e, (const char *[]){"create", "u", "--manifest", mpath, NULL}, NULL, 60000, &r);
     cr_assert_eq(r.status, 125);
-    cr_assert(strstr(r.err, "cannot run commands as a chosen user"), "%s", r.err);
+    cr_assert(strstr(r.err, "provider \"local\" lacks capability users"), "%s", r.err);
+    cli_result_free(&r);
+    cr_assert_eq(cli_dir_entries(e.ws_root), 0, "something was provisioned");
+    /* sbx run: refused before a sandbox is made, too */
+    cli_run(&e, (const char *[]){"run", "--manifest", mpath, "--", "true", NULL}, NULL,
+            60000, &r);
+    cr_assert_eq(r.status, 125);
+    cr_assert(strstr(r.err, "provider \"local\" lacks capability users"), "%s", r.err);
     cli_result_free(&r);
     cr_assert_eq(cli_dir_entries(e.ws_root), 0, "something was provisioned");
 }
@@ -303,4 +310,141 @@ TestSuite(manifest_docker, .init = setup_docker, .fini = teardown, .timeout = 24
 Test(manifest_docker, run_materializes_every_entry)
 {
     materializes_every_entry();
+}
+
+/* users, groups, run_as on docker (through the agent): the manifest below
+ * has a read-only directory (root's, 0555) with a read-only file, a
+ * root-only file, a group-writable directory, and runs everything as
+ * agent (uid 1500, supplementary group dev). */
+static const char *users_manifest =
+    "version: 1\n"
+    "groups: [{name: dev, gid: 2000}]\n"
+    "users: [{name: agent, uid: 1500, groups: [dev]}]\n"
+    "run_as: agent\n"
+    "entries:\n"
+    "  - {path: ro, type: dir, mode: 0555}\n"
+    "  - {path: ro/data.txt, type: file, content: \"original\\n\", mode: 0444}\n"
+    "  - {path: secret.txt, type: file, content: \"root only\\n\", mode: 0600}\n"
+    "  - {path: shared, type: dir, mode: 0775, group: dev}\n";
+
+/* `sbx exec SESSION -- sh -c SCRIPT`: its result (the caller frees it). */
+static void exec_sh(const char *session, const char *script, struct cli_result *r)
+{
+    cli_run(&e, (const char *[]){"exec", session, "--", "sh", "-c", script, NULL}, NULL,
+            60000, r);
+}
+
+Test(manifest_docker, run_as_applies_to_every_command_and_file_operation)
+{
+    write_file("m.yaml", users_manifest, 0644);
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"create", "u", "--manifest", mpath, NULL}, NULL, 120000, &r);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+
+    /* every `sbx` below is a later process: it learns run_as from the store */
+    exec_sh("u", "id -u; id -g; id -G; echo \"$HOME\"; stat -c '%U %a' /home/agent", &r);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_assert_str_eq(r.out, "1500\n1500\n1500 2000\n/home/agent\nagent 750\n");
+    cli_result_free(&r);
+
+    /* the read-only entry: writing, replacing and removing all fail */
+    exec_sh("u", "echo changed > ro/data.txt", &r);
+    cr_assert_neq(r.status, 0, "a write into a read-only entry succeeded");
+    cli_result_free(&r);
+    exec_sh("u", "echo changed > t && mv -f t ro/data.txt", &r);
+    cr_assert_neq(r.status, 0, "a read-only entry was replaced");
+    cli_result_free(&r);
+    exec_sh("u", "rm -f ro/data.txt", &r);
+    cr_assert_neq(r.status, 0, "a read-only entry was removed");
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"read", "u", "ro/data.txt", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "original\n", "the read-only entry changed");
+    cli_result_free(&r);
+    exec_sh("u", "stat -c '%U %G %a' ro ro/data.txt shared secret.txt .", &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "root root 555\nroot root 444\nroot dev 775\nroot root 600\n"
+                            "agent root 755\n");
+    cli_result_free(&r);
+    /* the group gives its members what its mode says */
+    exec_sh("u", "echo mine > shared/f && cat shared/f", &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "mine\n");
+    cli_result_free(&r);
+
+    /* sbx write: the file is run_as's */
+    cli_run(&e, (const char *[]){"write", "u", "written.txt", NULL}, "by the cli\n", 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    exec_sh("u", "stat -c '%u %g' written.txt", &r);
+    cr_assert_str_eq(r.out, "1500 1500\n");
+    cli_result_free(&r);
+    /* ... and a write where run_as may not write is refused */
+    cli_run(&e, (const char *[]){"write", "u", "ro/new.txt", NULL}, "x\n", 60000, &r);
+    cr_assert_eq(r.status, 125, "a write into the read-only entry succeeded");
+    cr_assert(strstr(r.err, "ermission denied"), "%s", r.err);
+    cli_result_free(&r);
+    /* sbx read of a root-only file: refused */
+    cli_run(&e, (const char *[]){"read", "u", "secret.txt", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "run_as read a root-only file");
+    cr_assert(strstr(r.err, "ermission denied"), "%s", r.err);
+    cr_assert_eq(r.out[0], '\0', "some of the root-only file came out: %s", r.out);
+    cli_result_free(&r);
+
+    /* sbx state says who the session runs as */
+    cli_run(&e, (const char *[]){"state", "u", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"run_as\":\"agent\""), "%s", r.out);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"destroy", "u", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+}
+
+Test(manifest_docker, sbx_run_runs_its_command_as_run_as)
+{
+    write_file("m.yaml", users_manifest, 0644);
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"run", "--manifest", mpath, "--", "sh", "-c",
+                                 "id -un; echo x > ro/data.txt || cat ro/data.txt", NULL},
+            NULL, 120000, &r);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    cr_assert_str_eq(r.out, "agent\noriginal\n");
+    cli_result_free(&r);
+}
+
+/* Without the agent the docker provider cannot act as a user: the
+ * manifest's first group stops the create with that reason, and the
+ * half-made sandbox is never published. */
+Test(manifest_docker, without_the_agent_users_are_refused_clearly)
+{
+    const char *host = getenv("SBX_TEST_DOCKER_HOST");
+    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
+    char yaml[4096];
+    snprintf(yaml, sizeof yaml,
+             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
+             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n    agent: false\n",
+             host, img && *img ? img : "sbx-test:busybox");
+    cli_env_write_config(&e, yaml);
+    write_file("m.yaml", users_manifest, 0644);
+    char mpath[PATH_MAX + 32];
+    snprintf(mpath, sizeof mpath, "%s/m.yaml", e.dir);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"create", "na", "--manifest", mpath, NULL}, NULL, 120000, &r);
+    cr_assert_eq(r.status, 125, "exit %d: %s", r.status, r.err);
+    cr_assert(strstr(r.err, "group dev") && strstr(r.err, "runs without the sbx agent"), "%s",
+              r.err);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"state", "na", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "a sandbox whose manifest failed was published: %s", r.out);
+    cli_result_free(&r);
+    /* the reconciler removes what the failed create left */
+    cli_run(&e, (const char *[]){"reconcile", NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
 }

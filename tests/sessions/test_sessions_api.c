@@ -4,6 +4,7 @@
  * argument checks, spec hashes and package parsing, threads of one manager,
  * and (through the internal header) intents planted in the store.
  */
+#include <sbx/manifest.h>
 #include <sbx/session.h>
 
 #include "scratch_db.h"
@@ -176,6 +177,62 @@ Test(sessions_api, acquire_reports_what_it_did)
     cr_assert_eq(sbx_sessions_reconcile(a.m, 0, NULL, &rep, &err), SBX_OK);
     cr_assert_eq(rep.intents_seen, 0);
     cr_assert_eq(rep.failures, 0);
+    api_close(&a);
+}
+
+/* local has no SBX_CAP_USERS: a manifest with users is refused at
+ * admission with nothing provisioned, and a handle cannot act as a user. */
+Test(sessions_api, users_need_the_capability)
+{
+    struct api_env a;
+    api_open(&a);
+    sbx_error err;
+    sbx_manifest *mf;
+    static const char text[] = "version: 1\ngroups: [{name: dev}]\n"
+                               "users: [{name: agent, groups: [dev]}]\nrun_as: agent\n";
+    cr_assert_eq(sbx_manifest_parse(a.ctx, text, sizeof text - 1, "m.yaml", NULL, &mf, &err),
+                 SBX_OK, "%s", err.message);
+    cr_assert_str_eq(sbx_manifest_run_as(mf), "agent");
+    struct sbx_session_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.size = sizeof spec;
+    spec.manifest = mf;
+    sbx_handle *h = NULL;
+    cr_assert_eq(sbx_session_acquire(a.m, "u", &spec, NULL, &h, NULL, &err),
+                 SBX_E_UNSUPPORTED);
+    cr_assert(strstr(err.message, "provider \"local\" lacks capability users"), "%s",
+              err.message);
+    cr_assert_null(h);
+    struct sbx_session_state st;
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    cr_assert_eq(sbx_session_state(a.m, "u", &st, &err), SBX_E_NOT_FOUND);
+    char ws[PATH_MAX + 8];
+    snprintf(ws, sizeof ws, "%s/ws", a.dir);
+    struct stat sb;
+    cr_assert(stat(ws, &sb) != 0 || sb.st_nlink == 2, "something was provisioned");
+
+    /* a handle of a session without users: set_user and the ops refused */
+    spec.manifest = NULL;
+    cr_assert_eq(sbx_session_acquire(a.m, "plain", &spec, NULL, &h, NULL, &err), SBX_OK,
+                 "%s", err.message);
+    cr_assert_eq(sbx_handle_set_user(h, "agent", &err), SBX_E_UNSUPPORTED);
+    cr_assert(strstr(err.message, "lacks capability users"), "%s", err.message);
+    cr_assert_null(sbx_handle_user(h));
+    cr_assert_eq(sbx_handle_set_user(h, NULL, &err), SBX_OK, "back to the default");
+    struct sbx_group_spec g = {sizeof g, 0, "dev"};
+    cr_assert_eq(sbx_group_add(h, &g, NULL, &err), SBX_E_UNSUPPORTED);
+    struct sbx_user_spec u = {sizeof u, 0, "agent", NULL, NULL};
+    cr_assert_eq(sbx_user_add(h, &u, NULL, &err), SBX_E_UNSUPPORTED);
+    /* and the manifest itself refuses to apply there, before writing */
+    cr_assert_eq(sbx_manifest_apply(h, mf, NULL, &err), SBX_E_UNSUPPORTED);
+    cr_assert(strstr(err.message, "capability \"users\""), "%s", err.message);
+    memset(&st, 0, sizeof st);
+    st.size = sizeof st;
+    cr_assert_eq(sbx_session_state(a.m, "plain", &st, &err), SBX_OK, "%s", err.message);
+    cr_assert_str_eq(st.run_as, "");
+    sbx_release(h);
+    sbx_manifest_free(mf);
     api_close(&a);
 }
 

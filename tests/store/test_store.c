@@ -162,6 +162,37 @@ Test(store, a_newer_schema_is_refused)
 /* Bindings and intents                                                       */
 /* ------------------------------------------------------------------------ */
 
+/* The manifest digest and run_as of a session (session_manifests): set,
+ * read back, replaced, a NULL run_as read as "", dropped. */
+Test(store, manifest_digest_and_run_as_round_trip)
+{
+    fresh_store();
+    sbx_error err = {0};
+    char digest[65], run_as[SBX_USER_NAME_MAX + 1];
+    bool found = true;
+    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK,
+                 "%s", err.message);
+    cr_assert_not(found);
+    cr_assert_str_eq(run_as, "");
+    cr_assert_eq(sbx_store_set_manifest(store, "m1", "d1", "agent", &err), SBX_OK, "%s",
+                 err.message);
+    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
+    cr_assert(found);
+    cr_assert_str_eq(digest, "d1");
+    cr_assert_str_eq(run_as, "agent");
+    /* replaced whole: a manifest without run_as leaves none behind */
+    cr_assert_eq(sbx_store_set_manifest(store, "m1", "d2", NULL, &err), SBX_OK, "%s",
+                 err.message);
+    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
+    cr_assert_str_eq(digest, "d2");
+    cr_assert_str_eq(run_as, "");
+    /* run_as may be left out of the read */
+    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, NULL, &found, &err), SBX_OK);
+    cr_assert_eq(sbx_store_drop_manifest(store, "m1", &err), SBX_OK);
+    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
+    cr_assert_not(found);
+}
+
 Test(store, binding_lifecycle)
 {
     fresh_store();

@@ -51,16 +51,26 @@ SBX_API int sbx_manifest_parse(sbx_ctx *ctx, const char *text, size_t len,
 SBX_API const char *sbx_manifest_digest(const sbx_manifest *m);
 
 /* Whether the manifest declares users, groups or run_as (which need a
- * provider that runs commands as a chosen user). */
+ * provider with SBX_CAP_USERS). */
 SBX_API bool sbx_manifest_has_users(const sbx_manifest *m);
 
+/* The user every command and file operation of the session runs as, or
+ * NULL when the manifest has no run_as. Owned by the manifest. */
+SBX_API const char *sbx_manifest_run_as(const sbx_manifest *m);
+
 /*
- * Materialize the manifest in the sandbox of h: directories, then files
- * (inline, local, cloned), with their modes and groups, in manifest order.
- * Each file is written atomically by the provider; a failure stops at the
- * entry, naming it (what was written before stays: a fresh sandbox that
- * failed its manifest is not used). SBX_E_UNSUPPORTED when the manifest
- * has users (see sbx_manifest_has_users).
+ * Materialize the manifest in the sandbox of h: its groups, then its users
+ * (sbx_group_add, sbx_user_add), then directories and files (inline,
+ * local, cloned) in path order with their modes and groups (`chgrp`), then
+ * the workspace root directory is given to run_as (when it is not root).
+ * All of it runs as the sandbox's default user; the entries stay owned by
+ * it. The handle itself is not switched to run_as: the caller does that
+ * (sbx_handle_set_user; the session manager does it for every handle of
+ * the session). Each file is written atomically by the provider; a failure
+ * stops at the entry, naming it (what was written before stays: a fresh
+ * sandbox that failed its manifest is not used). SBX_E_UNSUPPORTED,
+ * before anything is written, when the manifest has users, groups or
+ * run_as and the provider lacks SBX_CAP_USERS.
  */
 SBX_API int sbx_manifest_apply(sbx_handle *h, const sbx_manifest *m,
                                sbx_cancel *cancel, sbx_error *err);

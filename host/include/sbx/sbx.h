@@ -366,6 +366,50 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
 SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *cancel,
                                  sbx_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Users (SBX_CAP_USERS)                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Longest user or group name (1 to 32 of [a-z0-9_-], starting with a
+ * letter or '_'). */
+#define SBX_USER_NAME_MAX 32
+
+/*
+ * Make h act as `user` - a user made with sbx_user_add, or "root" - for
+ * all its later sbx_exec, sbx_read and sbx_write: commands run with that
+ * user's uid, primary gid, supplementary groups and HOME; reads and writes
+ * are checked against its permissions (SBX_E_DENIED) and written files
+ * are owned by it. NULL or "" goes back to the sandbox's default user. Set
+ * it before the handle is shared between threads. What libsbx does itself
+ * (a manifest's entries, snapshots) still runs as the default user.
+ * Errors: SBX_E_UNSUPPORTED when the provider lacks SBX_CAP_USERS (naming
+ * both), SBX_E_INVALID for a malformed name. Whether the user exists is
+ * seen by the first op (the provider's error).
+ */
+SBX_API int sbx_handle_set_user(sbx_handle *h, const char *user, sbx_error *err);
+
+/* The user h acts as, or NULL for the sandbox's default (borrowed). */
+SBX_API const char *sbx_handle_user(const sbx_handle *h);
+
+/*
+ * SBX_CAP_USERS: make a group in the sandbox (gid 0: the provider picks),
+ * or accept one of that name with the same gid (any gid when 0); another
+ * gid is SBX_E_EXISTS. Runs as the sandbox's default user, whatever h
+ * acts as.
+ */
+SBX_API int sbx_group_add(sbx_handle *h, const struct sbx_group_spec *group,
+                          sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * SBX_CAP_USERS: make a user (see struct sbx_user_spec in sbx/provider.h:
+ * home /home/<name>, primary group `group` or one of the user's name,
+ * supplementary groups made before with sbx_group_add), or accept one of
+ * that name with the same uid (any uid when 0); another uid is
+ * SBX_E_EXISTS, an unknown group SBX_E_NOT_FOUND.
+ */
+SBX_API int sbx_user_add(sbx_handle *h, const struct sbx_user_spec *user,
+                         sbx_cancel *cancel, sbx_error *err);
+
 /* Release the handle; the sandbox stays. NULL is ignored. */
 SBX_API void sbx_release(sbx_handle *h);
 

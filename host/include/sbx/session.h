@@ -87,8 +87,12 @@ struct sbx_session_spec {
     size_t nsetup_allow;
     /* A workspace manifest (sbx/manifest.h), applied right after create,
      * before packages; its digest is part of the spec hash. One with users,
-     * groups or run_as is refused at admission (no provider runs commands
-     * as a chosen user yet). Borrowed for the call. */
+     * groups or run_as needs SBX_CAP_USERS (refused at admission, naming
+     * the provider and the capability, by a provider without it); its
+     * run_as is recorded with the digest, and every handle acquire, attach
+     * and resume hand out for the session acts as that user
+     * (sbx_handle_set_user), in this process or a later one. Borrowed for
+     * the call. */
     const struct sbx_manifest *manifest;
     /* Memory stores shown at /mnt/memory/<slug> (needs SBX_CAP_MEMORY;
      * every store must exist). Before each command the mount holds the
@@ -237,6 +241,9 @@ struct sbx_session_state {
     char manifest_digest[65];   /* "" when provisioned without a manifest */
     int64_t created_at;         /* ms since the epoch */
     bool deleting;
+    /* The manifest's run_as: every handle of the session acts as this
+     * user (sbx_handle_set_user); "" for the sandbox's default user. */
+    char run_as[SBX_USER_NAME_MAX + 1];
 };
 
 /* The state of a session with a sandbox. SBX_E_NOT_FOUND when it has none. */
