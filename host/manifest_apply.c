@@ -337,8 +337,8 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
         if (rc == SBX_OK && (e->mode >= 0 || e->group))
             rc = flush_dirs(a, e);
         if (rc == SBX_OK && e->mode >= 0) {
-            char mode[8];
-            snprintf(mode, sizeof mode, "%o", (unsigned)e->mode);
+            char mode[16];
+            snprintf(mode, sizeof mode, "%o", (unsigned)e->mode & 07777u);
             const char *argv[] = {"chmod", mode, "--", e->path, NULL};
             if (rc == SBX_OK)
                 rc = run(a, e, argv);

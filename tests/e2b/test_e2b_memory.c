@@ -236,8 +236,10 @@ static void sandbox_dir(char *buf, size_t cap)
     struct dirent *de;
     buf[0] = '\0';
     while ((de = readdir(dd)))
-        if (!strncmp(de->d_name, "sbx-fake-", 9))
-            snprintf(buf, cap, "%s/%s", fake.dir, de->d_name);
+        if (!strncmp(de->d_name, "sbx-fake-", 9)) {
+            int n = snprintf(buf, cap, "%s/%s", fake.dir, de->d_name);
+            cr_assert(n > 0 && (size_t)n < cap, "sandbox directory path too long");
+        }
     closedir(dd);
     cr_assert(buf[0], "no sandbox directory in %s", fake.dir);
 }
