@@ -476,6 +476,8 @@ int sbx_rmem_open(struct sbx_rmem *m, sbx_call *call)
 void sbx_rmem_forget(const struct sbx_host *host, const char *provider, const char *state_dir,
                      const char *id)
 {
+    if (!id || !id_safe(id))
+        return; /* never had a state directory */
     int fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return;

@@ -106,4 +106,25 @@ int sbx_rmem_accept(struct sbx_rmem *m, sbx_call *call, const char *slug);
 int sbx_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *provider,
                        const char *configured, char **out);
 
+/*
+ * SBX_RMEM_DEFINE_OPS(prefix, member) - define the provider's three ABI
+ * memory ops, prefix##_memory_load, _diff and _accept, on the struct
+ * sbx_rmem at sb->member of its sandbox handle.
+ */
+#define SBX_RMEM_DEFINE_OPS(prefix, member)                                              \
+    int prefix##_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,          \
+                             const struct sbx_source *tar)                               \
+    {                                                                                    \
+        return sbx_rmem_load(&sb->member, call, slug, tar);                              \
+    }                                                                                    \
+    int prefix##_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug,          \
+                             uint32_t flags, const struct sbx_memory_changes *out)       \
+    {                                                                                    \
+        return sbx_rmem_diff(&sb->member, call, slug, flags, out);                       \
+    }                                                                                    \
+    int prefix##_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug)        \
+    {                                                                                    \
+        return sbx_rmem_accept(&sb->member, call, slug);                                 \
+    }
+
 #endif /* SBX_REMOTE_MEMORY_H */

@@ -58,19 +58,4 @@ void e2b_memory_free(sbx_sandbox *sb)
     sbx_rmem_free(&sb->mem);
 }
 
-int e2b_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
-                    const struct sbx_source *tar)
-{
-    return sbx_rmem_load(&sb->mem, call, slug, tar);
-}
-
-int e2b_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
-                    const struct sbx_memory_changes *out)
-{
-    return sbx_rmem_diff(&sb->mem, call, slug, flags, out);
-}
-
-int e2b_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug)
-{
-    return sbx_rmem_accept(&sb->mem, call, slug);
-}
+SBX_RMEM_DEFINE_OPS(e2b, mem)
