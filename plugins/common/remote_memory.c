@@ -436,8 +436,8 @@ int sbx_rmem_create(struct sbx_rmem *m, sbx_call *call, const struct sbx_create_
     /* root-owned trees: read-only ones are not writable by the sandbox
      * user, read-write ones by every user (they share the attachment) */
     char script[8192];
-    size_t off = (size_t)snprintf(script, sizeof script,
-                                  "set -e; mkdir -p " SBX_RMEM_ROOT "; chmod 755 " SBX_RMEM_ROOT);
+    size_t off = (size_t)snprintf(script, sizeof script, "set -e; mkdir -p " SBX_RMEM_ROOT "%s",
+                                  m->ops->shared_root ? "" : "; chmod 755 " SBX_RMEM_ROOT);
     for (size_t i = 0; i < m->n && off < sizeof script; i++)
         off += (size_t)snprintf(script + off, sizeof script - off,
                                 "; mkdir -p " SBX_RMEM_ROOT "/%s; chmod %s " SBX_RMEM_ROOT "/%s",

@@ -47,6 +47,10 @@ struct sbx_rmem_ops {
      * whose command output is text rather than bytes. */
     int (*download)(void *ctx, sbx_call *call, const char *abs, const struct sbx_sink *sink,
                     const char *what);
+    /* Set when run's commands are not root: the provider made
+     * SBX_RMEM_ROOT (mode 777) before sbx_rmem_create, which then leaves
+     * its mode alone. */
+    int shared_root;
     /* Optional: keep the sandbox from expiring during a long memory op. */
     void (*keep_alive)(void *ctx, sbx_call *call);
 };

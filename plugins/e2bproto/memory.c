@@ -27,7 +27,11 @@ static void mem_keep_alive(void *ctx, sbx_call *call)
 }
 
 static const struct sbx_rmem_ops mem_ops = {
-    .run = mem_run, .upload = mem_upload, .download = NULL, .keep_alive = mem_keep_alive};
+    .run = mem_run,
+    .upload = mem_upload,
+    .download = NULL,
+    .shared_root = 0,
+    .keep_alive = mem_keep_alive};
 
 static void mem_init(sbx_sandbox *sb)
 {

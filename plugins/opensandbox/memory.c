@@ -39,6 +39,7 @@ static void mem_keep_alive(void *ctx, sbx_call *call)
 static const struct sbx_rmem_ops mem_ops = {.run = mem_run,
                                             .upload = mem_upload,
                                             .download = mem_download,
+                                            .shared_root = 0,
                                             .keep_alive = mem_keep_alive};
 
 int osb_memory_create(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args)
