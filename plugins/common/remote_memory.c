@@ -112,10 +112,8 @@ int sbx_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *
     return SBX_OK;
 }
 
-/* Run argv as root; a nonzero exit is SBX_E_IO (SBX_E_INVALID for exit 3:
- * the script refused) with its stderr in the message. */
-static int root_script(struct sbx_rmem *m, sbx_call *call, const char *what,
-                       const char *const *argv)
+int sbx_rmem_script(struct sbx_rmem *m, sbx_call *call, const char *what,
+                    const char *const *argv)
 {
     char msg[512];
     int code = -1;
@@ -444,7 +442,7 @@ int sbx_rmem_create(struct sbx_rmem *m, sbx_call *call, const struct sbx_create_
                                 m->v[i].slug, m->v[i].read_write ? "777" : "755",
                                 m->v[i].slug);
     const char *argv[] = {"sh", "-c", script, NULL};
-    return root_script(m, call, "creating the memory trees", argv);
+    return sbx_rmem_script(m, call, "creating the memory trees", argv);
 }
 
 int sbx_rmem_open(struct sbx_rmem *m, sbx_call *call)
@@ -720,7 +718,7 @@ int sbx_rmem_load(struct sbx_rmem *m, sbx_call *call, const char *slug,
     if (rc == SBX_OK) {
         const char *argv[] = {"sh", "-c", LOAD_SCRIPT, "sh", slug,
                               mem->read_write ? "rw" : "ro", NULL};
-        rc = root_script(m, call, "loading a memory store", argv);
+        rc = sbx_rmem_script(m, call, "loading a memory store", argv);
     }
     list_sort(&files);
     if (rc == SBX_OK)

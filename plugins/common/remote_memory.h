@@ -103,6 +103,13 @@ int sbx_rmem_diff(struct sbx_rmem *m, sbx_call *call, const char *slug, uint32_t
                   const struct sbx_memory_changes *out);
 int sbx_rmem_accept(struct sbx_rmem *m, sbx_call *call, const char *slug);
 
+/* Run argv through m's ops as root in "/" (120 s at most); a nonzero
+ * exit is SBX_E_IO (SBX_E_INVALID for exit 3: the script refused) with
+ * its stderr and exit code in the message. m needs only host, provider,
+ * id, ops and ctx (no attachments). */
+int sbx_rmem_script(struct sbx_rmem *m, sbx_call *call, const char *what,
+                    const char *const *argv);
+
 /* The state_dir a provider uses: configured (must be absolute, at most
  * 3000 bytes: SBX_E_CONFIG naming providers.<provider>.state_dir), or
  * $XDG_STATE_HOME/sbx/<provider>, ~/.local/state/sbx/<provider>,

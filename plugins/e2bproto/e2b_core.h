@@ -338,7 +338,7 @@ int e2b_blob_args(struct e2b_state *st, sbx_call *call, const char *what,
 int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
                     const struct sbx_blob *b, const char *abs, const struct sbx_sink *tap);
 
-/* Run argv as root in "/"; a nonzero exit is SBX_E_IO (SBX_E_INVALID for
+/* Run argv as root in "/" (memory.c, through sbx_rmem_script); a nonzero exit is SBX_E_IO (SBX_E_INVALID for
  * exit 3: the script refused) with its stderr in the message. */
 int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
                     const char *const *argv);

@@ -33,6 +33,15 @@ static const struct sbx_rmem_ops mem_ops = {
     .shared_root = 0,
     .keep_alive = mem_keep_alive};
 
+int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
+                    const char *const *argv)
+{
+    struct sbx_rmem m;
+    sbx_rmem_init(&m, sb->st->host, sb->st->cfg.provider, sb->st->cfg.state_dir, sb->id,
+                  &mem_ops, sb);
+    return sbx_rmem_script(&m, call, what, argv);
+}
+
 static void mem_init(sbx_sandbox *sb)
 {
     sbx_rmem_free(&sb->mem);
