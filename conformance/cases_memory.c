@@ -413,7 +413,7 @@ static void crash_child(const struct cf_test *t, const char *db, const char *slu
         _exit(3);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cd /mnt/memory/%s && echo crashed > a.md && echo '!' && "
-                              "sleep 60", slug);
+                              "sleep 5", slug);
     struct sbx_sink out = sbx_fd_sink(&out_fd);
     sh_to(h, cmd, &out, 90000, &err);
     _exit(4);

@@ -19,6 +19,7 @@
  *   files.c      read_file/write_file (temp name, mode, rename)
  *   outputs.c    /mnt/session/outputs and export_outputs (OUTPUT_EXPORT)
  *   skills.c     skill_install (SKILLS)
+ *   memory.c     MEMORY through the shared remote_memory.c (state_dir)
  */
 #ifndef SBX_DAYTONA_H
 #define SBX_DAYTONA_H
@@ -28,6 +29,7 @@
 #include "e2bproto.h"
 #include "http_client.h"
 #include "http_json.h"
+#include "remote_memory.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -57,6 +59,7 @@ struct dt_conf {
     char *image;       /* or NULL (then snapshot, or the service's default) */
     char *user;        /* sandbox OS user, or NULL: the snapshot's */
     char *workspace;   /* absolute path of the workspace */
+    char *state_dir;   /* host directory of per-sandbox state (memory) */
     int64_t auto_stop_min;
     int network;       /* 0: networkBlockAll */
     int64_t request_timeout_ms;
@@ -84,6 +87,7 @@ struct sbx_sandbox {
     sbx_http *tb;       /* toolbox pool: st->toolbox or owned */
     int owns_tb;
     char prefix[200];   /* "/<escaped id>", prepended to toolbox paths */
+    struct sbx_rmem mem; /* memory attachments, from create or state_dir */
 };
 
 /* Cancellation bridge from a host call to the HTTP helper. */
@@ -280,5 +284,15 @@ int dt_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
 int dt_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
 int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
                      const struct sbx_blob *bundle);
+
+/* ---- memory.c ---------------------------------------------------------- */
+
+/* At create (args set) or attach (args NULL): the memory attachments. */
+int dt_memory_setup(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args);
+int dt_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                   const struct sbx_source *tar);
+int dt_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
+                   const struct sbx_memory_changes *out);
+int dt_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug);
 
 #endif /* SBX_DAYTONA_H */

@@ -152,6 +152,8 @@ int dt_create(void *state, sbx_call *call, const struct sbx_create_args *args, c
         return rc;
     }
     rc = dt_outputs_prepare(sb, call);
+    if (rc == SBX_OK)
+        rc = dt_memory_setup(sb, call, args);
     if (rc != SBX_OK) {
         dt_release(sb);
         return rc;
@@ -195,7 +197,12 @@ int dt_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
     int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id);
     if (rc != SBX_OK)
         return rc;
-    return open_handle(st, call, id, args->key_hash, out);
+    rc = open_handle(st, call, id, args->key_hash, out);
+    if (rc == SBX_OK && (rc = dt_memory_setup(*out, call, NULL)) != SBX_OK) {
+        dt_release(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 int dt_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
@@ -203,8 +210,10 @@ int dt_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
     struct dt_state *st = state;
     char id[128];
     int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id);
-    if (rc == SBX_E_NOT_FOUND)
+    if (rc == SBX_E_NOT_FOUND) {
+        sbx_rmem_forget(st->host, DT, st->cfg.state_dir, id);
         return SBX_OK;
+    }
     if (rc != SBX_OK)
         return rc;
     sbx_http_error err;
@@ -219,15 +228,20 @@ int dt_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
         int going = g == SBX_E_NOT_FOUND || (s && (!strcmp(s, "destroying") ||
                                                    !strcmp(s, "destroyed")));
         json_object_put(doc);
-        if (going)
+        if (going) { /* it goes: its memory state goes with it */
+            sbx_rmem_forget(st->host, DT, st->cfg.state_dir, id);
             return dt_api_wait_gone(st, call, id);
+        }
         return dt_report(st, call, &keep, "deleting sandbox %s", id);
     }
     if (rc != SBX_OK)
         return dt_report(st, call, &err, "deleting sandbox %s", id);
     /* Deletion is asynchronous: wait, so that the name is free again and
      * nothing of the session runs on after destroy returned. */
-    return dt_api_wait_gone(st, call, id);
+    rc = dt_api_wait_gone(st, call, id);
+    if (rc == SBX_OK)
+        sbx_rmem_forget(st->host, DT, st->cfg.state_dir, id);
+    return rc;
 }
 
 const char *dt_root(sbx_sandbox *sb)
@@ -241,5 +255,6 @@ void dt_release(sbx_sandbox *sb)
         return;
     if (sb->owns_tb)
         sbx_http_free(sb->tb);
+    sbx_rmem_free(&sb->mem);
     free(sb);
 }

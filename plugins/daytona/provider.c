@@ -30,6 +30,7 @@ static const struct sbx_config_key dt_keys[] = {
     SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
     SBX_CONFIG_KEY("start_timeout_ms", SBX_CFG_INT, "how long a sandbox may take to reach started (default 180000)"),
     SBX_CONFIG_KEY("retries", SBX_CFG_INT, "retries of idempotent calls on transient failures (default 4)"),
+    SBX_CONFIG_KEY("state_dir", SBX_CFG_STRING, "absolute host directory of memory attachments and baselines (default $XDG_STATE_HOME/sbx/daytona)"),
     SBX_CONFIG_KEYS_END};
 
 int64_t dt_now_ms(void)
@@ -137,6 +138,7 @@ static void conf_free(struct dt_conf *c)
     free(c->image);
     free(c->user);
     free(c->workspace);
+    free(c->state_dir);
     memset(c, 0, sizeof *c);
 }
 
@@ -168,7 +170,8 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct dt_conf
         return host->set_error(host, call, SBX_E_CONFIG,
                                "providers." DT ".image: an image reference has no spaces");
     const char *ws = cfg(host, "workspace");
-    if ((rc = dup_opt(host, call, ws ? ws : "/home/daytona/workspace", &c->workspace)))
+    if ((rc = sbx_rmem_state_dir(host, call, DT, cfg(host, "state_dir"), &c->state_dir)) ||
+        (rc = dup_opt(host, call, ws ? ws : "/home/daytona/workspace", &c->workspace)))
         return rc;
     size_t wl = strlen(c->workspace);
     while (wl > 1 && c->workspace[wl - 1] == '/')
@@ -255,8 +258,12 @@ static const struct sbx_provider_ops dt_ops = {
     .destroy = dt_destroy,
     .export_outputs = dt_export_outputs,
     .skill_install = dt_skill_install,
+    .memory_load = dt_memory_load,
+    .memory_diff = dt_memory_diff,
+    .memory_accept = dt_memory_accept,
 };
 
 SBX_PROVIDER_DEFINE("daytona", "0.1.0", "Daytona sandboxes over the Daytona API and toolbox",
-                    SBX_ISOLATION_CONTAINER, SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS, &dt_ops,
+                    SBX_ISOLATION_CONTAINER,
+                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_MEMORY, &dt_ops,
                     dt_keys)

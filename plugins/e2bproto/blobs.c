@@ -157,23 +157,3 @@ int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
                          st->cfg.provider, what, hex, b->sha256);
     return check_landed(sb, call, what, abs, b);
 }
-
-int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
-                    const char *const *argv)
-{
-    struct e2b_state *st = sb->st;
-    char msg[512];
-    int code = -1;
-    int rc = e2b_exec_helper_as(sb, call, "root", "/", argv, NULL, 120000, &code, msg,
-                                sizeof msg);
-    if (rc != SBX_OK)
-        return rc;
-    size_t n = strlen(msg);
-    while (n && msg[n - 1] == '\n')
-        msg[--n] = '\0';
-    if (code != 0)
-        return e2b_error(st, call, code == 3 ? SBX_E_INVALID : SBX_E_IO,
-                         "%s: %s in sandbox %s: %s%s(exit %d)", st->cfg.provider, what,
-                         sb->id, msg, n ? " " : "", code);
-    return SBX_OK;
-}

@@ -171,22 +171,8 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
                                "providers.%s.workspace: want an absolute path below /", p);
     /* Per-sandbox state (memory attachments and baselines) lives on this
      * machine, out of the sandbox's reach. */
-    const char *sd = e2b_conf_get(host, "state_dir");
-    char def[4096];
-    if (!sd) {
-        const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-        if (xdg && xdg[0] == '/')
-            snprintf(def, sizeof def, "%s/sbx/%s", xdg, p);
-        else if (home && home[0] == '/')
-            snprintf(def, sizeof def, "%s/.local/state/sbx/%s", home, p);
-        else
-            snprintf(def, sizeof def, "/var/lib/sbx/%s", p);
-        sd = def;
-    } else if (sd[0] != '/' || strlen(sd) > 3000) {
-        return host->set_error(host, call, SBX_E_CONFIG,
-                               "providers.%s.state_dir: want an absolute path", p);
-    }
-    if ((rc = dup_key(host, call, sd, NULL, &cfg->state_dir)))
+    if ((rc = sbx_rmem_state_dir(host, call, p, e2b_conf_get(host, "state_dir"),
+                                 &cfg->state_dir)))
         return rc;
     if (!*cfg->user || strchr(cfg->user, ':'))
         return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.user: bad user name", p);

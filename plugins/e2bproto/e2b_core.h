@@ -21,8 +21,8 @@
  *                the sandbox; root helper scripts
  *   skills.c     skill_install (SKILLS)
  *   mounts.c     mount_put, mount_remove (FILE_MOUNTS, as read-only copies)
- *   memory.c     memory_load, memory_diff, memory_accept (MEMORY): trees in
- *                the sandbox, attachments and baselines in state_dir
+ *   memory.c     memory_load, memory_diff, memory_accept (MEMORY): the
+ *                shared remote_memory.c driven through envd
  */
 #ifndef SBX_E2B_CORE_H
 #define SBX_E2B_CORE_H
@@ -33,6 +33,7 @@
 #include "e2bproto.h"
 #include "http_client.h"
 #include "http_json.h"
+#include "remote_memory.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -92,13 +93,6 @@ struct e2b_state {
     char key_header[512];   /* "X-API-Key: ..." or "" */
 };
 
-/* A memory store attached at create (memory.c). */
-struct e2b_memory {
-    char slug[64];
-    int read_write;
-    struct e2b_mem_list *last; /* the last diff's tree, for accept; or NULL */
-};
-
 /* A sandbox handle. Immutable after attach except the lifetime stamp and
  * the memory attachments' last diffs (the host never runs two memory ops
  * of one sandbox at once). */
@@ -114,8 +108,7 @@ struct sbx_sandbox {
     char auth[256];          /* "Authorization: Basic ..." */
     pthread_mutex_t lock;    /* guards extended_ms */
     int64_t extended_ms;     /* when the TTL was last set */
-    struct e2b_memory *memory; /* attachments, from create or state_dir */
-    size_t nmemory;
+    struct sbx_rmem mem;     /* memory attachments, from create or state_dir */
 };
 
 
@@ -345,7 +338,7 @@ int e2b_blob_args(struct e2b_state *st, sbx_call *call, const char *what,
 int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
                     const struct sbx_blob *b, const char *abs, const struct sbx_sink *tap);
 
-/* Run argv as root in "/"; a nonzero exit is SBX_E_IO (SBX_E_INVALID for
+/* Run argv as root in "/" (memory.c, through sbx_rmem_script); a nonzero exit is SBX_E_IO (SBX_E_INVALID for
  * exit 3: the script refused) with its stderr in the message. */
 int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
                     const char *const *argv);

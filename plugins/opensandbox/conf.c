@@ -59,6 +59,7 @@ static void conf_free(struct osb_conf *c)
     free(c->cpu);
     free(c->memory);
     free(c->workspace);
+    free(c->state_dir);
     memset(c, 0, sizeof *c);
 }
 
@@ -115,7 +116,9 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
         (rc = dup_to(host, call, get(host, "image"), "ubuntu:22.04", &c->image)) ||
         (rc = dup_to(host, call, get(host, "cpu"), "500m", &c->cpu)) ||
         (rc = dup_to(host, call, get(host, "memory"), "512Mi", &c->memory)) ||
-        (rc = dup_to(host, call, get(host, "workspace"), "/workspace", &c->workspace)))
+        (rc = dup_to(host, call, get(host, "workspace"), "/workspace", &c->workspace)) ||
+        (rc = sbx_rmem_state_dir(host, call, OSB_PROVIDER, get(host, "state_dir"),
+                                 &c->state_dir)))
         return rc;
     if (!*c->image)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.opensandbox.image is empty");

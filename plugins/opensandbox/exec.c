@@ -484,11 +484,17 @@ static int keep_write(void *ctx, const void *data, size_t len)
 int osb_sh(sbx_sandbox *sb, sbx_call *call, const char *text, const struct sbx_sink *out,
            int64_t timeout_ms, int *code, char *msg, size_t cap)
 {
+    const char *argv[] = {"sh", "-c", text, NULL};
+    return osb_helper(sb, call, argv, out, timeout_ms, code, msg, cap);
+}
+
+int osb_helper(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
+               const struct sbx_sink *out, int64_t timeout_ms, int *code, char *msg, size_t cap)
+{
     struct keep k = {msg, cap, 0};
     if (cap)
         msg[0] = '\0';
     struct sbx_sink errs = SBX_SINK_INIT(&k, keep_write);
-    const char *argv[] = {"sh", "-c", text, NULL};
     struct sbx_exec_args a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;

@@ -229,6 +229,8 @@ int osb_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
         rc = osb_service_report(sb, call, &err, "creating the workspace %s", st->cfg.workspace);
     if (rc == SBX_OK)
         rc = osb_outputs_prepare(sb, call);
+    if (rc == SBX_OK)
+        rc = osb_memory_create(sb, call, args);
     if (rc != SBX_OK) {
         osb_release(sb);
         return rc;
@@ -279,6 +281,8 @@ int osb_attach(void *state, sbx_call *call, const struct sbx_attach_args *args, 
     if (rc == SBX_OK)
         rc = osb_egress_reconcile(sb, call, doc);
     json_object_put(doc);
+    if (rc == SBX_OK)
+        rc = osb_memory_open(sb, call);
     if (rc != SBX_OK) {
         osb_release(sb);
         return rc;
@@ -297,14 +301,13 @@ int osb_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args
     struct osb_state *st = state;
     char id[128];
     int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id, NULL);
-    if (rc == SBX_E_NOT_FOUND)
-        return SBX_OK;
-    if (rc != SBX_OK)
+    if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
         return rc;
     sbx_http_error err;
-    rc = osb_api_delete(st, call, id, &err);
-    if (rc != SBX_OK)
+    if (rc == SBX_OK && (rc = osb_api_delete(st, call, id, &err)) != SBX_OK)
         return osb_report(st, call, &err, "deleting sandbox %s", id);
+    /* gone either way: its memory state goes with it */
+    sbx_rmem_forget(st->host, OSB_PROVIDER, st->cfg.state_dir, id);
     return SBX_OK;
 }
 
@@ -319,6 +322,7 @@ void osb_release(sbx_sandbox *sb)
         return;
     osb_service_close(&sb->execd);
     osb_service_close(&sb->egress);
+    sbx_rmem_free(&sb->mem);
     pthread_mutex_destroy(&sb->lock);
     free(sb);
 }

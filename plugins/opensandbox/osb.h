@@ -18,6 +18,7 @@
  *   files.c      read_file/write_file (download, multipart upload, mv)
  *   egress.c     the sidecar's policy: read, set, reconcile on attach
  *   outputs.c    OUTPUT_EXPORT
+ *   memory.c     MEMORY through the shared remote_memory.c (state_dir)
  *   provider.c   descriptor and ops table
  */
 #ifndef SBX_OSB_H
@@ -30,6 +31,7 @@
 #include "http_client.h"
 #include "http_json.h"
 #include "http_retry.h"
+#include "remote_memory.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -64,6 +66,7 @@ struct osb_conf {
     char *entrypoint[8];    /* NULL-terminated */
     char *cpu, *memory;
     char *workspace;
+    char *state_dir;        /* host directory of per-sandbox state (memory) */
     int64_t lifetime_s;     /* timeout at create, renewed while in use */
     int64_t ready_timeout_ms;
     int64_t request_timeout_ms;
@@ -94,6 +97,7 @@ struct sbx_sandbox {
     struct osb_service egress;
     pthread_mutex_t lock;   /* guards renewed_ms */
     int64_t renewed_ms;
+    struct sbx_rmem mem;    /* memory attachments, from create or state_dir */
 };
 
 /* ---- conf.c ------------------------------------------------------------ */
@@ -191,6 +195,9 @@ int osb_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
  * to cap-1 bytes of stderr in msg, exit code in *code. */
 int osb_sh(sbx_sandbox *sb, sbx_call *call, const char *script, const struct sbx_sink *out,
            int64_t timeout_ms, int *code, char *msg, size_t cap);
+/* osb_sh of a program and its arguments, run in "/". */
+int osb_helper(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
+               const struct sbx_sink *out, int64_t timeout_ms, int *code, char *msg, size_t cap);
 /* A word quoted for sh ('...'), malloc'd. */
 char *osb_quote(const char *s);
 
@@ -231,5 +238,16 @@ int osb_egress_reconcile(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
 /* ---- outputs.c --------------------------------------------------------- */
 int osb_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
 int osb_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
+
+/* ---- memory.c ---------------------------------------------------------- */
+/* At create: check, record and make the attachments' trees. */
+int osb_memory_create(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args);
+/* At attach: read the attachments recorded at create. */
+int osb_memory_open(sbx_sandbox *sb, sbx_call *call);
+int osb_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                    const struct sbx_source *tar);
+int osb_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
+                    const struct sbx_memory_changes *out);
+int osb_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug);
 
 #endif /* SBX_OSB_H */

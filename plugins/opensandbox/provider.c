@@ -25,6 +25,9 @@ static const struct sbx_config_key osb_keys[] = {
     SBX_CONFIG_KEY("retries", SBX_CFG_INT,
                    "retries of idempotent calls on transient failures (default 4)"),
     SBX_CONFIG_KEY("workspace", SBX_CFG_STRING, "workspace directory (default /workspace)"),
+    SBX_CONFIG_KEY("state_dir", SBX_CFG_STRING,
+                   "absolute host directory of memory attachments and baselines (default "
+                   "$XDG_STATE_HOME/sbx/opensandbox)"),
     SBX_CONFIG_KEYS_END};
 
 static const struct sbx_provider_ops osb_ops = {
@@ -41,10 +44,14 @@ static const struct sbx_provider_ops osb_ops = {
     .export_outputs = osb_export_outputs,
     .egress_set = osb_egress_set,
     .egress_get = osb_egress_get,
+    .memory_load = osb_memory_load,
+    .memory_diff = osb_memory_diff,
+    .memory_accept = osb_memory_accept,
 };
 
 SBX_PROVIDER_DEFINE("opensandbox", "0.1.0",
                     "OpenSandbox containers over the lifecycle API, execd and the egress sidecar",
                     SBX_ISOLATION_CONTAINER,
-                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_EGRESS | SBX_CAP_PACKAGES, &osb_ops,
+                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_EGRESS | SBX_CAP_PACKAGES | SBX_CAP_MEMORY,
+                    &osb_ops,
                     osb_keys)

@@ -12,17 +12,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 Test(conformance_daytona, every_case_passes, .timeout = 900)
 {
     struct fake_service f;
     cr_assert_eq(fake_daytona_start(&f, "dt_test_key"), 0, "cannot start the fake (python3?)");
     setenv("DAYTONA_API_KEY", "dt_test_key", 1);
+    /* Per-sandbox state (memory baselines) in a directory of its own. */
+    char state[256];
+    snprintf(state, sizeof state, "%s/sbx-cf-dt-state-XXXXXX",
+             getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 200 ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(state), "mkdtemp");
     char yaml[1024];
     snprintf(yaml, sizeof yaml,
              "  daytona:\n    api_url: \"%s/api\"\n    snapshot: daytona-small\n"
-             "    retries: 2\n    start_timeout_ms: 20000\n",
-             f.url);
+             "    retries: 2\n    start_timeout_ms: 20000\n    state_dir: \"%s\"\n",
+             f.url, state);
     struct sr_run r;
     int ran = sr_run_suite(&r, "daytona", yaml, SBX_TEST_PROVIDER_DIR, SBX_CONFORMANCE_HUMAN,
                            getenv("SBX_CF_FILTER"));
@@ -37,7 +43,9 @@ Test(conformance_daytona, every_case_passes, .timeout = 900)
     if (!getenv("SBX_CF_FILTER")) {
         const char *cap_cases[] = {"export_shell_and_files", "export_refuses_symlink",
                                    "skill_install_read_only", "skill_install_verifies",
-                                   "skill_survives_restart", NULL};
+                                   "skill_survives_restart", "memory_heads_and_commit",
+                                   "memory_read_only", "memory_conflict",
+                                   "memory_crash_before_writeback", NULL};
         for (size_t i = 0; cap_cases[i]; i++) {
             const struct sr_result *c = sr_find(&r, cap_cases[i]);
             cr_expect(c && c->outcome == SBX_CONFORMANCE_PASS, "%s did not pass", cap_cases[i]);
@@ -48,6 +56,8 @@ Test(conformance_daytona, every_case_passes, .timeout = 900)
     cr_expect(stats && strstr(stats, "\"sandboxes\": 0"), "sandboxes left: %.200s",
               stats ? stats : "?");
     free(stats);
+    /* Destroying a sandbox forgets its memory state: nothing is left. */
+    cr_expect_eq(rmdir(state), 0, "%s is not empty after every sandbox was destroyed", state);
     sr_free(&r);
     fake_stop(&f);
 }
