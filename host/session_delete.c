@@ -5,8 +5,10 @@
 #include "clock.h"
 #include "session_internal.h"
 #include "session_memory.h"
+#include "store.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A live worker's provisioning, seen from a deletion: its publish will be
@@ -20,11 +22,27 @@ static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_bindi
 {
     if (!(sbx_provider_desc(p)->caps & SBX_CAP_MEMORY))
         return SBX_OK;
-    sbx_handle *h;
+    /* Only a session with changes to write back is attached here: one
+     * whose sandbox attach refuses stays deletable. */
+    struct sbx_store_memory_row *rows = NULL;
+    size_t n = 0;
     sbx_error why;
-    int rc = sbx_attach(p, b->session_key, b->external_id, cancel, &h, &why);
-    if (rc == SBX_E_NOT_FOUND)
-        return SBX_OK; /* the sandbox is gone, and its mounts with it */
+    int rc = sbx_store_memory_get(m->store, b->session_key, &rows, &n, &why);
+    bool unclean = false;
+    for (size_t i = 0; rc == SBX_OK && i < n; i++)
+        unclean |= rows[i].access == SBX_MEMORY_READ_WRITE &&
+                   rows[i].state != SBX_STORE_MEMORY_CLEAN;
+    free(rows);
+    if (rc != SBX_OK)
+        return sbx_error_set(err, rc, "%s", why.message);
+    if (!unclean)
+        return SBX_OK;
+    sbx_handle *h;
+    rc = sbx_attach(p, b->session_key, b->external_id, cancel, &h, &why);
+    /* gone, or no longer trusted (SBX_E_DENIED: tampered with): what its
+     * mounts hold cannot be written back, and must not block deletion */
+    if (rc == SBX_E_NOT_FOUND || rc == SBX_E_DENIED)
+        return SBX_OK;
     if (rc != SBX_OK)
         return sbx_error_set(err, rc, "%s", why.message);
     rc = sbx_session_memory_flush(m, b->session_key, h, cancel, &why);
