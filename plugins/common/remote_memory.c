@@ -34,6 +34,8 @@
  */
 #include "remote_memory.h"
 
+#include "archive_sink.h"
+
 #include "archive_check.h"
 #include "hex.h"
 #include "mkdirs.h"
@@ -886,23 +888,6 @@ static int list_tree(struct sbx_rmem *m, sbx_call *call, const char *slug, struc
 
 /* ---- memory_diff ---------------------------------------------------------- */
 
-struct tar_out {
-    const struct sbx_sink *sink;
-    int status;
-};
-
-static la_ssize_t tar_write(struct archive *a, void *ud, const void *buf, size_t len)
-{
-    struct tar_out *t = ud;
-    if (t->status == SBX_OK && t->sink && t->sink->write)
-        t->status = t->sink->write(t->sink->ctx, buf, len);
-    if (t->status != SBX_OK) {
-        archive_set_error(a, EPIPE, "sink stopped");
-        return -1;
-    }
-    return (la_ssize_t)len;
-}
-
 /* A sink writing to a host file descriptor. */
 static int fd_sink_write(void *ctx, const void *buf, size_t len)
 {
@@ -924,7 +909,7 @@ struct diff {
     sbx_call *call;
     const char *slug;
     struct archive *a;
-    struct tar_out out;
+    struct sbx_archive_sink out;
 };
 
 static int diff_fail(struct diff *d, const char *path)
@@ -1157,10 +1142,8 @@ int sbx_rmem_diff(struct sbx_rmem *m, sbx_call *call, const char *slug, uint32_t
     }
     struct diff d = {.m = m, .call = call, .slug = slug, .out = {out->tar, SBX_OK}};
     struct sbx_rmem_list *last = calloc(1, sizeof *last);
-    d.a = archive_write_new();
-    if (!last || !d.a || archive_write_set_format_pax_restricted(d.a) != ARCHIVE_OK ||
-        archive_write_set_bytes_in_last_block(d.a, 1) != ARCHIVE_OK ||
-        archive_write_open2(d.a, &d.out, NULL, tar_write, NULL, NULL) != ARCHIVE_OK) {
+    d.a = sbx_archive_sink_open(&d.out);
+    if (!last || !d.a) {
         rc = rm_error(m, call, SBX_E_NOMEM, "%s: cannot start the memory archive",
                        m->provider);
         goto out;

@@ -15,6 +15,7 @@
  */
 #include "memory_internal.h"
 
+#include "archive_sink.h"
 #include "confine.h"
 
 #include <archive.h>
@@ -30,26 +31,9 @@
 #include <unistd.h>
 
 
-struct tar_out {
-    const struct sbx_sink *sink;
-    int status;
-};
-
-static la_ssize_t tar_write(struct archive *a, void *ud, const void *buf, size_t len)
-{
-    struct tar_out *t = ud;
-    if (t->status == SBX_OK && t->sink && t->sink->write)
-        t->status = t->sink->write(t->sink->ctx, buf, len);
-    if (t->status != SBX_OK) {
-        archive_set_error(a, EPIPE, "sink stopped");
-        return -1;
-    }
-    return (la_ssize_t)len;
-}
-
 struct diff {
     struct archive *a;
-    struct tar_out out;
+    struct sbx_archive_sink out;
 };
 
 static int tar_fail(struct walk *w, const char *path)
@@ -417,12 +401,8 @@ int docker_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32
     r.d.out.status = SBX_OK;
     r.w = (struct walk){.st = st, .call = call, .inotify_fd = -1, .on_other = diff_other,
                         .ud = &r.d};
-    r.d.a = archive_write_new();
-    if (!r.d.a || archive_write_set_format_pax_restricted(r.d.a) != ARCHIVE_OK ||
-        archive_write_set_bytes_in_last_block(r.d.a, 1) != ARCHIVE_OK ||
-        archive_write_open2(r.d.a, &r.d.out, NULL, tar_write, NULL, NULL) != ARCHIVE_OK) {
-        if (r.d.a)
-            archive_write_free(r.d.a);
+    r.d.a = sbx_archive_sink_open(&r.d.out);
+    if (!r.d.a) {
         events_free(&e);
         return st->host->set_error(st->host, call, SBX_E_NOMEM,
                                    "docker: cannot start the memory archive");
