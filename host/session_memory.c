@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 /* The author of a session's commits: "session:" and the key's label. */
+#define SPOOL_CHUNK (64 * 1024)
 #define AUTHOR_PREFIX "session:"
 
 struct memory_ctx {
@@ -288,6 +289,7 @@ struct wb {
     int spool_fd; /* the diff's archive */
     struct buf content;
     int64_t files_seen, bytes_seen; /* changed files read so far */
+    char *chunk; /* SPOOL_CHUNK bytes: what libarchive reads the spool into */
 };
 
 static struct change *add_change(struct wb *w)
@@ -358,10 +360,10 @@ static long spool_read(void *ctx, void *buf, size_t cap)
 
 static la_ssize_t archive_spool_read(struct archive *a, void *ud, const void **buf)
 {
-    static __thread char chunk[65536];
     (void)a;
-    long n = spool_read(ud, chunk, sizeof chunk);
-    *buf = chunk;
+    struct wb *w = ud;
+    long n = spool_read(w, w->chunk, SPOOL_CHUNK);
+    *buf = w->chunk;
     return n;
 }
 
@@ -371,6 +373,8 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
 {
     if (lseek(w->spool_fd, 0, SEEK_SET) != 0)
         return sbx_error_set(err, SBX_E_IO, "memory: spool: %s", strerror(errno));
+    if (!w->chunk && !(w->chunk = malloc(SPOOL_CHUNK)))
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     struct archive *a = archive_read_new();
     if (!a || archive_read_support_format_tar(a) != ARCHIVE_OK ||
         archive_read_open(a, w, NULL, archive_spool_read, NULL) != ARCHIVE_OK) {
@@ -506,6 +510,7 @@ static void wb_free(struct wb *w)
     }
     free(w->v);
     free(w->content.data);
+    free(w->chunk);
     if (w->spool_fd >= 0)
         close(w->spool_fd);
     if (w->spool_dir[0])
