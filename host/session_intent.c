@@ -163,8 +163,14 @@ int sbx_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
      * for the age we saw (at least 1 ms) refuses an intent that somebody
      * else took over or refreshed since we read it: its age restarted. */
     int64_t lease = seen->age_ms >= lease_ms ? lease_ms : seen->age_ms;
-    if (lease < 1)
+    if (lease < 1) {
+        /* Seen in the millisecond it was written (a dead owner's intent
+         * found at once): let one pass, or the age test below refuses an
+         * intent nobody touched since. */
+        struct timespec two_ms = {0, 2000000};
+        nanosleep(&two_ms, NULL);
         lease = 1;
+    }
     return sbx_store_takeover_intent(m->store, seen->session_key, m->owner, lease,
                                      taken, err);
 }

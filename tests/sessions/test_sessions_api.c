@@ -378,8 +378,12 @@ Test(sessions_api, reconcile_cleans_its_own_leftovers)
     struct sbx_reconcile_report rep;
     cr_assert_eq(sbx_sessions_reconcile(a.m, 0, NULL, &rep, &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_eq(rep.intents_seen, 4);
-    cr_assert_eq(rep.intents_cleaned, 2);
+    cr_assert_eq(rep.intents_seen, 4, "seen %zu cleaned %zu skipped %zu failures %zu: %s",
+                 rep.intents_seen, rep.intents_cleaned, rep.intents_skipped, rep.failures,
+                 err.message);
+    cr_assert_eq(rep.intents_cleaned, 2, "seen %zu cleaned %zu skipped %zu failures %zu: %s",
+                 rep.intents_seen, rep.intents_cleaned, rep.intents_skipped, rep.failures,
+                 err.message);
     cr_assert_eq(rep.intents_skipped, 2);
     struct stat st;
     cr_assert_neq(stat(ref, &st), 0, "the leftover workspace survived");
