@@ -1,13 +1,15 @@
 /*
  * loader.c - finding, opening and validating provider plugins.
  *
- * The handshake runs nothing of a plugin but its ELF constructors (which
- * dlopen cannot avoid) and sbx_provider_describe(). Everything the
+ * The handshake runs nothing of a plugin but sbx_provider_describe(): a
+ * file with ELF constructors of its own (which dlopen would run) is
+ * refused before it is mapped (plugin_elf.c). Everything the
  * descriptor says is checked before anyone calls an op, and every refusal
  * names the provider, the file and the expected and actual values, so an
  * operator can tell a stale plugin from a broken one without a debugger.
  */
 #include "loader.h"
+#include "plugin_elf.h"
 #include "text_escape.h"
 
 #include <dirent.h>
@@ -15,11 +17,13 @@
 #include <elf.h>
 #include <link.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Longest provider name (see sbx_plugin_name_valid). */
 #define NAME_MAX_LEN 64
@@ -618,10 +622,38 @@ static int check_no_libsbx(void *dl, const char *name, const char *path,
     return SBX_OK;
 }
 
-/* dlopen, find the entry point, describe and validate. */
+/*
+ * Refuse a file whose constructors dlopen would run before the descriptor
+ * could be checked. A file that cannot be read as ELF here is left to
+ * dlopen, which reports what is wrong with it.
+ */
+static int check_no_constructors(const char *name, const char *path, sbx_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return SBX_OK;
+    size_t n = 0;
+    const char *why = NULL;
+    int rc = sbx_plugin_elf_constructors(fd, &n, &why);
+    close(fd);
+    if (rc == 0 && n > SBX_PLUGIN_TOOLCHAIN_CONSTRUCTORS)
+        return refuse(err, SBX_E_ABI, name, path,
+                      "has ELF constructors, which would run when it is loaded, "
+                      "before the handshake: expected at most %d load-time "
+                      "initializer (the toolchain's own), plugin has %zu "
+                      "(DT_INIT_ARRAY and DT_PREINIT_ARRAY entries); do that work "
+                      "in init",
+                      SBX_PLUGIN_TOOLCHAIN_CONSTRUCTORS, n);
+    return SBX_OK;
+}
+
+/* Check the file, dlopen, find the entry point, describe and validate. */
 static int open_plugin(const char *name, const char *path, void **dl_out,
                        const struct sbx_provider_desc **desc_out, sbx_error *err)
 {
+    int pre = check_no_constructors(name, path, err);
+    if (pre != SBX_OK)
+        return pre;
     dlerror();
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {

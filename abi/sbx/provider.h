@@ -348,10 +348,12 @@ struct sbx_host {
     int (*cancel_fd)(const struct sbx_host *host, const sbx_call *call);
 
     /* ABI 1.1 (check size; SBX_HOST_SIZE_USERS_1_1): the user this call
-     * acts as, a name given to user_add before, or NULL for the sandbox's
-     * default user. A provider declaring SBX_CAP_USERS applies it to exec
-     * (the command runs with that user's uid, primary gid and
-     * supplementary groups, HOME set to its home when env is NULL),
+     * acts as - a name given to user_add before, or "root" (the sandbox's
+     * superuser, uid 0: user_add itself is never asked to make root) - or
+     * NULL for the sandbox's default user. A provider declaring
+     * SBX_CAP_USERS applies it to exec (the command runs with that user's
+     * uid, primary gid and supplementary groups, and HOME set to its home
+     * unless env sets HOME),
      * read_file and write_file (access checked with that user's
      * permissions, SBX_E_DENIED when refused; a written file is owned by
      * it). Borrowed for the call. */
@@ -399,7 +401,8 @@ struct sbx_destroy_args {
 struct sbx_exec_args {
     uint32_t size;
     const char *const *argv;     /* argv[0] is the program; NULL-terminated */
-    const char *const *env;      /* "NAME=value" strings, NULL-terminated, or NULL */
+    const char *const *env;      /* "NAME=value" strings, NULL-terminated, or NULL
+                                    (see exec for what a provider may add) */
     const char *cwd;             /* workspace-relative; NULL or "" is the root */
     const struct sbx_source *in; /* stdin, or NULL for an empty stdin */
     int64_t timeout_ms;          /* 0: no timeout */
@@ -557,8 +560,14 @@ struct sbx_provider_ops {
      * killed by a signal is SBX_OK with exit_code -1 and term_signal set
      * (never a plain exit status). The command starts with every signal at
      * its default disposition and an empty signal mask, whatever the host
-     * process has (the host may ignore SIGPIPE, or not). env NULL means the
-     * sandbox's base environment (none for local, the image's for docker);
+     * process has (the host may ignore SIGPIPE, or not; posix_spawn cannot
+     * reset signals 32 and 33: fork and reset with the raw rt_sigaction).
+     * env NULL means the sandbox's base environment (none for local, the
+     * image's for docker). A non-NULL env is the command's whole
+     * environment: nothing of the host's or the image's is added, except
+     * that a backend which always sets some of PATH, HOME, PWD, SHLVL,
+     * HOSTNAME, TERM, USER, LOGNAME, SHELL, LANG, LC_*, TZ and TMPDIR may
+     * set those the caller left out (never overriding the caller's value);
      * argv[0] without a '/' is looked up in the PATH of the command's
      * environment, else "/usr/local/bin:/usr/bin:/bin". cwd must be an
      * existing directory inside the workspace: missing, not a directory or
@@ -566,7 +575,10 @@ struct sbx_provider_ops {
      * exits, processes it left behind are killed before exec returns (after
      * a short drain of the output they still hold): exec cannot leave
      * daemons running. Unknown program: SBX_E_NO_COMMAND; not executable:
-     * SBX_E_NOT_EXEC. */
+     * SBX_E_NOT_EXEC. A backend that can only start commands through a
+     * shell and learns of a missing program from the shell's status 127
+     * may report SBX_OK with exit_code 127 instead; callers treat both as
+     * "not found" (conformance exec_missing_command accepts either). */
     int (*exec)(sbx_sandbox *sb, sbx_call *call,
                 const struct sbx_exec_args *args, struct sbx_exec_result *res);
 

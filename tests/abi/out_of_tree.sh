@@ -59,6 +59,23 @@ case $real_providerdir in
 *) fail "providerdir $providerdir is outside the prefix $prefix" ;;
 esac
 
+# The .pc file states the header's ABI version and the link flags.
+hdr=$(pkg-config --variable=includedir sbx-provider)/sbx/provider.h
+[ -f "$hdr" ] || fail "no $hdr"
+for part in MAJOR MINOR; do
+    want=$(sed -n "s/^#define SBX_ABI_$part \([0-9]*\)$/\1/p" "$hdr")
+    var=$(echo "abi_$part" | tr 'A-Z' 'a-z')
+    got=$(pkg-config --variable="$var" sbx-provider)
+    [ -n "$want" ] && [ "$got" = "$want" ] ||
+        fail "sbx-provider.pc says $var=$got, the header SBX_ABI_$part $want"
+done
+libs=$(pkg-config --libs sbx-provider) || fail "pkg-config --libs sbx-provider"
+case $libs in
+*-z,defs*) ;;
+*) fail "pkg-config --libs sbx-provider lacks -Wl,-z,defs: $libs" ;;
+esac
+echo "abi: $(pkg-config --variable=abi_major sbx-provider).$(pkg-config --variable=abi_minor sbx-provider); libs: $libs"
+
 # The example of docs/ABI.md: the C block after the "abi-example" marker.
 mkdir "$work/example"
 awk '/<!-- abi-example -->/ { want = 1; next }
@@ -77,14 +94,15 @@ mkdir -p "$work/frozen10/1.0/sbx"
 cp "$src/tests/abi/frozen/1.0/sbx/provider.h" "$work/frozen10/1.0/sbx/"
 cp "$src/tests/abi/frozen/frozen10.c" "$work/frozen10/"
 
-# build_and_check NAME SOURCE [EXTRA_FLAGS [HEADER_FLAGS]]: compile NAME.so
-# and check its exports. HEADER_FLAGS replace the pkg-config flags.
+# build_and_check NAME SOURCE [EXTRA_FLAGS [HEADER_FLAGS [LINK_FLAGS]]]:
+# compile NAME.so and check its exports. HEADER_FLAGS and LINK_FLAGS
+# replace the pkg-config flags.
 build_and_check() {
-    name=$1 source=$2 extra=${3:-} flags=${4:-$cflags}
+    name=$1 source=$2 extra=${3:-} flags=${4:-$cflags} ldflags=${5:-$libs}
     so=$work/$name.so
     # shellcheck disable=SC2086 # flags and extra are lists of flags
     "$cc" -std=c11 -Wall -Wextra -Werror $extra -fPIC -shared $flags \
-        -Wl,--no-undefined -Wl,-z,defs -o "$so" "$source" ||
+        $ldflags -o "$so" "$source" ||
         fail "$name: out-of-tree build failed"
     nm -D --defined-only "$so" >"$work/$name.syms" || fail "$name: nm failed"
     exported=$(awk '{ print $NF }' "$work/$name.syms")
@@ -100,6 +118,6 @@ build_and_check hello "$work/example/hello.c"
 # The fixtures leave parameters unused, as the project's own flags allow.
 build_and_check good "$work/good/good.c" -Wno-unused-parameter
 build_and_check frozen10 "$work/frozen10/frozen10.c" -pthread \
-    "-fvisibility=hidden -I$work/frozen10/1.0"
+    "-fvisibility=hidden -I$work/frozen10/1.0" "-Wl,--no-undefined -Wl,-z,defs"
 [ -f "$providerdir/hello.so" ] || fail "hello.so not installed into $providerdir"
 echo "PASS"

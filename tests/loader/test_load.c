@@ -7,6 +7,8 @@
 #include "loader_assert.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define FIXTURES SBX_TEST_FIXTURE_DIR
 
@@ -92,7 +94,7 @@ Test(load, unknown_name_lists_installed_providers)
     assert_msg_has(&err, "provider \"nosuch\"");
     assert_msg_has(&err, "nosuch.so");
     assert_msg_has(&err, "\"" FIXTURES "\"");
-    assert_msg_has(&err, "installed providers: allcaps, capnoops, garbage, good, "
+    assert_msg_has(&err, "installed providers: allcaps, capnoops, ctor, garbage, good, "
                          "initfail, linkshost, major, minor, mismatch, nosym, "
                          "nullcore, nulldesc, overlap, slowinit, smalldesc, smallops, "
                          "unknowncap");
@@ -268,4 +270,21 @@ Test(load, provider_linking_the_host_library_is_refused)
     expect_refusal("linkshost", SBX_E_ABI, &err);
     assert_msg_has(&err, "links against the host library (needs libsbx.so.");
     assert_msg_has(&err, "expected a provider that links nothing from the host");
+}
+
+Test(load, provider_with_a_constructor_is_refused_before_it_runs)
+{
+    char marker[] = "/tmp/sbx-ctor-marker-XXXXXX";
+    int fd = mkstemp(marker);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    unlink(marker);
+    setenv("SBX_TEST_CTOR_MARKER", marker, 1);
+    sbx_error err;
+    expect_refusal("ctor", SBX_E_ABI, &err);
+    unsetenv("SBX_TEST_CTOR_MARKER");
+    assert_msg_has(&err, "has ELF constructors, which would run when it is loaded");
+    assert_msg_has(&err, "do that work in init");
+    cr_assert_eq(access(marker, F_OK), -1, "the constructor ran: %s exists", marker);
+    unlink(marker);
 }

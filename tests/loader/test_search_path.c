@@ -184,7 +184,7 @@ Test(plugin_names, empty_or_missing_path_gives_empty_list)
 Test(plugin_names, fixture_directory)
 {
     char **names = sbx_plugin_names(ALT ":" FIXTURES);
-    const char *want[] = {"allcaps", "capnoops", "garbage", "good", "initfail",
+    const char *want[] = {"allcaps", "capnoops", "ctor", "garbage", "good", "initfail",
                           "linkshost", "major", "minor", "mismatch", "nosym",
                           "nullcore", "nulldesc", "overlap", "slowinit",
                           "smalldesc", "smallops", "unknowncap"};
