@@ -4,6 +4,7 @@
 #
 #   scripts/fuzz.sh [SECONDS]     default: $SBX_FUZZ_SECONDS, else 30 per harness
 #
+# Runs as many harnesses at a time as there are cores ($SBX_FUZZ_JOBS).
 # Prints one line per harness: runs, executions per second, corpus size.
 # A crash, leak or timeout fails the run and names the reproducer, which
 # belongs in tests/fuzz/corpus/<name>/ with a regression test. Called by
@@ -23,22 +24,42 @@ cmake --build build/fuzz -j"$(nproc)" --target "${harnesses[@]/#/fuzz_}" >/dev/n
 
 work=$(mktemp -d /tmp/sbx-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-status=0
-for name in "${harnesses[@]}"; do
+fuzz_jobs=${SBX_FUZZ_JOBS:-$(nproc)}
+
+# fuzz_one NAME: run one harness; its summary goes to $work/NAME/result
+# when it found nothing.
+fuzz_one() {
+    local name=$1
     mkdir -p "$work/$name/corpus" "$work/$name/artifacts"
     cp tests/fuzz/corpus/"$name"/* "$work/$name/corpus/"
-    log=$work/$name/log
+    local log=$work/$name/log
     if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1 \
         build/fuzz/tests/fuzz/fuzz_"$name" -max_total_time="$seconds" -max_len=65536 \
         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$work/$name/artifacts/" "$work/$name/corpus" >"$log" 2>&1; then
+        local runs speed size
         runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
         speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
         size=$(ls "$work/$name/corpus" | wc -l)
-        echo "fuzz $name: $runs runs in ${seconds}s, $speed exec/s, corpus $size inputs"
+        echo "fuzz $name: $runs runs in ${seconds}s, $speed exec/s, corpus $size inputs" \
+            >"$work/$name/result"
+    fi
+}
+
+status=0
+for name in "${harnesses[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$fuzz_jobs" ]; do
+        wait -n || true
+    done
+    fuzz_one "$name" &
+done
+wait
+for name in "${harnesses[@]}"; do
+    if [ -f "$work/$name/result" ]; then
+        cat "$work/$name/result"
     else
         echo "fuzz $name: FAILED" >&2
-        tail -40 "$log" >&2
+        tail -40 "$work/$name/log" >&2
         for a in "$work/$name/artifacts"/*; do
             [ -f "$a" ] || continue
             mkdir -p build/fuzz-artifacts

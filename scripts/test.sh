@@ -2,7 +2,9 @@
 # Build everything and run every test: once with -Werror, once under
 # AddressSanitizer + UndefinedBehaviorSanitizer. Starts the real services the
 # tests need (dockerd on a private socket, a throwaway PostgreSQL) and stops
-# them on exit.
+# them on exit. Tests run side by side (ctest -j, $SBX_TEST_JOBS, default
+# twice the cores: most of them wait on daemons and child processes); the
+# slowest ten of each build are listed at the end.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -10,6 +12,8 @@ cd "$root"
 scripts/deps.sh test
 
 jobs=$(nproc)
+test_jobs=${SBX_TEST_JOBS:-$((jobs * 2))}
+start=$(date +%s)
 cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON >/dev/null
 cmake --build build/ci -j"$jobs"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON \
@@ -34,12 +38,27 @@ if [ -x scripts/services/dockerd.sh ]; then
   export SBX_TEST_DOCKER_HOST SBX_TEST_DOCKER_IMAGE=sbx-test:busybox
 fi
 
+# slowest LOG: the ten longest tests of a ctest log, longest first.
+slowest() {
+  sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.*[^0-9]*([0-9.]+) sec$/\2 \1/p' "$1" |
+    sort -rn | head -10 | awk '{ printf "  %8.2f s  %s\n", $1, $2 }'
+}
+
 status=0
-echo "== tests (gcc, -Werror) =="
-ctest --test-dir build/ci --output-on-failure --timeout 600 || status=1
-echo "== tests (ASan + UBSan) =="
+logs=$(mktemp -d /tmp/sbx-test-logs.XXXXXX)
+echo "== tests (gcc, -Werror; ctest -j$test_jobs) =="
+ctest --test-dir build/ci --output-on-failure --timeout 600 -j"$test_jobs" |
+  tee "$logs/ci.log" || status=1
+echo "== tests (ASan + UBSan; ctest -j$test_jobs) =="
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure --timeout 900 || status=1
+  ctest --test-dir build/asan --output-on-failure --timeout 900 -j"$test_jobs" |
+  tee "$logs/asan.log" || status=1
 echo "== fuzzing (libFuzzer, clang, ASan + UBSan; ${SBX_FUZZ_SECONDS:-30} s per harness) =="
 scripts/fuzz.sh || status=1
+echo "== slowest tests (gcc) =="
+slowest "$logs/ci.log"
+echo "== slowest tests (ASan + UBSan) =="
+slowest "$logs/asan.log"
+rm -rf "$logs"
+echo "== scripts/test.sh took $(( $(date +%s) - start )) s =="
 exit $status

@@ -6,7 +6,7 @@
 set -euo pipefail
 src=$1 build=$2
 here="$src/tests/daytona/sdk"
-work="$build/tests/daytona/sdk"
+work="$build/tests/daytona/sdk-contract"
 specs=${SBX_SPECS_DIR:-$src/../shared/specs}/daytona
 command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
 [ -f "$specs/openapi.yaml" ] || { echo "skipped: no specs at $specs (set SBX_SPECS_DIR)"; exit 77; }
