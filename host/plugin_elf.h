@@ -20,14 +20,17 @@
  */
 int sbx_plugin_elf_constructors(int fd, size_t *count, const char **why);
 
-/*
- * How many constructor entries a provider may have: the one a GNU
- * toolchain's crtbegin contributes (frame_dummy). A sanitizer or fuzzing
- * build instruments every object with module constructors of its own and
- * raises the number (the top-level CMakeLists.txt defines it).
- */
-#ifndef SBX_PLUGIN_TOOLCHAIN_CONSTRUCTORS
+/* How many constructor entries a provider may have: the one a GNU
+ * toolchain's crtbegin contributes (frame_dummy). */
 #define SBX_PLUGIN_TOOLCHAIN_CONSTRUCTORS 1
+
+/*
+ * 0 in sanitizer and fuzzing builds (the top-level CMakeLists.txt): their
+ * instrumentation gives every object file a module constructor, so the
+ * count says nothing there and the loader does not refuse on it.
+ */
+#ifndef SBX_PLUGIN_CONSTRUCTOR_CHECK
+#define SBX_PLUGIN_CONSTRUCTOR_CHECK 1
 #endif
 
 #endif

@@ -1,5 +1,6 @@
 /* fake_service.c - see fake_service.h. */
 #include "fake_service.h"
+#include "../support/fake_spawn.h"
 
 #include <curl/curl.h>
 #include <ftw.h>
@@ -46,28 +47,9 @@ int fake_start_script(struct fake_service *f, const char *script_rel, const char
         argv[n++] = api_key;
     }
     argv[n] = NULL;
-    /* The fake's commands stand for a fresh machine's: no signal of the
-     * test process may stay ignored or blocked in them. posix_spawn cannot
-     * reset glibc's own signals 32 and 33, the raw system call can. */
-    f->pid = fork();
+    f->pid = fake_spawn_python(argv);
     if (f->pid < 0)
         return -1;
-    if (f->pid == 0) {
-        struct ksa {
-            void (*handler)(int);
-            unsigned long flags;
-            void (*restorer)(void);
-            unsigned long mask;
-        } dfl = {SIG_DFL, 0, 0, 0};
-        for (int s = 1; s <= 64; s++)
-            if (s != SIGKILL && s != SIGSTOP)
-                syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof dfl.mask);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execvp("python3", (char *const *)argv);
-        _exit(127);
-    }
     for (int i = 0; i < 200; i++) {
         FILE *pf = fopen(portfile, "r");
         if (pf) {
