@@ -71,6 +71,7 @@ static int diff_other(struct walk *w, int dirfd, const char *name, const char *p
 static int diff_file(struct walk *w, int treefd, const struct docker_mem_file *f)
 {
     struct diff *d = w->ud;
+    memory_race_point("diff-open", f->path, treefd, f->path);
     int fd = confine_open(treefd, f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
     if (fd < 0) {
         errno = -fd;

@@ -93,6 +93,7 @@ int walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
                                             "docker: stat of memory file \"%.200s\": %s",
                                             path, strerror(errno));
         } else if (S_ISDIR(s.st_mode)) {
+            memory_race_point("walk-entry", path, dirfd, de->d_name);
             if (w->fix_modes)
                 fchmodat(dirfd, de->d_name, 0777, 0);
             int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -108,6 +109,7 @@ int walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
         } else if (w->dirs_only) {
             /* not a directory: nothing to watch */
         } else if (S_ISREG(s.st_mode)) {
+            memory_race_point("walk-entry", path, dirfd, de->d_name);
             if (w->fix_modes && (s.st_mode & 07777) != 0666) {
                 fchmodat(dirfd, de->d_name, 0666, 0);
                 fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW);
