@@ -332,4 +332,31 @@ Test(docker_memory_hostile, diff_parent_swapped_for_symlink)
     expect_store("e/in.md", "other\n");
 }
 
+/* A sparse file the size of a disk costs the container nothing; reading it
+ * stops at the store's limits instead of spooling it whole on the host. */
+Test(docker_memory_hostile, sparse_file_read_within_the_limits)
+{
+    run_ok((const char *[]){"memory", "create", slug, "--max-file-size", "1m", "--max-files",
+                            "10", "--max-total-size", "1m", NULL},
+           NULL);
+    char arg[128];
+    snprintf(arg, sizeof arg, "%s:rw", slug);
+    run_ok((const char *[]){"create", key, "--memory", arg, NULL}, NULL);
+    struct cli_result r;
+    long long t0 = cli_now_ms();
+    in_mount("echo ok > ok.md && dd if=/dev/zero of=big.bin bs=1 count=0 seek=4294967296 "
+             "2>/dev/null",
+             &r);
+    long long took = cli_now_ms() - t0;
+    cr_expect_eq(r.status, 125, "exit %d: %s", r.status, r.err);
+    cr_expect(strstr(r.err, "larger than the store's limits") &&
+                  strstr(r.err, "nothing was committed"),
+              "stderr: %s", r.err);
+    cli_result_free(&r);
+    cr_expect_lt(took, 20000, "4 GiB of holes took %lld ms: read whole?", took);
+    expect_store("ok.md", "(none)");
+    in_mount_ok("rm big.bin");
+    expect_store("ok.md", "ok\n");
+}
+
 TestSuite(docker_memory_hostile, .init = setup, .fini = teardown, .timeout = 240);
