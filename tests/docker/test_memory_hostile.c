@@ -14,9 +14,11 @@
  *     (symlinks to host paths, a FIFO): never followed, never opened,
  *     refused by name or removed as what they are;
  *   - a changed file swapped, just before the diff reads it, for a FIFO, a
- *     device, or read through a parent directory swapped for a symlink:
- *     the writeback is refused naming the file, nothing else is read, and
- *     nothing of the change is lost.
+ *     device or a symlink, or read through a parent directory swapped for
+ *     a symlink: the writeback is refused naming the file, nothing else is
+ *     read, and nothing of the change is lost;
+ *   - a sparse file far over the store's limits: not read and spooled
+ *     whole on the host.
  */
 #include "../cli/cli_harness.h"
 
@@ -285,8 +287,8 @@ static void diff_swapped_for(const char *what, const char *as)
     NEED_HOOKS();
     store_and_session();
     in_mount_ok("cat a.md >/dev/null");
-    char spec[256];
-    snprintf(spec, sizeof spec, "diff-open:a.md:%s", what);
+    char spec[2048];
+    snprintf(spec, sizeof spec, "diff-open:a.md:%.1500s", what);
     race(spec);
     struct cli_result r;
     in_mount("echo changed > a.md", &r);
@@ -308,6 +310,16 @@ Test(docker_memory_hostile, diff_file_swapped_for_fifo)
 Test(docker_memory_hostile, diff_file_swapped_for_device)
 {
     diff_swapped_for("null", "device");
+}
+
+/* ... or for a symlink to a host file: sent as the link it is (refused by
+ * name), the host file neither read nor changed. */
+Test(docker_memory_hostile, diff_file_swapped_for_symlink)
+{
+    char what[1100];
+    snprintf(what, sizeof what, "symlink=%s", victim);
+    diff_swapped_for(what, "is a symbolic link");
+    expect_victims_untouched();
 }
 
 /* The parent of a changed file swapped for a symlink to another directory
