@@ -287,6 +287,8 @@ struct wb {
     size_t n, cap;
     char spool_dir[256];
     int spool_fd; /* the diff's archive */
+    int64_t spool_left; /* bytes the spool may still take (spool_bound) */
+    bool spool_full;    /* the diff passed that: refused */
     struct buf content;
     int64_t files_seen, bytes_seen; /* changed files read so far */
     char *chunk; /* SPOOL_CHUNK bytes: what libarchive reads the spool into */
@@ -307,10 +309,32 @@ static struct change *add_change(struct wb *w)
     return c;
 }
 
+/* Tar overhead allowed per entry of a diff: a header block, a pax header
+ * (a path and a link target of up to 4 KiB each, times), padding. */
+#define SPOOL_ENTRY_OVERHEAD (16 * 1024)
+
+/* The most a diff within the store's limits can take: its files' bytes
+ * plus each one's tar overhead (and a few entries of slack for the end).
+ * The sandbox controls what a diff holds (a sparse file of any size costs
+ * it nothing), so the spool stops there instead of filling the disk. */
+static int64_t spool_bound(const struct sbx_mstore_info *info)
+{
+    int64_t files = info->limits.max_files > 0 ? info->limits.max_files : 0;
+    int64_t total = info->limits.max_total_bytes > 0 ? info->limits.max_total_bytes : 0;
+    if (files > INT64_MAX / 2 / SPOOL_ENTRY_OVERHEAD - 16 || total > INT64_MAX / 2)
+        return INT64_MAX;
+    return total + (files + 16) * SPOOL_ENTRY_OVERHEAD;
+}
+
 static int spool_write(void *ctx, const void *data, size_t len)
 {
     struct wb *w = ctx;
     const char *p = data;
+    if ((uint64_t)len > (uint64_t)w->spool_left) {
+        w->spool_full = true; /* gather says so */
+        return SBX_E_INVALID;
+    }
+    w->spool_left -= (int64_t)len;
     while (len) {
         ssize_t n = write(w->spool_fd, p, len);
         if (n < 0 && errno == EINTR)
@@ -535,9 +559,17 @@ static int gather(struct wb *w, sbx_handle *h, const struct sbx_mstore_info *inf
     if (w->spool_fd < 0)
         return sbx_error_set(err, SBX_E_IO, "memory: cannot spool: %s", strerror(errno));
     unlink(spool);
+    w->spool_left = spool_bound(info);
     struct sbx_sink sink = SBX_SINK_INIT(w, spool_write);
     struct sbx_memory_changes ch = {sizeof ch, &sink, w, on_removed};
     int rc = sbx_handle_memory_diff(h, w->slug, 0, &ch, cancel, err);
+    if (rc != SBX_OK && w->spool_full)
+        rc = sbx_error_set(err, SBX_E_INVALID,
+                           "memory store '%s': the changes are larger than the store's "
+                           "limits allow (%lld files, %lld bytes) and were not read further; "
+                           "nothing was committed",
+                           w->slug, (long long)info->limits.max_files,
+                           (long long)info->limits.max_total_bytes);
     if (rc == SBX_OK)
         rc = read_changes(w, info, err);
     if (rc != SBX_OK)

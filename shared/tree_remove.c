@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,16 +64,31 @@ static void pop(struct walk *w)
 
 /* Open the directory `name` of dirfd, checking it is the one in *st. A
  * command may have taken away the owner's permissions (chmod 000): they are
- * given back, to the owner only, so the entries can be listed and removed;
- * AT_SYMLINK_NOFOLLOW refuses a symlink swapped in meanwhile. */
+ * given back, to the owner only, so the entries can be listed and removed,
+ * always through a descriptor of the directory checked to be that one
+ * (O_PATH needs no permission), never by a name that could have been
+ * swapped meanwhile. */
 static int open_child(int dirfd, const char *name, const struct stat *st)
 {
-    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
     int fd = openat(dirfd, name, flags);
     if (fd < 0 && errno == EACCES) {
-        if (fchmodat(dirfd, name, S_IRWXU, AT_SYMLINK_NOFOLLOW) != 0)
+        int pfd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pfd < 0)
+            return -errno;
+        struct stat got;
+        if (fstat(pfd, &got) != 0 || got.st_dev != st->st_dev || got.st_ino != st->st_ino) {
+            close(pfd);
+            return -EAGAIN; /* replaced between the stat and the open */
+        }
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
+        if (chmod(proc, (got.st_mode & 07777) | S_IRWXU) != 0) {
+            close(pfd);
             return -EACCES;
-        fd = openat(dirfd, name, flags);
+        }
+        fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+        close(pfd);
     }
     if (fd < 0)
         return -errno;

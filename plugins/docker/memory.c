@@ -484,13 +484,17 @@ int docker_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
                                      "docker: memory store \"%s\": %s", slug, err.message);
     }
     /* The archive is whole and valid: only now does the tree change. */
+    if (rc == SBX_OK)
+        memory_race_point("load-empty", "", tfd, NULL);
     if (rc == SBX_OK && ((e = each_entry(tfd, -1, remove_entry)) < 0 ||
                           (e = each_entry(dfd, tfd, move_entry)) < 0))
         rc = st->host->set_error(st->host, call, SBX_E_IO,
                                  "docker: cannot publish memory store \"%s\" in %s: %s", slug,
                                  mem->tree, strerror(-e));
-    if (rc == SBX_OK)
+    if (rc == SBX_OK) {
+        memory_race_point("load-published", "", tfd, NULL);
         rc = record_baseline(st, call, mem, mem->read_write);
+    }
     if (dfd >= 0)
         close(dfd);
     if (tfd >= 0)

@@ -46,9 +46,11 @@ static int tar_fail(struct walk *w, const char *path)
                                   path, archive_error_string(d->a));
 }
 
-/* A symlink, FIFO, device or socket: its header only, as what it is. */
-static int diff_other(struct walk *w, int dirfd, const char *name, const char *path,
-                      const struct stat *s)
+/* A symlink, FIFO, device or socket: its header only, as what it is (the
+ * host refuses it by name). A symlink's target is read from the entry
+ * `name` of linkfd ("" with an O_PATH descriptor of the link itself). */
+static int write_other(struct walk *w, int linkfd, const char *name, const char *path,
+                       const struct stat *s)
 {
     struct diff *d = w->ud;
     struct archive_entry *e = archive_entry_new();
@@ -59,7 +61,7 @@ static int diff_other(struct walk *w, int dirfd, const char *name, const char *p
     archive_entry_set_size(e, 0);
     if (S_ISLNK(s->st_mode)) {
         char target[4096];
-        ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
+        ssize_t n = readlinkat(linkfd, name, target, sizeof target - 1);
         target[n > 0 ? n : 0] = '\0';
         archive_entry_copy_symlink(e, target);
     }
@@ -68,24 +70,50 @@ static int diff_other(struct walk *w, int dirfd, const char *name, const char *p
     return rc;
 }
 
+static int diff_other(struct walk *w, int dirfd, const char *name, const char *path,
+                      const struct stat *s)
+{
+    return write_other(w, dirfd, name, path, s);
+}
+
 static int diff_file(struct walk *w, int treefd, const struct docker_mem_file *f)
 {
     struct diff *d = w->ud;
-    int fd = confine_open(treefd, f->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, 0);
-    if (fd < 0) {
-        errno = -fd;
-        if (errno == ENOENT)
-            return SBX_OK; /* gone since the walk: reported as removed next time */
+    memory_race_point("diff-open", f->path, treefd, f->path);
+    /* The entry as it is now (the walk saw it a moment ago), no symlink
+     * followed anywhere on its path. O_PATH opens nothing: a FIFO or a
+     * device swapped in since is looked at, never opened. */
+    int pfd = confine_open_strict(treefd, f->path, O_PATH | O_NOFOLLOW, 0);
+    if (pfd == -ENOENT || pfd == -ENOTDIR)
+        return SBX_OK; /* gone since the walk: reported as removed next time */
+    if (pfd < 0)
+        return w->st->host->set_error(
+            w->st->host, w->call, SBX_E_INVALID,
+            "docker: memory file \"%.200s\": %s; nothing is read through one", f->path,
+            pfd == -ELOOP ? "a symbolic link is on its path now (the tree changed while it "
+                            "was read)"
+                          : strerror(-pfd));
+    struct stat s;
+    if (fstat(pfd, &s) != 0) {
+        int e = errno;
+        close(pfd);
+        return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
+                                      "docker: stat of memory file \"%.200s\": %s", f->path,
+                                      strerror(e));
+    }
+    if (!S_ISREG(s.st_mode)) {
+        /* swapped since the walk: sent as what it is now */
+        int rc = S_ISDIR(s.st_mode) ? SBX_OK : write_other(w, pfd, "", f->path, &s);
+        close(pfd);
+        return rc;
+    }
+    int fd = confine_reopen(pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    close(pfd);
+    if (fd < 0)
         return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
                                       "docker: cannot open memory file \"%.200s\": %s",
-                                      f->path, strerror(errno));
-    }
-    struct stat s;
+                                      f->path, strerror(-fd));
     int rc = SBX_OK;
-    if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
-        close(fd);
-        return SBX_OK;
-    }
     struct archive_entry *e = archive_entry_new();
     if (!e) {
         close(fd);
@@ -283,7 +311,8 @@ static int diff_events(struct diff_run *r, struct events *e)
         const char *name = slash ? slash + 1 : path;
         char dir[4096];
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-        int dfd = confine_open(r->treefd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+        int dfd = confine_open_strict(r->treefd, dir,
+                                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK, 0);
         struct stat s;
         const struct docker_mem_file *b = list_find(&mem->base, path);
         if (dfd < 0 || fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -328,7 +357,8 @@ static int diff_events(struct diff_run *r, struct events *e)
                       (!strncmp(e->dirs[i], outer, ol) && e->dirs[i][ol] == '/')))
             continue;
         outer = e->dirs[i];
-        int dfd = confine_open(r->treefd, e->dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0);
+        int dfd = confine_open_strict(r->treefd, e->dirs[i],
+                                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK, 0);
         if (dfd < 0)
             continue; /* gone again (or not a directory now): its files with it */
         char path[4096];

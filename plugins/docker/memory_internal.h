@@ -65,4 +65,9 @@ int baseline_read(struct docker_state *st, sbx_call *call, const struct docker_m
 int record_baseline(struct docker_state *st, sbx_call *call, struct docker_memory *mem,
                     int fix_modes);
 
+/* Test builds (SBX_TEST_HOOKS): do to the tree at this point what a
+ * container could (memory_race.c); nothing in a shipped provider. name is
+ * the entry of dirfd the code is at (NULL for the tree itself). */
+void memory_race_point(const char *step, const char *path, int dirfd, const char *name);
+
 #endif

@@ -1,9 +1,12 @@
 /*
  * memory_walk.c - walking a memory tree on the host (memory.c has the
  * model): every entry lstat'ed below a directory fd, never following a
- * symlink, bounded in depth; optionally an inotify watch per directory.
+ * symlink, never acted on by name, bounded in depth; optionally an inotify
+ * watch per directory.
  */
 #include "memory_internal.h"
+
+#include "confine.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,6 +39,98 @@ int watch_map(struct docker_memory *mem, int wd, const char *path, size_t len)
     free(mem->wd_paths[wd]);
     mem->wd_paths[wd] = p;
     return 0;
+}
+
+/* Times an entry is looked at again when it changed type between the
+ * look and the open (a container swapping it): then the walk gives up,
+ * naming it. */
+#define ENTRY_TRIES 4
+
+/*
+ * One entry `name` of dirfd (tree-relative path[0..len)). The tree is
+ * writable by the container, which can swap any entry for a symlink, a
+ * FIFO or a device at any moment: nothing here acts on the entry by name.
+ * A directory is opened with O_NOFOLLOW (a single component below a
+ * descriptor opened the same way: no symlink anywhere), its type and mode
+ * taken from the descriptor, and its mode fixed with fchmod on it; a file
+ * whose mode is fixed is opened O_PATH (which opens nothing: no FIFO
+ * blocks, no device acts) and chmod'ed through that descriptor. What is
+ * neither is only lstat'ed and handed to on_other. An entry that changed
+ * type between the lstat and the open is looked at again.
+ */
+static int walk_entry(struct walk *w, int dirfd, const char *name, char *path, size_t len,
+                      int depth)
+{
+    for (int tries = 0; tries < ENTRY_TRIES; tries++) {
+        struct stat s;
+        if (fstatat(dirfd, name, &s, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT)
+                return SBX_OK; /* gone meanwhile */
+            return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
+                                          "docker: stat of memory file \"%.200s\": %s", path,
+                                          strerror(errno));
+        }
+        if (S_ISDIR(s.st_mode)) {
+            int sub = openat(dirfd, name,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            if (sub < 0 && (errno == ELOOP || errno == ENOTDIR || errno == ENOENT))
+                continue; /* not a directory any more */
+            if (sub < 0 || fstat(sub, &s) != 0) {
+                int e = errno;
+                if (sub >= 0)
+                    close(sub);
+                return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
+                                              "docker: cannot open memory directory "
+                                              "\"%.200s\": %s",
+                                              path, strerror(e));
+            }
+            memory_race_point("walk-entry", path, dirfd, name);
+            if (w->fix_modes && (s.st_mode & 07777) != 0777)
+                (void)fchmod(sub, 0777);
+            int rc = walk_dir(w, sub, path, len, depth + 1);
+            close(sub);
+            return rc;
+        }
+        if (w->dirs_only)
+            return SBX_OK; /* not a directory: nothing to watch */
+        if (S_ISREG(s.st_mode) && w->fix_modes && (s.st_mode & 07777) != 0666) {
+            int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0 && errno == ENOENT)
+                continue;
+            if (fd < 0 || fstat(fd, &s) != 0) {
+                int e = errno;
+                if (fd >= 0)
+                    close(fd);
+                return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
+                                              "docker: cannot open memory file \"%.200s\": "
+                                              "%s",
+                                              path, strerror(e));
+            }
+            if (!S_ISREG(s.st_mode)) {
+                close(fd);
+                continue; /* swapped since the lstat */
+            }
+            memory_race_point("walk-entry", path, dirfd, name);
+            int e = confine_fchmod(fd, 0666);
+            if (e == 0)
+                e = fstat(fd, &s) == 0 ? 0 : -errno;
+            close(fd);
+            if (e < 0)
+                return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
+                                              "docker: chmod of memory file \"%.200s\": %s",
+                                              path, strerror(-e));
+        }
+        if (S_ISREG(s.st_mode))
+            return list_add(&w->files, path, &s) == 0
+                       ? SBX_OK
+                       : w->st->host->set_error(w->st->host, w->call, SBX_E_NOMEM,
+                                                "out of memory");
+        return w->on_other ? w->on_other(w, dirfd, name, path, &s) : SBX_OK;
+    }
+    return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
+                                  "docker: memory entry \"%.200s\" kept changing type while "
+                                  "the tree was walked",
+                                  path);
 }
 
 int walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
@@ -86,38 +181,7 @@ int walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
             path[len] = '\0';
             continue;
         }
-        struct stat s;
-        if (fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0) {
-            if (errno != ENOENT)
-                rc = w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                            "docker: stat of memory file \"%.200s\": %s",
-                                            path, strerror(errno));
-        } else if (S_ISDIR(s.st_mode)) {
-            if (w->fix_modes)
-                fchmodat(dirfd, de->d_name, 0777, 0);
-            int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0)
-                rc = w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
-                                            "docker: cannot open memory directory "
-                                            "\"%.200s\": %s",
-                                            path, strerror(errno));
-            else {
-                rc = walk_dir(w, sub, path, at + nl, depth + 1);
-                close(sub);
-            }
-        } else if (w->dirs_only) {
-            /* not a directory: nothing to watch */
-        } else if (S_ISREG(s.st_mode)) {
-            if (w->fix_modes && (s.st_mode & 07777) != 0666) {
-                fchmodat(dirfd, de->d_name, 0666, 0);
-                fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW);
-            }
-            if (list_add(&w->files, path, &s) != 0)
-                rc = w->st->host->set_error(w->st->host, w->call, SBX_E_NOMEM,
-                                            "out of memory");
-        } else if (w->on_other) {
-            rc = w->on_other(w, dirfd, de->d_name, path, &s);
-        }
+        rc = walk_entry(w, dirfd, de->d_name, path, at + nl, depth);
         path[len] = '\0';
     }
     if (rc == SBX_OK && errno)
