@@ -1,9 +1,9 @@
 /*
  * test_frozen10_contract.c - the parts of the 1.0 contract a frozen
  * provider must keep that the conformance suite does not (yet) check,
- * driven through libsbx exactly as a host uses the provider. Built once per
- * frozen provider, SBX_TEST_FROZEN_NAME: frozen10 (built from the frozen 1.0
- * header) and frozen11 (the same source, from the frozen 1.1 header): signal deaths, the child's
+ * driven through libsbx exactly as a host uses the provider (built once
+ * per frozen provider, SBX_TEST_FROZEN_NAME: frozen10 from the frozen 1.0
+ * header, frozen11 from the frozen 1.1 one): signal deaths, the child's
  * signal state, SIGPIPE, program and cwd errors, streaming, FIFOs, exact
  * modes, atomic writes and their failure paths, leftovers, destroy of
  * trees a command made read-only, and malformed references.
@@ -58,8 +58,8 @@ static void setup(void)
     o.ignore_environment = true;
     sbx_error err;
     cr_assert_eq(sbx_open(&o, &F.ctx, &err), SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_provider_lookup(F.ctx, SBX_TEST_FROZEN_NAME, &F.p, &err), SBX_OK, "%s",
-                 err.message);
+    cr_assert_eq(sbx_provider_lookup(F.ctx, SBX_TEST_FROZEN_NAME, &F.p, &err), SBX_OK,
+                 "%s", err.message);
     snprintf(F.key, sizeof F.key, "%s-contract-%ld", SBX_TEST_FROZEN_NAME,
              (long)getpid());
     cr_assert_eq(sbx_create(F.p, F.key, NULL, NULL, &F.h, &err), SBX_OK, "%s",

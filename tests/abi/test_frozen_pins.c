@@ -46,9 +46,9 @@ static void check_promises(const char *m, const char *newer_name,
         const char *what = f->what;
         cr_assert_str_eq(l->what, what, "%s: entry %zu", m, i);
         if (f->text) {
-            cr_expect(l->text && !strcmp(l->text, f->text), "%s: %s: %s \"%s\", %s \"%s\"",
-                      m, what, newer_name, l->text ? l->text : "(null)", older_name,
-                      f->text);
+            cr_expect(l->text && !strcmp(l->text, f->text),
+                      "%s: %s: %s \"%s\", %s \"%s\"", m, what, newer_name,
+                      l->text ? l->text : "(null)", older_name, f->text);
             continue;
         }
         switch (f->rel) {

@@ -958,9 +958,11 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
     const struct sbx_host *host = st->host;
     if (args->size < offsetof(struct sbx_exec_args, err) + sizeof args->err ||
         res->size < offsetof(struct sbx_exec_result, err_bytes) + sizeof res->err_bytes)
-        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": exec argument structs too small");
+        return FAIL(st, call, SBX_E_INVALID,
+                    F10_NAME ": exec argument structs too small");
     if (!args->argv || !args->argv[0] || !args->argv[0][0])
-        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": exec needs a program in argv[0]");
+        return FAIL(st, call, SBX_E_INVALID,
+                    F10_NAME ": exec needs a program in argv[0]");
 
     int cwd_fd;
     int rc = open_cwd(sb, call, args->cwd, &cwd_fd);
@@ -1095,7 +1097,8 @@ static int f10_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            rc = FAIL(st, call, SBX_E_IO, F10_NAME ": read %s: %s", path, strerror(errno));
+            rc = FAIL(st, call, SBX_E_IO, F10_NAME ": read %s: %s", path,
+                      strerror(errno));
             break;
         }
         if (n == 0)
@@ -1219,7 +1222,8 @@ static int copy_source(struct f10 *st, sbx_call *call, const char *path,
             break;
         }
         if (write_full(fd, buf, (size_t)n) != 0) {
-            rc = FAIL(st, call, SBX_E_IO, F10_NAME ": write %s: %s", path, strerror(errno));
+            rc = FAIL(st, call, SBX_E_IO, F10_NAME ": write %s: %s", path,
+                      strerror(errno));
             break;
         }
     }
@@ -1244,7 +1248,8 @@ static int f10_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
     if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": write %s: not a file name", path);
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": write %s: not a file name",
+                    path);
 
     int rc = SBX_OK;
     int dir = open_parent(sb, call, path, slash ? (size_t)(slash - path) : 0, &rc);
