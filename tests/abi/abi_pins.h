@@ -1,12 +1,14 @@
 /*
- * abi_pins.h - a table of everything a 1.0 provider depends on, as one
- * header saw it.
+ * abi_pins.h - tables of everything a provider of a frozen minor depends
+ * on, as one header saw it.
  *
- * frozen_pins.c is compiled twice, once against the live abi/sbx/provider.h
- * and once against the frozen tests/abi/frozen/1.0 copy, each time under
- * another function name (ABI_PINS_FN). test_frozen_pins.c compares the two
- * tables. This header includes no sbx header, so the comparing unit sees
- * neither copy.
+ * frozen_pins.c is compiled four times, each time under another function
+ * name (ABI_PINS_FN): the 1.0 table (ABI_PINS_MINOR=0) against the frozen
+ * tests/abi/frozen/1.0 copy and against the live abi/sbx/provider.h, and the
+ * 1.1 table (ABI_PINS_MINOR=1: the 1.0 entries, then what 1.1 appended)
+ * against the frozen tests/abi/frozen/1.1 copy and against the live header.
+ * test_frozen_pins.c compares each pair. This header includes no sbx header,
+ * so the comparing unit sees none of the copies.
  */
 #ifndef SBX_TEST_ABI_PINS_H
 #define SBX_TEST_ABI_PINS_H
@@ -28,8 +30,10 @@ struct abi_pin {
     const char *text; /* for string constants, else NULL */
 };
 
-/* Both tables; each stores its length in *n. */
-const struct abi_pin *abi_pins_live(size_t *n);
-const struct abi_pin *abi_pins_frozen(size_t *n);
+/* The tables; each stores its length in *n. */
+const struct abi_pin *abi_pins_live_1_0(size_t *n);
+const struct abi_pin *abi_pins_frozen_1_0(size_t *n);
+const struct abi_pin *abi_pins_live_1_1(size_t *n);
+const struct abi_pin *abi_pins_frozen_1_1(size_t *n);
 
 #endif

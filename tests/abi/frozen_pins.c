@@ -1,14 +1,19 @@
 /*
- * frozen_pins.c - the 1.0 contract as seen through one copy of
- * sbx/provider.h.
+ * frozen_pins.c - the contract of one frozen minor as seen through one copy
+ * of sbx/provider.h.
  *
- * Compiled twice (tests/abi/CMakeLists.txt): with the live header as
- * abi_pins_live() and with the frozen 1.0 copy as abi_pins_frozen(). Each
- * 1.0 member contributes its offset, its size and a check of its exact type
+ * Compiled in pairs (tests/abi/CMakeLists.txt), each time under another
+ * function name (ABI_PINS_FN) and with ABI_PINS_MINOR saying which frozen
+ * minor's table to build:
+ *  - ABI_PINS_MINOR=0: the 1.0 list, against the frozen 1.0 copy and
+ *    against the live header;
+ *  - ABI_PINS_MINOR=1: the same 1.0 list followed by what 1.1 appended,
+ *    against the frozen 1.1 copy and against the live header.
+ * Each member contributes its offset, its size and a check of its exact type
  * against the type written here, so a retyped member (int -> unsigned, a
- * changed op signature) is caught even when its size stays. Only 1.0 names
- * appear: members appended by later minors are not a 1.0 provider's
- * business, and whole-struct sizes may only grow.
+ * changed op signature) is caught even when its size stays. A table names
+ * only what its minor had: members appended later are not that minor's
+ * providers' business, and whole-struct sizes may only grow.
  */
 #include <sbx/provider.h>
 
@@ -16,6 +21,13 @@
 
 #ifndef ABI_PINS_FN
 #error "define ABI_PINS_FN to the name of the table function"
+#endif
+#ifndef ABI_PINS_MINOR
+#error "define ABI_PINS_MINOR to the frozen minor whose promises the table lists"
+#endif
+/* A table cannot list what the header it is compiled against lacks. */
+#if ABI_PINS_MINOR < 0 || ABI_PINS_MINOR > 1 || ABI_PINS_MINOR > SBX_ABI_MINOR
+#error "ABI_PINS_MINOR must be a frozen minor (0 or 1) the header has"
 #endif
 
 /* 1 when expr has exactly type `type` (after lvalue conversion). */
@@ -70,6 +82,24 @@ typedef int (*sink_write_fn)(void *, const void *, size_t);
 typedef long (*source_read_fn)(void *, void *, size_t);
 typedef int (*source_poll_fn)(void *);
 typedef int64_t (*source_length_fn)(void *);
+
+#if ABI_PINS_MINOR >= 1
+/* ABI 1.1: the appended ops, the host table's call_user and the callbacks
+ * of the 1.1 structs. */
+typedef int (*egress_set_fn)(sbx_sandbox *, sbx_call *,
+                             const struct sbx_egress_policy *);
+typedef int (*egress_get_fn)(sbx_sandbox *, sbx_call *, struct sbx_egress_report *);
+typedef int (*memory_load_fn)(sbx_sandbox *, sbx_call *, const char *,
+                              const struct sbx_source *);
+typedef int (*memory_diff_fn)(sbx_sandbox *, sbx_call *, const char *, uint32_t,
+                              const struct sbx_memory_changes *);
+typedef int (*slug_fn)(sbx_sandbox *, sbx_call *, const char *);
+typedef int (*group_add_fn)(sbx_sandbox *, sbx_call *, const struct sbx_group_spec *);
+typedef int (*user_add_fn)(sbx_sandbox *, sbx_call *, const struct sbx_user_spec *);
+typedef const char *(*call_user_fn)(const struct sbx_host *, const sbx_call *);
+typedef int (*report_allow_fn)(void *, const char *);
+typedef int (*removed_fn)(void *, const char *);
+#endif
 
 static const struct abi_pin pins[] = {
     /* versions and limits */
@@ -212,6 +242,83 @@ static const struct abi_pin pins[] = {
     MEMBER(sbx_blob, sha256, const char *),
     MEMBER(sbx_blob, format, const char *),
     GROWS(sizeof(struct sbx_blob)),
+
+#if ABI_PINS_MINOR >= 1
+    /* ---- ABI 1.1 appends ---------------------------------------------- */
+
+    /* capability bits and the set a 1.1 host accepts */
+    SAME(SBX_CAP_USERS),
+    SAME(SBX_CAP_ALL_1_1),
+    {"type of SBX_CAP_USERS is uint64_t", ABI_PIN_ONE,
+     IS_TYPE(SBX_CAP_USERS, uint64_t), NULL},
+    {"type of SBX_CAP_ALL_1_1 is uint64_t", ABI_PIN_ONE,
+     IS_TYPE(SBX_CAP_ALL_1_1, uint64_t), NULL},
+
+    /* enums and flags of the 1.1 structs */
+    SAME(SBX_EGRESS_DENY), SAME(SBX_EGRESS_ALLOW),
+    SAME(SBX_MEMORY_READ_ONLY), SAME(SBX_MEMORY_READ_WRITE),
+    SAME(SBX_MEMORY_DIFF_ALL),
+    {"type of SBX_MEMORY_DIFF_ALL is unsigned", ABI_PIN_ONE,
+     IS_TYPE(SBX_MEMORY_DIFF_ALL, unsigned), NULL},
+
+    /* the sizes a 1.1 host and provider check presence against */
+    SAME(SBX_OPS_SIZE_EGRESS_1_1),
+    SAME(SBX_CREATE_ARGS_SIZE_EGRESS_1_1),
+    SAME(SBX_OPS_SIZE_MEMORY_1_1),
+    SAME(SBX_CREATE_ARGS_SIZE_MEMORY_1_1),
+    SAME(SBX_OPS_SIZE_USERS_1_1),
+    SAME(SBX_OPS_SIZE_MEMORY_WATCH_1_1),
+    SAME(SBX_HOST_SIZE_USERS_1_1),
+
+    /* the ops appended after reserved[2] */
+    MEMBER(sbx_provider_ops, egress_set, egress_set_fn),
+    MEMBER(sbx_provider_ops, egress_get, egress_get_fn),
+    MEMBER(sbx_provider_ops, memory_load, memory_load_fn),
+    MEMBER(sbx_provider_ops, memory_diff, memory_diff_fn),
+    MEMBER(sbx_provider_ops, memory_accept, slug_fn),
+    MEMBER(sbx_provider_ops, group_add, group_add_fn),
+    MEMBER(sbx_provider_ops, user_add, user_add_fn),
+    MEMBER(sbx_provider_ops, memory_watch, slug_fn),
+
+    /* the host table and the create args */
+    MEMBER(sbx_host, call_user, call_user_fn),
+    MEMBER(sbx_create_args, egress, const struct sbx_egress_policy *),
+    MEMBER(sbx_create_args, memory, const struct sbx_memory_attachment *const *),
+
+    /* egress */
+    MEMBER(sbx_egress_policy, size, uint32_t),
+    MEMBER(sbx_egress_policy, default_action, uint32_t),
+    MEMBER(sbx_egress_policy, allow, const char *const *),
+    GROWS(sizeof(struct sbx_egress_policy)),
+    MEMBER(sbx_egress_report, size, uint32_t),
+    MEMBER(sbx_egress_report, default_action, uint32_t),
+    MEMBER(sbx_egress_report, ctx, void *),
+    MEMBER(sbx_egress_report, allow, report_allow_fn),
+    GROWS(sizeof(struct sbx_egress_report)),
+
+    /* memory stores */
+    MEMBER(sbx_memory_attachment, size, uint32_t),
+    MEMBER(sbx_memory_attachment, access, uint32_t),
+    MEMBER(sbx_memory_attachment, slug, const char *),
+    GROWS(sizeof(struct sbx_memory_attachment)),
+    MEMBER(sbx_memory_changes, size, uint32_t),
+    MEMBER(sbx_memory_changes, tar, const struct sbx_sink *),
+    MEMBER(sbx_memory_changes, ctx, void *),
+    MEMBER(sbx_memory_changes, removed, removed_fn),
+    GROWS(sizeof(struct sbx_memory_changes)),
+
+    /* users */
+    MEMBER(sbx_group_spec, size, uint32_t),
+    MEMBER(sbx_group_spec, gid, uint32_t),
+    MEMBER(sbx_group_spec, name, const char *),
+    GROWS(sizeof(struct sbx_group_spec)),
+    MEMBER(sbx_user_spec, size, uint32_t),
+    MEMBER(sbx_user_spec, uid, uint32_t),
+    MEMBER(sbx_user_spec, name, const char *),
+    MEMBER(sbx_user_spec, group, const char *),
+    MEMBER(sbx_user_spec, groups, const char *const *),
+    GROWS(sizeof(struct sbx_user_spec)),
+#endif
 };
 
 const struct abi_pin *ABI_PINS_FN(size_t *n)

@@ -4,9 +4,10 @@
 # Installs the current build into a scratch prefix, then compiles providers
 # outside the source tree with nothing but the flags from
 # `pkg-config --cflags sbx-provider`: the minimal example of docs/ABI.md and
-# the `good` test fixture. Then frozen10, the provider written from the
-# frozen 1.0 header, with a copy of that header as its only include
-# directory (no pkg-config at all). Each must link with -z defs (nothing
+# the `good` test fixture. Then the provider written from a frozen header,
+# frozen10.c, twice: as frozen10 with a copy of the frozen 1.0 header as its
+# only include directory, and as frozen11 with a copy of the frozen 1.1
+# header (no pkg-config at all). Each must link with -z defs (nothing
 # from the host) and export exactly one dynamic symbol,
 # sbx_provider_describe.
 #
@@ -89,10 +90,12 @@ mkdir "$work/good"
 cp "$src/tests/fixtures/plugins/good.c" "$src/tests/fixtures/plugins/fixture_provider.h" \
     "$work/good/"
 
-# The frozen provider and its header, copied out of the tree the same way.
-mkdir -p "$work/frozen10/1.0/sbx"
-cp "$src/tests/abi/frozen/1.0/sbx/provider.h" "$work/frozen10/1.0/sbx/"
-cp "$src/tests/abi/frozen/frozen10.c" "$work/frozen10/"
+# The frozen provider and the frozen headers, copied out of the tree the
+# same way.
+mkdir -p "$work/frozen/1.0/sbx" "$work/frozen/1.1/sbx"
+cp "$src/tests/abi/frozen/1.0/sbx/provider.h" "$work/frozen/1.0/sbx/"
+cp "$src/tests/abi/frozen/1.1/sbx/provider.h" "$work/frozen/1.1/sbx/"
+cp "$src/tests/abi/frozen/frozen10.c" "$work/frozen/"
 
 # build_and_check NAME SOURCE [EXTRA_FLAGS [HEADER_FLAGS [LINK_FLAGS]]]:
 # compile NAME.so and check its exports. HEADER_FLAGS and LINK_FLAGS
@@ -117,7 +120,9 @@ build_and_check() {
 build_and_check hello "$work/example/hello.c"
 # The fixtures leave parameters unused, as the project's own flags allow.
 build_and_check good "$work/good/good.c" -Wno-unused-parameter
-build_and_check frozen10 "$work/frozen10/frozen10.c" -pthread \
-    "-fvisibility=hidden -I$work/frozen10/1.0" "-Wl,--no-undefined -Wl,-z,defs"
+build_and_check frozen10 "$work/frozen/frozen10.c" -pthread \
+    "-fvisibility=hidden -I$work/frozen/1.0" "-Wl,--no-undefined -Wl,-z,defs"
+build_and_check frozen11 "$work/frozen/frozen10.c" -pthread \
+    "-fvisibility=hidden -I$work/frozen/1.1" "-Wl,--no-undefined -Wl,-z,defs"
 [ -f "$providerdir/hello.so" ] || fail "hello.so not installed into $providerdir"
 echo "PASS"

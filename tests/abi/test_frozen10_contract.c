@@ -1,7 +1,9 @@
 /*
- * test_frozen10_contract.c - the parts of the 1.0 contract frozen10 must
- * keep that the conformance suite does not (yet) check, driven through
- * libsbx exactly as a host uses the provider: signal deaths, the child's
+ * test_frozen10_contract.c - the parts of the 1.0 contract a frozen
+ * provider must keep that the conformance suite does not (yet) check,
+ * driven through libsbx exactly as a host uses the provider (built once
+ * per frozen provider, SBX_TEST_FROZEN_NAME: frozen10 from the frozen 1.0
+ * header, frozen11 from the frozen 1.1 one): signal deaths, the child's
  * signal state, SIGPIPE, program and cwd errors, streaming, FIFOs, exact
  * modes, atomic writes and their failure paths, leftovers, destroy of
  * trees a command made read-only, and malformed references.
@@ -21,6 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifndef SBX_TEST_FROZEN_NAME
+#error "define SBX_TEST_FROZEN_NAME (frozen10, frozen11)"
+#endif
+
 /* ---- fixture: one context, one sandbox --------------------------------- */
 
 static struct {
@@ -34,13 +40,13 @@ static struct {
 static void setup(void)
 {
     memset(&F, 0, sizeof F);
-    snprintf(F.dir, sizeof F.dir, "/tmp/sbx-frozen10-XXXXXX");
+    snprintf(F.dir, sizeof F.dir, "/tmp/sbx-" SBX_TEST_FROZEN_NAME "-XXXXXX");
     cr_assert_not_null(mkdtemp(F.dir));
     char cfg[128];
     snprintf(cfg, sizeof cfg, "%s/sbx.yaml", F.dir);
     FILE *f = fopen(cfg, "w");
     cr_assert_not_null(f);
-    fprintf(f, "providers:\n  frozen10:\n    root: %s/ws\n", F.dir);
+    fprintf(f, "providers:\n  %s:\n    root: %s/ws\n", SBX_TEST_FROZEN_NAME, F.dir);
     cr_assert_eq(fclose(f), 0);
 
     struct sbx_options o;
@@ -48,13 +54,14 @@ static void setup(void)
     o.size = sizeof o;
     o.config_path = cfg;
     o.plugin_path = SBX_TEST_FROZEN_PROVIDER_DIR;
-    o.provider = "frozen10";
+    o.provider = SBX_TEST_FROZEN_NAME;
     o.ignore_environment = true;
     sbx_error err;
     cr_assert_eq(sbx_open(&o, &F.ctx, &err), SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_provider_lookup(F.ctx, "frozen10", &F.p, &err), SBX_OK, "%s",
-                 err.message);
-    snprintf(F.key, sizeof F.key, "frozen10-contract-%ld", (long)getpid());
+    cr_assert_eq(sbx_provider_lookup(F.ctx, SBX_TEST_FROZEN_NAME, &F.p, &err), SBX_OK,
+                 "%s", err.message);
+    snprintf(F.key, sizeof F.key, "%s-contract-%ld", SBX_TEST_FROZEN_NAME,
+             (long)getpid());
     cr_assert_eq(sbx_create(F.p, F.key, NULL, NULL, &F.h, &err), SBX_OK, "%s",
                  err.message);
 }

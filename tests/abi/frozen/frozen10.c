@@ -1,11 +1,19 @@
 /*
- * frozen10.c - a real provider written from the frozen ABI 1.0 header alone.
+ * frozen10.c - a real provider written from a frozen ABI header alone.
  *
- * It stands for a provider whose author took sbx/provider.h 1.0 and never
- * looked at sbx again: it is compiled with -I tests/abi/frozen/1.0 and no
- * other project header or library, and CI runs the whole conformance suite
- * against it on the current host. Keep it that way: when a later minor
- * adds something, this file does not learn about it.
+ * It stands for a provider whose author took a frozen sbx/provider.h and
+ * never looked at sbx again. It is built twice, each time with one frozen
+ * header's directory as its only include path and no other project header
+ * or library: with -I tests/abi/frozen/1.0 it is `frozen10` (its descriptor
+ * claims ABI 1.0), with -I tests/abi/frozen/1.1 it is `frozen11` (the
+ * descriptor SBX_PROVIDER_DEFINE fills in then claims 1.1 and carries the
+ * 1.1 ops table size, with every appended op NULL). CI runs the whole
+ * conformance suite against both on the current host. Keep it that way: it
+ * uses only what the 1.0 header has, so one file serves both headers, and
+ * when a later minor adds something, this file does not learn about it.
+ * Like `local`, it declares no capability: those 1.1 added (memory stores,
+ * egress, users) need a boundary that plain host processes lack (mounts
+ * out of the command's reach, a network of its own, other uids).
  *
  * What it does (isolation none: commands are ordinary host processes):
  *  - workspaces are directories <root>/<key_hash> under the `root` key; the
@@ -23,8 +31,20 @@
 
 #include <sbx/provider.h>
 
-#if SBX_ABI_MAJOR != 1 || SBX_ABI_MINOR != 0
-#error "frozen10 is built against the frozen 1.0 header only (-I tests/abi/frozen/1.0)"
+#if SBX_ABI_MAJOR != 1 || (SBX_ABI_MINOR != 0 && SBX_ABI_MINOR != 1)
+#error "frozen10.c is built against a frozen header only (-I tests/abi/frozen/1.0 or 1.1)"
+#endif
+
+/* The provider is named after the header it was built from: the loader
+ * wants the descriptor's name to be the file's (frozen10.so, frozen11.so). */
+#if SBX_ABI_MINOR == 0
+#define F10_NAME "frozen10"
+#define F10_VERSION "1.0.0"
+#define F10_DESCRIPTION "test provider built from the frozen ABI 1.0 header alone"
+#else
+#define F10_NAME "frozen11"
+#define F10_VERSION "1.1.0"
+#define F10_DESCRIPTION "test provider built from the frozen ABI 1.1 header alone"
 #endif
 
 #include <dirent.h>
@@ -129,28 +149,28 @@ static int path_error(struct f10 *st, sbx_call *call, const char *op,
     switch (e) {
     case ENOENT:
     case ENOTDIR:
-        return FAIL(st, call, SBX_E_NOT_FOUND, "frozen10: %s %s: no such file", op,
+        return FAIL(st, call, SBX_E_NOT_FOUND, F10_NAME ": %s %s: no such file", op,
                     path);
     case EXDEV:
         return FAIL(st, call, SBX_E_INVALID,
-                    "frozen10: %s %s: the path escapes the workspace", op, path);
+                    F10_NAME ": %s %s: the path escapes the workspace", op, path);
     case ENXIO:
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: %s %s: not a regular file",
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": %s %s: not a regular file",
                     op, path);
     case ELOOP:
     case ENAMETOOLONG:
     case EINVAL:
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: %s %s: %s", op, path,
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": %s %s: %s", op, path,
                     strerror(e));
     case EACCES:
     case EPERM:
-        return FAIL(st, call, SBX_E_DENIED, "frozen10: %s %s: %s", op, path,
+        return FAIL(st, call, SBX_E_DENIED, F10_NAME ": %s %s: %s", op, path,
                     strerror(e));
     case ENOMEM:
-        return FAIL(st, call, SBX_E_NOMEM, "frozen10: %s %s: out of memory", op,
+        return FAIL(st, call, SBX_E_NOMEM, F10_NAME ": %s %s: out of memory", op,
                     path);
     default:
-        return FAIL(st, call, SBX_E_IO, "frozen10: %s %s: %s", op, path, strerror(e));
+        return FAIL(st, call, SBX_E_IO, F10_NAME ": %s %s: %s", op, path, strerror(e));
     }
 }
 
@@ -212,14 +232,14 @@ static int f10_init(const struct sbx_host *host, sbx_call *call, void **state)
     const char *root = host->config_get(host, "root");
     if (!root || root[0] != '/')
         return host->set_error(host, call, SBX_E_CONFIG,
-                               "frozen10: set `root` to an absolute directory");
+                               F10_NAME ": set `root` to an absolute directory");
     if (make_dirs(root) != 0)
         return host->set_error(host, call, SBX_E_CONFIG,
-                               "frozen10: cannot create root %s: %s", root,
+                               F10_NAME ": cannot create root %s: %s", root,
                                strerror(errno));
     struct f10 *st = calloc(1, sizeof *st);
     if (!st)
-        return host->set_error(host, call, SBX_E_NOMEM, "frozen10: out of memory");
+        return host->set_error(host, call, SBX_E_NOMEM, F10_NAME ": out of memory");
     st->host = host;
     /* Canonical, so that every instance writes and recognizes the same
      * references. */
@@ -227,14 +247,14 @@ static int f10_init(const struct sbx_host *host, sbx_call *call, void **state)
         int e = errno;
         free(st);
         return host->set_error(host, call, SBX_E_CONFIG,
-                               "frozen10: cannot resolve root %s: %s", root,
+                               F10_NAME ": cannot resolve root %s: %s", root,
                                strerror(e));
     }
     st->root_len = strlen(st->root);
     if (st->root_len < 2 || st->root_len + 1 + SBX_KEY_HASH_LEN >= SBX_REF_MAX) {
         free(st);
         return host->set_error(host, call, SBX_E_CONFIG,
-                               "frozen10: root %s must be a directory other than / "
+                               F10_NAME ": root %s must be a directory other than / "
                                "with a path shorter than %d bytes",
                                root, SBX_REF_MAX - SBX_KEY_HASH_LEN - 1);
     }
@@ -243,7 +263,7 @@ static int f10_init(const struct sbx_host *host, sbx_call *call, void **state)
         int e = errno;
         free(st);
         return host->set_error(host, call, SBX_E_CONFIG,
-                               "frozen10: cannot open root %s: %s", root, strerror(e));
+                               F10_NAME ": cannot open root %s: %s", root, strerror(e));
     }
     *state = st;
     return SBX_OK;
@@ -288,7 +308,7 @@ static int f10_create(void *state, sbx_call *call, const struct sbx_create_args 
     struct f10 *st = state;
     if (!is_key_hash(args->key_hash))
         return FAIL(st, call, SBX_E_INVALID,
-                    "frozen10: the key hash is not %d lowercase hex digits",
+                    F10_NAME ": the key hash is not %d lowercase hex digits",
                     SBX_KEY_HASH_LEN);
     int e = 0;
     /* Idempotent: an existing workspace (ours, another instance's or
@@ -309,7 +329,7 @@ static int f10_create(void *state, sbx_call *call, const struct sbx_create_args 
             break;
     }
     return FAIL(st, call, e == ENOMEM ? SBX_E_NOMEM : SBX_E_IO,
-                "frozen10: cannot create workspace %s/%s: %s", st->root,
+                F10_NAME ": cannot create workspace %s/%s: %s", st->root,
                 args->key_hash, strerror(e));
 }
 
@@ -321,12 +341,12 @@ static int check_owner(struct f10 *st, sbx_call *call, const char *ref,
     if (!ref || strncmp(ref, st->root, st->root_len) != 0 || ref[st->root_len] != '/' ||
         !is_key_hash(ref + st->root_len + 1))
         return FAIL(st, call, SBX_E_INVALID,
-                    "frozen10: %.100s is not a workspace reference under %s",
+                    F10_NAME ": %.100s is not a workspace reference under %s",
                     ref ? ref : "(null)", st->root);
     *hash = ref + st->root_len + 1;
     if (!key_hash || strcmp(*hash, key_hash) != 0)
         return FAIL(st, call, SBX_E_DENIED,
-                    "frozen10: workspace %s belongs to another session", ref);
+                    F10_NAME ": workspace %s belongs to another session", ref);
     return SBX_OK;
 }
 
@@ -342,10 +362,10 @@ static int f10_attach(void *state, sbx_call *call, const struct sbx_attach_args 
     sbx_sandbox *sb = open_handle(st, hash, &e);
     if (!sb) {
         if (e == ENOENT)
-            return FAIL(st, call, SBX_E_NOT_FOUND, "frozen10: workspace %s is gone",
+            return FAIL(st, call, SBX_E_NOT_FOUND, F10_NAME ": workspace %s is gone",
                         args->ref);
         return FAIL(st, call, e == ENOMEM ? SBX_E_NOMEM : SBX_E_IO,
-                    "frozen10: cannot open workspace %s: %s", args->ref, strerror(e));
+                    F10_NAME ": cannot open workspace %s: %s", args->ref, strerror(e));
     }
     *out = sb;
     return SBX_OK;
@@ -422,7 +442,7 @@ static int f10_destroy(void *state, sbx_call *call, const struct sbx_destroy_arg
         return rc;
     /* A workspace that is already gone is destroyed: SBX_OK. */
     if (remove_tree(st->root_fd, hash, 0) != 0)
-        return FAIL(st, call, SBX_E_IO, "frozen10: cannot remove workspace %s: %s",
+        return FAIL(st, call, SBX_E_IO, F10_NAME ": cannot remove workspace %s: %s",
                     args->ref, strerror(errno));
     return SBX_OK;
 }
@@ -556,22 +576,22 @@ static int exec_error(struct f10 *st, sbx_call *call, const char *prog, int e)
     switch (e) {
     case ENOENT:
     case ENOTDIR:
-        return FAIL(st, call, SBX_E_NO_COMMAND, "frozen10: command not found: %s", prog);
+        return FAIL(st, call, SBX_E_NO_COMMAND, F10_NAME ": command not found: %s", prog);
     case EACCES:
     case EPERM:
     case ENOEXEC:
     case EISDIR:
-        return FAIL(st, call, SBX_E_NOT_EXEC, "frozen10: cannot execute %s: %s", prog,
+        return FAIL(st, call, SBX_E_NOT_EXEC, F10_NAME ": cannot execute %s: %s", prog,
                     strerror(e));
     case E2BIG:
     case ENAMETOOLONG:
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: cannot execute %s: %s", prog,
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": cannot execute %s: %s", prog,
                     strerror(e));
     case ENOMEM:
-        return FAIL(st, call, SBX_E_NOMEM, "frozen10: cannot start %s: %s", prog,
+        return FAIL(st, call, SBX_E_NOMEM, F10_NAME ": cannot start %s: %s", prog,
                     strerror(e));
     default:
-        return FAIL(st, call, SBX_E_IO, "frozen10: cannot start %s: %s", prog,
+        return FAIL(st, call, SBX_E_IO, F10_NAME ": cannot start %s: %s", prog,
                     strerror(e));
     }
 }
@@ -591,11 +611,11 @@ static int spawn_command(struct f10 *st, sbx_call *call, const struct sbx_exec_a
     char *const *envp = a->env ? (char *const *)a->env : empty_env;
     char **cands = candidates(a->argv[0], envp);
     if (!cands)
-        return FAIL(st, call, SBX_E_NOMEM, "frozen10: out of memory");
+        return FAIL(st, call, SBX_E_NOMEM, F10_NAME ": out of memory");
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
         free_list(cands);
-        return FAIL(st, call, SBX_E_IO, "frozen10: pipe: %s", strerror(errno));
+        return FAIL(st, call, SBX_E_IO, F10_NAME ": pipe: %s", strerror(errno));
     }
     /* With every signal blocked across fork, no host handler can run in the
      * child before it resets the dispositions. */
@@ -612,7 +632,7 @@ static int spawn_command(struct f10 *st, sbx_call *call, const struct sbx_exec_a
     if (pid < 0) {
         close(report[0]);
         return FAIL(st, call, fork_errno == ENOMEM ? SBX_E_NOMEM : SBX_E_IO,
-                    "frozen10: fork: %s", strerror(fork_errno));
+                    F10_NAME ": fork: %s", strerror(fork_errno));
     }
     /* End of file: the exec succeeded (the pipe closed with it). */
     struct child_error ce;
@@ -627,9 +647,9 @@ static int spawn_command(struct f10 *st, sbx_call *call, const struct sbx_exec_a
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
     if (n != (ssize_t)sizeof ce)
-        return FAIL(st, call, SBX_E_IO, "frozen10: the command's child failed to start");
+        return FAIL(st, call, SBX_E_IO, F10_NAME ": the command's child failed to start");
     if (ce.during_setup)
-        return FAIL(st, call, SBX_E_IO, "frozen10: cannot prepare %s: %s", a->argv[0],
+        return FAIL(st, call, SBX_E_IO, F10_NAME ": cannot prepare %s: %s", a->argv[0],
                     strerror(ce.err));
     return exec_error(st, call, a->argv[0], ce.err);
 }
@@ -884,10 +904,10 @@ static int open_cwd(sbx_sandbox *sb, sbx_call *call, const char *cwd, int *fd)
         return SBX_OK;
     int e = errno;
     if (e == ENOMEM || e == EMFILE || e == ENFILE)
-        return FAIL(sb->st, call, SBX_E_IO, "frozen10: cwd %s: %s", cwd ? cwd : "",
+        return FAIL(sb->st, call, SBX_E_IO, F10_NAME ": cwd %s: %s", cwd ? cwd : "",
                     strerror(e));
     return FAIL(sb->st, call, SBX_E_INVALID,
-                "frozen10: cwd %s is not a directory inside the workspace (%s)",
+                F10_NAME ": cwd %s is not a directory inside the workspace (%s)",
                 cwd ? cwd : "", e == EXDEV ? "it escapes" : strerror(e));
 }
 
@@ -928,7 +948,7 @@ fail:;
             close(parent[i]);
         child[i] = parent[i] = -1;
     }
-    return FAIL(st, call, SBX_E_IO, "frozen10: cannot create pipes: %s", strerror(e));
+    return FAIL(st, call, SBX_E_IO, F10_NAME ": cannot create pipes: %s", strerror(e));
 }
 
 static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
@@ -938,9 +958,11 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
     const struct sbx_host *host = st->host;
     if (args->size < offsetof(struct sbx_exec_args, err) + sizeof args->err ||
         res->size < offsetof(struct sbx_exec_result, err_bytes) + sizeof res->err_bytes)
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: exec argument structs too small");
+        return FAIL(st, call, SBX_E_INVALID,
+                    F10_NAME ": exec argument structs too small");
     if (!args->argv || !args->argv[0] || !args->argv[0][0])
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: exec needs a program in argv[0]");
+        return FAIL(st, call, SBX_E_INVALID,
+                    F10_NAME ": exec needs a program in argv[0]");
 
     int cwd_fd;
     int rc = open_cwd(sb, call, args->cwd, &cwd_fd);
@@ -964,12 +986,12 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
         free(r.buf);
         free(feed.buf);
         close(cwd_fd);
-        return FAIL(st, call, SBX_E_NOMEM, "frozen10: out of memory");
+        return FAIL(st, call, SBX_E_NOMEM, F10_NAME ": out of memory");
     }
     rc = make_stdio(st, call, args->in != NULL, child, parent);
     if (rc == SBX_OK && args->in &&
         (feed.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
-        rc = FAIL(st, call, SBX_E_IO, "frozen10: eventfd: %s", strerror(errno));
+        rc = FAIL(st, call, SBX_E_IO, F10_NAME ": eventfd: %s", strerror(errno));
     if (rc == SBX_OK)
         rc = spawn_command(st, call, args, cwd_fd, child, &r.pid);
     close(cwd_fd);
@@ -1000,7 +1022,7 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
         } else {
             close(parent[0]);
             kill_group(&r);
-            rc = FAIL(st, call, SBX_E_IO, "frozen10: cannot start the stdin thread");
+            rc = FAIL(st, call, SBX_E_IO, F10_NAME ": cannot start the stdin thread");
         }
     }
 
@@ -1030,7 +1052,7 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
     if (rc != SBX_OK)
         return rc;
     if (w.cancelled)
-        return FAIL(st, call, SBX_E_CANCELLED, "frozen10: %s was cancelled",
+        return FAIL(st, call, SBX_E_CANCELLED, F10_NAME ": %s was cancelled",
                     args->argv[0]);
     if (r.sink_rc != SBX_OK)
         return r.sink_rc;
@@ -1049,7 +1071,7 @@ static int f10_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     struct f10 *st = sb->st;
     const struct sbx_host *host = st->host;
     if (!path || !*path)
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: read: empty path");
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": read: empty path");
     /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
     int fd = open_beneath(sb->dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
@@ -1057,25 +1079,26 @@ static int f10_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     struct stat s;
     if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
         close(fd);
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: read %s: not a regular file",
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": read %s: not a regular file",
                     path);
     }
     char *buf = malloc(F10_CHUNK);
     if (!buf) {
         close(fd);
-        return FAIL(st, call, SBX_E_NOMEM, "frozen10: out of memory");
+        return FAIL(st, call, SBX_E_NOMEM, F10_NAME ": out of memory");
     }
     int rc = SBX_OK;
     for (;;) {
         if (host->cancelled(host, call)) {
-            rc = FAIL(st, call, SBX_E_CANCELLED, "frozen10: read %s: cancelled", path);
+            rc = FAIL(st, call, SBX_E_CANCELLED, F10_NAME ": read %s: cancelled", path);
             break;
         }
         ssize_t n = read(fd, buf, F10_CHUNK);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            rc = FAIL(st, call, SBX_E_IO, "frozen10: read %s: %s", path, strerror(errno));
+            rc = FAIL(st, call, SBX_E_IO, F10_NAME ": read %s: %s", path,
+                      strerror(errno));
             break;
         }
         if (n == 0)
@@ -1101,12 +1124,12 @@ static int open_parent(sbx_sandbox *sb, sbx_call *call, const char *path,
     struct f10 *st = sb->st;
     char prefix[PATH_MAX];
     if (dir_len >= sizeof prefix) {
-        *rc = FAIL(st, call, SBX_E_INVALID, "frozen10: write %s: path too long", path);
+        *rc = FAIL(st, call, SBX_E_INVALID, F10_NAME ": write %s: path too long", path);
         return -1;
     }
     int parent = fcntl(sb->dirfd, F_DUPFD_CLOEXEC, 3);
     if (parent < 0) {
-        *rc = FAIL(st, call, SBX_E_IO, "frozen10: write %s: %s", path, strerror(errno));
+        *rc = FAIL(st, call, SBX_E_IO, F10_NAME ": write %s: %s", path, strerror(errno));
         return -1;
     }
     memcpy(prefix, path, dir_len);
@@ -1136,7 +1159,7 @@ static int open_parent(sbx_sandbox *sb, sbx_call *call, const char *path,
             close(parent);
             if (e == ENOTDIR || e == ENOENT)
                 *rc = FAIL(st, call, SBX_E_INVALID,
-                           "frozen10: write %s: %s is not a directory", path, prefix);
+                           F10_NAME ": write %s: %s is not a directory", path, prefix);
             else
                 *rc = path_error(st, call, "write", path, e);
             return -1;
@@ -1175,7 +1198,7 @@ static int copy_source(struct f10 *st, sbx_call *call, const char *path,
     const struct sbx_host *host = st->host;
     char *buf = malloc(F10_CHUNK);
     if (!buf)
-        return FAIL(st, call, SBX_E_NOMEM, "frozen10: out of memory");
+        return FAIL(st, call, SBX_E_NOMEM, F10_NAME ": out of memory");
     int pfd = source_poll_fd(src);
     int cfd = host->cancel_fd(host, call);
     int rc = SBX_OK;
@@ -1183,12 +1206,12 @@ static int copy_source(struct f10 *st, sbx_call *call, const char *path,
         if (pfd >= 0 && cfd >= 0) {
             struct pollfd p[2] = {{pfd, POLLIN, 0}, {cfd, POLLIN, 0}};
             if (poll(p, 2, -1) < 0 && errno != EINTR) {
-                rc = FAIL(st, call, SBX_E_IO, "frozen10: poll: %s", strerror(errno));
+                rc = FAIL(st, call, SBX_E_IO, F10_NAME ": poll: %s", strerror(errno));
                 break;
             }
         }
         if (host->cancelled(host, call)) {
-            rc = FAIL(st, call, SBX_E_CANCELLED, "frozen10: write %s: cancelled", path);
+            rc = FAIL(st, call, SBX_E_CANCELLED, F10_NAME ": write %s: cancelled", path);
             break;
         }
         long n = src->read(src->ctx, buf, F10_CHUNK);
@@ -1199,7 +1222,8 @@ static int copy_source(struct f10 *st, sbx_call *call, const char *path,
             break;
         }
         if (write_full(fd, buf, (size_t)n) != 0) {
-            rc = FAIL(st, call, SBX_E_IO, "frozen10: write %s: %s", path, strerror(errno));
+            rc = FAIL(st, call, SBX_E_IO, F10_NAME ": write %s: %s", path,
+                      strerror(errno));
             break;
         }
     }
@@ -1213,18 +1237,19 @@ static int f10_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     struct f10 *st = sb->st;
     if (mode & ~0777u)
         return FAIL(st, call, SBX_E_INVALID,
-                    "frozen10: write %s: mode %o has bits outside 0777", path, mode);
+                    F10_NAME ": write %s: mode %o has bits outside 0777", path, mode);
     if (mode == 0)
         mode = 0644;
     if (!path || !*path)
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: write: empty path");
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": write: empty path");
     if (path[0] == '/')
         return FAIL(st, call, SBX_E_INVALID,
-                    "frozen10: write %s: the path escapes the workspace", path);
+                    F10_NAME ": write %s: the path escapes the workspace", path);
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
     if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: write %s: not a file name", path);
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": write %s: not a file name",
+                    path);
 
     int rc = SBX_OK;
     int dir = open_parent(sb, call, path, slash ? (size_t)(slash - path) : 0, &rc);
@@ -1233,7 +1258,7 @@ static int f10_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     struct stat s;
     if (fstatat(dir, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode)) {
         close(dir);
-        return FAIL(st, call, SBX_E_INVALID, "frozen10: write %s: is a directory", path);
+        return FAIL(st, call, SBX_E_INVALID, F10_NAME ": write %s: is a directory", path);
     }
     char tmp[40];
     int fd = open_temp(dir, tmp);
@@ -1245,16 +1270,16 @@ static int f10_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     rc = copy_source(st, call, path, src, fd);
     /* fchmod is exact: the umask applies only to creation. */
     if (rc == SBX_OK && fchmod(fd, (mode_t)mode) != 0)
-        rc = FAIL(st, call, SBX_E_IO, "frozen10: chmod %s: %s", path, strerror(errno));
+        rc = FAIL(st, call, SBX_E_IO, F10_NAME ": chmod %s: %s", path, strerror(errno));
     if (close(fd) != 0 && rc == SBX_OK)
-        rc = FAIL(st, call, SBX_E_IO, "frozen10: write %s: %s", path, strerror(errno));
+        rc = FAIL(st, call, SBX_E_IO, F10_NAME ": write %s: %s", path, strerror(errno));
     /* The rename publishes the whole file at once; a link at the target is
      * replaced, never followed. */
     if (rc == SBX_OK && renameat(dir, tmp, dir, name) != 0)
         rc = errno == EISDIR
-                 ? FAIL(st, call, SBX_E_INVALID, "frozen10: write %s: is a directory",
+                 ? FAIL(st, call, SBX_E_INVALID, F10_NAME ": write %s: is a directory",
                         path)
-                 : FAIL(st, call, SBX_E_IO, "frozen10: rename to %s: %s", path,
+                 : FAIL(st, call, SBX_E_IO, F10_NAME ": rename to %s: %s", path,
                         strerror(errno));
     if (rc != SBX_OK)
         unlinkat(dir, tmp, 0);
@@ -1284,6 +1309,5 @@ static const struct sbx_config_key f10_keys[] = {
     SBX_CONFIG_KEYS_END,
 };
 
-SBX_PROVIDER_DEFINE("frozen10", "1.0.0",
-                    "test provider built from the frozen ABI 1.0 header alone",
-                    SBX_ISOLATION_NONE, 0, &f10_ops, f10_keys)
+SBX_PROVIDER_DEFINE(F10_NAME, F10_VERSION, F10_DESCRIPTION, SBX_ISOLATION_NONE, 0,
+                    &f10_ops, f10_keys)

@@ -1,0 +1,800 @@
+/*
+ * sbx/provider.h - the sbx provider ABI, version 1.1 (in development; 1.0
+ * is frozen, 1.1 only appends to it: see docs/ABI.md).
+ *
+ * This is the only header a backend author needs. A provider is a shared
+ * object exporting one symbol, sbx_provider_describe(), which returns static
+ * data: a descriptor naming the provider, its capabilities, the table of
+ * operations and the configuration keys it accepts. The host validates the
+ * descriptor before running any other provider code, then calls ops->init
+ * lazily, on first use.
+ *
+ * Rules (see docs/ABI.md for the long form):
+ *  - The first four descriptor members are frozen forever, so any host can
+ *    read them and report a version mismatch precisely.
+ *  - Structs are only ever appended to. The host treats ops beyond the
+ *    plugin's ops_size as absent; size-prefixed argument structs tell the
+ *    plugin how much the host filled in.
+ *  - Memory: everything the host passes is borrowed for the duration of the
+ *    call. Whatever the provider produces goes into host-supplied sinks or
+ *    buffers. Neither side frees the other's memory. Sandbox handles are
+ *    created and released by the provider.
+ *  - Threads (the long form is "Threads" below and in docs/ABI.md): init
+ *    runs once per instance, before anything else; ops on different
+ *    sandboxes, and exec, read_file and write_file on one sandbox, may run
+ *    concurrently; create, attach and destroy of one session key never
+ *    overlap within one host process (libsbx enforces it); across processes
+ *    nothing is serialized, so create must be idempotent against a racing
+ *    create of another process. One sink or source is never called from two
+ *    threads at once. Providers touch no process-global state (signal
+ *    handlers, signal mask of other threads, cwd, umask, environment, exit)
+ *    and open every fd O_CLOEXEC.
+ *  - Status codes are stable numbers, never reused (see enum sbx_status).
+ *
+ * The header is C99 and compiles alone with -std=c99 -pedantic.
+ */
+#ifndef SBX_PROVIDER_H
+#define SBX_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ABI version of this header. Major must equal the host's; the minor a
+ * provider targets must be <= the host's minor. */
+#define SBX_ABI_MAJOR 1
+#define SBX_ABI_MINOR 1
+
+/*
+ * SBX_ABI_TARGET_MINOR - the oldest host minor a provider wants to load into
+ * (like GLib's GLIB_VERSION_MIN_REQUIRED). Define it before including this
+ * header, e.g. -DSBX_ABI_TARGET_MINOR=0, to build against a newer header a
+ * provider that uses nothing newer than that minor: its descriptor then
+ * claims that minor and an older host accepts it. Members a later minor
+ * appended may still be used after checking the size of the struct that
+ * carries them (the host fills in only what it knows). Defaults to
+ * SBX_ABI_MINOR.
+ */
+#ifndef SBX_ABI_TARGET_MINOR
+#define SBX_ABI_TARGET_MINOR SBX_ABI_MINOR
+#endif
+#if SBX_ABI_TARGET_MINOR > SBX_ABI_MINOR || SBX_ABI_TARGET_MINOR < 0
+#error "SBX_ABI_TARGET_MINOR must be between 0 and SBX_ABI_MINOR"
+#endif
+
+/* Name of the one exported entry point. */
+#define SBX_PROVIDER_ENTRY "sbx_provider_describe"
+
+/* Longest persisted sandbox reference, including the terminating NUL. */
+#define SBX_REF_MAX 512
+
+/* Length of a key hash: lowercase hex SHA-256, without NUL. */
+#define SBX_KEY_HASH_LEN 64
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SBX_PROVIDER_EXPORT __attribute__((visibility("default")))
+#define SBX_PRINTF_LIKE(fmt_idx, arg_idx) \
+    __attribute__((format(printf, fmt_idx, arg_idx)))
+#else
+#define SBX_PROVIDER_EXPORT
+#define SBX_PRINTF_LIKE(fmt_idx, arg_idx)
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes                                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Every op returns one of these. Numbers are assigned once and never reused;
+ * new codes are appended. SBX_E_NOT_FOUND for a persisted reference means the
+ * resource is gone: callers must never replace it with an empty sandbox.
+ */
+typedef enum sbx_status {
+    SBX_OK = 0,
+    SBX_E_NOT_FOUND = 1,   /* the referenced resource does not exist */
+    SBX_E_DENIED = 2,      /* ownership mismatch or permission denied */
+    SBX_E_UNSUPPORTED = 3, /* the provider cannot do this */
+    SBX_E_INVALID = 4,     /* bad argument: path escapes, bad name, ... */
+    SBX_E_TIMEOUT = 5,     /* a deadline passed */
+    SBX_E_CANCELLED = 6,   /* the caller cancelled */
+    SBX_E_UNAVAILABLE = 7, /* transient: daemon/service down, 5xx; retry */
+    SBX_E_PROTOCOL = 8,    /* the backend answered something unexpected */
+    SBX_E_IO = 9,          /* local I/O error */
+    SBX_E_NOMEM = 10,      /* out of memory */
+    SBX_E_EXISTS = 11,     /* exists and belongs to someone else */
+    SBX_E_CONFIG = 12,     /* configuration is wrong */
+    SBX_E_ABI = 13,        /* plugin ABI mismatch or malformed plugin */
+    SBX_E_NOT_EXEC = 14,   /* command exists but cannot be executed */
+    SBX_E_NO_COMMAND = 15, /* command not found */
+    SBX_E_INTERNAL = 16    /* a bug */
+} sbx_status;
+
+/* Number of status codes defined by this header (one past the highest). */
+#define SBX_STATUS_COUNT 17
+
+/*
+ * sbx_strerror - a static English description of a status code.
+ * Never returns NULL; unknown codes give "unknown status". Defined inline so
+ * that providers link nothing from the host. The switch has no default so
+ * that the compiler flags a code without a message.
+ */
+static inline const char *sbx_strerror(sbx_status s)
+{
+    switch (s) {
+    case SBX_OK: return "success";
+    case SBX_E_NOT_FOUND: return "not found";
+    case SBX_E_DENIED: return "ownership or permission denied";
+    case SBX_E_UNSUPPORTED: return "not supported by this provider";
+    case SBX_E_INVALID: return "invalid argument";
+    case SBX_E_TIMEOUT: return "timed out";
+    case SBX_E_CANCELLED: return "cancelled";
+    case SBX_E_UNAVAILABLE: return "temporarily unavailable";
+    case SBX_E_PROTOCOL: return "protocol error";
+    case SBX_E_IO: return "I/O error";
+    case SBX_E_NOMEM: return "out of memory";
+    case SBX_E_EXISTS: return "already exists";
+    case SBX_E_CONFIG: return "configuration error";
+    case SBX_E_ABI: return "plugin ABI error";
+    case SBX_E_NOT_EXEC: return "command cannot be executed";
+    case SBX_E_NO_COMMAND: return "command not found";
+    case SBX_E_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+/* Transient failures may succeed when retried unchanged. */
+static inline int sbx_status_is_transient(sbx_status s)
+{
+    return s == SBX_E_UNAVAILABLE || s == SBX_E_TIMEOUT;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Capabilities: bits assigned once, never reused                             */
+/* ------------------------------------------------------------------------ */
+
+#define SBX_CAP_FILE_MOUNTS   (UINT64_C(1) << 0) /* mount_put, mount_remove */
+#define SBX_CAP_OUTPUT_EXPORT (UINT64_C(1) << 1) /* export_outputs */
+#define SBX_CAP_SKILLS        (UINT64_C(1) << 2) /* skill_install */
+/* Bits 3 and 4 are assigned to the memory stores and the egress allowlist.
+ * Their ops arrive in ABI 1.1 with size-prefixed argument structs; a 1.0
+ * host refuses a provider that declares them. */
+#define SBX_CAP_MEMORY        (UINT64_C(1) << 3) /* ops in ABI 1.1 */
+#define SBX_CAP_EGRESS        (UINT64_C(1) << 4) /* ops in ABI 1.1 */
+#define SBX_CAP_PACKAGES      (UINT64_C(1) << 5) /* packages run via exec */
+/* ABI 1.1: users and groups made in the sandbox, and ops run as one of
+ * them (group_add, user_add, sbx_host.call_user). */
+#define SBX_CAP_USERS         (UINT64_C(1) << 6)
+
+/* Every bit a 1.0 host accepts. */
+#define SBX_CAP_ALL_1_0                                                   \
+    (SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |       \
+     SBX_CAP_PACKAGES)
+/* Every bit a 1.1 host accepts from a provider whose descriptor claims
+ * minor >= 1 and whose ops table covers the bit's ops (see the
+ * SBX_OPS_SIZE_* macros at the end). */
+#define SBX_CAP_ALL_1_1 \
+    (SBX_CAP_ALL_1_0 | SBX_CAP_MEMORY | SBX_CAP_EGRESS | SBX_CAP_USERS)
+
+/* ------------------------------------------------------------------------ */
+/* Isolation: what stands between a command and the host                     */
+/* ------------------------------------------------------------------------ */
+
+/* Values of sbx_provider_desc.isolation. Shown by `sbx providers` and
+ * `sbx check`; 0 (none) is the safe default for a provider that forgets. */
+enum sbx_isolation {
+    SBX_ISOLATION_NONE = 0,      /* host processes: not a security boundary */
+    SBX_ISOLATION_CONTAINER = 1, /* namespaces and cgroups on a shared kernel */
+    SBX_ISOLATION_VM = 2         /* a virtual machine (microVM) of its own */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Opaque types                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* A provider's sandbox handle: created by create/attach, freed by release. */
+typedef struct sbx_sandbox sbx_sandbox;
+
+/* Per-call host context: carries the error slot and the cancellation token.
+ * Owned by the host; valid only during the op it was passed to. */
+typedef struct sbx_call sbx_call;
+
+/* ------------------------------------------------------------------------ */
+/* Streams                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A sink receives bytes produced by the provider (command output, file
+ * contents, archives). write returns 0 to continue or a nonzero sbx_status
+ * to make the provider stop and return that status (the sink has set the
+ * call's error). Chunks are borrowed for the call of write.
+ *
+ * size is sizeof(struct sbx_sink) as its creator built it: members appended
+ * in later minors are present only when size covers them. Threads: one sink
+ * is never called from two threads at once (a provider that reads stdout
+ * and stderr on two threads calls each sink from its own thread, or
+ * serializes); the stdout and stderr sinks of one exec may be called
+ * concurrently, each from one thread.
+ */
+struct sbx_sink {
+    uint32_t size;
+    void *ctx;
+    int (*write)(void *ctx, const void *buf, size_t len);
+};
+
+/* Initializer: struct sbx_sink s = SBX_SINK_INIT(ctx, write_fn); */
+#define SBX_SINK_INIT(ctx_, write_) \
+    {(uint32_t)sizeof(struct sbx_sink), (ctx_), (write_)}
+
+/*
+ * A source supplies bytes to the provider (stdin, file contents, bundles).
+ * read returns the number of bytes stored in buf (1..cap), 0 at end of
+ * stream, or -1 on error (the host has already set the call's error). The
+ * same thread rule as for sinks holds: never two calls at once.
+ *
+ * The two optional members let a provider do better than calling read in a
+ * loop; NULL means "not known":
+ *  - poll_fd: a descriptor that polls readable once read will not block
+ *    (data or end of stream). A provider feeding a command's stdin waits on
+ *    it (next to its own stop signal) instead of blocking in read, so it can
+ *    return as soon as the command has exited even though the source has
+ *    nothing more to say. Without it, a provider must wait for a read in
+ *    progress before returning: the source is borrowed only for the call.
+ *  - length: the exact number of bytes the source will still deliver, or -1
+ *    when that is not known. Lets a provider write size-prefixed formats
+ *    (a tar header) without spooling.
+ */
+struct sbx_source {
+    uint32_t size; /* sizeof(struct sbx_source) as its creator built it */
+    void *ctx;
+    long (*read)(void *ctx, void *buf, size_t cap);
+    int (*poll_fd)(void *ctx);
+    int64_t (*length)(void *ctx);
+};
+
+/* Initializer with both optional members NULL:
+ * struct sbx_source s = SBX_SOURCE_INIT(ctx, read_fn); */
+#define SBX_SOURCE_INIT(ctx_, read_) \
+    {(uint32_t)sizeof(struct sbx_source), (ctx_), (read_), NULL, NULL}
+
+/* ------------------------------------------------------------------------ */
+/* Configuration schema (static data in the descriptor)                      */
+/* ------------------------------------------------------------------------ */
+
+enum sbx_config_type {
+    SBX_CFG_STRING = 1,
+    SBX_CFG_INT = 2,    /* decimal integer */
+    SBX_CFG_BOOL = 3,   /* true/false/yes/no/on/off */
+    SBX_CFG_SIZE = 4,   /* integer with optional k/m/g suffix (powers of 1024) */
+    SBX_CFG_MAP = 5,    /* mapping of string to string */
+    SBX_CFG_LIST = 6,   /* sequence of strings */
+    SBX_CFG_NUMBER = 7  /* decimal number, may have a fraction */
+};
+
+/* One key a provider accepts in its `providers.<name>` section. The array in
+ * the descriptor ends with an entry whose key is NULL. Every entry's size is
+ * sizeof(struct sbx_config_key) as the provider built it, and the host steps
+ * through the array by the first entry's size, so write the entries with
+ * SBX_CONFIG_KEY and end the array with SBX_CONFIG_KEYS_END. */
+struct sbx_config_key {
+    uint32_t size;
+    const char *key;
+    int type;                /* enum sbx_config_type */
+    const char *description; /* one line, shown by `sbx providers --keys` */
+};
+
+#define SBX_CONFIG_KEY(key_, type_, description_)                       \
+    {(uint32_t)sizeof(struct sbx_config_key), (key_), (type_), (description_)}
+#define SBX_CONFIG_KEYS_END \
+    {(uint32_t)sizeof(struct sbx_config_key), NULL, 0, NULL}
+
+/* ------------------------------------------------------------------------ */
+/* Host table                                                                 */
+/* ------------------------------------------------------------------------ */
+
+enum sbx_log_level {
+    SBX_LOG_ERROR = 0,
+    SBX_LOG_WARN = 1,
+    SBX_LOG_INFO = 2,
+    SBX_LOG_DEBUG = 3
+};
+
+/*
+ * Services the host offers a provider. Passed to init; valid until fini.
+ * Members are only appended; a provider must check `size` before using a
+ * member added after 1.0.
+ *
+ * Configuration values come from the provider's own YAML section, already
+ * checked against the descriptor's config_keys. Keys of maps and lists are
+ * addressed with a dot and a name or index: "labels.team", "args.0".
+ * Credentials never travel through the config: providers read them from the
+ * environment or from a file the config names, and never put them in errors
+ * or logs.
+ */
+struct sbx_host {
+    uint32_t size;      /* sizeof(struct sbx_host) as the host built it */
+    uint32_t abi_minor; /* the host's SBX_ABI_MINOR */
+    void *ctx;          /* host-private; pass back unchanged */
+
+    /* Log a message attributed to the provider. */
+    void (*log)(const struct sbx_host *host, int level, const char *fmt, ...)
+        SBX_PRINTF_LIKE(3, 4);
+
+    /* Record the error of this call and return `status` (so a provider can
+     * write `return host->set_error(host, call, SBX_E_IO, "...")`). The
+     * message is formatted into host-owned storage; the last call wins. */
+    int (*set_error)(const struct sbx_host *host, sbx_call *call, int status,
+                     const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+
+    /* The string value of a key of the provider's section, or NULL when the
+     * key is absent. Typed keys are returned in their canonical text form
+     * (SIZE in bytes, BOOL as "true"/"false"). Borrowed until fini. */
+    const char *(*config_get)(const struct sbx_host *host, const char *key);
+
+    /* Iterate over the entries of a MAP or LIST key: returns 1 and sets *name
+     * and *value for entry `index`, or 0 past the end. For lists *name is the
+     * decimal index. Borrowed until fini. */
+    int (*config_entry)(const struct sbx_host *host, const char *key,
+                        size_t index, const char **name, const char **value);
+
+    /* Nonzero once the caller has cancelled this call. Cheap; poll it. */
+    int (*cancelled)(const struct sbx_host *host, const sbx_call *call);
+
+    /* A file descriptor that becomes readable when this call is cancelled,
+     * for use in poll(); -1 when the call cannot be cancelled. Never read
+     * from or close it. */
+    int (*cancel_fd)(const struct sbx_host *host, const sbx_call *call);
+
+    /* ABI 1.1 (check size; SBX_HOST_SIZE_USERS_1_1): the user this call
+     * acts as - a name given to user_add before, or "root" (the sandbox's
+     * superuser, uid 0: user_add itself is never asked to make root) - or
+     * NULL for the sandbox's default user. A provider declaring
+     * SBX_CAP_USERS applies it to exec (the command runs with that user's
+     * uid, primary gid and supplementary groups, and HOME set to its home
+     * unless env sets HOME),
+     * read_file and write_file (access checked with that user's
+     * permissions, SBX_E_DENIED when refused; a written file is owned by
+     * it). Borrowed for the call. */
+    const char *(*call_user)(const struct sbx_host *host, const sbx_call *call);
+};
+
+/* ------------------------------------------------------------------------ */
+/* Argument and result structs (size-prefixed)                                */
+/* ------------------------------------------------------------------------ */
+
+/* What the host asks create for. */
+struct sbx_create_args {
+    uint32_t size;           /* sizeof as the host built it */
+    const char *session_key; /* the caller's key; never put it in labels */
+    const char *key_hash;    /* SBX_KEY_HASH_LEN hex chars: use for names, labels */
+    const char *spec_hash;   /* hex digest of the sandbox spec, may be "" */
+    uint64_t caps_required;  /* capabilities the session will use */
+    /* ABI 1.1 (present when size covers it): a limited network to create
+     * the sandbox with, deny by default (SBX_CAP_EGRESS), or NULL for the
+     * provider's configured network. */
+    const struct sbx_egress_policy *egress;
+    /* ABI 1.1 (SBX_CAP_MEMORY): the memory stores to show at
+     * /mnt/memory/<slug>, NULL-terminated, or NULL for none. A container
+     * cannot gain a mount later: a provider prepares every one here
+     * (empty until memory_load). */
+    const struct sbx_memory_attachment *const *memory;
+};
+
+/* What the host asks attach for: reopen `ref`, owned by `session_key`. */
+struct sbx_attach_args {
+    uint32_t size;
+    const char *session_key; /* the caller's key; never put it in labels */
+    const char *key_hash;    /* SBX_KEY_HASH_LEN hex chars, as create got it */
+    const char *ref;         /* the persisted reference create wrote */
+};
+
+/* What the host asks destroy for: remove `ref`, owned by `session_key`. */
+struct sbx_destroy_args {
+    uint32_t size;
+    const char *session_key;
+    const char *key_hash;    /* SBX_KEY_HASH_LEN hex chars, as create got it */
+    const char *ref;
+};
+
+struct sbx_exec_args {
+    uint32_t size;
+    const char *const *argv;     /* argv[0] is the program; NULL-terminated */
+    const char *const *env;      /* "NAME=value" strings, NULL-terminated, or NULL
+                                    (see exec for what a provider may add) */
+    const char *cwd;             /* workspace-relative; NULL or "" is the root */
+    const struct sbx_source *in; /* stdin, or NULL for an empty stdin */
+    int64_t timeout_ms;          /* 0: no timeout */
+    const struct sbx_sink *out;  /* stdout chunks, may be NULL to discard */
+    const struct sbx_sink *err;  /* stderr chunks, may be NULL to discard */
+};
+
+struct sbx_exec_result {
+    uint32_t size;
+    int exit_code;      /* exit status, or -1 when killed by a signal */
+    int term_signal;    /* terminating signal, or 0 */
+    int timed_out;      /* nonzero when the timeout killed it */
+    uint64_t out_bytes; /* bytes produced on stdout */
+    uint64_t err_bytes; /* bytes produced on stderr */
+};
+
+/* A pinned object: expected size and SHA-256, checked before publishing. */
+struct sbx_blob {
+    uint32_t size;
+    const struct sbx_source *src;
+    uint64_t length;     /* exact expected byte count */
+    const char *sha256;  /* expected lowercase hex digest */
+    const char *format;  /* for bundles: "tar", "tar.gz", "zip"; else NULL */
+};
+
+/* --- ABI 1.1: egress allowlist (SBX_CAP_EGRESS) ------------------------- */
+
+/* What a sandbox does with outbound traffic no rule allows. */
+enum sbx_egress_action {
+    SBX_EGRESS_DENY = 0,
+    SBX_EGRESS_ALLOW = 1
+};
+
+/*
+ * A limited network: deny by default, allow these targets. A target is a
+ * host name ("pypi.org") or a pattern for the names below a domain
+ * ("*.pythonhosted.org"); lowercase letters, digits, '-' and '.' only.
+ */
+struct sbx_egress_policy {
+    uint32_t size;               /* sizeof as its creator built it */
+    uint32_t default_action;     /* enum sbx_egress_action; the host sends DENY */
+    const char *const *allow;    /* NULL-terminated targets, or NULL for none */
+};
+
+/* The policy a sandbox enforces, as read back by egress_get: the provider
+ * sets default_action and calls allow once per allowed target (borrowed for
+ * the call; nonzero stops with that status). */
+struct sbx_egress_report {
+    uint32_t size;
+    uint32_t default_action;     /* set by the provider */
+    void *ctx;
+    int (*allow)(void *ctx, const char *target);
+};
+
+/* --- ABI 1.1: memory stores (SBX_CAP_MEMORY) ---------------------------- */
+
+/* How a sandbox sees an attached memory store. */
+enum sbx_memory_access {
+    /* Not writable, not even by the sandbox's root, where the provider
+     * can enforce it (a read-only bind); where it cannot (a remote
+     * sandbox's root can write anything), memory_diff reports what
+     * changed there and the host refuses it and reloads the tree. */
+    SBX_MEMORY_READ_ONLY = 0,
+    SBX_MEMORY_READ_WRITE = 1
+};
+
+/* One memory store a sandbox is created with. */
+struct sbx_memory_attachment {
+    uint32_t size;     /* sizeof as its creator built it */
+    uint32_t access;   /* enum sbx_memory_access */
+    const char *slug;  /* 1 to 63 of [a-z0-9-]: /mnt/memory/<slug> */
+};
+
+/* memory_diff flag: report every entry of the tree, not only changes. */
+#define SBX_MEMORY_DIFF_ALL 1u
+
+/*
+ * What memory_diff reports. tar receives a tar archive of the entries that
+ * are new or changed since the baseline (all of them with
+ * SBX_MEMORY_DIFF_ALL), every type as it is (a symlink as a symlink, a
+ * FIFO as a FIFO, without data) and names as they are (bytes, not
+ * necessarily UTF-8), so that the host can refuse them by name; removed is
+ * called once per regular file of the baseline that is gone (borrowed;
+ * nonzero stops with that status).
+ */
+struct sbx_memory_changes {
+    uint32_t size;     /* sizeof as its creator built it */
+    const struct sbx_sink *tar;
+    void *ctx;
+    int (*removed)(void *ctx, const char *path);
+};
+
+/* ------------------------------------------------------------------------ */
+/* Users (ABI 1.1, SBX_CAP_USERS)                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A group to make: name of 1 to 32 of [a-z0-9_-], starting with a letter
+ * or '_'; gid 0 lets the provider pick a free one (>= 1000). */
+struct sbx_group_spec {
+    uint32_t size;
+    uint32_t gid;
+    const char *name;
+};
+
+/* A user to make (same name rule). uid 0 lets the provider pick; group
+ * NULL makes (or reuses) a group of the user's name as its primary group;
+ * groups are supplementary groups, made before with group_add. The home
+ * directory is /home/<name>, created and owned by the user. */
+struct sbx_user_spec {
+    uint32_t size;
+    uint32_t uid;
+    const char *name;
+    const char *group;         /* primary group name, or NULL */
+    const char *const *groups; /* NULL-terminated, or NULL */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The ops table. Core ops (init .. destroy) are mandatory. Capability ops
+ * must be non-NULL when the descriptor declares their capability and are
+ * ignored otherwise. Every op returning int returns an sbx_status; on failure
+ * it reports a message through host->set_error(call).
+ */
+struct sbx_provider_ops {
+    /* Create the provider instance: read config and credentials, maybe
+     * contact the backend. *state is passed back to every other op. Several
+     * instances may exist in one process. */
+    int (*init)(const struct sbx_host *host, sbx_call *call, void **state);
+
+    /* Free the instance. Sandboxes still held were released before. */
+    void (*fini)(void *state);
+
+    /* Create the sandbox of a session key, or find the one that exists
+     * (idempotent: a second call, even from another instance, returns the
+     * same reference). Writes a NUL-terminated persisted reference of at
+     * most SBX_REF_MAX bytes into ref and a new handle into *out. */
+    int (*create)(void *state, sbx_call *call,
+                  const struct sbx_create_args *args, char *ref,
+                  sbx_sandbox **out);
+
+    /* Reopen a persisted reference, verifying that it belongs to the key
+     * (compare the owner record kept at create with args->key_hash; else
+     * SBX_E_DENIED). A reference that no longer resolves is
+     * SBX_E_NOT_FOUND; one this provider never writes (malformed, or of
+     * another provider) is SBX_E_INVALID. */
+    int (*attach)(void *state, sbx_call *call,
+                  const struct sbx_attach_args *args, sbx_sandbox **out);
+
+    /* Run a command; stream output to the sinks as it arrives; honour
+     * timeout and cancellation by killing the command's whole process tree.
+     * A command that ran and failed is SBX_OK with its exit code in *res; one
+     * killed by a signal is SBX_OK with exit_code -1 and term_signal set
+     * (never a plain exit status). The command starts with every signal at
+     * its default disposition and an empty signal mask, whatever the host
+     * process has (the host may ignore SIGPIPE, or not; posix_spawn cannot
+     * reset signals 32 and 33: fork and reset with the raw rt_sigaction).
+     * env NULL means the sandbox's base environment (none for local, the
+     * image's for docker). A non-NULL env is the command's whole
+     * environment: nothing of the host's or the image's is added, except
+     * that a backend which always sets some of PATH, HOME, PWD, SHLVL,
+     * HOSTNAME, TERM, USER, LOGNAME, SHELL, LANG, LC_*, TZ and TMPDIR may
+     * set those the caller left out (never overriding the caller's value);
+     * argv[0] without a '/' is looked up in the PATH of the command's
+     * environment, else "/usr/local/bin:/usr/bin:/bin". cwd must be an
+     * existing directory inside the workspace: missing, not a directory or
+     * escaping is SBX_E_INVALID (nothing runs). When the main command
+     * exits, processes it left behind are killed before exec returns (after
+     * a short drain of the output they still hold): exec cannot leave
+     * daemons running. Unknown program: SBX_E_NO_COMMAND; not executable:
+     * SBX_E_NOT_EXEC. A backend that can only start commands through a
+     * shell and learns of a missing program from the shell's status 127
+     * may report SBX_OK with exit_code 127 instead; callers treat both as
+     * "not found" (conformance exec_missing_command accepts either). */
+    int (*exec)(sbx_sandbox *sb, sbx_call *call,
+                const struct sbx_exec_args *args, struct sbx_exec_result *res);
+
+    /* Stream a workspace-relative file to a sink. Paths that escape the
+     * workspace (.., absolute, symlinks leading out) are SBX_E_INVALID; a
+     * missing file SBX_E_NOT_FOUND; a directory, FIFO, socket or device
+     * SBX_E_INVALID (never block on a FIFO). File ops honour cancellation
+     * between chunks (SBX_E_CANCELLED). */
+    int (*read_file)(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     const struct sbx_sink *sink);
+
+    /* Write a workspace-relative file from a source, creating parent
+     * directories (0755). The file appears complete or not at all: write a
+     * temporary file next to it and rename it over the target only after
+     * the source reached its end without error; a concurrent reader sees
+     * the old content or the new, never a part, and an interrupted write
+     * leaves the old file and no temporary behind. mode is the permission
+     * bits (0 means 0644; bits outside 0777 are SBX_E_INVALID), set exactly
+     * (umask does not apply). Writing over a directory is SBX_E_INVALID.
+     * Same confinement and cancellation as read_file. */
+    int (*write_file)(sbx_sandbox *sb, sbx_call *call, const char *path,
+                      const struct sbx_source *src, unsigned mode);
+
+    /* The workspace root path inside the sandbox; owned by the handle. */
+    const char *(*root)(sbx_sandbox *sb);
+
+    /* Drop the handle; the resource stays. */
+    void (*release)(sbx_sandbox *sb);
+
+    /* Destroy the resource of (args->session_key, args->ref). Commands still
+     * running in it (exec calls of other threads on other handles) are
+     * killed; those calls return an error or their result. Idempotent:
+     * destroying a resource that is gone is SBX_OK. Ownership is verified
+     * first (SBX_E_DENIED); a malformed reference is SBX_E_INVALID. */
+    int (*destroy)(void *state, sbx_call *call,
+                   const struct sbx_destroy_args *args);
+
+    /* --- SBX_CAP_FILE_MOUNTS ------------------------------------------- */
+    /* Publish a verified blob read-only at /mnt/session/uploads/<path>. */
+    int (*mount_put)(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     const struct sbx_blob *blob);
+    /* Remove an upload; removing one that is absent is SBX_OK. */
+    int (*mount_remove)(sbx_sandbox *sb, sbx_call *call, const char *path);
+
+    /* --- SBX_CAP_OUTPUT_EXPORT ----------------------------------------- */
+    /* Stream /mnt/session/outputs as a tar archive into the sink. */
+    int (*export_outputs)(sbx_sandbox *sb, sbx_call *call,
+                          const struct sbx_sink *tar_sink);
+
+    /* --- SBX_CAP_SKILLS ------------------------------------------------ */
+    /* Verify and publish a pinned bundle read-only at
+     * /workspace/skills/<name>/. */
+    int (*skill_install)(sbx_sandbox *sb, sbx_call *call, const char *name,
+                         const struct sbx_blob *bundle);
+
+    /* Two slots kept for good (they once held 1.0 drafts of the memory
+     * and egress ops, whose signatures could not grow). Must be NULL; the
+     * ops of SBX_CAP_MEMORY and SBX_CAP_EGRESS are appended in 1.1. */
+    void (*reserved[2])(void);
+
+    /* ---- ABI 1.1 appends (present when the descriptor's ops_size covers
+     * them) -------------------------------------------------------------- */
+
+    /* --- SBX_CAP_EGRESS -------------------------------------------------- */
+    /* Make the sandbox enforce exactly this policy: deny by default (a
+     * policy whose default is not deny is SBX_E_INVALID), the listed
+     * targets allowed, every other allow rule removed. The provider also
+     * records it as the sandbox's intended policy, out of the sandbox's
+     * reach: from then on every attach reads the enforced policy back and
+     * repairs drift (stale rules removed, missing ones added), and refuses
+     * with SBX_E_DENIED a sandbox whose default is no longer deny. */
+    int (*egress_set)(sbx_sandbox *sb, sbx_call *call,
+                      const struct sbx_egress_policy *policy);
+    /* Read the policy the sandbox enforces now into *out. */
+    int (*egress_get)(sbx_sandbox *sb, sbx_call *call,
+                      struct sbx_egress_report *out);
+
+    /* --- SBX_CAP_MEMORY -------------------------------------------------- */
+    /* Make the tree at /mnt/memory/<slug> (attached at create) exactly the
+     * archive's entries (regular files and directories, relative names
+     * checked like an export; anything else is SBX_E_INVALID and nothing
+     * changes), then record it as the baseline memory_diff compares with.
+     * The host calls it only while no command of the sandbox runs. The
+     * baseline is kept outside the sandbox's reach and survives release
+     * and attach. A slug not attached at create is SBX_E_NOT_FOUND. */
+    int (*memory_load)(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                       const struct sbx_source *tar);
+    /* Report the tree's changes since the baseline (flags:
+     * SBX_MEMORY_DIFF_*) into out; the baseline stays as it was. A
+     * read-only attachment is reported the same way (the host refuses to
+     * commit what changed there). */
+    int (*memory_diff)(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                       uint32_t flags, const struct sbx_memory_changes *out);
+    /* Make the tree as it is now the baseline (the host committed it). */
+    int (*memory_accept)(sbx_sandbox *sb, sbx_call *call, const char *slug);
+
+    /* --- SBX_CAP_USERS --------------------------------------------------- */
+    /* Make a group, or accept one that exists with the same gid (gid 0:
+     * any); another gid is SBX_E_EXISTS. */
+    int (*group_add)(sbx_sandbox *sb, sbx_call *call,
+                     const struct sbx_group_spec *group);
+    /* Make a user (see struct sbx_user_spec), or accept one that exists
+     * with the same uid (uid 0: any); another uid is SBX_E_EXISTS, an
+     * unknown group SBX_E_NOT_FOUND. */
+    int (*user_add)(sbx_sandbox *sb, sbx_call *call,
+                    const struct sbx_user_spec *user);
+
+    /* --- SBX_CAP_MEMORY, optional (may be NULL) ---------------------------
+     * A hint the host gives right before a command, when the tree equals
+     * its baseline and no other command of the sandbox runs: start
+     * watching the tree, so that the next memory_diff may learn cheaply
+     * that nothing changed (an inotify watch, say) instead of comparing
+     * every file. Only an optimization: a diff must stay exact whatever a
+     * command does, and a provider that cannot watch does nothing. */
+    int (*memory_watch)(sbx_sandbox *sb, sbx_call *call, const char *slug);
+};
+
+/* ------------------------------------------------------------------------ */
+/* Descriptor                                                                 */
+/* ------------------------------------------------------------------------ */
+
+struct sbx_provider_desc {
+    /* Frozen prefix: never moves, in any ABI version. */
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    uint32_t desc_size; /* sizeof(struct sbx_provider_desc) of the plugin */
+    uint32_t ops_size;  /* sizeof(struct sbx_provider_ops) of the plugin */
+
+    const char *name;        /* must equal the file name without ".so" */
+    const char *version;     /* the provider's own version, e.g. "1.2.0" */
+    const char *description; /* one line, e.g. "Docker Engine containers" */
+    uint32_t isolation;      /* enum sbx_isolation */
+    uint32_t reserved0;      /* zero */
+    uint64_t caps;           /* SBX_CAP_* bits */
+    const struct sbx_provider_ops *ops;
+    const struct sbx_config_key *config_keys; /* SBX_CONFIG_KEYS_END-terminated,
+                                                 or NULL */
+    void *reserved[4];                        /* zero */
+};
+
+/* Smallest sizes a 1.0 host accepts: the whole 1.0 descriptor, the ops
+ * table up to destroy; the smallest config key entry. */
+#define SBX_DESC_SIZE_1_0 \
+    (offsetof(struct sbx_provider_desc, reserved) + 4 * sizeof(void *))
+#define SBX_OPS_SIZE_1_0 \
+    (offsetof(struct sbx_provider_ops, destroy) + sizeof(void (*)(void)))
+#define SBX_CONFIG_KEY_SIZE_1_0 \
+    (offsetof(struct sbx_config_key, description) + sizeof(const char *))
+/* The smallest sink and source a 1.0 provider may be given. */
+#define SBX_SINK_SIZE_1_0 \
+    (offsetof(struct sbx_sink, write) + sizeof(void (*)(void)))
+#define SBX_SOURCE_SIZE_1_0 \
+    (offsetof(struct sbx_source, length) + sizeof(void (*)(void)))
+/* ABI 1.1: the ops table must reach this far for SBX_CAP_EGRESS; a create
+ * args struct this large carries the egress member. */
+#define SBX_OPS_SIZE_EGRESS_1_1 \
+    (offsetof(struct sbx_provider_ops, egress_get) + sizeof(void (*)(void)))
+#define SBX_CREATE_ARGS_SIZE_EGRESS_1_1 \
+    (offsetof(struct sbx_create_args, egress) + sizeof(void *))
+/* ABI 1.1: the same for SBX_CAP_MEMORY (memory_load .. memory_accept; the
+ * create args' memory member) and SBX_CAP_USERS (group_add, user_add; the
+ * host table's call_user). */
+#define SBX_OPS_SIZE_MEMORY_1_1 \
+    (offsetof(struct sbx_provider_ops, memory_accept) + sizeof(void (*)(void)))
+#define SBX_CREATE_ARGS_SIZE_MEMORY_1_1 \
+    (offsetof(struct sbx_create_args, memory) + sizeof(void *))
+#define SBX_OPS_SIZE_USERS_1_1 \
+    (offsetof(struct sbx_provider_ops, user_add) + sizeof(void (*)(void)))
+/* The optional memory_watch op is present when ops_size reaches this. */
+#define SBX_OPS_SIZE_MEMORY_WATCH_1_1 \
+    (offsetof(struct sbx_provider_ops, memory_watch) + sizeof(void (*)(void)))
+#define SBX_HOST_SIZE_USERS_1_1 \
+    (offsetof(struct sbx_host, call_user) + sizeof(void (*)(void)))
+
+/* The entry point every provider exports. Side-effect free: it returns
+ * static data and may be called any number of times. */
+typedef const struct sbx_provider_desc *(*sbx_provider_describe_fn)(void);
+
+/* The entry point is a C symbol even when a C++ file defines it. */
+#ifdef __cplusplus
+#define SBX_PROVIDER_LINKAGE extern "C"
+#else
+#define SBX_PROVIDER_LINKAGE
+#endif
+
+/*
+ * SBX_PROVIDER_DEFINE - define the descriptor and the entry point.
+ *
+ *   static const struct sbx_provider_ops my_ops = { .init = ..., ... };
+ *   SBX_PROVIDER_DEFINE("mybackend", "0.1.0", "what it runs on, one line",
+ *                       SBX_ISOLATION_CONTAINER, SBX_CAP_OUTPUT_EXPORT,
+ *                       &my_ops, my_keys)
+ *
+ * Fills the version and size fields at compile time (abi_minor is
+ * SBX_ABI_TARGET_MINOR). Use it once, at file scope, in C or C++; build the
+ * provider with -fvisibility=hidden: only the entry point is exported.
+ */
+#define SBX_PROVIDER_DEFINE(name_, version_, description_, isolation_, caps_,  \
+                            ops_, config_keys_)                                \
+    static const struct sbx_provider_desc sbx_provider_desc_ = {               \
+        SBX_ABI_MAJOR, SBX_ABI_TARGET_MINOR,                                   \
+        (uint32_t)sizeof(struct sbx_provider_desc),                            \
+        (uint32_t)sizeof(struct sbx_provider_ops),                             \
+        (name_), (version_), (description_), (uint32_t)(isolation_), 0,        \
+        (caps_), (ops_), (config_keys_),                                       \
+        {NULL, NULL, NULL, NULL}};                                             \
+    SBX_PROVIDER_LINKAGE SBX_PROVIDER_EXPORT const struct sbx_provider_desc *  \
+    sbx_provider_describe(void);                                               \
+    SBX_PROVIDER_LINKAGE SBX_PROVIDER_EXPORT const struct sbx_provider_desc *  \
+    sbx_provider_describe(void)                                                \
+    {                                                                          \
+        return &sbx_provider_desc_;                                            \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SBX_PROVIDER_H */
