@@ -1,6 +1,6 @@
 /*
- * sbx/provider.h - the sbx provider ABI, version 1.1 (in development; 1.0
- * is frozen, 1.1 only appends to it: see docs/ABI.md).
+ * sbx/provider.h - the sbx provider ABI, version 1.1 (1.0 and 1.1 are
+ * frozen; a later minor only appends: see docs/ABI.md, "Versioning").
  *
  * This is the only header a backend author needs. A provider is a shared
  * object exporting one symbol, sbx_provider_describe(), which returns static
