@@ -118,7 +118,7 @@ static void tail_text(const char *buf, size_t len, char *out, size_t cap)
     char tmp[ERR_TAIL + 1];
     size_t k = 0;
     for (size_t i = 0; i < len && k < ERR_TAIL; i++)
-        tmp[k++] = buf[i] == '\n' ? ' ' : buf[i];
+        tmp[k++] = buf[i] == '\n' || buf[i] == '\r' ? ' ' : buf[i];
     tmp[k] = '\0';
     sbx_text_escape(out, cap, k ? tmp : "(no message)", ERR_TAIL);
 }
