@@ -91,8 +91,8 @@ int cli_exec_option(const char *cmd, int c, const char *arg,
     case 't':
         if (!cli_parse_duration_ms(arg, &eo->timeout_ms))
             return cli_usage_error(cmd, CLI_EXIT_SBX,
-                                   "invalid --timeout '%s' (expected seconds "
-                                   "such as 30 or 1.5, or 500ms, 2m, 1h)",
+                                   "invalid --timeout '%s' (expected decimal "
+                                   "seconds such as 30 or 1.5, or 500ms, 2m, 1h)",
                                    arg);
         return CLI_EXIT_OK;
     case 'C':
@@ -101,8 +101,9 @@ int cli_exec_option(const char *cmd, int c, const char *arg,
     case 'e':
         if (!cli_env_name_ok(arg))
             return cli_usage_error(cmd, CLI_EXIT_SBX,
-                                   "invalid --env '%.*s' (expected NAME=VALUE, NAME of "
-                                   "letters, digits and '_', not starting with a digit)",
+                                   "invalid --env '%.*s' (expected NAME=VALUE); a NAME "
+                                   "is letters, digits and '_', not starting with a "
+                                   "digit",
                                    (int)strcspn(arg, "\n"), arg);
         eo->env[eo->nenv++] = arg;
         return CLI_EXIT_OK;
