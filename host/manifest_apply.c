@@ -9,8 +9,12 @@
  * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a symlink or special file in it
  * stops the apply naming it, and nothing outside the root is read. A
  * `git_repo` is cloned on the host into a private temporary directory
- * (`git clone`, then `git checkout REF`), and its work tree (without .git)
- * is copied like a `local_dir`.
+ * (`git clone`, `git ls-tree` to bound the size of REF's tree, then
+ * `git checkout REF`; git run by manifest_git.c), its work tree (without
+ * .git) is copied like a `local_dir`, and the clone is removed whatever
+ * happened. Local sources are opened beneath the directory descriptor they
+ * were checked under (manifest_check.c), never by their path again; a
+ * local_dir or a clone copies at most manifest.max_bytes.
  *
  * Users and groups (SBX_CAP_USERS) come first: groups, then users, so that
  * an entry's `group` exists when the entry is written; an entry with a
