@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -342,16 +343,28 @@ static void listing_size(const char *path, long long *bytes, size_t *count)
     fclose(f);
 }
 
-static int git_step(struct apply *a, const struct manifest_entry *e, const char *what,
-                    const char *cwd, int out_fd, const char *const *args)
+static long long mono_ms(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One git command of an entry; manifest.git_timeout bounds all of the
+ * entry's git commands together (deadline: on mono_ms). */
+static int git_step(struct apply *a, const struct manifest_entry *e, const char *what,
+                    const char *cwd, int out_fd, const char *const *args,
+                    long long deadline)
+{
+    long long left = deadline - mono_ms();
     struct sbx_manifest_git g = {.what = what,
                                  .cwd = cwd,
                                  .out_fd = out_fd,
                                  .fsize_max = max_bytes(a),
-                                 .timeout_ms = a->m->git_timeout_ms > 0
-                                                   ? a->m->git_timeout_ms
-                                                   : SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT,
+                                 .timeout_ms = left > 0 ? left : 1,
+                                 .total_ms = a->m->git_timeout_ms > 0
+                                                 ? a->m->git_timeout_ms
+                                                 : SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT,
                                  .cancel = a->cancel};
     sbx_error why;
     sbx_error_clear(&why);
@@ -371,6 +384,9 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
     const char *ref = e->ref ? e->ref : "HEAD";
     sbx_text_escape(url_shown, sizeof url_shown, e->url, 300);
     long long limit = max_bytes(a);
+    long long deadline = mono_ms() + (a->m->git_timeout_ms > 0
+                                          ? a->m->git_timeout_ms
+                                          : SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT);
     /* a host repository: checked again now, just before git reads it */
     if (e->resolved) {
         sbx_error why;
@@ -383,7 +399,7 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
     const char *clone[] = {"clone",  "--quiet", "--no-checkout", "--template=",
                            e->resolved ? "--no-local" : "--quiet",
                            "--",     url,       tree,            NULL};
-    int rc = git_step(a, e, what, NULL, -1, clone);
+    int rc = git_step(a, e, what, NULL, -1, clone, deadline);
     long long got = dir_bytes(dir);
     if ((rc == SBX_OK && got > limit) || (rc != SBX_OK && got >= limit)) {
         snprintf(msg, sizeof msg,
@@ -401,7 +417,7 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
         return entry_error(a, e, SBX_E_IO, listing, strerror(errno));
     snprintf(what, sizeof what, "git ls-tree of %s in %s", ref_shown, url_shown);
     const char *ls[] = {"ls-tree", "-r", "-l", "--full-tree", ref, NULL};
-    rc = git_step(a, e, what, tree, out, ls);
+    rc = git_step(a, e, what, tree, out, ls, deadline);
     close(out);
     if (rc != SBX_OK)
         return rc;
@@ -417,7 +433,7 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
     }
     snprintf(what, sizeof what, "git checkout of %s in %s", ref_shown, url_shown);
     const char *checkout[] = {"checkout", "--quiet", "--detach", ref, "--", NULL};
-    if ((rc = git_step(a, e, what, tree, -1, checkout)) != SBX_OK)
+    if ((rc = git_step(a, e, what, tree, -1, checkout, deadline)) != SBX_OK)
         return rc;
     int root = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (root < 0)

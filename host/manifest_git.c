@@ -130,7 +130,7 @@ int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *ar
     if (!find_git(git, sizeof git))
         return sbx_error_set(err, SBX_E_NO_COMMAND, "%s: git is not installed on the host",
                              g->what);
-    long long timeout_s = (g->timeout_ms + 999) / 1000;
+    long long timeout_s = (g->total_ms + 999) / 1000;
     char ssh_command[200];
     snprintf(ssh_command, sizeof ssh_command,
              "GIT_SSH_COMMAND=ssh -o BatchMode=yes -o ConnectTimeout=%lld "
@@ -241,8 +241,9 @@ int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *ar
         return sbx_error_set(err, SBX_E_CANCELLED, "%s: cancelled", g->what);
     if (timed_out)
         return sbx_error_set(err, SBX_E_TIMEOUT,
-                             "%s timed out after %lld s (manifest.git_timeout)", g->what,
-                             (g->timeout_ms + 999) / 1000);
+                             "%s timed out: the git commands of an entry have %lld s "
+                             "(manifest.git_timeout)",
+                             g->what, (g->total_ms + 999) / 1000);
     if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return SBX_OK;
     char shown[ERR_TAIL * 4 + 8];

@@ -13,7 +13,8 @@ struct sbx_manifest_git {
     const char *cwd;        /* where git runs, or NULL */
     int out_fd;             /* git's stdout, or -1: /dev/null */
     long long fsize_max;    /* RLIMIT_FSIZE of git (bytes), or 0 */
-    long long timeout_ms;   /* the whole command's deadline */
+    long long timeout_ms;   /* what is left of the deadline for this command */
+    long long total_ms;     /* the whole deadline (manifest.git_timeout), for messages */
     sbx_cancel *cancel;     /* may be NULL */
 };
 
@@ -26,8 +27,8 @@ struct sbx_manifest_git {
  * protocols file, git, http, https and ssh only. On the deadline or a
  * cancel its whole process group is killed (and in every case after it
  * exits, so that nothing it started outlives it). Errors (message "WHAT
- * failed: <the end of git's stderr>", "WHAT timed out after N s
- * (manifest.git_timeout)"): SBX_E_IO, SBX_E_TIMEOUT, SBX_E_CANCELLED,
+ * failed: <the end of git's stderr>", "WHAT timed out: the git
+ * commands of an entry have N s (manifest.git_timeout)"): SBX_E_IO, SBX_E_TIMEOUT, SBX_E_CANCELLED,
  * SBX_E_NO_COMMAND when git is not installed. fsize_max bounds every file
  * git writes: the caller measures what it left to name its own limit.
  */
