@@ -183,12 +183,13 @@ int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *ar
     int status = 0;
     for (;;) {
         if (!exited) {
-            pid_t w = waitpid(pid, &status, WNOHANG);
-            if (w == pid || (w < 0 && errno != EINTR)) {
+            /* noticed, not reaped (WNOWAIT): until it is reaped, git's pid
+             * cannot name another process group than its own */
+            siginfo_t si;
+            si.si_pid = 0;
+            int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+            if ((r == 0 && si.si_pid == pid) || (r < 0 && errno != EINTR))
                 exited = true;
-                if (w < 0)
-                    status = -1;
-            }
         }
         if (exited && eof)
             break;
@@ -197,12 +198,8 @@ int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *ar
                 cancelled = true;
             else if (now_ms() >= deadline)
                 timed_out = true;
-            if (cancelled || timed_out) {
-                kill(-pid, SIGKILL);
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                    ;
+            if (cancelled || timed_out)
                 break;
-            }
         }
         struct pollfd pfd[2] = {{eof ? -1 : pipefd[0], POLLIN, 0},
                                 {g->cancel ? g->cancel->fd : -1, POLLIN, 0}};
@@ -235,8 +232,15 @@ int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *ar
         }
     }
     close(pipefd[0]);
-    /* whatever git started goes with it */
+    /* whatever git started goes with it (and git itself on a deadline or a
+     * cancel), then git is reaped */
     kill(-pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            status = -1;
+            break;
+        }
+    }
     if (cancelled)
         return sbx_error_set(err, SBX_E_CANCELLED, "%s: cancelled", g->what);
     if (timed_out)
