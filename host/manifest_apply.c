@@ -380,18 +380,27 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
     char tree[4200], listing[4200], what[1200], msg[1500], url_shown[400];
     snprintf(tree, sizeof tree, "%s/tree", dir);
     snprintf(listing, sizeof listing, "%s/ls-tree", dir);
-    const char *url = e->resolved ? e->resolved : e->url;
+    const char *url = e->url;
     const char *ref = e->ref ? e->ref : "HEAD";
     sbx_text_escape(url_shown, sizeof url_shown, e->url, 300);
     long long limit = max_bytes(a);
     long long deadline = mono_ms() + (a->m->git_timeout_ms > 0
                                           ? a->m->git_timeout_ms
                                           : SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT);
-    /* a host repository: checked again now, just before git reads it */
+    /* a host repository: git clones a private copy of its git directory,
+     * made through descriptors and checked (manifest_repo.c) */
+    char src[4200];
+    snprintf(src, sizeof src, "%s/src", dir);
     if (e->resolved) {
         sbx_error why;
-        if (sbx_manifest_check_repo(a->m, e, &why) != SBX_OK)
-            return sbx_error_set(a->err, why.status, "%s", why.message);
+        int dfd = mkdir(src, 0700) == 0 ? open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (dfd < 0)
+            return entry_error(a, e, SBX_E_IO, src, strerror(errno));
+        int crc = sbx_manifest_copy_repo(a->m, e, dfd, limit, &why);
+        close(dfd);
+        if (crc != SBX_OK)
+            return sbx_error_set(a->err, crc, "%s", why.message);
+        url = src;
     }
     snprintf(what, sizeof what, "git clone of %s", url_shown);
     /* --no-local: objects come through upload-pack, never hard links or
@@ -400,7 +409,7 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
                            e->resolved ? "--no-local" : "--quiet",
                            "--",     url,       tree,            NULL};
     int rc = git_step(a, e, what, NULL, -1, clone, deadline);
-    long long got = dir_bytes(dir);
+    long long got = dir_bytes(tree);
     if ((rc == SBX_OK && got > limit) || (rc != SBX_OK && got >= limit)) {
         snprintf(msg, sizeof msg,
                  "git repository %s: the clone is larger than the limit of %lld bytes "

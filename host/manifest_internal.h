@@ -117,6 +117,13 @@ int sbx_manifest_openat(int dir, const char *rel, int flags);
 int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
                             sbx_error *err);
 
+/* Copy the git directory of that repository (its regular files and
+ * directories, opened beneath the confined directory with no symlink
+ * resolution; at most max_bytes) into the empty directory dest, then check
+ * the copy as above. SBX_E_INVALID naming the file, SBX_E_IO. */
+int sbx_manifest_copy_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                           int dest, long long max_bytes, sbx_error *err);
+
 /* Free what m holds (not m). */
 void sbx_manifest_clear(struct sbx_manifest *m);
 

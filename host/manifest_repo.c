@@ -7,7 +7,10 @@
  * objects, packs or refs, and config that includes other files or names
  * alternates or promisor remotes. A repository holding any of these is
  * refused, naming the file; everything is looked at through descriptors
- * beneath the confined directory, never followed.
+ * beneath the confined directory, never followed. To clone, the git
+ * directory is copied the same way into sbx's private temporary directory
+ * and the copy is checked: git reads only that copy, so a change to the
+ * source after the check cannot reach it.
  */
 #include "manifest_internal.h"
 #include "text_escape.h"
@@ -88,11 +91,69 @@ static int check_config(const struct sbx_manifest *m, const struct manifest_entr
     return rc;
 }
 
-/* Walk the git directory: directories and regular files only. */
+/* Copy the regular file `rel` of gitdir (opened once, beneath it, checked
+ * on its descriptor) to `rel` in dest; *bytes counts against max. */
+static int copy_file(const struct sbx_manifest *m, const struct manifest_entry *e,
+                     int gitdir, const char *rel, int dest, const char *name,
+                     long long *bytes, long long max, sbx_error *err)
+{
+    struct stat st;
+    int in = sbx_manifest_openat(gitdir, rel, O_RDONLY);
+    if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e2 = errno;
+        if (in >= 0)
+            close(in);
+        return refuse(m, e, err, name, in < 0 ? strerror(e2) : "is no longer a regular file");
+    }
+    int out = openat(dest, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int rc = SBX_OK;
+    if (out < 0)
+        rc = sbx_error_set(err, SBX_E_IO, "%s: copying %s: %s", m->name, name,
+                           strerror(errno));
+    char buf[65536];
+    while (rc == SBX_OK) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = refuse(m, e, err, name, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        if ((*bytes += n) > max) {
+            char why[160];
+            snprintf(why, sizeof why, "makes the repository larger than the limit of %lld "
+                                      "bytes (manifest.max_bytes)",
+                     max);
+            rc = refuse(m, e, err, name, why);
+            break;
+        }
+        for (ssize_t done = 0; rc == SBX_OK && done < n;) {
+            ssize_t w = write(out, buf + done, (size_t)(n - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                rc = sbx_error_set(err, SBX_E_IO, "%s: copying %s: %s", m->name, name,
+                                   strerror(errno));
+            else
+                done += w;
+        }
+    }
+    if (out >= 0 && close(out) != 0 && rc == SBX_OK)
+        rc = sbx_error_set(err, SBX_E_IO, "%s: copying %s: %s", m->name, name,
+                           strerror(errno));
+    close(in);
+    return rc;
+}
+
+/* Walk the git directory: directories and regular files only. With dest
+ * >= 0, copy them there (at most max bytes). */
 static int walk(const struct sbx_manifest *m, const struct manifest_entry *e, int gitdir,
-                const char *shown_dir, sbx_error *err)
+                const char *shown_dir, int dest, long long max, sbx_error *err)
 {
     size_t cap = 64, head = 0, tail = 0, files = 0;
+    long long bytes = 0;
     char **queue = malloc(cap * sizeof *queue);
     int *depth = malloc(cap * sizeof *depth);
     int rc = queue && depth && (queue[tail] = strdup("")) ? SBX_OK
@@ -150,9 +211,20 @@ static int walk(const struct sbx_manifest *m, const struct manifest_entry *e, in
                     break;
                 }
                 snprintf(queue[tail], l, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+                if (dest >= 0 && mkdirat(dest, queue[tail], 0700) != 0) {
+                    rc = sbx_error_set(err, SBX_E_IO, "%s: copying %s: %s", m->name, name,
+                                       strerror(errno));
+                    free(queue[tail]);
+                    break;
+                }
                 depth[tail++] = level + 1;
-            } else if (!S_ISREG(st.st_mode))
+            } else if (!S_ISREG(st.st_mode)) {
                 rc = refuse(m, e, err, name, "is not a regular file or directory");
+            } else if (dest >= 0) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof path, "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+                rc = copy_file(m, e, gitdir, path, dest, name, &bytes, max, err);
+            }
         }
         closedir(d);
     }
@@ -163,14 +235,16 @@ static int walk(const struct sbx_manifest *m, const struct manifest_entry *e, in
     return rc;
 }
 
-int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
-                            sbx_error *err)
+/* Open the git directory of the entry's repository beneath its root: the
+ * directory itself (bare) or its .git directory. *top and *gitdir are
+ * descriptors the caller closes (one, when they are the same). */
+static int open_gitdir(const struct sbx_manifest *m, const struct manifest_entry *e,
+                       int *top_out, int *gitdir_out, const char **shown_out, sbx_error *err)
 {
     struct stat st;
     int top = sbx_manifest_open_source(m, e->root, e->rel, O_RDONLY | O_DIRECTORY, &st);
     if (top < 0)
         return refuse(m, e, err, ".", strerror(-top));
-    /* a work tree's .git, or the directory itself is a (bare) git dir */
     int gitdir = top;
     const char *shown_dir = "";
     if (fstatat(top, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -193,6 +267,17 @@ int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_
         close(top);
         return refuse(m, e, err, ".git", strerror(e2));
     }
+    *top_out = top;
+    *gitdir_out = gitdir;
+    *shown_out = shown_dir;
+    return SBX_OK;
+}
+
+/* HEAD and objects there; no pointer file; config that reads nothing else. */
+static int check_gitdir(const struct sbx_manifest *m, const struct manifest_entry *e,
+                        int gitdir, const char *shown_dir, sbx_error *err)
+{
+    struct stat st;
     int rc = SBX_OK;
     char name[64];
     if (fstatat(gitdir, "HEAD", &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
@@ -209,8 +294,38 @@ int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_
         }
     if (rc == SBX_OK)
         rc = check_config(m, e, gitdir, shown_dir, err);
+    return rc;
+}
+
+int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                            sbx_error *err)
+{
+    int top, gitdir;
+    const char *shown_dir;
+    int rc = open_gitdir(m, e, &top, &gitdir, &shown_dir, err);
+    if (rc != SBX_OK)
+        return rc;
+    rc = check_gitdir(m, e, gitdir, shown_dir, err);
     if (rc == SBX_OK)
-        rc = walk(m, e, gitdir, shown_dir, err);
+        rc = walk(m, e, gitdir, shown_dir, -1, 0, err);
+    if (gitdir != top)
+        close(gitdir);
+    close(top);
+    return rc;
+}
+
+int sbx_manifest_copy_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                           int dest, long long max_bytes, sbx_error *err)
+{
+    int top, gitdir;
+    const char *shown_dir;
+    int rc = open_gitdir(m, e, &top, &gitdir, &shown_dir, err);
+    if (rc != SBX_OK)
+        return rc;
+    rc = walk(m, e, gitdir, shown_dir, dest, max_bytes, err);
+    /* what git will read is the copy: it is what is checked */
+    if (rc == SBX_OK)
+        rc = check_gitdir(m, e, dest, shown_dir, err);
     if (gitdir != top)
         close(gitdir);
     close(top);

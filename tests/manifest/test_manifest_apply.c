@@ -789,3 +789,35 @@ Test(manifest_local, a_file_swapped_for_a_fifo_after_the_check_does_not_block)
     cli_result_free(&r);
 #endif
 }
+
+/* A host repository that starts pointing at another one after the check:
+ * git clones a checked copy of it, so the change is seen and refused. */
+Test(manifest_local, a_repository_changed_after_the_check_is_refused)
+{
+#ifndef SBX_TEST_HOOKS
+    cr_skip_test("built without SBX_TEST_HOOKS");
+#else
+    private_tmpdir();
+    make_sources();
+    sh("git init -q victim && cd victim && printf 'secret\\n' > r.md && git add r.md && "
+       "git -c user.email=t@t -c user.name=t commit -qm s");
+    char out[64], cmd[PATH_MAX * 3 + 256], m[PATH_MAX + 256];
+    outside(out, sizeof out);
+    snprintf(cmd, sizeof cmd, "mv '%s/victim' '%s/' && printf '%s/victim/.git\\n' > '%s/repo/.git/commondir'",
+             e.dir, out, out, e.dir);
+    hook(cmd);
+    snprintf(m, sizeof m, "version: 1\nentries:\n  - {path: c, type: git_repo, url: %s/repo}\n",
+             e.dir);
+    struct cli_result r;
+    run_manifest(m, 30000, &r);
+    cr_assert_eq(r.status, 125, "exit %d: out %s err %s", r.status, r.out, r.err);
+    cr_assert(strstr(r.err, "entry c: git repository ") &&
+                  strstr(r.err, ".git/commondir names another repository"),
+              "%s", r.err);
+    cr_assert_null(strstr(r.out, "secret"), "another repository was cloned");
+    cli_result_free(&r);
+    cr_assert_eq(cli_dir_entries(tmpdir), 0, "a clone was left in TMPDIR");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
+    cr_assert_eq(system(cmd), 0);
+#endif
+}
