@@ -136,20 +136,36 @@ static long mem_read(void *ctx, void *buf, size_t cap)
     return (long)n;
 }
 
+/* A host file; left: how much more may be read (-1: all of it), so that a
+ * file growing while it is copied cannot pass the size it was counted at. */
+struct fd_source {
+    int fd;
+    long long left;
+};
+
 static long fd_read(void *ctx, void *buf, size_t cap)
 {
-    int fd = *(int *)ctx;
+    struct fd_source *s = ctx;
+    if (cap > READ_CHUNK)
+        cap = READ_CHUNK;
+    if (s->left >= 0 && (long long)cap > s->left)
+        cap = (size_t)s->left;
+    if (cap == 0)
+        return 0;
     for (;;) {
-        ssize_t n = read(fd, buf, cap > READ_CHUNK ? READ_CHUNK : cap);
+        ssize_t n = read(s->fd, buf, cap);
+        if (n >= 0 && s->left >= 0)
+            s->left -= n;
         if (n >= 0 || errno != EINTR)
             return n;
     }
 }
 
 static int write_fd(struct apply *a, const struct manifest_entry *e, const char *dest,
-                    int fd, unsigned mode)
+                    int fd, unsigned mode, long long limit)
 {
-    struct sbx_source src = SBX_SOURCE_INIT(&fd, fd_read);
+    struct fd_source fs = {fd, limit};
+    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_read);
     sbx_error why;
     int rc = sbx_write_as(a->h, SBX_AS_DEFAULT, dest, &src, mode, a->cancel, &why);
     return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, dest, why.message);
@@ -255,7 +271,8 @@ static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
                              label, max_bytes(a));
                     rc = entry_fail(a, e, SBX_E_INVALID, msg);
                 } else
-                    rc = write_fd(a, e, target, fd, (unsigned)(st.st_mode & 0777));
+                    rc = write_fd(a, e, target, fd, (unsigned)(st.st_mode & 0777),
+                                  (long long)st.st_size);
                 if (fd >= 0)
                     close(fd);
             } else {
@@ -518,7 +535,7 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
             return entry_error(a, e, SBX_E_INVALID, "source", "is no longer a regular file");
         }
         rc = write_fd(a, e, e->path, fd,
-                      e->mode >= 0 ? (unsigned)e->mode : (unsigned)(st.st_mode & 0777));
+                      e->mode >= 0 ? (unsigned)e->mode : (unsigned)(st.st_mode & 0777), -1);
         close(fd);
         return rc;
     }
