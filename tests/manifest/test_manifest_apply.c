@@ -821,3 +821,45 @@ Test(manifest_local, a_repository_changed_after_the_check_is_refused)
     cr_assert_eq(system(cmd), 0);
 #endif
 }
+
+/* The same with sbx on a terminal (python's pty): git must not prompt on
+ * it (git opens /dev/tty for "Username for ..." when it has one). */
+Test(manifest_local, git_does_not_prompt_on_the_callers_terminal)
+{
+    private_tmpdir();
+    int port;
+    pid_t srv = start_server(server_401, &port);
+    char m[512], script[12 * PATH_MAX], out[PATH_MAX + 32];
+    snprintf(m, sizeof m,
+             "version: 1\nentries:\n  - {path: c, type: git_repo, url: "
+             "'http://127.0.0.1:%d/r.git'}\n",
+             port);
+    write_file("m.yaml", m, 0644);
+    snprintf(out, sizeof out, "%s/tty.out", e.dir);
+    snprintf(script, sizeof script,
+             "cd '%s' && timeout -s KILL 20 python3 -c 'import pty, sys; "
+             "sys.exit(pty.spawn(sys.argv[1:]) >> 8)' env -i PATH=/usr/local/bin:/usr/bin:/bin "
+             "HOME='%s' SBX_CONFIG='%s' SBX_PLUGIN_PATH='%s' XDG_STATE_HOME='%s' TMPDIR='%s' "
+             "LC_ALL=C '%s' run --manifest m.yaml -- true < /dev/null > '%s' 2>&1; "
+             "echo \"exit $?\" >> '%s'",
+             e.dir, e.home, e.config, e.plugin_path, e.state, tmpdir, CLI_SBX_BIN, out, out);
+    long long t0 = cli_now_ms();
+    cr_assert_eq(system(script), 0);
+    long long took = cli_now_ms() - t0;
+    kill(srv, SIGKILL);
+    waitpid(srv, NULL, 0);
+    char text[8192] = "";
+    FILE *f = fopen(out, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    /* git's prompt is "Username for 'URL': "; its error without a terminal
+     * says "could not read Username for" */
+    for (const char *p = text; (p = strstr(p, "Username for")); p++)
+        cr_assert(p - text >= 5 && !strncmp(p - 5, "read ", 5),
+                  "git prompted on the terminal: %s", text);
+    cr_assert(strstr(text, "git clone of http://127.0.0.1:") && strstr(text, "exit 125"),
+              "%s", text);
+    cr_assert_lt(took, 15000, "took %lld ms", took);
+}
