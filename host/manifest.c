@@ -14,6 +14,37 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* manifest.max_bytes: a size in bytes with an optional k, m or g (powers
+ * of 1024); manifest.git_timeout: seconds, or a number with ms, s or m.
+ * Decimal digits only. Returns the value, or -1 when malformed. */
+static long long parse_limit(const char *s, bool duration)
+{
+    size_t digits = strspn(s, "0123456789");
+    if (digits == 0 || digits > 12)
+        return -1;
+    long long v = strtoll(s, NULL, 10);
+    const char *unit = s + digits;
+    if (!duration) {
+        if (!*unit)
+            return v;
+        if (unit[1])
+            return -1;
+        switch (*unit) {
+        case 'k': case 'K': return v << 10;
+        case 'm': case 'M': return v << 20;
+        case 'g': case 'G': return v << 30;
+        default: return -1;
+        }
+    }
+    if (!*unit || !strcmp(unit, "s"))
+        return v * 1000;
+    if (!strcmp(unit, "ms"))
+        return v;
+    if (!strcmp(unit, "m"))
+        return v * 60000;
+    return -1;
+}
+
 int sbx_manifest_config_check(const struct sbx_config *cfg, sbx_error *err)
 {
     const struct sbx_config_section *sec = cfg ? cfg->manifest : NULL;
@@ -30,13 +61,26 @@ int sbx_manifest_config_check(const struct sbx_config *cfg, sbx_error *err)
                                      e->file, e->line, e->key);
             continue;
         }
+        if (!strcmp(e->key, "max_bytes") || !strcmp(e->key, "git_timeout")) {
+            bool duration = e->key[0] == 'g';
+            if (e->node != SBX_NODE_SCALAR || parse_limit(e->value, duration) <= 0)
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "%s:%d: manifest.%s: expected %s", e->file, e->line,
+                                     e->key,
+                                     duration ? "a positive number of seconds (or "
+                                                "with ms, s, m)"
+                                              : "a positive size in bytes (or with k, "
+                                                "m, g)");
+            continue;
+        }
         if (!strcmp(e->key, "grants") || !strncmp(e->key, "grants.", 7))
             return sbx_error_set(err, SBX_E_CONFIG,
                                  "%s:%d: manifest.grants: expected a list of absolute "
                                  "directories",
                                  e->file, e->line);
         return sbx_error_set(err, SBX_E_CONFIG,
-                             "%s:%d: manifest.%s: unknown key (expected grants)",
+                             "%s:%d: manifest.%s: unknown key (expected grants, "
+                             "max_bytes, git_timeout)",
                              e->file, e->line, e->key);
     }
     return SBX_OK;
@@ -55,9 +99,17 @@ static const char **grants_of(sbx_ctx *ctx)
     return g;
 }
 
-SBX_API int sbx_manifest_parse(sbx_ctx *ctx, const char *text, size_t len,
-                               const char *name, const char *base_dir,
-                               sbx_manifest **out, sbx_error *err)
+/* The configured limit `key`, or def. */
+static long long limit_of(sbx_ctx *ctx, const char *key, bool duration, long long def)
+{
+    const char *v = ctx ? sbx_config_section_get(ctx->config->manifest, key) : NULL;
+    long long n = v ? parse_limit(v, duration) : -1;
+    return n > 0 ? n : def;
+}
+
+static int parse_manifest(sbx_ctx *ctx, const char *text, size_t len, const char *name,
+                          const char *base_dir, sbx_cancel *cancel, sbx_manifest **out,
+                          sbx_error *err)
 {
     sbx_error_clear(err);
     if (!out || (!text && len))
@@ -70,7 +122,10 @@ SBX_API int sbx_manifest_parse(sbx_ctx *ctx, const char *text, size_t len,
         free(grants);
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     }
-    int rc = sbx_manifest_parse_text(m, text ? text : "", len, err);
+    m->max_bytes = limit_of(ctx, "max_bytes", false, SBX_MANIFEST_MAX_BYTES_DEFAULT);
+    m->git_timeout_ms = limit_of(ctx, "git_timeout", true,
+                                 SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT);
+    int rc = sbx_manifest_parse_text(m, text ? text : "", len, cancel, err);
     if (rc == SBX_OK)
         rc = sbx_manifest_check(m, base_dir ? base_dir : ".", grants, err);
     free(grants);
@@ -82,8 +137,22 @@ SBX_API int sbx_manifest_parse(sbx_ctx *ctx, const char *text, size_t len,
     return SBX_OK;
 }
 
+SBX_API int sbx_manifest_parse(sbx_ctx *ctx, const char *text, size_t len,
+                               const char *name, const char *base_dir,
+                               sbx_manifest **out, sbx_error *err)
+{
+    return parse_manifest(ctx, text, len, name, base_dir, NULL, out, err);
+}
+
 SBX_API int sbx_manifest_load(sbx_ctx *ctx, const char *path, const char *base_dir,
                               sbx_manifest **out, sbx_error *err)
+{
+    return sbx_manifest_load_cancel(ctx, path, base_dir, NULL, out, err);
+}
+
+SBX_API int sbx_manifest_load_cancel(sbx_ctx *ctx, const char *path, const char *base_dir,
+                                     sbx_cancel *cancel, sbx_manifest **out,
+                                     sbx_error *err)
 {
     sbx_error_clear(err);
     if (!path || !out)
@@ -121,7 +190,8 @@ SBX_API int sbx_manifest_load(sbx_ctx *ctx, const char *path, const char *base_d
         free(text);
         return sbx_error_set(err, SBX_E_IO, "manifest %s: short read", path);
     }
-    int rc = sbx_manifest_parse(ctx, text, got, path, base_dir, out, err);
+    sbx_error_clear(err);
+    int rc = parse_manifest(ctx, text, got, path, base_dir, cancel, out, err);
     free(text);
     return rc;
 }

@@ -9,8 +9,12 @@
  * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a symlink or special file in it
  * stops the apply naming it, and nothing outside the root is read. A
  * `git_repo` is cloned on the host into a private temporary directory
- * (`git clone`, then `git checkout REF`), and its work tree (without .git)
- * is copied like a `local_dir`.
+ * (`git clone`, `git ls-tree` to bound the size of REF's tree, then
+ * `git checkout REF`; git run by manifest_git.c), its work tree (without
+ * .git) is copied like a `local_dir`, and the clone is removed whatever
+ * happened. Local sources are opened beneath the directory descriptor they
+ * were checked under (manifest_check.c), never by their path again; a
+ * local_dir or a clone copies at most manifest.max_bytes.
  *
  * Users and groups (SBX_CAP_USERS) come first: groups, then users, so that
  * an entry's `group` exists when the entry is written; an entry with a
@@ -21,6 +25,7 @@
  */
 #include "exec_quiet.h"
 #include "handle_user.h"
+#include "manifest_git.h"
 #include "manifest_internal.h"
 #include "text_escape.h"
 #include "tree_remove.h"
@@ -28,15 +33,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -65,6 +69,19 @@ static int entry_error(struct apply *a, const struct manifest_entry *e, int rc,
     return sbx_error_set(a->err, rc, "%s:%d: entry %s: %s: %s", a->m->name, e->line,
                          sbx_text_escape(shown, sizeof shown, e->path, 120), what,
                          detail);
+}
+
+static int entry_fail(struct apply *a, const struct manifest_entry *e, int rc,
+                      const char *msg)
+{
+    char shown[160];
+    return sbx_error_set(a->err, rc, "%s:%d: entry %s: %s", a->m->name, e->line,
+                         sbx_text_escape(shown, sizeof shown, e->path, 120), msg);
+}
+
+static long long max_bytes(const struct apply *a)
+{
+    return a->m->max_bytes > 0 ? a->m->max_bytes : SBX_MANIFEST_MAX_BYTES_DEFAULT;
 }
 
 /* ---- commands in the sandbox ------------------------------------------- */
@@ -119,34 +136,42 @@ static long mem_read(void *ctx, void *buf, size_t cap)
     return (long)n;
 }
 
+/* A host file; left: how much more may be read (-1: all of it), so that a
+ * file growing while it is copied cannot pass the size it was counted at. */
+struct fd_source {
+    int fd;
+    long long left;
+};
+
 static long fd_read(void *ctx, void *buf, size_t cap)
 {
-    int fd = *(int *)ctx;
+    struct fd_source *s = ctx;
+    if (cap > READ_CHUNK)
+        cap = READ_CHUNK;
+    if (s->left >= 0 && (long long)cap > s->left)
+        cap = (size_t)s->left;
+    if (cap == 0)
+        return 0;
     for (;;) {
-        ssize_t n = read(fd, buf, cap > READ_CHUNK ? READ_CHUNK : cap);
+        ssize_t n = read(s->fd, buf, cap);
+        if (n >= 0 && s->left >= 0)
+            s->left -= n;
         if (n >= 0 || errno != EINTR)
             return n;
     }
 }
 
 static int write_fd(struct apply *a, const struct manifest_entry *e, const char *dest,
-                    int fd, unsigned mode)
+                    int fd, unsigned mode, long long limit)
 {
-    struct sbx_source src = SBX_SOURCE_INIT(&fd, fd_read);
+    struct fd_source fs = {fd, limit};
+    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_read);
     sbx_error why;
     int rc = sbx_write_as(a->h, SBX_AS_DEFAULT, dest, &src, mode, a->cancel, &why);
     return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, dest, why.message);
 }
 
 /* ---- trees (local_dir, a clone) ----------------------------------------- */
-
-static int open_beneath(int root, const char *rel, int flags)
-{
-    struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                      RESOLVE_NO_MAGICLINKS};
-    return (int)syscall(SYS_openat2, root, rel[0] ? rel : ".", &how, sizeof how);
-}
 
 static char *join(const char *a, const char *b)
 {
@@ -164,11 +189,15 @@ static char *join(const char *a, const char *b)
 
 /* Copy the tree at root (an fd of a host directory) to dest, breadth
  * first: a queue of relative directory paths, one directory open at a
- * time. skip_git: leave out a top-level ".git". */
+ * time, each opened beneath root with no symlink resolution, each file
+ * opened once (O_NONBLOCK: a FIFO put there does not block) and checked on
+ * its descriptor. skip_git: leave out a top-level ".git". label names the
+ * source in messages; at most max_bytes of file content are copied. */
 static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
-                     const char *dest, bool skip_git)
+                     const char *dest, bool skip_git, const char *label)
 {
     size_t cap = 64, head = 0, tail = 0, files = 0;
+    long long bytes = 0;
     char **queue = malloc(cap * sizeof *queue);
     int *depth = malloc(cap * sizeof *depth);
     int rc = queue && depth && (queue[tail] = strdup("")) ? SBX_OK
@@ -179,7 +208,7 @@ static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
     while (rc == SBX_OK && head < tail) {
         char *rel = queue[head];
         int level = depth[head++];
-        int dfd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY);
+        int dfd = sbx_manifest_openat(root, rel, O_RDONLY | O_DIRECTORY);
         DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
         if (!d) {
             if (dfd >= 0)
@@ -225,13 +254,27 @@ static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
                     target = NULL;
                 }
             } else if (S_ISREG(st.st_mode)) {
-                int fd = open_beneath(root, child, O_RDONLY);
-                if (fd < 0)
-                    rc = entry_error(a, e, SBX_E_IO, child, strerror(errno));
-                else {
-                    rc = write_fd(a, e, target, fd, (unsigned)(st.st_mode & 0777));
+                int fd = sbx_manifest_openat(root, child, O_RDONLY);
+                if (fd < 0 || fstat(fd, &st) != 0)
+                    rc = entry_error(a, e, SBX_E_IO,
+                                     sbx_text_escape(shown, sizeof shown, child, 160),
+                                     strerror(errno));
+                else if (!S_ISREG(st.st_mode))
+                    rc = entry_error(a, e, SBX_E_INVALID,
+                                     sbx_text_escape(shown, sizeof shown, child, 160),
+                                     "is no longer a regular file");
+                else if ((bytes += st.st_size) > max_bytes(a)) {
+                    char msg[400];
+                    snprintf(msg, sizeof msg,
+                             "%s is larger than the limit of %lld bytes "
+                             "(manifest.max_bytes)",
+                             label, max_bytes(a));
+                    rc = entry_fail(a, e, SBX_E_INVALID, msg);
+                } else
+                    rc = write_fd(a, e, target, fd, (unsigned)(st.st_mode & 0777),
+                                  (long long)st.st_size);
+                if (fd >= 0)
                     close(fd);
-                }
             } else {
                 rc = entry_error(a, e, SBX_E_INVALID,
                                  sbx_text_escape(shown, sizeof shown, child, 160),
@@ -258,70 +301,195 @@ static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
 
 /* ---- git ---------------------------------------------------------------- */
 
-static int run_git(struct apply *a, const struct manifest_entry *e, char *const argv[])
+/* Bytes of the regular files below directory fd dir (not following
+ * links), at most `depth` levels down. */
+static long long tree_bytes(int dir, int depth)
 {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    pid_t pid;
-    int r = posix_spawnp(&pid, "git", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (r != 0)
-        return entry_error(a, e, r == ENOENT ? SBX_E_NO_COMMAND : SBX_E_IO,
-                           "git", r == ENOENT ? "git is not installed on the host"
-                                              : strerror(r));
-    int status;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            return entry_error(a, e, SBX_E_IO, "git", strerror(errno));
-        if (a->cancel && sbx_cancel_fired(a->cancel))
-            kill(pid, SIGKILL);
+    DIR *d = fdopendir(dir);
+    if (!d) {
+        close(dir);
+        return 0;
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return entry_error(a, e, SBX_E_IO, argv[1],
-                           "git failed (its messages are above)");
-    return SBX_OK;
+    long long sum = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISREG(st.st_mode))
+            sum += st.st_size;
+        else if (S_ISDIR(st.st_mode) && depth > 0) {
+            int sub = sbx_manifest_openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY);
+            if (sub >= 0)
+                sum += tree_bytes(sub, depth - 1);
+        }
+    }
+    closedir(d);
+    return sum;
+}
+
+static long long dir_bytes(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    return fd < 0 ? 0 : tree_bytes(fd, TREE_DEPTH_MAX);
+}
+
+/* Sum the blob sizes and count the entries of `git ls-tree -r -l` output. */
+static void listing_size(const char *path, long long *bytes, size_t *count)
+{
+    *bytes = 0;
+    *count = 0;
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        (*count)++;
+        /* <mode> SP <type> SP <object> SP+ <size> TAB <path> */
+        char *tab = strchr(line, '\t');
+        if (!tab || strncmp(strchr(line, ' ') ? strchr(line, ' ') + 1 : "", "blob ", 5))
+            continue;
+        char *p = tab;
+        while (p > line && p[-1] >= '0' && p[-1] <= '9')
+            p--;
+        *bytes += strtoll(p, NULL, 10);
+    }
+    free(line);
+    fclose(f);
+}
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One git command of an entry; manifest.git_timeout bounds all of the
+ * entry's git commands together (deadline: on mono_ms). */
+static int git_step(struct apply *a, const struct manifest_entry *e, const char *what,
+                    const char *cwd, int out_fd, const char *const *args,
+                    long long deadline)
+{
+    long long left = deadline - mono_ms();
+    struct sbx_manifest_git g = {.what = what,
+                                 .cwd = cwd,
+                                 .out_fd = out_fd,
+                                 .fsize_max = max_bytes(a),
+                                 .timeout_ms = left > 0 ? left : 1,
+                                 .total_ms = a->m->git_timeout_ms > 0
+                                                 ? a->m->git_timeout_ms
+                                                 : SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT,
+                                 .cancel = a->cancel};
+    sbx_error why;
+    sbx_error_clear(&why);
+    int rc = sbx_manifest_git_run(&g, args, &why);
+    return rc == SBX_OK ? SBX_OK : entry_fail(a, e, rc, why.message);
+}
+
+/* Clone into dir (a private temporary directory), check the size of the
+ * clone and of the work tree of REF before checking it out, check it out,
+ * copy it. */
+static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const char *dir)
+{
+    char tree[4200], listing[4200], what[1200], msg[1500], url_shown[400];
+    snprintf(tree, sizeof tree, "%s/tree", dir);
+    snprintf(listing, sizeof listing, "%s/ls-tree", dir);
+    const char *url = e->url;
+    const char *ref = e->ref ? e->ref : "HEAD";
+    sbx_text_escape(url_shown, sizeof url_shown, e->url, 300);
+    long long limit = max_bytes(a);
+    long long deadline = mono_ms() + (a->m->git_timeout_ms > 0
+                                          ? a->m->git_timeout_ms
+                                          : SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT);
+    /* a host repository: git clones a private copy of its git directory,
+     * made through descriptors and checked (manifest_repo.c) */
+    char src[4200];
+    snprintf(src, sizeof src, "%s/src", dir);
+    if (e->resolved) {
+        sbx_error why;
+        int dfd = mkdir(src, 0700) == 0 ? open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (dfd < 0)
+            return entry_error(a, e, SBX_E_IO, src, strerror(errno));
+        int crc = sbx_manifest_copy_repo(a->m, e, dfd, limit, &why);
+        close(dfd);
+        if (crc != SBX_OK)
+            return sbx_error_set(a->err, crc, "%s", why.message);
+        url = src;
+    }
+    snprintf(what, sizeof what, "git clone of %s", url_shown);
+    /* --no-local: objects come through upload-pack, never hard links or
+     * copies of the source's files; --template=: no hooks or templates */
+    const char *clone[] = {"clone",  "--quiet", "--no-checkout", "--template=",
+                           e->resolved ? "--no-local" : "--quiet",
+                           "--",     url,       tree,            NULL};
+    int rc = git_step(a, e, what, NULL, -1, clone, deadline);
+    long long got = dir_bytes(tree);
+    if ((rc == SBX_OK && got > limit) || (rc != SBX_OK && got >= limit)) {
+        snprintf(msg, sizeof msg,
+                 "git repository %s: the clone is larger than the limit of %lld bytes "
+                 "(manifest.max_bytes)",
+                 url_shown, limit);
+        return entry_fail(a, e, SBX_E_INVALID, msg);
+    }
+    if (rc != SBX_OK)
+        return rc;
+    char ref_shown[200];
+    sbx_text_escape(ref_shown, sizeof ref_shown, ref, 120);
+    int out = open(listing, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (out < 0)
+        return entry_error(a, e, SBX_E_IO, listing, strerror(errno));
+    snprintf(what, sizeof what, "git ls-tree of %s in %s", ref_shown, url_shown);
+    const char *ls[] = {"ls-tree", "-r", "-l", "--full-tree", ref, NULL};
+    rc = git_step(a, e, what, tree, out, ls, deadline);
+    close(out);
+    if (rc != SBX_OK)
+        return rc;
+    long long bytes;
+    size_t count;
+    listing_size(listing, &bytes, &count);
+    if (bytes > limit || count > TREE_FILES_MAX) {
+        snprintf(msg, sizeof msg,
+                 "git repository %s: the work tree of %s is larger than the limit of "
+                 "%lld bytes (manifest.max_bytes) or %d files",
+                 url_shown, ref_shown, limit, TREE_FILES_MAX);
+        return entry_fail(a, e, SBX_E_INVALID, msg);
+    }
+    snprintf(what, sizeof what, "git checkout of %s in %s", ref_shown, url_shown);
+    const char *checkout[] = {"checkout", "--quiet", "--detach", ref, "--", NULL};
+    if ((rc = git_step(a, e, what, tree, -1, checkout, deadline)) != SBX_OK)
+        return rc;
+    int root = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (root < 0)
+        return entry_error(a, e, SBX_E_IO, "the clone", strerror(errno));
+    char *top = strdup(e->path);
+    rc = top ? add_dir(a, e, top) : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
+    snprintf(what, sizeof what, "git repository %s", url_shown);
+    if (rc == SBX_OK)
+        rc = copy_tree(a, e, root, e->path, true, what);
+    close(root);
+    return rc;
 }
 
 static int apply_git(struct apply *a, const struct manifest_entry *e)
 {
-    char tmpl[] = "/tmp/sbx-manifest-git-XXXXXX";
     const char *tmpdir = getenv("TMPDIR");
+    if (!tmpdir || tmpdir[0] != '/' || strlen(tmpdir) > 3000)
+        tmpdir = "/tmp";
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/sbx-manifest-git-XXXXXX",
-             tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp");
-    if (strlen(dir) >= sizeof dir - 1)
-        snprintf(dir, sizeof dir, "%s", tmpl);
+    snprintf(dir, sizeof dir, "%s/sbx-manifest-git-XXXXXX", tmpdir);
     if (!mkdtemp(dir))
         return entry_error(a, e, SBX_E_IO, "a temporary directory", strerror(errno));
-    char tree[4200];
-    snprintf(tree, sizeof tree, "%s/tree", dir);
-    const char *url = e->resolved ? e->resolved : e->url;
-    char *clone[] = {"git", "-c", "advice.detachedHead=false", "clone", "--quiet",
-                     "--no-checkout", "--", (char *)url, tree, NULL};
-    char *checkout[] = {"git", "-C", tree, "-c", "advice.detachedHead=false",
-                        "checkout", "--quiet", "--detach",
-                        (char *)(e->ref ? e->ref : "HEAD"), "--", NULL};
-    int rc = run_git(a, e, clone);
-    if (rc == SBX_OK)
-        rc = run_git(a, e, checkout);
-    int root = rc == SBX_OK ? open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (rc == SBX_OK && root < 0)
-        rc = entry_error(a, e, SBX_E_IO, "the clone", strerror(errno));
-    if (rc == SBX_OK) {
-        char *top = strdup(e->path);
-        rc = top ? add_dir(a, e, top) : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
-        if (rc == SBX_OK)
-            rc = copy_tree(a, e, root, e->path, true);
-    }
-    if (root >= 0)
-        close(root);
-    int parent = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (parent >= 0) {
-        sbxs_remove_tree(parent, dir + 1);
+    int rc = clone_and_copy(a, e, dir);
+    /* the clone goes, whatever happened: one component beneath TMPDIR */
+    int parent = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int gone = parent >= 0 ? sbxs_remove_tree(parent, strrchr(dir, '/') + 1) : -errno;
+    if (parent >= 0)
         close(parent);
-    }
+    if (gone != 0 && rc == SBX_OK)
+        rc = entry_error(a, e, SBX_E_IO, dir, "the temporary clone cannot be removed");
     return rc;
 }
 
@@ -354,26 +522,39 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
         return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, "write", why.message);
     }
     case MF_LOCAL_FILE: {
-        int fd = open(e->resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        /* opened once, beneath the directory it was checked under */
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-            if (fd >= 0)
-                close(fd);
-            return entry_error(a, e, SBX_E_IO, "source", "cannot be opened as a file");
+        int fd = sbx_manifest_open_source(a->m, e->root, e->rel, O_RDONLY, &st);
+        if (fd < 0)
+            return entry_error(a, e, SBX_E_IO, "source",
+                               fd == -ELOOP || fd == -EXDEV
+                                   ? "a component of its path became a symlink"
+                                   : strerror(-fd));
+        if (!S_ISREG(st.st_mode)) {
+            close(fd);
+            return entry_error(a, e, SBX_E_INVALID, "source", "is no longer a regular file");
         }
         rc = write_fd(a, e, e->path, fd,
-                      e->mode >= 0 ? (unsigned)e->mode : (unsigned)(st.st_mode & 0777));
+                      e->mode >= 0 ? (unsigned)e->mode : (unsigned)(st.st_mode & 0777), -1);
         close(fd);
         return rc;
     }
     case MF_LOCAL_DIR: {
-        int root = open(e->resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        struct stat st;
+        int root = sbx_manifest_open_source(a->m, e->root, e->rel, O_RDONLY | O_DIRECTORY,
+                                            &st);
         if (root < 0)
-            return entry_error(a, e, SBX_E_IO, "source", strerror(errno));
+            return entry_error(a, e, SBX_E_IO, "source",
+                               root == -ELOOP || root == -EXDEV
+                                   ? "a component of its path became a symlink"
+                                   : strerror(-root));
+        char label[300], shown[220];
+        snprintf(label, sizeof label, "source \"%s\"",
+                 sbx_text_escape(shown, sizeof shown, e->source, 160));
         char *top = strdup(e->path);
         rc = top ? add_dir(a, e, top) : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
         if (rc == SBX_OK)
-            rc = copy_tree(a, e, root, e->path, false);
+            rc = copy_tree(a, e, root, e->path, false, label);
         close(root);
         return rc;
     }
@@ -454,6 +635,24 @@ static int by_path(const void *x, const void *y)
     }
 }
 
+/* Test builds only (SBX_TEST_HOOKS): SBX_TEST_MANIFEST_APPLY_HOOK, a shell
+ * command run between the check and the apply, lets a test change the
+ * sources in that window. */
+static void test_hook(void)
+{
+#ifdef SBX_TEST_HOOKS
+    const char *hook = getenv("SBX_TEST_MANIFEST_APPLY_HOOK");
+    if (!hook || !*hook)
+        return;
+    char *argv[] = {"sh", "-c", (char *)hook, NULL};
+    pid_t pid;
+    int status;
+    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) == 0)
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+#endif
+}
+
 SBX_API int sbx_manifest_apply(sbx_handle *h, const sbx_manifest *m, sbx_cancel *cancel,
                                sbx_error *err)
 {
@@ -473,6 +672,7 @@ SBX_API int sbx_manifest_apply(sbx_handle *h, const sbx_manifest *m, sbx_cancel 
     for (size_t i = 0; i < m->nentries; i++)
         order[i] = &m->entries[i];
     qsort(order, m->nentries, sizeof *order, by_path);
+    test_hook();
     struct apply a = {.h = h, .m = m, .cancel = cancel, .err = err};
     int rc = apply_accounts(&a);
     for (size_t i = 0; rc == SBX_OK && i < m->nentries; i++) {

@@ -7,7 +7,11 @@
 #include "text_escape.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,15 +127,71 @@ static bool under(const char *p, const char *dir)
     return !strncmp(p, dir, l) && (p[l] == '\0' || p[l] == '/');
 }
 
+int sbx_manifest_openat(int dir, const char *rel, int flags)
+{
+    /* O_PATH takes no other open flags (openat2 refuses them) */
+    uint64_t f = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW);
+    if (!(flags & O_PATH))
+        f |= O_NONBLOCK;
+    struct open_how how = {.flags = f,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                                      RESOLVE_NO_MAGICLINKS};
+    return (int)syscall(SYS_openat2, dir, rel && rel[0] ? rel : ".", &how, sizeof how);
+}
+
+int sbx_manifest_open_source(const struct sbx_manifest *m, int root, const char *rel,
+                             int flags, struct stat *st)
+{
+    if (root < 0 || (size_t)root >= m->nroots)
+        return -EBADF;
+    int fd = sbx_manifest_openat(m->roots[root], rel, flags);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* The index in m->roots of directory `path` (resolved), opened once. */
+static int root_of(struct sbx_manifest *m, const char *path, sbx_error *err)
+{
+    for (size_t i = 0; i < m->nroots; i++)
+        if (!strcmp(m->root_paths[i], path))
+            return (int)i;
+    int *r = realloc(m->roots, (m->nroots + 1) * sizeof *r);
+    if (r)
+        m->roots = r;
+    char **rp = r ? realloc(m->root_paths, (m->nroots + 1) * sizeof *rp) : NULL;
+    if (rp)
+        m->root_paths = rp;
+    char *copy = rp ? strdup(path) : NULL;
+    if (!copy)
+        return -sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        free(copy);
+        return -sbx_error_set(err, SBX_E_IO, "%s: %s: %s", m->name, path, strerror(e));
+    }
+    m->roots[m->nroots] = fd;
+    m->root_paths[m->nroots] = copy;
+    return (int)m->nroots++;
+}
+
 /* Resolve a host source (local_*, a git_repo path) under base_dir or a
- * grant; *out is malloc'd. want: S_IFREG, S_IFDIR. */
-static int resolve_source(const struct sbx_manifest *m, struct manifest_entry *e,
+ * grant: *out is the resolved path (malloc'd), e->root and e->rel where
+ * the apply opens it again (beneath that root, no symlinks: what was
+ * checked here is what is read). want: S_IFREG, S_IFDIR. */
+static int resolve_source(struct sbx_manifest *m, struct manifest_entry *e,
                           const char *source, const char *base_dir,
                           const char *const *grants, mode_t want, char **out,
                           sbx_error *err)
 {
     char joined[PATH_MAX * 2], real[PATH_MAX], base_real[PATH_MAX], msg[PATH_MAX + 600];
-    char shown[200];
+    char shown[200], g[PATH_MAX];
     sbx_text_escape(shown, sizeof shown, source, 160);
     if (!realpath(base_dir, base_real))
         return sbx_error_set(err, SBX_E_IO, "%s: the base directory %s cannot be "
@@ -146,26 +206,35 @@ static int resolve_source(const struct sbx_manifest *m, struct manifest_entry *e
                  strerror(errno));
         return bad_entry(m, e, err, msg);
     }
-    bool ok = under(real, base_real);
-    for (size_t i = 0; !ok && grants && grants[i]; i++) {
-        char g[PATH_MAX];
-        ok = realpath(grants[i], g) && under(real, g);
-    }
-    if (!ok) {
+    const char *root = under(real, base_real) ? base_real : NULL;
+    for (size_t i = 0; !root && grants && grants[i]; i++)
+        if (realpath(grants[i], g) && under(real, g))
+            root = g;
+    if (!root) {
         snprintf(msg, sizeof msg,
                  "source \"%s\" is outside %s and every granted directory "
                  "(manifest.grants in the configuration)",
                  shown, base_real);
         return bad_entry(m, e, err, msg);
     }
+    size_t rl = strlen(root);
+    const char *rel = rl == 1 ? real + 1 : real[rl] == '/' ? real + rl + 1 : real + rl;
+    int idx = root_of(m, root, err);
+    if (idx < 0)
+        return -idx;
+    e->root = idx;
+    if (!(e->rel = strdup(rel)) || !(*out = strdup(real)))
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     struct stat st;
-    if (stat(real, &st) != 0 || (st.st_mode & S_IFMT) != want) {
+    int fd = sbx_manifest_open_source(m, idx, rel, O_PATH, &st);
+    if (fd >= 0)
+        close(fd);
+    if (fd < 0 || (st.st_mode & S_IFMT) != want) {
         snprintf(msg, sizeof msg, "source \"%s\" is not a %s", shown,
                  want == S_IFDIR ? "directory" : "regular file");
         return bad_entry(m, e, err, msg);
     }
-    *out = strdup(real);
-    return *out ? SBX_OK : sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    return SBX_OK;
 }
 
 /* A git URL is a remote (scheme://, user@host:path) or a host path,
@@ -270,6 +339,8 @@ int sbx_manifest_check(struct sbx_manifest *m, const char *base_dir,
                 const char *p = !strncmp(e->url, "file://", 7) ? e->url + 7 : e->url;
                 rc = resolve_source(m, e, p, base_dir, grants, S_IFDIR, &e->resolved,
                                     err);
+                if (rc == SBX_OK)
+                    rc = sbx_manifest_check_repo(m, e, err);
             }
         }
     }
@@ -284,6 +355,7 @@ void sbx_manifest_clear(struct sbx_manifest *m)
         free(e->content);
         free(e->source);
         free(e->resolved);
+        free(e->rel);
         free(e->url);
         free(e->ref);
         free(e->group);
@@ -303,6 +375,12 @@ void sbx_manifest_clear(struct sbx_manifest *m)
         free(m->groups[i].name);
     free(m->groups);
     free(m->run_as);
+    for (size_t i = 0; i < m->nroots; i++) {
+        close(m->roots[i]);
+        free(m->root_paths[i]);
+    }
+    free(m->roots);
+    free(m->root_paths);
     free(m->name);
     memset(m, 0, sizeof *m);
 }

@@ -14,6 +14,11 @@
 #define SBX_MANIFEST_FILE_MAX (16 * 1024 * 1024) /* bytes of manifest text */
 #define SBX_MANIFEST_ENTRIES_MAX 4096
 #define SBX_MANIFEST_PATH_MAX 1024
+#define SBX_MANIFEST_DEPTH_MAX 32      /* levels of YAML nesting */
+#define SBX_MANIFEST_NODES_MAX 100000  /* YAML nodes (scalars, lists, maps) */
+/* Defaults of manifest.max_bytes and manifest.git_timeout (sbx.yaml). */
+#define SBX_MANIFEST_MAX_BYTES_DEFAULT (256LL * 1024 * 1024)
+#define SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT (300LL * 1000)
 
 enum manifest_type {
     MF_FILE = 1,
@@ -30,7 +35,9 @@ struct manifest_entry {
     unsigned char *content; /* file: the bytes (decoded) */
     size_t content_len;
     char *source;     /* local_file/local_dir: as written; resolved below */
-    char *resolved;   /* local_*: the absolute, checked host path */
+    char *resolved;   /* local_*, a host git_repo: the absolute, checked host path */
+    int root;         /* local_*: index in sbx_manifest.roots of the directory ... */
+    char *rel;        /* ... below which the source is `rel` (no symlinks in it) */
     char *url, *ref;  /* git_repo */
     int mode;         /* permission bits, or -1 for the default */
     char *group;      /* or NULL */
@@ -63,12 +70,20 @@ struct sbx_manifest {
     size_t ngroups;
     char *run_as;
     int run_as_line;
+    /* Descriptors (O_PATH) of the base directory and the grants that local
+     * sources were found under, opened at check time: the apply opens each
+     * source beneath one of them, never by its path again. */
+    int *roots;
+    char **root_paths; /* their resolved paths */
+    size_t nroots;
+    long long max_bytes;     /* per local_dir / git_repo entry (and clone) */
+    long long git_timeout_ms; /* per git command */
 };
 
 /* Parse text into m (zeroed by the caller; m->name set). SBX_E_INVALID
  * "NAME:LINE: problem" for anything malformed. */
 int sbx_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len,
-                            sbx_error *err);
+                            sbx_cancel *cancel, sbx_error *err);
 
 /* Check entry paths (relative, no "..", no duplicates or overlaps), users,
  * groups and run_as; resolve local sources under base_dir or one of the
@@ -80,6 +95,34 @@ int sbx_manifest_check(struct sbx_manifest *m, const char *base_dir,
  * absolute directories). SBX_E_CONFIG "file:line: manifest.key: ...". */
 struct sbx_config;
 int sbx_manifest_config_check(const struct sbx_config *cfg, sbx_error *err);
+
+/* Open `rel` (no symlink in it, nothing above root) beneath m->roots[root]
+ * with O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC and `flags`; fstat it into *st.
+ * Returns the descriptor or -errno. */
+struct stat;
+int sbx_manifest_open_source(const struct sbx_manifest *m, int root, const char *rel,
+                             int flags, struct stat *st);
+
+/* Open rel beneath the directory fd dir (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS, O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | flags).
+ * Returns the descriptor or -1 with errno. */
+int sbx_manifest_openat(int dir, const char *rel, int flags);
+
+/* Refuse a host git repository (e->root, e->rel) that would make git read
+ * outside it: a .git that is a file (gitdir:) or a symlink; commondir,
+ * objects/info/alternates, objects/info/http-alternates, info/grafts; a
+ * symlink or special file anywhere in its git directory; a config that
+ * includes other files or names alternates or promisor remotes.
+ * SBX_E_INVALID naming the file. */
+int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                            sbx_error *err);
+
+/* Copy the git directory of that repository (its regular files and
+ * directories, opened beneath the confined directory with no symlink
+ * resolution; at most max_bytes) into the empty directory dest, then check
+ * the copy as above. SBX_E_INVALID naming the file, SBX_E_IO. */
+int sbx_manifest_copy_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                           int dest, long long max_bytes, sbx_error *err);
 
 /* Free what m holds (not m). */
 void sbx_manifest_clear(struct sbx_manifest *m);

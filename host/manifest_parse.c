@@ -167,7 +167,11 @@ static int decode_base64(struct parse *p, const yaml_node_t *n, const char *text
         if (text[i] != ' ' && text[i] != '\n' && text[i] != '\r' && text[i] != '\t')
             clean[k++] = text[i];
     clean[k] = '\0';
-    if (k % 4 || k > INT32_MAX) {
+    /* '=' only as the padding of the last quantum: EVP_DecodeBlock would
+     * decode "QQ==QQ==" as if the first '=' were not there */
+    size_t eq = strcspn(clean, "=");
+    bool padding_ok = eq == k || (eq + 2 >= k && strspn(clean + eq, "=") == k - eq);
+    if (k % 4 || k > INT32_MAX || !padding_ok) {
         free(clean);
         return bad(p, n, "entry %s: content is not valid base64", e->path);
     }
@@ -184,6 +188,7 @@ static int decode_base64(struct parse *p, const yaml_node_t *n, const char *text
 static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_entry *e)
 {
     e->mode = -1;
+    e->root = -1;
     e->line = line_of(n);
     if (n->type != YAML_MAPPING_NODE)
         return bad(p, n, "an entry must be a mapping with path and type");
@@ -476,8 +481,114 @@ static int parse_top(struct parse *p, const yaml_node_t *root)
     return rc;
 }
 
+/* Build p->doc from libyaml's events, one at a time, with the limits
+ * checked per event: yaml_parser_load would first build a document of any
+ * depth and size (libyaml's scanner is quadratic in the nesting depth, and
+ * 16 MiB of "[]," is millions of nodes), and could not be cancelled.
+ * Aliases are refused here, at their line; the first document is read. */
+static int build_document(struct parse *p, yaml_parser_t *parser, sbx_cancel *cancel)
+{
+    struct open_node {
+        int id;
+        int key; /* a mapping's key waiting for its value, or 0 */
+    } stack[SBX_MANIFEST_DEPTH_MAX];
+    size_t depth = 0, nodes = 0, events = 0;
+    const char *name = p->m->name;
+    if (!yaml_document_initialize(&p->doc, NULL, NULL, NULL, 1, 1))
+        return sbx_error_set(p->err, SBX_E_NOMEM, "out of memory");
+    for (;;) {
+        if ((++events & 1023) == 0 && cancel && sbx_cancel_fired(cancel))
+            return sbx_error_set(p->err, SBX_E_CANCELLED, "%s: cancelled while parsing",
+                                 name);
+        yaml_event_t ev;
+        if (!yaml_parser_parse(parser, &ev)) {
+            if (parser->error == YAML_MEMORY_ERROR)
+                return sbx_error_set(p->err, SBX_E_NOMEM, "out of memory");
+            return sbx_error_set(p->err, SBX_E_INVALID, "%s:%d: %s", name,
+                                 (int)parser->problem_mark.line + 1,
+                                 parser->problem ? parser->problem : "malformed YAML");
+        }
+        int line = (int)ev.start_mark.line + 1, id = 0, rc = SBX_OK;
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT:
+        case YAML_DOCUMENT_END_EVENT:
+            yaml_event_delete(&ev);
+            return SBX_OK;
+        case YAML_ALIAS_EVENT:
+            rc = sbx_error_set(p->err, SBX_E_INVALID,
+                               "%s:%d: aliases are not allowed in a manifest", name, line);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            if (depth > 0)
+                depth--;
+            break;
+        case YAML_SCALAR_EVENT:
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++nodes > SBX_MANIFEST_NODES_MAX) {
+                rc = sbx_error_set(p->err, SBX_E_INVALID,
+                                   "%s:%d: more than %d YAML nodes (the limit of a "
+                                   "manifest)",
+                                   name, line, SBX_MANIFEST_NODES_MAX);
+                break;
+            }
+            if (ev.type != YAML_SCALAR_EVENT && depth == SBX_MANIFEST_DEPTH_MAX) {
+                rc = sbx_error_set(p->err, SBX_E_INVALID,
+                                   "%s:%d: nested deeper than %d levels (the limit of a "
+                                   "manifest)",
+                                   name, line, SBX_MANIFEST_DEPTH_MAX);
+                break;
+            }
+            if (ev.type == YAML_SCALAR_EVENT)
+                id = yaml_document_add_scalar(&p->doc, ev.data.scalar.tag,
+                                              ev.data.scalar.value,
+                                              (int)ev.data.scalar.length,
+                                              ev.data.scalar.style);
+            else if (ev.type == YAML_SEQUENCE_START_EVENT)
+                id = yaml_document_add_sequence(&p->doc, ev.data.sequence_start.tag,
+                                                ev.data.sequence_start.style);
+            else
+                id = yaml_document_add_mapping(&p->doc, ev.data.mapping_start.tag,
+                                               ev.data.mapping_start.style);
+            if (!id) {
+                rc = sbx_error_set(p->err, SBX_E_NOMEM, "out of memory");
+                break;
+            }
+            yaml_node_t *n = yaml_document_get_node(&p->doc, id);
+            n->start_mark = ev.start_mark;
+            n->end_mark = ev.end_mark;
+            if (depth > 0) {
+                struct open_node *up = &stack[depth - 1];
+                yaml_node_t *parent = yaml_document_get_node(&p->doc, up->id);
+                int ok = 1;
+                if (parent->type == YAML_SEQUENCE_NODE)
+                    ok = yaml_document_append_sequence_item(&p->doc, up->id, id);
+                else if (!up->key)
+                    up->key = id;
+                else {
+                    ok = yaml_document_append_mapping_pair(&p->doc, up->id, up->key, id);
+                    up->key = 0;
+                }
+                if (!ok) {
+                    rc = sbx_error_set(p->err, SBX_E_NOMEM, "out of memory");
+                    break;
+                }
+            }
+            if (ev.type != YAML_SCALAR_EVENT)
+                stack[depth++] = (struct open_node){id, 0};
+            break;
+        default: /* stream and document start */
+            break;
+        }
+        yaml_event_delete(&ev);
+        if (rc != SBX_OK)
+            return rc;
+    }
+}
+
 int sbx_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len,
-                            sbx_error *err)
+                            sbx_cancel *cancel, sbx_error *err)
 {
     if (len > SBX_MANIFEST_FILE_MAX)
         return sbx_error_set(err, SBX_E_INVALID, "%s: larger than %d bytes", m->name,
@@ -495,15 +606,12 @@ int sbx_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len
     if (!yaml_parser_initialize(&parser))
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    int rc;
-    if (!yaml_parser_load(&parser, &p.doc)) {
-        rc = sbx_error_set(err, SBX_E_INVALID, "%s:%d: %s", m->name,
-                           (int)parser.problem_mark.line + 1,
-                           parser.problem ? parser.problem : "malformed YAML");
-        yaml_parser_delete(&parser);
+    int rc = build_document(&p, &parser, cancel);
+    yaml_parser_delete(&parser);
+    if (rc != SBX_OK) {
+        yaml_document_delete(&p.doc);
         return rc;
     }
-    yaml_parser_delete(&parser);
     p.nnodes = (size_t)(p.doc.nodes.top - p.doc.nodes.start);
     p.seen = calloc(p.nnodes ? p.nnodes : 1, 1);
     if (!p.seen) {

@@ -178,6 +178,9 @@ struct cli_exec_options {
     "failed; 126 when it cannot be executed; 127 when it was not found;\n"   \
     "128+N when it was killed by signal N (130 after Ctrl-C).\n"
 
+/* Whether "NAME=VALUE" has a NAME of [A-Za-z_][A-Za-z0-9_]*. */
+bool cli_env_name_ok(const char *assignment);
+
 /* Parse a duration: a non-negative decimal number of seconds with an
  * optional ms/s/m/h suffix. Returns false when malformed or too large. */
 bool cli_parse_duration_ms(const char *text, int64_t *out);

@@ -46,10 +46,16 @@ static const int handled_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
 bool cli_parse_duration_ms(const char *text, int64_t *out)
 {
+    /* decimal digits with an optional fraction only: strtod alone would
+     * also take 0x10, 1e3, inf and leading spaces */
+    size_t whole = strspn(text, "0123456789");
+    size_t frac = text[whole] == '.' ? strspn(text + whole + 1, "0123456789") : 0;
+    if (whole == 0 || (text[whole] == '.' && frac == 0))
+        return false;
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (end == text || errno == ERANGE || !isfinite(v) || v < 0 || text[0] == '-')
+    if (end != text + whole + (frac ? frac + 1 : 0) || errno == ERANGE || !isfinite(v))
         return false;
     double scale;
     if (!strcmp(end, "") || !strcmp(end, "s"))
@@ -71,6 +77,13 @@ bool cli_parse_duration_ms(const char *text, int64_t *out)
     return true;
 }
 
+bool cli_env_name_ok(const char *assignment)
+{
+    size_t n = strspn(assignment, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                  "0123456789_");
+    return n > 0 && assignment[n] == '=' && !(assignment[0] >= '0' && assignment[0] <= '9');
+}
+
 int cli_exec_option(const char *cmd, int c, const char *arg,
                     struct cli_exec_options *eo)
 {
@@ -78,17 +91,20 @@ int cli_exec_option(const char *cmd, int c, const char *arg,
     case 't':
         if (!cli_parse_duration_ms(arg, &eo->timeout_ms))
             return cli_usage_error(cmd, CLI_EXIT_SBX,
-                                   "invalid --timeout '%s' (expected seconds "
-                                   "such as 30 or 1.5, or 500ms, 2m, 1h)",
+                                   "invalid --timeout '%s' (expected decimal "
+                                   "seconds such as 30 or 1.5, or 500ms, 2m, 1h)",
                                    arg);
         return CLI_EXIT_OK;
     case 'C':
         eo->cwd = arg;
         return CLI_EXIT_OK;
     case 'e':
-        if (!strchr(arg, '=') || arg[0] == '=')
+        if (!cli_env_name_ok(arg))
             return cli_usage_error(cmd, CLI_EXIT_SBX,
-                                   "invalid --env '%s' (expected NAME=VALUE)", arg);
+                                   "invalid --env '%.*s' (expected NAME=VALUE); a NAME "
+                                   "is letters, digits and '_', not starting with a "
+                                   "digit",
+                                   (int)strcspn(arg, "\n"), arg);
         eo->env[eo->nenv++] = arg;
         return CLI_EXIT_OK;
     case 'i':

@@ -11,8 +11,8 @@ int cli_manifest_load(sbx_ctx *ctx, const char *path, sbx_manifest **out)
     if (!path)
         return SBX_OK;
     sbx_error err;
-    int rc = sbx_manifest_load(ctx, path, NULL, out, &err);
-    if (rc != SBX_OK)
+    int rc = sbx_manifest_load_cancel(ctx, path, NULL, cli_run_cancel(), out, &err);
+    if (rc != SBX_OK && !cli_caught_signal())
         cli_error("%s", err.message);
     return rc;
 }

@@ -91,7 +91,7 @@ static int create(const struct cli_globals *g, const char *key,
     sbx_manifest *mf = NULL;
     if (cli_manifest_load(ctx, manifest_path, &mf) != SBX_OK) {
         cli_sessions_close(ctx, m);
-        return CLI_EXIT_SBX;
+        return cli_failure_status();
     }
     spec->manifest = mf;
     sbx_handle *h = NULL;

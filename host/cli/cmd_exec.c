@@ -44,7 +44,7 @@ static int exec_in_session(const struct cli_globals *g, const char *provider,
     sbx_manifest *mf = NULL;
     if (cli_manifest_load(ctx, manifest_path, &mf) != SBX_OK) {
         cli_sessions_close(ctx, m);
-        return CLI_EXIT_SBX;
+        return cli_failure_status();
     }
     struct sbx_session_spec spec;
     memset(&spec, 0, sizeof spec);

@@ -195,7 +195,7 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
     } else {
         sbx_manifest *mf = NULL;
         status = cli_manifest_load(ctx, ro.manifest, &mf) != SBX_OK
-                     ? CLI_EXIT_SBX
+                     ? cli_failure_status()
                      : run_in_sandbox(p, &ro, mf, cmd);
         sbx_manifest_free(mf);
     }

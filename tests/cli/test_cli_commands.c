@@ -335,6 +335,39 @@ Test(cli_commands, usage_errors_name_what_was_wrong)
     expect_usage_error((const char *[]){NULL}, 2, "Usage: sbx");
 }
 
+/* strtod would take hex, exponents, inf and leading blanks; a name with a
+ * space or a newline is no variable name. */
+Test(cli_commands, timeouts_are_decimal_and_env_names_are_variable_names)
+{
+    cli_env_local_config(&env);
+    const char *bad_timeouts[] = {"0x10", "1e3", "inf", "nan", " 5", "5.", ".5", "+5", NULL};
+    for (size_t i = 0; bad_timeouts[i]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "invalid --timeout '%s' (expected decimal seconds",
+                 bad_timeouts[i]);
+        expect_usage_error((const char *[]){"run", "--timeout", bad_timeouts[i], "--", "true",
+                                            NULL},
+                           125, want);
+    }
+    expect_usage_error((const char *[]){"exec", "s", "--timeout", "0x10", "--", "true", NULL},
+                       125, "invalid --timeout '0x10'");
+    expect_usage_error((const char *[]){"run", "--env", "A B=1", "--", "true", NULL}, 125,
+                       "invalid --env 'A B=1' (expected NAME=VALUE); a NAME is letters");
+    expect_usage_error((const char *[]){"run", "--env", "A\nB=1", "--", "true", NULL}, 125,
+                       "invalid --env 'A' (expected NAME=VALUE)");
+    expect_usage_error((const char *[]){"run", "--env", "1A=x", "--", "true", NULL}, 125,
+                       "invalid --env '1A=x'");
+    expect_usage_error((const char *[]){"run", "--env", "A-B=x", "--", "true", NULL}, 125,
+                       "invalid --env 'A-B=x'");
+    struct cli_result r;
+    run((const char *[]){"run", "--timeout", "1.5", "--env", "_A1=x=y", "--", "sh", "-c",
+                         "echo \"$_A1\"", NULL},
+        &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "x=y\n");
+    cli_result_free(&r);
+}
+
 Test(cli_commands, options_after_the_separator_belong_to_the_command)
 {
     cli_env_local_config(&env);

@@ -122,5 +122,25 @@ Test(config_packages, manifest_grants_are_absolute_directories)
            "2: manifest.grants.0: a grant is an absolute directory");
     expect("manifest:\n  grants: /srv\n",
            "2: manifest.grants: expected a list of absolute directories");
-    expect("manifest:\n  grant: [/srv]\n", "2: manifest.grant: unknown key (expected grants)");
+    expect("manifest:\n  grant: [/srv]\n",
+           "2: manifest.grant: unknown key (expected grants, max_bytes, git_timeout)");
+}
+
+Test(config_packages, manifest_limits_are_decimal_sizes_and_durations)
+{
+    cfg_write("sbx.yaml", "manifest:\n  max_bytes: 64m\n  git_timeout: 500ms\n");
+    struct sbx_config *cfg = NULL;
+    sbx_error err;
+    cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
+    sbx_config_free(cfg);
+    expect("manifest:\n  max_bytes: 0x10\n",
+           "2: manifest.max_bytes: expected a positive size in bytes (or with k, m, g)");
+    expect("manifest:\n  max_bytes: 0\n",
+           "2: manifest.max_bytes: expected a positive size in bytes (or with k, m, g)");
+    expect("manifest:\n  git_timeout: 1h\n",
+           "2: manifest.git_timeout: expected a positive number of seconds (or with ms, "
+           "s, m)");
+    expect("manifest:\n  git_timeout: [1]\n",
+           "2: manifest.git_timeout: expected a positive number of seconds (or with ms, "
+           "s, m)");
 }

@@ -166,7 +166,7 @@ Test(manifest, sources_stay_under_the_base_or_a_grant)
     struct sbx_manifest m = {.name = strdup("m.yaml")};
     const char *text = "version: 1\nentries:\n  - {path: p, type: local_file, source: /etc/hostname}\n";
     sbx_error err = {0};
-    cr_assert_eq(sbx_manifest_parse_text(&m, text, strlen(text), &err), SBX_OK);
+    cr_assert_eq(sbx_manifest_parse_text(&m, text, strlen(text), NULL, &err), SBX_OK);
     int rc = sbx_manifest_check(&m, base, grants, &err);
     if (access("/etc/hostname", R_OK) == 0)
         cr_assert_eq(rc, SBX_OK, "%s", err.message);
@@ -214,4 +214,157 @@ Test(manifest, users_groups_and_run_as_are_checked)
     REFUSED("version: 1\nusers: [{name: a}, {name: a}]\n", "declared twice");
     REFUSED("version: 1\nentries:\n  - {path: a, type: dir, group: staff}\n",
             "its group is not declared");
+}
+
+/* ---- parsing cost: depth and node count are bounded while parsing ------ */
+
+#include <sys/resource.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* 200 KB of "[[[..." kept libyaml's scanner busy for 25 s (quadratic in
+ * the depth) before anything was looked at. */
+Test(manifest, deep_nesting_is_refused_at_once_naming_the_limit)
+{
+    size_t n = 200 * 1024;
+    char *text = malloc(n + 32);
+    cr_assert_not_null(text);
+    size_t k = (size_t)sprintf(text, "version: 1\nentries: ");
+    memset(text + k, '[', n);
+    text[k + n] = '\0';
+    double t0 = now_s();
+    const char *msg = refused(text);
+    double took = now_s() - t0;
+    cr_assert(strstr(msg, "m.yaml:2: nested deeper than 32 levels"), "%s", msg);
+    cr_assert_lt(took, 0.5, "took %.2f s", took);
+    free(text);
+}
+
+/* 16 MiB of "[]," took 1.2 GB before the entry limit was looked at. */
+Test(manifest, a_huge_flat_sequence_is_refused_by_node_count_in_bounded_memory)
+{
+    size_t n = 16 * 1024 * 1024 - 64;
+    char *text = malloc(n + 64);
+    cr_assert_not_null(text);
+    size_t k = (size_t)sprintf(text, "version: 1\nentries: [");
+    while (k + 3 < n) {
+        memcpy(text + k, "[],", 3);
+        k += 3;
+    }
+    text[k++] = ']';
+    text[k] = '\0';
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    double t0 = now_s();
+    sbx_error err = {0};
+    sbx_manifest *m = NULL;
+    int rc = sbx_manifest_parse(NULL, text, k, "m.yaml", base, &m, &err);
+    double took = now_s() - t0;
+    getrusage(RUSAGE_SELF, &after);
+    cr_assert_eq(rc, SBX_E_INVALID, "%d: %s", rc, err.message);
+    cr_assert(strstr(err.message, "more than 100000 YAML nodes"), "%s", err.message);
+    cr_assert_lt(took, 2.0, "took %.2f s", took);
+    /* ru_maxrss is in KiB: the text is 16 MiB; 100000 nodes are a few more */
+    long grew = after.ru_maxrss - before.ru_maxrss;
+    cr_assert_lt(grew, 200 * 1024, "the parse grew the process by %ld KiB", grew);
+    free(text);
+}
+
+/* Parsing checks its cancellation token. */
+Test(manifest, a_fired_cancel_stops_the_parse)
+{
+    size_t n = 100000;
+    char *text = malloc(n * 2 + 64);
+    cr_assert_not_null(text);
+    size_t k = (size_t)sprintf(text, "version: 1\nx: [");
+    for (size_t i = 0; i < n / 3; i++)
+        k += (size_t)sprintf(text + k, "a,");
+    sprintf(text + k, "a]\n");
+    sbx_cancel *c;
+    cr_assert_eq(sbx_cancel_new(&c), SBX_OK);
+    sbx_cancel_fire(c);
+    struct sbx_manifest m = {.name = strdup("m.yaml")};
+    sbx_error err = {0};
+    cr_assert_eq(sbx_manifest_parse_text(&m, text, strlen(text), c, &err), SBX_E_CANCELLED,
+                 "%s", err.message);
+    cr_assert(strstr(err.message, "cancelled"), "%s", err.message);
+    sbx_manifest_clear(&m);
+    sbx_cancel_free(c);
+    free(text);
+}
+
+Test(manifest, base64_padding_only_at_the_end)
+{
+    REFUSED("version: 1\nentries:\n  - {path: bin, type: file, encoding: base64, "
+            "content: 'QQ==QQ=='}\n",
+            "m.yaml:3: entry bin: content is not valid base64");
+    REFUSED("version: 1\nentries:\n  - {path: bin, type: file, encoding: base64, "
+            "content: 'QUJD=EFC'}\n",
+            "entry bin: content is not valid base64");
+    REFUSED("version: 1\nentries:\n  - {path: bin, type: file, encoding: base64, "
+            "content: 'QU=D'}\n",
+            "entry bin: content is not valid base64");
+    sbx_manifest *m = parse_ok("version: 1\nentries:\n  - {path: bin, type: file, encoding: "
+                               "base64, content: 'QUJDRA=='}\n");
+    cr_assert_eq(m->entries[0].content_len, 4);
+    cr_assert_eq(memcmp(m->entries[0].content, "ABCD", 4), 0);
+    sbx_manifest_free(m);
+}
+
+/* ---- git_repo: a host repository may not make git read another one ----- */
+
+static void sh_in_base(const char *cmd)
+{
+    char full[2048];
+    snprintf(full, sizeof full, "cd '%s' && %s", base, cmd);
+    cr_assert_eq(system(full), 0, "%s", full);
+}
+
+/* "other" is a repository outside what the manifest may read; "r" one
+ * the manifest ships, changed by `how`. */
+static void crafted_repo(const char *how)
+{
+    sh_in_base("git init -q --bare r && mkdir -p other && git init -q other/victim");
+    sh_in_base(how);
+}
+
+#define REPO_REFUSED(how, want)                                                \
+    do {                                                                       \
+        crafted_repo(how);                                                     \
+        REFUSED("version: 1\nentries:\n  - {path: r, type: git_repo, url: r}\n", want); \
+        sh_in_base("rm -rf r other");                                          \
+    } while (0)
+
+Test(manifest, a_host_repository_that_points_elsewhere_is_refused_naming_the_file)
+{
+    REPO_REFUSED("printf '/etc/victim/.git\\n' > r/commondir",
+                 "entry r: git repository r: commondir names another repository");
+    REPO_REFUSED("printf '/etc/victim/.git/objects\\n' > r/objects/info/alternates",
+                 "objects/info/alternates names another repository");
+    REPO_REFUSED("mkdir -p r/info && : > r/info/grafts", "info/grafts names another");
+    REPO_REFUSED("printf '[include]\\n\\tpath = /etc/gitconfig\\n' >> r/config",
+                 "git repository r: config mentions \"include\"");
+    REPO_REFUSED("printf '[extensions]\\n\\tpartialClone = o\\n' >> r/config",
+                 "config mentions \"partialclone\"");
+    REPO_REFUSED("ln -s /etc/passwd r/objects/pack/pack-1.pack",
+                 "objects/pack/pack-1.pack is a symlink");
+    REPO_REFUSED("rm -rf r/refs && ln -s ../other/victim/.git/refs r/refs",
+                 "git repository r: refs is a symlink");
+    /* a work tree whose .git is a gitfile or a symlink */
+    REPO_REFUSED("rm -rf r && mkdir r && printf 'gitdir: %s\\n' \"$PWD/other/victim/.git\" > r/.git",
+                 "git repository r: .git is not a directory (a gitfile");
+    REPO_REFUSED("rm -rf r && mkdir r && ln -s ../other/victim/.git r/.git",
+                 "git repository r: .git is a symlink");
+    REPO_REFUSED("rm -rf r && mkdir r", "is not a git directory");
+    /* a plain repository, bare or not, is fine */
+    sh_in_base("git init -q --bare r && git init -q w");
+    sbx_manifest *m = parse_ok("version: 1\nentries:\n  - {path: r, type: git_repo, url: r}\n"
+                               "  - {path: w, type: git_repo, url: w}\n");
+    sbx_manifest_free(m);
 }

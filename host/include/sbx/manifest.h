@@ -41,6 +41,13 @@ typedef struct sbx_manifest sbx_manifest;
 SBX_API int sbx_manifest_load(sbx_ctx *ctx, const char *path, const char *base_dir,
                               sbx_manifest **out, sbx_error *err);
 
+/* The same, stopping with SBX_E_CANCELLED soon after cancel fires (may be
+ * NULL). Parsing is bounded anyway (16 MiB of text, 32 levels of nesting,
+ * 100000 YAML nodes), so it is never long; this lets a signal stop it. */
+SBX_API int sbx_manifest_load_cancel(sbx_ctx *ctx, const char *path, const char *base_dir,
+                                     sbx_cancel *cancel, sbx_manifest **out,
+                                     sbx_error *err);
+
 /* The same from text in memory; name is used in messages. */
 SBX_API int sbx_manifest_parse(sbx_ctx *ctx, const char *text, size_t len,
                                const char *name, const char *base_dir,
