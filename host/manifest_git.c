@@ -9,6 +9,7 @@
  * makes async-signal-safe calls.
  */
 #include "cancel.h"
+#include "clock.h"
 #include "manifest_git.h"
 #include "text_escape.h"
 
@@ -28,13 +29,6 @@
 extern char **environ;
 
 #define ERR_TAIL 600
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The first executable "git" on PATH into buf, or false. */
 static bool find_git(char *buf, size_t cap)
@@ -178,7 +172,7 @@ int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *ar
     /* git's stderr (its tail kept), the deadline, the cancel */
     char tail[ERR_TAIL * 2];
     size_t tlen = 0;
-    long long deadline = now_ms() + g->timeout_ms;
+    long long deadline = sbxs_now_ms() + g->timeout_ms;
     bool timed_out = false, cancelled = false, eof = false, exited = false;
     int status = 0;
     for (;;) {
@@ -196,14 +190,14 @@ int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *ar
         if (!exited) {
             if (g->cancel && sbx_cancel_fired(g->cancel))
                 cancelled = true;
-            else if (now_ms() >= deadline)
+            else if (sbxs_now_ms() >= deadline)
                 timed_out = true;
             if (cancelled || timed_out)
                 break;
         }
         struct pollfd pfd[2] = {{eof ? -1 : pipefd[0], POLLIN, 0},
                                 {g->cancel ? g->cancel->fd : -1, POLLIN, 0}};
-        long long left = deadline - now_ms();
+        long long left = deadline - sbxs_now_ms();
         /* once git exited, only what is already buffered is read: a child
          * of it may hold the pipe open (it is killed below) */
         int wait_ms = exited ? 0 : (int)(left < 0 ? 0 : left > 100 ? 100 : left);
