@@ -332,7 +332,7 @@ static void no_stage_left(const char *session)
 
 static void refused_midway_leaves_every_file(void)
 {
-    char *want = fill_victim("victim");
+    char *want = fill_victim("midway");
     tar_with("skills.tar", "f('skills/x', b'x')");
     tar_with("dotdot-late.tar", "f('../evil', b'e')");
     tar_with("link-late.tar", "i = tarfile.TarInfo('zz'); i.type = tarfile.SYMTYPE; "
@@ -349,20 +349,20 @@ static void refused_midway_leaves_every_file(void)
         char file[PATH_MAX + 32];
         file_in_dir(file, sizeof file, names[i]);
         struct cli_result r;
-        cli_run(&e, (const char *[]){"restore", "victim", file, NULL}, NULL, 60000, &r);
+        cli_run(&e, (const char *[]){"restore", "midway", file, NULL}, NULL, 60000, &r);
         cr_assert_eq(r.status, 125, "%s: exit %d: %s", names[i], r.status, r.err);
         cli_result_free(&r);
-        char *got = list_of("victim");
+        char *got = list_of("midway");
         cr_assert_str_eq(got, want, "%s changed the workspace", names[i]);
         free(got);
-        no_stage_left("victim");
+        no_stage_left("midway");
         /* and create --from-snapshot publishes nothing */
-        cli_run(&e, (const char *[]){"create", "fresh", "--from-snapshot", file, NULL}, NULL,
+        cli_run(&e, (const char *[]){"create", "fresh-midway", "--from-snapshot", file, NULL}, NULL,
                 60000, &r);
         cr_assert_eq(r.status, 125, "create from %s: exit %d", names[i], r.status);
         cli_result_free(&r);
         run_ok((const char *[]){"sessions", NULL}, &r);
-        cr_assert_null(strstr(r.out, "fresh"), "create from %s left its session: %s",
+        cr_assert_null(strstr(r.out, "fresh-midway"), "create from %s left its session: %s",
                        names[i], r.out);
         cli_result_free(&r);
     }
@@ -398,7 +398,7 @@ static void *flip(void *ud)
 
 static void a_file_changed_while_read(void)
 {
-    char *want = fill_victim("victim");
+    char *want = fill_victim("flipped");
     tar_with("good.tar", "f('evil', b'e')");
     tar_with("bad.tar", "f('../ev', b'e')"); /* same length */
     struct flipper *f = calloc(1, sizeof *f);
@@ -417,8 +417,8 @@ static void a_file_changed_while_read(void)
     cr_assert_eq(pthread_create(&t, NULL, flip, f), 0);
     int restored = 0;
     for (int i = 0; i < 6 && !restored; i++) {
-        cli_run(&e, (const char *[]){"restore", "victim", f->file, NULL}, NULL, 60000, &r);
-        char *got = list_of("victim");
+        cli_run(&e, (const char *[]){"restore", "flipped", f->file, NULL}, NULL, 60000, &r);
+        char *got = list_of("flipped");
         if (r.status == 0) {
             cr_assert_str_eq(got, good_list, "restored content that was not checked");
             restored = 1;
@@ -431,7 +431,7 @@ static void a_file_changed_while_read(void)
     }
     f->stop = 1;
     pthread_join(t, NULL);
-    no_stage_left("victim");
+    no_stage_left("flipped");
     free(good_list);
     free(want);
     free(f);
@@ -445,7 +445,7 @@ static void a_killed_restore_is_rolled_back(void)
 #ifndef SBX_TEST_HOOKS
     cr_skip_test("built without SBX_TEST_HOOKS (no crash points)");
 #endif
-    char *want = fill_victim("victim");
+    char *want = fill_victim("killed");
     tar_with("good.tar", "f('more/deep/file', b'x' * 5000)");
     tar_with("refused.tar", "f('../evil', b'e')");
     char good[PATH_MAX + 32], refused[PATH_MAX + 32];
@@ -455,17 +455,17 @@ static void a_killed_restore_is_rolled_back(void)
     for (size_t i = 0; i < 2; i++) {
         struct cli_result r;
         cli_env_setenv(&e, "SBX_TEST_CRASH_AT", steps[i]);
-        cli_run(&e, (const char *[]){"restore", "victim", good, NULL}, NULL, 60000, &r);
+        cli_run(&e, (const char *[]){"restore", "killed", good, NULL}, NULL, 60000, &r);
         cr_assert_eq(r.status, CLI_KILLED_BY + SIGKILL, "%s: exit %d: %s", steps[i], r.status, r.err);
         cli_result_free(&r);
         cli_env_setenv(&e, "SBX_TEST_CRASH_AT", "");
-        cli_run(&e, (const char *[]){"restore", "victim", refused, NULL}, NULL, 60000, &r);
+        cli_run(&e, (const char *[]){"restore", "killed", refused, NULL}, NULL, 60000, &r);
         cr_assert_eq(r.status, 125, "exit %d: %s", r.status, r.err);
         cli_result_free(&r);
-        char *got = list_of("victim");
+        char *got = list_of("killed");
         cr_assert_str_eq(got, want, "after a kill at %s the workspace differs", steps[i]);
         free(got);
-        no_stage_left("victim");
+        no_stage_left("killed");
     }
     free(want);
 }
@@ -511,7 +511,8 @@ static void teardown_docker(void)
 {
     static const char *const sessions[] = {"src", "dst0", "dst1", "dst2", "victim",
                                            "fresh", "linked", "big", "names", "names2",
-                                           "ref"};
+                                           "ref", "midway", "fresh-midway", "flipped",
+                                           "killed"};
     for (size_t i = 0; i < sizeof sessions / sizeof *sessions; i++) {
         struct cli_result r;
         cli_run(&e, (const char *[]){"destroy", sessions[i], NULL}, NULL, 60000, &r);
