@@ -9,6 +9,7 @@
  * changed while it is read, a killed sbx) leaves the workspace as it was.
  */
 #include "../cli/cli_harness.h"
+#include "../e2b/fake_service.h"
 
 #include <criterion/criterion.h>
 
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct cli_env e;
@@ -532,3 +534,36 @@ Test(snapshot_docker, symlinks_in_the_workspace_are_refused)
 Test(snapshot_docker, non_ascii_names_round_trip) { non_ascii_names_round_trip(); }
 Test(snapshot_docker, refused_midway_leaves_every_file) { refused_midway_leaves_every_file(); }
 Test(snapshot_docker, a_killed_restore_is_rolled_back) { a_killed_restore_is_rolled_back(); }
+
+/* e2b against its fake: commands run in a directory of the fake's. */
+static struct fake_service fake;
+static char e2b_state[PATH_MAX + 16];
+
+static void setup_e2b(void)
+{
+    cr_assert_eq(fake_start(&fake, "e2b", "e2b_test_key"), 0, "cannot start the fake (python3?)");
+    cli_env_init(&e);
+    snprintf(e2b_state, sizeof e2b_state, "%s/e2b-state", e.dir);
+    cr_assert_eq(mkdir(e2b_state, 0700), 0);
+    char yaml[PATH_MAX + 1024];
+    snprintf(yaml, sizeof yaml,
+             "default_provider: e2b\nproviders:\n  e2b:\n    api_url: \"%s\"\n"
+             "    envd_url: \"%s\"\n    domain: e2b.local\n    template: base\n"
+             "    state_dir: \"%s\"\n",
+             fake.url, fake.url, e2b_state);
+    cli_env_write_config(&e, yaml);
+    cli_env_setenv(&e, "E2B_API_KEY", "e2b_test_key");
+}
+
+static void teardown_e2b(void)
+{
+    cli_env_fini(&e);
+    fake_stop(&fake);
+}
+
+TestSuite(snapshot_e2b, .init = setup_e2b, .fini = teardown_e2b, .timeout = 300);
+
+Test(snapshot_e2b, non_ascii_names_round_trip) { non_ascii_names_round_trip(); }
+Test(snapshot_e2b, refused_midway_leaves_every_file) { refused_midway_leaves_every_file(); }
+Test(snapshot_e2b, a_killed_restore_is_rolled_back) { a_killed_restore_is_rolled_back(); }
+
