@@ -157,8 +157,19 @@ static void hostile_snapshots_are_refused(void)
     cli_result_free(&r);
 }
 
+/* TMPDIR of the sbx processes: a directory of the test's own, checked
+ * empty after failures. */
+static void private_tmpdir(char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/tmp", e.dir);
+    cr_assert_eq(mkdir(out, 0700), 0);
+    cli_env_setenv(&e, "TMPDIR", out);
+}
+
 static void symlinks_in_the_workspace_are_refused(void)
 {
+    char tmpdir[PATH_MAX + 8];
+    private_tmpdir(tmpdir, sizeof tmpdir);
     struct cli_result r;
     run_ok((const char *[]){"exec", "linked", "--", "sh", "-c",
                             "echo a > a && ln -s a the-link", NULL},
@@ -175,6 +186,7 @@ static void symlinks_in_the_workspace_are_refused(void)
     char cmd[PATH_MAX + 128];
     snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q sbx-snapshot", e.dir);
     cr_assert_neq(system(cmd), 0, "a temporary file was left");
+    cr_assert_eq(cli_dir_entries(tmpdir), 0, "a failed snapshot left files in TMPDIR");
 }
 
 static void an_interrupted_snapshot_writes_nothing(void)
@@ -203,6 +215,8 @@ static void an_interrupted_snapshot_writes_nothing(void)
  * name, and a killed sbx never publishes a file. */
 static void deep_trees_and_a_killed_snapshot(void)
 {
+    char tmpdir[PATH_MAX + 8];
+    private_tmpdir(tmpdir, sizeof tmpdir);
     struct cli_result r;
     run_ok((const char *[]){"exec", "deep", "--", "sh", "-c",
                             "i=0; while [ $i -lt 300 ]; do mkdir d; cd d; i=$((i+1)); done; "
@@ -250,6 +264,7 @@ static void deep_trees_and_a_killed_snapshot(void)
     cr_assert_eq(access(file, F_OK), -1, "a killed snapshot published its file");
     snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q sbx-snapshot", e.dir);
     cr_assert_neq(system(cmd), 0, "a killed snapshot left its temporary file");
+    cr_assert_eq(cli_dir_entries(tmpdir), 0, "a killed snapshot left files in TMPDIR");
 }
 
 /* ---- names, all-or-nothing restores ------------------------------------ */
