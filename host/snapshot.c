@@ -346,7 +346,7 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
         free(dir);
         return rc;
     }
-    rc = sbx_snapshot_recover(h, cancel, err);
+    rc = sbx_snapshot_recover(h, NULL, cancel, err);
     struct archive *w = rc == SBX_OK ? archive_write_new() : NULL;
     if (rc == SBX_OK && !w)
         rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");

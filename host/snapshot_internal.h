@@ -59,15 +59,14 @@ int sbx_snapshot_script(sbx_handle *h, const char *what, const char *script,
 /* Roll back every restore an ended process left in the workspace (its
  * staging directory: the workspace as it was is put back, the staged tree
  * dropped). SBX_E_EXISTS while another live restore (or one whose process
- * this host cannot judge) is swapping its tree in. */
-int sbx_snapshot_recover(sbx_handle *h, sbx_cancel *cancel, sbx_error *err);
+ * this host cannot judge) is swapping its tree in. With make, the staging
+ * directory make (sbx_snapshot_stage_name) is created too, with its new/
+ * and old/ inside. */
+int sbx_snapshot_recover(sbx_handle *h, const char *make, sbx_cancel *cancel,
+                         sbx_error *err);
 
 /* A fresh staging directory name for this process (cap >= 96). */
 void sbx_snapshot_stage_name(char *out, size_t cap);
-
-/* mkdir the staging directory with its new/ and old/ inside. */
-int sbx_snapshot_stage_make(sbx_handle *h, const char *stage, sbx_cancel *cancel,
-                            sbx_error *err);
 
 /* Swap the staged tree (stage/new) in: the workspace's entries (but
  * skills) move to stage/old, the staged ones up, then the stage goes. On

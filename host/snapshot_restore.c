@@ -145,11 +145,12 @@ SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *ca
     }
     char stage[128];
     sbx_snapshot_stage_name(stage, sizeof stage);
-    rc = sbx_snapshot_recover(h, cancel, err);
-    if (rc == SBX_OK)
-        rc = sbx_snapshot_stage_make(h, stage, cancel, err);
+    rc = sbx_snapshot_recover(h, stage, cancel, err);
     if (rc != SBX_OK) {
         close(fd);
+        /* the stage may have been made: it holds nothing yet */
+        sbx_error ignored;
+        sbx_snapshot_stage_rollback(h, stage, NULL, &ignored);
         return rc;
     }
     /* An empty file is an empty archive: nothing to extract. */

@@ -41,8 +41,6 @@
     "  { [ -e \"$f\" ] || [ -L \"$f\" ]; } || continue\n" \
     "  case $f in skills|" SBX_SNAPSHOT_STAGE_PREFIX "*) continue;; esac\n"
 
-static const char make_script[] =
-    "mkdir -- \"$1\" && mkdir -- \"$1/new\" \"$1/old\"\n";
 
 /* $2 (test builds only) "kill-mid-swap": the script dies after its first
  * staged entry moved in, as a killed restore would. */
@@ -94,13 +92,15 @@ static const char rollback_script[] =
     "fi\n"
     "rm -rf -- \"$S\"\n";
 
-/* Every stage with its state: "staged|moved|done NAME" per line. */
+/* Every stage with its state: "staged|moved|done NAME" per line; then,
+ * given $1, the new stage $1 with its new/ and old/ (one exec for both). */
 static const char list_script[] =
     "for d in " SBX_SNAPSHOT_STAGE_PREFIX "*; do\n"
     "  [ -d \"$d\" ] && [ ! -L \"$d\" ] || continue\n"
     "  s=staged; [ -e \"$d/moved\" ] && s=moved; [ -e \"$d/done\" ] && s=done\n"
     "  printf '%s %s\\n' \"$s\" \"$d\"\n"
-    "done\n";
+    "done\n"
+    "[ $# -eq 0 ] || { mkdir -- \"$1\" && mkdir -- \"$1/new\" \"$1/old\"; }\n";
 
 bool sbx_snapshot_crash_requested(const char *step)
 {
@@ -113,11 +113,16 @@ bool sbx_snapshot_crash_requested(const char *step)
 #endif
 }
 
-/* Where this process's pids mean something, as 16 hex digits (FNV-1a). */
+/* Where this process's pids mean something, as 16 hex digits (FNV-1a);
+ * all zeros when /proc does not tell (then no stage is judged ended). */
 static void realm_tag(char out[17])
 {
     char realm[256];
     sbx_process_realm(realm, sizeof realm);
+    if (!strcmp(realm, "unknown")) {
+        snprintf(out, 17, "%016d", 0);
+        return;
+    }
     unsigned long long h = 1469598103934665603ull;
     for (const char *p = realm; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
@@ -131,13 +136,6 @@ void sbx_snapshot_stage_name(char *out, size_t cap)
     realm_tag(realm);
     snprintf(out, cap, SBX_SNAPSHOT_STAGE_PREFIX "%s.%ld.%llu.%s", realm, (long)pid,
              sbx_process_start_time(pid), sbxs_random_hex(rnd, 4));
-}
-
-int sbx_snapshot_stage_make(sbx_handle *h, const char *stage, sbx_cancel *cancel,
-                            sbx_error *err)
-{
-    return sbx_snapshot_script(h, "making the restore's staging directory", make_script,
-                               stage, NULL, NULL, NULL, cancel, err);
 }
 
 int sbx_snapshot_stage_rollback(sbx_handle *h, const char *stage, sbx_cancel *cancel,
@@ -193,7 +191,8 @@ static bool stage_abandoned(const char *name, const char *realm)
     if (strncmp(name, SBX_SNAPSHOT_STAGE_PREFIX, plen) != 0)
         return false;
     const char *p = name + plen;
-    if (strlen(p) < 17 || strncmp(p, realm, 16) != 0 || p[16] != '.')
+    if (!strcmp(realm, "0000000000000000") || strlen(p) < 17 ||
+        strncmp(p, realm, 16) != 0 || p[16] != '.')
         return false;
     p += 17;
     char *end;
@@ -208,13 +207,14 @@ static bool stage_abandoned(const char *name, const char *realm)
     return sbx_process_gone((pid_t)pid, start);
 }
 
-int sbx_snapshot_recover(sbx_handle *h, sbx_cancel *cancel, sbx_error *err)
+int sbx_snapshot_recover(sbx_handle *h, const char *make, sbx_cancel *cancel,
+                         sbx_error *err)
 {
     struct listing *l = calloc(1, sizeof *l);
     if (!l)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     struct sbx_sink sink = SBX_SINK_INIT(l, listing_write);
-    int rc = sbx_snapshot_script(h, "looking for interrupted restores", list_script, NULL,
+    int rc = sbx_snapshot_script(h, "looking for interrupted restores", list_script, make,
                                  NULL, &sink, NULL, cancel, err);
     char realm[17];
     realm_tag(realm);
@@ -226,6 +226,10 @@ int sbx_snapshot_recover(sbx_handle *h, sbx_cancel *cancel, sbx_error *err)
         char *name = strchr(line, ' ');
         if (name) {
             *name++ = '\0';
+            if (make && !strcmp(name, make))
+                name = NULL; /* ours, just made (listed before it existed) */
+        }
+        if (name) {
             if (stage_abandoned(name, realm))
                 rc = sbx_snapshot_stage_rollback(h, name, cancel, err);
             else if (!strcmp(line, "moved"))

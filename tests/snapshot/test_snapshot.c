@@ -487,6 +487,51 @@ static void a_killed_restore_is_rolled_back(void)
     free(want);
 }
 
+/* A stage of a process this host cannot judge (another realm) is never
+ * rolled back; while it is half swapped in, restore and snapshot refuse
+ * naming it; a stage that never started swapping does not block. */
+static void a_foreign_stage_is_left_alone(void)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", "foreign", "--", "sh", "-c",
+                            "echo mine > mine && mkdir -p "
+                            ".sbx-restore.0123456789abcdef.1.1.0badcafe/new "
+                            ".sbx-restore.0123456789abcdef.1.1.0badcafe/old && "
+                            ": > .sbx-restore.0123456789abcdef.1.1.0badcafe/moved",
+                            NULL},
+           &r);
+    cli_result_free(&r);
+    tar_with("ok.tar", "");
+    char file[PATH_MAX + 32], out[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "ok.tar");
+    file_in_dir(out, sizeof out, "foreign.tar");
+    cli_run(&e, (const char *[]){"restore", "foreign", file, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "exit %d", r.status);
+    cr_assert(strstr(r.err, ".sbx-restore.0123456789abcdef.1.1.0badcafe"), "%s", r.err);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"snapshot", "foreign", out, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "snapshot of a half-swapped workspace: exit %d", r.status);
+    cli_result_free(&r);
+    run_ok((const char *[]){"exec", "foreign", "--", "sh", "-c",
+                            "ls -A | grep -v skills | tr '\\n' ' '", NULL},
+           &r);
+    cr_assert_str_eq(r.out, ".sbx-restore.0123456789abcdef.1.1.0badcafe mine ",
+                     "the workspace changed");
+    cli_result_free(&r);
+    /* not swapping: restores go ahead and keep it */
+    run_ok((const char *[]){"exec", "foreign", "--", "sh", "-c",
+                            "rm .sbx-restore.0123456789abcdef.1.1.0badcafe/moved", NULL},
+           &r);
+    cli_result_free(&r);
+    run_ok((const char *[]){"restore", "foreign", file, NULL}, &r);
+    cli_result_free(&r);
+    run_ok((const char *[]){"exec", "foreign", "--", "sh", "-c",
+                            "ls -A | grep -v skills | tr '\\n' ' '", NULL},
+           &r);
+    cr_assert_str_eq(r.out, ".sbx-restore.0123456789abcdef.1.1.0badcafe ok.txt sub ");
+    cli_result_free(&r);
+}
+
 static void setup_local(void)
 {
     cli_env_init(&e);
@@ -515,6 +560,7 @@ Test(snapshot_local, non_ascii_names_round_trip) { non_ascii_names_round_trip();
 Test(snapshot_local, refused_midway_leaves_every_file) { refused_midway_leaves_every_file(); }
 Test(snapshot_local, a_file_changed_while_read) { a_file_changed_while_read(); }
 Test(snapshot_local, a_killed_restore_is_rolled_back) { a_killed_restore_is_rolled_back(); }
+Test(snapshot_local, a_foreign_stage_is_left_alone) { a_foreign_stage_is_left_alone(); }
 
 static void setup_docker(void)
 {
