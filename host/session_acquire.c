@@ -3,8 +3,9 @@
  *
  * Provisioning order, so that a crash at any point leaves something the
  * reconciler can clean: claim the intent (written before any provider
- * call), create, record the reference on the intent, install packages,
- * publish the binding (which drops the intent in the same transaction).
+ * call), create, record the reference on the intent, apply the manifest,
+ * install packages, restore a snapshot, publish the binding (which drops
+ * the intent in the same transaction).
  */
 #include "clock.h"
 #include "registry.h"
@@ -280,9 +281,11 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     }
     if (spec && spec->snapshot) {
         rc = sbx_store_update_intent(m->store, key, m->owner, "snapshot", NULL, err);
-        if (rc == SBX_OK)
-            rc = restore_snapshot(m, p, key, h, spec->snapshot, cancel, err);
-        if (rc != SBX_OK)
+        if (rc != SBX_OK) {
+            sbx_release(h);
+            return rc;
+        }
+        if ((rc = restore_snapshot(m, p, key, h, spec->snapshot, cancel, err)) != SBX_OK)
             return rc; /* h released */
         sbx_session_crash_point(m, "after-snapshot");
     }
