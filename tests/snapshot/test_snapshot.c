@@ -487,6 +487,32 @@ static void a_killed_restore_is_rolled_back(void)
     free(want);
 }
 
+/* create --from-snapshot killed during its restore: nothing is published,
+ * and the reconciler removes the sandbox. */
+static void a_killed_create_publishes_nothing(void)
+{
+#ifndef SBX_TEST_HOOKS
+    cr_skip_test("built without SBX_TEST_HOOKS (no crash points)");
+#endif
+    tar_with("good.tar", "");
+    char file[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "good.tar");
+    struct cli_result r;
+    cli_env_setenv(&e, "SBX_TEST_CRASH_AT", "restore-before-swap");
+    cli_run(&e, (const char *[]){"create", "killed-create", "--from-snapshot", file, NULL},
+            NULL, 60000, &r);
+    cr_assert_eq(r.status, CLI_KILLED_BY + SIGKILL, "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    cli_env_setenv(&e, "SBX_TEST_CRASH_AT", "");
+    run_ok((const char *[]){"sessions", NULL}, &r);
+    cr_assert_null(strstr(r.out, "killed-create"), "published: %s", r.out);
+    cli_result_free(&r);
+    run_ok((const char *[]){"reconcile", NULL}, &r);
+    cr_assert(strstr(r.out, "1 cleaned") || strstr(r.err, "1 cleaned"), "%s%s", r.out, r.err);
+    cli_result_free(&r);
+    cr_assert_eq(cli_dir_entries(e.ws_root), 0, "the workspace stayed after reconcile");
+}
+
 /* A stage of a process this host cannot judge (another realm) is never
  * rolled back; while it is half swapped in, restore and snapshot refuse
  * naming it; a stage that never started swapping does not block. */
@@ -561,6 +587,7 @@ Test(snapshot_local, refused_midway_leaves_every_file) { refused_midway_leaves_e
 Test(snapshot_local, a_file_changed_while_read) { a_file_changed_while_read(); }
 Test(snapshot_local, a_killed_restore_is_rolled_back) { a_killed_restore_is_rolled_back(); }
 Test(snapshot_local, a_foreign_stage_is_left_alone) { a_foreign_stage_is_left_alone(); }
+Test(snapshot_local, a_killed_create_publishes_nothing) { a_killed_create_publishes_nothing(); }
 
 static void setup_docker(void)
 {
