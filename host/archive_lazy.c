@@ -57,6 +57,10 @@ static struct {
     void (*archive_entry_set_size)(struct archive_entry *e, la_int64_t size);
     void (*archive_entry_set_mtime)(struct archive_entry *e, time_t sec, long nsec);
     time_t (*archive_entry_mtime)(struct archive_entry *e);
+    const char * (*archive_entry_hardlink_utf8)(struct archive_entry *e);
+    const wchar_t * (*archive_entry_hardlink_w)(struct archive_entry *e);
+    void (*archive_entry_copy_pathname)(struct archive_entry *e, const char *name);
+    int (*archive_write_set_format_option)(struct archive *a, const char *m, const char *o, const char *v);
 } fn;
 
 #define SYMBOL(name) {#name, &fn.name, sizeof fn.name}
@@ -100,6 +104,10 @@ static const struct sbx_lazy_symbol symbols[] = {
     SYMBOL(archive_entry_set_size),
     SYMBOL(archive_entry_set_mtime),
     SYMBOL(archive_entry_mtime),
+    SYMBOL(archive_entry_hardlink_utf8),
+    SYMBOL(archive_entry_hardlink_w),
+    SYMBOL(archive_entry_copy_pathname),
+    SYMBOL(archive_write_set_format_option),
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -400,4 +408,33 @@ int archive_write_set_bytes_per_block(struct archive *a, int bytes_per_block)
     if (!ensure_loaded())
         return -1;
     return fn.archive_write_set_bytes_per_block(a, bytes_per_block);
+}
+
+const char *archive_entry_hardlink_utf8(struct archive_entry *e)
+{
+    if (!ensure_loaded())
+        return NULL;
+    return fn.archive_entry_hardlink_utf8(e);
+}
+
+const wchar_t *archive_entry_hardlink_w(struct archive_entry *e)
+{
+    if (!ensure_loaded())
+        return NULL;
+    return fn.archive_entry_hardlink_w(e);
+}
+
+void archive_entry_copy_pathname(struct archive_entry *e, const char *name)
+{
+    if (!ensure_loaded())
+        return;
+    fn.archive_entry_copy_pathname(e, name);
+}
+
+int archive_write_set_format_option(struct archive *a, const char *m, const char *o,
+                                    const char *v)
+{
+    if (!ensure_loaded())
+        return -1;
+    return fn.archive_write_set_format_option(a, m, o, v);
 }

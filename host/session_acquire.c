@@ -3,8 +3,9 @@
  *
  * Provisioning order, so that a crash at any point leaves something the
  * reconciler can clean: claim the intent (written before any provider
- * call), create, record the reference on the intent, install packages,
- * publish the binding (which drops the intent in the same transaction).
+ * call), create, record the reference on the intent, apply the manifest,
+ * install packages, restore a snapshot, publish the binding (which drops
+ * the intent in the same transaction).
  */
 #include "clock.h"
 #include "registry.h"
@@ -181,6 +182,26 @@ static int on_package_progress(void *ud, const char *manager, sbx_error *err)
     return rc;
 }
 
+/* The new sandbox's workspace from a snapshot. A failed restore leaves
+ * the workspace as it was created, which is not what was asked for: the
+ * sandbox is destroyed and the intent dropped (the reconciler's job when
+ * the destroy fails too), so nothing is published. Releases h on failure. */
+static int restore_snapshot(sbx_sessions *m, sbx_provider *p, const char *key,
+                            sbx_handle *h, const char *file, sbx_cancel *cancel,
+                            sbx_error *err)
+{
+    int rc = sbx_snapshot_restore(h, file, cancel, err);
+    if (rc == SBX_OK)
+        return SBX_OK;
+    char ref[SBX_REF_MAX];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    sbx_release(h);
+    sbx_error ignored;
+    if (sbx_session_destroy_resource(p, key, ref, NULL, &ignored) == SBX_OK)
+        sbx_store_release_intent(m->store, key, m->owner, NULL);
+    return rc;
+}
+
 /*
  * We hold the intent: create, record, install, publish. On failure the
  * intent stays (with the reference when one was recorded), except when the
@@ -257,6 +278,16 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     if (rc != SBX_OK) {
         sbx_release(h);
         return rc;
+    }
+    if (spec && spec->snapshot) {
+        rc = sbx_store_update_intent(m->store, key, m->owner, "snapshot", NULL, err);
+        if (rc != SBX_OK) {
+            sbx_release(h);
+            return rc;
+        }
+        if ((rc = restore_snapshot(m, p, key, h, spec->snapshot, cancel, err)) != SBX_OK)
+            return rc; /* h released */
+        sbx_session_crash_point(m, "after-snapshot");
     }
     sbx_session_crash_point(m, "before-publish");
 

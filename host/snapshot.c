@@ -1,26 +1,37 @@
 /*
- * snapshot.c - sbx_snapshot_save and sbx_snapshot_restore: a workspace as
- * a tar archive on the host, streamed both ways through provider
- * operations only (exec with tar in the sandbox), so it works on every
- * provider.
+ * snapshot.c - sbx_snapshot_save, and the checked copy of entries that
+ * save and restore share: a workspace as a tar archive on the host,
+ * streamed both ways through provider operations only (exec with tar in
+ * the sandbox), so it works on every provider.
  *
- * Save: `tar -c` of the workspace root's entries (all but `skills`, the
- * SKILLS capability's directory, which is installed from its bundles, not
- * restored) runs in the sandbox with stdout streamed (stream_pipe.c) into
+ * Save: interrupted restores are rolled back first (snapshot_stage.c), so
+ * the archive holds the workspace as it is; then `tar -c` of the workspace
+ * root's entries (all but `skills`, the SKILLS capability's directory,
+ * which is installed from its bundles, not restored, and restores'
+ * staging directories) runs in the sandbox with stdout streamed (stream_pipe.c) into
  * libarchive, which checks every entry like an export (regular files and
  * directories only, relative clean names, limits) and writes it into a
  * temporary file beside the target, compressed when asked; only a
  * complete, closed and synced archive is renamed over the target.
  *
- * Restore: the file is read twice. The first pass checks every entry and
- * nothing is touched; then the workspace's entries (but `skills`) are
- * removed and the second pass streams the archive, checked again and
- * rewritten as a plain tar, into `tar -x` in the sandbox.
+ * Names are bytes: the sandbox's tar writes them as they are on disk,
+ * libarchive reads them raw (archive_entry_pathname, never converted: libsbx
+ * sets no locale, and in the C locale libarchive cannot convert a
+ * non-ASCII name), and the writer records them raw too (pax with
+ * hdrcharset=BINARY). A name set only in its UTF-8 form made libarchive's
+ * pax writer ask for the locale's form, get NULL and pass it to strlen.
+ *
+ * The temporary is unnamed (O_TMPFILE) where the filesystem allows, so
+ * not even a SIGKILL leaves it behind; it gets a name only to be renamed
+ * over the target.
+ *
+ * Restore: snapshot_restore.c.
  */
 #include "archive_check.h"
 #include "archive_lazy.h"
 #include "exec_quiet.h"
 #include "hex.h"
+#include "snapshot_internal.h"
 #include "stream_pipe.h"
 
 #include <sbx/sbx.h>
@@ -46,28 +57,21 @@ static const char save_script[] =
     "set --\n"
     "for f in * .[!.]* ..?*; do\n"
     "  { [ -e \"$f\" ] || [ -L \"$f\" ]; } || continue\n"
-    "  [ \"$f\" = skills ] && continue\n"
+    "  case $f in skills|" SBX_SNAPSHOT_STAGE_PREFIX "*) continue;; esac\n"
     "  set -- \"$@\" \"$f\"\n"
     "done\n"
     "[ $# -eq 0 ] && exit 0\n"
     "exec tar -cf - -- \"$@\"\n";
 
-static const char clear_script[] =
-    "for f in * .[!.]* ..?*; do\n"
-    "  { [ -e \"$f\" ] || [ -L \"$f\" ]; } || continue\n"
-    "  [ \"$f\" = skills ] && continue\n"
-    "  rm -rf -- \"$f\" || exit 1\n"
-    "done\n";
-
 /* ---- commands in the sandbox ------------------------------------------- */
 
-/* Run sh -c script in the workspace root with stdout into out (or
- * discarded) and stdin from in (or empty); SBX_OK only on exit 0. */
-static int run_script(sbx_handle *h, const char *what, const char *script,
-                      const struct sbx_sink *out, const struct sbx_source *in,
-                      sbx_cancel *cancel, sbx_error *err)
+int sbx_snapshot_script(sbx_handle *h, const char *what, const char *script,
+                        const char *arg1, const char *arg2, const struct sbx_sink *out,
+                        const struct sbx_source *in, sbx_cancel *cancel, sbx_error *err)
 {
-    const char *argv[] = {"sh", "-c", script, NULL};
+    const char *argv[] = {"sh", "-c", script, "sh", arg1, arg2, NULL};
+    if (!arg1)
+        argv[3] = NULL;
     char detail[600];
     int rc = sbx_exec_quiet(h, argv, out, in, cancel, detail, sizeof detail);
     return rc == SBX_OK ? SBX_OK
@@ -77,18 +81,10 @@ static int run_script(sbx_handle *h, const char *what, const char *script,
 
 /* ---- copying checked entries from a reader to a writer ---------------- */
 
-/* A source that remembers whether it delivered any byte: an empty stream
- * is an empty archive. */
-struct counted {
-    const struct sbx_source *src;
-    uint64_t bytes;
-    unsigned char buf[256 * 1024];
-};
-
-static la_ssize_t counted_read(struct archive *a, void *ud, const void **out)
+ssize_t sbx_snapshot_counted_read(struct archive *a, void *ud, const void **out)
 {
     (void)a;
-    struct counted *c = ud;
+    struct sbx_snapshot_counted *c = ud;
     long n = c->src->read(c->src->ctx, c->buf, sizeof c->buf);
     if (n < 0)
         return -1;
@@ -97,15 +93,45 @@ static la_ssize_t counted_read(struct archive *a, void *ud, const void **out)
     return n;
 }
 
-/*
- * Read the archive from r (opened) and, when w is not NULL, write every
- * entry to it; each entry is checked. An archive whose stream was empty is
- * fine (*empty). Messages name the entry.
- */
-static int copy_entries(struct archive *r, struct archive *w, struct sbxs_error *xerr)
+int sbx_snapshot_writer_setup(struct archive *w)
+{
+    int r = archive_write_set_format_pax_restricted(w);
+    if (r == ARCHIVE_OK)
+        r = archive_write_set_format_option(w, "pax", "hdrcharset", "BINARY");
+    if (r == ARCHIVE_OK)
+        r = archive_write_set_bytes_per_block(w, WRITE_BLOCK);
+    /* no padding past the end-of-archive blocks: tar -x may stop reading
+     * there */
+    if (r == ARCHIVE_OK)
+        r = archive_write_set_bytes_in_last_block(w, 1);
+    return r;
+}
+
+/* What a restore may not bring: skills/ (kept, and read-only on docker)
+ * and the staging directories' names. */
+static int restore_name_ok(const char *name, struct sbxs_error *xerr)
+{
+    size_t top = strcspn(name, "/");
+    if (top == 6 && !strncmp(name, "skills", 6))
+        return sbxs_error_set(xerr, SBX_E_INVALID,
+                              "archive entry \"skills%s\" is under skills/, which a "
+                              "restore keeps (installed from skill bundles)",
+                              name[6] ? "/..." : "");
+    if (!strncmp(name, SBX_SNAPSHOT_STAGE_PREFIX, strlen(SBX_SNAPSHOT_STAGE_PREFIX)))
+        return sbxs_error_set(xerr, SBX_E_INVALID,
+                              "archive entry \"%.*s\" uses a name reserved for restores "
+                              "(" SBX_SNAPSHOT_STAGE_PREFIX "*)",
+                              (int)(top < 120 ? top : 120), name);
+    return SBX_OK;
+}
+
+int sbx_snapshot_copy_entries(struct archive *r, struct archive *w, bool for_restore,
+                              struct sbxs_error *xerr)
 {
     sbxs_archive_check *chk = NULL;
     int rc = sbxs_archive_check_new(NULL, &chk, xerr);
+    if (rc == SBX_OK)
+        sbxs_archive_check_any_bytes(chk);
     unsigned char *buf = rc == SBX_OK ? malloc(COPY_CHUNK) : NULL;
     struct archive_entry *out = w ? archive_entry_new() : NULL;
     if (rc == SBX_OK && (!buf || (w && !out)))
@@ -126,9 +152,12 @@ static int copy_entries(struct archive *r, struct archive *w, struct sbxs_error 
             break;
         if (!name[0])
             continue; /* the archive's root directory */
+        if (for_restore && (rc = restore_name_ok(name, xerr)) != SBX_OK)
+            break;
         if (w) {
             archive_entry_clear(out);
-            archive_entry_set_pathname_utf8(out, name);
+            /* the raw bytes, as read: see the top of this file */
+            archive_entry_copy_pathname(out, name);
             archive_entry_set_filetype(out, is_dir ? AE_IFDIR : AE_IFREG);
             archive_entry_set_perm(out, archive_entry_perm(e) & 0777);
             archive_entry_set_size(out, is_dir ? 0 : archive_entry_size(e));
@@ -173,7 +202,8 @@ struct save_producer {
 static int produce_tar(void *ud, const struct sbx_sink *sink, sbx_error *err)
 {
     struct save_producer *p = ud;
-    return run_script(p->h, "tar", save_script, sink, NULL, p->cancel, err);
+    return sbx_snapshot_script(p->h, "tar", save_script, NULL, NULL, sink, NULL, p->cancel,
+                               err);
 }
 
 static int add_filter(struct archive *w, const char *compression, sbx_error *err)
@@ -217,19 +247,25 @@ static int save_stream(sbx_handle *h, struct archive *w, sbx_cancel *cancel,
     if (rc != SBX_OK)
         return rc;
     struct sbx_source src = sbx_stream_pipe_source(&pipe);
-    struct counted cnt = {.src = &src};
+    struct sbx_snapshot_counted *cnt = calloc(1, sizeof *cnt);
+    if (!cnt) {
+        sbx_stream_pipe_abort(&pipe);
+        sbx_stream_pipe_join(&pipe);
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    }
+    cnt->src = &src;
     struct archive *r = archive_read_new();
     struct sbxs_error xerr;
     sbxs_error_clear(&xerr);
     int xrc = SBX_OK;
     if (!r || archive_read_support_format_tar(r) != ARCHIVE_OK ||
-        archive_read_open(r, &cnt, NULL, counted_read, NULL) != ARCHIVE_OK) {
+        archive_read_open(r, cnt, NULL, sbx_snapshot_counted_read, NULL) != ARCHIVE_OK) {
         /* an empty stream cannot even be opened as tar: no entries */
-        if (!r || cnt.bytes != 0)
+        if (!r || cnt->bytes != 0)
             xrc = sbxs_error_set(&xerr, SBX_E_INVALID, "not a tar stream: %s",
                                  r ? archive_error_string(r) : "out of memory");
     } else {
-        xrc = copy_entries(r, w, &xerr);
+        xrc = sbx_snapshot_copy_entries(r, w, false, &xerr);
     }
     if (xrc == SBX_OK)
         sbx_stream_pipe_drain(&pipe);
@@ -238,6 +274,7 @@ static int save_stream(sbx_handle *h, struct archive *w, sbx_cancel *cancel,
     sbx_stream_pipe_join(&pipe);
     if (r)
         archive_read_free(r);
+    free(cnt);
     if (pipe.status != SBX_OK && !pipe.sink_failed)
         return sbx_error_set(err, pipe.status, "snapshot: %s", pipe.err.message);
     if (xrc != SBX_OK)
@@ -245,6 +282,43 @@ static int save_stream(sbx_handle *h, struct archive *w, sbx_cancel *cancel,
     if (pipe.status != SBX_OK)
         return sbx_error_set(err, pipe.status, "snapshot: %s", pipe.err.message);
     return SBX_OK;
+}
+
+/* The temporary in dfd: unnamed when the filesystem allows (*tmp = ""),
+ * else named tmp (cap bytes). -1 with errno on failure. */
+static int open_temporary(int dfd, const char *base, char *tmp, size_t cap)
+{
+    tmp[0] = '\0';
+    int fd = openat(dfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+        return fd;
+    char hex[17];
+    snprintf(tmp, cap, ".%.200s.sbx-snapshot-%s", base, sbxs_random_hex(hex, 8));
+    return openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* Give the complete temporary the name base: an unnamed one is linked
+ * under a fresh name first (linkat through /proc needs no privilege), then
+ * renamed over base. On failure no name is left. */
+static int publish_temporary(int dfd, int fd, const char *tmp, const char *base)
+{
+    char named[300], hex[17];
+    if (!tmp[0]) {
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        snprintf(named, sizeof named, ".%.200s.sbx-snapshot-%s", base,
+                 sbxs_random_hex(hex, 8));
+        if (linkat(AT_FDCWD, proc, dfd, named, AT_SYMLINK_FOLLOW) != 0 &&
+            linkat(fd, "", dfd, named, AT_EMPTY_PATH) != 0)
+            return -1;
+        tmp = named;
+    }
+    if (renameat(dfd, tmp, dfd, base) == 0)
+        return 0;
+    int saved = errno;
+    unlinkat(dfd, tmp, 0);
+    errno = saved;
+    return -1;
 }
 
 SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compression,
@@ -261,10 +335,8 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
     if ((rc = split_path(file, &dir, &base, err)) != SBX_OK)
         return rc;
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    char tmp[300], hex[17];
-    snprintf(tmp, sizeof tmp, ".%.200s.sbx-snapshot-%s", base, sbxs_random_hex(hex, 8));
-    int fd = dfd >= 0 ? openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)
-                      : -1;
+    char tmp[300];
+    int fd = dfd >= 0 ? open_temporary(dfd, base, tmp, sizeof tmp) : -1;
     if (fd < 0) {
         rc = sbx_error_set(err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_IO,
                            "snapshot file \"%s\": cannot create a file in %s: %s", file,
@@ -274,16 +346,15 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
         free(dir);
         return rc;
     }
-    struct archive *w = archive_write_new();
-    if (!w)
+    rc = sbx_snapshot_recover(h, NULL, cancel, err);
+    struct archive *w = rc == SBX_OK ? archive_write_new() : NULL;
+    if (rc == SBX_OK && !w)
         rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-    else if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK)
+    else if (rc == SBX_OK && sbx_snapshot_writer_setup(w) != ARCHIVE_OK)
         rc = sbx_error_set(err, SBX_E_INTERNAL, "snapshot: %s", archive_error_string(w));
     if (rc == SBX_OK)
         rc = add_filter(w, compression, err);
-    if (rc == SBX_OK && (archive_write_set_bytes_per_block(w, WRITE_BLOCK) != ARCHIVE_OK ||
-                         archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
-                         archive_write_open_fd(w, fd) != ARCHIVE_OK))
+    if (rc == SBX_OK && archive_write_open_fd(w, fd) != ARCHIVE_OK)
         rc = sbx_error_set(err, SBX_E_IO, "snapshot: %s", archive_error_string(w));
     if (rc == SBX_OK)
         rc = save_stream(h, w, cancel, err);
@@ -295,151 +366,15 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
     /* Only a complete, synced archive takes the name. */
     if (rc == SBX_OK && (fsync(fd) != 0 || fchmod(fd, 0644) != 0))
         rc = sbx_error_set(err, SBX_E_IO, "snapshot: writing %s: %s", file, strerror(errno));
-    close(fd);
-    if (rc == SBX_OK && renameat(dfd, tmp, dfd, base) != 0)
+    if (rc == SBX_OK && publish_temporary(dfd, fd, tmp, base) != 0)
         rc = sbx_error_set(err, SBX_E_IO, "snapshot: publishing %s: %s", file,
                            strerror(errno));
-    if (rc != SBX_OK)
+    close(fd);
+    if (rc != SBX_OK && tmp[0])
         unlinkat(dfd, tmp, 0);
-    else
+    else if (rc == SBX_OK)
         fsync(dfd);
     close(dfd);
     free(dir);
-    return rc;
-}
-
-/* ---- restore ------------------------------------------------------------ */
-
-struct file_source {
-    int fd;
-};
-
-static long fd_read(void *ctx, void *buf, size_t cap)
-{
-    struct file_source *f = ctx;
-    for (;;) {
-        ssize_t n = read(f->fd, buf, cap);
-        if (n >= 0 || errno != EINTR)
-            return n;
-    }
-}
-
-/* Open the snapshot (any of tar, tar.gz, tar.zst) for reading from fd's
- * start. */
-static struct archive *open_snapshot(struct file_source *fs, struct counted *cnt)
-{
-    if (lseek(fs->fd, 0, SEEK_SET) != 0)
-        return NULL;
-    struct archive *r = archive_read_new();
-    if (!r)
-        return NULL;
-    if (archive_read_support_filter_all(r) != ARCHIVE_OK ||
-        archive_read_support_format_tar(r) != ARCHIVE_OK ||
-        archive_read_open(r, cnt, NULL, counted_read, NULL) != ARCHIVE_OK) {
-        archive_read_free(r);
-        return NULL;
-    }
-    return r;
-}
-
-struct restore_producer {
-    int fd;
-    struct sbxs_error xerr;
-    int xrc;
-};
-
-/* The checked snapshot, rewritten as a plain tar, into sink. */
-static la_ssize_t sink_write(struct archive *a, void *ud, const void *buf, size_t n)
-{
-    (void)a;
-    const struct sbx_sink *sink = ud;
-    return sink->write(sink->ctx, buf, n) == 0 ? (la_ssize_t)n : -1;
-}
-
-static int produce_plain(void *ud, const struct sbx_sink *sink, sbx_error *err)
-{
-    struct restore_producer *p = ud;
-    struct file_source fs = {p->fd};
-    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_read);
-    struct counted cnt = {.src = &src};
-    struct archive *r = open_snapshot(&fs, &cnt);
-    struct archive *w = archive_write_new();
-    sbxs_error_clear(&p->xerr);
-    if (!r || !w || archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
-        archive_write_set_bytes_per_block(w, WRITE_BLOCK) != ARCHIVE_OK ||
-        /* no padding past the end-of-archive blocks: tar -x may stop
-         * reading there */
-        archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
-        archive_write_open(w, (void *)sink, NULL, sink_write, NULL) != ARCHIVE_OK)
-        p->xrc = sbxs_error_set(&p->xerr, SBX_E_IO, "cannot reopen the snapshot");
-    else
-        p->xrc = copy_entries(r, w, &p->xerr);
-    if (p->xrc == SBX_OK && archive_write_close(w) != ARCHIVE_OK)
-        p->xrc = sbxs_error_set(&p->xerr, SBX_E_IO, "the stream to the sandbox broke");
-    if (w)
-        archive_write_free(w);
-    if (r)
-        archive_read_free(r);
-    return p->xrc == SBX_OK ? SBX_OK
-                            : sbx_error_set(err, p->xrc, "%s", p->xerr.message);
-}
-
-SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *cancel,
-                                 sbx_error *err)
-{
-    sbx_error_clear(err);
-    int rc = sbx_archive_load(err);
-    if (rc != SBX_OK)
-        return rc;
-    if (!h || !file)
-        return sbx_error_set(err, SBX_E_INVALID, "restore needs a sandbox and a file");
-    struct file_source fs = {open(file, O_RDONLY | O_CLOEXEC)};
-    struct stat st;
-    if (fs.fd < 0 || fstat(fs.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = sbx_error_set(err, fs.fd < 0 && errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_IO,
-                           "snapshot file \"%s\": %s", file,
-                           fs.fd < 0 ? strerror(errno) : "not a regular file");
-        if (fs.fd >= 0)
-            close(fs.fd);
-        return rc;
-    }
-    /* Pass 1: every entry checked before anything changes. */
-    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_read);
-    struct counted cnt = {.src = &src};
-    struct archive *r = open_snapshot(&fs, &cnt);
-    struct sbxs_error xerr;
-    sbxs_error_clear(&xerr);
-    int xrc = r ? copy_entries(r, NULL, &xerr)
-                : (cnt.bytes == 0 && st.st_size == 0
-                       ? SBX_OK
-                       : sbxs_error_set(&xerr, SBX_E_INVALID,
-                                        "not a tar, tar.gz or tar.zst archive"));
-    if (r)
-        archive_read_free(r);
-    if (xrc != SBX_OK) {
-        close(fs.fd);
-        return sbx_error_set(err, xrc, "snapshot \"%s\" refused: %s", file, xerr.message);
-    }
-    /* Pass 2: a fresh workspace, then the checked stream into tar -x. */
-    rc = run_script(h, "clearing the workspace", clear_script, NULL, NULL, cancel, err);
-    if (rc == SBX_OK && st.st_size > 0) {
-        struct restore_producer rp = {.fd = fs.fd, .xrc = SBX_OK};
-        struct sbx_stream_pipe pipe;
-        rc = sbx_stream_pipe_start(&pipe, produce_plain, &rp, err);
-        if (rc == SBX_OK) {
-            struct sbx_source in = sbx_stream_pipe_source(&pipe);
-            rc = run_script(h, "tar -x", "exec tar -xof -", NULL, &in, cancel, err);
-            /* Whatever tar left unread, nobody reads now: a producer still
-             * writing must fail, not wait for ever. */
-            sbx_stream_pipe_abort(&pipe);
-            sbx_stream_pipe_join(&pipe);
-            if (rp.xrc != SBX_OK)
-                rc = sbx_error_set(err, rp.xrc, "snapshot \"%s\" refused: %s", file,
-                                   rp.xerr.message);
-            else if (rc == SBX_OK && pipe.status != SBX_OK)
-                rc = sbx_error_set(err, pipe.status, "restore: %s", pipe.err.message);
-        }
-    }
-    close(fs.fd);
     return rc;
 }

@@ -38,6 +38,7 @@ struct sbxs_archive_check {
     struct sbxs_archive_limits lim;
     struct name_set all;   /* every entry, for duplicates */
     struct name_set files; /* regular files, for "below a file" */
+    bool any_bytes; /* names need not be UTF-8 */
     uint64_t entries;
     uint64_t total;
     /* the current file entry */
@@ -125,6 +126,11 @@ int sbxs_archive_check_new(const struct sbxs_archive_limits *limits,
     return SBX_OK;
 }
 
+void sbxs_archive_check_any_bytes(sbxs_archive_check *c)
+{
+    c->any_bytes = true;
+}
+
 void sbxs_archive_check_free(sbxs_archive_check *c)
 {
     if (!c)
@@ -162,7 +168,8 @@ static const char *type_name(mode_t t)
 
 /* Normalize "./a//b/" to "a/b"; refuse absolute names, "..", control
  * characters. */
-static int normalize(const char *raw, char *out, size_t cap, const char **why)
+static int normalize(const char *raw, bool any_bytes, char *out, size_t cap,
+                     const char **why)
 {
     size_t len = strlen(raw);
     if (len == 0) {
@@ -177,7 +184,7 @@ static int normalize(const char *raw, char *out, size_t cap, const char **why)
         *why = "has an absolute name";
         return -1;
     }
-    if (!sbxs_utf8_valid(raw, len)) {
+    if (!any_bytes && !sbxs_utf8_valid(raw, len)) {
         *why = "has a name that is not valid UTF-8";
         return -1;
     }
@@ -236,7 +243,10 @@ int sbxs_archive_check_entry(sbxs_archive_check *c, struct archive_entry *e, cha
         return sbxs_error_set(err, SBX_E_INVALID,
                              "archive has more than %llu entries (at \"%s\")",
                              (unsigned long long)c->lim.max_entries, shown);
-    if (archive_entry_hardlink(e))
+    /* A link target whose conversion failed reads as NULL in one form:
+     * any form set makes it a hard link. */
+    if (archive_entry_hardlink(e) || archive_entry_hardlink_utf8(e) ||
+        archive_entry_hardlink_w(e))
         return sbxs_error_set(err, SBX_E_INVALID,
                              "archive entry \"%s\" is a hard link; only regular files "
                              "and directories are allowed",
@@ -248,7 +258,7 @@ int sbxs_archive_check_entry(sbxs_archive_check *c, struct archive_entry *e, cha
                              "directories are allowed",
                              shown, type_name(type));
     const char *why = NULL;
-    if (normalize(raw, name, cap, &why) != 0)
+    if (normalize(raw, c->any_bytes, name, cap, &why) != 0)
         return sbxs_error_set(err, SBX_E_INVALID, "archive entry \"%s\" %s", shown, why);
     *is_dir = type == AE_IFDIR;
     if (!*name) {

@@ -3,8 +3,9 @@
  * exports, skill bundles, snapshots) before anything of them reaches the
  * host's filesystem.
  *
- * Every entry must be a regular file or a directory with a relative UTF-8
- * name free of "..", control characters and duplicates; symlinks,
+ * Every entry must be a regular file or a directory with a relative name
+ * free of "..", control characters and duplicates, and valid UTF-8 unless
+ * the caller accepts any bytes (snapshots: a workspace's names are bytes); symlinks,
  * hardlinks, devices, FIFOs and sockets are refused, as are files over the
  * per-file limit and archives over the total or entry-count limits. Sizes
  * are checked against the declared size (so a sparse file that would
@@ -52,11 +53,19 @@ typedef struct sbxs_archive_check sbxs_archive_check;
 int sbxs_archive_check_new(const struct sbxs_archive_limits *limits,
                           sbxs_archive_check **out, struct sbxs_error *err);
 
+/* Accept names that are not UTF-8 from now on (snapshots: a workspace's
+ * names are bytes). Control characters, backslashes, absolute names and
+ * ".." stay refused. */
+void sbxs_archive_check_any_bytes(sbxs_archive_check *c);
+
 /* Free the state. NULL is ignored. */
 void sbxs_archive_check_free(sbxs_archive_check *c);
 
 /*
- * Validate the next entry's header. On SBX_OK, name (cap bytes) receives
+ * Validate the next entry's header. Names are taken as libarchive's raw
+ * bytes (archive_entry_pathname; its UTF-8 form only when the raw form is
+ * missing); an entry whose name or link target no getter returns is
+ * refused, never dereferenced. On SBX_OK, name (cap bytes) receives
  * the normalized relative name ("a/b", no trailing slash; "" for the
  * archive's root directory, which callers skip) and *is_dir whether it is a
  * directory. Otherwise SBX_E_INVALID with a message naming the entry and

@@ -37,8 +37,9 @@ static void usage(FILE *f)
           "                          command (docs/MEMORY.md); needs a provider\n"
           "                          with the memory capability\n"
           "  -s, --from-snapshot FILE  restore this snapshot into the new\n"
-          "                          workspace (a session that exists is not\n"
-          "                          touched: an error)\n"
+          "                          workspace before the session is recorded\n"
+          "                          (a failed restore leaves no session; one\n"
+          "                          that exists is not touched: an error)\n"
           "  -r, --require CAP       the session will use capability CAP\n"
           "                          (repeatable): file_mounts, output_export,\n"
           "                          skills, memory, egress, packages\n"
@@ -62,24 +63,6 @@ static int parse_cap(const char *name, uint64_t *caps)
     return -1;
 }
 
-/* A new session's workspace from a snapshot; a failure deletes the
- * session again, so no half-restored sandbox stays bound to the key. */
-static int restore_new(sbx_sessions *m, sbx_handle **h, const char *key, const char *file)
-{
-    sbx_error err;
-    int rc = sbx_snapshot_restore(*h, file, cli_run_cancel(), &err);
-    if (rc == SBX_OK)
-        return CLI_EXIT_OK;
-    int status = cli_caught_signal() ? cli_failure_status() : cli_session_failed(rc, &err);
-    sbx_release(*h);
-    *h = NULL;
-    sbx_error derr;
-    if (sbx_session_delete(m, key, cli_cleanup_cancel(), &derr) != SBX_OK)
-        cli_error("the session could not be deleted after the failed restore: %s",
-                  derr.message);
-    return status;
-}
-
 static int create(const struct cli_globals *g, const char *key,
                   struct sbx_session_spec *spec, const char *manifest_path,
                   const char *snapshot)
@@ -94,6 +77,8 @@ static int create(const struct cli_globals *g, const char *key,
         return cli_failure_status();
     }
     spec->manifest = mf;
+    /* restored by the session manager before the session is published */
+    spec->snapshot = snapshot;
     sbx_handle *h = NULL;
     struct sbx_acquire_info info;
     info.size = sizeof info;
@@ -115,8 +100,6 @@ static int create(const struct cli_globals *g, const char *key,
         cli_error("session exists: the snapshot is not restored into it (use 'sbx "
                   "restore')");
         status = CLI_EXIT_SBX;
-    } else if (snapshot && (status = restore_new(m, &h, key, snapshot)) != CLI_EXIT_OK) {
-        /* reported */
     } else {
         printf("%s\n", info.created ? "created" : "exists");
     }

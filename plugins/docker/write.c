@@ -104,7 +104,13 @@ static int dirs_tar(const struct target *t, int64_t uid, int64_t gid, struct mem
     struct archive *a = archive_write_new();
     if (!a)
         return -1;
+    /* Names as raw bytes (hdrcharset=BINARY), never converted: the plugin
+     * runs in whatever locale its host has (normally C, where libarchive
+     * cannot convert a non-ASCII name; a name set only as UTF-8 made its
+     * pax writer pass NULL to strlen). */
     int ok = archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
+             archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") ==
+                 ARCHIVE_OK &&
              archive_write_set_bytes_per_block(a, 512) == ARCHIVE_OK &&
              archive_write_open(a, m, NULL, mem_write, NULL) == ARCHIVE_OK;
     char entry[8192 + 64];
@@ -115,7 +121,7 @@ static int dirs_tar(const struct target *t, int64_t uid, int64_t gid, struct mem
             break;
         }
         snprintf(entry, sizeof entry, "%.*s/", (int)(slash - t->tail), t->tail);
-        archive_entry_set_pathname_utf8(e, entry);
+        archive_entry_copy_pathname(e, entry);
         archive_entry_set_filetype(e, AE_IFDIR);
         archive_entry_set_perm(e, 0755);
         archive_entry_set_uid(e, uid);

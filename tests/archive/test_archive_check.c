@@ -2,7 +2,8 @@
  * test_archive_check.c - host/archive_check.c against good and hostile
  * archives: links, devices, FIFOs, absolute and ".." names, names that are
  * not UTF-8, duplicates, files under files, oversized and sparse entries,
- * totals, entry counts. Each refusal names the entry and nothing is written
+ * totals, entry counts; names of any bytes when the caller asks (snapshots).
+ * Each refusal names the entry and nothing is written
  * outside the destination directory.
  */
 #include "archive_check.h"
@@ -12,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -446,4 +448,62 @@ Test(archive_check, many_files_deep_down_extract_with_the_cached_parent)
     free(names);
     free(ents);
     free(m.data);
+}
+
+/* Each entry of m through sbxs_archive_check_entry: the first refusal's
+ * message, or NULL when every entry passed. any_bytes: names need not be
+ * UTF-8 (snapshots). */
+static char *check_all(struct mem *m, bool any_bytes)
+{
+    struct archive *r = archive_read_new();
+    archive_read_support_format_tar(r);
+    cr_assert_eq(archive_read_open_memory(r, m->data, m->len), ARCHIVE_OK);
+    sbxs_archive_check *c = NULL;
+    struct sbxs_error err;
+    sbxs_error_clear(&err);
+    cr_assert_eq(sbxs_archive_check_new(NULL, &c, &err), SBX_OK);
+    if (any_bytes)
+        sbxs_archive_check_any_bytes(c);
+    char name[4096], *refused = NULL;
+    struct archive_entry *e;
+    while (!refused && archive_read_next_header(r, &e) == ARCHIVE_OK) {
+        int is_dir;
+        if (sbxs_archive_check_entry(c, e, name, sizeof name, &is_dir, &err) != SBX_OK)
+            refused = strdup(err.message);
+    }
+    sbxs_archive_check_free(c);
+    archive_read_free(r);
+    return refused;
+}
+
+Test(archive_check, names_of_any_bytes_when_asked)
+{
+    const char *names[] = {"\xff", "x\xe9y", "caf\xc3\xa9", "\xe6\x97\xa5/\xe9"};
+    struct mem m;
+    struct archive *a = begin(&m, NULL);
+    for (size_t i = 0; i < 4; i++) {
+        const struct ent x = {REG, names[i], "x", 0};
+        add(a, &x);
+    }
+    archive_write_close(a);
+    archive_write_free(a);
+    char *why = check_all(&m, false);
+    cr_assert(why && strstr(why, "not valid UTF-8"), "%s", why ? why : "accepted");
+    free(why);
+    why = check_all(&m, true);
+    cr_assert_null(why, "%s", why);
+    free(m.data);
+    /* the other rules still hold */
+    const char *bad[] = {"\xff/../x", "\xff\x07", "/\xff"};
+    for (size_t i = 0; i < 3; i++) {
+        a = begin(&m, NULL);
+        const struct ent x = {REG, bad[i], "x", 0};
+        add(a, &x);
+        archive_write_close(a);
+        archive_write_free(a);
+        why = check_all(&m, true);
+        cr_assert_not_null(why, "entry %zu accepted", i);
+        free(why);
+        free(m.data);
+    }
 }

@@ -2,7 +2,8 @@
  * test_cli_write.c - `sbx write SESSION PATH < pipe` with the docker
  * provider, killed in the middle of the transfer by SIGKILL, SIGINT or
  * SIGTERM: the file keeps its old content and no temporary file is left;
- * SIGINT and SIGTERM make sbx exit 130 and 143 after cleaning up.
+ * SIGINT and SIGTERM make sbx exit 130 and 143 after cleaning up; through
+ * the Engine API, directories with non-ASCII names are made.
  */
 #include "../cli/cli_harness.h"
 
@@ -135,5 +136,27 @@ Test(docker_cli_write, a_pipe_writes_whole)
                           "wc -c < whole.bin; ls -A | grep -c '^\\.sbx-'", NULL};
     cli_run(&e, look, NULL, 60000, &r);
     cr_expect_str_eq(r.out, "3145733\n0\n");
+    cli_result_free(&r);
+}
+
+/* Through the Engine API (agent: false) the missing directories of a
+ * write go in as a tar: non-ASCII names (libarchive's pax writer crashed
+ * on them in the C locale) make their directories. */
+Test(docker_cli_write, non_ascii_directories_through_the_engine_api)
+{
+    const char *img = getenv("SBX_TEST_DOCKER_IMAGE");
+    char yaml[4096];
+    snprintf(yaml, sizeof yaml,
+             "default_provider: docker\nproviders:\n  docker:\n    host: \"%s\"\n"
+             "    image: \"%s\"\n    resource_dir: \"@ROOT@\"\n    agent: false\n",
+             getenv("SBX_TEST_DOCKER_HOST"), img && *img ? img : "sbx-test:busybox");
+    cli_env_write_config(&e, yaml);
+    struct cli_result r;
+    run_ok((const char *[]){"write", "cli-write", "caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac/f", NULL},
+           "hi\n", &r);
+    cli_result_free(&r);
+    run_ok((const char *[]){"read", "cli-write", "caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac/f", NULL},
+           NULL, &r);
+    cr_expect_str_eq(r.out, "hi\n");
     cli_result_free(&r);
 }

@@ -3,16 +3,23 @@
  * --from-snapshot`: a workspace survives the round trip exactly (content,
  * modes, empty directories) in each compression; hostile snapshots are
  * refused before anything changes; a workspace with a symlink is refused
- * by name; an interrupted snapshot leaves neither the file nor a temporary.
+ * by name; an interrupted snapshot leaves neither the file nor a temporary;
+ * names that are not ASCII or not UTF-8 round-trip; a restore that fails
+ * anywhere (a refused entry after valid ones, a truncated archive, a file
+ * changed while it is read, a killed sbx) leaves the workspace as it was.
  */
 #include "../cli/cli_harness.h"
+#include "../e2b/fake_service.h"
 
 #include <criterion/criterion.h>
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static struct cli_env e;
@@ -150,8 +157,19 @@ static void hostile_snapshots_are_refused(void)
     cli_result_free(&r);
 }
 
+/* TMPDIR of the sbx processes: a directory of the test's own, checked
+ * empty after failures. */
+static void private_tmpdir(char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/tmp", e.dir);
+    cr_assert_eq(mkdir(out, 0700), 0);
+    cli_env_setenv(&e, "TMPDIR", out);
+}
+
 static void symlinks_in_the_workspace_are_refused(void)
 {
+    char tmpdir[PATH_MAX + 8];
+    private_tmpdir(tmpdir, sizeof tmpdir);
     struct cli_result r;
     run_ok((const char *[]){"exec", "linked", "--", "sh", "-c",
                             "echo a > a && ln -s a the-link", NULL},
@@ -168,6 +186,7 @@ static void symlinks_in_the_workspace_are_refused(void)
     char cmd[PATH_MAX + 128];
     snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q sbx-snapshot", e.dir);
     cr_assert_neq(system(cmd), 0, "a temporary file was left");
+    cr_assert_eq(cli_dir_entries(tmpdir), 0, "a failed snapshot left files in TMPDIR");
 }
 
 static void an_interrupted_snapshot_writes_nothing(void)
@@ -196,6 +215,8 @@ static void an_interrupted_snapshot_writes_nothing(void)
  * name, and a killed sbx never publishes a file. */
 static void deep_trees_and_a_killed_snapshot(void)
 {
+    char tmpdir[PATH_MAX + 8];
+    private_tmpdir(tmpdir, sizeof tmpdir);
     struct cli_result r;
     run_ok((const char *[]){"exec", "deep", "--", "sh", "-c",
                             "i=0; while [ $i -lt 300 ]; do mkdir d; cd d; i=$((i+1)); done; "
@@ -241,6 +262,300 @@ static void deep_trees_and_a_killed_snapshot(void)
     kill(p.pid, SIGKILL);
     cli_wait(&p, 60000);
     cr_assert_eq(access(file, F_OK), -1, "a killed snapshot published its file");
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q sbx-snapshot", e.dir);
+    cr_assert_neq(system(cmd), 0, "a killed snapshot left its temporary file");
+    cr_assert_eq(cli_dir_entries(tmpdir), 0, "a killed snapshot left files in TMPDIR");
+}
+
+/* ---- names, all-or-nothing restores ------------------------------------ */
+
+/* café, 日本/d/f, a lone 0xff and a lone 0xe9 (not UTF-8). */
+static void fill_names(const char *session)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", session, "--", "sh", "-c",
+                            "echo cafe > caf\xc3\xa9 && mkdir -p \xe6\x97\xa5\xe6\x9c\xac/d "
+                            "&& echo nihon > \xe6\x97\xa5\xe6\x9c\xac/d/f "
+                            "&& printf ff > \"$(printf '\\377')\" "
+                            "&& mkdir \"$(printf 'x\\351y')\" "
+                            "&& echo e9 > \"$(printf 'x\\351y')/$(printf '\\351')\"",
+                            NULL},
+           &r);
+    cli_result_free(&r);
+}
+
+static void non_ascii_names_round_trip(void)
+{
+    fill("names");
+    fill_names("names");
+    char *want = list_of("names");
+    cr_assert(strstr(want, "caf\xc3\xa9") && strstr(want, "\377") && strstr(want, "x\351y/\351"),
+              "listing: %s", want);
+    char file[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "names.tar.gz");
+    struct cli_result r;
+    run_ok((const char *[]){"snapshot", "names", file, "--gzip", NULL}, &r);
+    cli_result_free(&r);
+    run_ok((const char *[]){"create", "names2", "--from-snapshot", file, NULL}, &r);
+    cli_result_free(&r);
+    char *got = list_of("names2");
+    cr_assert_str_eq(got, want, "create --from-snapshot lost names");
+    free(got);
+    /* restore over a changed workspace */
+    run_ok((const char *[]){"exec", "names", "--", "sh", "-c",
+                            "rm -rf caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac && echo new > new", NULL},
+           &r);
+    cli_result_free(&r);
+    run_ok((const char *[]){"restore", "names", file, NULL}, &r);
+    cli_result_free(&r);
+    got = list_of("names");
+    cr_assert_str_eq(got, want, "restore lost names");
+    free(got);
+    free(want);
+}
+
+/* A tar made by python's tarfile: ok.txt, sub/two.txt, then `extra`. */
+static void tar_with(const char *name, const char *extra)
+{
+    char cmd[PATH_MAX * 2 + 2048];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && python3 -c \"import tarfile, io\n"
+             "t = tarfile.open('%s', 'w', format=tarfile.GNU_FORMAT)\n"
+             "def f(n, b):\n"
+             "    i = tarfile.TarInfo(n); i.size = len(b); t.addfile(i, io.BytesIO(b))\n"
+             "f('ok.txt', b'ok')\n"
+             "f('sub/two.txt', b'two' * 3000)\n"
+             "%s\n"
+             "t.close()\"",
+             e.dir, name, extra);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* The workspace's own files: several, nested, non-ASCII; their listing. */
+static char *fill_victim(const char *session)
+{
+    fill(session);
+    fill_names(session);
+    return list_of(session);
+}
+
+static void no_stage_left(const char *session)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", session, "--", "sh", "-c", "ls -A", NULL}, &r);
+    cr_assert_null(strstr(r.out, ".sbx-restore"), "a staging directory stayed: %s", r.out);
+    cli_result_free(&r);
+}
+
+static void refused_midway_leaves_every_file(void)
+{
+    char *want = fill_victim("midway");
+    tar_with("skills.tar", "f('skills/x', b'x')");
+    tar_with("dotdot-late.tar", "f('../evil', b'e')");
+    tar_with("link-late.tar", "i = tarfile.TarInfo('zz'); i.type = tarfile.SYMTYPE; "
+                              "i.linkname = '/etc/passwd'; t.addfile(i)");
+    tar_with("stage-name.tar", "f('.sbx-restore.x/new/a', b'a')");
+    tar_with("full.tar", "f('three.txt', b'3' * 20000)");
+    /* full.tar cut in the middle of three.txt's data */
+    char cmd[PATH_MAX * 2 + 256];
+    snprintf(cmd, sizeof cmd, "cd '%s' && head -c 15000 full.tar > truncated.tar", e.dir);
+    cr_assert_eq(system(cmd), 0);
+    const char *names[] = {"skills.tar", "dotdot-late.tar", "link-late.tar", "stage-name.tar",
+                           "truncated.tar"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char file[PATH_MAX + 32];
+        file_in_dir(file, sizeof file, names[i]);
+        struct cli_result r;
+        cli_run(&e, (const char *[]){"restore", "midway", file, NULL}, NULL, 60000, &r);
+        cr_assert_eq(r.status, 125, "%s: exit %d: %s", names[i], r.status, r.err);
+        cli_result_free(&r);
+        char *got = list_of("midway");
+        cr_assert_str_eq(got, want, "%s changed the workspace", names[i]);
+        free(got);
+        no_stage_left("midway");
+        /* and create --from-snapshot publishes nothing */
+        cli_run(&e, (const char *[]){"create", "fresh-midway", "--from-snapshot", file, NULL}, NULL,
+                60000, &r);
+        cr_assert_eq(r.status, 125, "create from %s: exit %d", names[i], r.status);
+        cli_result_free(&r);
+        run_ok((const char *[]){"sessions", NULL}, &r);
+        cr_assert_null(strstr(r.out, "fresh-midway"), "create from %s left its session: %s",
+                       names[i], r.out);
+        cli_result_free(&r);
+    }
+    free(want);
+}
+
+/* Flip the snapshot file in place between a valid and a hostile version
+ * while restores read it: whatever a restore read was checked, so it ends
+ * with the valid tree or refused with the workspace as it was, never with
+ * a workspace half replaced. */
+struct flipper {
+    char good[PATH_MAX + 32], bad[PATH_MAX + 32], file[PATH_MAX + 32];
+    volatile int stop;
+};
+
+static void *flip(void *ud)
+{
+    struct flipper *f = ud;
+    static char a[65536], b[65536];
+    int fa = open(f->good, O_RDONLY), fb = open(f->bad, O_RDONLY);
+    ssize_t na = read(fa, a, sizeof a), nb = read(fb, b, sizeof b);
+    close(fa);
+    close(fb);
+    int fd = open(f->file, O_WRONLY);
+    for (unsigned i = 0; !f->stop && na > 0 && nb == na; i++) {
+        if (pwrite(fd, i % 2 ? b : a, (size_t)na, 0) != na)
+            break;
+        usleep(300);
+    }
+    close(fd);
+    return NULL;
+}
+
+static void a_file_changed_while_read(void)
+{
+    char *want = fill_victim("flipped");
+    tar_with("good.tar", "f('evil', b'e')");
+    tar_with("bad.tar", "f('../ev', b'e')"); /* same length */
+    struct flipper *f = calloc(1, sizeof *f);
+    file_in_dir(f->good, sizeof f->good, "good.tar");
+    file_in_dir(f->bad, sizeof f->bad, "bad.tar");
+    file_in_dir(f->file, sizeof f->file, "flipping.tar");
+    char cmd[PATH_MAX * 3];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", f->good, f->file);
+    cr_assert_eq(system(cmd), 0);
+    /* what the valid version restores to */
+    struct cli_result r;
+    run_ok((const char *[]){"create", "ref", "--from-snapshot", f->good, NULL}, &r);
+    cli_result_free(&r);
+    char *good_list = list_of("ref");
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, flip, f), 0);
+    int restored = 0;
+    for (int i = 0; i < 6 && !restored; i++) {
+        cli_run(&e, (const char *[]){"restore", "flipped", f->file, NULL}, NULL, 60000, &r);
+        char *got = list_of("flipped");
+        if (r.status == 0) {
+            cr_assert_str_eq(got, good_list, "restored content that was not checked");
+            restored = 1;
+        } else {
+            cr_assert_eq(r.status, 125, "exit %d: %s", r.status, r.err);
+            cr_assert_str_eq(got, want, "a refused restore changed the workspace: %s", r.err);
+        }
+        free(got);
+        cli_result_free(&r);
+    }
+    f->stop = 1;
+    pthread_join(t, NULL);
+    no_stage_left("flipped");
+    free(good_list);
+    free(want);
+    free(f);
+}
+
+/* SIGKILL of sbx after the extraction and in the middle of the swap
+ * (SBX_TEST_CRASH_AT): the next restore rolls the workspace back, even
+ * one that is then refused. */
+static void a_killed_restore_is_rolled_back(void)
+{
+#ifndef SBX_TEST_HOOKS
+    cr_skip_test("built without SBX_TEST_HOOKS (no crash points)");
+#endif
+    char *want = fill_victim("killed");
+    tar_with("good.tar", "f('more/deep/file', b'x' * 5000)");
+    tar_with("refused.tar", "f('../evil', b'e')");
+    char good[PATH_MAX + 32], refused[PATH_MAX + 32];
+    file_in_dir(good, sizeof good, "good.tar");
+    file_in_dir(refused, sizeof refused, "refused.tar");
+    const char *steps[] = {"restore-before-swap", "restore-mid-swap"};
+    for (size_t i = 0; i < 2; i++) {
+        struct cli_result r;
+        cli_env_setenv(&e, "SBX_TEST_CRASH_AT", steps[i]);
+        cli_run(&e, (const char *[]){"restore", "killed", good, NULL}, NULL, 60000, &r);
+        cr_assert_eq(r.status, CLI_KILLED_BY + SIGKILL, "%s: exit %d: %s", steps[i], r.status, r.err);
+        cli_result_free(&r);
+        cli_env_setenv(&e, "SBX_TEST_CRASH_AT", "");
+        cli_run(&e, (const char *[]){"restore", "killed", refused, NULL}, NULL, 60000, &r);
+        cr_assert_eq(r.status, 125, "exit %d: %s", r.status, r.err);
+        cli_result_free(&r);
+        char *got = list_of("killed");
+        cr_assert_str_eq(got, want, "after a kill at %s the workspace differs", steps[i]);
+        free(got);
+        no_stage_left("killed");
+    }
+    free(want);
+}
+
+/* create --from-snapshot killed during its restore: nothing is published,
+ * and the reconciler removes the sandbox. */
+static void a_killed_create_publishes_nothing(void)
+{
+#ifndef SBX_TEST_HOOKS
+    cr_skip_test("built without SBX_TEST_HOOKS (no crash points)");
+#endif
+    tar_with("good.tar", "");
+    char file[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "good.tar");
+    struct cli_result r;
+    cli_env_setenv(&e, "SBX_TEST_CRASH_AT", "restore-before-swap");
+    cli_run(&e, (const char *[]){"create", "killed-create", "--from-snapshot", file, NULL},
+            NULL, 60000, &r);
+    cr_assert_eq(r.status, CLI_KILLED_BY + SIGKILL, "exit %d: %s", r.status, r.err);
+    cli_result_free(&r);
+    cli_env_setenv(&e, "SBX_TEST_CRASH_AT", "");
+    run_ok((const char *[]){"sessions", NULL}, &r);
+    cr_assert_null(strstr(r.out, "killed-create"), "published: %s", r.out);
+    cli_result_free(&r);
+    run_ok((const char *[]){"reconcile", NULL}, &r);
+    cr_assert(strstr(r.out, "1 cleaned") || strstr(r.err, "1 cleaned"), "%s%s", r.out, r.err);
+    cli_result_free(&r);
+    cr_assert_eq(cli_dir_entries(e.ws_root), 0, "the workspace stayed after reconcile");
+}
+
+/* A stage of a process this host cannot judge (another realm) is never
+ * rolled back; while it is half swapped in, restore and snapshot refuse
+ * naming it; a stage that never started swapping does not block. */
+static void a_foreign_stage_is_left_alone(void)
+{
+    struct cli_result r;
+    run_ok((const char *[]){"exec", "foreign", "--", "sh", "-c",
+                            "echo mine > mine && mkdir -p "
+                            ".sbx-restore.0123456789abcdef.1.1.0badcafe/new "
+                            ".sbx-restore.0123456789abcdef.1.1.0badcafe/old && "
+                            ": > .sbx-restore.0123456789abcdef.1.1.0badcafe/moved",
+                            NULL},
+           &r);
+    cli_result_free(&r);
+    tar_with("ok.tar", "");
+    char file[PATH_MAX + 32], out[PATH_MAX + 32];
+    file_in_dir(file, sizeof file, "ok.tar");
+    file_in_dir(out, sizeof out, "foreign.tar");
+    cli_run(&e, (const char *[]){"restore", "foreign", file, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "exit %d", r.status);
+    cr_assert(strstr(r.err, ".sbx-restore.0123456789abcdef.1.1.0badcafe"), "%s", r.err);
+    cli_result_free(&r);
+    cli_run(&e, (const char *[]){"snapshot", "foreign", out, NULL}, NULL, 60000, &r);
+    cr_assert_eq(r.status, 125, "snapshot of a half-swapped workspace: exit %d", r.status);
+    cli_result_free(&r);
+    run_ok((const char *[]){"exec", "foreign", "--", "sh", "-c",
+                            "ls -A | grep -v skills | tr '\\n' ' '", NULL},
+           &r);
+    cr_assert_str_eq(r.out, ".sbx-restore.0123456789abcdef.1.1.0badcafe mine ",
+                     "the workspace changed");
+    cli_result_free(&r);
+    /* not swapping: restores go ahead and keep it */
+    run_ok((const char *[]){"exec", "foreign", "--", "sh", "-c",
+                            "rm .sbx-restore.0123456789abcdef.1.1.0badcafe/moved", NULL},
+           &r);
+    cli_result_free(&r);
+    run_ok((const char *[]){"restore", "foreign", file, NULL}, &r);
+    cli_result_free(&r);
+    run_ok((const char *[]){"exec", "foreign", "--", "sh", "-c",
+                            "ls -A | grep -v skills | tr '\\n' ' '", NULL},
+           &r);
+    cr_assert_str_eq(r.out, ".sbx-restore.0123456789abcdef.1.1.0badcafe ok.txt sub ");
+    cli_result_free(&r);
 }
 
 static void setup_local(void)
@@ -267,6 +582,12 @@ Test(snapshot_local, an_interrupted_snapshot_writes_nothing)
 {
     an_interrupted_snapshot_writes_nothing();
 }
+Test(snapshot_local, non_ascii_names_round_trip) { non_ascii_names_round_trip(); }
+Test(snapshot_local, refused_midway_leaves_every_file) { refused_midway_leaves_every_file(); }
+Test(snapshot_local, a_file_changed_while_read) { a_file_changed_while_read(); }
+Test(snapshot_local, a_killed_restore_is_rolled_back) { a_killed_restore_is_rolled_back(); }
+Test(snapshot_local, a_foreign_stage_is_left_alone) { a_foreign_stage_is_left_alone(); }
+Test(snapshot_local, a_killed_create_publishes_nothing) { a_killed_create_publishes_nothing(); }
 
 static void setup_docker(void)
 {
@@ -279,7 +600,9 @@ static void setup_docker(void)
 static void teardown_docker(void)
 {
     static const char *const sessions[] = {"src", "dst0", "dst1", "dst2", "victim",
-                                           "fresh", "linked", "big"};
+                                           "fresh", "linked", "big", "names", "names2",
+                                           "ref", "midway", "fresh-midway", "flipped",
+                                           "killed"};
     for (size_t i = 0; i < sizeof sessions / sizeof *sessions; i++) {
         struct cli_result r;
         cli_run(&e, (const char *[]){"destroy", sessions[i], NULL}, NULL, 60000, &r);
@@ -296,3 +619,39 @@ Test(snapshot_docker, symlinks_in_the_workspace_are_refused)
 {
     symlinks_in_the_workspace_are_refused();
 }
+Test(snapshot_docker, non_ascii_names_round_trip) { non_ascii_names_round_trip(); }
+Test(snapshot_docker, refused_midway_leaves_every_file) { refused_midway_leaves_every_file(); }
+Test(snapshot_docker, a_killed_restore_is_rolled_back) { a_killed_restore_is_rolled_back(); }
+
+/* e2b against its fake: commands run in a directory of the fake's. */
+static struct fake_service fake;
+static char e2b_state[PATH_MAX + 16];
+
+static void setup_e2b(void)
+{
+    cr_assert_eq(fake_start(&fake, "e2b", "e2b_test_key"), 0, "cannot start the fake (python3?)");
+    cli_env_init(&e);
+    snprintf(e2b_state, sizeof e2b_state, "%s/e2b-state", e.dir);
+    cr_assert_eq(mkdir(e2b_state, 0700), 0);
+    char yaml[PATH_MAX + 1024];
+    snprintf(yaml, sizeof yaml,
+             "default_provider: e2b\nproviders:\n  e2b:\n    api_url: \"%s\"\n"
+             "    envd_url: \"%s\"\n    domain: e2b.local\n    template: base\n"
+             "    state_dir: \"%s\"\n",
+             fake.url, fake.url, e2b_state);
+    cli_env_write_config(&e, yaml);
+    cli_env_setenv(&e, "E2B_API_KEY", "e2b_test_key");
+}
+
+static void teardown_e2b(void)
+{
+    cli_env_fini(&e);
+    fake_stop(&fake);
+}
+
+TestSuite(snapshot_e2b, .init = setup_e2b, .fini = teardown_e2b, .timeout = 300);
+
+Test(snapshot_e2b, non_ascii_names_round_trip) { non_ascii_names_round_trip(); }
+Test(snapshot_e2b, refused_midway_leaves_every_file) { refused_midway_leaves_every_file(); }
+Test(snapshot_e2b, a_killed_restore_is_rolled_back) { a_killed_restore_is_rolled_back(); }
+

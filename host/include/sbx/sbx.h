@@ -351,8 +351,11 @@ SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *
  * `skills` (mounts are not below the root), checked like an export
  * (regular files and directories only). Streamed: the workspace is never
  * held in memory. The file appears complete or not at all: a temporary
- * file beside it is renamed over it once written and synced, and removed
- * on failure. Needs `sh` and `tar` in the sandbox.
+ * file in its directory (unnamed where the filesystem has O_TMPFILE, so
+ * even a SIGKILL leaves nothing) takes its name once written and synced.
+ * Names are kept as bytes (UTF-8 or not). A restore of h that was killed
+ * half-way is rolled back first (sbx_snapshot_restore). Needs `sh` and
+ * `tar` in the sandbox.
  * Errors: SBX_E_INVALID for a refused entry (named), the exec's errors.
  */
 SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compression,
@@ -360,8 +363,15 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
 
 /*
  * Replace the workspace of h (all but `skills`) with the snapshot in file
- * (tar, tar.gz or tar.zst). Every entry is checked first, before anything
- * changes; a refused snapshot leaves the workspace as it was.
+ * (tar, tar.gz or tar.zst), all or nothing: file is read once, each entry
+ * checked as it is read and extracted into a staging directory
+ * (`.sbx-restore.*` in the workspace root), which is swapped in only after
+ * the last entry was checked. Any failure (a refused entry, a truncated
+ * archive, a cancel) leaves the workspace as it was; a restore whose
+ * process was killed is rolled back by the next restore or snapshot.
+ * Names may be any bytes. Needs `sh`, `tar` and `mv` in the sandbox.
+ * Errors: SBX_E_INVALID for a refused entry (named), SBX_E_EXISTS while
+ * another restore is swapping its tree in, the exec's errors.
  */
 SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *cancel,
                                  sbx_error *err);

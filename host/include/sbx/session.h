@@ -101,6 +101,15 @@ struct sbx_session_spec {
      * the spec hash. */
     const struct sbx_memory_attachment *memory;
     size_t nmemory;
+    /* A snapshot file (sbx_snapshot_restore) restored into a new sandbox's
+     * workspace after packages and egress, before the binding is
+     * published: a restore that fails destroys the sandbox (or leaves the
+     * intent for the reconciler when even that fails), so no session is
+     * ever published with a workspace that is not the snapshot. Used only
+     * when this call creates the sandbox (an existing binding is attached
+     * as it is: see sbx_acquire_info.created). Not part of the spec hash.
+     * Borrowed for the call. */
+    const char *snapshot;
 };
 
 /* Options of sbx_sessions_open. Zero-initialize and set size; zero/NULL
