@@ -51,7 +51,6 @@ static struct {
     struct archive_entry * (*archive_entry_new)(void);
     void (*archive_entry_free)(struct archive_entry *e);
     struct archive_entry * (*archive_entry_clear)(struct archive_entry *e);
-    void (*archive_entry_set_pathname_utf8)(struct archive_entry *e, const char *name);
     void (*archive_entry_set_filetype)(struct archive_entry *e, unsigned int type);
     void (*archive_entry_set_perm)(struct archive_entry *e, __LA_MODE_T perm);
     void (*archive_entry_set_size)(struct archive_entry *e, la_int64_t size);
@@ -98,7 +97,6 @@ static const struct sbx_lazy_symbol symbols[] = {
     SYMBOL(archive_entry_new),
     SYMBOL(archive_entry_free),
     SYMBOL(archive_entry_clear),
-    SYMBOL(archive_entry_set_pathname_utf8),
     SYMBOL(archive_entry_set_filetype),
     SYMBOL(archive_entry_set_perm),
     SYMBOL(archive_entry_set_size),
@@ -352,13 +350,6 @@ void archive_entry_free(struct archive_entry *e)
     if (!ensure_loaded())
         return;
     fn.archive_entry_free(e);
-}
-
-void archive_entry_set_pathname_utf8(struct archive_entry *e, const char *name)
-{
-    if (!ensure_loaded())
-        return;
-    fn.archive_entry_set_pathname_utf8(e, name);
 }
 
 void archive_entry_set_filetype(struct archive_entry *e, unsigned int type)

@@ -37,6 +37,7 @@
 #include "stream_pipe.h"
 #include "text_escape.h"
 
+#include "archive_pax.h"
 #include "hex.h"
 
 #include <archive.h>
@@ -199,7 +200,7 @@ static int produce_heads(void *ud, const struct sbx_sink *sink, sbx_error *err)
     struct heads_tar *h = ud;
     struct sink_out so = {sink};
     struct archive *a = archive_write_new();
-    if (!a || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+    if (!a || sbxs_archive_write_pax_bytes(a) != ARCHIVE_OK ||
         archive_write_open(a, &so, NULL, sink_write, NULL) != ARCHIVE_OK) {
         if (a)
             archive_write_free(a);
@@ -216,7 +217,7 @@ static int produce_heads(void *ud, const struct sbx_sink *sink, sbx_error *err)
         if (rc != SBX_OK)
             break;
         archive_entry_clear(e);
-        archive_entry_set_pathname_utf8(e, h->list->paths[i]);
+        archive_entry_copy_pathname(e, h->list->paths[i]); /* UTF-8, as bytes */
         archive_entry_set_filetype(e, AE_IFREG);
         archive_entry_set_perm(e, 0644);
         archive_entry_set_size(e, (la_int64_t)b.len);

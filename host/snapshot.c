@@ -28,6 +28,7 @@
  * Restore: snapshot_restore.c.
  */
 #include "archive_check.h"
+#include "archive_pax.h"
 #include "archive_lazy.h"
 #include "exec_quiet.h"
 #include "hex.h"
@@ -95,9 +96,7 @@ ssize_t sbx_snapshot_counted_read(struct archive *a, void *ud, const void **out)
 
 int sbx_snapshot_writer_setup(struct archive *w)
 {
-    int r = archive_write_set_format_pax_restricted(w);
-    if (r == ARCHIVE_OK)
-        r = archive_write_set_format_option(w, "pax", "hdrcharset", "BINARY");
+    int r = sbxs_archive_write_pax_bytes(w);
     if (r == ARCHIVE_OK)
         r = archive_write_set_bytes_per_block(w, WRITE_BLOCK);
     /* no padding past the end-of-archive blocks: tar -x may stop reading

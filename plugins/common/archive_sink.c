@@ -3,6 +3,8 @@
  */
 #include "archive_sink.h"
 
+#include "archive_pax.h"
+
 #include <archive.h>
 #include <errno.h>
 
@@ -21,7 +23,7 @@ static la_ssize_t sink_write(struct archive *a, void *ud, const void *buf, size_
 struct archive *sbx_archive_sink_open(struct sbx_archive_sink *out)
 {
     struct archive *a = archive_write_new();
-    if (a && archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
+    if (a && sbxs_archive_write_pax_bytes(a) == ARCHIVE_OK &&
         archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
         archive_write_open2(a, out, NULL, sink_write, NULL, NULL) == ARCHIVE_OK)
         return a;

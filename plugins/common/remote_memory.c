@@ -37,6 +37,7 @@
 #include "archive_sink.h"
 
 #include "archive_check.h"
+#include "archive_pax.h"
 #include "hex.h"
 #include "mkdirs.h"
 #include "tree_remove.h"
@@ -561,7 +562,7 @@ static int load_rewrite(struct sbx_rmem *m, sbx_call *call, const char *slug, in
     r->src = tar;
     r->failed = 0;
     archive_read_support_format_tar(in);
-    if (archive_write_set_format_pax_restricted(outa) != ARCHIVE_OK ||
+    if (sbxs_archive_write_pax_bytes(outa) != ARCHIVE_OK ||
         archive_write_open2(outa, &o, NULL, fd_write, NULL, NULL) != ARCHIVE_OK ||
         archive_read_open(in, r, NULL, src_read, NULL) != ARCHIVE_OK) {
         rc = r->failed ? SBX_E_IO

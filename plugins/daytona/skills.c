@@ -17,6 +17,7 @@
 #include "daytona.h"
 
 #include "archive_check.h"
+#include "archive_pax.h"
 #include "hex.h"
 
 #include <archive.h>
@@ -144,7 +145,7 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
         if (!format)
             archive_read_support_format_zip(r);
     }
-    archive_write_set_format_pax_restricted(w);
+    sbxs_archive_write_pax_bytes(w);
     if (archive_read_open_fd(r, in_fd, CHUNK) != ARCHIVE_OK ||
         archive_write_open_fd(w, out_fd) != ARCHIVE_OK) {
         rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: not a %s archive: %s",

@@ -13,6 +13,8 @@
  */
 #include "docker.h"
 
+#include "archive_pax.h"
+
 #include <archive.h>
 #include <archive_entry.h>
 
@@ -108,9 +110,7 @@ static int dirs_tar(const struct target *t, int64_t uid, int64_t gid, struct mem
      * runs in whatever locale its host has (normally C, where libarchive
      * cannot convert a non-ASCII name; a name set only as UTF-8 made its
      * pax writer pass NULL to strlen). */
-    int ok = archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
-             archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") ==
-                 ARCHIVE_OK &&
+    int ok = sbxs_archive_write_pax_bytes(a) == ARCHIVE_OK &&
              archive_write_set_bytes_per_block(a, 512) == ARCHIVE_OK &&
              archive_write_open(a, m, NULL, mem_write, NULL) == ARCHIVE_OK;
     char entry[8192 + 64];
