@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,7 +24,8 @@
 /* Rounds of "empty the directory, then rmdir it" before giving up when
  * something keeps adding entries. */
 
-int confine_open(int dirfd, const char *path, int flags, mode_t mode)
+static int open_resolve(int dirfd, const char *path, int flags, mode_t mode,
+                        uint64_t resolve)
 {
     struct open_how how;
     memset(&how, 0, sizeof how);
@@ -31,7 +33,7 @@ int confine_open(int dirfd, const char *path, int flags, mode_t mode)
     /* The kernel rejects a nonzero mode without O_CREAT/O_TMPFILE. */
     if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
         how.mode = mode;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    how.resolve = resolve;
 
     for (int attempt = 0;; attempt++) {
         long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
@@ -43,6 +45,41 @@ int confine_open(int dirfd, const char *path, int flags, mode_t mode)
             continue;
         return -errno;
     }
+}
+
+int confine_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return open_resolve(dirfd, path, flags, mode, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
+}
+
+int confine_open_strict(int dirfd, const char *path, int flags, mode_t mode)
+{
+    return open_resolve(dirfd, path, flags, mode, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+}
+
+int confine_reopen(int fd, int flags)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    int r = open(proc, flags | O_CLOEXEC);
+    return r >= 0 ? r : -errno;
+}
+
+int confine_fchmod(int fd, mode_t mode)
+{
+    struct stat s;
+    if (fstat(fd, &s) != 0)
+        return -errno;
+    if (S_ISLNK(s.st_mode))
+        return -ELOOP;
+    if (fchmod(fd, mode) == 0)
+        return 0;
+    if (errno != EBADF)
+        return -errno;
+    /* an O_PATH descriptor: the magic link is this very inode */
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    return chmod(proc, mode) == 0 ? 0 : -errno;
 }
 
 int confine_check_path(const char *path)

@@ -27,6 +27,31 @@
 int confine_open(int dirfd, const char *path, int flags, mode_t mode);
 
 /*
+ * confine_open_strict - confine_open that resolves no symlink at all
+ * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): one anywhere on the path is
+ * -ELOOP, one that stays inside dirfd as much as one that leads out; with
+ * O_PATH | O_NOFOLLOW a trailing symlink is opened as itself. For trees a
+ * sandbox can write, where a path names exactly the entries on it or
+ * nothing.
+ */
+int confine_open_strict(int dirfd, const char *path, int flags, mode_t mode);
+
+/*
+ * confine_reopen - open the very file the descriptor fd (typically O_PATH,
+ * whose type was checked with fstat) refers to, through /proc/self/fd:
+ * never by a name that could have been swapped since. flags as for
+ * open(2), O_CLOEXEC added. Returns the new fd or -errno.
+ */
+int confine_reopen(int fd, int flags);
+
+/*
+ * confine_fchmod - chmod the file fd refers to, also through an O_PATH
+ * descriptor (fchmod(2) refuses those). -ELOOP for a symlink (its mode is
+ * not changed, and it is never followed). 0 or -errno.
+ */
+int confine_fchmod(int fd, mode_t mode);
+
+/*
  * confine_check_path - lexical pre-check of a path meant to stay below a
  * directory, done before touching the file system so that an escaping path
  * is refused even when its components do not exist (and no parent
