@@ -75,13 +75,17 @@ int user_become(const struct agent_user *u);
 /* ---- tree.c ---------------------------------------------------------- */
 
 /* SIGKILL every descendant of this process, pass after pass, calling reap
- * between passes, until a pass finds none alive. */
-void tree_kill(void (*reap)(void *), void *ctx);
+ * between passes, until a pass finds none alive: 0, or -1 when /proc
+ * cannot be read or 1000 passes did not get there. */
+int tree_kill(void (*reap)(void *), void *ctx);
 /* The same, sparing the children *keep[0..*nkeep) and their subtrees (the
  * live handlers: the list is read again before every pass, so reap may
  * change it). */
-void tree_kill_except(pid_t *const *keep, const size_t *nkeep,
-                      void (*reap)(void *), void *ctx);
+int tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
+                     void *ctx);
+/* Did a tree_kill of this process ever fail? A handler then exits 1, so
+ * that the init sweeps for what it left. */
+int tree_gave_up(void);
 
 /* ---- conn.c / exec.c / files.c --------------------------------------- */
 

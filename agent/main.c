@@ -247,7 +247,7 @@ static void serve_one(int lfd, int sfd, const sigset_t *old)
         sigprocmask(SIG_SETMASK, old, NULL);
         prctl(PR_SET_DUMPABLE, 0); /* inherited already; said again */
         conn_serve(c);
-        _exit(0);
+        _exit(tree_gave_up() ? 1 : 0);
     }
     if (pid < 0)
         wire_error(c, errno, "fork", "the agent cannot fork: %s", strerror(errno));
@@ -257,9 +257,10 @@ static void serve_one(int lfd, int sfd, const sigset_t *old)
 }
 
 /* Reap every child that ended. A handler that did not end by returning
- * from its connection (_exit(0)) was killed, by something in the
- * container or by the host: what its command started is now ours, and a
- * sweep for strays is due. A handler seen stopped can neither serve nor
+ * from its connection with its command's tree killed (_exit(0)) was
+ * killed, by something in the container or by the host, or could not
+ * kill that tree: what its command started is now ours, and a sweep for
+ * strays is due. A handler seen stopped can neither serve nor
  * kill its command's tree: it is killed (and counted when it is reaped). */
 static void reap_all(void *ctx)
 {

@@ -118,19 +118,30 @@ static int kill_pass(const pid_t *keep, size_t nkeep)
     return killed;
 }
 
-void tree_kill_except(pid_t *const *keep, const size_t *nkeep,
-                      void (*reap)(void *), void *ctx)
+static int gave_up;
+
+int tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
+                     void *ctx)
 {
     for (int pass = 0; pass < 1000; pass++) {
         /* keep is read again each pass: reap may shrink it */
         int k = kill_pass(keep ? *keep : NULL, nkeep ? *nkeep : 0);
         reap(ctx);
-        if (k <= 0)
-            return;
+        if (k == 0)
+            return 0;
+        if (k < 0)
+            break;
     }
+    gave_up = 1;
+    return -1;
 }
 
-void tree_kill(void (*reap)(void *), void *ctx)
+int tree_kill(void (*reap)(void *), void *ctx)
 {
-    tree_kill_except(NULL, NULL, reap, ctx);
+    return tree_kill_except(NULL, NULL, reap, ctx);
+}
+
+int tree_gave_up(void)
+{
+    return gave_up;
 }
