@@ -172,7 +172,7 @@ static int listen_socket(void)
     struct stat ds;
     if (slash && slash != dir) {
         *slash = '\0';
-        if (stat(dir, &ds) == 0 && chown(sa.sun_path, ds.st_uid, ds.st_gid) != 0)
+        if (stat(dir, &ds) == 0 && lchown(sa.sun_path, ds.st_uid, ds.st_gid) != 0)
             fprintf(stderr, "sbx-agent: chown %s: %s\n", sa.sun_path, strerror(errno));
     }
     return fd;
