@@ -2,13 +2,15 @@
  * agent.h - what the parts of sbx-agent share.
  *
  *   main.c   arguments, the init duties (reaping, forwarding signals), the
- *            socket and its peer check, one process per connection
+ *            socket and its peer check, one process per connection, and
+ *            the strays of a handler that was killed or stopped
  *   conn.c   a connection: preamble, the request, dispatch
  *   wire.c   blocking frame I/O with an idle limit, error replies
  *   user.c   the command user (from /etc/passwd and /etc/group) and the
  *            command environment
  *   exec.c   exec under a per-command subreaper
- *   tree.c   killing every descendant of the subreaper
+ *   tree.c   killing every descendant of the subreaper (or every one
+ *            outside the live handlers)
  *   files.c  read, write (atomic), stat, list, mkdir, remove beneath a root
  *   accounts.c  groups and users made in /etc/group and /etc/passwd
  */
@@ -73,8 +75,17 @@ int user_become(const struct agent_user *u);
 /* ---- tree.c ---------------------------------------------------------- */
 
 /* SIGKILL every descendant of this process, pass after pass, calling reap
- * between passes, until a pass finds none alive. */
-void tree_kill(void (*reap)(void *), void *ctx);
+ * between passes, until a pass finds none alive: 0, or -1 when /proc
+ * cannot be read or 1000 passes did not get there. */
+int tree_kill(void (*reap)(void *), void *ctx);
+/* The same, sparing the children *keep[0..*nkeep) and their subtrees (the
+ * live handlers: the list is read again before every pass, so reap may
+ * change it). */
+int tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
+                     void *ctx);
+/* Did a tree_kill of this process ever fail? A handler then exits 1, so
+ * that the init sweeps for what it left. */
+int tree_gave_up(void);
 
 /* ---- conn.c / exec.c / files.c --------------------------------------- */
 

@@ -15,7 +15,22 @@
  * process inside the container, root or not, is refused, whatever the
  * permissions of the socket. The socket directory is also owned by the
  * host side and closed to everyone else (mode 0700), and the socket itself
- * is given to that directory's owner with mode 0600.
+ * is given to that directory's owner with mode 0600. Root in the container
+ * can still replace the socket (the directory is a read-write bind): the
+ * host then finds a listener that is not this process (PID 1) and refuses
+ * it (plugins/docker/agent_client.c). The agent and its handlers are not
+ * dumpable, so root in the container without CAP_SYS_PTRACE can neither
+ * ptrace them nor take their descriptors (the listening socket, the
+ * host's connections) through /proc or pidfd_getfd.
+ *
+ * Strays: a command's handler is its subreaper, and kills its tree when
+ * it ends (exec.c). A root command can SIGKILL or SIGSTOP its handler
+ * instead; its processes are then re-parented here. So a handler that
+ * ends other than by returning from its connection, or that is seen
+ * stopped (it is killed then), makes this process kill every descendant
+ * that is not in a live handler's subtree, until none is left (tree.c).
+ * As PID 1 it cannot itself be killed or stopped from inside its PID
+ * namespace.
  */
 #include "agent.h"
 
@@ -36,6 +51,12 @@
 #include <unistd.h>
 
 struct agent_cfg agent_cfg;
+
+/* The live connection handlers (the children serve_one forked), and
+ * whether one ended abnormally since the last sweep for strays. */
+static pid_t *handlers;
+static size_t nhandlers, cap_handlers;
+static int strays_pending;
 
 
 static void usage(void)
@@ -151,7 +172,7 @@ static int listen_socket(void)
     struct stat ds;
     if (slash && slash != dir) {
         *slash = '\0';
-        if (stat(dir, &ds) == 0 && chown(sa.sun_path, ds.st_uid, ds.st_gid) != 0)
+        if (stat(dir, &ds) == 0 && lchown(sa.sun_path, ds.st_uid, ds.st_gid) != 0)
             fprintf(stderr, "sbx-agent: chown %s: %s\n", sa.sun_path, strerror(errno));
     }
     return fd;
@@ -187,6 +208,19 @@ static int peer_allowed(int fd)
     return 0;
 }
 
+static int handler_slot(void)
+{
+    if (nhandlers < cap_handlers)
+        return 0;
+    size_t cap = cap_handlers ? 2 * cap_handlers : 64;
+    pid_t *more = realloc(handlers, cap * sizeof *more);
+    if (!more)
+        return -1;
+    handlers = more;
+    cap_handlers = cap;
+    return 0;
+}
+
 static void serve_one(int lfd, int sfd, const sigset_t *old)
 {
     int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -198,6 +232,12 @@ static void serve_one(int lfd, int sfd, const sigset_t *old)
         close(c);
         return;
     }
+    /* room in the table first: an untracked handler would be a stray */
+    if (handler_slot() != 0) {
+        wire_error(c, ENOMEM, "fork", "the agent is out of memory");
+        close(c);
+        return;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         close(lfd);
@@ -205,18 +245,59 @@ static void serve_one(int lfd, int sfd, const sigset_t *old)
         for (int s = 1; s < NSIG; s++)
             signal(s, SIG_DFL);
         sigprocmask(SIG_SETMASK, old, NULL);
+        prctl(PR_SET_DUMPABLE, 0); /* inherited already; said again */
         conn_serve(c);
-        _exit(0);
+        _exit(tree_gave_up() ? 1 : 0);
     }
     if (pid < 0)
         wire_error(c, errno, "fork", "the agent cannot fork: %s", strerror(errno));
+    else
+        handlers[nhandlers++] = pid;
     close(c);
 }
 
-static void reap_all(void)
+/* Reap every child that ended. A handler that did not end by returning
+ * from its connection with its command's tree killed (_exit(0)) was
+ * killed, by something in the container or by the host, or could not
+ * kill that tree: what its command started is now ours, and a sweep for
+ * strays is due. A handler seen stopped can neither serve nor
+ * kill its command's tree: it is killed (and counted when it is reaped). */
+static void reap_all(void *ctx)
 {
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        ;
+    (void)ctx;
+    int status;
+    pid_t p;
+    while ((p = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+        size_t i = 0;
+        while (i < nhandlers && handlers[i] != p)
+            i++;
+        if (i == nhandlers)
+            continue; /* an orphan, reaped */
+        if (WIFSTOPPED(status)) {
+            fprintf(stderr, "sbx-agent: handler %d was stopped (signal %d): killing it and "
+                            "what its command started\n",
+                    (int)p, WSTOPSIG(status));
+            kill(p, SIGKILL);
+            continue;
+        }
+        handlers[i] = handlers[--nhandlers];
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            if (WIFSIGNALED(status))
+                fprintf(stderr, "sbx-agent: handler %d was killed (signal %d): killing "
+                                "what its command started\n",
+                        (int)p, WTERMSIG(status));
+            strays_pending = 1;
+        }
+    }
+}
+
+/* Kill every process re-parented to us that no live handler holds. */
+static void sweep_strays(void)
+{
+    while (strays_pending) {
+        strays_pending = 0;
+        tree_kill_except(&handlers, &nhandlers, reap_all, NULL);
+    }
 }
 
 /* A stop signal: pass it to every process, wait a little for them, exit. */
@@ -254,6 +335,9 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "serve") != 0)
         usage();
     parse_args(argc, argv);
+    /* no ptrace, no /proc/1/fd, no pidfd_getfd from inside the container
+     * (without CAP_SYS_PTRACE); handlers inherit it */
+    prctl(PR_SET_DUMPABLE, 0);
     if (getpid() != 1)
         prctl(PR_SET_CHILD_SUBREAPER, 1); /* reap like an init even when not one */
 
@@ -293,7 +377,8 @@ int main(int argc, char **argv)
                 if (getpid() == 1 && s != SIGPIPE && s != SIGWINCH && s != SIGURG)
                     kill(-1, s); /* forward to every process but us */
             }
-            reap_all();
+            reap_all(NULL);
+            sweep_strays();
         }
         if (p[0].revents & POLLIN)
             for (int i = 0; i < 64; i++) {
@@ -302,6 +387,7 @@ int main(int argc, char **argv)
                 if (poll(&q, 1, 0) <= 0)
                     break;
             }
-        reap_all();
+        reap_all(NULL);
+        sweep_strays();
     }
 }

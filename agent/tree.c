@@ -9,6 +9,13 @@
  * handler's descendants, SIGKILL to each, reaping, and again until a walk
  * finds none alive, so a process forked during a walk is caught by the
  * next one (its parent died, it was re-parented to the handler).
+ *
+ * The agent's init uses the same walk for strays: when a handler ends
+ * without having done this (a root command SIGKILLed or SIGSTOPped it),
+ * its command's processes are re-parented to the init. Every descendant
+ * of the init that is not in a live handler's subtree is then killed the
+ * same way: nothing a command started outlives it, even when the command
+ * killed its own subreaper.
  */
 #include "agent.h"
 
@@ -52,9 +59,18 @@ static int read_stat(pid_t pid, struct proc *p)
     return 0;
 }
 
-/* One walk: SIGKILL every live descendant of this process. Returns how
- * many were signalled (0: none alive), -1 when /proc cannot be read. */
-static int kill_pass(void)
+static int kept(pid_t pid, const pid_t *keep, size_t nkeep)
+{
+    for (size_t i = 0; i < nkeep; i++)
+        if (keep[i] == pid)
+            return 1;
+    return 0;
+}
+
+/* One walk: SIGKILL every live descendant of this process but the
+ * subtrees of the children in keep. Returns how many were signalled (0:
+ * none alive), -1 when /proc cannot be read. */
+static int kill_pass(const pid_t *keep, size_t nkeep)
 {
     DIR *d = opendir("/proc");
     if (!d)
@@ -87,7 +103,7 @@ static int kill_pass(void)
         for (size_t i = 0; i < n; i++) {
             if (v[i].mine)
                 continue;
-            int parent_mine = v[i].ppid == me;
+            int parent_mine = v[i].ppid == me && !kept(v[i].pid, keep, nkeep);
             for (size_t j = 0; !parent_mine && j < n; j++)
                 parent_mine = v[j].mine && v[j].pid == v[i].ppid;
             if (parent_mine)
@@ -102,12 +118,30 @@ static int kill_pass(void)
     return killed;
 }
 
-void tree_kill(void (*reap)(void *), void *ctx)
+static int gave_up;
+
+int tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
+                     void *ctx)
 {
     for (int pass = 0; pass < 1000; pass++) {
-        int k = kill_pass();
+        /* keep is read again each pass: reap may shrink it */
+        int k = kill_pass(keep ? *keep : NULL, nkeep ? *nkeep : 0);
         reap(ctx);
-        if (k <= 0)
-            return;
+        if (k == 0)
+            return 0;
+        if (k < 0)
+            break;
     }
+    gave_up = 1;
+    return -1;
+}
+
+int tree_kill(void (*reap)(void *), void *ctx)
+{
+    return tree_kill_except(NULL, NULL, reap, ctx);
+}
+
+int tree_gave_up(void)
+{
+    return gave_up;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static int all_digits(const char *s)
@@ -147,5 +148,9 @@ int user_become(const struct agent_user *u)
         return -1;
     if (setgid(u->gid) != 0 || setuid(u->uid) != 0)
         return -1;
+    /* a handler that acts as the user stays out of reach of the user's
+     * processes (the credential change may have made it dumpable again,
+     * as fs.suid_dumpable says); a command gets it back from execve */
+    prctl(PR_SET_DUMPABLE, 0);
     return 0;
 }

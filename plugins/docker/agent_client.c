@@ -4,13 +4,22 @@
  * preamble and version check, frames under a deadline and the call's
  * cancellation, and the agent's errors turned into statuses.
  *
- * The socket lives in the session's resource directory (agent/, mode 0700,
- * bound at /.sbx/run in the container), so its path is known from the
- * container's mounts. A path longer than a sockaddr_un holds is reached
- * through /proc/self/fd/N/ of its directory.
+ * The socket lives in the session's resource directory (agent/, bound
+ * read-write at /.sbx/run in the container), so its path is known from the
+ * container's mounts. What is in that directory is the container's to
+ * change: root in the container can replace the socket with a symlink (to
+ * another session's socket), with a socket of its own, or plant a FIFO or
+ * a device where the host reads. So nothing in it is ever reached by path:
+ * the socket is opened O_PATH beneath the directory's descriptor with no
+ * symlink resolved, must be a socket, and is connected to through
+ * /proc/self/fd/N (that very inode); and the process that listens on it
+ * must be the container's init (SO_PEERCRED against the daemon's
+ * State.Pid), checked before anything is sent. agent.sock.err is read the
+ * same way, only when it is a regular file, and only its start.
  */
 #include "docker.h"
 
+#include "confine.h"
 #include "proto.h"
 
 #include <dlfcn.h>
@@ -22,9 +31,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+/* How long a connect may find the agent's listen queue full before the
+ * operation fails (the agent accepts within microseconds; a queue that
+ * stays full is a listener that never accepts). */
+#define AGENT_QUEUE_WAIT_MS 2000
 
 int docker_agent_default_path(char **out)
 {
@@ -55,33 +70,6 @@ static int conn_error(struct docker_agent_conn *c, int status, const char *fmt, 
     va_end(ap);
     return docker_error(c->sb->st, c->call, status, "docker: the sbx agent of container %.12s: %s",
                         c->sb->id, msg);
-}
-
-/* connect(2) to path, through its directory's descriptor when too long. */
-static int connect_path(int fd, const char *path)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (strlen(path) < sizeof sa.sun_path) {
-        strcpy(sa.sun_path, path);
-        return connect(fd, (struct sockaddr *)&sa, sizeof sa);
-    }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    *slash = '\0';
-    int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (d < 0)
-        return -1;
-    snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", d, slash + 1);
-    int rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-    int e = errno;
-    close(d);
-    errno = e;
-    return rc;
 }
 
 /* Wait for fd to be ready for events. SBX_OK, or the error set. */
@@ -231,14 +219,52 @@ void docker_agent_close(struct docker_agent_conn *c)
     c->fd = -1;
 }
 
+/* name in the agent's directory, opened O_PATH with no symlink resolved
+ * (a trailing symlink is opened as itself), and its fstat. -1 with errno. */
+static int open_in_run(const sbx_sandbox *sb, const char *name, struct stat *st)
+{
+    int dfd = open(sb->agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    int fd = confine_open_strict(dfd, name, O_PATH | O_NOFOLLOW, 0);
+    close(dfd);
+    if (fd < 0) {
+        errno = -fd;
+        return -1;
+    }
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static const char *kind_of(mode_t m)
+{
+    return S_ISLNK(m)    ? "a symlink"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISREG(m)  ? "a regular file"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+                         : "not a socket";
+}
+
 /* The start of what the agent wrote about why it did not start (it
- * leaves agent.sock.err beside its socket), or "". */
+ * leaves agent.sock.err beside its socket), or "". Only a regular file is
+ * read (a FIFO, a device or a symlink root left there is not even opened
+ * for reading), and only its first cap - 1 bytes. */
 static void agent_err(const sbx_sandbox *sb, char *buf, size_t cap)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s.err", sb->agent_sock);
     buf[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat s;
+    int pfd = open_in_run(sb, DOCKER_AGENT_SOCK ".err", &s);
+    if (pfd < 0)
+        return;
+    int fd = S_ISREG(s.st_mode) ? confine_reopen(pfd, O_RDONLY | O_NONBLOCK) : -1;
+    close(pfd);
     if (fd < 0)
         return;
     ssize_t n = read(fd, buf, cap - 1);
@@ -288,6 +314,159 @@ static int diagnose(struct docker_agent_conn *c, int e, int *running)
                       sb->agent_sock, strerror(e));
 }
 
+/* Connect c->fd to the agent's socket, the very inode found beneath the
+ * agent's directory (see the top of this file). SBX_OK; SBX_E_UNAVAILABLE
+ * with *connect_errno set when nobody listens there (no socket yet, a
+ * dead listener: the caller says why); another status with the error set
+ * when what is there is not the agent's socket. */
+static int connect_agent(struct docker_agent_conn *c, int *connect_errno)
+{
+    sbx_sandbox *sb = c->sb;
+    struct stat s;
+    int pfd = open_in_run(sb, DOCKER_AGENT_SOCK, &s);
+    if (pfd < 0) {
+        int e = errno;
+        if (e == ENOENT) {
+            *connect_errno = e;
+            return SBX_E_UNAVAILABLE;
+        }
+        return conn_error(c, e == EACCES || e == EPERM ? SBX_E_DENIED : SBX_E_IO,
+                          "cannot open %s: %s", sb->agent_sock, strerror(e));
+    }
+    if (!S_ISSOCK(s.st_mode) || (s.st_uid != geteuid() && s.st_uid != 0)) {
+        close(pfd);
+        c->replaced = 1;
+        if (!S_ISSOCK(s.st_mode))
+            return conn_error(c, SBX_E_DENIED,
+                              "%s is %s, not the agent's socket: a process in the "
+                              "container replaced it; not following it (attach to the "
+                              "session again: attach restarts the container, whose agent "
+                              "makes its socket again)",
+                              sb->agent_sock, kind_of(s.st_mode));
+        return conn_error(c, SBX_E_DENIED,
+                          "%s belongs to uid %u, not to the agent (uid 0) or this "
+                          "provider (uid %u): not the agent's socket",
+                          sb->agent_sock, (unsigned)s.st_uid, (unsigned)geteuid());
+    }
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", pfd);
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (c->fd < 0) {
+        int e = errno;
+        close(pfd);
+        return conn_error(c, SBX_E_IO, "socket: %s", strerror(e));
+    }
+    /* non-blocking: a listener whose queue is full (one that never
+     * accepts) must not hold the call; the queue gets a short while */
+    int64_t until = docker_now_ms() + AGENT_QUEUE_WAIT_MS;
+    if (c->deadline && c->deadline < until)
+        until = c->deadline;
+    int rc, e = 0;
+    while ((rc = connect(c->fd, (struct sockaddr *)&sa, sizeof sa)) != 0) {
+        e = errno;
+        if (e == EINTR)
+            continue;
+        if (e != EAGAIN || docker_now_ms() >= until)
+            break;
+        if (c->call && sb->st->host->cancelled && sb->st->host->cancelled(sb->st->host, c->call)) {
+            close(pfd);
+            return docker_error(sb->st, c->call, SBX_E_CANCELLED, "docker: cancelled");
+        }
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    close(pfd);
+    if (rc != 0 && e == EAGAIN)
+        return conn_error(c, SBX_E_UNAVAILABLE,
+                          "%s accepts no connection (its listen queue stayed full for "
+                          "%d ms)",
+                          sb->agent_sock, AGENT_QUEUE_WAIT_MS);
+    if (rc != 0 && (e == EACCES || e == EPERM))
+        return conn_error(c, SBX_E_DENIED, "permission denied connecting to %s",
+                          sb->agent_sock);
+    if (rc != 0) {
+        *connect_errno = e;
+        return SBX_E_UNAVAILABLE; /* the caller says why */
+    }
+    /* the rest of the exchange polls itself */
+    int fl = fcntl(c->fd, F_GETFL);
+    if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+        return conn_error(c, SBX_E_IO, "fcntl: %s", strerror(errno));
+    return SBX_OK;
+}
+
+/* The container's init pid (the host's view) from the daemon; 0 when it
+ * does not run. SBX_OK or the error set. */
+static int init_pid(struct docker_agent_conn *c, int *pid)
+{
+    struct docker_state *st = c->sb->st;
+    int64_t t = st->cfg.request_timeout_ms < 5000 ? st->cfg.request_timeout_ms : 5000;
+    json_object *info = NULL;
+    sbx_http_error err;
+    int rc = docker_json_within(st, c->call, t, "GET", NULL, &info, &err,
+                                "/containers/%s/json", c->sb->id);
+    if (rc == SBX_E_NOT_FOUND)
+        return docker_error(st, c->call, SBX_E_NOT_FOUND,
+                            "docker: container %.12s no longer exists (the workspace is "
+                            "gone)",
+                            c->sb->id);
+    if (rc != SBX_OK)
+        return docker_report(st, c->call, &err,
+                             "inspecting container %.12s to authenticate its agent",
+                             c->sb->id);
+    json_object *state = sbx_json_obj(info, "State");
+    *pid = sbx_json_bool(state, "Running", 0) ? (int)sbx_json_int(state, "Pid", 0) : 0;
+    json_object_put(info);
+    return SBX_OK;
+}
+
+/*
+ * The process listening on the socket c->fd reached must be the
+ * container's init, the agent: SO_PEERCRED names the process that called
+ * listen(), in this process's PID namespace. A listener root started in
+ * the container (a fake agent, or one that answers nothing) has another
+ * pid, and so has another container's agent: refused before a byte is
+ * sent. The init's pid is remembered in the handle and asked of the
+ * daemon again only when the peer differs (a restarted container has a
+ * new one).
+ */
+static int check_peer(struct docker_agent_conn *c)
+{
+    sbx_sandbox *sb = c->sb;
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+        return conn_error(c, SBX_E_IO, "SO_PEERCRED: %s", strerror(errno));
+    if (cr.pid <= 0)
+        return conn_error(c, SBX_E_UNSUPPORTED,
+                          "the process listening at %s is outside this process's PID "
+                          "namespace, so it cannot be checked to be the container's "
+                          "init: run sbx in the docker daemon's PID namespace",
+                          sb->agent_sock);
+    if (cr.pid == atomic_load(&sb->agent_pid))
+        return SBX_OK;
+    int pid = 0;
+    int rc = init_pid(c, &pid);
+    if (rc != SBX_OK)
+        return rc;
+    if (pid > 0)
+        atomic_store(&sb->agent_pid, pid);
+    if (cr.pid == pid)
+        return SBX_OK;
+    c->replaced = 1;
+    if (!pid)
+        return conn_error(c, SBX_E_UNAVAILABLE,
+                          "the container is not running, yet pid %d listens at %s; "
+                          "attach to the session again to restart it",
+                          (int)cr.pid, sb->agent_sock);
+    return conn_error(c, SBX_E_DENIED,
+                      "pid %d listens at %s, not the container's init (pid %d, the "
+                      "agent): a process in the container replaced the agent's socket; "
+                      "nothing was sent to it (attach to the session again: attach "
+                      "restarts the container, whose agent makes its socket again)",
+                      (int)cr.pid, sb->agent_sock, pid);
+}
+
 static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t req_len,
                      int64_t deadline, struct docker_agent_conn *c, int *connect_errno)
 {
@@ -296,17 +475,14 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
     c->call = call;
     c->deadline = deadline;
     c->cancel_fd = call && st->host->cancel_fd ? st->host->cancel_fd(st->host, call) : -1;
-    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (c->fd < 0)
-        return conn_error(c, SBX_E_IO, "socket: %s", strerror(errno));
-    if (connect_path(c->fd, sb->agent_sock) != 0) {
-        int e = errno;
+    c->fd = -1;
+    c->replaced = 0;
+    int rc = connect_agent(c, connect_errno);
+    if (rc == SBX_OK)
+        rc = check_peer(c);
+    if (rc != SBX_OK) {
         docker_agent_close(c);
-        if (e == EACCES || e == EPERM)
-            return conn_error(c, SBX_E_DENIED, "permission denied connecting to %s",
-                              sb->agent_sock);
-        *connect_errno = e;
-        return SBX_E_UNAVAILABLE; /* the caller says why */
+        return rc;
     }
     /* Protocol 1 unless the request needs 2 (it acts as a user, or makes
      * one): so that a container whose agent predates users keeps serving
@@ -317,7 +493,7 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
     uint32_t sent = user || type == AP_GROUP_ADD || type == AP_USER_ADD ? 2 : 1;
     unsigned char pre[AP_PREAMBLE_LEN];
     ap_preamble(pre, sent);
-    int rc = send_all(c, pre, sizeof pre);
+    rc = send_all(c, pre, sizeof pre);
     if (rc == SBX_OK && sent == 1) {
         rc = send_all(c, req, req_len);
     } else if (rc == SBX_OK) {
@@ -378,14 +554,17 @@ int docker_agent_open(sbx_sandbox *sb, sbx_call *call, const void *req, size_t r
     return e ? diagnose(c, e, &running) : rc;
 }
 
-/* One ping. *connect_errno is set when nobody listens. */
-static int ping_once(sbx_sandbox *sb, sbx_call *call, int64_t deadline, int *connect_errno)
+/* One ping. *connect_errno is set when nobody listens, *replaced when
+ * what listens (or lies there) is not the agent. */
+static int ping_once(sbx_sandbox *sb, sbx_call *call, int64_t deadline, int *connect_errno,
+                     int *replaced)
 {
     unsigned char req[AP_HDR_LEN];
     ap_header(req, AP_PING, 0);
     struct docker_agent_conn c;
     *connect_errno = 0;
     int rc = open_conn(sb, call, req, sizeof req, deadline, &c, connect_errno);
+    *replaced = c.replaced;
     if (rc != SBX_OK)
         return rc;
     unsigned char buf[512];
@@ -398,13 +577,15 @@ static int ping_once(sbx_sandbox *sb, sbx_call *call, int64_t deadline, int *con
     return rc;
 }
 
-int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped)
+int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped,
+                       int *replaced)
 {
     *stopped = 0;
+    *replaced = 0;
     int64_t end = docker_now_ms() + wait_ms, next_look = docker_now_ms() + 200;
     for (;;) {
         int e;
-        int rc = ping_once(sb, call, end, &e);
+        int rc = ping_once(sb, call, end, &e, replaced);
         /* only "nobody listens yet" is worth waiting for: the agent of a
          * container that just started makes its socket within milliseconds;
          * now and then the container is looked at, so one whose agent

@@ -31,6 +31,7 @@
 #include "http_json.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -166,9 +167,17 @@ struct sbx_sandbox {
     char *skills_src;
     char *staging;                    /* the session's staging directory */
     char *skill_state;                /* the session's skill-state directory */
-    /* Host path of the agent's socket when the container runs under
-     * sbx-agent; NULL: exec and files go through the Engine API. */
+    /* Host paths of the agent's directory (the /.sbx/run bind) and of its
+     * socket there when the container runs under sbx-agent; NULL: exec
+     * and files go through the Engine API. What is in the directory is
+     * the container's: agent_client.c opens it only beneath the
+     * directory's descriptor (agent_sock is for messages). */
+    char *agent_dir;
     char *agent_sock;
+    /* The container's init pid as this process sees it, which the agent's
+     * listener must have (agent_client.c): learnt from the daemon on
+     * first use and again when it changes (a restarted container). */
+    atomic_int agent_pid;
     /* Memory stores bound into the container (from its mounts). */
     struct docker_memory *memory;
     size_t nmemory;
@@ -469,6 +478,7 @@ struct docker_agent_conn {
     sbx_call *call;
     int cancel_fd;
     int64_t deadline;
+    int replaced; /* what was found was not the agent's socket (agent_client.c) */
 };
 
 /* Connect, exchange preambles (the agent's protocol version is checked:
@@ -493,8 +503,10 @@ void docker_agent_close(struct docker_agent_conn *c);
 
 /* Wait up to wait_ms for the agent of sb to answer a ping, checking its
  * protocol version. *stopped: the container is not running (its agent
- * ended or refused to start: the message says why). */
-int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped);
+ * ended or refused to start: the message says why). *replaced: a process
+ * in the container replaced the agent's socket (SBX_E_DENIED). */
+int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped,
+                       int *replaced);
 
 /* ---- exec_agent.c / files_agent.c -------------------------------------------- */
 

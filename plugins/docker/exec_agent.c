@@ -134,8 +134,11 @@ static void read_agent(struct ax *x)
         if (k <= 0) {
             x->rc = docker_error(x->c.sb->st, x->c.call, SBX_E_UNAVAILABLE,
                                  "docker: exec of %.200s: the sbx agent of container %.12s "
-                                 "closed the connection without a result (%s); the agent "
-                                 "or its container may have died",
+                                 "closed the connection without a result (%s): the "
+                                 "command's handler in the agent ended before it reported "
+                                 "(killed or stopped by a process in the container: the "
+                                 "agent then kills everything the command started), or the "
+                                 "agent or its container died",
                                  x->args->argv[0], x->c.sb->id,
                                  k < 0 ? strerror(errno) : "end of stream");
             x->done = 1;

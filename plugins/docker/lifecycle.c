@@ -301,8 +301,10 @@ static struct sbx_sandbox *new_handle(struct docker_state *st, const char *id,
         size_t cap = strlen(run) + sizeof "/" DOCKER_AGENT_SOCK;
         if ((sb->agent_sock = malloc(cap)))
             snprintf(sb->agent_sock, cap, "%s/" DOCKER_AGENT_SOCK, run);
+        sb->agent_dir = strdup(run);
     }
-    int bad = (run && !sb->agent_sock) || dup_opt(bind_source(mounts, from_inspect, DOCKER_OUTPUTS),
+    atomic_init(&sb->agent_pid, 0);
+    int bad = (run && (!sb->agent_sock || !sb->agent_dir)) || dup_opt(bind_source(mounts, from_inspect, DOCKER_OUTPUTS),
                       &sb->outputs_src) ||
               dup_opt(up, &sb->uploads_src) ||
               dup_opt(bind_source(mounts, from_inspect, DOCKER_SKILLS),
@@ -536,28 +538,31 @@ static int adopt_existing(struct docker_state *st, sbx_call *call, const char *n
 }
 
 /* The agent of a container that runs: answering, and speaking our
- * protocol. One that does not answer although its container runs (wedged)
- * gets the container restarted once; one whose container stopped right
- * after the start (it refused to start: a user the image lacks) fails the
- * call with its reason. */
+ * protocol. One that does not answer although its container runs
+ * (wedged), or whose socket a process in the container replaced, gets the
+ * container restarted once (its agent then makes its socket again); one
+ * whose container stopped right after the start (it refused to start: a
+ * user the image lacks) fails the call with its reason. */
 static int agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb)
 {
     if (!sb->agent_sock)
         return SBX_OK;
-    int stopped;
-    int rc = docker_agent_ready(sb, call, st->cfg.request_timeout_ms, &stopped);
-    if ((rc != SBX_E_UNAVAILABLE && rc != SBX_E_TIMEOUT) || stopped)
+    int stopped, replaced;
+    int rc = docker_agent_ready(sb, call, st->cfg.request_timeout_ms, &stopped, &replaced);
+    if (!replaced && ((rc != SBX_E_UNAVAILABLE && rc != SBX_E_TIMEOUT) || stopped))
         return rc;
     st->host->log(st->host, SBX_LOG_WARN,
-                  "docker: the sbx agent of container %.12s does not answer; restarting "
-                  "the container",
+                  replaced ? "docker: the socket of the sbx agent of container %.12s was "
+                             "replaced from inside the container; restarting the container"
+                           : "docker: the sbx agent of container %.12s does not answer; "
+                             "restarting the container",
                   sb->id);
     sbx_http_error err;
     rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/restart?t=1",
                      sb->id);
     if (rc != SBX_OK)
         return docker_report(st, call, &err, "restarting container %.12s", sb->id);
-    return docker_agent_ready(sb, call, st->cfg.request_timeout_ms, &stopped);
+    return docker_agent_ready(sb, call, st->cfg.request_timeout_ms, &stopped, &replaced);
 }
 
 /* The user the agent runs commands as: the configured one, else the
@@ -877,6 +882,7 @@ void docker_release(sbx_sandbox *sb)
     free(sb->staging);
     free(sb->skill_state);
     free(sb->agent_sock);
+    free(sb->agent_dir);
     docker_memory_free(sb);
     free(sb);
 }

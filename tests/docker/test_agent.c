@@ -2,7 +2,8 @@
  * test_agent.c - the docker provider with its in-container agent (the
  * default): wait statuses, process trees, concurrency, restarts, a dead
  * agent, the trust boundary, the version check, and containers made
- * without the agent.
+ * without the agent (test_agent_channel.c has the attacks on the channel,
+ * test_agent_strays.c those on a command's handler).
  */
 #include "harness.h"
 
@@ -297,50 +298,42 @@ Test(docker_agent, processes_in_the_container_cannot_use_the_agent)
     dh_close(&u);
 }
 
-struct fake {
-    int lfd;
-    int version;
-};
-
-/* Answer one connection with another protocol version. */
-static void *fake_agent(void *arg)
-{
-    struct fake *f = arg;
-    int c = accept(f->lfd, NULL, NULL);
-    if (c >= 0) {
-        unsigned char pre[8] = {'S', 'B', 'X', 'A', 0, 0, 0, (unsigned char)f->version};
-        ssize_t w = write(c, pre, sizeof pre);
-        (void)w;
-        usleep(200000);
-        close(c);
-    }
-    return NULL;
-}
-
+/* A container whose agent speaks another protocol version (here a
+ * stand-in speaking 99 that runs as its init, so that it passes the peer
+ * check): attach refuses it, naming both versions. The session's agent is
+ * a copy the test swaps while the container is stopped: the daemon binds
+ * the file found at agent_path again when the container starts. */
 Test(docker_agent, another_protocol_version_is_refused_on_attach)
 {
-    char sock[512];
-    snprintf(sock, sizeof sock, "%s/sbx-%.32s/agent/agent.sock", h.resource_dir, hash);
-    /* stand in for the agent: its socket is replaced by one that speaks 99 */
-    cr_assert_eq(unlink(sock), 0, "%s: %s", sock, strerror(errno));
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    cr_assert_lt(strlen(sock), sizeof sa.sun_path);
-    memcpy(sa.sun_path, sock, strlen(sock) + 1);
-    struct fake f = {socket(AF_UNIX, SOCK_STREAM, 0), 99};
-    cr_assert_eq(bind(f.lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-    cr_assert_eq(listen(f.lfd, 4), 0);
-    pthread_t th;
-    pthread_create(&th, NULL, fake_agent, &f);
-    h.ops->release(sb);
-    sb = NULL;
+    char dir[] = "/tmp/sbx-agent-swap-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char agent[600];
+    snprintf(agent, sizeof agent, "%s/sbx-agent", dir);
+    cr_assert_eq(dh_system("cp '%s/sbx-agent' '%s'", SBX_TEST_PROVIDER_DIR, agent), 0);
+    struct dh v;
+    const char *extra[] = {"agent_path", agent, NULL};
+    dh_open(&v, NULL, extra);
+    char k2[64], h2[65], r2[SBX_REF_MAX];
+    dh_new_key(k2, h2);
+    sbx_sandbox *s2 = dh_create(&v, k2, r2);
+    free(dh_sh(&v, s2, "true"));
+    v.ops->release(s2);
+    s2 = NULL;
+    char path[640];
+    snprintf(path, sizeof path, "/v1.41/containers/%s/stop?t=1", r2);
+    cr_assert_eq(dh_api(v.host_uri, "POST", path, NULL, NULL), 204);
+    cr_assert_eq(dh_system("cp '%s' '%s.new' && mv -f '%s.new' '%s'", SBX_TEST_FAKE_AGENT,
+                           agent, agent, agent),
+                 0);
     char msg[1024];
-    int rc = dh_attach(&h, key, ref, &sb, msg, sizeof msg);
-    pthread_join(th, NULL);
-    close(f.lfd);
+    int rc = dh_attach(&v, k2, r2, &s2, msg, sizeof msg);
     cr_expect_eq(rc, SBX_E_PROTOCOL, "%s: %s", sbx_strerror(rc), msg);
     cr_expect(strstr(msg, "protocol version 99") && strstr(msg, "this provider 1"), "%s",
               msg);
-    cr_expect_null(sb);
+    cr_expect_null(s2);
+    dh_destroy(&v, k2, r2);
+    dh_close(&v);
+    dh_system("rm -rf '%s'", dir);
 }
 
 /* A container made without the agent keeps working through the Engine API
