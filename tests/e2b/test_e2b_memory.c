@@ -227,6 +227,34 @@ Test(e2b_memory, hostile_names_and_symlinks_are_refused_by_name_and_never_follow
     end(h, "mem-hostile");
 }
 
+/* UTF-8 names beyond ASCII go into the sandbox's tree and come back byte
+ * for byte (the re-encoded load and the diff write names as bytes). */
+Test(e2b_memory, non_ascii_names_round_trip)
+{
+    put("caf\xc3\xa9.md", "cafe\n");
+    sbx_handle *h = session("mem-utf8", SBX_MEMORY_READ_WRITE);
+    char *out = NULL;
+    sbx_error err;
+    int rc = in_mount(h,
+                      "cat caf\xc3\xa9.md && mkdir -p \xe6\x97\xa5 && "
+                      "echo nihon > \xe6\x97\xa5/\xc3\xa9t\xc3\xa9.md && "
+                      "echo cafe2 > caf\xc3\xa9.md",
+                      &out, &err);
+    cr_expect_eq(rc, SBX_OK, "%d %s", rc, err.message);
+    cr_expect_str_eq(out ? out : "", "cafe\n", "the head was loaded under its name");
+    free(out);
+    char list[4096];
+    paths(list);
+    cr_expect_str_eq(list, "caf\xc3\xa9.md|\xe6\x97\xa5/\xc3\xa9t\xc3\xa9.md|", "committed: %s",
+                     list);
+    char *c = head("caf\xc3\xa9.md"), *n = head("\xe6\x97\xa5/\xc3\xa9t\xc3\xa9.md");
+    cr_expect_str_eq(c ? c : "", "cafe2\n");
+    cr_expect_str_eq(n ? n : "", "nihon\n");
+    free(c);
+    free(n);
+    end(h, "mem-utf8");
+}
+
 /* The fake's host directory of the one sandbox it runs: what the
  * sandbox's root can write. */
 static void sandbox_dir(char *buf, size_t cap)
