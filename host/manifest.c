@@ -173,16 +173,8 @@ SBX_API int sbx_manifest_load_cancel(sbx_ctx *ctx, const char *path, const char 
                              "manifest %s: not a regular file of at most %d bytes", path,
                              SBX_MANIFEST_FILE_MAX);
     }
-    char *text = malloc((size_t)st.st_size + 1);
     size_t got = 0;
-    while (text && got < (size_t)st.st_size) {
-        ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    char *text = sbx_manifest_read_fd(fd, (size_t)st.st_size, &got);
     close(fd);
     if (!text)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
@@ -223,4 +215,21 @@ SBX_API void sbx_manifest_free(sbx_manifest *m)
         return;
     sbx_manifest_clear(m);
     free(m);
+}
+
+char *sbx_manifest_read_fd(int fd, size_t size, size_t *got)
+{
+    char *text = malloc(size + 1);
+    *got = 0;
+    while (text && *got < size) {
+        ssize_t n = read(fd, text + *got, size - *got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        *got += (size_t)n;
+    }
+    if (text)
+        text[*got] = '\0';
+    return text;
 }

@@ -108,6 +108,11 @@ int sbx_manifest_open_source(const struct sbx_manifest *m, int root, const char 
  * Returns the descriptor or -1 with errno. */
 int sbx_manifest_openat(int dir, const char *rel, int flags);
 
+/* Read up to size bytes of fd into a new NUL-terminated buffer (the
+ * caller frees it); *got says how many came (fewer at a short file). NULL
+ * when out of memory. */
+char *sbx_manifest_read_fd(int fd, size_t size, size_t *got);
+
 /* Refuse a host git repository (e->root, e->rel) that would make git read
  * outside it: a .git that is a file (gitdir:) or a symlink; commondir,
  * objects/info/alternates, objects/info/http-alternates, info/grafts; a

@@ -61,16 +61,8 @@ static int check_config(const struct sbx_manifest *m, const struct manifest_entr
         close(fd);
         return refuse(m, e, err, name, "is not a regular file of at most 256 KiB");
     }
-    char *text = malloc((size_t)st.st_size + 1);
     size_t got = 0;
-    while (text && got < (size_t)st.st_size) {
-        ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
+    char *text = sbx_manifest_read_fd(fd, (size_t)st.st_size, &got);
     close(fd);
     if (!text)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
