@@ -17,7 +17,7 @@
  * no output is ever held whole in memory. A timeout or a cancellation
  * deletes the session, which kills its whole process group. What left
  * the group (setsid, double forks) the session does not know: the command
- * line sets SBX_EXEC_TREE=<the command's random hex> for the wrapper and
+ * line sets SBX_EXEC_TAG=<the command's random hex> for the wrapper and
  * everything below it, and once the session is gone exec kills whatever
  * still has it (exec_tree.h).
  *
@@ -97,7 +97,7 @@ static char *command_line(const struct sbx_exec_args *args, const char *dir, con
     size_t len = 0, cap = 0;
     const char *mode = args->in ? "1" : "0";
     char assign[64];
-    snprintf(assign, sizeof assign, SBX_EXEC_TREE_VAR "=%s", token);
+    snprintf(assign, sizeof assign, SBX_EXEC_TAG_VAR "=%s", token);
     /* an assignment word before the command: in the wrapper's environment */
     if (!(b = malloc(cap = 256)))
         return NULL;

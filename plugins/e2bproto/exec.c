@@ -31,7 +31,7 @@ struct run {
     sbx_call *call;
     const struct sbx_sink *out, *err;
     struct sbx_exec_result *res;
-    const char *token; /* SBX_EXEC_TREE of a user command (kill.c), or NULL */
+    const char *token; /* SBX_EXEC_TAG of a user command (kill.c), or NULL */
     unsigned char *dec;
 
     pthread_mutex_t mu;
@@ -271,7 +271,7 @@ static void *feeder(void *arg)
 }
 
 /* The Start request body: cmd and args without a shell, cwd, envs (and
- * SBX_EXEC_TREE=token when token is set). */
+ * SBX_EXEC_TAG=token when token is set). */
 static json_object *start_body(const struct sbx_exec_args *args, const char *cwd, int stdin_on,
                                const char *token)
 {
@@ -291,7 +291,7 @@ static json_object *start_body(const struct sbx_exec_args *args, const char *cwd
     if (args->env || token) {
         json_object *envs = json_object_new_object();
         if (token)
-            json_object_object_add(envs, "SBX_EXEC_TREE", json_object_new_string(token));
+            json_object_object_add(envs, "SBX_EXEC_TAG", json_object_new_string(token));
         for (size_t i = 0; args->env && args->env[i]; i++) {
             const char *eq = strchr(args->env[i], '=');
             if (!eq)

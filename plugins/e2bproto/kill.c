@@ -14,7 +14,7 @@
  * killed. A process that left both the group and the session and whose
  * parent died before the scan is out of reach of these: only the
  * sandbox's cgroup knows it, and envd exposes no call for that. So every
- * command exec starts also carries SBX_EXEC_TREE=<random token> in its
+ * command exec starts also carries SBX_EXEC_TAG=<random token> in its
  * environment, which its descendants inherit (through setsid and double
  * forks), and the scan also takes every process whose initial environment
  * has it (one grep over /proc/<pid>/environ per round: a grep that reads
@@ -27,12 +27,12 @@
 
 #include <stdio.h>
 
-/* $1: the command's pid; $2: its SBX_EXEC_TREE token, or empty. */
+/* $1: the command's pid; $2: its SBX_EXEC_TAG token, or empty. */
 static const char kill_tree_sh[] =
     "p=$1; tok=$2; me=$$; t=\" $p \"; grew=1; "
     "while [ -n \"$grew\" ]; do grew=; "
     "if [ -n \"$tok\" ]; then "
-    "for e in $(grep -lsF -- \"SBX_EXEC_TREE=$tok\" /proc/[0-9]*/environ); do "
+    "for e in $(grep -lsF -- \"SBX_EXEC_TAG=$tok\" /proc/[0-9]*/environ); do "
     "q=${e#/proc/}; q=${q%/environ}; [ \"$q\" = \"$me\" ] && continue; "
     "case \"$t\" in *\" $q \"*) ;; *) t=\"$t$q \"; grew=1;; esac; done; fi; "
     "for f in /proc/[0-9]*/stat; do q=${f#/proc/}; q=${q%/stat}; "

@@ -12,7 +12,7 @@
  * names the signal. Cancellation and the timeout end the command through
  * DELETE /command?id= (execd kills its process group). What the command
  * leaves behind, in its group or out of it (setsid), execd does not end:
- * each command carries SBX_EXEC_TREE=<token> and exec kills what has it
+ * each command carries SBX_EXEC_TAG=<token> and exec kills what has it
  * once the command has ended (exec_tree.h).
  *
  * stdin: execd has none. When a source is given, the command opens a FIFO
@@ -276,7 +276,7 @@ static json_object *command_body(const struct sbx_exec_args *args, const char *c
         json_object_object_add(body, "timeout", json_object_new_int64(timeout_ms));
     json_object *envs = json_object_new_object();
     if (token)
-        json_object_object_add(envs, SBX_EXEC_TREE_VAR, json_object_new_string(token));
+        json_object_object_add(envs, SBX_EXEC_TAG_VAR, json_object_new_string(token));
     if (args->env || token) {
         for (size_t i = 0; args->env && args->env[i]; i++) {
             const char *eq = strchr(args->env[i], '=');
