@@ -442,8 +442,10 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
     int rootfd = files_open_root(sock, agent_cfg.roots[0]);
     if (rootfd < 0)
         return;
+    /* close-on-exec like every descriptor here: dup() would hand the
+     * workspace directory to the command */
     int cwdfd = cwd[0] ? beneath(rootfd, cwd, O_PATH | O_DIRECTORY | O_CLOEXEC, 0)
-                       : dup(rootfd);
+                       : fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
     if (cwdfd < 0) {
         int e = errno;
         wire_error(sock, e, "cwd", "working directory %s: %s", cwd,

@@ -531,3 +531,48 @@ void cf_case_exec_stdin_left_open(struct cf_test *t)
     close(p[0]);
     close(p[1]);
 }
+
+/*
+ * cwd must be an existing directory: a missing one, or a file, is
+ * SBX_E_INVALID and nothing runs (the command would write a marker in the
+ * directory it ran in, wherever that is).
+ */
+void cf_case_exec_cwd_missing(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    if (!cf_write_text(t, h, "file.txt", "a file\n"))
+        return;
+    static const char *const bad[] = {"no/such/dir", "file.txt", NULL};
+    static const char *const what[] = {"a missing directory", "a file"};
+    for (size_t i = 0; bad[i]; i++) {
+        const char *argv[] = {"sh", "-c", "echo ran > ran.txt; pwd", NULL};
+        struct cf_exec e;
+        memset(&e, 0, sizeof e);
+        e.argv = argv;
+        e.cwd = bad[i];
+        e.timeout_ms = CF_GUARD_MS;
+        cf_exec(&e, h);
+        bool ok = e.status == SBX_E_INVALID;
+        if (!ok) {
+            char q[200];
+            char *out = cf_capture_string(&e.out);
+            cf_fail(t, "exec with cwd %s (%s) returned %s (%s; printed %s); want "
+                       "SBX_E_INVALID",
+                    bad[i], what[i], cf_status_name(e.status), e.err.message,
+                    out ? cf_quote(out, strlen(out), q, sizeof q) : "?");
+            free(out);
+        }
+        cf_exec_free(&e);
+        if (!ok)
+            return;
+    }
+    char *out = cf_sh(t, h, "find . -name ran.txt");
+    if (out && *out) {
+        char q[200];
+        cf_fail(t, "exec with a bad cwd was refused but the command ran: %s",
+                cf_quote(out, strlen(out), q, sizeof q));
+    }
+    free(out);
+}

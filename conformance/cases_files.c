@@ -5,9 +5,11 @@
  */
 #include "cf_internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CF_GUARD_MS 20000
 
@@ -278,4 +280,150 @@ void cf_case_path_escape_write(struct cf_test *t)
         }
     }
     free(out);
+}
+
+/* ---- file_read_fifo ------------------------------------------------------- */
+
+struct fifo_reader {
+    sbx_handle *h;
+    int status;
+    sbx_error err;
+    uint64_t bytes;
+    double returned_at;
+    pthread_mutex_t lock;
+    pthread_cond_t done_cv;
+    bool done;
+};
+
+static void *read_fifo(void *arg)
+{
+    struct fifo_reader *r = arg;
+    sbx_capture c;
+    sbx_capture_init(&c, 256, 0);
+    struct sbx_sink sink = sbx_capture_sink(&c);
+    sbx_error_clear(&r->err);
+    r->status = sbx_read(r->h, "fifo", &sink, NULL, &r->err);
+    r->bytes = c.total;
+    sbx_capture_free(&c);
+    pthread_mutex_lock(&r->lock);
+    r->returned_at = cf_now();
+    r->done = true;
+    pthread_cond_signal(&r->done_cv);
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+/* Wait until r is done or `seconds` passed; whether it is done. */
+static bool fifo_wait(struct fifo_reader *r, double seconds)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)seconds;
+    until.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->lock);
+    while (!r->done && pthread_cond_timedwait(&r->done_cv, &r->lock, &until) == 0)
+        ;
+    bool done = r->done;
+    pthread_mutex_unlock(&r->lock);
+    return done;
+}
+
+/*
+ * A FIFO made by a command with no writer: a read that opens it blocking
+ * waits for a writer forever. The read runs in a thread; if it is still
+ * running after 2 s a command opens the FIFO for writing (which releases a
+ * blocked open) so that the case can end and say so.
+ */
+void cf_case_file_read_fifo(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    char *out = cf_sh(t, h, "mkfifo fifo && test -p fifo");
+    free(out);
+    if (!out)
+        return;
+    struct fifo_reader r;
+    memset(&r, 0, sizeof r);
+    r.h = h;
+    pthread_mutex_init(&r.lock, NULL);
+    pthread_cond_init(&r.done_cv, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, read_fifo, &r) != 0) {
+        pthread_cond_destroy(&r.done_cv);
+        pthread_mutex_destroy(&r.lock);
+        return (void)cf_fail(t, "could not start a thread");
+    }
+    double started = cf_now();
+    bool blocked = !fifo_wait(&r, 2.0);
+    if (blocked) {
+        /* Release the reader: a writer opens the FIFO and closes it. */
+        const char *argv[] = {"sh", "-c", "exec 3>fifo; sleep 0.2", NULL};
+        struct cf_exec e;
+        memset(&e, 0, sizeof e);
+        e.argv = argv;
+        e.timeout_ms = 5000;
+        cf_exec(&e, h);
+        cf_exec_free(&e);
+    }
+    pthread_join(th, NULL);
+    double took = r.returned_at - started;
+    if (blocked)
+        cf_fail(t, "read_file of a FIFO without a writer blocked (over 2 s, until "
+                   "a command opened it for writing; then %s); want SBX_E_INVALID "
+                   "at once",
+                cf_status_name(r.status));
+    else if (r.status != SBX_E_INVALID)
+        cf_fail(t, "read_file of a FIFO returned %s (%s) after %.2f s; want "
+                   "SBX_E_INVALID",
+                cf_status_name(r.status), r.err.message, took);
+    else if (r.bytes)
+        cf_fail(t, "read_file of a FIFO delivered %llu bytes before refusing",
+                (unsigned long long)r.bytes);
+    pthread_cond_destroy(&r.done_cv);
+    pthread_mutex_destroy(&r.lock);
+}
+
+/* ---- file_mode_invalid ---------------------------------------------------- */
+
+/* Mode bits outside 0777 (set-user-id, set-group-id, sticky, a file type)
+ * are refused by the op itself, whoever calls it, and nothing is written. */
+void cf_case_file_mode_invalid(struct cf_test *t)
+{
+    sbx_handle *h = cf_sandbox(t, NULL);
+    if (!h)
+        return;
+    static const unsigned bad[] = {04755, 02755, 01777, 0100644, 010000};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "mode-%o.txt", bad[i]);
+        const char *text = "must not be written\n";
+        struct sbx_memory_source m = {text, strlen(text), 0};
+        struct sbx_source src = sbx_memory_source(&m);
+        sbx_error err;
+        sbx_error_clear(&err);
+        int rc = sbx_write(h, path, &src, bad[i], NULL, &err);
+        if (rc != SBX_E_INVALID)
+            return (void)cf_fail(t, "write_file with mode %#o returned %s (%s); "
+                                    "want SBX_E_INVALID (bits outside 0777)",
+                                 bad[i], cf_status_name(rc), err.message);
+        char script[256];
+        snprintf(script, sizeof script, "if test -e '%s'; then ls -l '%s'; fi", path,
+                 path);
+        char *out = cf_sh(t, h, script);
+        if (!out)
+            return;
+        if (*out) {
+            char q[200];
+            cf_fail(t, "write_file with mode %#o was refused but left the file: %s",
+                    bad[i], cf_quote(out, strlen(out), q, sizeof q));
+        }
+        free(out);
+        if (cf_failed(t))
+            return;
+    }
 }

@@ -298,3 +298,46 @@ void cf_case_attach_after_destroy(struct cf_test *t)
                    "create with the same key");
     free(out);
 }
+
+/*
+ * References no provider writes: empty, with control characters, a path
+ * leading out, and a very long one. attach must say SBX_E_INVALID (the
+ * caller's record is wrong), never SBX_E_NOT_FOUND (which tells the caller
+ * the workspace is gone, so a session manager would drop it); destroy of
+ * such a reference is SBX_E_INVALID too, and destroys nothing.
+ */
+void cf_case_attach_malformed_ref(struct cf_test *t)
+{
+    sbx_provider *p = NULL;
+    char key[CF_KEY_MAX], ref[SBX_REF_MAX];
+    sbx_handle *h = sandbox_with_id(t, &p, key, ref);
+    if (!h)
+        return;
+    if (!cf_write_text(t, h, "marker.txt", "still here\n"))
+        return;
+    char longref[SBX_REF_MAX];
+    memset(longref, '%', sizeof longref - 1);
+    longref[sizeof longref - 1] = '\0';
+    const char *const bad[] = {"", "not a reference\n\x01", "../../../../etc/passwd",
+                               longref};
+    const char *what[] = {"an empty reference", "a reference with control characters",
+                          "a path leading out", "a reference of SBX_REF_MAX - 1 '%'"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sbx_handle *h2 = NULL;
+        sbx_error err;
+        sbx_error_clear(&err);
+        int rc = sbx_attach(p, key, bad[i], NULL, &h2, &err);
+        if (rc == SBX_OK)
+            cf_track(t, p, h2);
+        if (rc != SBX_E_INVALID)
+            return (void)cf_fail(t, "attach of %s returned %s (%s); want SBX_E_INVALID "
+                                    "(SBX_E_NOT_FOUND says the workspace is gone)",
+                                 what[i], cf_status_name(rc), err.message);
+        sbx_error_clear(&err);
+        rc = sbx_destroy(p, key, bad[i], NULL, &err);
+        if (rc != SBX_E_INVALID)
+            return (void)cf_fail(t, "destroy of %s returned %s (%s); want SBX_E_INVALID",
+                                 what[i], cf_status_name(rc), err.message);
+    }
+    (void)cf_expect_file(t, h, "marker.txt", "still here\n");
+}

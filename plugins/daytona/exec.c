@@ -15,7 +15,11 @@
  * and stderr to two files of a per-command directory, so both streams stay
  * apart and byte-exact (the session's JSON answers carry text only) and
  * no output is ever held whole in memory. A timeout or a cancellation
- * deletes the session, which kills its whole process group.
+ * deletes the session, which kills its whole process group. What left
+ * the group (setsid, double forks) the session does not know: the command
+ * line sets SBX_EXEC_TAG=<the command's random hex> for the wrapper and
+ * everything below it, and once the session is gone exec kills whatever
+ * still has it (exec_tree.h).
  *
  * stdin is fed while the command runs as files of the same directory
  * (exec_stdin.c), which the wrapper pipes into the command through a FIFO
@@ -27,6 +31,7 @@
  */
 #include "daytona.h"
 
+#include "exec_tree.h"
 #include "hex.h"
 #include "utf8.h"
 
@@ -85,11 +90,18 @@ static int deliver(sbx_sandbox *sb, sbx_call *call, const char *path,
 
 /* ---- one command ------------------------------------------------------ */
 
-static char *command_line(const struct sbx_exec_args *args, const char *dir, const char *cwd)
+static char *command_line(const struct sbx_exec_args *args, const char *dir, const char *cwd,
+                          const char *token)
 {
     char *b = NULL;
     size_t len = 0, cap = 0;
     const char *mode = args->in ? "1" : "0";
+    char assign[64];
+    snprintf(assign, sizeof assign, SBX_EXEC_TAG_VAR "=%s", token);
+    /* an assignment word before the command: in the wrapper's environment */
+    if (!(b = malloc(cap = 256)))
+        return NULL;
+    len = (size_t)snprintf(b, cap, "%s", assign);
     if (dt_sh_quote(&b, &len, &cap, "sh") || dt_sh_quote(&b, &len, &cap, "-c") ||
         dt_sh_quote(&b, &len, &cap, WRAP_SH) || dt_sh_quote(&b, &len, &cap, "sbx") ||
         dt_sh_quote(&b, &len, &cap, dir) || dt_sh_quote(&b, &len, &cap, cwd) ||
@@ -146,7 +158,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     sbxs_random_hex(hex, 12);
     snprintf(sid, sizeof sid, "sbx-%s", hex);
     snprintf(dir, sizeof dir, "/tmp/.sbx-exec-%s", hex);
-    char *cmd = command_line(args, dir, cwd);
+    char *cmd = command_line(args, dir, cwd, hex);
     if (!cmd)
         return dt_error(st, call, SBX_E_NOMEM, "out of memory");
 
@@ -220,6 +232,12 @@ out:
      * command itself after a timeout or cancellation. */
     if (sid[0])
         dt_tb_session_delete(sb, sid);
+    const char *kill_argv[] = {"sh", "-c", sbx_exec_tree_kill_sh, "sh", hex, NULL};
+    int kcode = 0;
+    if (dt_exec_small(sb, NULL, "/", kill_argv, 10000, &kcode, NULL, 0, NULL, 0) != SBX_OK ||
+        kcode != 0)
+        st->host->log(st->host, SBX_LOG_WARN, DT ": killing what a command left in %s failed",
+                      sb->id);
     dt_tb_remove(sb, NULL, dir, 1, &err);
     free(cmd);
     return rc;

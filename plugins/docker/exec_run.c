@@ -17,7 +17,8 @@
  *      comes first: the return never waits for more than that;
  *   5. after a normal end, GET /exec/{id}/json for the exit code. An exec
  *      that never got a process (Pid 0 with an exit code recorded) could
- *      not start: what it wrote on stdout is the daemon's message.
+ *      not start: what it wrote on stdout is the daemon's message. Then
+ *      the killer kills what a killable command left behind.
  */
 #include "exec_internal.h"
 #include "stdin_feeder.h"
@@ -424,6 +425,20 @@ static int finish(struct run *r, enum stop_reason why)
     }
     oc->exit_code = code;
     oc->term_signal = 0;
+    /* What the command left behind (a background job, a setsid'd double
+     * fork) dies before exec returns: the killer finds it by tag and
+     * session as after a timeout. */
+    if (!oc->start_failed && r->spec->stop == EXEC_STOP_KILL && r->tag_env[0] && r->eid[0]) {
+        struct exec_killer k;
+        exec_killer_start(&k, r->sb, r->tag_env, r->eid,
+                          docker_now_ms() + r->st->cfg.kill_timeout_ms);
+        exec_killer_join(&k);
+        if (!k.ok)
+            r->st->host->log(r->st->host, SBX_LOG_WARN,
+                             "docker: what exec %.12s left behind could not all be "
+                             "killed: %s",
+                             r->eid, k.msg);
+    }
     return SBX_OK;
 }
 

@@ -247,9 +247,11 @@ int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const 
 
 /* ---- kill.c ------------------------------------------------------------ */
 
-/* Kill the process tree of the command with this pid (a root script in the
- * sandbox; failures are logged). Runs even after a cancellation. */
-void e2b_kill_tree(sbx_sandbox *sb, uint32_t pid);
+/* Kill the process tree of the command with this pid, and every process
+ * whose environment has SBX_EXEC_TAG=token (token NULL: none) (a root
+ * script in the sandbox; failures are logged). Runs even after a
+ * cancellation. */
+void e2b_kill_tree(sbx_sandbox *sb, uint32_t pid, const char *token);
 
 /* ---- paths.c ----------------------------------------------------------- */
 

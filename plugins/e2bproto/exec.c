@@ -9,6 +9,7 @@
  * See e2b_core.h.
  */
 #include "e2b_core.h"
+#include "hex.h"
 #include "gosignal.h"
 
 #include <errno.h>
@@ -30,6 +31,7 @@ struct run {
     sbx_call *call;
     const struct sbx_sink *out, *err;
     struct sbx_exec_result *res;
+    const char *token; /* SBX_EXEC_TAG of a user command (kill.c), or NULL */
     unsigned char *dec;
 
     pthread_mutex_t mu;
@@ -170,7 +172,7 @@ static void kill_process(struct run *r, sbx_call *call)
         return;
     /* The tree first, while the command lives (kill.c); then SendSignal,
      * which reaches the command even where no shell could run. */
-    e2b_kill_tree(r->sb, pid);
+    e2b_kill_tree(r->sb, pid, r->token);
     json_object *body = json_object_new_object();
     json_object *sel = json_object_new_object();
     json_object_object_add(sel, "pid", json_object_new_int64(pid));
@@ -268,8 +270,10 @@ static void *feeder(void *arg)
     return NULL;
 }
 
-/* The Start request body: cmd and args without a shell, cwd, envs. */
-static json_object *start_body(const struct sbx_exec_args *args, const char *cwd, int stdin_on)
+/* The Start request body: cmd and args without a shell, cwd, envs (and
+ * SBX_EXEC_TAG=token when token is set). */
+static json_object *start_body(const struct sbx_exec_args *args, const char *cwd, int stdin_on,
+                               const char *token)
 {
     json_object *body = json_object_new_object();
     json_object *proc = json_object_new_object();
@@ -284,9 +288,11 @@ static json_object *start_body(const struct sbx_exec_args *args, const char *cwd
     for (size_t i = 1; args->argv[i]; i++)
         json_object_array_add(av, json_object_new_string(args->argv[i]));
     json_object_object_add(proc, "args", av);
-    if (args->env) {
+    if (args->env || token) {
         json_object *envs = json_object_new_object();
-        for (size_t i = 0; args->env[i]; i++) {
+        if (token)
+            json_object_object_add(envs, "SBX_EXEC_TAG", json_object_new_string(token));
+        for (size_t i = 0; args->env && args->env[i]; i++) {
             const char *eq = strchr(args->env[i], '=');
             if (!eq)
                 continue;
@@ -405,7 +411,8 @@ static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_
 
 /* One command: everything exec and the helper share. */
 static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
-                       const char *cwd, const char *user, struct sbx_exec_result *res)
+                       const char *cwd, const char *user, const char *token,
+                       struct sbx_exec_result *res)
 {
     struct e2b_state *st = sb->st;
     struct run r;
@@ -415,10 +422,11 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     r.out = args->out;
     r.err = args->err;
     r.res = res;
+    r.token = token;
     r.in = args->in;
     r.stop_pipe[0] = r.stop_pipe[1] = -1;
     r.dec = malloc(E2BP_FRAME_MAX);
-    json_object *body = start_body(args, cwd, args->in != NULL);
+    json_object *body = start_body(args, cwd, args->in != NULL, token);
     size_t blen = 0;
     unsigned char *env = body ? e2bp_envelope(body, 0, &blen) : NULL;
     json_object_put(body);
@@ -540,6 +548,9 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         rc = e2b_error(st, call, SBX_E_PROTOCOL, "%s: exec: the stream ended without an end event",
                        st->cfg.provider);
     }
+    /* What the command left behind dies before exec returns (kill.c). */
+    if (token && r.ended && r.have_pid)
+        e2b_kill_tree(sb, r.pid, token);
 out:
     if (feeding) {
         pthread_mutex_lock(&r.mu);
@@ -582,7 +593,9 @@ int e2b_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     uint32_t size = res->size;
     memset(res, 0, sizeof *res);
     res->size = size;
-    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, NULL, res);
+    char token[33];
+    sbxs_random_hex(token, 16);
+    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, NULL, token, res);
     free(cwd);
     return rc;
 }
@@ -621,7 +634,7 @@ int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const 
     struct sbx_exec_result res;
     memset(&res, 0, sizeof res);
     res.size = sizeof res;
-    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, user, &res);
+    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, user, NULL, &res);
     *exit_code = res.exit_code;
     if (rc == SBX_OK && res.term_signal)
         *exit_code = 128 + res.term_signal;

@@ -6,18 +6,23 @@
  * the completion fd of the stdin feeder. stdin is streamed by the feeder
  * thread (shared/stdin_feeder.c), because the caller's source may block.
  *
- * Process tree policy: the command runs as the leader of its own process
- * group, and exec sends SIGKILL to that group before it returns, so nothing
- * the command started keeps running.
- *  - Timeout, cancellation, a sink or source failure: SIGKILL to the group.
- *  - Normal end: once the leader has exited, the output pipes are drained
- *    until they reach EOF or LOCAL_LEADER_GRACE_MS pass (background children
- *    may still hold them), then whatever is left in the group is killed.
- *    Commands that want a daemon to outlive them must use another provider.
- * The leader is not reaped until after that kill, so its pid (which is the
- * group id) cannot be reused by an unrelated process in between.
- * After a kill, pipes still held by processes that left the group (setsid)
- * are drained for at most LOCAL_KILL_DRAIN_MS, then abandoned.
+ * Process tree policy: the command runs under a keeper (child.c), the
+ * leader of its process group and a child subreaper, so that nothing the
+ * command started keeps running once exec returns, not even what left the
+ * group (setsid, double forks): every orphan of the tree is the keeper's.
+ *  - Timeout, cancellation, a sink or source failure, destroy of the
+ *    workspace: the keeper is told (its control pipe) and kills the tree.
+ *  - Normal end: the keeper lets the rest of the tree run for 250 ms after
+ *    the command exited, kills what is left and exits like the command;
+ *    then the output pipes are drained until they reach EOF or
+ *    LOCAL_LEADER_GRACE_MS pass. Commands that want a daemon to outlive
+ *    them must use another provider.
+ * The keeper is not reaped until the end, so its pid (which is the group
+ * id) cannot be reused by an unrelated process in between; a keeper that
+ * has not exited LOCAL_KEEPER_WAIT_MS after being told gets SIGKILL to
+ * its group. After a kill, pipes still held are drained for at most
+ * LOCAL_KILL_DRAIN_MS, then abandoned.
+ * Running commands are registered by workspace (dev, inode) for destroy.
  * Before returning, exec also waits for a read of the stdin source that is
  * in progress (the source is borrowed for the call only).
  */
@@ -30,6 +35,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +47,7 @@
 
 #define LOCAL_LEADER_GRACE_MS 250
 #define LOCAL_KILL_DRAIN_MS 1000
+#define LOCAL_KEEPER_WAIT_MS 1000
 /* Poll interval when the kernel offers no pidfd to wake us on exit. */
 #define LOCAL_EXIT_POLL_MS 20
 /* About 34 years: longer timeouts are treated as this. */
@@ -51,7 +58,11 @@ struct run {
     const struct sbx_host *host;
     sbx_call *call;
     const struct sbx_exec_args *args;
-    pid_t pid;
+    pid_t pid;          /* the keeper */
+    int ctl_fd;         /* write end of the keeper's control pipe, or -1 */
+    dev_t ws_dev;       /* the workspace, for destroy */
+    ino_t ws_ino;
+    struct run *next_running;
     int pidfd;          /* -1 when pidfd_open is unavailable */
     int out_fd, err_fd; /* parent's read ends, -1 at EOF */
     struct sbxs_feeder *feeder; /* NULL without stdin */
@@ -81,13 +92,69 @@ static void close_fd(int *fd)
     }
 }
 
+/* The commands running in this process (for destroy). */
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct run *running;
+
+static void running_add(struct run *r)
+{
+    pthread_mutex_lock(&running_lock);
+    r->next_running = running;
+    running = r;
+    pthread_mutex_unlock(&running_lock);
+}
+
+/* Unregister r and close its control pipe: the keeper kills the tree. */
+static void running_remove(struct run *r)
+{
+    pthread_mutex_lock(&running_lock);
+    for (struct run **p = &running; *p; p = &(*p)->next_running)
+        if (*p == r) {
+            *p = r->next_running;
+            break;
+        }
+    close_fd(&r->ctl_fd);
+    pthread_mutex_unlock(&running_lock);
+}
+
+void local_running_kill(dev_t dev, ino_t ino)
+{
+    pthread_mutex_lock(&running_lock);
+    for (struct run *r = running; r; r = r->next_running)
+        if (r->ws_dev == dev && r->ws_ino == ino && r->ctl_fd >= 0)
+            (void)!write(r->ctl_fd, "k", 1); /* a full pipe was told already */
+    pthread_mutex_unlock(&running_lock);
+}
+
 static void kill_group(struct run *r)
 {
     if (!r->group_killed) {
-        /* ESRCH: every member has gone already. */
-        (void)kill(-r->pid, SIGKILL);
+        running_remove(r);
         r->group_killed = 1;
         r->drain_end = now_ms() + LOCAL_KILL_DRAIN_MS;
+    }
+}
+
+static int leader_has_exited(pid_t pid);
+
+/* After kill_group: give the keeper LOCAL_KEEPER_WAIT_MS to kill the tree
+ * and exit, then SIGKILL its group (a keeper stopped by the command). */
+static void wait_keeper(struct run *r)
+{
+    int64_t end = now_ms() + LOCAL_KEEPER_WAIT_MS;
+    while (!leader_has_exited(r->pid)) {
+        int64_t left = end - now_ms();
+        if (left <= 0) {
+            (void)kill(-r->pid, SIGKILL);
+            return;
+        }
+        if (r->pidfd >= 0) {
+            struct pollfd p = {r->pidfd, POLLIN, 0};
+            (void)poll(&p, 1, (int)left);
+        } else {
+            struct timespec ts = {0, LOCAL_EXIT_POLL_MS * 1000000L};
+            nanosleep(&ts, NULL);
+        }
     }
 }
 
@@ -384,8 +451,13 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
 
     struct run r = {
         .host = host, .call = call, .args = args, .pid = -1, .pidfd = -1,
-        .out_fd = -1, .err_fd = -1, .status = SBX_OK,
+        .ctl_fd = -1, .out_fd = -1, .err_fd = -1, .status = SBX_OK,
     };
+    struct stat ws_st;
+    if (fstat(sb->dirfd, &ws_st) == 0) {
+        r.ws_dev = ws_st.st_dev;
+        r.ws_ino = ws_st.st_ino;
+    }
     int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
     r.io_buf = malloc(LOCAL_CHUNK);
     if (r.io_buf == NULL) {
@@ -412,10 +484,11 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
     int pid = -1;
     rc = local_spawn(host, call, args->argv,
                      args->env != NULL ? args->env : no_env, cwd_fd,
-                     child_fds, &pid);
+                     child_fds, &pid, &r.ctl_fd);
     if (rc != SBX_OK)
         goto out;
     r.pid = pid;
+    running_add(&r);
     close_fd(&in_p[0]);
     close_fd(&out_p[1]);
     close_fd(&err_p[1]);
@@ -434,6 +507,7 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
                                  "'%s': %s",
                                  args->argv[0], strerror(err));
             kill_group(&r);
+            wait_keeper(&r);
             reap_leader(r.pid);
             goto out;
         }
@@ -446,6 +520,7 @@ int local_exec(sbx_sandbox *sb, sbx_call *call,
 
     pump(&r);
     kill_group(&r); /* nothing of the command outlives exec */
+    wait_keeper(&r);
     /* Waits for a source read in progress: the source is borrowed. */
     if (sbxs_feeder_finish(r.feeder, NULL) && r.status == SBX_OK)
         r.status = SBX_E_IO; /* the source failed; its message is set */

@@ -67,11 +67,23 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
  * local_child_start - start prog (a path, no search) as described for
  * local_spawn (child.c). Returns 0 with *pid_out set, or the errno of the
  * failed step (fork, dup2, fchdir, execve...), with no child left.
+ * The pid is the command's keeper (child.c), the leader of its process
+ * group, which exits the way the command did once nothing of its tree is
+ * left. *ctl_out is the write end of the keeper's control pipe: writing a
+ * byte to it, or closing it, makes the keeper kill the whole tree now.
  */
 int local_child_start(const char *prog, char *const *argv, char *const *envp,
-                      int cwd_fd, const int stdio_fds[3], pid_t *pid_out);
+                      int cwd_fd, const int stdio_fds[3], pid_t *pid_out,
+                      int *ctl_out);
 int local_spawn(const struct sbx_host *host, sbx_call *call,
                 const char *const *argv, const char *const *envp, int cwd_fd,
-                const int stdio_fds[3], int *pid_out);
+                const int stdio_fds[3], int *pid_out, int *ctl_out);
+
+/*
+ * Commands running in this process, per workspace directory (exec.c), so
+ * that destroy can kill them: local_running_kill asks the keeper of every
+ * command running in the workspace (dev, ino) to kill its tree.
+ */
+void local_running_kill(dev_t dev, ino_t ino);
 
 #endif /* SBX_LOCAL_H */

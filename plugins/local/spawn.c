@@ -79,7 +79,8 @@ static int spawn_error(const struct sbx_host *host, sbx_call *call,
  * entries are resolved from the command's working directory. */
 static int spawn_searching(const struct sbx_host *host, sbx_call *call,
                            pid_t *pid, const char *name, char *const *argv,
-                           char *const *envp, int cwd_fd, const int stdio_fds[3])
+                           char *const *envp, int cwd_fd, const int stdio_fds[3],
+                           int *ctl)
 {
     const char *path = search_path((const char *const *)envp);
     size_t name_len = strlen(name);
@@ -100,7 +101,7 @@ static int spawn_searching(const struct sbx_host *host, sbx_call *call,
                 int err = S_ISDIR(st.st_mode)
                               ? EACCES
                               : local_child_start(candidate, argv, envp, cwd_fd,
-                                                  stdio_fds, pid);
+                                                  stdio_fds, pid, ctl);
                 if (err == 0)
                     return SBX_OK;
                 if (err != EACCES)
@@ -125,7 +126,7 @@ static int spawn_searching(const struct sbx_host *host, sbx_call *call,
 
 int local_spawn(const struct sbx_host *host, sbx_call *call,
                 const char *const *argv, const char *const *envp, int cwd_fd,
-                const int stdio_fds[3], int *pid_out)
+                const int stdio_fds[3], int *pid_out, int *ctl_out)
 {
     /* execve takes non-const arrays but does not modify them. */
     char *const *av = (char *const *)argv;
@@ -133,11 +134,11 @@ int local_spawn(const struct sbx_host *host, sbx_call *call,
     pid_t pid = -1;
     int rc;
     if (strchr(argv[0], '/') != NULL) {
-        int err = local_child_start(argv[0], av, ev, cwd_fd, stdio_fds, &pid);
+        int err = local_child_start(argv[0], av, ev, cwd_fd, stdio_fds, &pid, ctl_out);
         rc = err == 0 ? SBX_OK
                       : spawn_error(host, call, argv[0], argv[0], err, cwd_fd);
     } else {
-        rc = spawn_searching(host, call, &pid, argv[0], av, ev, cwd_fd, stdio_fds);
+        rc = spawn_searching(host, call, &pid, argv[0], av, ev, cwd_fd, stdio_fds, ctl_out);
     }
     if (rc == SBX_OK)
         *pid_out = pid;

@@ -234,6 +234,11 @@ int local_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *ar
                                "local: cannot open root '%s': %s", st->root,
                                strerror(errno));
     }
+    /* Commands still running in it (exec calls of other threads) are
+     * killed first: their keepers kill their trees. */
+    struct stat ws;
+    if (fstatat(rootfd, hash, &ws, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ws.st_mode))
+        local_running_kill(ws.st_dev, ws.st_ino);
     int err = confine_remove_tree(rootfd, hash);
     close(rootfd);
     if (err < 0)

@@ -10,7 +10,10 @@
  * program replaces the shell (exec), so that a signal that kills it is
  * the command's own: execd then reports exit code -1 and the status call
  * names the signal. Cancellation and the timeout end the command through
- * DELETE /command?id= (execd kills its process group).
+ * DELETE /command?id= (execd kills its process group). What the command
+ * leaves behind, in its group or out of it (setsid), execd does not end:
+ * each command carries SBX_EXEC_TAG=<token> and exec kills what has it
+ * once the command has ended (exec_tree.h).
  *
  * stdin: execd has none. When a source is given, the command opens a FIFO
  * in the sandbox (announced by a marker on stdout, which is taken out of
@@ -18,7 +21,9 @@
  * upload; the upload stops when the command has ended. See osb.h.
  */
 #include "osb.h"
+#include "exec_tree.h"
 #include "gosignal.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -259,7 +264,7 @@ static char *script(const struct sbx_exec_args *args, const char *fifo)
 }
 
 static json_object *command_body(const struct sbx_exec_args *args, const char *cmd,
-                                  const char *cwd, int64_t timeout_ms)
+                                  const char *cwd, int64_t timeout_ms, const char *token)
 {
     json_object *body = json_object_new_object();
     if (!body)
@@ -270,8 +275,10 @@ static json_object *command_body(const struct sbx_exec_args *args, const char *c
     if (timeout_ms > 0)
         json_object_object_add(body, "timeout", json_object_new_int64(timeout_ms));
     json_object *envs = json_object_new_object();
-    if (args->env) {
-        for (size_t i = 0; args->env[i]; i++) {
+    if (token)
+        json_object_object_add(envs, SBX_EXEC_TAG_VAR, json_object_new_string(token));
+    if (args->env || token) {
+        for (size_t i = 0; args->env && args->env[i]; i++) {
             const char *eq = strchr(args->env[i], '=');
             if (!eq)
                 continue;
@@ -303,7 +310,7 @@ static int signal_of(struct run *r)
 }
 
 static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
-                       const char *cwd, struct sbx_exec_result *res)
+                       const char *cwd, const char *token, struct sbx_exec_result *res)
 {
     struct osb_state *st = sb->st;
     struct run r;
@@ -330,7 +337,8 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     char *cmd = script(args, args->in ? r.fifo : NULL);
     /* execd's own deadline is a backstop: ours fires first and interrupts. */
     json_object *body = cmd ? command_body(args, cmd, cwd,
-                                           args->timeout_ms > 0 ? args->timeout_ms + 5000 : 0)
+                                           args->timeout_ms > 0 ? args->timeout_ms + 5000 : 0,
+                                           token)
                             : NULL;
     free(cmd);
     if (!body) {
@@ -460,8 +468,17 @@ int osb_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     uint32_t size = res->size;
     memset(res, 0, sizeof *res);
     res->size = size;
-    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, res);
+    char token[33];
+    sbxs_random_hex(token, 16);
+    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, token, res);
     free(cwd);
+    /* What the command left behind dies before exec returns, also after a
+     * timeout or cancellation (execd killed the group only). */
+    const char *kill_argv[] = {"sh", "-c", sbx_exec_tree_kill_sh, "sh", token, NULL};
+    int code = 0;
+    if (osb_helper(sb, NULL, kill_argv, NULL, 10000, &code, NULL, 0) != SBX_OK || code != 0)
+        st->host->log(st->host, SBX_LOG_WARN,
+                      "opensandbox: killing what a command left in %s failed", sb->id);
     return rc;
 }
 
@@ -505,7 +522,7 @@ int osb_helper(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
     struct sbx_exec_result res;
     memset(&res, 0, sizeof res);
     res.size = sizeof res;
-    int rc = run_command(sb, call, &a, "/", &res);
+    int rc = run_command(sb, call, &a, "/", NULL, &res);
     *code = res.term_signal ? 128 + res.term_signal : res.exit_code;
     return rc;
 }

@@ -29,6 +29,24 @@
  *                         the ones no longer listed
  *   egress_default_allow  egress_get reports a default of allow
  *   egress_forget         attach drops the recorded egress policy
+ *   read_fifo_blocks      read_file opens the file (confined, like local)
+ *                         blocking and without checking its type: a FIFO
+ *                         without a writer hangs the read
+ *   mode_unchecked        write_file drops the bits outside 0777 instead of
+ *                         refusing them
+ *   ref_malformed_not_found  attach and destroy of a reference that is not
+ *                         one of cfixture's say SBX_E_NOT_FOUND
+ *   cwd_missing_root      exec with a cwd that is missing or not a directory
+ *                         runs the command in the workspace root
+ *   fd_leak               exec starts the command with a descriptor of the
+ *                         workspace directory open (fd 9, through a sh
+ *                         wrapper), as a provider that keeps a root fd
+ *                         without O_CLOEXEC
+ *   leftovers_group_only  exec runs the command itself (not through local)
+ *                         and, when it exits, kills its process group only:
+ *                         what left the group (setsid) survives
+ *   destroy_waits         destroy waits for the owner's running commands to
+ *                         end instead of killing them
  *
  * Built a second time as "dfixture" (FX_MEMORY defined), a wrapper of the
  * docker provider that also declares MEMORY (ABI 1.1) and forwards its
@@ -65,6 +83,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,6 +91,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,6 +112,13 @@ enum fx_break {
     FX_EGRESS_MERGE,
     FX_EGRESS_DEFAULT_ALLOW,
     FX_EGRESS_FORGET,
+    FX_READ_FIFO_BLOCKS,
+    FX_MODE_UNCHECKED,
+    FX_REF_MALFORMED_NOT_FOUND,
+    FX_CWD_MISSING_ROOT,
+    FX_FD_LEAK,
+    FX_LEFTOVERS_GROUP_ONLY,
+    FX_DESTROY_WAITS,
     FX_MEMORY_RO_WRITABLE,
     FX_MEMORY_LOAD_IGNORED,
     FX_MEMORY_DIFF_BLIND,
@@ -116,6 +143,13 @@ static const struct {
     {"egress_merge", FX_EGRESS_MERGE},
     {"egress_default_allow", FX_EGRESS_DEFAULT_ALLOW},
     {"egress_forget", FX_EGRESS_FORGET},
+    {"read_fifo_blocks", FX_READ_FIFO_BLOCKS},
+    {"mode_unchecked", FX_MODE_UNCHECKED},
+    {"ref_malformed_not_found", FX_REF_MALFORMED_NOT_FOUND},
+    {"cwd_missing_root", FX_CWD_MISSING_ROOT},
+    {"fd_leak", FX_FD_LEAK},
+    {"leftovers_group_only", FX_LEFTOVERS_GROUP_ONLY},
+    {"destroy_waits", FX_DESTROY_WAITS},
     {"memory_ro_writable", FX_MEMORY_RO_WRITABLE},
     {"memory_load_ignored", FX_MEMORY_LOAD_IGNORED},
     {"memory_diff_blind", FX_MEMORY_DIFF_BLIND},
@@ -331,7 +365,10 @@ static int parse_ref(struct fx_state *st, sbx_call *call, const char *ref,
     size_t pl = strlen(FX_PREFIX);
     if (strncmp(ref, FX_PREFIX, pl) != 0 || strlen(ref) < pl + SBX_KEY_HASH_LEN + 1 ||
         ref[pl + SBX_KEY_HASH_LEN] != ':')
-        return st->host->set_error(st->host, call, SBX_E_INVALID,
+        /* The deliberate defect of ref_malformed_not_found. */
+        return st->host->set_error(st->host, call,
+                                   st->mode == FX_REF_MALFORMED_NOT_FOUND ? SBX_E_NOT_FOUND
+                                                                          : SBX_E_INVALID,
                                    "cfixture: not a cfixture reference");
     memcpy(owner, ref + pl, SBX_KEY_HASH_LEN);
     owner[SBX_KEY_HASH_LEN] = '\0';
@@ -374,6 +411,52 @@ static int fx_attach(void *state, sbx_call *call, const struct sbx_attach_args *
     return wrap(st, call, inner, args->key_hash, out);
 }
 
+/* ---- commands running, per owner (for destroy_waits) --------------------- */
+
+#define FX_RUNNING_SLOTS 32
+static struct {
+    char owner[SBX_KEY_HASH_LEN + 1];
+    unsigned n;
+} fx_running[FX_RUNNING_SLOTS];
+static pthread_mutex_t fx_running_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fx_running_cv = PTHREAD_COND_INITIALIZER;
+
+/* Count a command of owner as started (delta 1) or ended (-1). */
+static void running_add(const char *owner, int delta)
+{
+    pthread_mutex_lock(&fx_running_lock);
+    int free_slot = -1, i = 0;
+    for (; i < FX_RUNNING_SLOTS; i++) {
+        if (fx_running[i].n && !strcmp(fx_running[i].owner, owner))
+            break;
+        if (!fx_running[i].n && free_slot < 0)
+            free_slot = i;
+    }
+    if (i == FX_RUNNING_SLOTS && delta > 0 && free_slot >= 0) {
+        i = free_slot;
+        snprintf(fx_running[i].owner, sizeof fx_running[i].owner, "%s", owner);
+    }
+    if (i < FX_RUNNING_SLOTS)
+        fx_running[i].n += (unsigned)delta;
+    pthread_cond_broadcast(&fx_running_cv);
+    pthread_mutex_unlock(&fx_running_lock);
+}
+
+/* Wait until owner has no command running. */
+static void running_wait(const char *owner)
+{
+    pthread_mutex_lock(&fx_running_lock);
+    for (;;) {
+        int busy = 0;
+        for (int i = 0; i < FX_RUNNING_SLOTS; i++)
+            busy |= fx_running[i].n && !strcmp(fx_running[i].owner, owner);
+        if (!busy)
+            break;
+        pthread_cond_wait(&fx_running_cv, &fx_running_lock);
+    }
+    pthread_mutex_unlock(&fx_running_lock);
+}
+
 static int fx_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
 {
     struct fx_state *st = state;
@@ -384,6 +467,8 @@ static int fx_destroy(void *state, sbx_call *call, const struct sbx_destroy_args
         return rc;
     struct sbx_destroy_args inner_args = *args;
     inner_args.ref = inner_ref;
+    if (st->mode == FX_DESTROY_WAITS)
+        running_wait(owner); /* the deliberate defect */
     return st->inner->destroy(st->inner_state, call, &inner_args);
 }
 
@@ -454,8 +539,167 @@ static void hang(void)
         ;
 }
 
+/* ---- leftovers_group_only: a command run without local --------------------- */
+
+static int64_t fx_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One chunk of fd to sink; closes fd (-1) at EOF or error. */
+static void pump(int *fd, const struct sbx_sink *sink, uint64_t *count)
+{
+    char buf[16384];
+    ssize_t n = read(*fd, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        close(*fd);
+        *fd = -1;
+        return;
+    }
+    *count += (uint64_t)n;
+    if (sink)
+        (void)sink->write(sink->ctx, buf, (size_t)n);
+}
+
+/*
+ * The deliberate defect of leftovers_group_only: the command runs as the
+ * leader of a process group, and when it exits (after a 250 ms drain) the
+ * group is killed, nothing else. stdin is empty; timeouts and
+ * cancellation kill the group too. Runs in the workspace root, or cwd.
+ */
+static int exec_group_only(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                           struct sbx_exec_result *res)
+{
+    const struct sbx_host *host = sb->st->host;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", sb->st->inner->root(sb->inner),
+             args->cwd ? args->cwd : "");
+    static const char *const no_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
+    const char *const *env = args->env ? args->env : no_env;
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) < 0)
+        return host->set_error(host, call, SBX_E_IO, "cfixture: pipe: %s", strerror(errno));
+    if (pipe2(err, O_CLOEXEC) < 0) {
+        close(out[0]);
+        close(out[1]);
+        return host->set_error(host, call, SBX_E_IO, "cfixture: pipe: %s", strerror(errno));
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        int devnull = open("/dev/null", O_RDONLY);
+        setpgid(0, 0);
+        if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 ||
+            dup2(err[1], 2) < 0 || chdir(dir) < 0)
+            _exit(126);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execvpe(args->argv[0], (char *const *)args->argv, (char *const *)env);
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    if (pid < 0) {
+        close(out[0]);
+        close(err[0]);
+        return host->set_error(host, call, SBX_E_IO, "cfixture: fork: %s", strerror(errno));
+    }
+    int64_t start = fx_now_ms(), drain_end = -1;
+    int status = 0, exited = 0, killed = 0, rc = SBX_OK;
+    while (out[0] >= 0 || err[0] >= 0 || !exited) {
+        if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
+            exited = 1;
+            drain_end = fx_now_ms() + 250;
+        }
+        int64_t now = fx_now_ms();
+        if (!killed && ((args->timeout_ms > 0 && now - start >= args->timeout_ms) ||
+                        host->cancelled(host, call))) {
+            res->timed_out = !host->cancelled(host, call);
+            if (!res->timed_out)
+                rc = host->set_error(host, call, SBX_E_CANCELLED, "cfixture: cancelled");
+            kill(-pid, SIGKILL);
+            killed = 1;
+        }
+        if (exited && now >= drain_end)
+            break;
+        struct pollfd pf[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+        if (poll(pf, 2, 20) > 0) {
+            if (out[0] >= 0 && pf[0].revents)
+                pump(&out[0], args->out, &res->out_bytes);
+            if (err[0] >= 0 && pf[1].revents)
+                pump(&err[0], args->err, &res->err_bytes);
+        }
+    }
+    kill(-pid, SIGKILL); /* the group only */
+    if (out[0] >= 0)
+        close(out[0]);
+    if (err[0] >= 0)
+        close(err[0]);
+    if (rc != SBX_OK)
+        return rc;
+    if (WIFSIGNALED(status)) {
+        res->exit_code = -1;
+        res->term_signal = WTERMSIG(status);
+    } else {
+        res->exit_code = WEXITSTATUS(status);
+    }
+    return SBX_OK;
+}
+
+static int fx_exec_modes(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                         struct sbx_exec_result *res);
+
+/* Whether cwd names something that is not a directory of the workspace
+ * (missing, or a file): confined lookup, like local's. */
+static int cwd_unusable(sbx_sandbox *sb, const char *cwd)
+{
+    if (!cwd || !*cwd || confine_check_path(cwd) < 0)
+        return 0;
+    int rootfd = open(sb->st->inner->root(sb->inner), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return 0;
+    int fd = confine_open(rootfd, cwd, O_PATH | O_DIRECTORY, 0);
+    close(rootfd);
+    if (fd >= 0)
+        close(fd);
+    return fd == -ENOENT || fd == -ENOTDIR;
+}
+
 static int fx_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
                    struct sbx_exec_result *res)
+{
+    struct sbx_exec_args a = *args;
+    const char *wrapped[64] = {"sh", "-c", "exec 9< .; exec \"$@\"", "sh"};
+    switch (sb->st->mode) {
+    case FX_CWD_MISSING_ROOT:
+        if (cwd_unusable(sb, args->cwd))
+            a.cwd = NULL; /* the deliberate defect */
+        break;
+    case FX_FD_LEAK: {
+        /* The deliberate defect: fd 9 is the workspace directory. */
+        size_t n = 4;
+        for (size_t i = 0; args->argv[i] && n + 1 < 64; i++)
+            wrapped[n++] = args->argv[i];
+        wrapped[n] = NULL;
+        a.argv = wrapped;
+        break;
+    }
+    default:
+        break;
+    }
+    running_add(sb->owner, 1);
+    int rc = sb->st->mode == FX_LEFTOVERS_GROUP_ONLY ? exec_group_only(sb, call, &a, res)
+                                                     : fx_exec_modes(sb, call, &a, res);
+    running_add(sb->owner, -1);
+    return rc;
+}
+
+static int fx_exec_modes(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                         struct sbx_exec_result *res)
 {
     const struct sbx_host *host = sb->st->host;
     switch (sb->st->mode) {
@@ -519,11 +763,47 @@ static int read_unconfined(sbx_sandbox *sb, sbx_call *call, const char *path,
         snprintf(full, sizeof full, "%s", path);
     else
         snprintf(full, sizeof full, "%s/%s", root, path);
-    int fd = open(full, O_RDONLY | O_CLOEXEC);
+    /* Only the confinement is broken: a FIFO is refused as local does. */
+    int fd = open(full, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return host->set_error(host, call,
                                errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_IO,
                                "cfixture: %s: %s", path, strerror(errno));
+    struct stat fst;
+    if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) || fcntl(fd, F_SETFL, 0) < 0) {
+        close(fd);
+        return host->set_error(host, call, SBX_E_INVALID, "cfixture: %s: not a regular file",
+                               path);
+    }
+    char buf[4096];
+    ssize_t n;
+    int rc = SBX_OK;
+    while (rc == SBX_OK && (n = read(fd, buf, sizeof buf)) > 0)
+        rc = sink->write(sink->ctx, buf, (size_t)n);
+    close(fd);
+    return rc;
+}
+
+static int fx_errno_status(int err);
+
+/* The deliberate defect of read_fifo_blocks: confined like local, but a
+ * blocking open without a type check. */
+static int read_blocking(sbx_sandbox *sb, sbx_call *call, const char *path,
+                         const struct sbx_sink *sink)
+{
+    const struct sbx_host *host = sb->st->host;
+    if (confine_check_path(path) < 0)
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "cfixture: read: '%s' leads out of the workspace", path);
+    int rootfd = open(sb->st->inner->root(sb->inner), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return host->set_error(host, call, SBX_E_IO, "cfixture: workspace: %s",
+                               strerror(errno));
+    int fd = confine_open(rootfd, path, O_RDONLY | O_NOFOLLOW, 0);
+    close(rootfd);
+    if (fd < 0)
+        return host->set_error(host, call, fx_errno_status(-fd), "cfixture: read: '%s': %s",
+                               path, strerror(-fd));
     char buf[4096];
     ssize_t n;
     int rc = SBX_OK;
@@ -536,6 +816,8 @@ static int read_unconfined(sbx_sandbox *sb, sbx_call *call, const char *path,
 static int fx_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                         const struct sbx_sink *sink)
 {
+    if (sb->st->mode == FX_READ_FIFO_BLOCKS)
+        return read_blocking(sb, call, path, sink);
     if (sb->st->mode == FX_READ_UNCONFINED)
         return read_unconfined(sb, call, path, sink);
     return sb->st->inner->read_file(sb->inner, call, path, sink);
@@ -646,6 +928,8 @@ static int write_in_place(sbx_sandbox *sb, sbx_call *call, const char *path,
 static int fx_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                          const struct sbx_source *src, unsigned mode)
 {
+    if (sb->st->mode == FX_MODE_UNCHECKED)
+        mode &= 0777u; /* the deliberate defect */
     if (sb->st->mode == FX_WRITE_IN_PLACE)
         return write_in_place(sb, call, path, src, mode);
     return sb->st->inner->write_file(sb->inner, call, path, src, mode);

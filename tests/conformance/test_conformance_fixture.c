@@ -12,6 +12,9 @@
 
 #include <criterion/criterion.h>
 
+#include <signal.h>
+#include <stdlib.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -183,10 +186,12 @@ static const char *const exec_cases[] = {
     "attach_after_destroy", "exec_exit_codes", "exec_killed_by_signal",
     "exec_signals_default",
     "exec_argv_no_shell", "exec_missing_command", "exec_stdout_stderr",
-    "exec_stdin", "exec_stdin_left_open", "exec_env", "exec_cwd",
-    "file_binary_roundtrip", "file_mode", "write_file_atomic",
+    "exec_stdin", "exec_stdin_left_open", "exec_env", "exec_no_inherited_fds",
+    "exec_cwd", "exec_cwd_missing", "file_binary_roundtrip", "file_read_fifo",
+    "file_mode", "file_mode_invalid", "write_file_atomic",
     "path_escape_read", "path_escape_write", "cancel_running",
-    "timeout_kills_children", "output_bounded", NULL};
+    "timeout_kills_children", "exec_leftovers_killed", "destroy_kills_running",
+    "output_bounded", NULL};
 
 /* Each failure names how the process died and the sandbox it left, which
  * the runner destroyed; the run went on to the summary and the report. */
@@ -217,9 +222,9 @@ static void expect_crashes(struct sr_run *r, const char *death)
     while (exec_cases[nexec])
         nexec++;
     cr_assert_eq(sr_count_in_file(r->junit, junit), nexec, "%s", junit);
-    /* The five cases without a command, and the two egress cases. */
+    /* The six cases without a command, and the two egress cases. */
     char summary[64];
-    snprintf(summary, sizeof summary, "\n7 passed, %zu failed, ", nexec);
+    snprintf(summary, sizeof summary, "\n8 passed, %zu failed, ", nexec);
     cr_assert(strstr(r->output, summary), "%s", r->output);
 }
 
@@ -287,6 +292,81 @@ Test(conformance_fixture, egress_forgotten_on_attach_fails, .fini = cleanup, .ti
     const struct sr_result *res = sr_find(&run, "egress_set_exact");
     cr_assert(res && strstr(res->message, "after a restart and attach"), "%s",
               res ? res->message : "missing");
+}
+
+/* The cases of the rules provider.h states for exec, files and
+ * references, with a case every break mode below leaves passing. */
+static const char rule_cases[] = "attach_malformed_ref,exec_no_inherited_fds,exec_cwd_missing,"
+                                 "file_read_fifo,file_mode_invalid,exec_leftovers_killed,"
+                                 "destroy_kills_running,exec_exit_codes";
+
+/* Run the rule cases against break mode `mode`: only `failing` fails, and
+ * its message has `want`. */
+static void expect_rule_failure(const char *mode, const char *filter, const char *failing,
+                                const char *want)
+{
+    run_fixture_with(&run, mode, filter ? filter : rule_cases, NULL);
+    const char *names[] = {failing, NULL};
+    expect_failures(&run, names);
+    const struct sr_result *res = sr_find(&run, failing);
+    cr_assert(res && strstr(res->message, want), "%s", res ? res->message : "missing");
+}
+
+Test(conformance_fixture, blocking_fifo_read_fails_fifo_case, .fini = cleanup, .timeout = 120)
+{
+    expect_rule_failure("read_fifo_blocks", NULL, "file_read_fifo",
+                        "read_file of a FIFO without a writer blocked");
+}
+
+Test(conformance_fixture, unchecked_mode_fails_mode_case, .fini = cleanup, .timeout = 120)
+{
+    expect_rule_failure("mode_unchecked", NULL, "file_mode_invalid",
+                        "with mode 04755 returned SBX_OK");
+}
+
+Test(conformance_fixture, malformed_ref_not_found_fails_ref_case, .fini = cleanup,
+     .timeout = 120)
+{
+    expect_rule_failure("ref_malformed_not_found", NULL, "attach_malformed_ref",
+                        "returned SBX_E_NOT_FOUND");
+}
+
+Test(conformance_fixture, missing_cwd_run_in_root_fails_cwd_case, .fini = cleanup,
+     .timeout = 120)
+{
+    expect_rule_failure("cwd_missing_root", NULL, "exec_cwd_missing",
+                        "exec with cwd no/such/dir (a missing directory) returned SBX_OK");
+}
+
+Test(conformance_fixture, leaked_root_fd_fails_fd_case, .fini = cleanup, .timeout = 120)
+{
+    expect_rule_failure("fd_leak", NULL, "exec_no_inherited_fds",
+                        "inherited descriptors beyond 0, 1 and 2: 9 -> /");
+}
+
+Test(conformance_fixture, group_only_kill_fails_leftovers_case, .fini = cleanup,
+     .timeout = 120)
+{
+    /* exec runs without local here (no cwd check, host descriptors):
+     * only cases that need neither run. */
+    expect_rule_failure("leftovers_group_only",
+                        "exec_leftovers_killed,timeout_kills_children,exec_exit_codes",
+                        "exec_leftovers_killed", "still alive after exec returned");
+    const struct sr_result *res = sr_find(&run, "exec_leftovers_killed");
+    /* the background job was in the group and died; the setsid one lives
+     * (and is killed here) */
+    cr_assert(!strstr(res->message, "child="), "%s", res->message);
+    const char *p = strstr(res->message, "pid=");
+    cr_assert(p, "%s", res->message);
+    long pid = strtol(p + 4, NULL, 10);
+    cr_assert_gt(pid, 1);
+    kill((pid_t)pid, SIGKILL);
+}
+
+Test(conformance_fixture, destroy_waiting_for_commands_fails_destroy_case, .fini = cleanup,
+     .timeout = 120)
+{
+    expect_rule_failure("destroy_waits", NULL, "destroy_kills_running", "destroy took");
 }
 
 /* "cfusers" declares SBX_CAP_USERS, records its users and ignores who a
