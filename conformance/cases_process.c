@@ -165,7 +165,7 @@ void cf_case_exec_leftovers_killed(struct cf_test *t)
                    "code %d, timed_out %d after %.2f s; want SBX_OK, 0",
                 cf_status_name(e.status), e.err.message, e.res.exit_code,
                 e.res.timed_out, e.seconds);
-    else if (e.seconds > 10.0)
+    else if (e.seconds > cf_bound(10.0))
         cf_fail(t, "exec returned %.2f s after a command that exits at once; the "
                    "processes it left kept it waiting",
                 e.seconds);
@@ -294,7 +294,7 @@ void cf_case_destroy_kills_running(struct cf_test *t)
     else if (rc != SBX_OK)
         cf_fail(t, "destroy while a command runs returned %s (%s)", cf_status_name(rc),
                 err.message);
-    else if (late > 5.0)
+    else if (late > cf_bound(5.0))
         cf_fail(t, "the running command's exec returned %.2f s after destroy was "
                    "called (destroy took %.2f s; exec %s, timed_out %d); want the "
                    "command killed and exec back within 5 s",

@@ -269,6 +269,11 @@ bool cf_expect_file(struct cf_test *t, sbx_handle *h, const char *path,
 /* CLOCK_MONOTONIC in seconds, for measuring durations. */
 double cf_now(void);
 
+/* A time bound of the suite, in seconds, times SBX_CONFORMANCE_TIME_SCALE
+ * (1 to 10, default 1): a slow build (sanitizers) or machine may stretch
+ * the bounds, never shrink them. */
+double cf_bound(double seconds);
+
 /* ------------------------------------------------------------------------ */
 /* Deterministic byte streams (pattern.c)                                     */
 /* ------------------------------------------------------------------------ */

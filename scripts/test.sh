@@ -50,6 +50,9 @@ echo "== tests (gcc, -Werror; ctest -j$test_jobs) =="
 ctest --test-dir build/ci --output-on-failure --timeout 600 -j"$test_jobs" |
   tee "$logs/ci.log" || status=1
 echo "== tests (ASan + UBSan; ctest -j$test_jobs) =="
+# Instrumented code runs slower: the conformance suite's time bounds
+# (cancellation within 1 s, ...) are doubled there.
+SBX_CONFORMANCE_TIME_SCALE=2 \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure --timeout 900 -j"$test_jobs" |
   tee "$logs/asan.log" || status=1

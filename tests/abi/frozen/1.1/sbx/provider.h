@@ -1,6 +1,6 @@
 /*
- * sbx/provider.h - the sbx provider ABI, version 1.1 (in development; 1.0
- * is frozen, 1.1 only appends to it: see docs/ABI.md).
+ * sbx/provider.h - the sbx provider ABI, version 1.1 (1.0 and 1.1 are
+ * frozen; a later minor only appends: see docs/ABI.md, "Versioning").
  *
  * This is the only header a backend author needs. A provider is a shared
  * object exporting one symbol, sbx_provider_describe(), which returns static
@@ -549,8 +549,10 @@ struct sbx_provider_ops {
     /* Reopen a persisted reference, verifying that it belongs to the key
      * (compare the owner record kept at create with args->key_hash; else
      * SBX_E_DENIED). A reference that no longer resolves is
-     * SBX_E_NOT_FOUND; one this provider never writes (malformed, or of
-     * another provider) is SBX_E_INVALID. */
+     * SBX_E_NOT_FOUND; one this provider never writes (malformed: empty,
+     * with control characters, a path, too long; or of another provider)
+     * is SBX_E_INVALID, never SBX_E_NOT_FOUND (which tells the caller the
+     * workspace is gone, so it would drop its record). */
     int (*attach)(void *state, sbx_call *call,
                   const struct sbx_attach_args *args, sbx_sandbox **out);
 
@@ -574,18 +576,27 @@ struct sbx_provider_ops {
      * escaping is SBX_E_INVALID (nothing runs). When the main command
      * exits, processes it left behind are killed before exec returns (after
      * a short drain of the output they still hold): exec cannot leave
-     * daemons running. Unknown program: SBX_E_NO_COMMAND; not executable:
-     * SBX_E_NOT_EXEC. A backend that can only start commands through a
-     * shell and learns of a missing program from the shell's status 127
-     * may report SBX_OK with exit_code 127 instead; callers treat both as
-     * "not found" (conformance exec_missing_command accepts either). */
+     * daemons running. That includes background jobs and processes that
+     * left the command's process group or session (setsid, a double
+     * fork); a provider whose service cannot kill them must do it by its
+     * own means (a subreaper, a marker in the environment). The command
+     * starts with only descriptors 0, 1 and 2 open: no descriptor of the
+     * provider or its host (a workspace directory, a socket, another
+     * session's file) reaches it. Unknown program: SBX_E_NO_COMMAND; not
+     * executable: SBX_E_NOT_EXEC. A backend that can only start commands
+     * through a shell and learns of a missing program from the shell's
+     * status 127 may report SBX_OK with exit_code 127 instead; callers
+     * treat both as "not found" (conformance exec_missing_command accepts
+     * either). */
     int (*exec)(sbx_sandbox *sb, sbx_call *call,
                 const struct sbx_exec_args *args, struct sbx_exec_result *res);
 
     /* Stream a workspace-relative file to a sink. Paths that escape the
      * workspace (.., absolute, symlinks leading out) are SBX_E_INVALID; a
      * missing file SBX_E_NOT_FOUND; a directory, FIFO, socket or device
-     * SBX_E_INVALID (never block on a FIFO). File ops honour cancellation
+     * SBX_E_INVALID (never block on a FIFO: open without waiting for a
+     * writer, O_NONBLOCK, and check the type on the descriptor, returning
+     * at once without a byte). File ops honour cancellation
      * between chunks (SBX_E_CANCELLED). */
     int (*read_file)(sbx_sandbox *sb, sbx_call *call, const char *path,
                      const struct sbx_sink *sink);
@@ -596,7 +607,9 @@ struct sbx_provider_ops {
      * the source reached its end without error; a concurrent reader sees
      * the old content or the new, never a part, and an interrupted write
      * leaves the old file and no temporary behind. mode is the permission
-     * bits (0 means 0644; bits outside 0777 are SBX_E_INVALID), set exactly
+     * bits (0 means 0644; bits outside 0777, such as set-user-id, sticky or
+     * file type bits, are SBX_E_INVALID from the op itself, whoever calls
+     * it, and nothing is written), set exactly
      * (umask does not apply). Writing over a directory is SBX_E_INVALID.
      * Same confinement and cancellation as read_file. */
     int (*write_file)(sbx_sandbox *sb, sbx_call *call, const char *path,
@@ -609,8 +622,10 @@ struct sbx_provider_ops {
     void (*release)(sbx_sandbox *sb);
 
     /* Destroy the resource of (args->session_key, args->ref). Commands still
-     * running in it (exec calls of other threads on other handles) are
-     * killed; those calls return an error or their result. Idempotent:
+     * running in it (exec calls of other threads on other handles, of this
+     * process at least) are killed, their whole process trees as at a
+     * timeout; those calls return promptly, with an error or their result
+     * (a killed command's). Idempotent:
      * destroying a resource that is gone is SBX_OK. Ownership is verified
      * first (SBX_E_DENIED); a malformed reference is SBX_E_INVALID. */
     int (*destroy)(void *state, sbx_call *call,
