@@ -30,6 +30,9 @@ static void cleanup(void)
 static void run_fixture_with(struct sr_run *r, const char *mode, const char *filter,
                              const struct sr_options *extra)
 {
+    /* The broken modes sit just past the suite's bounds (a destroy that
+     * waits out a 10 s timeout): stretched bounds would let them pass. */
+    setenv("SBX_CONFORMANCE_TIME_SCALE", "1", 1);
     char yaml[1024];
     snprintf(yaml, sizeof yaml,
              "  cfixture:\n"
