@@ -709,14 +709,19 @@ static void keeper_kill_all(pid_t cmd, int *cws, int *cdone)
 {
     char path[64];
     children_path(path);
+    int64_t giveup = -1;
     for (;;) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         char buf[4096];
         ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
         if (fd >= 0)
             close(fd);
+        /* "pid pid ... ": a number the full buffer cut off is not killed
+         * (it would be another pid); the next round reads it again. The
+         * pids are the keeper's children, unreaped, so none was reused. */
         long pid = 0;
-        for (ssize_t i = 0; i <= n; i++) {
+        ssize_t end = n == (ssize_t)sizeof buf - 1 ? n - 1 : n;
+        for (ssize_t i = 0; i <= end; i++) {
             if (i < n && buf[i] >= '0' && buf[i] <= '9') {
                 pid = pid * 10 + (buf[i] - '0');
             } else if (pid) {
@@ -724,11 +729,16 @@ static void keeper_kill_all(pid_t cmd, int *cws, int *cdone)
                 pid = 0;
             }
         }
-        /* Without /proc/<pid>/children: the command itself at least. */
+        /* Without /proc/<pid>/children (no /proc, or a kernel without
+         * CONFIG_PROC_CHILDREN) the others cannot be found: kill the
+         * command at least, and wait for the rest for a bounded time only,
+         * so that exec still returns (what is left then outlives it). */
         if (n < 0 && !*cdone)
             kill(cmd, SIGKILL);
+        if (n < 0 && giveup < 0)
+            giveup = now_ms() + F10_KEEPER_WAIT_MS / 2;
         int ws;
-        pid_t w = waitpid(-1, &ws, 0);
+        pid_t w = waitpid(-1, &ws, n < 0 ? WNOHANG : 0);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
@@ -736,6 +746,12 @@ static void keeper_kill_all(pid_t cmd, int *cws, int *cdone)
         if (w == cmd) {
             *cws = ws;
             *cdone = 1;
+        }
+        if (w == 0) {
+            if (now_ms() >= giveup)
+                return;
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
+            nanosleep(&ts, NULL);
         }
     }
 }
@@ -1015,6 +1031,7 @@ struct run {
     sbx_call *call;
     pid_t pid;        /* the keeper */
     struct running node; /* listed for destroy; node.ctl_fd is the keeper's */
+    int64_t told_at;  /* when the keeper was told to kill, or -1 */
     int pidfd;        /* -1 when pidfd_open is unavailable */
     int cancel_fd;    /* the host's, never closed; -1 when not cancellable */
     int out[2];       /* read ends of stdout and stderr; -1 once closed */
@@ -1025,9 +1042,11 @@ struct run {
 };
 
 /* Have the command's keeper kill the whole tree now. */
-static void kill_group(const struct run *r)
+static void kill_group(struct run *r)
 {
     tell_keeper(r->node.ctl_fd);
+    if (r->told_at < 0)
+        r->told_at = now_ms();
 }
 
 /* Read one chunk from stream i and pass it on; closes it at end of file. */
@@ -1095,6 +1114,12 @@ static struct waited wait_command(struct run *r, int64_t timeout_ms,
     int64_t drain_until = -1, linger_until = -1;
     for (;;) {
         int64_t t = now_ms();
+        /* A keeper the command stopped cannot kill: its group is killed
+         * (it is not reaped yet, so its pid, the group id, is not reused). */
+        if (!exited && r->told_at >= 0 && t >= r->told_at + F10_KEEPER_WAIT_MS) {
+            kill(-r->pid, SIGKILL);
+            r->told_at = INT64_MAX / 2;
+        }
         if (!exited && !killed && deadline >= 0 && t >= deadline) {
             w.timed_out = 1;
             kill_group(r);
@@ -1125,6 +1150,8 @@ static struct waited wait_command(struct run *r, int64_t timeout_ms,
             timeout = min_timeout(timeout, deadline, t);
         if (exited)
             timeout = min_timeout(timeout, linger_until >= 0 ? linger_until : drain_until, t);
+        if (!exited && r->told_at >= 0)
+            timeout = min_timeout(timeout, r->told_at + F10_KEEPER_WAIT_MS, t);
         if (!exited && r->pidfd < 0)
             timeout = min_timeout(timeout, t + 20, t); /* no pidfd: look often */
         if (poll(p, 4, timeout) < 0 && errno != EINTR)
@@ -1148,7 +1175,7 @@ static struct waited wait_command(struct run *r, int64_t timeout_ms,
  * (the command's). A keeper that does not exit within F10_KEEPER_WAIT_MS
  * (stopped by the command) is killed with its group: it is not reaped
  * yet, so its pid (the group id) cannot have been reused. */
-static int reap(const struct run *r)
+static int reap(struct run *r)
 {
     kill_group(r);
     for (int64_t end = now_ms() + F10_KEEPER_WAIT_MS; !leader_exited(r);) {
@@ -1247,6 +1274,7 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
     r.st = st;
     r.call = call;
     r.pidfd = -1;
+    r.told_at = -1;
     r.node.ctl_fd = -1;
     struct stat ws;
     if (fstat(sb->dirfd, &ws) == 0) {
