@@ -18,10 +18,13 @@
  * What it does (isolation none: commands are ordinary host processes):
  *  - workspaces are directories <root>/<key_hash> under the `root` key; the
  *    reference is that path, and the key hash in it is the owner record;
- *  - exec runs argv with fork + execve in a process group of its own, feeds
- *    stdin from a thread, streams stdout and stderr to the sinks from the
- *    calling thread, and kills the whole group on timeout, cancellation,
- *    a failing sink or source, and when the command has exited;
+ *  - exec runs argv with fork + execve under a keeper process (the leader
+ *    of a process group of its own and a child subreaper), feeds stdin
+ *    from a thread, streams stdout and stderr to the sinks from the
+ *    calling thread; the keeper kills the command's whole tree, also what
+ *    left the group, on timeout, cancellation, a failing sink or source,
+ *    destroy of the workspace, and 250 ms after the command has exited;
+ *    the command inherits no descriptor but its stdio;
  *  - file ops resolve every path with openat2(RESOLVE_BENEATH); writes go
  *    to a temporary file renamed over the target once the source ended.
  */
@@ -59,7 +62,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -70,21 +76,40 @@
 #define F10_CHUNK (64 * 1024)
 /* Where argv[0] is looked up when the command's environment has no PATH. */
 #define F10_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-/* After the command exits, output its leftovers still write is read for
- * this long before they are killed. */
+/* Once the keeper has exited (nothing of the command's tree is left), the
+ * pipes are read for this long, then for at most F10_LINGER_MS more: a
+ * process outside the tree (one the command passed a descriptor to) may
+ * hold them forever. */
 #define F10_DRAIN_MS 250
-/* After that kill, wait at most this long for the pipes to close (a process
- * that left the group may hold them forever). */
+/* See F10_DRAIN_MS. */
 #define F10_LINGER_MS 1000
+/* After the command exits, the processes it left run this long before its
+ * keeper kills them. */
+#define F10_GRACE_MS 250
+/* A keeper told to kill that has not exited after this long (one stopped
+ * by the command) gets SIGKILL with its group. */
+#define F10_KEEPER_WAIT_MS 1000
 /* Deepest directory tree destroy walks into. */
 #define F10_MAX_DEPTH 512
 
-/* One instance. Immutable after init, so ops may share it across threads. */
+/* A command exec is running, listed in the instance so that destroy can
+ * have it killed (exec on another handle, in another thread). */
+struct running {
+    dev_t ws_dev; /* the workspace directory */
+    ino_t ws_ino;
+    int ctl_fd;   /* the host's end of the keeper's control socket */
+    struct running *next;
+};
+
+/* One instance. Immutable after init except the list of running commands
+ * (under lock), so ops may share it across threads. */
 struct f10 {
     const struct sbx_host *host;
     char root[PATH_MAX]; /* canonical absolute path of the root directory */
     size_t root_len;
     int root_fd; /* O_PATH fd of root */
+    pthread_mutex_t lock;
+    struct running *running;
 };
 
 /* A handle: one workspace. Immutable, so exec and the file ops may run on
@@ -265,6 +290,7 @@ static int f10_init(const struct sbx_host *host, sbx_call *call, void **state)
         return host->set_error(host, call, SBX_E_CONFIG,
                                F10_NAME ": cannot open root %s: %s", root, strerror(e));
     }
+    pthread_mutex_init(&st->lock, NULL);
     *state = st;
     return SBX_OK;
 }
@@ -272,6 +298,7 @@ static int f10_init(const struct sbx_host *host, sbx_call *call, void **state)
 static void f10_fini(void *state)
 {
     struct f10 *st = state;
+    pthread_mutex_destroy(&st->lock);
     close(st->root_fd);
     free(st);
 }
@@ -382,6 +409,46 @@ static void f10_release(sbx_sandbox *sb)
     free(sb);
 }
 
+/* Ask a command's keeper to kill its tree now. A socket rather than a
+ * pipe, so that telling a keeper that has already exited fails with EPIPE
+ * instead of raising SIGPIPE in the host. */
+static void tell_keeper(int ctl_fd)
+{
+    if (ctl_fd >= 0)
+        (void)send(ctl_fd, "k", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void running_add(struct f10 *st, struct running *r)
+{
+    pthread_mutex_lock(&st->lock);
+    r->next = st->running;
+    st->running = r;
+    pthread_mutex_unlock(&st->lock);
+}
+
+/* Unlist r; after this, destroy no longer uses its ctl_fd, which the
+ * caller may close. */
+static void running_remove(struct f10 *st, struct running *r)
+{
+    pthread_mutex_lock(&st->lock);
+    for (struct running **p = &st->running; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    pthread_mutex_unlock(&st->lock);
+}
+
+/* Have every command running in the workspace (dev, ino) killed. */
+static void kill_running(struct f10 *st, dev_t dev, ino_t ino)
+{
+    pthread_mutex_lock(&st->lock);
+    for (struct running *r = st->running; r; r = r->next)
+        if (r->ws_dev == dev && r->ws_ino == ino)
+            tell_keeper(r->ctl_fd);
+    pthread_mutex_unlock(&st->lock);
+}
+
 /*
  * Remove parent/name and everything below it without following symbolic
  * links (a command may have planted some). Directories a command made
@@ -440,6 +507,12 @@ static int f10_destroy(void *state, sbx_call *call, const struct sbx_destroy_arg
     int rc = check_owner(st, call, args->ref, args->key_hash, &hash);
     if (rc != SBX_OK)
         return rc;
+    /* Commands still running in it (exec calls on other handles) are
+     * killed first: their keepers kill their whole trees, and those exec
+     * calls return. */
+    struct stat ws;
+    if (fstatat(st->root_fd, hash, &ws, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ws.st_mode))
+        kill_running(st, ws.st_dev, ws.st_ino);
     /* A workspace that is already gone is destroyed: SBX_OK. */
     if (remove_tree(st->root_fd, hash, 0) != 0)
         return FAIL(st, call, SBX_E_IO, F10_NAME ": cannot remove workspace %s: %s",
@@ -517,11 +590,42 @@ struct child_error {
     int err;
 };
 
+/* Mark every descriptor from 3 up close-on-exec (not closed: the error
+ * pipe must work until the exec), also those a library of the host opened
+ * without O_CLOEXEC. The loop is for kernels without close_range. */
+static void cloexec_from_3(void)
+{
+    if (syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */) == 0)
+        return;
+    struct rlimit rl;
+    long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                   ? (long)rl.rlim_cur
+                   : 65536;
+    for (long fd = 3; fd < max; fd++)
+        (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+}
+
+/* Close every descriptor but keep (the keeper holds nothing else). */
+static void close_all_but(int keep)
+{
+    if ((keep <= 0 || syscall(SYS_close_range, 0, (unsigned)keep - 1, 0) == 0) &&
+        syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0) == 0)
+        return;
+    struct rlimit rl;
+    long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                   ? (long)rl.rlim_cur
+                   : 65536;
+    for (long fd = 0; fd < max; fd++)
+        if (fd != keep)
+            (void)close((int)fd);
+}
+
 /*
- * The child between fork and exec: only async-signal-safe calls. Every
+ * The command between fork and exec: only async-signal-safe calls. Every
  * signal back to its default (a disposition ignored in the host would
- * survive exec), its own process group, the cwd and stdio, an empty mask
- * last, then each candidate in turn.
+ * survive exec), the cwd and stdio, no other descriptor, an empty mask
+ * last, then each candidate in turn. It stays in its keeper's process
+ * group.
  */
 static void run_child(int cwd_fd, const int stdio[3], char **cands, char *const *argv,
                       char *const *envp, int report_fd)
@@ -533,7 +637,6 @@ static void run_child(int cwd_fd, const int stdio[3], char **cands, char *const 
     sigemptyset(&dfl.sa_mask);
     for (int sig = 1; sig < NSIG; sig++)
         (void)sigaction(sig, &dfl, NULL); /* fails harmlessly for KILL, STOP */
-    setpgid(0, 0);
     int tmp[3];
     /* Move the fds above 2 first, so none is overwritten by another's dup2
      * (the host may have closed its own stdio). */
@@ -545,6 +648,7 @@ static void run_child(int cwd_fd, const int stdio[3], char **cands, char *const 
             goto fail;
     if (fchdir(cwd_fd) != 0)
         goto fail;
+    cloexec_from_3();
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -568,6 +672,164 @@ fail:
     ce.err = errno;
     (void)!write(report_fd, &ce, sizeof ce);
     _exit(127);
+}
+
+/* What the keeper runs: the command and its descriptors. */
+struct keeper_plan {
+    int cwd_fd;
+    const int *stdio;
+    char **cands;
+    char *const *argv, *const *envp;
+    int report_fd; /* close-on-exec write end of the error pipe */
+    int ctl_fd;    /* the keeper's end of the control socket */
+};
+
+/* "/proc/self/task/<pid>/children" of the (single-threaded) caller,
+ * without stdio: the keeper only makes system calls. */
+static void children_path(char path[64])
+{
+    static const char head[] = "/proc/self/task/", tail[] = "/children";
+    size_t len = 0;
+    for (; head[len]; len++)
+        path[len] = head[len];
+    char digits[24];
+    int nd = 0;
+    for (long pid = (long)getpid(); nd == 0 || (pid && nd < 23); pid /= 10)
+        digits[nd++] = (char)('0' + pid % 10);
+    while (nd)
+        path[len++] = digits[--nd];
+    for (size_t i = 0; i < sizeof tail; i++)
+        path[len + i] = tail[i];
+}
+
+/* SIGKILL every child of the keeper until it has none: the children of a
+ * killed process become the keeper's in turn (it is their subreaper).
+ * *cws gets the command's status when it is reaped here. */
+static void keeper_kill_all(pid_t cmd, int *cws, int *cdone)
+{
+    char path[64];
+    children_path(path);
+    int64_t giveup = -1;
+    for (;;) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        char buf[4096];
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        /* "pid pid ... ": a number the full buffer cut off is not killed
+         * (it would be another pid); the next round reads it again. The
+         * pids are the keeper's children, unreaped, so none was reused. */
+        long pid = 0;
+        ssize_t end = n == (ssize_t)sizeof buf - 1 ? n - 1 : n;
+        for (ssize_t i = 0; i <= end; i++) {
+            if (i < n && buf[i] >= '0' && buf[i] <= '9') {
+                pid = pid * 10 + (buf[i] - '0');
+            } else if (pid) {
+                kill((pid_t)pid, SIGKILL);
+                pid = 0;
+            }
+        }
+        /* Without /proc/<pid>/children (no /proc, or a kernel without
+         * CONFIG_PROC_CHILDREN) the others cannot be found: kill the
+         * command at least, and wait for the rest for a bounded time only,
+         * so that exec still returns (what is left then outlives it). */
+        if (n < 0 && !*cdone)
+            kill(cmd, SIGKILL);
+        if (n < 0 && giveup < 0)
+            giveup = now_ms() + F10_KEEPER_WAIT_MS / 2;
+        int ws;
+        pid_t w = waitpid(-1, &ws, n < 0 ? WNOHANG : 0);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return; /* ECHILD: nothing is left */
+        if (w == cmd) {
+            *cws = ws;
+            *cdone = 1;
+        }
+        if (w == 0) {
+            if (now_ms() >= giveup)
+                return;
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+/*
+ * The keeper: the process exec starts, the leader of the command's process
+ * group and a child subreaper, so that every orphan of the command's tree
+ * (what left the group with setsid, double forks) becomes its child. It is
+ * forked from the host, so it only makes async-signal-safe calls. It forks
+ * the command, keeps no descriptor but its end of the control socket,
+ * waits for the command, lets the rest of the tree run for F10_GRACE_MS
+ * after the command exited, then kills every process left and exits the
+ * way the command did (its exit code, or its signal without a core file),
+ * which is what exec reports. The host makes it kill at once (timeout,
+ * cancellation, destroy, a failing sink or source) by sending a byte or
+ * closing its end; a host that dies closes it too.
+ */
+static void keeper_run(const struct keeper_plan *p)
+{
+    /* A host that ignores SIGCHLD would make wait lose the status. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    (void)sigaction(SIGCHLD, &dfl, NULL);
+    struct child_error ce = {1, 0};
+    if (setpgid(0, 0) != 0 || prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+        ce.err = errno;
+        (void)!write(p->report_fd, &ce, sizeof ce);
+        _exit(127);
+    }
+    pid_t cmd = fork();
+    if (cmd == 0)
+        run_child(p->cwd_fd, p->stdio, p->cands, p->argv, p->envp, p->report_fd);
+    if (cmd < 0) {
+        ce.err = errno;
+        (void)!write(p->report_fd, &ce, sizeof ce);
+        _exit(127);
+    }
+    /* The host's other descriptors (other commands' pipes among them) must
+     * not stay open in here, nor the error pipe (the host waits for its
+     * end of file). */
+    int keep = p->ctl_fd;
+    close_all_but(keep);
+
+    int cws = 0, cdone = 0;
+    int64_t grace_end = 0;
+    for (;;) {
+        int ws;
+        pid_t w;
+        while ((w = waitpid(-1, &ws, WNOHANG)) > 0)
+            if (w == cmd) {
+                cws = ws;
+                cdone = 1;
+                grace_end = now_ms() + F10_GRACE_MS;
+            }
+        if (w < 0 && errno == ECHILD)
+            break; /* the whole tree has ended by itself */
+        if (cdone && now_ms() >= grace_end)
+            break;
+        struct pollfd pfd = {keep, POLLIN, 0};
+        if (poll(&pfd, 1, 20) > 0 && pfd.revents)
+            break; /* the host asks for the kill, or is gone */
+    }
+    keeper_kill_all(cmd, &cws, &cdone);
+    if (!cdone || WIFEXITED(cws))
+        _exit(cdone ? WEXITSTATUS(cws) : 127);
+    /* Die of the command's signal, without a core file of the keeper. */
+    int sig = WTERMSIG(cws);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    (void)sigaction(sig, &dfl, NULL);
+    sigset_t only;
+    sigfillset(&only);
+    sigdelset(&only, sig);
+    sigprocmask(SIG_SETMASK, &only, NULL);
+    kill(getpid(), sig);
+    _exit(128 + sig);
 }
 
 /* The error of a failed exec of prog. */
@@ -597,26 +859,38 @@ static int exec_error(struct f10 *st, sbx_call *call, const char *prog, int e)
 }
 
 /*
- * Start the command as the leader of a new process group, in cwd_fd, with
- * stdio[0..2]. fork + execve rather than posix_spawn: glibc's posix_spawn
- * leaves its two internal real-time signals ignored in the child, which
- * then keep SIG_IGN across exec. The child reports a failed exec through a
- * close-on-exec pipe, so exec returns SBX_E_NO_COMMAND or SBX_E_NOT_EXEC
- * rather than an exit status 127.
+ * Start the command under its keeper (the leader of a new process group),
+ * in cwd_fd, with stdio[0..2]; *pid_out is the keeper, *ctl_out the host's
+ * end of its control socket. fork + execve rather than posix_spawn: glibc's
+ * posix_spawn leaves its two internal real-time signals ignored in the
+ * child, which then keep SIG_IGN across exec. The command reports a failed
+ * exec through a close-on-exec pipe, so exec returns SBX_E_NO_COMMAND or
+ * SBX_E_NOT_EXEC rather than an exit status 127.
  */
 static int spawn_command(struct f10 *st, sbx_call *call, const struct sbx_exec_args *a,
-                         int cwd_fd, const int stdio[3], pid_t *pid_out)
+                         int cwd_fd, const int stdio[3], pid_t *pid_out, int *ctl_out)
 {
     static char *const empty_env[] = {NULL};
     char *const *envp = a->env ? (char *const *)a->env : empty_env;
     char **cands = candidates(a->argv[0], envp);
     if (!cands)
         return FAIL(st, call, SBX_E_NOMEM, F10_NAME ": out of memory");
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) != 0) {
+    int report[2], ctl[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) != 0) {
         free_list(cands);
-        return FAIL(st, call, SBX_E_IO, F10_NAME ": pipe: %s", strerror(errno));
+        return FAIL(st, call, SBX_E_IO, F10_NAME ": socketpair: %s", strerror(errno));
     }
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(ctl[0]);
+        close(ctl[1]);
+        free_list(cands);
+        return FAIL(st, call, SBX_E_IO, F10_NAME ": pipe: %s", strerror(e));
+    }
+    struct keeper_plan plan = {
+        .cwd_fd = cwd_fd, .stdio = stdio, .cands = cands, .argv = (char *const *)a->argv,
+        .envp = envp, .report_fd = report[1], .ctl_fd = ctl[0],
+    };
     /* With every signal blocked across fork, no host handler can run in the
      * child before it resets the dispositions. */
     sigset_t all, saved;
@@ -624,13 +898,15 @@ static int spawn_command(struct f10 *st, sbx_call *call, const struct sbx_exec_a
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     pid_t pid = fork();
     if (pid == 0)
-        run_child(cwd_fd, stdio, cands, (char *const *)a->argv, envp, report[1]);
+        keeper_run(&plan);
     int fork_errno = errno;
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     close(report[1]);
+    close(ctl[0]);
     free_list(cands);
     if (pid < 0) {
         close(report[0]);
+        close(ctl[1]);
         return FAIL(st, call, fork_errno == ENOMEM ? SBX_E_NOMEM : SBX_E_IO,
                     F10_NAME ": fork: %s", strerror(fork_errno));
     }
@@ -642,8 +918,10 @@ static int spawn_command(struct f10 *st, sbx_call *call, const struct sbx_exec_a
     close(report[0]);
     if (n == 0) {
         *pid_out = pid;
+        *ctl_out = ctl[1];
         return SBX_OK;
     }
+    close(ctl[1]); /* the keeper kills what is left and exits */
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
     if (n != (ssize_t)sizeof ce)
@@ -665,7 +943,7 @@ struct feeder {
     const struct sbx_source *src;
     int fd;        /* non-blocking write end of the command's stdin */
     int stop_fd;   /* eventfd, readable once exec wants the feeder gone */
-    pid_t pgid;    /* killed when the source fails */
+    int ctl_fd;    /* the keeper's control socket, told when the source fails */
     char *buf;     /* F10_CHUNK bytes */
     int failed;    /* the source's read failed (read after join) */
     pthread_t thread;
@@ -732,7 +1010,7 @@ static void *feeder_main(void *arg)
             /* The host has set the call's error. Kill the command rather
              * than let it take a truncated stdin for a complete one. */
             f->failed = 1;
-            kill(-f->pgid, SIGKILL);
+            tell_keeper(f->ctl_fd);
             break;
         }
         if (!feed_chunk(f, f->buf, (size_t)n))
@@ -751,7 +1029,9 @@ static void *feeder_main(void *arg)
 struct run {
     struct f10 *st;
     sbx_call *call;
-    pid_t pid;
+    pid_t pid;        /* the keeper */
+    struct running node; /* listed for destroy; node.ctl_fd is the keeper's */
+    int64_t told_at;  /* when the keeper was told to kill, or -1 */
     int pidfd;        /* -1 when pidfd_open is unavailable */
     int cancel_fd;    /* the host's, never closed; -1 when not cancellable */
     int out[2];       /* read ends of stdout and stderr; -1 once closed */
@@ -761,11 +1041,12 @@ struct run {
     char *buf;
 };
 
-/* Kill the command's process group. Only called while the leader is not
- * yet reaped, so its pid (the group id) cannot have been reused. */
-static void kill_group(const struct run *r)
+/* Have the command's keeper kill the whole tree now. */
+static void kill_group(struct run *r)
 {
-    kill(-r->pid, SIGKILL);
+    tell_keeper(r->node.ctl_fd);
+    if (r->told_at < 0)
+        r->told_at = now_ms();
 }
 
 /* Read one chunk from stream i and pass it on; closes it at end of file. */
@@ -818,10 +1099,10 @@ struct waited {
 };
 
 /*
- * Stream output until the command has exited and its output is drained:
- * kill the group at the deadline, on cancellation, or F10_DRAIN_MS after
- * the command exited while leftovers still hold the pipes; stop feeding
- * stdin the moment it exits.
+ * Stream output until the keeper has exited and the output is drained:
+ * have the tree killed at the deadline or on cancellation; stop feeding
+ * stdin the moment the keeper exits (the command and what it left have
+ * ended then); pipes still held after that are read for a bounded time.
  */
 static struct waited wait_command(struct run *r, int64_t timeout_ms,
                                   const struct feeder *feed)
@@ -833,6 +1114,12 @@ static struct waited wait_command(struct run *r, int64_t timeout_ms,
     int64_t drain_until = -1, linger_until = -1;
     for (;;) {
         int64_t t = now_ms();
+        /* A keeper the command stopped cannot kill: its group is killed
+         * (it is not reaped yet, so its pid, the group id, is not reused). */
+        if (!exited && r->told_at >= 0 && t >= r->told_at + F10_KEEPER_WAIT_MS) {
+            kill(-r->pid, SIGKILL);
+            r->told_at = INT64_MAX / 2;
+        }
         if (!exited && !killed && deadline >= 0 && t >= deadline) {
             w.timed_out = 1;
             kill_group(r);
@@ -863,6 +1150,8 @@ static struct waited wait_command(struct run *r, int64_t timeout_ms,
             timeout = min_timeout(timeout, deadline, t);
         if (exited)
             timeout = min_timeout(timeout, linger_until >= 0 ? linger_until : drain_until, t);
+        if (!exited && r->told_at >= 0)
+            timeout = min_timeout(timeout, r->told_at + F10_KEEPER_WAIT_MS, t);
         if (!exited && r->pidfd < 0)
             timeout = min_timeout(timeout, t + 20, t); /* no pidfd: look often */
         if (poll(p, 4, timeout) < 0 && errno != EINTR)
@@ -882,10 +1171,22 @@ static struct waited wait_command(struct run *r, int64_t timeout_ms,
     return w;
 }
 
-/* Kill what is left of the group, then collect the leader's status. */
-static int reap(const struct run *r)
+/* Have what is left of the tree killed, then collect the keeper's status
+ * (the command's). A keeper that does not exit within F10_KEEPER_WAIT_MS
+ * (stopped by the command) is killed with its group: it is not reaped
+ * yet, so its pid (the group id) cannot have been reused. */
+static int reap(struct run *r)
 {
     kill_group(r);
+    for (int64_t end = now_ms() + F10_KEEPER_WAIT_MS; !leader_exited(r);) {
+        int64_t left = end - now_ms();
+        if (left <= 0) {
+            kill(-r->pid, SIGKILL);
+            break;
+        }
+        struct pollfd p = {r->pidfd, POLLIN, 0};
+        (void)poll(&p, r->pidfd >= 0 ? 1 : 0, r->pidfd >= 0 ? (int)left : 20);
+    }
     int status = 0;
     while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -973,6 +1274,13 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
     r.st = st;
     r.call = call;
     r.pidfd = -1;
+    r.told_at = -1;
+    r.node.ctl_fd = -1;
+    struct stat ws;
+    if (fstat(sb->dirfd, &ws) == 0) {
+        r.node.ws_dev = ws.st_dev;
+        r.node.ws_ino = ws.st_ino;
+    }
     r.sink[0] = args->out;
     r.sink[1] = args->err;
     r.cancel_fd = host->cancel_fd(host, call);
@@ -993,7 +1301,7 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
         (feed.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
         rc = FAIL(st, call, SBX_E_IO, F10_NAME ": eventfd: %s", strerror(errno));
     if (rc == SBX_OK)
-        rc = spawn_command(st, call, args, cwd_fd, child, &r.pid);
+        rc = spawn_command(st, call, args, cwd_fd, child, &r.pid, &r.node.ctl_fd);
     close(cwd_fd);
     for (int i = 0; i < 3; i++)
         if (child[i] >= 0)
@@ -1008,6 +1316,7 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
         free(feed.buf);
         return rc;
     }
+    running_add(st, &r.node);
     r.out[0] = parent[1];
     r.out[1] = parent[2];
     r.pidfd = (int)syscall(SYS_pidfd_open, r.pid, 0);
@@ -1016,7 +1325,7 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
     if (args->in) {
         feed.src = args->in;
         feed.fd = parent[0];
-        feed.pgid = r.pid;
+        feed.ctl_fd = r.node.ctl_fd;
         if (pthread_create(&feed.thread, NULL, feeder_main, &feed) == 0) {
             feeding = 1;
         } else {
@@ -1033,6 +1342,8 @@ static int f10_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args 
         pthread_join(feed.thread, NULL);
     }
     int status = reap(&r);
+    running_remove(st, &r.node);
+    close(r.node.ctl_fd);
 
     for (int i = 0; i < 2; i++)
         if (r.out[i] >= 0)
