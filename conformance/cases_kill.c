@@ -16,32 +16,10 @@
 static const char tree_script[] =
     "sleep 30 & echo $! > child; echo $$ > pid; wait";
 
-/*
- * Prints the pids (as "pid=N" / "child=N") still alive after up to 3 s,
- * or "no-<f>-file" when a pid file is missing. Zombies count as gone: they
- * are dead, merely not yet reaped by whatever adopted them.
- */
-static const char survivors_script[] =
-    "alive() { kill -0 \"$1\" 2>/dev/null || return 1; "
-    "if test -r /proc/$1/stat; then read -r s < /proc/$1/stat; "
-    "case \"$s\" in *\") Z \"*) return 1;; esac; fi; return 0; }; "
-    "for i in 1 2 3 4; do left=''; "
-    "for f in pid child; do "
-    "if test -s $f; then p=$(cat $f); if alive \"$p\"; then left=\"$left $f=$p\"; fi; "
-    "else left=\"$left no-$f-file\"; fi; done; "
-    "test -z \"$left\" && break; sleep 1; done; echo $left";
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 /* Fail the case when a process of the command survived. */
 static void expect_no_survivors(struct cf_test *t, sbx_handle *h, const char *after)
 {
-    char *out = cf_sh(t, h, survivors_script);
+    char *out = cf_sh(t, h, cf_survivors_script);
     if (!out)
         return;
     size_t n = strlen(out);
@@ -81,9 +59,9 @@ static void *cancel_later(void *arg)
             k->saw_pid = true;
         sbx_capture_free(&c);
         if (!k->saw_pid)
-            sleep_ms(50);
+            cf_sleep_ms(50);
     }
-    sleep_ms(200);
+    cf_sleep_ms(200);
     k->fired_at = cf_now();
     sbx_cancel_fire(k->cancel);
     return NULL;

@@ -22,13 +22,6 @@
 
 #define CF_GUARD_MS 20000
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 /* ---- exec_no_inherited_fds ----------------------------------------------- */
 
 /* Whether name (an entry of /proc/self/fd) is all digits. */
@@ -122,20 +115,6 @@ void cf_case_exec_no_inherited_fds(struct cf_test *t)
 /* ---- exec_leftovers_killed ----------------------------------------------- */
 
 /*
- * Prints the pids (as "pid=N" / "child=N") still alive after up to 3 s,
- * or "no-<f>-file" when a pid file is missing. Zombies count as gone.
- */
-static const char survivors_script[] =
-    "alive() { kill -0 \"$1\" 2>/dev/null || return 1; "
-    "if test -r /proc/$1/stat; then read -r s < /proc/$1/stat; "
-    "case \"$s\" in *\") Z \"*) return 1;; esac; fi; return 0; }; "
-    "for i in 1 2 3 4; do left=''; "
-    "for f in pid child; do "
-    "if test -s $f; then p=$(cat $f); if alive \"$p\"; then left=\"$left $f=$p\"; fi; "
-    "else left=\"$left no-$f-file\"; fi; done; "
-    "test -z \"$left\" && break; sleep 1; done; echo $left";
-
-/*
  * The command leaves two processes and exits 0 at once: a background job
  * that still holds its stdout ("child"), and a double-forked one that left
  * the session with setsid (when there is a setsid) and holds nothing
@@ -172,7 +151,7 @@ void cf_case_exec_leftovers_killed(struct cf_test *t)
     cf_exec_free(&e);
     if (cf_failed(t))
         return;
-    char *out = cf_sh(t, h, survivors_script);
+    char *out = cf_sh(t, h, cf_survivors_script);
     if (!out)
         return;
     size_t n = strlen(out);
@@ -274,7 +253,7 @@ void cf_case_destroy_kills_running(struct cf_test *t)
     for (double until = cf_now() + 10.0; cf_now() < until && !pid;) {
         pid = read_pid(h, "pid");
         if (!pid)
-            sleep_ms(50);
+            cf_sleep_ms(50);
     }
     if (pid)
         child = read_pid(h, "child");
@@ -300,7 +279,7 @@ void cf_case_destroy_kills_running(struct cf_test *t)
                    "command killed and exec back within 5 s",
                 late, destroyed - called, cf_status_name(r.e.status), r.e.res.timed_out);
     else if (d && d->isolation == SBX_ISOLATION_NONE) {
-        sleep_ms(100);
+        cf_sleep_ms(100);
         if (host_alive(pid) || host_alive(child))
             cf_fail(t, "after destroy the command's processes are alive: pid %ld%s, "
                        "child %ld%s",

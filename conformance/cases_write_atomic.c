@@ -198,13 +198,6 @@ static bool expect_target(struct cf_test *t, sbx_handle *h, uint64_t len,
     return judge(t, &s, len, wanted, other, when);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 /*
  * Write (len, seed) to TARGET through a gated source while it holds
  * (old_len, old_seed), and read it from this thread while the source is
@@ -241,7 +234,7 @@ static bool gated_write(struct cf_test *t, sbx_handle *h, uint64_t len, uint32_t
         /* Twice: at once, and after the provider had time for a write it
          * might do in the background. */
         read_target(h, old_seed, seed, &during[reads++]);
-        sleep_ms(100);
+        cf_sleep_ms(100);
         read_target(h, old_seed, seed, &during[reads++]);
     }
 

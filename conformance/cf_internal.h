@@ -274,6 +274,18 @@ double cf_now(void);
  * the bounds, never shrink them. */
 double cf_bound(double seconds);
 
+/* Sleep ms milliseconds (whole, through interruptions). */
+void cf_sleep_ms(long ms);
+
+/*
+ * A script for cf_sh in a directory where a command wrote the pid files
+ * `pid` and `child`: prints those still alive after up to 3 s ("pid=N",
+ * "child=N"), or "no-<f>-file" when one is missing; nothing when all are
+ * gone. Zombies count as gone: they are dead, merely not yet reaped by
+ * whatever adopted them.
+ */
+extern const char cf_survivors_script[];
+
 /* ------------------------------------------------------------------------ */
 /* Deterministic byte streams (pattern.c)                                     */
 /* ------------------------------------------------------------------------ */

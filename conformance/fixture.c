@@ -369,3 +369,20 @@ double cf_bound(double seconds)
         scale = 1.0;
     return seconds * scale;
 }
+
+void cf_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+const char cf_survivors_script[] =
+    "alive() { kill -0 \"$1\" 2>/dev/null || return 1; "
+    "if test -r /proc/$1/stat; then read -r s < /proc/$1/stat; "
+    "case \"$s\" in *\") Z \"*) return 1;; esac; fi; return 0; }; "
+    "for i in 1 2 3 4; do left=''; "
+    "for f in pid child; do "
+    "if test -s $f; then p=$(cat $f); if alive \"$p\"; then left=\"$left $f=$p\"; fi; "
+    "else left=\"$left no-$f-file\"; fi; done; "
+    "test -z \"$left\" && break; sleep 1; done; echo $left";
