@@ -19,17 +19,15 @@ static const char tree_script[] =
 /* Fail the case when a process of the command survived. */
 static void expect_no_survivors(struct cf_test *t, sbx_handle *h, const char *after)
 {
-    char *out = cf_sh(t, h, cf_survivors_script);
+    bool no_pids = false;
+    char *out = cf_survivors(t, h, &no_pids);
     if (!out)
         return;
-    size_t n = strlen(out);
-    while (n && out[n - 1] == '\n')
-        out[--n] = '\0';
-    if (strstr(out, "-file"))
+    if (no_pids)
         cf_fail(t, "after %s: the command had not written its pids (%s); it "
                    "was stopped before it started",
                 after, out);
-    else if (n)
+    else if (*out)
         cf_fail(t, "after %s these processes of the command are still alive: %s",
                 after, out);
     free(out);

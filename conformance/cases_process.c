@@ -151,15 +151,13 @@ void cf_case_exec_leftovers_killed(struct cf_test *t)
     cf_exec_free(&e);
     if (cf_failed(t))
         return;
-    char *out = cf_sh(t, h, cf_survivors_script);
+    bool no_pids = false;
+    char *out = cf_survivors(t, h, &no_pids);
     if (!out)
         return;
-    size_t n = strlen(out);
-    while (n && out[n - 1] == '\n')
-        out[--n] = '\0';
-    if (strstr(out, "-file"))
+    if (no_pids)
         cf_fail(t, "the command had not written the pids of what it left (%s)", out);
-    else if (n)
+    else if (*out)
         cf_fail(t, "processes a command left behind are still alive after exec "
                    "returned (child: a background job, pid: a setsid double fork): %s",
                 out);

@@ -278,13 +278,14 @@ double cf_bound(double seconds);
 void cf_sleep_ms(long ms);
 
 /*
- * A script for cf_sh in a directory where a command wrote the pid files
- * `pid` and `child`: prints those still alive after up to 3 s ("pid=N",
- * "child=N"), or "no-<f>-file" when one is missing; nothing when all are
- * gone. Zombies count as gone: they are dead, merely not yet reaped by
- * whatever adopted them.
+ * After a command that wrote the pid files `pid` and `child` in the
+ * workspace root: which of them are still alive after up to 3 s ("pid=N",
+ * "child=N", space-separated; "" when all are gone; zombies count as
+ * gone). *no_pids is set when a pid file is missing (the output then says
+ * which: "no-<f>-file"). NULL when the check could not run (the case has
+ * failed). The caller frees the result.
  */
-extern const char cf_survivors_script[];
+char *cf_survivors(struct cf_test *t, sbx_handle *h, bool *no_pids);
 
 /* ------------------------------------------------------------------------ */
 /* Deterministic byte streams (pattern.c)                                     */

@@ -377,7 +377,7 @@ void cf_sleep_ms(long ms)
         ;
 }
 
-const char cf_survivors_script[] =
+static const char survivors_script[] =
     "alive() { kill -0 \"$1\" 2>/dev/null || return 1; "
     "if test -r /proc/$1/stat; then read -r s < /proc/$1/stat; "
     "case \"$s\" in *\") Z \"*) return 1;; esac; fi; return 0; }; "
@@ -386,3 +386,15 @@ const char cf_survivors_script[] =
     "if test -s $f; then p=$(cat $f); if alive \"$p\"; then left=\"$left $f=$p\"; fi; "
     "else left=\"$left no-$f-file\"; fi; done; "
     "test -z \"$left\" && break; sleep 1; done; echo $left";
+
+char *cf_survivors(struct cf_test *t, sbx_handle *h, bool *no_pids)
+{
+    char *out = cf_sh(t, h, survivors_script);
+    if (!out)
+        return NULL;
+    size_t n = strlen(out);
+    while (n && out[n - 1] == '\n')
+        out[--n] = '\0';
+    *no_pids = strstr(out, "-file") != NULL;
+    return out;
+}
