@@ -12,7 +12,7 @@
  * SBX_CONFIG_ENTRIES_MAX, since a larger section is refused.
  * Exit status: 0 when the target is met, 1 otherwise, 2 on setup errors.
  */
-#include "config.h"
+#include "config/config.h"
 
 #include <yaml.h>
 

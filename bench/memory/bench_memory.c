@@ -10,12 +10,12 @@
  * 2. Peak RSS growth while 1 024 files of 1 MiB (1 GiB) are committed, one
  *    commit of 64 files at a time, then each read back through a counting
  *    sink and the store listed. Target: <= 16 MiB. SQLite reads through a
- *    memory map of the database file (mmap_size, store_sqlite.c), whose
+ *    memory map of the database file (mmap_size, store/sqlite.c), whose
  *    pages count in RSS although they are the page cache's; BENCH_NO_MMAP=1
  *    turns the map off to show the process's own memory.
  */
-#include "memory_store.h"
-#include "store_impl.h"
+#include "store/memory_trees.h"
+#include "store/driver.h"
 #include "scratch_db.h"
 
 #include <stdio.h>

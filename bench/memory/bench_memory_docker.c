@@ -17,13 +17,13 @@
  *    while a 1 GiB store (1 024 files of 1 MiB) is loaded into a session,
  *    a command changes one file of it and the change is committed.
  *    Target: <= 16 MiB. The SQLite store's memory map is turned off (it
- *    counts page cache as RSS, store_sqlite.c).
+ *    counts page cache as RSS, store/sqlite.c).
  * Needs SBX_BENCH_DOCKER_HOST (a daemon on this machine: the trees are host
  * directories) and the image of SBX_BENCH_DOCKER_IMAGE (sbx-test:busybox).
  */
-#include "memory_store.h"
-#include "session_internal.h"
-#include "store_impl.h"
+#include "store/memory_trees.h"
+#include "sessions/internal.h"
+#include "store/driver.h"
 #include "fake_bench.h"
 
 #include <sbx/memory.h>

@@ -17,7 +17,7 @@
  * 2 on setup errors.
  */
 #include "scratch_db.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  *   refused STATUS: MESSAGE                            (exit 1)
  * Exit 2 on bad usage.
  */
-#include "loader.h"
+#include "registry/loader.h"
 
 #include <stdio.h>
 

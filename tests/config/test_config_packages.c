@@ -4,7 +4,7 @@
  * vector; every malformed entry is refused with file:line and key.
  */
 #include "config_fixture.h"
-#include "package_managers.h"
+#include "config/package_managers.h"
 
 #include <criterion/criterion.h>
 #include <sbx/session.h>

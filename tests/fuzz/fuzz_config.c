@@ -3,7 +3,7 @@
  * checks on arbitrary bytes. Every input must end in SBX_OK or an error
  * with a message; nothing may crash, leak or read out of bounds.
  */
-#include "config.h"
+#include "config/config.h"
 
 #include <stdint.h>
 #include <stdio.h>

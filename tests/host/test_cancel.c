@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <sbx/sbx.h>
 
-#include "cancel.h"
+#include "base/cancel.h"
 
 #include <poll.h>
 #include <pthread.h>

@@ -2,7 +2,7 @@
  * what needed it. */
 #include <criterion/criterion.h>
 
-#include "lazy_lib.h"
+#include "base/lazy_lib.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * and, for the drop-in a package ships (conf.d/NAME.yaml), that it stays
  * after the package is removed until the package is purged.
  */
-#include "provider_missing.h"
+#include "registry/provider_missing.h"
 
 #include <criterion/criterion.h>
 #include <sbx/sbx.h>

@@ -3,7 +3,7 @@
  * refusal, each checking the status and that the message names the
  * provider, the file and the expected and actual values.
  */
-#include "loader.h"
+#include "registry/loader.h"
 #include "loader_assert.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * test_search_path.c - resolving names over a colon-separated search path
  * (first directory wins) and listing installed plugins.
  */
-#include "loader.h"
+#include "registry/loader.h"
 #include "loader_assert.h"
 
 #include <fcntl.h>

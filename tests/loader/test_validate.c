@@ -4,7 +4,7 @@
  * capability's ops, ops beyond the plugin's ops_size, the version string
  * and the descriptor's name.
  */
-#include "loader.h"
+#include "registry/loader.h"
 #include "loader_assert.h"
 
 #include <stdio.h>

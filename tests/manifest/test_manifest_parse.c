@@ -3,7 +3,7 @@
  * malformed or dangerous manifest is refused with its file, line and
  * entry; sources are confined to the base directory or a grant.
  */
-#include "manifest_internal.h"
+#include "config/manifest_internal.h"
 
 #include <criterion/criterion.h>
 

@@ -8,8 +8,8 @@
 #include <sbx/session.h>
 
 #include "scratch_db.h"
-#include "process_id.h"
-#include "session_internal.h"
+#include "base/process_id.h"
+#include "sessions/internal.h"
 
 #include <criterion/criterion.h>
 #include <ftw.h>

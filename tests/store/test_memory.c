@@ -4,7 +4,7 @@
  * path, racing writers and a writer killed mid-commit. Compiled once per
  * driver like test_store.c (STORE_TEST_DRIVER).
  */
-#include "memory_store.h"
+#include "store/memory_trees.h"
 #include "scratch_db.h"
 
 #include <criterion/criterion.h>

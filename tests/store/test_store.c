@@ -5,7 +5,7 @@
  * tests that need a server when SBX_TEST_PG_DSN is unset.
  */
 #include "scratch_db.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <criterion/criterion.h>
 

@@ -1,0 +1,55 @@
+/*
+ * cancel.c - cancellation tokens.
+ *
+ * A token is an atomic flag plus an eventfd. Providers poll() the eventfd
+ * next to their own descriptors (pipes, sockets), so a cancel wakes a
+ * blocked exec at once instead of at the next timeout tick. Nobody reads the
+ * eventfd, so it stays readable once fired.
+ */
+#include "base/cancel.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+SBX_API int sbx_cancel_new(sbx_cancel **out)
+{
+    sbx_cancel *c = calloc(1, sizeof *c);
+    if (!c)
+        return SBX_E_NOMEM;
+    c->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->fd < 0) {
+        free(c);
+        return SBX_E_IO;
+    }
+    atomic_init(&c->fired, 0);
+    *out = c;
+    return SBX_OK;
+}
+
+SBX_API void sbx_cancel_fire(sbx_cancel *c)
+{
+    if (!c)
+        return;
+    int saved = errno; /* may run in a signal handler */
+    if (atomic_exchange(&c->fired, 1) == 0) {
+        uint64_t one = 1;
+        ssize_t n = write(c->fd, &one, sizeof one);
+        (void)n; /* EAGAIN only if already signalled: fine */
+    }
+    errno = saved;
+}
+
+SBX_API bool sbx_cancel_fired(const sbx_cancel *c)
+{
+    return c && atomic_load(&((sbx_cancel *)c)->fired) != 0;
+}
+
+SBX_API void sbx_cancel_free(sbx_cancel *c)
+{
+    if (!c)
+        return;
+    close(c->fd);
+    free(c);
+}

@@ -1,0 +1,31 @@
+/* call.c - per-call contexts for provider ops. */
+#include "registry/call.h"
+
+#include <string.h>
+
+void sbx_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel)
+{
+    sbx_error_clear(&call->scratch);
+    call->err = err ? err : &call->scratch;
+    call->cancel = cancel;
+    call->user = NULL;
+    sbx_error_clear(call->err);
+}
+
+int sbx_call_end(struct sbx_call *call, int rc, const char *provider,
+                 const char *op)
+{
+    if (rc == SBX_OK) {
+        sbx_error_clear(call->err);
+        return rc;
+    }
+    if (call->err->message[0] == '\0' || call->err->status != rc) {
+        /* The provider returned a status without (or with a stale) message:
+         * keep its text but make the status authoritative. */
+        if (call->err->message[0] == '\0')
+            sbx_error_set(call->err, rc, "provider \"%s\": %s failed: %s",
+                          provider, op, sbx_strerror((sbx_status)rc));
+        call->err->status = rc;
+    }
+    return rc;
+}
