@@ -17,7 +17,7 @@
 #ifndef SBX_AGENT_H
 #define SBX_AGENT_H
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <stddef.h>
 #include <stdint.h>

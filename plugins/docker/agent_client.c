@@ -1,6 +1,6 @@
 /*
  * agent_client.c - the provider's side of the sbx-agent channel
- * (agent/PROTOCOL.md): one unix-socket connection per operation, the
+ * (shared/agent_proto/PROTOCOL.md): one unix-socket connection per operation, the
  * preamble and version check, frames under a deadline and the call's
  * cancellation, and the agent's errors turned into statuses.
  *
@@ -20,7 +20,7 @@
 #include "docker.h"
 
 #include "confine.h"
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <dlfcn.h>
 #include <errno.h>

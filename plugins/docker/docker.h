@@ -460,7 +460,7 @@ int docker_write_stream(sbx_sandbox *sb, sbx_call *call, const char *rel,
 /* ---- agent_client.c -------------------------------------------------------- */
 
 /* Where sbx-agent is bound in a container, its socket directory there, and
- * its socket's name in that directory (agent/PROTOCOL.md). */
+ * its socket's name in that directory (shared/agent_proto/PROTOCOL.md). */
 #define DOCKER_AGENT_BIN "/.sbx/sbx-agent"
 #define DOCKER_AGENT_RUN "/.sbx/run"
 #define DOCKER_AGENT_SOCK "agent.sock"

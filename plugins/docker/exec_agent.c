@@ -15,7 +15,7 @@
  */
 #include "docker.h"
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 #include "stdin_feeder.h"
 
 #include <errno.h>

@@ -12,7 +12,7 @@
  */
 #include "docker.h"
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <openssl/evp.h>
 

@@ -11,7 +11,7 @@
  */
 #include "docker.h"
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <archive.h>
 #include <archive_entry.h>

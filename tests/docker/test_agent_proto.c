@@ -1,6 +1,6 @@
 /*
  * test_agent_proto.c - sbx-agent alone, on this host (no daemon needed):
- * the protocol as documented in agent/PROTOCOL.md, and what malformed or
+ * the protocol as documented in shared/agent_proto/PROTOCOL.md, and what malformed or
  * hostile input does to it. The agent runs in a temp directory with
  * --trust-local-peers (compiled only with SBX_TEST_HOOKS), since a peer in
  * its own PID namespace is otherwise refused.
@@ -9,7 +9,7 @@
  * connection, never a crash: after each one the agent still answers a
  * ping, and nothing was written outside the workspace.
  */
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <criterion/criterion.h>
 

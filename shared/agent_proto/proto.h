@@ -1,5 +1,5 @@
 /*
- * proto.h - the sbx-agent wire protocol (agent/PROTOCOL.md), shared by the
+ * proto.h - the sbx-agent wire protocol (PROTOCOL.md beside it), shared by the
  * agent and the docker provider: the connection preamble, frames, and the
  * field encoding of request and reply payloads.
  *
