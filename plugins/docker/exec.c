@@ -1,16 +1,30 @@
 /*
  * exec.c - the exec op and the helper exec that writes use.
  *
- * A command runs as one exec (exec_run.c): its output streamed as it
- * arrives, stdin fed by a thread, every request under a deadline. Timeouts
- * and cancellation kill its whole tree within kill_timeout (exec_kill.c:
- * from the host through /proc when the daemon is local, else by a killer
- * exec in the container), while its output keeps being drained; exec
- * returns within that bound even when the daemon has stopped answering.
- * A command that could not start is recognised by the daemon's record of
- * the exec (no process), and classified by looking at the container's
- * files (exec_probe.c), never by the text of a message: whatever a command
- * prints is its output.
+ * The exec op checks its arguments, then takes one of two paths:
+ *
+ *  - through the container's sbx-agent, the default (a container created
+ *    with providers.docker.agent true has an agent socket): the working
+ *    directory is checked lexically here and resolved by the agent beneath
+ *    the workspace; exec_agent.c sends the request, streams the output and
+ *    feeds stdin, and the agent enforces the timeout and kills the
+ *    command's whole tree (shared/agent_proto/PROTOCOL.md);
+ *  - through the Engine API, for a container without the agent: the
+ *    working directory is resolved in the container like a file op's path
+ *    (paths.c), and the command runs as one exec (exec_run.c): its output
+ *    streamed as it arrives, stdin fed by a thread, every request under a
+ *    deadline. Timeouts and cancellation kill its whole tree within
+ *    kill_timeout (exec_kill.c: from the host through /proc when the
+ *    daemon is local, else by a killer exec in the container), while its
+ *    output keeps being drained; exec returns within that bound even when
+ *    the daemon has stopped answering. A command that could not start is
+ *    recognised by the daemon's record of the exec (no process), and
+ *    classified by looking at the container's files (exec_probe.c), never
+ *    by the text of a message: whatever a command prints is its output.
+ *    Running as a user other than the container's needs the agent.
+ *
+ * The helper exec (docker_exec_feed) is always an Engine API exec: the
+ * write path without the agent (write_stream.c) feeds its data through it.
  */
 #include "exec_internal.h"
 
