@@ -202,7 +202,7 @@ static int lock_accounts(int fd)
 static void ok(int fd)
 {
     unsigned char k[AP_HDR_LEN];
-    ap_header(k, AP_OK, 0);
+    sbxs_ap_header(k, AP_OK, 0);
     wire_write_full(fd, k, sizeof k);
 }
 
@@ -249,10 +249,10 @@ static int group_make(int fd, struct text *g, const char *name, unsigned long gi
 static void group_add(int fd, const unsigned char *req, uint32_t len)
 {
     struct ap_in in;
-    ap_in_begin(&in, req, len);
-    char *name = ap_get_str(&in);
-    uint32_t gid = ap_get_u32(&in);
-    if (!ap_in_done(&in) || !name[0] || strpbrk(name, ":\n,")) {
+    sbxs_ap_in_begin(&in, req, len);
+    char *name = sbxs_ap_get_str(&in);
+    uint32_t gid = sbxs_ap_get_u32(&in);
+    if (!sbxs_ap_in_done(&in) || !name[0] || strpbrk(name, ":\n,")) {
         wire_error(fd, EPROTO, "request", "malformed group request");
         free(name);
         return;
@@ -341,21 +341,21 @@ static int make_home(const char *name, unsigned long uid, unsigned long gid)
 static void user_add(int fd, const unsigned char *req, uint32_t len)
 {
     struct ap_in in;
-    ap_in_begin(&in, req, len);
-    char *name = ap_get_str(&in);
-    uint32_t uid = ap_get_u32(&in);
-    char *group = ap_get_str(&in);
-    uint32_t n = ap_get_u32(&in);
+    sbxs_ap_in_begin(&in, req, len);
+    char *name = sbxs_ap_get_str(&in);
+    uint32_t uid = sbxs_ap_get_u32(&in);
+    char *group = sbxs_ap_get_str(&in);
+    uint32_t n = sbxs_ap_get_u32(&in);
     char **groups = !in.bad && n <= 256 ? calloc(n + 1, sizeof *groups) : NULL;
     int bad = in.bad || !groups || !name[0] || strpbrk(name, ":\n,") ||
               strpbrk(group, ":\n,");
     for (uint32_t i = 0; groups && i < n && !in.bad; i++) {
-        groups[i] = ap_get_str(&in);
+        groups[i] = sbxs_ap_get_str(&in);
         bad |= !groups[i] || !groups[i][0] || strpbrk(groups[i], ":\n,") != NULL;
     }
     struct text p = {0}, g = {0};
     int l = -1;
-    if (bad || !ap_in_done(&in)) {
+    if (bad || !sbxs_ap_in_done(&in)) {
         wire_error(fd, EPROTO, "request", "malformed user request");
         goto out;
     }

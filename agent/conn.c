@@ -19,13 +19,13 @@ void conn_serve(int fd)
      * command itself gets the default disposition back, exec.c) */
     signal(SIGPIPE, SIG_IGN);
     unsigned char pre[AP_PREAMBLE_LEN];
-    ap_preamble(pre, AP_VERSION);
+    sbxs_ap_preamble(pre, AP_VERSION);
     if (wire_write_full(fd, pre, sizeof pre) != 0)
         return;
     uint32_t version;
     if (wire_read_full(fd, pre, sizeof pre) != 0)
         return;
-    if (ap_parse_preamble(pre, &version) != 0) {
+    if (sbxs_ap_parse_preamble(pre, &version) != 0) {
         wire_error(fd, EPROTO, "preamble", "not an sbx-agent client (bad magic)");
         return;
     }
@@ -52,8 +52,8 @@ void conn_serve(int fd)
     const unsigned char *body = req;
     if (version >= 2 && type != AP_PING) {
         struct ap_in in;
-        ap_in_begin(&in, req, len);
-        user = ap_get_str(&in);
+        sbxs_ap_in_begin(&in, req, len);
+        user = sbxs_ap_get_str(&in);
         if (!user || (user[0] && (strlen(user) > 255 || strchr(user, '\n')))) {
             wire_error(fd, EPROTO, "request", "malformed user field");
             free(user);
@@ -67,11 +67,11 @@ void conn_serve(int fd)
     case AP_PING: {
         unsigned char buf[128];
         struct ap_out o;
-        ap_out_begin(&o, buf, sizeof buf, AP_PONG);
-        ap_put_u32(&o, AP_VERSION);
-        ap_put_u32(&o, (uint32_t)getppid());
-        ap_put_str(&o, "sbx-agent " SBX_AGENT_BUILD);
-        size_t n = ap_out_end(&o);
+        sbxs_ap_out_begin(&o, buf, sizeof buf, AP_PONG);
+        sbxs_ap_put_u32(&o, AP_VERSION);
+        sbxs_ap_put_u32(&o, (uint32_t)getppid());
+        sbxs_ap_put_str(&o, "sbx-agent " SBX_AGENT_BUILD);
+        size_t n = sbxs_ap_out_end(&o);
         if (len != 0)
             wire_error(fd, EPROTO, "ping", "malformed ping frame");
         else if (n)

@@ -162,7 +162,7 @@ static int queue_frame(struct run *r, int type, int fd)
         return 0;
     if (n <= 0)
         return -1; /* end of this stream */
-    ap_header(r->obuf, type, (uint32_t)n);
+    sbxs_ap_header(r->obuf, type, (uint32_t)n);
     r->o_len = AP_HDR_LEN + (size_t)n;
     r->o_off = 0;
     return 0;
@@ -191,7 +191,7 @@ static void flush_out(struct run *r)
 static void on_frame(struct run *r)
 {
     struct ap_in in;
-    ap_in_begin(&in, r->rbuf, r->rlen);
+    sbxs_ap_in_begin(&in, r->rbuf, r->rlen);
     switch (r->rtype) {
     case AP_STDIN:
         if (!r->in_closed && r->rlen) {
@@ -206,8 +206,8 @@ static void on_frame(struct run *r)
             close_fd(&r->in_fd);
         return;
     case AP_SIGNAL: {
-        uint32_t sig = ap_get_u32(&in);
-        if (ap_in_done(&in) && sig > 0 && sig < NSIG && !r->leader_done)
+        uint32_t sig = sbxs_ap_get_u32(&in);
+        if (sbxs_ap_in_done(&in) && sig > 0 && sig < NSIG && !r->leader_done)
             kill(r->leader, (int)sig);
         return;
     }
@@ -259,7 +259,7 @@ static void read_host(struct run *r)
             r->rhdr_len += (size_t)k;
             if (r->rhdr_len < AP_HDR_LEN)
                 continue;
-            if (ap_parse_header(r->rhdr, &r->rtype, &r->rlen) != 0 || r->rlen > AP_CHUNK) {
+            if (sbxs_ap_parse_header(r->rhdr, &r->rtype, &r->rlen) != 0 || r->rlen > AP_CHUNK) {
                 wire_error(r->sock, EPROTO, "exec", "frame longer than %u bytes",
                            AP_CHUNK);
                 r->host_gone = 1;
@@ -315,11 +315,11 @@ static void send_exit(struct run *r)
         flags |= AP_EXIT_TIMED_OUT;
     if (r->cancelled)
         flags |= AP_EXIT_CANCELLED;
-    ap_out_begin(&o, buf, sizeof buf, AP_EXIT);
-    ap_put_u32(&o, flags);
-    ap_put_u32(&o, code);
-    ap_put_u32(&o, sig);
-    size_t n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, buf, sizeof buf, AP_EXIT);
+    sbxs_ap_put_u32(&o, flags);
+    sbxs_ap_put_u32(&o, code);
+    sbxs_ap_put_u32(&o, sig);
+    size_t n = sbxs_ap_out_end(&o);
     wire_write_full(r->sock, buf, n);
 }
 
@@ -412,24 +412,24 @@ static void loop(struct run *r, int sfd, int64_t deadline)
 void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *user)
 {
     struct ap_in in;
-    ap_in_begin(&in, req, len);
-    uint64_t timeout_ms = ap_get_u64(&in);
-    char *cwd = ap_get_str(&in);
-    uint32_t argc = ap_get_u32(&in);
+    sbxs_ap_in_begin(&in, req, len);
+    uint64_t timeout_ms = sbxs_ap_get_u64(&in);
+    char *cwd = sbxs_ap_get_str(&in);
+    uint32_t argc = sbxs_ap_get_u32(&in);
     char **argv = NULL, **reqenv = NULL;
     uint32_t envc = 0;
     if (!in.bad && argc > 0 && argc <= 65536 && (argv = calloc(argc + 1, sizeof *argv))) {
         for (uint32_t i = 0; i < argc && !in.bad; i++)
-            argv[i] = ap_get_str(&in);
-        envc = ap_get_u32(&in);
+            argv[i] = sbxs_ap_get_str(&in);
+        envc = sbxs_ap_get_u32(&in);
         if (!in.bad && envc <= 65536 && (reqenv = calloc(envc + 1, sizeof *reqenv)))
             for (uint32_t i = 0; i < envc && !in.bad; i++) {
-                reqenv[i] = ap_get_str(&in);
+                reqenv[i] = sbxs_ap_get_str(&in);
                 if (reqenv[i] && (!strchr(reqenv[i], '=') || reqenv[i][0] == '='))
                     in.bad = 1;
             }
     }
-    if (!ap_in_done(&in) || !argv || !reqenv || !argv[0] || !argv[0][0]) {
+    if (!sbxs_ap_in_done(&in) || !argv || !reqenv || !argv[0] || !argv[0][0]) {
         wire_error(sock, EPROTO, "exec", "malformed exec request");
         return;
     }

@@ -173,12 +173,12 @@ static void do_read(int fd, int rootfd, const char *path)
         if (n == 0) {
             unsigned char end[16];
             struct ap_out o;
-            ap_out_begin(&o, end, sizeof end, AP_END);
-            ap_put_u64(&o, total);
-            wire_write_full(fd, end, ap_out_end(&o));
+            sbxs_ap_out_begin(&o, end, sizeof end, AP_END);
+            sbxs_ap_put_u64(&o, total);
+            wire_write_full(fd, end, sbxs_ap_out_end(&o));
             break;
         }
-        ap_header(buf, AP_DATA, (uint32_t)n);
+        sbxs_ap_header(buf, AP_DATA, (uint32_t)n);
         if (wire_write_full(fd, buf, AP_HDR_LEN + (size_t)n) != 0)
             break;
         total += (uint64_t)n;
@@ -229,10 +229,10 @@ static int receive(int fd, int tmpfd, const char *path)
             goto out;
         }
         struct ap_in in;
-        ap_in_begin(&in, buf, len);
-        uint64_t want = ap_get_u64(&in);
+        sbxs_ap_in_begin(&in, buf, len);
+        uint64_t want = sbxs_ap_get_u64(&in);
         unsigned char digest[32], have[32];
-        ap_get_bytes(&in, digest, 32);
+        sbxs_ap_get_bytes(&in, digest, 32);
         unsigned int dl = 0;
         EVP_DigestFinal_ex(md, have, &dl);
         if (want != total) {
@@ -331,9 +331,9 @@ static void do_write(int fd, int rootfd, const char *root, char *path, uint32_t 
 
 static void put_stat(struct ap_out *o, const struct stat *s)
 {
-    ap_put_u32(o, kind_of(s->st_mode));
-    ap_put_u32(o, (uint32_t)(s->st_mode & 07777));
-    ap_put_u64(o, (uint64_t)s->st_size);
+    sbxs_ap_put_u32(o, kind_of(s->st_mode));
+    sbxs_ap_put_u32(o, (uint32_t)(s->st_mode & 07777));
+    sbxs_ap_put_u64(o, (uint64_t)s->st_size);
 }
 
 static void do_stat(int fd, int rootfd, const char *path)
@@ -345,10 +345,10 @@ static void do_stat(int fd, int rootfd, const char *path)
     close(f);
     unsigned char buf[64];
     struct ap_out o;
-    ap_out_begin(&o, buf, sizeof buf, AP_STATR);
+    sbxs_ap_out_begin(&o, buf, sizeof buf, AP_STATR);
     put_stat(&o, &s);
-    ap_put_u64(&o, (uint64_t)s.st_mtime);
-    wire_write_full(fd, buf, ap_out_end(&o));
+    sbxs_ap_put_u64(&o, (uint64_t)s.st_mtime);
+    wire_write_full(fd, buf, sbxs_ap_out_end(&o));
 }
 
 static void do_list(int fd, int rootfd, const char *path)
@@ -371,10 +371,10 @@ static void do_list(int fd, int rootfd, const char *path)
         if (fstatat(dirfd(d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0)
             continue; /* removed meanwhile */
         struct ap_out o;
-        ap_out_begin(&o, buf, sizeof buf, AP_ENTRY);
-        ap_put_str(&o, de->d_name);
+        sbxs_ap_out_begin(&o, buf, sizeof buf, AP_ENTRY);
+        sbxs_ap_put_str(&o, de->d_name);
         put_stat(&o, &s);
-        if (wire_write_full(fd, buf, ap_out_end(&o)) != 0)
+        if (wire_write_full(fd, buf, sbxs_ap_out_end(&o)) != 0)
             break;
     }
     closedir(d);
@@ -428,17 +428,17 @@ void files_serve(int fd, int type, const unsigned char *req, uint32_t len,
                  const char *user)
 {
     struct ap_in in;
-    ap_in_begin(&in, req, len);
-    char *root = ap_get_str(&in);
-    char *path = ap_get_str(&in);
+    sbxs_ap_in_begin(&in, req, len);
+    char *root = sbxs_ap_get_str(&in);
+    char *path = sbxs_ap_get_str(&in);
     uint32_t mode = 0, flags = 0;
     if (type == AP_WRITE || type == AP_MKDIR)
-        mode = ap_get_u32(&in);
+        mode = sbxs_ap_get_u32(&in);
     if (type == AP_WRITE || type == AP_MKDIR || type == AP_REMOVE)
-        flags = ap_get_u32(&in);
+        flags = sbxs_ap_get_u32(&in);
     int need_name = type == AP_READ || type == AP_WRITE || type == AP_MKDIR ||
                     type == AP_REMOVE;
-    if (!ap_in_done(&in) || (need_name && (!path[0] || path[strlen(path) - 1] == '/' ||
+    if (!sbxs_ap_in_done(&in) || (need_name && (!path[0] || path[strlen(path) - 1] == '/' ||
                                            path[0] == '/'))) {
         wire_error(fd, EPROTO, "request", "malformed file request (type 0x%02x)", type);
         goto out;

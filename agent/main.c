@@ -79,8 +79,8 @@ static int ping(const char *path)
         return 1;
     }
     unsigned char pre[AP_PREAMBLE_LEN], hdr[AP_HDR_LEN];
-    ap_preamble(pre, AP_VERSION);
-    ap_header(hdr, AP_PING, 0);
+    sbxs_ap_preamble(pre, AP_VERSION);
+    sbxs_ap_header(hdr, AP_PING, 0);
     /* a refused peer may find the connection closed already: read the
      * answer anyway */
     if (wire_write_full(fd, pre, sizeof pre) == 0)
@@ -93,16 +93,16 @@ static int ping(const char *path)
         printf("no answer\n");
         return 1;
     }
-    if (ap_parse_preamble(pre, &version) != 0) {
+    if (sbxs_ap_parse_preamble(pre, &version) != 0) {
         /* the 8 bytes were the start of an error frame */
         memcpy(hdr, pre, AP_HDR_LEN);
-        if (ap_parse_header(hdr, &type, &len) == 0 && type == AP_ERROR && len >= 3 &&
+        if (sbxs_ap_parse_header(hdr, &type, &len) == 0 && type == AP_ERROR && len >= 3 &&
             len < 4096 && wire_read_full(fd, buf + 3, len - 3) == 0) {
             memcpy(buf, pre + AP_HDR_LEN, 3);
             struct ap_in in;
-            ap_in_begin(&in, buf, len);
-            uint32_t e = ap_get_u32(&in);
-            char *stage = ap_get_str(&in), *msg = ap_get_str(&in);
+            sbxs_ap_in_begin(&in, buf, len);
+            uint32_t e = sbxs_ap_get_u32(&in);
+            char *stage = sbxs_ap_get_str(&in), *msg = sbxs_ap_get_str(&in);
             printf("refused (errno %u, %s): %s\n", e, stage ? stage : "?", msg ? msg : "?");
         } else {
             printf("not an sbx-agent\n");
