@@ -100,7 +100,7 @@ static int start_failure(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_
     /* only when the container cannot be asked: the exit code some engine
      * versions record (127 for a missing program) */
     int fallback = oc->start_exit == 127 ? SBX_E_NO_COMMAND : SBX_E_NOT_EXEC;
-    int status = exec_probe_start_failure(sb, call, args->argv[0], args->env, workdir,
+    int status = docker_exec_probe_start_failure(sb, call, args->argv[0], args->env, workdir,
                                           fallback);
     const char *msg = oc->start_msg[0] ? oc->start_msg : "the daemon could not start it";
     if (status == SBX_E_INVALID)
@@ -181,7 +181,7 @@ int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *arg
         .cancellable = 1,
     };
     struct exec_outcome oc;
-    rc = exec_run(sb, call, &spec, &oc);
+    rc = docker_exec_run(sb, call, &spec, &oc);
     if (rc == SBX_OK && res) {
         res->exit_code = oc.exit_code;
         res->term_signal = oc.term_signal;
@@ -211,7 +211,7 @@ static int bounded_write(void *ctx, const void *p, size_t n)
     return 0;
 }
 
-struct sbx_sink exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap)
+struct sbx_sink docker_exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap)
 {
     b->buf = buf;
     b->cap = cap;
@@ -228,7 +228,7 @@ int docker_exec_feed(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
 {
     struct docker_state *st = sb->st;
     struct exec_bounded b;
-    struct sbx_sink sink = exec_bounded_sink(&b, output, cap);
+    struct sbx_sink sink = docker_exec_bounded_sink(&b, output, cap);
     if (complete)
         *complete = 0;
     *exit_code = -1;
@@ -241,7 +241,7 @@ int docker_exec_feed(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
         .cancellable = 1,
     };
     struct exec_outcome oc;
-    int rc = exec_run(sb, call, &spec, &oc);
+    int rc = docker_exec_run(sb, call, &spec, &oc);
     if (rc != SBX_OK)
         return rc;
     if (complete)
