@@ -82,7 +82,7 @@ static void reap(void *ctx)
 
 static void kill_all(struct run *r)
 {
-    tree_kill(reap, r);
+    agent_tree_kill(reap, r);
     r->killed = 1;
 }
 
@@ -140,7 +140,7 @@ static void child(int in, int out, int err, int errfd, int cwdfd,
     signal(SIGPIPE, SIG_DFL);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
         goto fail;
-    if (user_become(u) != 0)
+    if (agent_user_become(u) != 0)
         goto fail;
     stage = STAGE_CWD;
     if (fchdir(cwdfd) != 0)
@@ -217,7 +217,7 @@ static void on_frame(struct run *r)
         return;
     default:
         /* a malformed conversation: stop everything, say why */
-        wire_error(r->sock, EPROTO, "exec", "unexpected frame type 0x%02x during exec",
+        agent_wire_error(r->sock, EPROTO, "exec", "unexpected frame type 0x%02x during exec",
                    r->rtype);
         r->host_gone = 1;
         kill_all(r);
@@ -260,7 +260,7 @@ static void read_host(struct run *r)
             if (r->rhdr_len < AP_HDR_LEN)
                 continue;
             if (sbxs_ap_parse_header(r->rhdr, &r->rtype, &r->rlen) != 0 || r->rlen > AP_CHUNK) {
-                wire_error(r->sock, EPROTO, "exec", "frame longer than %u bytes",
+                agent_wire_error(r->sock, EPROTO, "exec", "frame longer than %u bytes",
                            AP_CHUNK);
                 r->host_gone = 1;
                 return;
@@ -320,7 +320,7 @@ static void send_exit(struct run *r)
     sbxs_ap_put_u32(&o, code);
     sbxs_ap_put_u32(&o, sig);
     size_t n = sbxs_ap_out_end(&o);
-    wire_write_full(r->sock, buf, n);
+    agent_wire_write_full(r->sock, buf, n);
 }
 
 static void loop(struct run *r, int sfd, int64_t deadline)
@@ -409,7 +409,7 @@ static void loop(struct run *r, int sfd, int64_t deadline)
     }
 }
 
-void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *user)
+void agent_exec_serve(int sock, const unsigned char *req, uint32_t len, const char *user)
 {
     struct ap_in in;
     sbxs_ap_in_begin(&in, req, len);
@@ -430,25 +430,25 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
             }
     }
     if (!sbxs_ap_in_done(&in) || !argv || !reqenv || !argv[0] || !argv[0][0]) {
-        wire_error(sock, EPROTO, "exec", "malformed exec request");
+        agent_wire_error(sock, EPROTO, "exec", "malformed exec request");
         return;
     }
     struct agent_user u;
     char msg[256];
-    if (user_resolve(user[0] ? user : agent_cfg.user, &u, msg, sizeof msg) != 0) {
-        wire_error(sock, EINVAL, "user", "%s", msg);
+    if (agent_user_resolve(user[0] ? user : agent_cfg.user, &u, msg, sizeof msg) != 0) {
+        agent_wire_error(sock, EINVAL, "user", "%s", msg);
         return;
     }
-    int rootfd = files_open_root(sock, agent_cfg.roots[0]);
+    int rootfd = agent_files_open_root(sock, agent_cfg.roots[0]);
     if (rootfd < 0)
         return;
     /* close-on-exec like every descriptor here: dup() would hand the
      * workspace directory to the command */
-    int cwdfd = cwd[0] ? beneath(rootfd, cwd, O_PATH | O_DIRECTORY | O_CLOEXEC, 0)
+    int cwdfd = cwd[0] ? agent_beneath(rootfd, cwd, O_PATH | O_DIRECTORY | O_CLOEXEC, 0)
                        : fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
     if (cwdfd < 0) {
         int e = errno;
-        wire_error(sock, e, "cwd", "working directory %s: %s", cwd,
+        agent_wire_error(sock, e, "cwd", "working directory %s: %s", cwd,
                    e == EXDEV ? "leads out of the workspace" : strerror(e));
         return;
     }
@@ -456,7 +456,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
     int pin[2], pout[2], perr[2], pfail[2];
     if (!env || pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC) ||
         pipe2(pfail, O_CLOEXEC)) {
-        wire_error(sock, errno, "exec", "cannot make pipes: %s", strerror(errno));
+        agent_wire_error(sock, errno, "exec", "cannot make pipes: %s", strerror(errno));
         return;
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -477,7 +477,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
     close(cwdfd);
     close(rootfd);
     if (pid < 0 || sfd < 0) {
-        wire_error(sock, fe, "exec", "cannot fork: %s", strerror(fe));
+        agent_wire_error(sock, fe, "exec", "cannot fork: %s", strerror(fe));
         return;
     }
     int fail[2];
@@ -490,7 +490,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
         const char *stage = fail[0] == STAGE_USER  ? "user"
                             : fail[0] == STAGE_CWD ? "cwd"
                                                    : "exec";
-        wire_error(sock, fail[1], stage, "%s: %s", fail[0] == STAGE_EXEC ? argv[0] : stage,
+        agent_wire_error(sock, fail[1], stage, "%s: %s", fail[0] == STAGE_EXEC ? argv[0] : stage,
                    strerror(fail[1]));
         return;
     }
@@ -501,7 +501,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
     r.obuf = malloc(AP_HDR_LEN + AP_CHUNK);
     if (!r.rbuf || !r.inbuf || !r.obuf) {
         kill_all(&r);
-        wire_error(sock, ENOMEM, "exec", "out of memory");
+        agent_wire_error(sock, ENOMEM, "exec", "out of memory");
         return;
     }
     fcntl(r.in_fd, F_SETFL, O_NONBLOCK);
