@@ -83,7 +83,7 @@ int agent_tree_kill(void (*reap)(void *), void *ctx);
  * change it). */
 int agent_tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
                      void *ctx);
-/* Did a agent_tree_kill of this process ever fail? A handler then exits 1, so
+/* Did an agent_tree_kill of this process ever fail? A handler then exits 1, so
  * that the init sweeps for what it left. */
 int agent_tree_gave_up(void);
 
