@@ -21,7 +21,8 @@
  *    recognised by the daemon's record of the exec (no process), and
  *    classified by looking at the container's files (exec_probe.c), never
  *    by the text of a message: whatever a command prints is its output.
- *    Running as a user other than the container's needs the agent.
+ *    A call made as a user (sbx_host.call_user) is refused: that needs
+ *    the agent (users.c).
  *
  * The helper exec (docker_exec_feed) is always an Engine API exec: the
  * write path without the agent (write_stream.c) feeds its data through it.
