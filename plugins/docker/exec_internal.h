@@ -1,6 +1,7 @@
 /*
- * exec_internal.h - what the exec_*.c files share: one exec's spec and
- * outcome, the output demultiplexer and the killer.
+ * exec_internal.h - what the exec files of the Engine API path share: one
+ * exec's spec and outcome, the output demultiplexer and the killer (exec
+ * through the agent is exec_agent.c, which needs none of it).
  *
  *   exec.c         the exec op and the helper execs (argument checks,
  *                  results, messages)
