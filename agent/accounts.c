@@ -191,7 +191,7 @@ static int lock_accounts(int fd)
 {
     int l = open(ETC_LOCK, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (l < 0 || flock(l, LOCK_EX) != 0) {
-        wire_error(fd, errno, "lock", "%s: %s", ETC_LOCK, strerror(errno));
+        agent_wire_error(fd, errno, "lock", "%s: %s", ETC_LOCK, strerror(errno));
         if (l >= 0)
             close(l);
         return -1;
@@ -202,8 +202,8 @@ static int lock_accounts(int fd)
 static void ok(int fd)
 {
     unsigned char k[AP_HDR_LEN];
-    ap_header(k, AP_OK, 0);
-    wire_write_full(fd, k, sizeof k);
+    sbxs_ap_header(k, AP_OK, 0);
+    agent_wire_write_full(fd, k, sizeof k);
 }
 
 /* Make group name (gid 0: pick one) in g; *out its gid. 0, or -1 after an
@@ -215,7 +215,7 @@ static int group_make(int fd, struct text *g, const char *name, unsigned long gi
     char other[256];
     if (find_name(g, name, &have)) {
         if (gid && have != gid) {
-            wire_error(fd, EEXIST, "group", "group %s exists with gid %lu, not %lu", name,
+            agent_wire_error(fd, EEXIST, "group", "group %s exists with gid %lu, not %lu", name,
                        have, gid);
             return -1;
         }
@@ -223,23 +223,23 @@ static int group_make(int fd, struct text *g, const char *name, unsigned long gi
         return 0;
     }
     if (gid && find_id(g, gid, other, sizeof other) == 0) {
-        wire_error(fd, EEXIST, "group", "gid %lu belongs to group %s already", gid, other);
+        agent_wire_error(fd, EEXIST, "group", "gid %lu belongs to group %s already", gid, other);
         return -1;
     }
     if (!gid && !(gid = free_id(g, NULL, 0))) {
-        wire_error(fd, ENOSPC, "group", "no free gid between %u and %u", FIRST_ID,
+        agent_wire_error(fd, ENOSPC, "group", "no free gid between %u and %u", FIRST_ID,
                    LAST_ID);
         return -1;
     }
     char line[320];
     snprintf(line, sizeof line, "%s:x:%lu:\n", name, gid);
     if (store(ETC_GROUP, g, line) != 0) {
-        wire_error(fd, errno, "group", "%s: %s", ETC_GROUP, strerror(errno));
+        agent_wire_error(fd, errno, "group", "%s: %s", ETC_GROUP, strerror(errno));
         return -1;
     }
     free(g->p);
     if (load(ETC_GROUP, g) != 0) {
-        wire_error(fd, errno, "group", "%s: %s", ETC_GROUP, strerror(errno));
+        agent_wire_error(fd, errno, "group", "%s: %s", ETC_GROUP, strerror(errno));
         return -1;
     }
     *out = gid;
@@ -249,11 +249,11 @@ static int group_make(int fd, struct text *g, const char *name, unsigned long gi
 static void group_add(int fd, const unsigned char *req, uint32_t len)
 {
     struct ap_in in;
-    ap_in_begin(&in, req, len);
-    char *name = ap_get_str(&in);
-    uint32_t gid = ap_get_u32(&in);
-    if (!ap_in_done(&in) || !name[0] || strpbrk(name, ":\n,")) {
-        wire_error(fd, EPROTO, "request", "malformed group request");
+    sbxs_ap_in_begin(&in, req, len);
+    char *name = sbxs_ap_get_str(&in);
+    uint32_t gid = sbxs_ap_get_u32(&in);
+    if (!sbxs_ap_in_done(&in) || !name[0] || strpbrk(name, ":\n,")) {
+        agent_wire_error(fd, EPROTO, "request", "malformed group request");
         free(name);
         return;
     }
@@ -262,7 +262,7 @@ static void group_add(int fd, const unsigned char *req, uint32_t len)
     unsigned long got;
     if (l >= 0) {
         if (load(ETC_GROUP, &g) != 0)
-            wire_error(fd, errno, "group", "%s: %s", ETC_GROUP, strerror(errno));
+            agent_wire_error(fd, errno, "group", "%s: %s", ETC_GROUP, strerror(errno));
         else if (group_make(fd, &g, name, gid, &got) == 0)
             ok(fd);
         close(l);
@@ -341,28 +341,28 @@ static int make_home(const char *name, unsigned long uid, unsigned long gid)
 static void user_add(int fd, const unsigned char *req, uint32_t len)
 {
     struct ap_in in;
-    ap_in_begin(&in, req, len);
-    char *name = ap_get_str(&in);
-    uint32_t uid = ap_get_u32(&in);
-    char *group = ap_get_str(&in);
-    uint32_t n = ap_get_u32(&in);
+    sbxs_ap_in_begin(&in, req, len);
+    char *name = sbxs_ap_get_str(&in);
+    uint32_t uid = sbxs_ap_get_u32(&in);
+    char *group = sbxs_ap_get_str(&in);
+    uint32_t n = sbxs_ap_get_u32(&in);
     char **groups = !in.bad && n <= 256 ? calloc(n + 1, sizeof *groups) : NULL;
     int bad = in.bad || !groups || !name[0] || strpbrk(name, ":\n,") ||
               strpbrk(group, ":\n,");
     for (uint32_t i = 0; groups && i < n && !in.bad; i++) {
-        groups[i] = ap_get_str(&in);
+        groups[i] = sbxs_ap_get_str(&in);
         bad |= !groups[i] || !groups[i][0] || strpbrk(groups[i], ":\n,") != NULL;
     }
     struct text p = {0}, g = {0};
     int l = -1;
-    if (bad || !ap_in_done(&in)) {
-        wire_error(fd, EPROTO, "request", "malformed user request");
+    if (bad || !sbxs_ap_in_done(&in)) {
+        agent_wire_error(fd, EPROTO, "request", "malformed user request");
         goto out;
     }
     if ((l = lock_accounts(fd)) < 0)
         goto out;
     if (load(ETC_PASSWD, &p) != 0 || load(ETC_GROUP, &g) != 0) {
-        wire_error(fd, errno, "user", "reading the account files: %s", strerror(errno));
+        agent_wire_error(fd, errno, "user", "reading the account files: %s", strerror(errno));
         goto out;
     }
     unsigned long have, gid;
@@ -370,28 +370,28 @@ static void user_add(int fd, const unsigned char *req, uint32_t len)
     const char *line = find_name(&p, name, &have);
     if (line) {
         if (uid && have != uid)
-            wire_error(fd, EEXIST, "user", "user %s exists with uid %lu, not %u", name, have,
+            agent_wire_error(fd, EEXIST, "user", "user %s exists with uid %lu, not %u", name, have,
                        uid);
         else
             ok(fd);
         goto out;
     }
     if (uid && find_id(&p, uid, other, sizeof other) == 0) {
-        wire_error(fd, EEXIST, "user", "uid %u belongs to user %s already", uid, other);
+        agent_wire_error(fd, EEXIST, "user", "uid %u belongs to user %s already", uid, other);
         goto out;
     }
     /* every group named must exist before anything changes */
     for (uint32_t i = 0; i < n; i++)
         if (!find_name(&g, groups[i], &have)) {
-            wire_error(fd, ENOENT, "user", "group %s does not exist", groups[i]);
+            agent_wire_error(fd, ENOENT, "user", "group %s does not exist", groups[i]);
             goto out;
         }
     if (group[0] && !find_name(&g, group, &have)) {
-        wire_error(fd, ENOENT, "user", "group %s does not exist", group);
+        agent_wire_error(fd, ENOENT, "user", "group %s does not exist", group);
         goto out;
     }
     if (!uid && !(uid = (uint32_t)free_id(&p, NULL, 0))) {
-        wire_error(fd, ENOSPC, "user", "no free uid between %u and %u", FIRST_ID, LAST_ID);
+        agent_wire_error(fd, ENOSPC, "user", "no free uid between %u and %u", FIRST_ID, LAST_ID);
         goto out;
     }
     /* the primary group: the one named, else one of the user's name (its
@@ -405,21 +405,21 @@ static void user_add(int fd, const unsigned char *req, uint32_t len)
     }
     for (uint32_t i = 0; i < n; i++)
         if (add_member(&g, groups[i], name) != 0) {
-            wire_error(fd, errno, "user", "group %s: %s", groups[i], strerror(errno));
+            agent_wire_error(fd, errno, "user", "group %s: %s", groups[i], strerror(errno));
             goto out;
         }
     if (n && store(ETC_GROUP, &g, NULL) != 0) {
-        wire_error(fd, errno, "user", "%s: %s", ETC_GROUP, strerror(errno));
+        agent_wire_error(fd, errno, "user", "%s: %s", ETC_GROUP, strerror(errno));
         goto out;
     }
     char entry[640];
     snprintf(entry, sizeof entry, "%s:x:%u:%lu::/home/%s:/bin/sh\n", name, uid, gid, name);
     if (store(ETC_PASSWD, &p, entry) != 0) {
-        wire_error(fd, errno, "user", "%s: %s", ETC_PASSWD, strerror(errno));
+        agent_wire_error(fd, errno, "user", "%s: %s", ETC_PASSWD, strerror(errno));
         goto out;
     }
     if (make_home(name, uid, gid) != 0) {
-        wire_error(fd, errno, "home", "/home/%s: %s", name, strerror(errno));
+        agent_wire_error(fd, errno, "home", "/home/%s: %s", name, strerror(errno));
         goto out;
     }
     ok(fd);
@@ -435,7 +435,7 @@ out:
     free(group);
 }
 
-void accounts_serve(int fd, int type, const unsigned char *req, uint32_t len)
+void agent_accounts_serve(int fd, int type, const unsigned char *req, uint32_t len)
 {
     if (type == AP_GROUP_ADD)
         group_add(fd, req, len);

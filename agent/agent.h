@@ -17,7 +17,7 @@
 #ifndef SBX_AGENT_H
 #define SBX_AGENT_H
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -42,15 +42,15 @@ extern struct agent_cfg agent_cfg;
 
 /* Read exactly n bytes within the idle limit: 0, 1 at a clean end of
  * stream before the first byte, -1 on error or a cut (errno set). */
-int wire_read_full(int fd, void *buf, size_t n);
-int wire_write_full(int fd, const void *buf, size_t n);
+int agent_wire_read_full(int fd, void *buf, size_t n);
+int agent_wire_write_full(int fd, const void *buf, size_t n);
 /* One frame: *type, the payload into buf (cap >= AP_FRAME_MAX is never
  * needed: a payload longer than cap is -2). 0, 1 at end of stream, -1 on
  * error, -2 on a malformed header. */
-int wire_read_frame(int fd, int *type, unsigned char *buf, size_t cap, uint32_t *len);
-int wire_send(int fd, int type, const void *payload, size_t len);
+int agent_wire_read_frame(int fd, int *type, unsigned char *buf, size_t cap, uint32_t *len);
+int agent_wire_send(int fd, int type, const void *payload, size_t len);
 /* Send AP_ERROR (errno e, what failed, message). Best effort. */
-void wire_error(int fd, int e, const char *stage, const char *fmt, ...)
+void agent_wire_error(int fd, int e, const char *stage, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* ---- user.c ---------------------------------------------------------- */
@@ -66,9 +66,9 @@ struct agent_user {
 
 /* Resolve spec ("" = root, name, uid, name:group, uid:gid) in the
  * container's /etc/passwd and /etc/group. 0, or -1 with a message. */
-int user_resolve(const char *spec, struct agent_user *u, char *msg, size_t cap);
+int agent_user_resolve(const char *spec, struct agent_user *u, char *msg, size_t cap);
 /* setgroups, setgid, setuid: 0 or -1 (errno). */
-int user_become(const struct agent_user *u);
+int agent_user_become(const struct agent_user *u);
 
 /* ---- exec.c / files.c ---------------------------------------------------- */
 
@@ -77,31 +77,31 @@ int user_become(const struct agent_user *u);
 /* SIGKILL every descendant of this process, pass after pass, calling reap
  * between passes, until a pass finds none alive: 0, or -1 when /proc
  * cannot be read or 1000 passes did not get there. */
-int tree_kill(void (*reap)(void *), void *ctx);
+int agent_tree_kill(void (*reap)(void *), void *ctx);
 /* The same, sparing the children *keep[0..*nkeep) and their subtrees (the
  * live handlers: the list is read again before every pass, so reap may
  * change it). */
-int tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
+int agent_tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
                      void *ctx);
-/* Did a tree_kill of this process ever fail? A handler then exits 1, so
+/* Did an agent_tree_kill of this process ever fail? A handler then exits 1, so
  * that the init sweeps for what it left. */
-int tree_gave_up(void);
+int agent_tree_gave_up(void);
 
 /* ---- conn.c / exec.c / files.c --------------------------------------- */
 
 /* Serve one connection (in its own process). */
-void conn_serve(int fd);
+void agent_conn_serve(int fd);
 /* user: the request's user (protocol 2), "" for agent_cfg.user. */
-void exec_serve(int fd, const unsigned char *req, uint32_t len, const char *user);
-void files_serve(int fd, int type, const unsigned char *req, uint32_t len,
+void agent_exec_serve(int fd, const unsigned char *req, uint32_t len, const char *user);
+void agent_files_serve(int fd, int type, const unsigned char *req, uint32_t len,
                  const char *user);
 /* AP_GROUP_ADD, AP_USER_ADD (as root, whatever the request's user). */
-void accounts_serve(int fd, int type, const unsigned char *req, uint32_t len);
+void agent_accounts_serve(int fd, int type, const unsigned char *req, uint32_t len);
 
 /* The root (one of agent_cfg.roots) a request names, opened O_PATH, or -1
  * after replying with an error. */
-int files_open_root(int fd, const char *root);
+int agent_files_open_root(int fd, const char *root);
 /* openat2 RESOLVE_BENEATH below dirfd. */
-int beneath(int dirfd, const char *path, int flags, mode_t mode);
+int agent_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
 #endif /* SBX_AGENT_H */

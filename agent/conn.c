@@ -13,24 +13,24 @@
 #include <string.h>
 #include <unistd.h>
 
-void conn_serve(int fd)
+void agent_conn_serve(int fd)
 {
     /* a command that closes its stdin must not kill its handler (the
      * command itself gets the default disposition back, exec.c) */
     signal(SIGPIPE, SIG_IGN);
     unsigned char pre[AP_PREAMBLE_LEN];
-    ap_preamble(pre, AP_VERSION);
-    if (wire_write_full(fd, pre, sizeof pre) != 0)
+    sbxs_ap_preamble(pre, AP_VERSION);
+    if (agent_wire_write_full(fd, pre, sizeof pre) != 0)
         return;
     uint32_t version;
-    if (wire_read_full(fd, pre, sizeof pre) != 0)
+    if (agent_wire_read_full(fd, pre, sizeof pre) != 0)
         return;
-    if (ap_parse_preamble(pre, &version) != 0) {
-        wire_error(fd, EPROTO, "preamble", "not an sbx-agent client (bad magic)");
+    if (sbxs_ap_parse_preamble(pre, &version) != 0) {
+        agent_wire_error(fd, EPROTO, "preamble", "not an sbx-agent client (bad magic)");
         return;
     }
     if (version < AP_VERSION_MIN || version > AP_VERSION) {
-        wire_error(fd, EPROTONOSUPPORT, "preamble",
+        agent_wire_error(fd, EPROTONOSUPPORT, "preamble",
                    "the agent speaks protocol %u (and %u), the client %u", AP_VERSION,
                    AP_VERSION_MIN, version);
         return;
@@ -40,9 +40,9 @@ void conn_serve(int fd)
         return;
     int type;
     uint32_t len;
-    int r = wire_read_frame(fd, &type, req, AP_FRAME_MAX, &len);
+    int r = agent_wire_read_frame(fd, &type, req, AP_FRAME_MAX, &len);
     if (r == -2)
-        wire_error(fd, EPROTO, "frame", "frame longer than %u bytes", AP_FRAME_MAX);
+        agent_wire_error(fd, EPROTO, "frame", "frame longer than %u bytes", AP_FRAME_MAX);
     if (r != 0) {
         free(req);
         return;
@@ -52,10 +52,10 @@ void conn_serve(int fd)
     const unsigned char *body = req;
     if (version >= 2 && type != AP_PING) {
         struct ap_in in;
-        ap_in_begin(&in, req, len);
-        user = ap_get_str(&in);
+        sbxs_ap_in_begin(&in, req, len);
+        user = sbxs_ap_get_str(&in);
         if (!user || (user[0] && (strlen(user) > 255 || strchr(user, '\n')))) {
-            wire_error(fd, EPROTO, "request", "malformed user field");
+            agent_wire_error(fd, EPROTO, "request", "malformed user field");
             free(user);
             free(req);
             return;
@@ -67,19 +67,19 @@ void conn_serve(int fd)
     case AP_PING: {
         unsigned char buf[128];
         struct ap_out o;
-        ap_out_begin(&o, buf, sizeof buf, AP_PONG);
-        ap_put_u32(&o, AP_VERSION);
-        ap_put_u32(&o, (uint32_t)getppid());
-        ap_put_str(&o, "sbx-agent " SBX_AGENT_BUILD);
-        size_t n = ap_out_end(&o);
+        sbxs_ap_out_begin(&o, buf, sizeof buf, AP_PONG);
+        sbxs_ap_put_u32(&o, AP_VERSION);
+        sbxs_ap_put_u32(&o, (uint32_t)getppid());
+        sbxs_ap_put_str(&o, "sbx-agent " SBX_AGENT_BUILD);
+        size_t n = sbxs_ap_out_end(&o);
         if (len != 0)
-            wire_error(fd, EPROTO, "ping", "malformed ping frame");
+            agent_wire_error(fd, EPROTO, "ping", "malformed ping frame");
         else if (n)
-            wire_write_full(fd, buf, n);
+            agent_wire_write_full(fd, buf, n);
         break;
     }
     case AP_EXEC:
-        exec_serve(fd, body, len, user ? user : "");
+        agent_exec_serve(fd, body, len, user ? user : "");
         break;
     case AP_READ:
     case AP_WRITE:
@@ -87,18 +87,18 @@ void conn_serve(int fd)
     case AP_LIST:
     case AP_MKDIR:
     case AP_REMOVE:
-        files_serve(fd, type, body, len, user ? user : "");
+        agent_files_serve(fd, type, body, len, user ? user : "");
         break;
     case AP_GROUP_ADD:
     case AP_USER_ADD:
         if (version >= 2)
-            accounts_serve(fd, type, body, len);
+            agent_accounts_serve(fd, type, body, len);
         else
-            wire_error(fd, EPROTO, "request", "request type 0x%02x needs protocol 2",
+            agent_wire_error(fd, EPROTO, "request", "request type 0x%02x needs protocol 2",
                        type);
         break;
     default:
-        wire_error(fd, EPROTO, "request", "unknown request type 0x%02x", type);
+        agent_wire_error(fd, EPROTO, "request", "unknown request type 0x%02x", type);
     }
     free(user);
     free(req);

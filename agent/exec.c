@@ -82,7 +82,7 @@ static void reap(void *ctx)
 
 static void kill_all(struct run *r)
 {
-    tree_kill(reap, r);
+    agent_tree_kill(reap, r);
     r->killed = 1;
 }
 
@@ -140,7 +140,7 @@ static void child(int in, int out, int err, int errfd, int cwdfd,
     signal(SIGPIPE, SIG_DFL);
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
         goto fail;
-    if (user_become(u) != 0)
+    if (agent_user_become(u) != 0)
         goto fail;
     stage = STAGE_CWD;
     if (fchdir(cwdfd) != 0)
@@ -162,7 +162,7 @@ static int queue_frame(struct run *r, int type, int fd)
         return 0;
     if (n <= 0)
         return -1; /* end of this stream */
-    ap_header(r->obuf, type, (uint32_t)n);
+    sbxs_ap_header(r->obuf, type, (uint32_t)n);
     r->o_len = AP_HDR_LEN + (size_t)n;
     r->o_off = 0;
     return 0;
@@ -191,7 +191,7 @@ static void flush_out(struct run *r)
 static void on_frame(struct run *r)
 {
     struct ap_in in;
-    ap_in_begin(&in, r->rbuf, r->rlen);
+    sbxs_ap_in_begin(&in, r->rbuf, r->rlen);
     switch (r->rtype) {
     case AP_STDIN:
         if (!r->in_closed && r->rlen) {
@@ -206,8 +206,8 @@ static void on_frame(struct run *r)
             close_fd(&r->in_fd);
         return;
     case AP_SIGNAL: {
-        uint32_t sig = ap_get_u32(&in);
-        if (ap_in_done(&in) && sig > 0 && sig < NSIG && !r->leader_done)
+        uint32_t sig = sbxs_ap_get_u32(&in);
+        if (sbxs_ap_in_done(&in) && sig > 0 && sig < NSIG && !r->leader_done)
             kill(r->leader, (int)sig);
         return;
     }
@@ -217,7 +217,7 @@ static void on_frame(struct run *r)
         return;
     default:
         /* a malformed conversation: stop everything, say why */
-        wire_error(r->sock, EPROTO, "exec", "unexpected frame type 0x%02x during exec",
+        agent_wire_error(r->sock, EPROTO, "exec", "unexpected frame type 0x%02x during exec",
                    r->rtype);
         r->host_gone = 1;
         kill_all(r);
@@ -259,8 +259,8 @@ static void read_host(struct run *r)
             r->rhdr_len += (size_t)k;
             if (r->rhdr_len < AP_HDR_LEN)
                 continue;
-            if (ap_parse_header(r->rhdr, &r->rtype, &r->rlen) != 0 || r->rlen > AP_CHUNK) {
-                wire_error(r->sock, EPROTO, "exec", "frame longer than %u bytes",
+            if (sbxs_ap_parse_header(r->rhdr, &r->rtype, &r->rlen) != 0 || r->rlen > AP_CHUNK) {
+                agent_wire_error(r->sock, EPROTO, "exec", "frame longer than %u bytes",
                            AP_CHUNK);
                 r->host_gone = 1;
                 return;
@@ -315,12 +315,12 @@ static void send_exit(struct run *r)
         flags |= AP_EXIT_TIMED_OUT;
     if (r->cancelled)
         flags |= AP_EXIT_CANCELLED;
-    ap_out_begin(&o, buf, sizeof buf, AP_EXIT);
-    ap_put_u32(&o, flags);
-    ap_put_u32(&o, code);
-    ap_put_u32(&o, sig);
-    size_t n = ap_out_end(&o);
-    wire_write_full(r->sock, buf, n);
+    sbxs_ap_out_begin(&o, buf, sizeof buf, AP_EXIT);
+    sbxs_ap_put_u32(&o, flags);
+    sbxs_ap_put_u32(&o, code);
+    sbxs_ap_put_u32(&o, sig);
+    size_t n = sbxs_ap_out_end(&o);
+    agent_wire_write_full(r->sock, buf, n);
 }
 
 static void loop(struct run *r, int sfd, int64_t deadline)
@@ -409,46 +409,46 @@ static void loop(struct run *r, int sfd, int64_t deadline)
     }
 }
 
-void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *user)
+void agent_exec_serve(int sock, const unsigned char *req, uint32_t len, const char *user)
 {
     struct ap_in in;
-    ap_in_begin(&in, req, len);
-    uint64_t timeout_ms = ap_get_u64(&in);
-    char *cwd = ap_get_str(&in);
-    uint32_t argc = ap_get_u32(&in);
+    sbxs_ap_in_begin(&in, req, len);
+    uint64_t timeout_ms = sbxs_ap_get_u64(&in);
+    char *cwd = sbxs_ap_get_str(&in);
+    uint32_t argc = sbxs_ap_get_u32(&in);
     char **argv = NULL, **reqenv = NULL;
     uint32_t envc = 0;
     if (!in.bad && argc > 0 && argc <= 65536 && (argv = calloc(argc + 1, sizeof *argv))) {
         for (uint32_t i = 0; i < argc && !in.bad; i++)
-            argv[i] = ap_get_str(&in);
-        envc = ap_get_u32(&in);
+            argv[i] = sbxs_ap_get_str(&in);
+        envc = sbxs_ap_get_u32(&in);
         if (!in.bad && envc <= 65536 && (reqenv = calloc(envc + 1, sizeof *reqenv)))
             for (uint32_t i = 0; i < envc && !in.bad; i++) {
-                reqenv[i] = ap_get_str(&in);
+                reqenv[i] = sbxs_ap_get_str(&in);
                 if (reqenv[i] && (!strchr(reqenv[i], '=') || reqenv[i][0] == '='))
                     in.bad = 1;
             }
     }
-    if (!ap_in_done(&in) || !argv || !reqenv || !argv[0] || !argv[0][0]) {
-        wire_error(sock, EPROTO, "exec", "malformed exec request");
+    if (!sbxs_ap_in_done(&in) || !argv || !reqenv || !argv[0] || !argv[0][0]) {
+        agent_wire_error(sock, EPROTO, "exec", "malformed exec request");
         return;
     }
     struct agent_user u;
     char msg[256];
-    if (user_resolve(user[0] ? user : agent_cfg.user, &u, msg, sizeof msg) != 0) {
-        wire_error(sock, EINVAL, "user", "%s", msg);
+    if (agent_user_resolve(user[0] ? user : agent_cfg.user, &u, msg, sizeof msg) != 0) {
+        agent_wire_error(sock, EINVAL, "user", "%s", msg);
         return;
     }
-    int rootfd = files_open_root(sock, agent_cfg.roots[0]);
+    int rootfd = agent_files_open_root(sock, agent_cfg.roots[0]);
     if (rootfd < 0)
         return;
     /* close-on-exec like every descriptor here: dup() would hand the
      * workspace directory to the command */
-    int cwdfd = cwd[0] ? beneath(rootfd, cwd, O_PATH | O_DIRECTORY | O_CLOEXEC, 0)
+    int cwdfd = cwd[0] ? agent_beneath(rootfd, cwd, O_PATH | O_DIRECTORY | O_CLOEXEC, 0)
                        : fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
     if (cwdfd < 0) {
         int e = errno;
-        wire_error(sock, e, "cwd", "working directory %s: %s", cwd,
+        agent_wire_error(sock, e, "cwd", "working directory %s: %s", cwd,
                    e == EXDEV ? "leads out of the workspace" : strerror(e));
         return;
     }
@@ -456,7 +456,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
     int pin[2], pout[2], perr[2], pfail[2];
     if (!env || pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC) || pipe2(perr, O_CLOEXEC) ||
         pipe2(pfail, O_CLOEXEC)) {
-        wire_error(sock, errno, "exec", "cannot make pipes: %s", strerror(errno));
+        agent_wire_error(sock, errno, "exec", "cannot make pipes: %s", strerror(errno));
         return;
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -477,7 +477,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
     close(cwdfd);
     close(rootfd);
     if (pid < 0 || sfd < 0) {
-        wire_error(sock, fe, "exec", "cannot fork: %s", strerror(fe));
+        agent_wire_error(sock, fe, "exec", "cannot fork: %s", strerror(fe));
         return;
     }
     int fail[2];
@@ -490,7 +490,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
         const char *stage = fail[0] == STAGE_USER  ? "user"
                             : fail[0] == STAGE_CWD ? "cwd"
                                                    : "exec";
-        wire_error(sock, fail[1], stage, "%s: %s", fail[0] == STAGE_EXEC ? argv[0] : stage,
+        agent_wire_error(sock, fail[1], stage, "%s: %s", fail[0] == STAGE_EXEC ? argv[0] : stage,
                    strerror(fail[1]));
         return;
     }
@@ -501,7 +501,7 @@ void exec_serve(int sock, const unsigned char *req, uint32_t len, const char *us
     r.obuf = malloc(AP_HDR_LEN + AP_CHUNK);
     if (!r.rbuf || !r.inbuf || !r.obuf) {
         kill_all(&r);
-        wire_error(sock, ENOMEM, "exec", "out of memory");
+        agent_wire_error(sock, ENOMEM, "exec", "out of memory");
         return;
     }
     fcntl(r.in_fd, F_SETFL, O_NONBLOCK);

@@ -53,7 +53,7 @@ static ssize_t fd_path(int fd, char *buf, size_t cap)
  * relative to it is opened beneath the root again: the open that counts is
  * always confined, a swap in between can only make it fail.
  */
-int beneath(int dirfd, const char *path, int flags, mode_t mode)
+int agent_beneath(int dirfd, const char *path, int flags, mode_t mode)
 {
     int fd = openat2_beneath(dirfd, path, flags, mode);
     if (fd >= 0 || errno != EXDEV)
@@ -74,16 +74,16 @@ int beneath(int dirfd, const char *path, int flags, mode_t mode)
     return -1;
 }
 
-int files_open_root(int fd, const char *root)
+int agent_files_open_root(int fd, const char *root)
 {
     for (size_t i = 0; i < agent_cfg.nroots; i++)
         if (root && strcmp(root, agent_cfg.roots[i]) == 0) {
             int r = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
             if (r < 0)
-                wire_error(fd, errno, "root", "%s: %s", root, strerror(errno));
+                agent_wire_error(fd, errno, "root", "%s: %s", root, strerror(errno));
             return r;
         }
-    wire_error(fd, EACCES, "root", "%s is not a root this agent serves", root ? root : "");
+    agent_wire_error(fd, EACCES, "root", "%s is not a root this agent serves", root ? root : "");
     return -1;
 }
 
@@ -95,13 +95,13 @@ static uint32_t kind_of(mode_t m)
 
 static int ok(int fd)
 {
-    return wire_send(fd, AP_OK, NULL, 0);
+    return agent_wire_send(fd, AP_OK, NULL, 0);
 }
 
 static void fail_errno(int fd, const char *stage, const char *path)
 {
     int e = errno;
-    wire_error(fd, e, stage, "%s: %s", path,
+    agent_wire_error(fd, e, stage, "%s: %s", path,
                e == EXDEV || e == ELOOP ? "leads out of its root" : strerror(e));
 }
 
@@ -123,7 +123,7 @@ static int parent_of(int rootfd, char *path, int mk, char **name)
             char save = *p;
             *p = '\0';
             char *comp = strrchr(path, '/');
-            int pfd = comp ? (*comp = '\0', beneath(rootfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0))
+            int pfd = comp ? (*comp = '\0', agent_beneath(rootfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0))
                            : dup(rootfd);
             if (comp)
                 *comp = '/';
@@ -141,20 +141,20 @@ static int parent_of(int rootfd, char *path, int mk, char **name)
                 break;
         }
     }
-    int d = beneath(rootfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+    int d = agent_beneath(rootfd, path, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
     *slash = '/';
     return d;
 }
 
 static void do_read(int fd, int rootfd, const char *path)
 {
-    int f = beneath(rootfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+    int f = agent_beneath(rootfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
     struct stat s;
     if (f < 0 || fstat(f, &s) != 0)
         return fail_errno(fd, "open", path);
     if (!S_ISREG(s.st_mode)) {
         errno = S_ISDIR(s.st_mode) ? EISDIR : EINVAL;
-        wire_error(fd, errno, "open", "%s: %s", path,
+        agent_wire_error(fd, errno, "open", "%s: %s", path,
                    S_ISDIR(s.st_mode) ? "is a directory" : "is not a regular file");
         close(f);
         return;
@@ -173,13 +173,13 @@ static void do_read(int fd, int rootfd, const char *path)
         if (n == 0) {
             unsigned char end[16];
             struct ap_out o;
-            ap_out_begin(&o, end, sizeof end, AP_END);
-            ap_put_u64(&o, total);
-            wire_write_full(fd, end, ap_out_end(&o));
+            sbxs_ap_out_begin(&o, end, sizeof end, AP_END);
+            sbxs_ap_put_u64(&o, total);
+            agent_wire_write_full(fd, end, sbxs_ap_out_end(&o));
             break;
         }
-        ap_header(buf, AP_DATA, (uint32_t)n);
-        if (wire_write_full(fd, buf, AP_HDR_LEN + (size_t)n) != 0)
+        sbxs_ap_header(buf, AP_DATA, (uint32_t)n);
+        if (agent_wire_write_full(fd, buf, AP_HDR_LEN + (size_t)n) != 0)
             break;
         total += (uint64_t)n;
     }
@@ -196,16 +196,16 @@ static int receive(int fd, int tmpfd, const char *path)
     uint64_t total = 0;
     int rc = -1;
     if (!buf || !md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
-        wire_error(fd, ENOMEM, "write", "out of memory");
+        agent_wire_error(fd, ENOMEM, "write", "out of memory");
         goto out;
     }
     for (;;) {
         int type;
         uint32_t len;
-        int r = wire_read_frame(fd, &type, buf, AP_FRAME_MAX, &len);
+        int r = agent_wire_read_frame(fd, &type, buf, AP_FRAME_MAX, &len);
         if (r != 0) {
             if (r == -2)
-                wire_error(fd, EPROTO, "write", "%s: malformed frame", path);
+                agent_wire_error(fd, EPROTO, "write", "%s: malformed frame", path);
             goto out; /* cut: nothing is published */
         }
         if (type == AP_DATA) {
@@ -224,25 +224,25 @@ static int receive(int fd, int tmpfd, const char *path)
             continue;
         }
         if (type != AP_TRAILER || len != 8 + 32) {
-            wire_error(fd, EPROTO, "write", "%s: unexpected frame 0x%02x in a write", path,
+            agent_wire_error(fd, EPROTO, "write", "%s: unexpected frame 0x%02x in a write", path,
                        type);
             goto out;
         }
         struct ap_in in;
-        ap_in_begin(&in, buf, len);
-        uint64_t want = ap_get_u64(&in);
+        sbxs_ap_in_begin(&in, buf, len);
+        uint64_t want = sbxs_ap_get_u64(&in);
         unsigned char digest[32], have[32];
-        ap_get_bytes(&in, digest, 32);
+        sbxs_ap_get_bytes(&in, digest, 32);
         unsigned int dl = 0;
         EVP_DigestFinal_ex(md, have, &dl);
         if (want != total) {
-            wire_error(fd, EBADMSG, "verify",
+            agent_wire_error(fd, EBADMSG, "verify",
                        "%s: the host announced %llu bytes, %llu arrived", path,
                        (unsigned long long)want, (unsigned long long)total);
             goto out;
         }
         if (memcmp(digest, have, 32) != 0) {
-            wire_error(fd, EBADMSG, "verify", "%s: SHA-256 of the data does not match",
+            agent_wire_error(fd, EBADMSG, "verify", "%s: SHA-256 of the data does not match",
                        path);
             goto out;
         }
@@ -266,7 +266,7 @@ static void do_write(int fd, int rootfd, const char *root, char *path, uint32_t 
     if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(s.st_mode)) {
         /* a symlink that stays inside the root is followed: write to its
          * target (resolved beneath the root) */
-        int t = beneath(rootfd, path, O_PATH | O_CLOEXEC, 0);
+        int t = agent_beneath(rootfd, path, O_PATH | O_CLOEXEC, 0);
         char link[64], real[4096];
         snprintf(link, sizeof link, "/proc/self/fd/%d", t);
         ssize_t n = t >= 0 ? readlink(link, real, sizeof real - 1) : -1;
@@ -279,7 +279,7 @@ static void do_write(int fd, int rootfd, const char *root, char *path, uint32_t 
         size_t rl = strlen(root);
         char *rel = strncmp(real, root, rl) == 0 && real[rl] == '/' ? real + rl + 1 : NULL;
         if (!rel || !rel[0]) {
-            wire_error(fd, EXDEV, "open", "%s: leads out of its root", path);
+            agent_wire_error(fd, EXDEV, "open", "%s: leads out of its root", path);
             return;
         }
         dfd = parent_of(rootfd, rel, 0, &name);
@@ -287,7 +287,7 @@ static void do_write(int fd, int rootfd, const char *root, char *path, uint32_t 
             return fail_errno(fd, "parent", path);
     } else if (fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode)) {
         close(dfd);
-        wire_error(fd, EISDIR, "open", "%s: is a directory", path);
+        agent_wire_error(fd, EISDIR, "open", "%s: is a directory", path);
         return;
     }
     unsigned char rnd[8];
@@ -331,29 +331,29 @@ static void do_write(int fd, int rootfd, const char *root, char *path, uint32_t 
 
 static void put_stat(struct ap_out *o, const struct stat *s)
 {
-    ap_put_u32(o, kind_of(s->st_mode));
-    ap_put_u32(o, (uint32_t)(s->st_mode & 07777));
-    ap_put_u64(o, (uint64_t)s->st_size);
+    sbxs_ap_put_u32(o, kind_of(s->st_mode));
+    sbxs_ap_put_u32(o, (uint32_t)(s->st_mode & 07777));
+    sbxs_ap_put_u64(o, (uint64_t)s->st_size);
 }
 
 static void do_stat(int fd, int rootfd, const char *path)
 {
-    int f = path[0] ? beneath(rootfd, path, O_PATH | O_CLOEXEC, 0) : dup(rootfd);
+    int f = path[0] ? agent_beneath(rootfd, path, O_PATH | O_CLOEXEC, 0) : dup(rootfd);
     struct stat s;
     if (f < 0 || fstat(f, &s) != 0)
         return fail_errno(fd, "stat", path);
     close(f);
     unsigned char buf[64];
     struct ap_out o;
-    ap_out_begin(&o, buf, sizeof buf, AP_STATR);
+    sbxs_ap_out_begin(&o, buf, sizeof buf, AP_STATR);
     put_stat(&o, &s);
-    ap_put_u64(&o, (uint64_t)s.st_mtime);
-    wire_write_full(fd, buf, ap_out_end(&o));
+    sbxs_ap_put_u64(&o, (uint64_t)s.st_mtime);
+    agent_wire_write_full(fd, buf, sbxs_ap_out_end(&o));
 }
 
 static void do_list(int fd, int rootfd, const char *path)
 {
-    int f = path[0] ? beneath(rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+    int f = path[0] ? agent_beneath(rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
                     : openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = f >= 0 ? fdopendir(f) : NULL;
     if (!d) {
@@ -371,10 +371,10 @@ static void do_list(int fd, int rootfd, const char *path)
         if (fstatat(dirfd(d), de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0)
             continue; /* removed meanwhile */
         struct ap_out o;
-        ap_out_begin(&o, buf, sizeof buf, AP_ENTRY);
-        ap_put_str(&o, de->d_name);
+        sbxs_ap_out_begin(&o, buf, sizeof buf, AP_ENTRY);
+        sbxs_ap_put_str(&o, de->d_name);
         put_stat(&o, &s);
-        if (wire_write_full(fd, buf, ap_out_end(&o)) != 0)
+        if (agent_wire_write_full(fd, buf, sbxs_ap_out_end(&o)) != 0)
             break;
     }
     closedir(d);
@@ -424,36 +424,36 @@ static void do_remove(int fd, int rootfd, char *path, uint32_t flags)
     ok(fd);
 }
 
-void files_serve(int fd, int type, const unsigned char *req, uint32_t len,
+void agent_files_serve(int fd, int type, const unsigned char *req, uint32_t len,
                  const char *user)
 {
     struct ap_in in;
-    ap_in_begin(&in, req, len);
-    char *root = ap_get_str(&in);
-    char *path = ap_get_str(&in);
+    sbxs_ap_in_begin(&in, req, len);
+    char *root = sbxs_ap_get_str(&in);
+    char *path = sbxs_ap_get_str(&in);
     uint32_t mode = 0, flags = 0;
     if (type == AP_WRITE || type == AP_MKDIR)
-        mode = ap_get_u32(&in);
+        mode = sbxs_ap_get_u32(&in);
     if (type == AP_WRITE || type == AP_MKDIR || type == AP_REMOVE)
-        flags = ap_get_u32(&in);
+        flags = sbxs_ap_get_u32(&in);
     int need_name = type == AP_READ || type == AP_WRITE || type == AP_MKDIR ||
                     type == AP_REMOVE;
-    if (!ap_in_done(&in) || (need_name && (!path[0] || path[strlen(path) - 1] == '/' ||
+    if (!sbxs_ap_in_done(&in) || (need_name && (!path[0] || path[strlen(path) - 1] == '/' ||
                                            path[0] == '/'))) {
-        wire_error(fd, EPROTO, "request", "malformed file request (type 0x%02x)", type);
+        agent_wire_error(fd, EPROTO, "request", "malformed file request (type 0x%02x)", type);
         goto out;
     }
     struct agent_user u;
     char msg[256];
-    if (user_resolve(user[0] ? user : agent_cfg.user, &u, msg, sizeof msg) != 0) {
-        wire_error(fd, EINVAL, "user", "%s", msg);
+    if (agent_user_resolve(user[0] ? user : agent_cfg.user, &u, msg, sizeof msg) != 0) {
+        agent_wire_error(fd, EINVAL, "user", "%s", msg);
         goto out;
     }
-    if (user_become(&u) != 0) {
-        wire_error(fd, errno, "user", "cannot become the user: %s", strerror(errno));
+    if (agent_user_become(&u) != 0) {
+        agent_wire_error(fd, errno, "user", "cannot become the user: %s", strerror(errno));
         goto out;
     }
-    int rootfd = files_open_root(fd, root);
+    int rootfd = agent_files_open_root(fd, root);
     if (rootfd < 0)
         goto out;
     switch (type) {

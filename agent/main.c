@@ -79,37 +79,37 @@ static int ping(const char *path)
         return 1;
     }
     unsigned char pre[AP_PREAMBLE_LEN], hdr[AP_HDR_LEN];
-    ap_preamble(pre, AP_VERSION);
-    ap_header(hdr, AP_PING, 0);
+    sbxs_ap_preamble(pre, AP_VERSION);
+    sbxs_ap_header(hdr, AP_PING, 0);
     /* a refused peer may find the connection closed already: read the
      * answer anyway */
-    if (wire_write_full(fd, pre, sizeof pre) == 0)
-        wire_write_full(fd, hdr, sizeof hdr);
+    if (agent_wire_write_full(fd, pre, sizeof pre) == 0)
+        agent_wire_write_full(fd, hdr, sizeof hdr);
     unsigned char *buf = malloc(AP_FRAME_MAX);
     int type;
     uint32_t len, version;
     /* a refused peer gets an error frame without a preamble */
-    if (!buf || wire_read_full(fd, pre, sizeof pre) != 0) {
+    if (!buf || agent_wire_read_full(fd, pre, sizeof pre) != 0) {
         printf("no answer\n");
         return 1;
     }
-    if (ap_parse_preamble(pre, &version) != 0) {
+    if (sbxs_ap_parse_preamble(pre, &version) != 0) {
         /* the 8 bytes were the start of an error frame */
         memcpy(hdr, pre, AP_HDR_LEN);
-        if (ap_parse_header(hdr, &type, &len) == 0 && type == AP_ERROR && len >= 3 &&
-            len < 4096 && wire_read_full(fd, buf + 3, len - 3) == 0) {
+        if (sbxs_ap_parse_header(hdr, &type, &len) == 0 && type == AP_ERROR && len >= 3 &&
+            len < 4096 && agent_wire_read_full(fd, buf + 3, len - 3) == 0) {
             memcpy(buf, pre + AP_HDR_LEN, 3);
             struct ap_in in;
-            ap_in_begin(&in, buf, len);
-            uint32_t e = ap_get_u32(&in);
-            char *stage = ap_get_str(&in), *msg = ap_get_str(&in);
+            sbxs_ap_in_begin(&in, buf, len);
+            uint32_t e = sbxs_ap_get_u32(&in);
+            char *stage = sbxs_ap_get_str(&in), *msg = sbxs_ap_get_str(&in);
             printf("refused (errno %u, %s): %s\n", e, stage ? stage : "?", msg ? msg : "?");
         } else {
             printf("not an sbx-agent\n");
         }
         return 1;
     }
-    if (wire_read_frame(fd, &type, buf, AP_FRAME_MAX, &len) != 0 || type != AP_PONG) {
+    if (agent_wire_read_frame(fd, &type, buf, AP_FRAME_MAX, &len) != 0 || type != AP_PONG) {
         printf("no pong\n");
         return 1;
     }
@@ -227,14 +227,14 @@ static void serve_one(int lfd, int sfd, const sigset_t *old)
     if (c < 0)
         return;
     if (!peer_allowed(c)) {
-        wire_error(c, EPERM, "connect",
+        agent_wire_error(c, EPERM, "connect",
                    "connections from inside the container are refused");
         close(c);
         return;
     }
     /* room in the table first: an untracked handler would be a stray */
     if (handler_slot() != 0) {
-        wire_error(c, ENOMEM, "fork", "the agent is out of memory");
+        agent_wire_error(c, ENOMEM, "fork", "the agent is out of memory");
         close(c);
         return;
     }
@@ -246,11 +246,11 @@ static void serve_one(int lfd, int sfd, const sigset_t *old)
             signal(s, SIG_DFL);
         sigprocmask(SIG_SETMASK, old, NULL);
         prctl(PR_SET_DUMPABLE, 0); /* inherited already; said again */
-        conn_serve(c);
-        _exit(tree_gave_up() ? 1 : 0);
+        agent_conn_serve(c);
+        _exit(agent_tree_gave_up() ? 1 : 0);
     }
     if (pid < 0)
-        wire_error(c, errno, "fork", "the agent cannot fork: %s", strerror(errno));
+        agent_wire_error(c, errno, "fork", "the agent cannot fork: %s", strerror(errno));
     else
         handlers[nhandlers++] = pid;
     close(c);
@@ -296,7 +296,7 @@ static void sweep_strays(void)
 {
     while (strays_pending) {
         strays_pending = 0;
-        tree_kill_except(&handlers, &nhandlers, reap_all, NULL);
+        agent_tree_kill_except(&handlers, &nhandlers, reap_all, NULL);
     }
 }
 
@@ -345,7 +345,7 @@ int main(int argc, char **argv)
      * a container's User */
     struct agent_user u;
     char msg[256];
-    if (user_resolve(agent_cfg.user, &u, msg, sizeof msg) != 0)
+    if (agent_user_resolve(agent_cfg.user, &u, msg, sizeof msg) != 0)
         return fatal(msg);
     /* the workspace belongs to the sandbox user (the directory itself; what
      * is inside is the user's doing) */

@@ -120,7 +120,7 @@ static int kill_pass(const pid_t *keep, size_t nkeep)
 
 static int gave_up;
 
-int tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
+int agent_tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void *),
                      void *ctx)
 {
     for (int pass = 0; pass < 1000; pass++) {
@@ -136,12 +136,12 @@ int tree_kill_except(pid_t *const *keep, const size_t *nkeep, void (*reap)(void 
     return -1;
 }
 
-int tree_kill(void (*reap)(void *), void *ctx)
+int agent_tree_kill(void (*reap)(void *), void *ctx)
 {
-    return tree_kill_except(NULL, NULL, reap, ctx);
+    return agent_tree_kill_except(NULL, NULL, reap, ctx);
 }
 
-int tree_gave_up(void)
+int agent_tree_gave_up(void)
 {
     return gave_up;
 }

@@ -95,7 +95,7 @@ static int scan_groups(const char *want, gid_t *gid_out, struct agent_user *u)
     return found;
 }
 
-int user_resolve(const char *spec, struct agent_user *u, char *msg, size_t cap)
+int agent_user_resolve(const char *spec, struct agent_user *u, char *msg, size_t cap)
 {
     memset(u, 0, sizeof *u);
     snprintf(u->home, sizeof u->home, "/root");
@@ -140,7 +140,7 @@ int user_resolve(const char *spec, struct agent_user *u, char *msg, size_t cap)
     return 0;
 }
 
-int user_become(const struct agent_user *u)
+int agent_user_become(const struct agent_user *u)
 {
     if (getuid() == u->uid && getgid() == u->gid)
         return 0;

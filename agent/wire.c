@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int wire_read_full(int fd, void *buf, size_t n)
+int agent_wire_read_full(int fd, void *buf, size_t n)
 {
     size_t got = 0;
     while (got < n) {
@@ -41,7 +41,7 @@ int wire_read_full(int fd, void *buf, size_t n)
     return 0;
 }
 
-int wire_write_full(int fd, const void *buf, size_t n)
+int agent_wire_write_full(int fd, const void *buf, size_t n)
 {
     size_t off = 0;
     while (off < n) {
@@ -61,29 +61,29 @@ int wire_write_full(int fd, const void *buf, size_t n)
     return 0;
 }
 
-int wire_read_frame(int fd, int *type, unsigned char *buf, size_t cap, uint32_t *len)
+int agent_wire_read_frame(int fd, int *type, unsigned char *buf, size_t cap, uint32_t *len)
 {
     unsigned char hdr[AP_HDR_LEN];
-    int r = wire_read_full(fd, hdr, sizeof hdr);
+    int r = agent_wire_read_full(fd, hdr, sizeof hdr);
     if (r != 0)
         return r;
-    if (ap_parse_header(hdr, type, len) != 0 || *len > cap)
+    if (sbxs_ap_parse_header(hdr, type, len) != 0 || *len > cap)
         return -2;
-    if (*len && wire_read_full(fd, buf, *len) != 0)
+    if (*len && agent_wire_read_full(fd, buf, *len) != 0)
         return -1;
     return 0;
 }
 
-int wire_send(int fd, int type, const void *payload, size_t len)
+int agent_wire_send(int fd, int type, const void *payload, size_t len)
 {
     unsigned char hdr[AP_HDR_LEN];
-    ap_header(hdr, type, (uint32_t)len);
-    if (wire_write_full(fd, hdr, sizeof hdr) != 0)
+    sbxs_ap_header(hdr, type, (uint32_t)len);
+    if (agent_wire_write_full(fd, hdr, sizeof hdr) != 0)
         return -1;
-    return len ? wire_write_full(fd, payload, len) : 0;
+    return len ? agent_wire_write_full(fd, payload, len) : 0;
 }
 
-void wire_error(int fd, int e, const char *stage, const char *fmt, ...)
+void agent_wire_error(int fd, int e, const char *stage, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -92,11 +92,11 @@ void wire_error(int fd, int e, const char *stage, const char *fmt, ...)
     va_end(ap);
     unsigned char buf[AP_HDR_LEN + 4 + 4 + 64 + 4 + sizeof msg];
     struct ap_out o;
-    ap_out_begin(&o, buf, sizeof buf, AP_ERROR);
-    ap_put_u32(&o, (uint32_t)e);
-    ap_put_str(&o, stage);
-    ap_put_str(&o, msg);
-    size_t n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, buf, sizeof buf, AP_ERROR);
+    sbxs_ap_put_u32(&o, (uint32_t)e);
+    sbxs_ap_put_str(&o, stage);
+    sbxs_ap_put_str(&o, msg);
+    size_t n = sbxs_ap_out_end(&o);
     if (n)
-        wire_write_full(fd, buf, n);
+        agent_wire_write_full(fd, buf, n);
 }

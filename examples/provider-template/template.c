@@ -25,6 +25,16 @@
  * of each op (arguments borrowed for the call, results into host sinks,
  * errors through host->set_error) stays the same.
  *
+ * This file and the frozen 1.0 provider of the ABI tests
+ * (tests/abi/frozen/frozen10.c) repeat each other on purpose: workspaces,
+ * the keeper, exec and the file ops are largely the same code in both.
+ * Each has to stand alone against one header (this one the installed
+ * sbx/provider.h, frozen10.c a frozen copy) with no other source or
+ * library, so there is no common file they could share; a fix to one is
+ * made in the other too. The local provider's keeper
+ * (plugins/local/child.c) is the project's own and may use the project's
+ * libraries.
+ *
  * Every struct is filled with designated initializers (.init = ...), never
  * positionally: the ABI grows by appending members, and a positional
  * initializer written for an older header silently shifts or, with

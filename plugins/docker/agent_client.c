@@ -1,6 +1,6 @@
 /*
  * agent_client.c - the provider's side of the sbx-agent channel
- * (agent/PROTOCOL.md): one unix-socket connection per operation, the
+ * (shared/agent_proto/PROTOCOL.md): one unix-socket connection per operation, the
  * preamble and version check, frames under a deadline and the call's
  * cancellation, and the agent's errors turned into statuses.
  *
@@ -20,7 +20,7 @@
 #include "docker.h"
 
 #include "confine.h"
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -144,7 +144,7 @@ static int recv_all(struct docker_agent_conn *c, void *buf, size_t n)
 int docker_agent_send(struct docker_agent_conn *c, int type, const void *p, size_t n)
 {
     unsigned char hdr[AP_HDR_LEN];
-    ap_header(hdr, type, (uint32_t)n);
+    sbxs_ap_header(hdr, type, (uint32_t)n);
     int rc = send_all(c, hdr, sizeof hdr);
     return rc == SBX_OK && n ? send_all(c, p, n) : rc;
 }
@@ -156,7 +156,7 @@ int docker_agent_recv(struct docker_agent_conn *c, int *type, unsigned char *buf
     int rc = recv_all(c, hdr, sizeof hdr);
     if (rc != SBX_OK)
         return rc;
-    if (ap_parse_header(hdr, type, len) != 0 || *len > cap)
+    if (sbxs_ap_parse_header(hdr, type, len) != 0 || *len > cap)
         return conn_error(c, SBX_E_PROTOCOL, "a frame of %u bytes is larger than allowed",
                           *len);
     return *len ? recv_all(c, buf, *len) : SBX_OK;
@@ -199,11 +199,11 @@ int docker_agent_fail(struct docker_agent_conn *c, const char *what, int type,
     if (type != AP_ERROR)
         return conn_error(c, SBX_E_PROTOCOL, "%s: unexpected frame type 0x%02x", what, type);
     struct ap_in in;
-    ap_in_begin(&in, payload, len);
-    uint32_t e = ap_get_u32(&in);
-    char *stage = ap_get_str(&in);
-    char *msg = ap_get_str(&in);
-    int rc = !ap_in_done(&in)
+    sbxs_ap_in_begin(&in, payload, len);
+    uint32_t e = sbxs_ap_get_u32(&in);
+    char *stage = sbxs_ap_get_str(&in);
+    char *msg = sbxs_ap_get_str(&in);
+    int rc = !sbxs_ap_in_done(&in)
                  ? conn_error(c, SBX_E_PROTOCOL, "%s: malformed error frame", what)
                  : docker_error(c->sb->st, c->call, map ? map(e, stage) : status_of(e),
                                 "docker: %s: %s", what, msg);
@@ -492,7 +492,7 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
     const char *user = type == AP_PING ? NULL : docker_call_user(st, call);
     uint32_t sent = user || type == AP_GROUP_ADD || type == AP_USER_ADD ? 2 : 1;
     unsigned char pre[AP_PREAMBLE_LEN];
-    ap_preamble(pre, sent);
+    sbxs_ap_preamble(pre, sent);
     rc = send_all(c, pre, sizeof pre);
     if (rc == SBX_OK && sent == 1) {
         rc = send_all(c, req, req_len);
@@ -505,12 +505,12 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
          * stdin): only the first one gets the field */
         int t;
         uint32_t first = 0;
-        if (rc == SBX_OK && (ap_parse_header(frame, &t, &first) != 0 ||
+        if (rc == SBX_OK && (sbxs_ap_parse_header(frame, &t, &first) != 0 ||
                              AP_HDR_LEN + (size_t)first > req_len))
             rc = conn_error(c, SBX_E_INTERNAL, "a malformed request frame");
         if (rc == SBX_OK) {
             size_t body = (size_t)first + 4 + ul;
-            ap_header(head, type, (uint32_t)body);
+            sbxs_ap_header(head, type, (uint32_t)body);
             head[AP_HDR_LEN] = (unsigned char)(ul >> 24);
             head[AP_HDR_LEN + 1] = (unsigned char)(ul >> 16);
             head[AP_HDR_LEN + 2] = (unsigned char)(ul >> 8);
@@ -526,7 +526,7 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
     /* the agent's preamble (sent before it reads ours): its version */
     uint32_t version = 0;
     if (rc == SBX_OK && (rc = recv_all(c, pre, sizeof pre)) == SBX_OK &&
-        ap_parse_preamble(pre, &version) != 0)
+        sbxs_ap_parse_preamble(pre, &version) != 0)
         rc = conn_error(c, SBX_E_PROTOCOL, "%s does not speak the sbx-agent protocol",
                         sb->agent_sock);
     if (rc == SBX_OK && version < sent && version >= AP_VERSION_MIN)
@@ -560,7 +560,7 @@ static int ping_once(sbx_sandbox *sb, sbx_call *call, int64_t deadline, int *con
                      int *replaced)
 {
     unsigned char req[AP_HDR_LEN];
-    ap_header(req, AP_PING, 0);
+    sbxs_ap_header(req, AP_PING, 0);
     struct docker_agent_conn c;
     *connect_errno = 0;
     int rc = open_conn(sb, call, req, sizeof req, deadline, &c, connect_errno);

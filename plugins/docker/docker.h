@@ -3,24 +3,35 @@
  *
  * The provider speaks the Docker Engine API over the daemon's unix socket
  * (or tcp://) through the shared HTTP helper; it never runs the docker CLI.
- * Files by responsibility:
+ * A container it creates runs sbx-agent as its init unless
+ * providers.docker.agent is false: exec and file operations then go to
+ * the agent over a unix socket (shared/agent_proto/PROTOCOL.md), and
+ * through the Engine API otherwise. Files by responsibility:
  *   provider.c   descriptor, ops table, init/fini
  *   config.c     the providers.docker section
  *   engine.c     API version negotiation, requests, error reporting
  *   image.c      image presence and pull with progress
- *   lifecycle.c  create/attach/destroy/release/root, ownership labels
- *   exec*.c      exec create/start (hijacked stream), timeouts, cancel and
- *                killing (exec_internal.h lists the parts)
+ *   lifecycle.c  create/attach/destroy/release/root, ownership labels, the
+ *                agent's start
+ *   exec*.c      the exec op; through the Engine API: exec create/start
+ *                (hijacked stream), timeouts, cancel and killing
+ *                (exec_internal.h lists the parts)
+ *   exec_agent.c exec through the agent
+ *   agent_client.c  the agent channel: connect, frames, deadlines, errors
+ *   files_agent.c   read_file and write_file through the agent
+ *   users.c      group_add/user_add (USERS) and the call's user
  *   paths.c      workspace-relative path checks and in-container resolution
- *   files.c      read_file through the archive endpoint
+ *   files.c      read_file (the agent's, else through the archive endpoint)
  *   write.c      write_file: checks, target paths, missing directories
- *   write_stream.c  the data of a write: one exec fed with the data and a
- *                trailer, publishing only a complete, verified file
+ *   write_stream.c  the data of a write without the agent: one exec fed
+ *                with the data and a trailer, publishing only a complete,
+ *                verified file
  *   resources.c  the session's host-side resource directory (binds, staging)
  *   outputs.c    export_outputs (OUTPUT_EXPORT)
  *   staging.c    verifying pinned blobs in the staging directory, sweeping
  *   mounts.c     mount_put/mount_remove (FILE_MOUNTS)
  *   skills.c     skill_install and the repair of skills at attach (SKILLS)
+ *   memory*.c    memory stores (MEMORY; memory_internal.h lists the parts)
  */
 #ifndef SBX_DOCKER_H
 #define SBX_DOCKER_H
@@ -460,7 +471,7 @@ int docker_write_stream(sbx_sandbox *sb, sbx_call *call, const char *rel,
 /* ---- agent_client.c -------------------------------------------------------- */
 
 /* Where sbx-agent is bound in a container, its socket directory there, and
- * its socket's name in that directory (agent/PROTOCOL.md). */
+ * its socket's name in that directory (shared/agent_proto/PROTOCOL.md). */
 #define DOCKER_AGENT_BIN "/.sbx/sbx-agent"
 #define DOCKER_AGENT_RUN "/.sbx/run"
 #define DOCKER_AGENT_SOCK "agent.sock"

@@ -1,16 +1,31 @@
 /*
  * exec.c - the exec op and the helper exec that writes use.
  *
- * A command runs as one exec (exec_run.c): its output streamed as it
- * arrives, stdin fed by a thread, every request under a deadline. Timeouts
- * and cancellation kill its whole tree within kill_timeout (exec_kill.c:
- * from the host through /proc when the daemon is local, else by a killer
- * exec in the container), while its output keeps being drained; exec
- * returns within that bound even when the daemon has stopped answering.
- * A command that could not start is recognised by the daemon's record of
- * the exec (no process), and classified by looking at the container's
- * files (exec_probe.c), never by the text of a message: whatever a command
- * prints is its output.
+ * The exec op checks its arguments, then takes one of two paths:
+ *
+ *  - through the container's sbx-agent, the default (a container created
+ *    with providers.docker.agent true has an agent socket): the working
+ *    directory is checked lexically here and resolved by the agent beneath
+ *    the workspace; exec_agent.c sends the request, streams the output and
+ *    feeds stdin, and the agent enforces the timeout and kills the
+ *    command's whole tree (shared/agent_proto/PROTOCOL.md);
+ *  - through the Engine API, for a container without the agent: the
+ *    working directory is resolved in the container like a file op's path
+ *    (paths.c), and the command runs as one exec (exec_run.c): its output
+ *    streamed as it arrives, stdin fed by a thread, every request under a
+ *    deadline. Timeouts and cancellation kill its whole tree within
+ *    kill_timeout (exec_kill.c: from the host through /proc when the
+ *    daemon is local, else by a killer exec in the container), while its
+ *    output keeps being drained; exec returns within that bound even when
+ *    the daemon has stopped answering. A command that could not start is
+ *    recognised by the daemon's record of the exec (no process), and
+ *    classified by looking at the container's files (exec_probe.c), never
+ *    by the text of a message: whatever a command prints is its output.
+ *    A call made as a user (sbx_host.call_user) is refused: that needs
+ *    the agent (users.c).
+ *
+ * The helper exec (docker_exec_feed) is always an Engine API exec: the
+ * write path without the agent (write_stream.c) feeds its data through it.
  */
 #include "exec_internal.h"
 
@@ -86,7 +101,7 @@ static int start_failure(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_
     /* only when the container cannot be asked: the exit code some engine
      * versions record (127 for a missing program) */
     int fallback = oc->start_exit == 127 ? SBX_E_NO_COMMAND : SBX_E_NOT_EXEC;
-    int status = exec_probe_start_failure(sb, call, args->argv[0], args->env, workdir,
+    int status = docker_exec_probe_start_failure(sb, call, args->argv[0], args->env, workdir,
                                           fallback);
     const char *msg = oc->start_msg[0] ? oc->start_msg : "the daemon could not start it";
     if (status == SBX_E_INVALID)
@@ -167,7 +182,7 @@ int docker_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *arg
         .cancellable = 1,
     };
     struct exec_outcome oc;
-    rc = exec_run(sb, call, &spec, &oc);
+    rc = docker_exec_run(sb, call, &spec, &oc);
     if (rc == SBX_OK && res) {
         res->exit_code = oc.exit_code;
         res->term_signal = oc.term_signal;
@@ -197,7 +212,7 @@ static int bounded_write(void *ctx, const void *p, size_t n)
     return 0;
 }
 
-struct sbx_sink exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap)
+struct sbx_sink docker_exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap)
 {
     b->buf = buf;
     b->cap = cap;
@@ -214,7 +229,7 @@ int docker_exec_feed(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
 {
     struct docker_state *st = sb->st;
     struct exec_bounded b;
-    struct sbx_sink sink = exec_bounded_sink(&b, output, cap);
+    struct sbx_sink sink = docker_exec_bounded_sink(&b, output, cap);
     if (complete)
         *complete = 0;
     *exit_code = -1;
@@ -227,7 +242,7 @@ int docker_exec_feed(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
         .cancellable = 1,
     };
     struct exec_outcome oc;
-    int rc = exec_run(sb, call, &spec, &oc);
+    int rc = docker_exec_run(sb, call, &spec, &oc);
     if (rc != SBX_OK)
         return rc;
     if (complete)

@@ -15,7 +15,7 @@
  */
 #include "docker.h"
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 #include "stdin_feeder.h"
 
 #include <errno.h>
@@ -99,9 +99,9 @@ static void on_frame(struct ax *x)
         return;
     case AP_EXIT: {
         struct ap_in in;
-        ap_in_begin(&in, x->ibuf, x->len);
-        uint32_t flags = ap_get_u32(&in), code = ap_get_u32(&in), sig = ap_get_u32(&in);
-        if (!ap_in_done(&in)) {
+        sbxs_ap_in_begin(&in, x->ibuf, x->len);
+        uint32_t flags = sbxs_ap_get_u32(&in), code = sbxs_ap_get_u32(&in), sig = sbxs_ap_get_u32(&in);
+        if (!sbxs_ap_in_done(&in)) {
             x->rc = docker_agent_fail(&x->c, "exec", -1, NULL, 0, NULL);
         } else {
             x->r.exit_code = flags & AP_EXIT_SIGNALED ? -1 : (int)code;
@@ -148,7 +148,7 @@ static void read_agent(struct ax *x)
             x->hdr_len += (size_t)k;
             if (x->hdr_len < AP_HDR_LEN)
                 continue;
-            if (ap_parse_header(x->hdr, &x->type, &x->len) != 0 || x->len > AP_CHUNK + 64) {
+            if (sbxs_ap_parse_header(x->hdr, &x->type, &x->len) != 0 || x->len > AP_CHUNK + 64) {
                 x->rc = docker_error(x->c.sb->st, x->c.call, SBX_E_PROTOCOL,
                                      "docker: exec: the sbx agent sent a frame of %u bytes",
                                      x->len);
@@ -175,11 +175,11 @@ static void read_stdin(struct ax *x)
     if (n <= 0) { /* the feed ended: tell the command */
         close(x->in_fd);
         x->in_fd = -1;
-        ap_header(x->obuf, AP_STDIN_END, 0);
+        sbxs_ap_header(x->obuf, AP_STDIN_END, 0);
         x->o_len = AP_HDR_LEN;
         x->in_sent_end = 1;
     } else {
-        ap_header(x->obuf, AP_STDIN, (uint32_t)n);
+        sbxs_ap_header(x->obuf, AP_STDIN, (uint32_t)n);
         x->o_len = AP_HDR_LEN + (size_t)n;
     }
     x->o_off = 0;
@@ -275,28 +275,28 @@ static unsigned char *request(const struct sbx_exec_args *a, const char *cwd, si
     if (!buf)
         return NULL;
     struct ap_out o;
-    ap_out_begin(&o, buf, cap, AP_EXEC);
-    ap_put_u64(&o, (uint64_t)a->timeout_ms);
-    ap_put_str(&o, cwd);
+    sbxs_ap_out_begin(&o, buf, cap, AP_EXEC);
+    sbxs_ap_put_u64(&o, (uint64_t)a->timeout_ms);
+    sbxs_ap_put_str(&o, cwd);
     uint32_t n = 0;
     while (a->argv[n])
         n++;
-    ap_put_u32(&o, n);
+    sbxs_ap_put_u32(&o, n);
     for (uint32_t i = 0; i < n; i++)
-        ap_put_str(&o, a->argv[i]);
+        sbxs_ap_put_str(&o, a->argv[i]);
     n = 0;
     while (a->env && a->env[n])
         n++;
-    ap_put_u32(&o, n);
+    sbxs_ap_put_u32(&o, n);
     for (uint32_t i = 0; i < n; i++)
-        ap_put_str(&o, a->env[i]);
-    *len = ap_out_end(&o);
+        sbxs_ap_put_str(&o, a->env[i]);
+    *len = sbxs_ap_out_end(&o);
     if (!*len) {
         free(buf);
         return NULL;
     }
     if (!a->in) { /* no stdin: its end goes with the request */
-        ap_header(buf + *len, AP_STDIN_END, 0);
+        sbxs_ap_header(buf + *len, AP_STDIN_END, 0);
         *len += AP_HDR_LEN;
     }
     return buf;

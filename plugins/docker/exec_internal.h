@@ -1,6 +1,7 @@
 /*
- * exec_internal.h - what the exec_*.c files share: one exec's spec and
- * outcome, the output demultiplexer and the killer.
+ * exec_internal.h - what the exec files of the Engine API path share: one
+ * exec's spec and outcome, the output demultiplexer and the killer (exec
+ * through the agent is exec_agent.c, which needs none of it).
  *
  *   exec.c         the exec op and the helper execs (argument checks,
  *                  results, messages)
@@ -77,7 +78,7 @@ struct exec_bounded {
     char *buf;
     size_t cap, len;
 };
-struct sbx_sink exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap);
+struct sbx_sink docker_exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap);
 
 /* ---- exec_run.c -------------------------------------------------------- */
 
@@ -85,13 +86,13 @@ struct sbx_sink exec_bounded_sink(struct exec_bounded *b, char *buf, size_t cap)
  * or could not start (oc->start_failed); the outcome says how it ended.
  * Otherwise the call's error is set (a daemon that failed or stopped
  * answering; the command was stopped as its spec says). */
-int exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spec,
+int docker_exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spec,
              struct exec_outcome *oc);
 
 /* GET /exec/{id}/json within `timeout_ms`: *pid the exec's process on the
  * daemon's host (0 when it never got one), *running, *exit_code (-1 when
  * not recorded yet). */
-int exec_inspect_once(struct docker_state *st, const char *eid, int64_t timeout_ms,
+int docker_exec_inspect_once(struct docker_state *st, const char *eid, int64_t timeout_ms,
                       int *pid, int *running, int *exit_code, sbx_http_error *err);
 
 /* ---- exec_stream.c ------------------------------------------------------ */
@@ -124,10 +125,10 @@ struct exec_demux {
 
 /* Feed received bytes through the parser. 0, a sink's status, or -1 for a
  * malformed stream. */
-int exec_demux_feed(struct exec_demux *d, const char *p, size_t n);
+int docker_exec_demux_feed(struct exec_demux *d, const char *p, size_t n);
 /* At the end of the stream: deliver what is still held unless it is the
  * daemon's message (start_failed). Returns a sink's status or 0. */
-int exec_demux_finish(struct exec_demux *d, int start_failed);
+int docker_exec_demux_finish(struct exec_demux *d, int start_failed);
 
 /* ---- exec_kill.c --------------------------------------------------------- */
 
@@ -148,9 +149,9 @@ struct exec_killer {
 
 /* Start killing (a thread). When no thread can be made the kill runs here
  * and now. */
-void exec_killer_start(struct exec_killer *k, sbx_sandbox *sb, const char *tag_env,
+void docker_exec_killer_start(struct exec_killer *k, sbx_sandbox *sb, const char *tag_env,
                        const char *eid, int64_t deadline);
-void exec_killer_join(struct exec_killer *k);
+void docker_exec_killer_join(struct exec_killer *k);
 
 /* ---- exec_probe.c -------------------------------------------------------- */
 
@@ -161,7 +162,7 @@ void exec_killer_join(struct exec_killer *k);
  * daemon's path stat (HEAD archive), never from the daemon's message.
  * When the lookup itself fails, fallback (from the exit code) is
  * returned. */
-int exec_probe_start_failure(sbx_sandbox *sb, sbx_call *call, const char *argv0,
+int docker_exec_probe_start_failure(sbx_sandbox *sb, sbx_call *call, const char *argv0,
                              const char *const *env, const char *workdir,
                              int fallback);
 

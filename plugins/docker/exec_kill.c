@@ -294,7 +294,7 @@ static void add_exec_session(struct exec_killer *k, struct scan *s)
         return;
     int pid = 0, running = 0, code = -1;
     sbx_http_error err;
-    if (exec_inspect_once(st, k->eid, left, &pid, &running, &code, &err) != SBX_OK) {
+    if (docker_exec_inspect_once(st, k->eid, left, &pid, &running, &code, &err) != SBX_OK) {
         snprintf(k->msg, sizeof k->msg, "exec inspect failed (%.300s)", err.message);
         return;
     }
@@ -350,7 +350,7 @@ static void kill_in_container(struct exec_killer *k, const char *why_not_host)
     const char *argv[] = {"sh", "-c", kill_script, "sbx-kill", k->tag_env, lead, NULL};
     char out[256];
     struct exec_bounded b;
-    struct sbx_sink sink = exec_bounded_sink(&b, out, sizeof out);
+    struct sbx_sink sink = docker_exec_bounded_sink(&b, out, sizeof out);
     struct exec_spec spec = {
         .argv = argv,
         .out = &sink,
@@ -367,7 +367,7 @@ static void kill_in_container(struct exec_killer *k, const char *why_not_host)
                  host_why);
         return;
     }
-    int rc = exec_run(k->sb, NULL, &spec, &oc);
+    int rc = docker_exec_run(k->sb, NULL, &spec, &oc);
     if (rc == SBX_OK && !oc.start_failed && !oc.timed_out && oc.exit_code == 0) {
         k->ok = 1;
         return;
@@ -410,7 +410,7 @@ static void *kill_main(void *arg)
     return NULL;
 }
 
-void exec_killer_start(struct exec_killer *k, sbx_sandbox *sb, const char *tag_env,
+void docker_exec_killer_start(struct exec_killer *k, sbx_sandbox *sb, const char *tag_env,
                        const char *eid, int64_t deadline)
 {
     memset(k, 0, sizeof *k);
@@ -424,7 +424,7 @@ void exec_killer_start(struct exec_killer *k, sbx_sandbox *sb, const char *tag_e
         kill_main(k);
 }
 
-void exec_killer_join(struct exec_killer *k)
+void docker_exec_killer_join(struct exec_killer *k)
 {
     if (k->running)
         pthread_join(k->thread, NULL);

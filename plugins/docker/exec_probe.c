@@ -116,7 +116,7 @@ static int in_path(sbx_sandbox *sb, sbx_call *call, const char *name,
     return found;
 }
 
-int exec_probe_start_failure(sbx_sandbox *sb, sbx_call *call, const char *argv0,
+int docker_exec_probe_start_failure(sbx_sandbox *sb, sbx_call *call, const char *argv0,
                              const char *const *env, const char *workdir,
                              int fallback)
 {

@@ -202,7 +202,7 @@ static int started(void *ctx)
     struct run *r = ctx;
     int pid = 0, running = 0, code = -1;
     sbx_http_error err;
-    if (exec_inspect_once(r->st, r->eid, r->st->cfg.request_timeout_ms, &pid, &running,
+    if (docker_exec_inspect_once(r->st, r->eid, r->st->cfg.request_timeout_ms, &pid, &running,
                           &code, &err) != SBX_OK)
         return 1; /* cannot tell: never hold output back on a guess */
     return pid != 0 || running || code < 0;
@@ -240,7 +240,7 @@ static enum stop_reason read_stream(struct run *r)
         if (rc == SBX_OK && got == 0)
             return STOP_NONE;
         if (rc == SBX_OK) {
-            int s = exec_demux_feed(&r->demux, r->buf, got);
+            int s = docker_exec_demux_feed(&r->demux, r->buf, got);
             if (s < 0) {
                 fail(r, SBX_E_PROTOCOL, "docker: malformed output stream from exec %.12s",
                      r->eid);
@@ -284,7 +284,7 @@ static void drain(struct run *r, int64_t deadline)
         if (sbx_http_xfer_read(r->x, r->buf, READ_CHUNK, &got, &err) != SBX_OK ||
             got == 0)
             return;
-        if (exec_demux_feed(&r->demux, r->buf, got) != 0)
+        if (docker_exec_demux_feed(&r->demux, r->buf, got) != 0)
             r->demux.discard = 1;
     }
 }
@@ -308,10 +308,10 @@ static void stop_exec(struct run *r, enum stop_reason why)
     struct exec_killer k;
     int killing = r->spec->stop == EXEC_STOP_KILL && r->eid[0];
     if (killing)
-        exec_killer_start(&k, r->sb, r->tag_env, r->eid, deadline);
+        docker_exec_killer_start(&k, r->sb, r->tag_env, r->eid, deadline);
     drain(r, deadline);
     if (killing) {
-        exec_killer_join(&k);
+        docker_exec_killer_join(&k);
         if (!k.ok) {
             oc->kill_failed = 1;
             snprintf(oc->kill_msg, sizeof oc->kill_msg, "%s", k.msg);
@@ -321,7 +321,7 @@ static void stop_exec(struct run *r, enum stop_reason why)
 
 /* ---- 5. inspect ------------------------------------------------------ */
 
-int exec_inspect_once(struct docker_state *st, const char *eid, int64_t timeout_ms,
+int docker_exec_inspect_once(struct docker_state *st, const char *eid, int64_t timeout_ms,
                       int *pid, int *running, int *exit_code, sbx_http_error *err)
 {
     json_object *info = NULL;
@@ -350,7 +350,7 @@ static int exec_wait_exit(struct run *r, int *pid, int *code)
     for (;;) {
         int running = 0;
         sbx_http_error err;
-        int rc = exec_inspect_once(st, r->eid, request_budget(r), pid, &running, code,
+        int rc = docker_exec_inspect_once(st, r->eid, request_budget(r), pid, &running, code,
                                    &err);
         if (rc != SBX_OK)
             return docker_report(st, r->call, &err, "inspecting exec %.12s", r->eid);
@@ -404,7 +404,7 @@ static int finish(struct run *r, enum stop_reason why)
     if (rc != SBX_OK)
         return rc;
     oc->start_failed = pid == 0;
-    int s = exec_demux_finish(&r->demux, oc->start_failed);
+    int s = docker_exec_demux_finish(&r->demux, oc->start_failed);
     if (!oc->start_failed && r->demux.daemon_text && r->spec->out &&
         r->spec->out->write && oc->start_msg[0]) {
         /* the daemon said "not started" mid-stream and then recorded a
@@ -430,9 +430,9 @@ static int finish(struct run *r, enum stop_reason why)
      * session as after a timeout. */
     if (!oc->start_failed && r->spec->stop == EXEC_STOP_KILL && r->tag_env[0] && r->eid[0]) {
         struct exec_killer k;
-        exec_killer_start(&k, r->sb, r->tag_env, r->eid,
+        docker_exec_killer_start(&k, r->sb, r->tag_env, r->eid,
                           docker_now_ms() + r->st->cfg.kill_timeout_ms);
-        exec_killer_join(&k);
+        docker_exec_killer_join(&k);
         if (!k.ok)
             r->st->host->log(r->st->host, SBX_LOG_WARN,
                              "docker: what exec %.12s left behind could not all be "
@@ -442,7 +442,7 @@ static int finish(struct run *r, enum stop_reason why)
     return SBX_OK;
 }
 
-int exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spec,
+int docker_exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spec,
              struct exec_outcome *oc)
 {
     memset(oc, 0, sizeof *oc);

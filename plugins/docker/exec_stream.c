@@ -95,7 +95,7 @@ static int deliver(struct exec_demux *d, const char *p, size_t n)
     return s->write(s->ctx, p, n);
 }
 
-int exec_demux_feed(struct exec_demux *d, const char *p, size_t n)
+int docker_exec_demux_feed(struct exec_demux *d, const char *p, size_t n)
 {
     while (n > 0) {
         if (d->left == 0) {
@@ -127,7 +127,7 @@ int exec_demux_feed(struct exec_demux *d, const char *p, size_t n)
     return 0;
 }
 
-int exec_demux_finish(struct exec_demux *d, int start_failed)
+int docker_exec_demux_finish(struct exec_demux *d, int start_failed)
 {
     if (d->held_len == 0)
         return 0;

@@ -12,7 +12,7 @@
  */
 #include "docker.h"
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <openssl/evp.h>
 
@@ -27,12 +27,12 @@ static size_t file_request(unsigned char *buf, size_t cap, int type, const char 
                            const char *rel, uint32_t mode, uint32_t flags)
 {
     struct ap_out o;
-    ap_out_begin(&o, buf, cap, type);
-    ap_put_str(&o, root);
-    ap_put_str(&o, rel);
+    sbxs_ap_out_begin(&o, buf, cap, type);
+    sbxs_ap_put_str(&o, root);
+    sbxs_ap_put_str(&o, rel);
     if (type == AP_WRITE)
-        ap_put_u32(&o, mode), ap_put_u32(&o, flags);
-    return ap_out_end(&o);
+        sbxs_ap_put_u32(&o, mode), sbxs_ap_put_u32(&o, flags);
+    return sbxs_ap_out_end(&o);
 }
 
 int docker_agent_read(sbx_sandbox *sb, sbx_call *call, const char *root, const char *rel,
@@ -77,8 +77,8 @@ int docker_agent_read(sbx_sandbox *sb, sbx_call *call, const char *root, const c
         }
         if (type == AP_END && len == 8) {
             struct ap_in in;
-            ap_in_begin(&in, buf, len);
-            uint64_t want = ap_get_u64(&in);
+            sbxs_ap_in_begin(&in, buf, len);
+            uint64_t want = sbxs_ap_get_u64(&in);
             if (want != total)
                 rc = docker_error(st, call, SBX_E_PROTOCOL,
                                   "docker: reading %.200s: the agent sent %llu bytes and "
@@ -126,7 +126,7 @@ static int send_data(struct docker_agent_conn *c, const char *rel,
         }
         if (n == 0)
             break;
-        ap_header(buf, AP_DATA, (uint32_t)n);
+        sbxs_ap_header(buf, AP_DATA, (uint32_t)n);
         EVP_DigestUpdate(md, buf + AP_HDR_LEN, (size_t)n);
         total += (uint64_t)n;
         if (announced >= 0 && total > (uint64_t)announced) {
@@ -155,11 +155,11 @@ static int send_data(struct docker_agent_conn *c, const char *rel,
         return rc;
     unsigned char tr[AP_HDR_LEN + 40];
     struct ap_out o;
-    ap_out_begin(&o, tr, sizeof tr, AP_TRAILER);
-    ap_put_u64(&o, total);
-    ap_put_bytes(&o, digest, 32);
+    sbxs_ap_out_begin(&o, tr, sizeof tr, AP_TRAILER);
+    sbxs_ap_put_u64(&o, total);
+    sbxs_ap_put_bytes(&o, digest, 32);
     c->deadline = docker_now_ms() + st->cfg.request_timeout_ms;
-    return docker_agent_send(c, AP_TRAILER, tr + AP_HDR_LEN, ap_out_end(&o) - AP_HDR_LEN);
+    return docker_agent_send(c, AP_TRAILER, tr + AP_HDR_LEN, sbxs_ap_out_end(&o) - AP_HDR_LEN);
 }
 
 int docker_agent_write(sbx_sandbox *sb, sbx_call *call, const char *root, const char *rel,

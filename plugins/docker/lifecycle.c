@@ -8,10 +8,15 @@
  * back. The persisted reference is the container ID: a container that was
  * removed and recreated under the same name is a different workspace, and
  * attach reports the old one as not found instead of silently using the new.
+ *
+ * A container run under sbx-agent (providers.docker.agent, the default)
+ * gets the agent binary bound read-only as its init and the session's
+ * agent/ directory bound at /.sbx/run; create and attach wait until the
+ * agent answers (a wedged one gets its container restarted once).
  */
 #include "docker.h"
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <archive.h>
 #include <archive_entry.h>

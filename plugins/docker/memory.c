@@ -45,7 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void list_free(struct docker_mem_list *l)
+void docker_list_free(struct docker_mem_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i].path);
@@ -53,7 +53,7 @@ void list_free(struct docker_mem_list *l)
     memset(l, 0, sizeof *l);
 }
 
-int list_add(struct docker_mem_list *l, const char *path, const struct stat *s)
+int docker_list_add(struct docker_mem_list *l, const char *path, const struct stat *s)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
@@ -76,7 +76,7 @@ int list_add(struct docker_mem_list *l, const char *path, const struct stat *s)
     return 0;
 }
 
-int list_add_file(struct docker_mem_list *l, const struct docker_mem_file *f)
+int docker_list_add_file(struct docker_mem_list *l, const struct docker_mem_file *f)
 {
     struct stat s;
     memset(&s, 0, sizeof s);
@@ -87,21 +87,21 @@ int list_add_file(struct docker_mem_list *l, const struct docker_mem_file *f)
     s.st_mtim.tv_nsec = f->mtime_ns % 1000000000;
     s.st_ctim.tv_sec = f->ctime_ns / 1000000000;
     s.st_ctim.tv_nsec = f->ctime_ns % 1000000000;
-    return list_add(l, f->path, &s);
+    return docker_list_add(l, f->path, &s);
 }
 
-int by_path(const void *a, const void *b)
+int docker_by_path(const void *a, const void *b)
 {
     return strcmp(((const struct docker_mem_file *)a)->path, ((const struct docker_mem_file *)b)->path);
 }
 
-const struct docker_mem_file *list_find(const struct docker_mem_list *l, const char *path)
+const struct docker_mem_file *docker_list_find(const struct docker_mem_list *l, const char *path)
 {
     struct docker_mem_file key = {.path = (char *)path};
-    return l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_path) : NULL;
+    return l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, docker_by_path) : NULL;
 }
 
-int same_stat(const struct docker_mem_file *a, const struct docker_mem_file *b)
+int docker_same_stat(const struct docker_mem_file *a, const struct docker_mem_file *b)
 {
     return a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns &&
            a->ctime_ns == b->ctime_ns && a->mode == b->mode;
@@ -243,9 +243,9 @@ void docker_memory_free(sbx_sandbox *sb)
 {
     for (size_t i = 0; i < sb->nmemory; i++) {
         docker_memory_watch_stop(&sb->memory[i]);
-        list_free(&sb->memory[i].last);
-        list_free(&sb->memory[i].base);
-        list_free(&sb->memory[i].changed);
+        docker_list_free(&sb->memory[i].last);
+        docker_list_free(&sb->memory[i].base);
+        docker_list_free(&sb->memory[i].changed);
         for (size_t k = 0; k < sb->memory[i].nremoved; k++)
             free(sb->memory[i].removed[k]);
         free(sb->memory[i].removed);
@@ -259,7 +259,7 @@ void docker_memory_free(sbx_sandbox *sb)
 
 /* ---- the baseline file -------------------------------------------------- */
 
-int baseline_write(struct docker_state *st, sbx_call *call,
+int docker_baseline_write(struct docker_state *st, sbx_call *call,
                           struct docker_memory *mem, const struct docker_mem_list *l)
 {
     char path[4200], tmp[4300];
@@ -298,7 +298,7 @@ static int by_path_seq(const void *a, const void *b)
 /* The baseline; a missing file is an empty one (a tree never loaded). Its
  * lines are records in the order written: a later record of a path
  * replaces an earlier one, and "- PATH" removes it (accepts append). */
-int baseline_read(struct docker_state *st, sbx_call *call, const struct docker_memory *mem,
+int docker_baseline_read(struct docker_state *st, sbx_call *call, const struct docker_memory *mem,
                   struct docker_mem_list *l)
 {
     char path[4200];
@@ -342,7 +342,7 @@ int baseline_read(struct docker_state *st, sbx_call *call, const struct docker_m
             s.st_mode = (mode_t)mode;
             name = line + off;
         }
-        if (list_add(l, name, &s) != 0)
+        if (docker_list_add(l, name, &s) != 0)
             rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
     }
     fclose(f);
@@ -362,7 +362,7 @@ int baseline_read(struct docker_state *st, sbx_call *call, const struct docker_m
     return SBX_OK;
 }
 
-int baseline_append(struct docker_state *st, sbx_call *call, struct docker_memory *mem,
+int docker_baseline_append(struct docker_state *st, sbx_call *call, struct docker_memory *mem,
                     const struct docker_mem_list *changed, char *const *removed,
                     size_t nremoved)
 {
@@ -428,20 +428,20 @@ static int move_entry(int fd, const char *name, int to)
     return renameat(fd, name, to, name) == 0 ? 0 : -errno;
 }
 
-int record_baseline(struct docker_state *st, sbx_call *call,
+int docker_record_baseline(struct docker_state *st, sbx_call *call,
                            struct docker_memory *mem, int fix_modes)
 {
     struct walk w = {.st = st, .call = call, .fix_modes = fix_modes, .inotify_fd = -1};
-    int rc = walk_tree(&w, mem->tree);
+    int rc = docker_walk_tree(&w, mem->tree);
     if (rc == SBX_OK)
-        rc = baseline_write(st, call, mem, &w.files);
+        rc = docker_baseline_write(st, call, mem, &w.files);
     /* the walk is the baseline now: kept for the next diff */
-    list_free(&mem->base);
+    docker_list_free(&mem->base);
     mem->base_valid = rc == SBX_OK;
     if (rc == SBX_OK)
         mem->base = w.files;
     else
-        list_free(&w.files);
+        docker_list_free(&w.files);
     return rc;
 }
 
@@ -485,15 +485,15 @@ int docker_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
     }
     /* The archive is whole and valid: only now does the tree change. */
     if (rc == SBX_OK)
-        memory_race_point("load-empty", "", tfd, NULL);
+        docker_memory_race_point("load-empty", "", tfd, NULL);
     if (rc == SBX_OK && ((e = each_entry(tfd, -1, remove_entry)) < 0 ||
                           (e = each_entry(dfd, tfd, move_entry)) < 0))
         rc = st->host->set_error(st->host, call, SBX_E_IO,
                                  "docker: cannot publish memory store \"%s\" in %s: %s", slug,
                                  mem->tree, strerror(-e));
     if (rc == SBX_OK) {
-        memory_race_point("load-published", "", tfd, NULL);
-        rc = record_baseline(st, call, mem, mem->read_write);
+        docker_memory_race_point("load-published", "", tfd, NULL);
+        rc = docker_record_baseline(st, call, mem, mem->read_write);
     }
     if (dfd >= 0)
         close(dfd);

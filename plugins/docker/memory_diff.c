@@ -79,7 +79,7 @@ static int diff_other(struct walk *w, int dirfd, const char *name, const char *p
 static int diff_file(struct walk *w, int treefd, const struct docker_mem_file *f)
 {
     struct diff *d = w->ud;
-    memory_race_point("diff-open", f->path, treefd, f->path);
+    docker_memory_race_point("diff-open", f->path, treefd, f->path);
     /* The entry as it is now (the walk saw it a moment ago), no symlink
      * followed anywhere on its path. O_PATH opens nothing: a FIFO or a
      * device swapped in since is looked at, never opened. */
@@ -250,8 +250,8 @@ struct diff_run {
 
 static void forget_diff(struct docker_memory *mem)
 {
-    list_free(&mem->last);
-    list_free(&mem->changed);
+    docker_list_free(&mem->last);
+    docker_list_free(&mem->changed);
     for (size_t i = 0; i < mem->nremoved; i++)
         free(mem->removed[i]);
     free(mem->removed);
@@ -278,14 +278,14 @@ static int note_removed(struct diff_run *r, const char *path)
 static int diff_whole(struct diff_run *r, uint32_t flags)
 {
     struct docker_memory *mem = r->mem;
-    int rc = walk_tree(&r->w, mem->tree);
+    int rc = docker_walk_tree(&r->w, mem->tree);
     for (size_t i = 0; rc == SBX_OK && i < r->w.files.n; i++) {
-        const struct docker_mem_file *b = list_find(&mem->base, r->w.files.v[i].path);
-        if ((flags & SBX_MEMORY_DIFF_ALL) || !b || !same_stat(b, &r->w.files.v[i]))
+        const struct docker_mem_file *b = docker_list_find(&mem->base, r->w.files.v[i].path);
+        if ((flags & SBX_MEMORY_DIFF_ALL) || !b || !docker_same_stat(b, &r->w.files.v[i]))
             rc = diff_file(&r->w, r->treefd, &r->w.files.v[i]);
     }
     for (size_t i = 0; rc == SBX_OK && i < mem->base.n; i++)
-        if (!list_find(&r->w.files, mem->base.v[i].path) && r->out->removed)
+        if (!docker_list_find(&r->w.files, mem->base.v[i].path) && r->out->removed)
             rc = r->out->removed(r->out->ctx, mem->base.v[i].path);
     if (rc == SBX_OK) {
         mem->last = r->w.files; /* what accept records */
@@ -314,7 +314,7 @@ static int diff_events(struct diff_run *r, struct events *e)
         int dfd = confine_open_strict(r->treefd, dir,
                                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK, 0);
         struct stat s;
-        const struct docker_mem_file *b = list_find(&mem->base, path);
+        const struct docker_mem_file *b = docker_list_find(&mem->base, path);
         if (dfd < 0 || fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) != 0) {
             if (dfd >= 0)
                 close(dfd);
@@ -324,16 +324,16 @@ static int diff_events(struct diff_run *r, struct events *e)
         }
         if (S_ISREG(s.st_mode)) {
             struct docker_mem_list one = {0};
-            if (list_add(&one, path, &s) != 0) {
+            if (docker_list_add(&one, path, &s) != 0) {
                 close(dfd);
                 return st->host->set_error(st->host, r->w.call, SBX_E_NOMEM, "out of memory");
             }
-            if (!b || !same_stat(b, &one.v[0])) {
+            if (!b || !docker_same_stat(b, &one.v[0])) {
                 rc = diff_file(&r->w, r->treefd, &one.v[0]);
-                if (rc == SBX_OK && list_add(&mem->changed, path, &s) != 0)
+                if (rc == SBX_OK && docker_list_add(&mem->changed, path, &s) != 0)
                     rc = st->host->set_error(st->host, r->w.call, SBX_E_NOMEM, "out of memory");
             }
-            list_free(&one);
+            docker_list_free(&one);
         } else if (S_ISDIR(s.st_mode)) {
             /* its files come with an IN_ISDIR event of its own */
             if (b)
@@ -367,22 +367,22 @@ static int diff_events(struct diff_run *r, struct events *e)
         memset(&sub.files, 0, sizeof sub.files);
         sub.inotify_fd = mem->inotify_fd;
         sub.watch_mem = mem;
-        rc = walk_dir(&sub, dfd, path, strlen(path), 1);
+        rc = docker_walk_dir(&sub, dfd, path, strlen(path), 1);
         close(dfd);
         if (sub.watch_failed)
             e->whole = 1;
         for (size_t k = 0; rc == SBX_OK && k < sub.files.n; k++) {
-            const struct docker_mem_file *b = list_find(&mem->base, sub.files.v[k].path);
-            if (b && same_stat(b, &sub.files.v[k]))
+            const struct docker_mem_file *b = docker_list_find(&mem->base, sub.files.v[k].path);
+            if (b && docker_same_stat(b, &sub.files.v[k]))
                 continue;
             struct docker_mem_list named = {mem->changed.v, nfiles, 0};
-            if (list_find(&named, sub.files.v[k].path))
+            if (docker_list_find(&named, sub.files.v[k].path))
                 continue; /* named by an event of its own too */
             rc = diff_file(&r->w, r->treefd, &sub.files.v[k]);
-            if (rc == SBX_OK && list_add_file(&mem->changed, &sub.files.v[k]) != 0)
+            if (rc == SBX_OK && docker_list_add_file(&mem->changed, &sub.files.v[k]) != 0)
                 rc = st->host->set_error(st->host, r->w.call, SBX_E_NOMEM, "out of memory");
         }
-        list_free(&sub.files);
+        docker_list_free(&sub.files);
     }
     return rc;
 }
@@ -403,8 +403,8 @@ int docker_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32
     forget_diff(mem);
     int rc = SBX_OK;
     if (!mem->base_valid) {
-        list_free(&mem->base);
-        if ((rc = baseline_read(st, call, mem, &mem->base)) != SBX_OK)
+        docker_list_free(&mem->base);
+        if ((rc = docker_baseline_read(st, call, mem, &mem->base)) != SBX_OK)
             return rc;
         mem->base_valid = 1;
     }
@@ -448,7 +448,7 @@ int docker_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32
     if (rc == SBX_OK && archive_write_close(r.d.a) != ARCHIVE_OK)
         rc = tar_fail(&r.w, "(end of archive)");
     archive_write_free(r.d.a);
-    list_free(&r.w.files);
+    docker_list_free(&r.w.files);
     events_free(&e);
     if (rc == SBX_OK) {
         mem->diff_valid = 1;
@@ -469,19 +469,19 @@ static int apply_changes(struct docker_memory *mem)
     struct docker_mem_list added = {0};
     for (size_t i = 0; i < mem->nremoved; i++) {
         struct docker_mem_file *b =
-            (struct docker_mem_file *)list_find(&mem->base, mem->removed[i]);
+            (struct docker_mem_file *)docker_list_find(&mem->base, mem->removed[i]);
         if (b)
             b->mode = 0; /* dropped below */
     }
     for (size_t i = 0; i < mem->changed.n; i++) {
         const struct docker_mem_file *c = &mem->changed.v[i];
-        struct docker_mem_file *b = (struct docker_mem_file *)list_find(&mem->base, c->path);
+        struct docker_mem_file *b = (struct docker_mem_file *)docker_list_find(&mem->base, c->path);
         if (b) {
             char *keep = b->path;
             *b = *c;
             b->path = keep;
-        } else if (list_add_file(&added, c) != 0) {
-            list_free(&added);
+        } else if (docker_list_add_file(&added, c) != 0) {
+            docker_list_free(&added);
             return -1;
         }
     }
@@ -496,11 +496,11 @@ static int apply_changes(struct docker_memory *mem)
     }
     mem->base.n = kept;
     if (added.n) {
-        qsort(added.v, added.n, sizeof *added.v, by_path);
+        qsort(added.v, added.n, sizeof *added.v, docker_by_path);
         size_t total = kept + added.n;
         struct docker_mem_file *v = malloc(total * sizeof *v);
         if (!v) {
-            list_free(&added);
+            docker_list_free(&added);
             return -1;
         }
         size_t a = 0, b = 0, o = 0;
@@ -527,9 +527,9 @@ int docker_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug)
     if (mem->diff_valid && mem->diff_quiet) {
         /* nothing changed: the baseline stands */
     } else if (mem->diff_valid && mem->diff_whole) {
-        rc = baseline_write(st, call, mem, &mem->last);
+        rc = docker_baseline_write(st, call, mem, &mem->last);
         if (rc == SBX_OK) {
-            list_free(&mem->base);
+            docker_list_free(&mem->base);
             mem->base = mem->last;
             memset(&mem->last, 0, sizeof mem->last);
             mem->base_valid = 1;
@@ -539,15 +539,15 @@ int docker_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug)
             mem->base_valid = 0;
             rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
         } else if (mem->journal_lines > 2 * mem->base.n + 256) {
-            rc = baseline_write(st, call, mem, &mem->base); /* compact */
+            rc = docker_baseline_write(st, call, mem, &mem->base); /* compact */
         } else {
-            rc = baseline_append(st, call, mem, &mem->changed, mem->removed, mem->nremoved);
+            rc = docker_baseline_append(st, call, mem, &mem->changed, mem->removed, mem->nremoved);
         }
         if (rc != SBX_OK)
             mem->base_valid = 0; /* read back from the file next time */
     } else {
         docker_memory_watch_stop(mem);
-        rc = record_baseline(st, call, mem, 0);
+        rc = docker_record_baseline(st, call, mem, 0);
     }
     forget_diff(mem);
     if (rc != SBX_OK)
@@ -570,8 +570,8 @@ int docker_memory_watch(sbx_sandbox *sb, sbx_call *call, const char *slug)
         return SBX_OK; /* no watch: the next diff walks */
     int fd = w.inotify_fd;
     /* Only directories are watched; the walk's own opens are not events. */
-    int rc = walk_tree(&w, mem->tree);
-    list_free(&w.files);
+    int rc = docker_walk_tree(&w, mem->tree);
+    docker_list_free(&w.files);
     if (rc != SBX_OK || w.watch_failed) {
         close(fd);
         for (size_t i = 0; i < mem->nwd; i++)

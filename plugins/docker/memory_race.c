@@ -50,7 +50,7 @@ static void race_act(int dirfd, const char *victim, const char *what)
         (void)mknodat(dirfd, victim, S_IFCHR | 0666, makedev(1, 3));
 }
 
-void memory_race_point(const char *step, const char *path, int dirfd, const char *name)
+void docker_memory_race_point(const char *step, const char *path, int dirfd, const char *name)
 {
     static unsigned fired;
     const char *env = getenv("SBX_TEST_MEMORY_RACE");
@@ -79,7 +79,7 @@ void memory_race_point(const char *step, const char *path, int dirfd, const char
     }
 }
 #else
-void memory_race_point(const char *step, const char *path, int dirfd, const char *name)
+void docker_memory_race_point(const char *step, const char *path, int dirfd, const char *name)
 {
     (void)step;
     (void)path;

@@ -20,7 +20,7 @@
 
 /* ---- walking a tree ---------------------------------------------------- */
 
-int watch_map(struct docker_memory *mem, int wd, const char *path, size_t len)
+int docker_watch_map(struct docker_memory *mem, int wd, const char *path, size_t len)
 {
     if (wd < 0 || (size_t)wd > 1u << 24)
         return -1;
@@ -84,10 +84,10 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, char *path, s
                                               "\"%.200s\": %s",
                                               path, strerror(e));
             }
-            memory_race_point("walk-entry", path, dirfd, name);
+            docker_memory_race_point("walk-entry", path, dirfd, name);
             if (w->fix_modes && (s.st_mode & 07777) != 0777)
                 (void)fchmod(sub, 0777);
-            int rc = walk_dir(w, sub, path, len, depth + 1);
+            int rc = docker_walk_dir(w, sub, path, len, depth + 1);
             close(sub);
             return rc;
         }
@@ -110,7 +110,7 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, char *path, s
                 close(fd);
                 continue; /* swapped since the lstat */
             }
-            memory_race_point("walk-entry", path, dirfd, name);
+            docker_memory_race_point("walk-entry", path, dirfd, name);
             int e = confine_fchmod(fd, 0666);
             if (e == 0)
                 e = fstat(fd, &s) == 0 ? 0 : -errno;
@@ -121,7 +121,7 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, char *path, s
                                               path, strerror(-e));
         }
         if (S_ISREG(s.st_mode))
-            return list_add(&w->files, path, &s) == 0
+            return docker_list_add(&w->files, path, &s) == 0
                        ? SBX_OK
                        : w->st->host->set_error(w->st->host, w->call, SBX_E_NOMEM,
                                                 "out of memory");
@@ -133,7 +133,7 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, char *path, s
                                   path);
 }
 
-int walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
+int docker_walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
 {
     if (depth > MEMORY_MAX_DEPTH)
         return w->st->host->set_error(w->st->host, w->call, SBX_E_INVALID,
@@ -147,7 +147,7 @@ int walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
                                    IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE |
                                        IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
                                        IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
-        if (wd < 0 || watch_map(w->watch_mem, wd, path, len) != 0) {
+        if (wd < 0 || docker_watch_map(w->watch_mem, wd, path, len) != 0) {
             w->inotify_fd = -1; /* no watch for this tree: the caller drops it */
             w->watch_failed = 1;
         }
@@ -192,7 +192,7 @@ int walk_dir(struct walk *w, int dirfd, char *path, size_t len, int depth)
     return rc;
 }
 
-int walk_tree(struct walk *w, const char *tree)
+int docker_walk_tree(struct walk *w, const char *tree)
 {
     int fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -200,10 +200,10 @@ int walk_tree(struct walk *w, const char *tree)
                                       "docker: cannot open the memory tree %s: %s", tree,
                                       strerror(errno));
     char path[4096] = "";
-    int rc = walk_dir(w, fd, path, 0, 0);
+    int rc = docker_walk_dir(w, fd, path, 0, 0);
     close(fd);
     if (rc == SBX_OK && w->files.n)
-        qsort(w->files.v, w->files.n, sizeof *w->files.v, by_path);
+        qsort(w->files.v, w->files.n, sizeof *w->files.v, docker_by_path);
     return rc;
 }
 

@@ -10,6 +10,10 @@
  * a component between the check and the transfer; it can only reach files of
  * its own container that way, never the host's (the daemon resolves every
  * path within the container's root).
+ *
+ * With sbx-agent only the first layer is here (docker_path_rooted: the
+ * workspace or the outputs root and the lexical check); the agent opens
+ * the path beneath that root itself (openat2 RESOLVE_BENEATH, agent/files.c).
  */
 #include "docker.h"
 

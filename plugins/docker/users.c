@@ -12,7 +12,7 @@
  */
 #include "docker.h"
 
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -86,10 +86,10 @@ int docker_group_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_group_spe
         return docker_users_need_agent(sb, call, "group_add");
     unsigned char req[AP_HDR_LEN + 128];
     struct ap_out o;
-    ap_out_begin(&o, req, sizeof req, AP_GROUP_ADD);
-    ap_put_str(&o, group->name);
-    ap_put_u32(&o, group->gid);
-    size_t n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, req, sizeof req, AP_GROUP_ADD);
+    sbxs_ap_put_str(&o, group->name);
+    sbxs_ap_put_u32(&o, group->gid);
+    size_t n = sbxs_ap_out_end(&o);
     if (!n)
         return docker_error(sb->st, call, SBX_E_INVALID, "docker: group_add: name too long");
     char what[80];
@@ -109,14 +109,14 @@ int docker_user_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_user_spec 
     if (!req)
         return docker_error(sb->st, call, SBX_E_NOMEM, "out of memory");
     struct ap_out o;
-    ap_out_begin(&o, req, cap, AP_USER_ADD);
-    ap_put_str(&o, user->name);
-    ap_put_u32(&o, user->uid);
-    ap_put_str(&o, user->group ? user->group : "");
-    ap_put_u32(&o, (uint32_t)ng);
+    sbxs_ap_out_begin(&o, req, cap, AP_USER_ADD);
+    sbxs_ap_put_str(&o, user->name);
+    sbxs_ap_put_u32(&o, user->uid);
+    sbxs_ap_put_str(&o, user->group ? user->group : "");
+    sbxs_ap_put_u32(&o, (uint32_t)ng);
     for (size_t i = 0; i < ng; i++)
-        ap_put_str(&o, user->groups[i]);
-    size_t n = ap_out_end(&o);
+        sbxs_ap_put_str(&o, user->groups[i]);
+    size_t n = sbxs_ap_out_end(&o);
     char what[80];
     snprintf(what, sizeof what, "user_add %.40s", user->name);
     int rc = n ? one_shot(sb, call, req, n, what)

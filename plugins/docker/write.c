@@ -2,6 +2,10 @@
  * write.c - write_file: the checks, where the file goes, and its missing
  * parent directories.
  *
+ * A container with sbx-agent gets the write through the agent
+ * (files_agent.c: the agent resolves the path beneath the workspace and
+ * makes the missing parents); what follows is the path without it.
+ *
  * The path is checked and resolved in the container first (a refused path
  * does not consume the source). Missing parent directories go up as a tar
  * of directory entries only (PUT .../archive, made by the daemon, owned by

@@ -1,6 +1,6 @@
 /*
  * test_agent_proto.c - sbx-agent alone, on this host (no daemon needed):
- * the protocol as documented in agent/PROTOCOL.md, and what malformed or
+ * the protocol as documented in shared/agent_proto/PROTOCOL.md, and what malformed or
  * hostile input does to it. The agent runs in a temp directory with
  * --trust-local-peers (compiled only with SBX_TEST_HOOKS), since a peer in
  * its own PID namespace is otherwise refused.
@@ -9,7 +9,7 @@
  * connection, never a crash: after each one the agent still answers a
  * ping, and nothing was written outside the workspace.
  */
-#include "proto.h"
+#include "agent_proto/proto.h"
 
 #include <criterion/criterion.h>
 
@@ -93,15 +93,15 @@ static int last_frame(const unsigned char *buf, size_t n, char *msg, size_t cap)
     while (off + AP_HDR_LEN <= n) {
         int type;
         uint32_t len;
-        if (ap_parse_header(buf + off, &type, &len) != 0 || off + AP_HDR_LEN + len > n)
+        if (sbxs_ap_parse_header(buf + off, &type, &len) != 0 || off + AP_HDR_LEN + len > n)
             break;
         last = type;
         if (type == AP_ERROR) {
             struct ap_in in;
-            ap_in_begin(&in, buf + off + AP_HDR_LEN, len);
-            ap_get_u32(&in);
-            free(ap_get_str(&in));
-            char *m = ap_get_str(&in);
+            sbxs_ap_in_begin(&in, buf + off + AP_HDR_LEN, len);
+            sbxs_ap_get_u32(&in);
+            free(sbxs_ap_get_str(&in));
+            char *m = sbxs_ap_get_str(&in);
             snprintf(msg, cap, "%s", m ? m : "");
             free(m);
         }
@@ -114,8 +114,8 @@ static void ping_ok(void)
 {
     int fd = connect_agent();
     unsigned char out[AP_PREAMBLE_LEN + AP_HDR_LEN];
-    ap_preamble(out, V1);
-    ap_header(out + AP_PREAMBLE_LEN, AP_PING, 0);
+    sbxs_ap_preamble(out, V1);
+    sbxs_ap_header(out + AP_PREAMBLE_LEN, AP_PING, 0);
     send_all(fd, out, sizeof out);
     unsigned char buf[512];
     size_t n = read_to_end(fd, buf, sizeof buf);
@@ -170,7 +170,7 @@ static int converse(const void *bytes, size_t n, int with_preamble, char *msg, s
     int fd = connect_agent();
     if (with_preamble) {
         unsigned char pre[AP_PREAMBLE_LEN];
-        ap_preamble(pre, V1);
+        sbxs_ap_preamble(pre, V1);
         send_all(fd, pre, sizeof pre);
     }
     send_all(fd, bytes, n);
@@ -184,7 +184,7 @@ static int converse(const void *bytes, size_t n, int with_preamble, char *msg, s
 Test(agent_proto, version_mismatch_is_a_clear_error)
 {
     unsigned char pre[AP_PREAMBLE_LEN];
-    ap_preamble(pre, AP_VERSION + 41);
+    sbxs_ap_preamble(pre, AP_VERSION + 41);
     char msg[256];
     cr_assert_eq(converse(pre, sizeof pre, 0, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "protocol 2") && strstr(msg, "43"), "%s", msg);
@@ -199,57 +199,57 @@ Test(agent_proto, malformed_requests_get_an_error_and_a_close)
     char msg[256];
     struct ap_out o;
     /* unknown type */
-    ap_header(f, 'Q', 0);
+    sbxs_ap_header(f, 'Q', 0);
     cr_expect_eq(converse(f, AP_HDR_LEN, 1, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "unknown request"), "%s", msg);
     /* a frame longer than the limit */
-    ap_header(f, AP_EXEC, AP_FRAME_MAX + 1);
+    sbxs_ap_header(f, AP_EXEC, AP_FRAME_MAX + 1);
     cr_expect_eq(converse(f, AP_HDR_LEN, 1, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "longer than"), "%s", msg);
     /* a string running past the end of its frame */
-    ap_out_begin(&o, f, sizeof f, AP_READ);
-    ap_put_u32(&o, 1000);
-    size_t n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_READ);
+    sbxs_ap_put_u32(&o, 1000);
+    size_t n = sbxs_ap_out_end(&o);
     cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "malformed"), "%s", msg);
     /* exec with zero arguments, then with a NUL in a string */
-    ap_out_begin(&o, f, sizeof f, AP_EXEC);
-    ap_put_u64(&o, 0);
-    ap_put_str(&o, "");
-    ap_put_u32(&o, 0);
-    ap_put_u32(&o, 0);
-    n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    sbxs_ap_put_u64(&o, 0);
+    sbxs_ap_put_str(&o, "");
+    sbxs_ap_put_u32(&o, 0);
+    sbxs_ap_put_u32(&o, 0);
+    n = sbxs_ap_out_end(&o);
     cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
-    ap_out_begin(&o, f, sizeof f, AP_EXEC);
-    ap_put_u64(&o, 0);
-    ap_put_str(&o, "");
-    ap_put_u32(&o, 1);
-    ap_put_u32(&o, 3);
-    ap_put_bytes(&o, "a\0b", 3);
-    ap_put_u32(&o, 0);
-    n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    sbxs_ap_put_u64(&o, 0);
+    sbxs_ap_put_str(&o, "");
+    sbxs_ap_put_u32(&o, 1);
+    sbxs_ap_put_u32(&o, 3);
+    sbxs_ap_put_bytes(&o, "a\0b", 3);
+    sbxs_ap_put_u32(&o, 0);
+    n = sbxs_ap_out_end(&o);
     cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
     /* an env entry without '=' */
-    ap_out_begin(&o, f, sizeof f, AP_EXEC);
-    ap_put_u64(&o, 0);
-    ap_put_str(&o, "");
-    ap_put_u32(&o, 1);
-    ap_put_str(&o, "true");
-    ap_put_u32(&o, 1);
-    ap_put_str(&o, "NOEQUALS");
-    n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    sbxs_ap_put_u64(&o, 0);
+    sbxs_ap_put_str(&o, "");
+    sbxs_ap_put_u32(&o, 1);
+    sbxs_ap_put_str(&o, "true");
+    sbxs_ap_put_u32(&o, 1);
+    sbxs_ap_put_str(&o, "NOEQUALS");
+    n = sbxs_ap_out_end(&o);
     cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
     /* a root the agent does not serve, an absolute path, an escape */
-    ap_out_begin(&o, f, sizeof f, AP_READ);
-    ap_put_str(&o, "/etc");
-    ap_put_str(&o, "passwd");
-    n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_READ);
+    sbxs_ap_put_str(&o, "/etc");
+    sbxs_ap_put_str(&o, "passwd");
+    n = sbxs_ap_out_end(&o);
     cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "not a root"), "%s", msg);
-    ap_out_begin(&o, f, sizeof f, AP_READ);
-    ap_put_str(&o, ws);
-    ap_put_str(&o, "../../../etc/passwd");
-    n = ap_out_end(&o);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_READ);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "../../../etc/passwd");
+    n = sbxs_ap_out_end(&o);
     cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "leads out"), "%s", msg);
     ping_ok();
@@ -268,7 +268,7 @@ Test(agent_proto, random_frames_never_crash_the_agent)
         /* a plausible type with a random payload, or pure noise */
         if (r[0] & 1) {
             size_t len = r[1] % 200;
-            ap_header(f, types[(size_t)(r[0] >> 1) % (sizeof types - 1)], (uint32_t)len);
+            sbxs_ap_header(f, types[(size_t)(r[0] >> 1) % (sizeof types - 1)], (uint32_t)len);
             cr_assert_eq(getrandom(f + AP_HDR_LEN, len, 0), (ssize_t)len);
             n = AP_HDR_LEN + len;
         } else {
@@ -300,21 +300,21 @@ Test(agent_proto, write_without_a_valid_trailer_publishes_nothing)
     for (int variant = 0; variant < 3; variant++) {
         unsigned char f[512];
         struct ap_out o;
-        ap_out_begin(&o, f, sizeof f, AP_WRITE);
-        ap_put_str(&o, ws);
-        ap_put_str(&o, "f.txt");
-        ap_put_u32(&o, 0644);
-        ap_put_u32(&o, 0);
-        size_t n = ap_out_end(&o);
-        ap_header(f + n, AP_DATA, 3);
+        sbxs_ap_out_begin(&o, f, sizeof f, AP_WRITE);
+        sbxs_ap_put_str(&o, ws);
+        sbxs_ap_put_str(&o, "f.txt");
+        sbxs_ap_put_u32(&o, 0644);
+        sbxs_ap_put_u32(&o, 0);
+        size_t n = sbxs_ap_out_end(&o);
+        sbxs_ap_header(f + n, AP_DATA, 3);
         memcpy(f + n + AP_HDR_LEN, "new", 3);
         n += AP_HDR_LEN + 3;
         if (variant > 0) { /* a trailer with a wrong length, or a wrong digest */
-            ap_out_begin(&o, f + n, sizeof f - n, AP_TRAILER);
-            ap_put_u64(&o, variant == 1 ? 4 : 3);
+            sbxs_ap_out_begin(&o, f + n, sizeof f - n, AP_TRAILER);
+            sbxs_ap_put_u64(&o, variant == 1 ? 4 : 3);
             unsigned char d[32] = {0};
-            ap_put_bytes(&o, d, 32);
-            n += ap_out_end(&o);
+            sbxs_ap_put_bytes(&o, d, 32);
+            n += sbxs_ap_out_end(&o);
         }
         char msg[256];
         int t = converse(f, n, 1, msg, sizeof msg);
@@ -330,21 +330,21 @@ Test(agent_proto, write_without_a_valid_trailer_publishes_nothing)
     /* and a good one does publish */
     unsigned char f[512];
     struct ap_out o;
-    ap_out_begin(&o, f, sizeof f, AP_WRITE);
-    ap_put_str(&o, ws);
-    ap_put_str(&o, "d/e/f.txt");
-    ap_put_u32(&o, 0600);
-    ap_put_u32(&o, AP_MKPARENTS);
-    size_t n = ap_out_end(&o);
-    ap_header(f + n, AP_DATA, 3);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_WRITE);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "d/e/f.txt");
+    sbxs_ap_put_u32(&o, 0600);
+    sbxs_ap_put_u32(&o, AP_MKPARENTS);
+    size_t n = sbxs_ap_out_end(&o);
+    sbxs_ap_header(f + n, AP_DATA, 3);
     memcpy(f + n + AP_HDR_LEN, "new", 3);
     n += AP_HDR_LEN + 3;
     unsigned char d[32];
     EVP_Digest("new", 3, d, NULL, EVP_sha256(), NULL);
-    ap_out_begin(&o, f + n, sizeof f - n, AP_TRAILER);
-    ap_put_u64(&o, 3);
-    ap_put_bytes(&o, d, 32);
-    n += ap_out_end(&o);
+    sbxs_ap_out_begin(&o, f + n, sizeof f - n, AP_TRAILER);
+    sbxs_ap_put_u64(&o, 3);
+    sbxs_ap_put_bytes(&o, d, 32);
+    n += sbxs_ap_out_end(&o);
     char msg[256];
     cr_expect_eq(converse(f, n, 1, msg, sizeof msg), AP_OK, "%s", msg);
     char cmd[600];
@@ -359,42 +359,42 @@ Test(agent_proto, stat_list_mkdir_remove)
     unsigned char f[512];
     struct ap_out o;
     char msg[256];
-    ap_out_begin(&o, f, sizeof f, AP_MKDIR);
-    ap_put_str(&o, ws);
-    ap_put_str(&o, "a/b/c");
-    ap_put_u32(&o, 0750);
-    ap_put_u32(&o, AP_MKPARENTS);
-    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
-    ap_out_begin(&o, f, sizeof f, AP_STAT);
-    ap_put_str(&o, ws);
-    ap_put_str(&o, "a/b/c");
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_MKDIR);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "a/b/c");
+    sbxs_ap_put_u32(&o, 0750);
+    sbxs_ap_put_u32(&o, AP_MKPARENTS);
+    cr_expect_eq(converse(f, sbxs_ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_STAT);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "a/b/c");
     int fd = connect_agent();
     unsigned char pre[AP_PREAMBLE_LEN];
-    ap_preamble(pre, V1);
+    sbxs_ap_preamble(pre, V1);
     send_all(fd, pre, sizeof pre);
-    send_all(fd, f, ap_out_end(&o));
+    send_all(fd, f, sbxs_ap_out_end(&o));
     unsigned char buf[256];
     size_t n = read_to_end(fd, buf, sizeof buf);
     close(fd);
     cr_assert_eq(last_frame(buf, n, msg, sizeof msg), AP_STATR);
     struct ap_in in;
-    ap_in_begin(&in, buf + AP_PREAMBLE_LEN + AP_HDR_LEN, n - AP_PREAMBLE_LEN - AP_HDR_LEN);
-    cr_expect_eq(ap_get_u32(&in), AP_KIND_DIR);
-    cr_expect_eq(ap_get_u32(&in), 0750);
-    ap_out_begin(&o, f, sizeof f, AP_LIST);
-    ap_put_str(&o, ws);
-    ap_put_str(&o, "a");
-    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
-    ap_out_begin(&o, f, sizeof f, AP_REMOVE);
-    ap_put_str(&o, ws);
-    ap_put_str(&o, "a");
-    ap_put_u32(&o, 0);
-    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_ERROR);
-    ap_out_begin(&o, f, sizeof f, AP_REMOVE);
-    ap_put_str(&o, ws);
-    ap_put_str(&o, "a");
-    ap_put_u32(&o, AP_RECURSIVE);
-    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
+    sbxs_ap_in_begin(&in, buf + AP_PREAMBLE_LEN + AP_HDR_LEN, n - AP_PREAMBLE_LEN - AP_HDR_LEN);
+    cr_expect_eq(sbxs_ap_get_u32(&in), AP_KIND_DIR);
+    cr_expect_eq(sbxs_ap_get_u32(&in), 0750);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_LIST);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "a");
+    cr_expect_eq(converse(f, sbxs_ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_REMOVE);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "a");
+    sbxs_ap_put_u32(&o, 0);
+    cr_expect_eq(converse(f, sbxs_ap_out_end(&o), 1, msg, sizeof msg), AP_ERROR);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_REMOVE);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "a");
+    sbxs_ap_put_u32(&o, AP_RECURSIVE);
+    cr_expect_eq(converse(f, sbxs_ap_out_end(&o), 1, msg, sizeof msg), AP_OK, "%s", msg);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "test ! -e %s/a", ws);
     cr_expect_eq(system(cmd), 0);
@@ -414,18 +414,18 @@ static void exec_start(struct conv *cv, const char *script, uint64_t timeout_ms)
     cv->len = 0;
     unsigned char f[1024];
     struct ap_out o;
-    ap_preamble(f, V1);
+    sbxs_ap_preamble(f, V1);
     send_all(cv->fd, f, AP_PREAMBLE_LEN);
-    ap_out_begin(&o, f, sizeof f, AP_EXEC);
-    ap_put_u64(&o, timeout_ms);
-    ap_put_str(&o, "");
-    ap_put_u32(&o, 3);
-    ap_put_str(&o, "/bin/sh");
-    ap_put_str(&o, "-c");
-    ap_put_str(&o, script);
-    ap_put_u32(&o, 1);
-    ap_put_str(&o, "SBX_T=1");
-    send_all(cv->fd, f, ap_out_end(&o));
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    sbxs_ap_put_u64(&o, timeout_ms);
+    sbxs_ap_put_str(&o, "");
+    sbxs_ap_put_u32(&o, 3);
+    sbxs_ap_put_str(&o, "/bin/sh");
+    sbxs_ap_put_str(&o, "-c");
+    sbxs_ap_put_str(&o, script);
+    sbxs_ap_put_u32(&o, 1);
+    sbxs_ap_put_str(&o, "SBX_T=1");
+    send_all(cv->fd, f, sbxs_ap_out_end(&o));
 }
 
 /* Read until the agent's output contains want (or it closes). */
@@ -453,10 +453,10 @@ static void exec_end(struct conv *cv, uint32_t *flags, uint32_t *code, uint32_t 
     cr_assert_eq(last_frame(cv->buf, cv->len, msg, sizeof msg), AP_EXIT, "%s", msg);
     /* the exit frame is the last 5 + 12 bytes */
     struct ap_in in;
-    ap_in_begin(&in, cv->buf + cv->len - 12, 12);
-    *flags = ap_get_u32(&in);
-    *code = ap_get_u32(&in);
-    *sig = ap_get_u32(&in);
+    sbxs_ap_in_begin(&in, cv->buf + cv->len - 12, 12);
+    *flags = sbxs_ap_get_u32(&in);
+    *code = sbxs_ap_get_u32(&in);
+    *sig = sbxs_ap_get_u32(&in);
 }
 
 static int alive(const char *pattern)
@@ -473,10 +473,10 @@ Test(agent_proto, exec_stdin_signal_cancel_and_timeout)
     uint32_t flags, code, sig;
     /* stdin streamed in, output and the environment out */
     exec_start(&cv, "read a; echo \"got $a $SBX_T\"; echo err >&2; exit 3", 0);
-    ap_header(f, AP_STDIN, 6);
+    sbxs_ap_header(f, AP_STDIN, 6);
     memcpy(f + AP_HDR_LEN, "hello\n", 6);
     send_all(cv.fd, f, AP_HDR_LEN + 6);
-    ap_header(f, AP_STDIN_END, 0);
+    sbxs_ap_header(f, AP_STDIN_END, 0);
     send_all(cv.fd, f, AP_HDR_LEN);
     exec_end(&cv, &flags, &code, &sig);
     cr_expect(memmem(cv.buf, cv.len, "got hello 1\n", 12), "no echo of stdin");
@@ -486,25 +486,25 @@ Test(agent_proto, exec_stdin_signal_cancel_and_timeout)
     /* a signal frame reaches the leader */
     exec_start(&cv, "trap 'echo caught; exit 7' USR1; echo ready; while :; do sleep 0.05; done",
                0);
-    ap_header(f, AP_STDIN_END, 0);
+    sbxs_ap_header(f, AP_STDIN_END, 0);
     send_all(cv.fd, f, AP_HDR_LEN);
     cr_assert(wait_for(&cv, "ready"));
     struct ap_out o;
-    ap_out_begin(&o, f, sizeof f, AP_SIGNAL);
-    ap_put_u32(&o, SIGUSR1);
-    send_all(cv.fd, f, ap_out_end(&o));
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_SIGNAL);
+    sbxs_ap_put_u32(&o, SIGUSR1);
+    send_all(cv.fd, f, sbxs_ap_out_end(&o));
     exec_end(&cv, &flags, &code, &sig);
     cr_expect(memmem(cv.buf, cv.len, "caught", 6));
     cr_expect_eq(code, 7);
 
     /* cancel: the whole tree, detached and scrubbed descendants included */
     exec_start(&cv, "setsid env -i /bin/sh -c 'sleep 4701 & sleep 4702' & echo ready; sleep 4703", 0);
-    ap_header(f, AP_STDIN_END, 0);
+    sbxs_ap_header(f, AP_STDIN_END, 0);
     send_all(cv.fd, f, AP_HDR_LEN);
     cr_assert(wait_for(&cv, "ready"));
     usleep(100000);
     cr_expect(alive("sleep 470[1]"), "the detached descendant did not start");
-    ap_header(f, AP_CANCEL, 0);
+    sbxs_ap_header(f, AP_CANCEL, 0);
     send_all(cv.fd, f, AP_HDR_LEN);
     exec_end(&cv, &flags, &code, &sig);
     cr_expect(flags & AP_EXIT_CANCELLED);
@@ -516,7 +516,7 @@ Test(agent_proto, exec_stdin_signal_cancel_and_timeout)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     exec_start(&cv, "setsid sh -c 'sleep 4711 >/dev/null 2>&1 &' ; sleep 4712", 300);
-    ap_header(f, AP_STDIN_END, 0);
+    sbxs_ap_header(f, AP_STDIN_END, 0);
     send_all(cv.fd, f, AP_HDR_LEN);
     exec_end(&cv, &flags, &code, &sig);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -536,10 +536,10 @@ static int converse_v2(const char *user, const unsigned char *frame, size_t n, c
     unsigned char head[AP_PREAMBLE_LEN + AP_HDR_LEN + 300];
     int type;
     uint32_t len;
-    cr_assert_eq(ap_parse_header(frame, &type, &len), 0);
+    cr_assert_eq(sbxs_ap_parse_header(frame, &type, &len), 0);
     size_t ul = strlen(user);
-    ap_preamble(head, 2);
-    ap_header(head + AP_PREAMBLE_LEN, type, (uint32_t)(len + 4 + ul));
+    sbxs_ap_preamble(head, 2);
+    sbxs_ap_header(head + AP_PREAMBLE_LEN, type, (uint32_t)(len + 4 + ul));
     unsigned char *u = head + AP_PREAMBLE_LEN + AP_HDR_LEN;
     u[0] = (unsigned char)(ul >> 24), u[1] = (unsigned char)(ul >> 16);
     u[2] = (unsigned char)(ul >> 8), u[3] = (unsigned char)ul;
@@ -549,7 +549,7 @@ static int converse_v2(const char *user, const unsigned char *frame, size_t n, c
     send_all(fd, frame + AP_HDR_LEN, len);
     if (type == AP_EXEC) {
         unsigned char end[AP_HDR_LEN];
-        ap_header(end, AP_STDIN_END, 0);
+        sbxs_ap_header(end, AP_STDIN_END, 0);
         send_all(fd, end, sizeof end);
     }
     size_t got = read_to_end(fd, out, outcap);
@@ -569,19 +569,19 @@ Test(agent_proto, protocol_2_requests_act_as_their_user)
     size_t n;
     struct ap_out o;
     /* exec: id -u of nobody */
-    ap_out_begin(&o, f, sizeof f, AP_EXEC);
-    ap_put_u64(&o, 10000);
-    ap_put_str(&o, "");
-    ap_put_u32(&o, 3);
-    ap_put_str(&o, "/bin/sh");
-    ap_put_str(&o, "-c");
-    ap_put_str(&o, "printf '<%s %s>' \"$(id -u)\" \"$HOME\"");
-    ap_put_u32(&o, 0);
-    cr_assert_eq(converse_v2("nobody", f, ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, &n),
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_EXEC);
+    sbxs_ap_put_u64(&o, 10000);
+    sbxs_ap_put_str(&o, "");
+    sbxs_ap_put_u32(&o, 3);
+    sbxs_ap_put_str(&o, "/bin/sh");
+    sbxs_ap_put_str(&o, "-c");
+    sbxs_ap_put_str(&o, "printf '<%s %s>' \"$(id -u)\" \"$HOME\"");
+    sbxs_ap_put_u32(&o, 0);
+    cr_assert_eq(converse_v2("nobody", f, sbxs_ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, &n),
                  AP_EXIT, "%s", msg);
     cr_expect(memmem(buf, n, "<65534 /nonexistent>", 20), "exec did not run as nobody");
     /* the same request without a user runs as the agent's (root) */
-    cr_assert_eq(converse_v2("", f, ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, &n),
+    cr_assert_eq(converse_v2("", f, sbxs_ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, &n),
                  AP_EXIT, "%s", msg);
     cr_expect(memmem(buf, n, "<0 /root>", 9), "exec without a user did not run as root");
     /* read of a root-only file: EACCES */
@@ -592,29 +592,29 @@ Test(agent_proto, protocol_2_requests_act_as_their_user)
     fputs("secret\n", sf);
     fclose(sf);
     cr_assert_eq(chmod(path, 0600), 0);
-    ap_out_begin(&o, f, sizeof f, AP_READ);
-    ap_put_str(&o, ws);
-    ap_put_str(&o, "secret");
-    cr_expect_eq(converse_v2("nobody", f, ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, NULL),
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_READ);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "secret");
+    cr_expect_eq(converse_v2("nobody", f, sbxs_ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, NULL),
                  AP_ERROR);
     cr_expect(strstr(msg, "Permission denied"), "%s", msg);
-    cr_expect_eq(converse_v2("", f, ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, NULL),
+    cr_expect_eq(converse_v2("", f, sbxs_ap_out_end(&o), msg, sizeof msg, buf, sizeof buf, NULL),
                  AP_END, "%s", msg);
     /* an unknown user: refused, naming it */
-    cr_expect_eq(converse_v2("no-such-user-x", f, ap_out_end(&o), msg, sizeof msg, buf,
+    cr_expect_eq(converse_v2("no-such-user-x", f, sbxs_ap_out_end(&o), msg, sizeof msg, buf,
                              sizeof buf, NULL),
                  AP_ERROR);
     cr_expect(strstr(msg, "no-such-user-x"), "%s", msg);
     /* account requests need protocol 2 */
-    ap_out_begin(&o, f, sizeof f, AP_GROUP_ADD);
-    ap_put_str(&o, "g");
-    ap_put_u32(&o, 0);
-    cr_expect_eq(converse(f, ap_out_end(&o), 1, msg, sizeof msg), AP_ERROR);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_GROUP_ADD);
+    sbxs_ap_put_str(&o, "g");
+    sbxs_ap_put_u32(&o, 0);
+    cr_expect_eq(converse(f, sbxs_ap_out_end(&o), 1, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "needs protocol 2"), "%s", msg);
     /* a user field that runs past its frame */
     unsigned char bad[AP_PREAMBLE_LEN + AP_HDR_LEN + 4];
-    ap_preamble(bad, 2);
-    ap_header(bad + AP_PREAMBLE_LEN, AP_READ, 4);
+    sbxs_ap_preamble(bad, 2);
+    sbxs_ap_header(bad + AP_PREAMBLE_LEN, AP_READ, 4);
     memcpy(bad + AP_PREAMBLE_LEN + AP_HDR_LEN, "\0\0\1\0", 4);
     cr_expect_eq(converse(bad, sizeof bad, 0, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "malformed user field"), "%s", msg);

@@ -91,9 +91,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = 0;
     for (size_t off = 0; off < n && rc == 0; off += piece) {
         size_t k = n - off < piece ? n - off : piece;
-        rc = exec_demux_feed(&d, (const char *)p + off, k);
+        rc = docker_exec_demux_feed(&d, (const char *)p + off, k);
     }
-    exec_demux_finish(&d, !started_answer);
+    docker_exec_demux_finish(&d, !started_answer);
 
     reference(p, n, &want_out, &want_err);
     if (err.len != want_err.len || (err.len && memcmp(err.buf, want_err.buf, err.len)))

@@ -27,6 +27,15 @@
  *    the command inherits no descriptor but its stdio;
  *  - file ops resolve every path with openat2(RESOLVE_BENEATH); writes go
  *    to a temporary file renamed over the target once the source ended.
+ *
+ * This file and the provider template (examples/provider-template/
+ * template.c) repeat each other on purpose: workspaces, the keeper, exec
+ * and the file ops are largely the same code in both. Each has to stand
+ * alone against one header (this one a frozen copy, the template the
+ * installed sbx/provider.h) with no other source or library, so there is
+ * no common file they could share; a fix to one is made in the other too.
+ * The local provider's keeper (plugins/local/child.c) is the project's
+ * own and may use the project's libraries.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, asprintf, NSIG */

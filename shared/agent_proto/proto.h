@@ -1,5 +1,5 @@
 /*
- * proto.h - the sbx-agent wire protocol (agent/PROTOCOL.md), shared by the
+ * proto.h - the sbx-agent wire protocol (PROTOCOL.md beside it), shared by the
  * agent and the docker provider: the connection preamble, frames, and the
  * field encoding of request and reply payloads.
  *
@@ -85,23 +85,23 @@ struct ap_out {
     int overflow;
 };
 
-void ap_out_begin(struct ap_out *o, unsigned char *buf, size_t cap, int type);
-void ap_put_u32(struct ap_out *o, uint32_t v);
-void ap_put_u64(struct ap_out *o, uint64_t v);
-void ap_put_bytes(struct ap_out *o, const void *p, size_t n); /* raw */
-void ap_put_str(struct ap_out *o, const char *s);
+void sbxs_ap_out_begin(struct ap_out *o, unsigned char *buf, size_t cap, int type);
+void sbxs_ap_put_u32(struct ap_out *o, uint32_t v);
+void sbxs_ap_put_u64(struct ap_out *o, uint64_t v);
+void sbxs_ap_put_bytes(struct ap_out *o, const void *p, size_t n); /* raw */
+void sbxs_ap_put_str(struct ap_out *o, const char *s);
 /* Fill in the header's length. Returns the frame's total length, 0 when it
  * did not fit. */
-size_t ap_out_end(struct ap_out *o);
+size_t sbxs_ap_out_end(struct ap_out *o);
 
 /* Write the 5-byte header of a frame of type with a payload of len bytes. */
-void ap_header(unsigned char hdr[AP_HDR_LEN], int type, uint32_t len);
+void sbxs_ap_header(unsigned char hdr[AP_HDR_LEN], int type, uint32_t len);
 /* Parse a header: 0, or -1 when the length exceeds AP_FRAME_MAX. */
-int ap_parse_header(const unsigned char hdr[AP_HDR_LEN], int *type, uint32_t *len);
+int sbxs_ap_parse_header(const unsigned char hdr[AP_HDR_LEN], int *type, uint32_t *len);
 
-void ap_preamble(unsigned char out[AP_PREAMBLE_LEN], uint32_t version);
+void sbxs_ap_preamble(unsigned char out[AP_PREAMBLE_LEN], uint32_t version);
 /* 0 and *version, or -1 when the magic is wrong. */
-int ap_parse_preamble(const unsigned char in[AP_PREAMBLE_LEN], uint32_t *version);
+int sbxs_ap_parse_preamble(const unsigned char in[AP_PREAMBLE_LEN], uint32_t *version);
 
 /* ---- reading payloads ----------------------------------------------- */
 
@@ -111,15 +111,15 @@ struct ap_in {
     int bad; /* a field ran past the end, or a string was malformed */
 };
 
-void ap_in_begin(struct ap_in *in, const void *payload, size_t len);
-uint32_t ap_get_u32(struct ap_in *in);
-uint64_t ap_get_u64(struct ap_in *in);
+void sbxs_ap_in_begin(struct ap_in *in, const void *payload, size_t len);
+uint32_t sbxs_ap_get_u32(struct ap_in *in);
+uint64_t sbxs_ap_get_u64(struct ap_in *in);
 /* n raw bytes into out. */
-void ap_get_bytes(struct ap_in *in, void *out, size_t n);
+void sbxs_ap_get_bytes(struct ap_in *in, void *out, size_t n);
 /* A string field as a malloc'd NUL-terminated copy; NULL (and in->bad)
  * when malformed (too long, a NUL inside) or out of memory. */
-char *ap_get_str(struct ap_in *in);
+char *sbxs_ap_get_str(struct ap_in *in);
 /* Nonzero when everything was read and nothing was malformed. */
-int ap_in_done(const struct ap_in *in);
+int sbxs_ap_in_done(const struct ap_in *in);
 
 #endif /* SBX_AGENT_PROTO_H */
