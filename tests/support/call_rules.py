@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""call_rules.py NM OBJECT... - the calls between libsbx's files go one way.
+"""call_rules.py [--every-layer] NM OBJECT... - libsbx's calls go one way.
 
 The include rules (include_rules.py) see what a file includes, not what it
 calls: a lower folder's header may declare a function that a higher folder
@@ -14,6 +14,8 @@ undefined global to the object that defines it, and fails when
     pairs in TRANSITIONAL_CYCLES, which are being removed (an entry no
     longer needed is reported, not an error).
 
+With --every-layer, every host/ layer of the table must have an object
+among those given (so that a wrong object list cannot pass in silence).
 Exit status 0 when the calls go one way, 1 with one line per problem.
 """
 import collections
@@ -22,7 +24,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from include_rules import ALLOWED  # noqa: E402  (one table for both checks)
+from include_rules import ALLOWED, PUBLIC  # noqa: E402  (one table for both checks)
 
 # Known cycles being removed: every file of such a cycle, sorted.
 TRANSITIONAL_CYCLES = {
@@ -97,9 +99,19 @@ def cycles(edges):
 def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__.split('\n', 1)[0])
+    every = argv[1] == '--every-layer'
+    if every:
+        argv = argv[1:]
     nm, objs = argv[1], argv[2:]
-    edges = read(nm, objs)
     errors = []
+    # a check over no objects would pass in silence: with --every-layer
+    # (libsbx's own objects), each layer of the table must have some
+    layers = {'host/' + name_of(o).split('/')[0] for o in objs}
+    for row in sorted(ALLOWED):
+        if (every and row.startswith('host/') and row not in ('host/cli', PUBLIC)
+                and row not in layers):
+            errors.append('no object of %s was given' % row)
+    edges = read(nm, objs)
     for f in sorted(edges):
         for g in sorted(edges[f]):
             lf, lg = 'host/' + f.split('/')[0], 'host/' + g.split('/')[0]

@@ -1,7 +1,8 @@
 #!/bin/sh
 # call_rules_catch.sh PYTHON CC NM - call_rules.py passes on objects whose
-# calls go down the layers, and fails on a call up a layer and on two
-# files of one folder that call each other (tiny objects built here).
+# calls go down the layers, and fails on a call up a layer, on two files
+# of one folder that call each other (tiny objects built here) and on an
+# object list that misses a layer.
 set -eu
 py=$1 cc=$2 nm=$3
 check=$(dirname "$0")/call_rules.py
@@ -37,6 +38,17 @@ obj store/a 'int sbxh_b(void); int sbxh_a(void) { return sbxh_b(); }'
 obj store/b 'int sbxh_a(void); int sbxh_b(void) { return sbxh_a(); }'
 expect fail 'these files call each other: store/a.c -> store/b.c (sbxh_b); store/b.c -> store/a.c (sbxh_a)' \
     "$tmp/store/a.c.o" "$tmp/store/b.c.o"
+
+# an object list missing a layer does not pass in silence
+if out=$("$py" "$check" --every-layer "$nm" "$tmp/base/low.c.o" "$tmp/sessions/high.c.o" 2>&1); then
+    echo "FAIL: --every-layer passed without objects of config, registry, api, store"
+    status=1
+else
+    case $out in
+    *"no object of host/config was given"*) echo "fail as expected: no object of host/config" ;;
+    *) echo "FAIL: --every-layer: unexpected output:"; echo "$out"; status=1 ;;
+    esac
+fi
 
 [ $status = 0 ] && echo "every planted violation was caught"
 exit $status

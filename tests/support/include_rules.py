@@ -47,7 +47,7 @@ the file it allows. An entry no longer needed is reported (not an error)
 so that it gets deleted.
 
 The calls between libsbx's files are checked against the same table by
-call_rules.py (from the objects, with nm); include_rules_catch.sh plants
+call_rules.py (from the objects, with nm); include_rules_catch.py plants
 one violation of each kind in a scratch copy and expects this to fail.
 
 Exit status 0 when the tree follows the rules, 1 with one line per
@@ -139,10 +139,12 @@ class Checker:
         self.errors = []
         self.used = set()
         self.units = set()
+        self.files = set()  # every file below SCANNED: resolving is a lookup
         for top in SCANNED:
-            for d, dirs, _ in os.walk(os.path.join(self.root, top)):
+            for d, dirs, names in os.walk(os.path.join(self.root, top)):
                 dirs.sort()
                 rel = os.path.relpath(d, self.root)
+                self.files.update(os.path.join(rel, n) for n in names)
                 u = unit_of(rel + '/x')
                 if u:
                     self.units.add(rel)
@@ -169,7 +171,7 @@ class Checker:
         """The paths (relative) an include names, by file existence."""
         if kind == '"':
             beside = os.path.normpath(os.path.join(os.path.dirname(src_rel), name))
-            if os.path.isfile(os.path.join(self.root, beside)):
+            if beside in self.files:
                 return [beside]
             roots = self.quote_roots
         else:
@@ -177,7 +179,7 @@ class Checker:
         found = []
         for r in roots:
             p = os.path.normpath(os.path.join(r, name))
-            if os.path.isfile(os.path.join(self.root, p)) and p not in found:
+            if p in self.files and p not in found:
                 found.append(p)
         return found
 
