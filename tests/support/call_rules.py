@@ -43,15 +43,20 @@ def name_of(obj):
 
 def read(nm, objs):
     defs, uses = {}, collections.defaultdict(set)
-    for o in objs:
+    # one nm for all: -A starts each line with "<object>:"
+    text = subprocess.run([nm, '-A'] + list(objs), capture_output=True, text=True,
+                          check=True).stdout
+    by_len = sorted(objs, key=len, reverse=True)
+    for line in text.splitlines():
+        o = next((o for o in by_len if line.startswith(o + ':')), None)
+        if o is None:
+            continue
         f = name_of(o)
-        text = subprocess.run([nm, o], capture_output=True, text=True, check=True).stdout
-        for line in text.splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[1] in 'TDBRCGSVW':
-                defs[parts[2]] = f
-            elif len(parts) == 2 and parts[0] == 'U':
-                uses[f].add(parts[1])
+        parts = line[len(o) + 1:].split()
+        if len(parts) == 3 and parts[1] in 'TDBRCGSVW':
+            defs[parts[2]] = f
+        elif len(parts) == 2 and parts[0] == 'U':
+            uses[f].add(parts[1])
     edges = collections.defaultdict(lambda: collections.defaultdict(set))
     for f, syms in uses.items():
         for s in syms:
