@@ -1,7 +1,8 @@
 /*
  * bench_config_load.c - loading a provider section of N keys (and a list of
- * N items) with sbx_config_load, against a bare libyaml event parse of the
- * same file, side by side, for a small and a large N.
+ * N items) with sbxh_config_open (what opening a context runs), against a
+ * bare libyaml event parse of the same file, side by side, for a small and a
+ * large N.
  *
  *   bench_config_load [--small N] [--large N] [--rounds N]
  *
@@ -12,7 +13,7 @@
  * SBX_CONFIG_ENTRIES_MAX, since a larger section is refused.
  * Exit status: 0 when the target is met, 1 otherwise, 2 on setup errors.
  */
-#include "config/config.h"
+#include "api/ctx.h"
 
 #include <yaml.h>
 
@@ -65,7 +66,7 @@ static double time_sbx(const char *path)
     double t0 = now_s();
     struct sbx_config *cfg = NULL;
     sbx_error err;
-    if (sbx_config_load(path, &cfg, &err) != SBX_OK) {
+    if (sbxh_config_open(path, NULL, &cfg, &err) != SBX_OK) {
         fprintf(stderr, "bench_config_load: %s\n", err.message);
         exit(2);
     }

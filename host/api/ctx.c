@@ -6,7 +6,9 @@
  * configuration section against the keys it declares. No provider code other
  * than sbx_provider_describe runs here: init is deferred to first use.
  */
+#include "api/ctx.h"
 #include "base/install_dirs.h"
+#include "config/package_managers.h"
 #include "registry/provider_missing.h"
 #include "registry/registry.h"
 #include "base/struct_size.h"
@@ -145,6 +147,21 @@ static int keep_broken(sbx_ctx *ctx, const char *name, int status, const char *w
     return SBX_OK;
 }
 
+int sbxh_config_open(const char *path, const char *sysconfdir,
+                     struct sbx_config **out, sbx_error *err)
+{
+    int rc = sbx_config_load_dir(path, sysconfdir, out, err);
+    if (rc == SBX_OK)
+        rc = sbx_package_managers_check(*out, err);
+    if (rc == SBX_OK)
+        rc = sbx_manifest_config_check(*out, err);
+    if (rc != SBX_OK && *out) {
+        sbx_config_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 SBX_API int sbx_open(const struct sbx_options *opts_in, sbx_ctx **out, sbx_error *err)
 {
     sbx_error_clear(err);
@@ -171,7 +188,7 @@ SBX_API int sbx_open(const struct sbx_options *opts_in, sbx_ctx **out, sbx_error
 
     char **names = NULL;
     size_t n = 0;
-    int rc = sbx_config_load(config_path, &ctx->config, err);
+    int rc = sbxh_config_open(config_path, NULL, &ctx->config, err);
     if (rc != SBX_OK)
         goto fail;
     if (selected && !sbx_plugin_name_valid(selected)) {

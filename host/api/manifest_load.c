@@ -2,6 +2,7 @@
  * manifest_load.c - loading a manifest (sbx/manifest.h): read, parse, check
  * with the grants of the trusted configuration; accessors.
  */
+#include "api/ctx.h"
 #include "config/config.h"
 #include "config/manifest_internal.h"
 #include "registry/registry.h"
@@ -215,21 +216,4 @@ SBX_API void sbx_manifest_free(sbx_manifest *m)
         return;
     sbx_manifest_clear(m);
     free(m);
-}
-
-char *sbx_manifest_read_fd(int fd, size_t size, size_t *got)
-{
-    char *text = malloc(size + 1);
-    *got = 0;
-    while (text && *got < size) {
-        ssize_t n = read(fd, text + *got, size - *got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        *got += (size_t)n;
-    }
-    if (text)
-        text[*got] = '\0';
-    return text;
 }

@@ -30,7 +30,6 @@
 #include "archive_check.h"
 #include "archive_pax.h"
 #include "base/archive_lazy.h"
-#include "api/exec_quiet.h"
 #include "hex.h"
 #include "api/snapshot_internal.h"
 #include "api/stream_pipe.h"
@@ -63,22 +62,6 @@ static const char save_script[] =
     "done\n"
     "[ $# -eq 0 ] && exit 0\n"
     "exec tar -cf - -- \"$@\"\n";
-
-/* ---- commands in the sandbox ------------------------------------------- */
-
-int sbx_snapshot_script(sbx_handle *h, const char *what, const char *script,
-                        const char *arg1, const char *arg2, const struct sbx_sink *out,
-                        const struct sbx_source *in, sbx_cancel *cancel, sbx_error *err)
-{
-    const char *argv[] = {"sh", "-c", script, "sh", arg1, arg2, NULL};
-    if (!arg1)
-        argv[3] = NULL;
-    char detail[600];
-    int rc = sbx_exec_quiet(h, argv, out, in, cancel, detail, sizeof detail);
-    return rc == SBX_OK ? SBX_OK
-                        : sbx_error_set(err, rc, "%s in the sandbox failed: %s", what,
-                                        detail);
-}
 
 /* ---- copying checked entries from a reader to a writer ---------------- */
 

@@ -47,14 +47,14 @@ int sbx_snapshot_writer_setup(struct archive *w);
 int sbx_snapshot_copy_entries(struct archive *r, struct archive *w, bool for_restore,
                               struct sbxs_error *xerr);
 
+/* ---- staging (snapshot_stage.c) ---- */
+
 /* Run `sh -c script sh [arg1 [arg2]]` in the workspace root with stdout
  * into out (or discarded) and stdin from in (or empty); SBX_OK only on
  * exit 0, else an error naming what. */
 int sbx_snapshot_script(sbx_handle *h, const char *what, const char *script,
                         const char *arg1, const char *arg2, const struct sbx_sink *out,
                         const struct sbx_source *in, sbx_cancel *cancel, sbx_error *err);
-
-/* ---- staging (snapshot_stage.c) ---- */
 
 /* Roll back every restore an ended process left in the workspace (its
  * staging directory: the workspace as it was is put back, the staged tree

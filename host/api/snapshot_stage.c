@@ -1,7 +1,9 @@
 /*
  * snapshot_stage.c - a restore's staging directory in the workspace root,
  * the swap that puts the staged tree in place, and the roll-back of a
- * restore whose process ended half-way.
+ * restore whose process ended half-way; and sbx_snapshot_script, the one
+ * way snapshot.c, snapshot_restore.c and this file run a command in the
+ * sandbox (here, the lowest of the three, so that calls go one way).
  *
  * The workspace root itself cannot be renamed (on docker it is the
  * container's /workspace, with skills/ bound read-only inside it), so a
@@ -24,6 +26,7 @@
  * `sh` in the sandbox through exec (DESIGN §5: provider operations only).
  */
 #include "api/snapshot_internal.h"
+#include "api/exec_quiet.h"
 
 #include "hex.h"
 #include "base/process_id.h"
@@ -33,6 +36,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ---- commands in the sandbox (save, restore and staging) ---------------- */
+
+int sbx_snapshot_script(sbx_handle *h, const char *what, const char *script,
+                        const char *arg1, const char *arg2, const struct sbx_sink *out,
+                        const struct sbx_source *in, sbx_cancel *cancel, sbx_error *err)
+{
+    const char *argv[] = {"sh", "-c", script, "sh", arg1, arg2, NULL};
+    if (!arg1)
+        argv[3] = NULL;
+    char detail[600];
+    int rc = sbx_exec_quiet(h, argv, out, in, cancel, detail, sizeof detail);
+    return rc == SBX_OK ? SBX_OK
+                        : sbx_error_set(err, rc, "%s in the sandbox failed: %s", what,
+                                        detail);
+}
 
 /* The entries a restore replaces: all of the root but skills and stages.
  * ($1 is the stage.) */

@@ -11,15 +11,16 @@
  *
  * Every problem stops the load with "file:line: key: problem". Provider
  * sections are only checked for shape here; registry/provider_config.c validates them
- * against the provider's declared keys once the plugin is known.
+ * against the provider's declared keys once the plugin is known. The
+ * `package_managers` and `manifest` sections are read here too, and checked
+ * by the features they configure when the context is opened (api/ctx.c):
+ * the loader calls nothing above it.
  */
 #include "config/config.h"
 #include "base/install_dirs.h"
 
 #include <yaml.h>
 
-#include "config/manifest_internal.h"
-#include "config/package_managers.h"
 #include "base/text_escape.h"
 
 #include <dirent.h>
@@ -1023,10 +1024,6 @@ int sbx_config_load_dir(const char *path, const char *sysconfdir,
         rc = read_dropins(&ld, dir);
     if (rc == SBX_OK)
         rc = check_store(&ld);
-    if (rc == SBX_OK)
-        rc = sbx_package_managers_check(cfg, err);
-    if (rc == SBX_OK)
-        rc = sbx_manifest_config_check(cfg, err);
     free(dir);
     if (rc) {
         sbx_config_free(cfg);

@@ -59,11 +59,13 @@ struct sbx_config {
     struct sbx_config_section *sections;
     size_t nsections;
     /* `package_managers.<manager>`: command lines overriding the defaults
-     * (host/config/package_managers.c checks and reads them). */
+     * (config/package_managers.c checks and reads them; the check runs
+     * when a context is opened, api/ctx.c). */
     struct sbx_config_section *managers;
     size_t nmanagers;
     /* `manifest`: host directories manifests may copy from (grants),
-     * checked by api/manifest_load.c. NULL when not configured. */
+     * checked by api/manifest_load.c when a context is opened (api/ctx.c).
+     * NULL when not configured. */
     struct sbx_config_section *manifest;
     char **files; /* every file read, in order; owns the strings */
     size_t nfiles;
@@ -82,7 +84,9 @@ struct sbx_config {
  * On success *out is a new configuration the caller frees with
  * sbx_config_free; on failure *out is NULL.
  * Errors: SBX_E_CONFIG "file:line: key: problem" for unknown keys, wrong
- * types, bad provider names, bad store drivers and YAML syntax errors;
+ * types, bad provider names, bad store drivers and YAML syntax errors (the
+ * package_managers and manifest sections are checked by sbxh_config_open,
+ * api/ctx.h);
  * SBX_E_IO for unreadable files (or a directory where a file is expected);
  * SBX_E_NOMEM.
  */

@@ -9,8 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,34 +123,6 @@ static bool under(const char *p, const char *dir)
     if (l == 1 && dir[0] == '/')
         return true;
     return !strncmp(p, dir, l) && (p[l] == '\0' || p[l] == '/');
-}
-
-int sbx_manifest_openat(int dir, const char *rel, int flags)
-{
-    /* O_PATH takes no other open flags (openat2 refuses them) */
-    uint64_t f = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW);
-    if (!(flags & O_PATH))
-        f |= O_NONBLOCK;
-    struct open_how how = {.flags = f,
-                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                      RESOLVE_NO_MAGICLINKS};
-    return (int)syscall(SYS_openat2, dir, rel && rel[0] ? rel : ".", &how, sizeof how);
-}
-
-int sbx_manifest_open_source(const struct sbx_manifest *m, int root, const char *rel,
-                             int flags, struct stat *st)
-{
-    if (root < 0 || (size_t)root >= m->nroots)
-        return -EBADF;
-    int fd = sbx_manifest_openat(m->roots[root], rel, flags);
-    if (fd < 0)
-        return -errno;
-    if (fstat(fd, st) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    return fd;
 }
 
 /* The index in m->roots of directory `path` (resolved), opened once. */

@@ -91,11 +91,6 @@ int sbx_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len
 int sbx_manifest_check(struct sbx_manifest *m, const char *base_dir,
                        const char *const *grants, sbx_error *err);
 
-/* Check the `manifest` section of the configuration (grants: a list of
- * absolute directories). SBX_E_CONFIG "file:line: manifest.key: ...". */
-struct sbx_config;
-int sbx_manifest_config_check(const struct sbx_config *cfg, sbx_error *err);
-
 /* Open `rel` (no symlink in it, nothing above root) beneath m->roots[root]
  * with O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC and `flags`; fstat it into *st.
  * Returns the descriptor or -errno. */

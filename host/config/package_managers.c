@@ -1,7 +1,7 @@
 /*
- * package_managers.c - the command lines of each package manager: built-in
- * defaults (Debian-based images), replaced per manager and per vector by
- * `package_managers.<manager>` in the configuration.
+ * package_managers.c - the names and command lines of each package manager:
+ * built-in defaults (Debian-based images), replaced per manager and per
+ * vector by `package_managers.<manager>` in the configuration.
  */
 #include "config/package_managers.h"
 
@@ -10,6 +10,21 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The managers' names (sbx/session.h), here with their command lines: the
+ * configuration check below reads them, and config calls nothing above it. */
+static const char *const manager_names[] = {
+    [SBX_PKG_APT] = "apt", [SBX_PKG_CARGO] = "cargo", [SBX_PKG_GEM] = "gem",
+    [SBX_PKG_GO] = "go",   [SBX_PKG_NPM] = "npm",     [SBX_PKG_PIP] = "pip",
+};
+#define NMANAGERS (sizeof manager_names / sizeof manager_names[0])
+
+SBX_API const char *sbx_package_manager_name(int manager)
+{
+    if (manager <= 0 || (size_t)manager >= NMANAGERS)
+        return NULL;
+    return manager_names[manager];
+}
 
 /* Built-in configuration defaults, one row per manager. */
 struct manager_defaults {

@@ -220,5 +220,15 @@ SBX_API int sbx_memory_resolve(sbx_sessions *m, const char *session_key, const c
     int rc = sbx_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
-    return sbx_session_memory_resolve(m, session_key, slug, keep, NULL, err);
+    /* the checks, then a handle of the session, then the resolve: the
+     * hooks do not attach (sessions/acquire.c calls them) */
+    struct sbx_store_memory_row row;
+    sbx_handle *h = NULL;
+    rc = sbxh_session_memory_conflict(m, session_key, slug, &row, err);
+    if (rc == SBX_OK)
+        rc = sbx_session_attach(m, session_key, NULL, &h, err);
+    if (rc == SBX_OK)
+        rc = sbx_session_memory_resolve(m, session_key, h, &row, keep, NULL, err);
+    sbx_release(h);
+    return rc;
 }

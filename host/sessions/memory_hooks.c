@@ -921,8 +921,8 @@ int sbx_session_memory_flush(sbx_sessions *m, const char *key, sbx_handle *h,
     return rc;
 }
 
-int sbx_session_memory_resolve(sbx_sessions *m, const char *key, const char *slug,
-                               bool keep, sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_memory_conflict(sbx_sessions *m, const char *key, const char *slug,
+                                 struct sbx_store_memory_row *out, sbx_error *err)
 {
     struct sbx_store_memory_row *rows = NULL;
     size_t n = 0;
@@ -940,11 +940,20 @@ int sbx_session_memory_resolve(sbx_sessions *m, const char *key, const char *slu
         rc = sbx_error_set(err, SBX_E_INVALID,
                            "memory store '%s' of session %s has no conflict to resolve",
                            slug, label);
-    sbx_handle *h = NULL;
-    int fd = -1;
     if (rc == SBX_OK)
-        rc = sbx_session_attach(m, key, cancel, &h, err);
-    if (rc == SBX_OK && (rc = lock_open(key, &fd, err)) == SBX_OK)
+        *out = *row;
+    free(rows);
+    return rc;
+}
+
+int sbx_session_memory_resolve(sbx_sessions *m, const char *key, sbx_handle *h,
+                               const struct sbx_store_memory_row *row, bool keep,
+                               sbx_cancel *cancel, sbx_error *err)
+{
+    const char *slug = row->slug;
+    int fd = -1;
+    int rc = lock_open(key, &fd, err);
+    if (rc == SBX_OK)
         rc = lock_exclusive(fd, cancel, err);
     if (rc == SBX_OK) {
         if (keep) {
@@ -968,7 +977,5 @@ int sbx_session_memory_resolve(sbx_sessions *m, const char *key, const char *slu
     }
     if (fd >= 0)
         close(fd);
-    sbx_release(h);
-    free(rows);
     return rc;
 }

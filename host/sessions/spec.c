@@ -11,19 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const manager_names[] = {
-    [SBX_PKG_APT] = "apt", [SBX_PKG_CARGO] = "cargo", [SBX_PKG_GEM] = "gem",
-    [SBX_PKG_GO] = "go",   [SBX_PKG_NPM] = "npm",     [SBX_PKG_PIP] = "pip",
-};
-#define NMANAGERS (sizeof manager_names / sizeof manager_names[0])
-
-SBX_API const char *sbx_package_manager_name(int manager)
-{
-    if (manager <= 0 || (size_t)manager >= NMANAGERS)
-        return NULL;
-    return manager_names[manager];
-}
-
 /* A package name is passed as one argv element to the manager: it must be
  * non-empty, must not look like an option, and holds no control
  * characters or spaces. */
@@ -62,10 +49,11 @@ SBX_API int sbx_package_parse(const char *text, struct sbx_package *out,
                              "package '%s' is not MANAGER:NAME (for example "
                              "pip:requests==2.31.0 or apt:curl)", text ? text : "");
     out->manager = 0;
-    for (size_t i = 1; i < NMANAGERS; i++)
-        if (strlen(manager_names[i]) == (size_t)(colon - text) &&
-            !memcmp(manager_names[i], text, (size_t)(colon - text)))
-            out->manager = (int)i;
+    const char *mgr;
+    for (int i = 1; (mgr = sbx_package_manager_name(i)) != NULL; i++)
+        if (strlen(mgr) == (size_t)(colon - text) &&
+            !memcmp(mgr, text, (size_t)(colon - text)))
+            out->manager = i;
     out->name = colon + 1;
     if (!out->manager)
         return sbx_error_set(err, SBX_E_INVALID,

@@ -279,7 +279,7 @@ int sbx_store_no_intent(struct sbx_store *s, const char *key, sbx_error *err);
  * "binding") cannot be read back. */
 int sbx_store_vanished(struct sbx_store *s, const char *what, sbx_error *err);
 
-/* SBX_E_NOMEM. */
+/* SBX_E_NOMEM (store/values.c, which rows.c calls too). */
 int sbx_store_nomem(struct sbx_store *s, sbx_error *err);
 
 /* SBX_E_CONFIG: the database holds a schema newer than this build. */

@@ -35,11 +35,6 @@ int sbx_store_vanished(struct sbx_store *s, const char *what, sbx_error *err)
     return sbx_error_set(err, SBX_E_INTERNAL, "%s: the new %s vanished", s->label, what);
 }
 
-int sbx_store_nomem(struct sbx_store *s, sbx_error *err)
-{
-    return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", s->label);
-}
-
 int sbx_store_newer_schema(struct sbx_store *s, int version, sbx_error *err)
 {
     return sbx_error_set(err, SBX_E_CONFIG,

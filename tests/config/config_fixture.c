@@ -58,7 +58,7 @@ void cfg_write(const char *rel, const char *text)
 int cfg_load_sys(struct sbx_config **out, sbx_error *err)
 {
     sbx_error_clear(err);
-    return sbx_config_load_dir(NULL, dir, out, err);
+    return sbxh_config_open(NULL, dir, out, err);
 }
 
 int cfg_load_file(const char *rel, struct sbx_config **out, sbx_error *err)
@@ -66,7 +66,7 @@ int cfg_load_file(const char *rel, struct sbx_config **out, sbx_error *err)
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, rel);
     sbx_error_clear(err);
-    return sbx_config_load_dir(path, cfg_path("no-such-sysconfdir"), out, err);
+    return sbxh_config_open(path, cfg_path("no-such-sysconfdir"), out, err);
 }
 
 const char *cfg_expect_error(const char *text)

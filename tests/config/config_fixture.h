@@ -5,7 +5,7 @@
 #ifndef SBX_TEST_CONFIG_FIXTURE_H
 #define SBX_TEST_CONFIG_FIXTURE_H
 
-#include "config/config.h"
+#include "api/ctx.h"
 
 /* Create a fresh empty directory (criterion .init). */
 void cfg_dir_setup(void);

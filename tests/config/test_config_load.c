@@ -52,7 +52,7 @@ Test(config_load, missing_system_directory_gives_defaults)
     struct sbx_config *cfg = NULL;
     sbx_error err;
     sbx_error_clear(&err);
-    cr_assert_eq(sbx_config_load_dir(NULL, cfg_path("absent/dir"), &cfg, &err),
+    cr_assert_eq(sbxh_config_open(NULL, cfg_path("absent/dir"), &cfg, &err),
                  SBX_OK, "%s", err.message);
     cr_assert_eq(cfg->nfiles, 0);
     cr_assert_eq(cfg->nsections, 0);
@@ -295,8 +295,7 @@ Test(config_load, explicit_path_reads_conf_d_beside_it)
     struct sbx_config *cfg = NULL;
     sbx_error err;
     sbx_error_clear(&err);
-    cr_assert_eq(sbx_config_load_dir(cfg_path("custom.yaml"), cfg_dir(), &cfg,
-                                     &err),
+    cr_assert_eq(sbxh_config_open(cfg_path("custom.yaml"), cfg_dir(), &cfg, &err),
                  SBX_OK, "%s", err.message);
     cr_assert_eq(cfg->nfiles, 2);
     cr_assert_str_eq(cfg->files[0], cfg_path("custom.yaml"));
@@ -344,7 +343,7 @@ Test(config_load, null_error_pointer_is_allowed)
 {
     cfg_write("sbx.yaml", "bogus: 1\n");
     struct sbx_config *cfg = NULL;
-    cr_assert_eq(sbx_config_load_dir(NULL, cfg_dir(), &cfg, NULL), SBX_E_CONFIG);
+    cr_assert_eq(sbxh_config_open(NULL, cfg_dir(), &cfg, NULL), SBX_E_CONFIG);
     cr_assert_null(cfg);
 }
 
@@ -664,8 +663,8 @@ Test(config_load, shipped_example_config_loads)
     sbx_error err;
     sbx_error_clear(&err);
     /* etc/conf.d beside it holds only a README and *.example files. */
-    cr_assert_eq(sbx_config_load_dir(SBX_TEST_SOURCE_DIR "/etc/sbx.yaml",
-                                     cfg_path("none"), &cfg, &err),
+    cr_assert_eq(sbxh_config_open(SBX_TEST_SOURCE_DIR "/etc/sbx.yaml",
+                                  cfg_path("none"), &cfg, &err),
                  SBX_OK, "%s", err.message);
     cr_assert_eq(cfg->nfiles, 1);
     cr_assert_str_eq(cfg->default_provider, "local");

@@ -3,7 +3,7 @@
  * checks on arbitrary bytes. Every input must end in SBX_OK or an error
  * with a message; nothing may crash, leak or read out of bounds.
  */
-#include "config/config.h"
+#include "api/ctx.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sbx_config *cfg = NULL;
     sbx_error err;
     sbx_error_clear(&err);
-    if (sbx_config_load(path, &cfg, &err) == SBX_OK) {
+    if (sbxh_config_open(path, NULL, &cfg, &err) == SBX_OK) {
         for (size_t i = 0; i < cfg->nsections; i++) {
             sbx_error e2;
             sbx_config_check_section(&cfg->sections[i], keys, &e2);
