@@ -8,7 +8,7 @@
  */
 #include "base/install_dirs.h"
 #include "registry/provider_missing.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 #include "base/struct_size.h"
 
 #include <stdlib.h>

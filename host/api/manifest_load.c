@@ -4,7 +4,7 @@
  */
 #include "config/config.h"
 #include "config/manifest_internal.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <errno.h>
 #include <fcntl.h>

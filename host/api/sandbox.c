@@ -9,7 +9,7 @@
 #include "api/handle_user.h"
 #include "api/handle_hooks.h"
 #include "registry/key_lock.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 #include "api/stream_guard.h"
 #include "base/struct_size.h"
 

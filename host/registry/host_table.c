@@ -7,7 +7,7 @@
  */
 #include "registry/call.h"
 #include "base/cancel.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <stdarg.h>
 #include <stdio.h>

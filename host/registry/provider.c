@@ -4,7 +4,7 @@
 #include "registry/call.h"
 #include "registry/capabilities.h"
 #include "clock.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <stdio.h>
 #include <stdlib.h>

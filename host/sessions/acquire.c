@@ -8,7 +8,7 @@
  * the intent in the same transaction).
  */
 #include "clock.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <sbx/manifest.h>
 #include "sessions/internal.h"

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <sbx/sbx.h>
 
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,13 +1,13 @@
 /*
- * registry.h - the host context and its enabled providers (internal).
+ * provider.h - the host context and its enabled providers (internal).
  *
  * The context owns the configuration and one record per enabled provider:
  * the validated plugin, its config section, the host table handed to init,
  * and the provider state once init has run. Nothing here knows about
  * sessions or stores.
  */
-#ifndef SBX_HOST_REGISTRY_H
-#define SBX_HOST_REGISTRY_H
+#ifndef SBX_HOST_REGISTRY_PROVIDER_H
+#define SBX_HOST_REGISTRY_PROVIDER_H
 
 #include "config/config.h"
 #include "registry/loader.h"
