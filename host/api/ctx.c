@@ -6,8 +6,10 @@
  * configuration section against the keys it declares. No provider code other
  * than sbx_provider_describe runs here: init is deferred to first use.
  */
+#include "api/handle.h"
 #include "base/install_dirs.h"
 #include "registry/provider_missing.h"
+#include "registry/host_table.h"
 #include "registry/provider.h"
 #include "base/struct_size.h"
 

@@ -1,10 +1,18 @@
 /*
- * provider.h - the host context and its enabled providers (internal).
+ * provider.h - the registry's records (internal; provider.c works on
+ * them): one per enabled provider - the validated plugin, its config
+ * section, the host table handed to init, the provider state once init has
+ * run - and the context that holds them, opened and closed by api/ctx.c.
+ * Nothing here knows about sessions or stores.
  *
- * The context owns the configuration and one record per enabled provider:
- * the validated plugin, its config section, the host table handed to init,
- * and the provider state once init has run. Nothing here knows about
- * sessions or stores.
+ * The files of host/registry include each other in one direction only
+ * (lowest first; each names what it includes):
+ *   capabilities, plugin_elf, call, key_lock, provider_missing
+ *   loader          (capabilities, plugin_elf)
+ *   provider_config (loader)
+ *   provider.h      (loader)
+ *   host_table      (call, provider.h)
+ *   provider.c      (call, capabilities, provider.h)
  */
 #ifndef SBX_HOST_REGISTRY_PROVIDER_H
 #define SBX_HOST_REGISTRY_PROVIDER_H
@@ -56,13 +64,5 @@ struct sbx_ctx {
                  sizeof((p)->plugin.desc->ops->member)                      \
          ? (p)->plugin.desc->ops->member                                    \
          : NULL)
-
-/* Release the provider side of every live handle of ctx and mark them
- * closed: later ops on them are refused, sbx_release frees them
- * (sandbox.c). */
-void sbx_handles_close_all(sbx_ctx *ctx);
-
-/* Fill the host table of a provider record (registry_host.c). */
-void sbx_host_table_init(struct sbx_provider *p);
 
 #endif
