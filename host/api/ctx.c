@@ -126,6 +126,7 @@ static int enable_provider(sbx_ctx *ctx, const char *name, sbx_error *err)
     pthread_mutex_init(&p->init_lock, NULL);
     pthread_cond_init(&p->init_done, NULL);
     sbx_host_table_init(p);
+    sbxh_provider_info_init(p);
     ctx->providers[ctx->nproviders++] = p;
     return SBX_OK;
 }

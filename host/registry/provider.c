@@ -35,17 +35,6 @@ SBX_API int sbx_provider_lookup(sbx_ctx *ctx, const char *name, sbx_provider **o
                          "provider \"%s\" is not enabled (enabled: %s)", name, list);
 }
 
-SBX_API const struct sbx_config_key *
-sbx_provider_config_key(const struct sbx_provider_desc *desc, size_t i)
-{
-    return desc ? sbx_config_key_at(desc->config_keys, i) : NULL;
-}
-
-SBX_API const struct sbx_provider_desc *sbx_provider_desc(const sbx_provider *p)
-{
-    return p->plugin.desc;
-}
-
 SBX_API const char *sbx_provider_path(const sbx_provider *p)
 {
     return p->plugin.path;

@@ -13,6 +13,7 @@
  *   provider.h      (loader)
  *   host_table      (call, provider.h)
  *   provider.c      (call, capabilities, provider.h)
+ *   provider_info   (loader, provider.h)
  */
 #ifndef SBX_HOST_REGISTRY_PROVIDER_H
 #define SBX_HOST_REGISTRY_PROVIDER_H
@@ -22,9 +23,22 @@
 
 #include <pthread.h>
 
+/* What the sbx_provider_info_* accessors of sbx.h read: a loaded plugin's
+ * descriptor, or only its name and why it could not be loaded
+ * (provider_info.c). The strings belong to whoever made the record. */
+struct sbx_provider_info {
+    const char *name;
+    const char *path;                     /* NULL: not loaded */
+    const struct sbx_provider_desc *desc; /* NULL: not loaded */
+    int status;                           /* SBX_OK or why it failed */
+    const char *error;                    /* message when status != SBX_OK */
+    bool enabled;                         /* enabled by the configuration */
+};
+
 struct sbx_provider {
     struct sbx_ctx *ctx;
     struct sbx_plugin plugin;
+    struct sbx_provider_info info; /* over plugin; sbx_provider_info_init */
     struct sbx_config_section *section; /* NULL: enabled without a section */
     struct sbx_host host;               /* handed to init; ctx points here */
     pthread_mutex_t init_lock;
@@ -55,6 +69,9 @@ struct sbx_ctx {
     void (*log)(void *log_ctx, int level, const char *provider, const char *line);
     void *log_ctx; /* the embedder's log callback, or NULL for stderr */
 };
+
+/* Fill p->info from p->plugin once the record is enabled (provider_info.c). */
+void sbxh_provider_info_init(struct sbx_provider *p);
 
 /* The op at `member` of a provider's table, or NULL when the plugin's
  * ops_size says the table ends before it. */
