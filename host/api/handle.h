@@ -12,6 +12,7 @@
 
 #include "api/handle_hooks.h"
 
+#include <sbx/provider.h>
 #include <sbx/sbx.h>
 
 struct sbx_handle {

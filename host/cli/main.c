@@ -5,6 +5,8 @@
  */
 #include "cli.h"
 
+#include <sbx/provider.h> /* the ABI version --version prints */
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
+#include <sbx/provider.h> /* the ABI version --version prints */
 #include <sbx/sbx.h>
 
 #include <stdio.h>

@@ -4,7 +4,11 @@
  * An agent runtime, the `sbx` CLI and the conformance suite use this API to
  * open a host context (configuration plus the enabled providers), get a
  * provider, and create, attach, use and destroy sandboxes. Providers are
- * written against sbx/provider.h instead and never link libsbx.
+ * written against sbx/provider.h instead and never link libsbx; what both
+ * sides share (status codes, capability bits, sinks and sources, exec
+ * arguments, ...) is sbx/types.h, included here. This header does not
+ * include sbx/provider.h: a consumer sees a provider through
+ * sbx_provider_info, never its descriptor or ops.
  *
  * Conventions:
  *  - Functions returning int return an sbx_status (SBX_OK is 0). On failure
@@ -19,7 +23,7 @@
 #ifndef SBX_SBX_H
 #define SBX_SBX_H
 
-#include <sbx/provider.h>
+#include <sbx/types.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -455,7 +459,7 @@ SBX_API int sbx_group_add(sbx_handle *h, const struct sbx_group_spec *group,
                           sbx_cancel *cancel, sbx_error *err);
 
 /*
- * SBX_CAP_USERS: make a user (see struct sbx_user_spec in sbx/provider.h:
+ * SBX_CAP_USERS: make a user (see struct sbx_user_spec in sbx/types.h:
  * home /home/<name>, primary group `group` or one of the user's name,
  * supplementary groups made before with sbx_group_add), or accept one of
  * that name with the same uid (any uid when 0); another uid is
