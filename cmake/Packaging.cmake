@@ -12,6 +12,7 @@
 #                          completions, man pages, the reconciler's unit
 #   libsbx1                libsbx.so.1 (SONAME libsbx.so.1, symbols SBX_1)
 #   libsbx-dev             sbx/sbx.h, session.h, manifest.h, memory.h,
+#                          types.h (shared with the provider ABI),
 #                          libsbx.so, sbx.pc
 #   libsbx-conformance0    libsbx-conformance.so.0, which `sbx conformance`
 #                          runs
@@ -112,7 +113,8 @@ sbx_package(libsbx libsbx1 libs "sandbox host library (libsbx)"
  PostgreSQL stores. Agent runtimes link it (package libsbx-dev)."
   LDCONFIG)
 sbx_package(libsbx_dev libsbx-dev libdevel "sandbox host library (development files)"
-" Headers (sbx/sbx.h, sbx/session.h, sbx/manifest.h, sbx/memory.h), the
+" Headers (sbx/sbx.h, sbx/session.h, sbx/manifest.h, sbx/memory.h and
+ sbx/types.h, which the provider ABI shares), the
  link-time library and sbx.pc for programs that use libsbx."
   DEPENDS libsbx)
 sbx_package(conformance_lib libsbx-conformance0 libs "sbx provider conformance suite (library)"
@@ -120,7 +122,8 @@ sbx_package(conformance_lib libsbx-conformance0 libs "sbx provider conformance s
  command runs it as 'sbx conformance'."
   DEPENDS libsbx LDCONFIG)
 sbx_package(provider_dev sbx-provider-dev devel "files for writing sbx provider plugins"
-" The provider ABI header (sbx/provider.h) and sbx-provider.pc, the
+" The provider ABI header (sbx/provider.h, which includes sbx/types.h of
+ libsbx-dev) and sbx-provider.pc, the
  conformance suite's header, link-time library and sbx-conformance.pc, a
  minimal provider template and the guide to writing a provider. A
  provider links nothing from sbx; its CI runs 'sbx conformance'."

@@ -264,7 +264,7 @@ void cf_case_destroy_kills_running(struct cf_test *t)
     double destroyed = cf_now();
     pthread_join(th, NULL);
     double late = r.returned_at - called;
-    const struct sbx_provider_desc *d = sbx_provider_desc(p);
+    int isolation = sbx_provider_info_isolation(sbx_provider_get_info(p));
     if (!pid)
         cf_fail(t, "the command never wrote its pid within 10 s (read concurrently "
                    "with exec)");
@@ -276,7 +276,7 @@ void cf_case_destroy_kills_running(struct cf_test *t)
                    "called (destroy took %.2f s; exec %s, timed_out %d); want the "
                    "command killed and exec back within 5 s",
                 late, destroyed - called, cf_status_name(r.e.status), r.e.res.timed_out);
-    else if (d && d->isolation == SBX_ISOLATION_NONE) {
+    else if (isolation == SBX_ISOLATION_NONE) {
         cf_sleep_ms(100);
         if (host_alive(pid) || host_alive(child))
             cf_fail(t, "after destroy the command's processes are alive: pid %ld%s, "

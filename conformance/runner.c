@@ -56,12 +56,13 @@ static int probe(const struct sbx_options *o, const char *name, struct target *t
     sbx_provider *p = NULL;
     rc = sbx_provider_lookup(ctx, name, &p, err);
     if (rc == SBX_OK) {
-        const struct sbx_provider_desc *d = sbx_provider_desc(p);
+        const sbx_provider_info *d = sbx_provider_get_info(p);
         const char *path = sbx_provider_path(p);
-        snprintf(tg->name, sizeof tg->name, "%s", d->name);
-        snprintf(tg->version, sizeof tg->version, "%s", d->version ? d->version : "");
+        const char *version = sbx_provider_info_version(d);
+        snprintf(tg->name, sizeof tg->name, "%s", sbx_provider_info_name(d));
+        snprintf(tg->version, sizeof tg->version, "%s", version ? version : "");
         snprintf(tg->path, sizeof tg->path, "%s", path ? path : "");
-        tg->caps = d->caps;
+        tg->caps = sbx_provider_info_caps(d);
         rc = sbx_provider_ready(p, NULL, err);
     }
     sbx_close(ctx);

@@ -7,10 +7,12 @@
  * than sbx_provider_describe runs here: init is deferred to first use.
  */
 #include "api/ctx.h"
+#include "api/handle.h"
 #include "base/install_dirs.h"
 #include "config/package_managers.h"
 #include "registry/provider_missing.h"
-#include "registry/registry.h"
+#include "registry/host_table.h"
+#include "registry/provider.h"
 #include "base/struct_size.h"
 
 #include <stdlib.h>
@@ -126,6 +128,7 @@ static int enable_provider(sbx_ctx *ctx, const char *name, sbx_error *err)
     pthread_mutex_init(&p->init_lock, NULL);
     pthread_cond_init(&p->init_done, NULL);
     sbx_host_table_init(p);
+    sbxh_provider_info_init(p);
     ctx->providers[ctx->nproviders++] = p;
     return SBX_OK;
 }

@@ -660,11 +660,11 @@ SBX_API int sbx_manifest_apply(sbx_handle *h, const sbx_manifest *m, sbx_cancel 
     if (!h || !m)
         return sbx_error_set(err, SBX_E_INVALID, "manifest: no sandbox or manifest");
     if (sbx_manifest_has_users(m) &&
-        !(sbx_provider_desc(sbx_handle_provider(h))->caps & SBX_CAP_USERS))
+        !(sbx_provider_info_caps(sbx_provider_get_info(sbx_handle_provider(h))) & SBX_CAP_USERS))
         return sbx_error_set(err, SBX_E_UNSUPPORTED,
                              "%s: users, groups and run_as need capability \"users\", "
                              "which provider \"%s\" does not declare",
-                             m->name, sbx_provider_desc(sbx_handle_provider(h))->name);
+                             m->name, sbx_provider_info_name(sbx_provider_get_info(sbx_handle_provider(h))));
     const struct manifest_entry **order = malloc((m->nentries ? m->nentries : 1) *
                                                  sizeof *order);
     if (!order)

@@ -5,7 +5,7 @@
 #include "api/ctx.h"
 #include "config/config.h"
 #include "config/manifest_internal.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,28 +6,17 @@
  * guarantees that a failure carries a message.
  */
 #include "registry/call.h"
+#include "api/handle.h"
 #include "api/handle_user.h"
 #include "api/handle_hooks.h"
 #include "registry/key_lock.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 #include "api/stream_guard.h"
 #include "base/struct_size.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct sbx_handle {
-    struct sbx_exec_hooks hooks; /* from the session manager; zero when none */
-    sbx_provider *provider; /* NULL once its context was closed */
-    sbx_sandbox *sb;
-    char ref[SBX_REF_MAX];
-    const char *root;
-    /* The user exec, read and write act as (SBX_CAP_USERS), "" for the
-     * sandbox's default user. Set before the handle is shared. */
-    char user[SBX_USER_NAME_MAX + 1];
-    struct sbx_handle *prev, *next; /* the context's live handles */
-};
 
 /* Ops on a handle whose context sbx_close already closed are refused. */
 static int live(const sbx_handle *h, sbx_error *err)

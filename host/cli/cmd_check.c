@@ -64,14 +64,17 @@ int cmd_check(const struct cli_globals *g, int argc, char **argv)
             status = CLI_EXIT_FAIL;
             continue;
         }
-        const struct sbx_provider_desc *d = sbx_provider_desc(p);
+        const sbx_provider_info *d = sbx_provider_get_info(p);
         char caps[256];
+        unsigned major = 0, minor = 0;
+        sbx_provider_info_abi(d, &major, &minor);
         printf("ok  %s %s (ABI %u.%u, isolation: %s, capabilities: %s)%s%s  %s\n",
-               name, d->version, (unsigned)d->abi_major, (unsigned)d->abi_minor,
-               cli_isolation_text(d->isolation), cli_caps_text(d->caps, caps, sizeof caps),
+               name, sbx_provider_info_version(d), major, minor,
+               cli_isolation_text((uint32_t)sbx_provider_info_isolation(d)),
+               cli_caps_text(sbx_provider_info_caps(d), caps, sizeof caps),
                init ? ", initialized" : "", strcmp(name, def) ? "" : " [default]",
                sbx_provider_path(p));
-        if (d->isolation == SBX_ISOLATION_NONE)
+        if (sbx_provider_info_isolation(d) == SBX_ISOLATION_NONE)
             printf("    warning: %s runs commands on this host with your privileges: "
                    "not a security boundary\n", name);
     }

@@ -8,6 +8,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every capability name this libsbx knows (sbx_cap_name), wrapped into
+ * the option column of the help. */
+static void print_cap_names(FILE *f)
+{
+    const int indent = 26, width = 78;
+    int col = 0;
+    for (int b = 0; b < 64; b++) {
+        const char *n = sbx_cap_name(UINT64_C(1) << b);
+        if (!n)
+            continue;
+        int len = (int)strlen(n);
+        if (col && col + 2 + len > width) {
+            fputs(",\n", f);
+            col = 0;
+        } else if (col) {
+            fputs(", ", f);
+            col += 2;
+        }
+        if (!col)
+            col = fprintf(f, "%*s", indent, "");
+        col += fprintf(f, "%s", n);
+    }
+    fputc('\n', f);
+}
+
 static void usage(FILE *f)
 {
     fputs("Usage: sbx create [OPTIONS] SESSION\n"
@@ -41,14 +66,24 @@ static void usage(FILE *f)
           "                          (a failed restore leaves no session; one\n"
           "                          that exists is not touched: an error)\n"
           "  -r, --require CAP       the session will use capability CAP\n"
-          "                          (repeatable): file_mounts, output_export,\n"
-          "                          skills, memory, egress, packages\n"
-          "  -c, --config FILE       read this configuration file\n"
+          "                          (repeatable), one of:\n", f);
+    print_cap_names(f);
+    fputs("  -c, --config FILE       read this configuration file\n"
           "  -h, --help              show this help\n"
           "\n"
           "A spec that differs from the one the session was created with is an\n"
           "error: it is not applied (destroy the session to recreate it).\n"
           "Exit status: 0 on success, 125 when sbx failed.\n", f);
+}
+
+/* The capability bits this libsbx has a name for. */
+static uint64_t known_caps(void)
+{
+    uint64_t caps = 0;
+    for (int b = 0; b < 64; b++)
+        if (sbx_cap_name(UINT64_C(1) << b))
+            caps |= UINT64_C(1) << b;
+    return caps;
 }
 
 static int parse_cap(const char *name, uint64_t *caps)
@@ -167,10 +202,13 @@ static int on_option(void *ud, int c, const char *arg)
         return CLI_EXIT_OK;
     case 'r':
         if (parse_cap(arg, &a->spec->caps) != 0)
+        {
+            char names[256];
             return cli_usage_error("create", CLI_EXIT_SBX,
-                                   "unknown capability '%s' (expected "
-                                   "file_mounts, output_export, skills, "
-                                   "memory, egress or packages)", arg);
+                                   "unknown capability '%s' (expected one of %s)",
+                                   arg, cli_caps_text(known_caps(), names,
+                                                      sizeof names));
+        }
         return CLI_EXIT_OK;
     default:
         return CLI_OPTION_UNKNOWN;

@@ -75,22 +75,23 @@ static json_object *describe_caps(uint64_t caps)
     return arr;
 }
 
-static json_object *describe_keys(const struct sbx_provider_desc *d)
+static json_object *describe_keys(const sbx_provider_info *info)
 {
     json_object *arr = json_object_new_array();
-    const struct sbx_config_key *key;
-    for (size_t i = 0; arr && (key = sbx_provider_config_key(d, i)) != NULL; i++) {
+    const char *key, *description;
+    int type;
+    for (size_t i = 0;
+         arr && sbx_provider_info_config_key(info, i, &key, &type, &description); i++) {
         json_object *k = json_object_new_object();
-        json_object_object_add(k, "key", json_object_new_string(key->key));
-        json_object_object_add(k, "type",
-                               json_object_new_string(config_type_name(key->type)));
-        json_object_object_add(k, "description", string_or_null(key->description));
+        json_object_object_add(k, "key", json_object_new_string(key));
+        json_object_object_add(k, "type", json_object_new_string(config_type_name(type)));
+        json_object_object_add(k, "description", string_or_null(description));
         json_object_array_add(arr, k);
     }
     return arr;
 }
 
-static void collect(void *ud, const struct sbx_provider_info *info)
+static void collect(void *ud, const sbx_provider_info *info)
 {
     struct listing *l = ud;
     json_object *o = json_object_new_object();
@@ -98,39 +99,44 @@ static void collect(void *ud, const struct sbx_provider_info *info)
         l->failed = true;
         return;
     }
-    const struct sbx_provider_desc *d = info->desc;
-    json_object_object_add(o, "name", string_or_null(info->name));
-    json_object_object_add(o, "version", d ? string_or_null(d->version) : NULL);
-    json_object_object_add(o, "description", d ? string_or_null(d->description) : NULL);
-    json_object_object_add(o, "isolation",
-                           d ? json_object_new_string(cli_isolation_text(d->isolation))
-                             : NULL);
+    const char *name = sbx_provider_info_name(info), *error;
+    int status = sbx_provider_info_status(info, &error);
+    unsigned major, minor;
+    /* The descriptor's members, when it could be loaded at all. */
+    bool d = sbx_provider_info_abi(info, &major, &minor);
+    int isolation = sbx_provider_info_isolation(info);
+    json_object_object_add(o, "name", string_or_null(name));
+    json_object_object_add(o, "version", string_or_null(sbx_provider_info_version(info)));
+    json_object_object_add(o, "description",
+                           string_or_null(sbx_provider_info_description(info)));
+    json_object_object_add(
+        o, "isolation",
+        d ? json_object_new_string(cli_isolation_text((uint32_t)isolation)) : NULL);
     json_object_object_add(o, "security_boundary",
-                           d ? json_object_new_boolean(d->isolation != SBX_ISOLATION_NONE)
+                           d ? json_object_new_boolean(isolation != SBX_ISOLATION_NONE)
                              : NULL);
     if (d) {
         json_object *abi = json_object_new_object();
-        json_object_object_add(abi, "major", json_object_new_int64(d->abi_major));
-        json_object_object_add(abi, "minor", json_object_new_int64(d->abi_minor));
+        json_object_object_add(abi, "major", json_object_new_int64(major));
+        json_object_object_add(abi, "minor", json_object_new_int64(minor));
         json_object_object_add(o, "abi", abi);
-        json_object_object_add(o, "capabilities", describe_caps(d->caps));
-        json_object_object_add(o, "config_keys", describe_keys(d));
+        json_object_object_add(o, "capabilities",
+                               describe_caps(sbx_provider_info_caps(info)));
+        json_object_object_add(o, "config_keys", describe_keys(info));
     } else {
         json_object_object_add(o, "abi", NULL);
         json_object_object_add(o, "capabilities", json_object_new_array());
         json_object_object_add(o, "config_keys", json_object_new_array());
     }
-    json_object_object_add(o, "path", string_or_null(info->path));
-    json_object_object_add(o, "enabled", json_object_new_boolean(info->enabled));
+    json_object_object_add(o, "path", string_or_null(sbx_provider_info_path(info)));
+    json_object_object_add(o, "enabled",
+                           json_object_new_boolean(sbx_provider_info_enabled(info)));
     json_object_object_add(
-        o, "default",
-        json_object_new_boolean(info->name && !strcmp(info->name, l->default_name)));
+        o, "default", json_object_new_boolean(name && !strcmp(name, l->default_name)));
     json_object_object_add(o, "status",
-                           json_object_new_string(info->status == SBX_OK
-                                                      ? "ok"
-                                                      : sbx_strerror(info->status)));
-    json_object_object_add(o, "error",
-                           info->status == SBX_OK ? NULL : string_or_null(info->error));
+                           json_object_new_string(status == SBX_OK ? "ok"
+                                                                   : sbx_strerror(status)));
+    json_object_object_add(o, "error", status == SBX_OK ? NULL : string_or_null(error));
     json_object_array_add(l->array, o);
 }
 

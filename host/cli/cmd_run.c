@@ -155,7 +155,7 @@ static int run_in_sandbox(sbx_provider *p, const struct run_options *ro,
     rc = sbx_destroy(p, key, ref, cli_cleanup_cancel(), &err);
     if (rc != SBX_OK) {
         cli_error("cannot destroy the sandbox (provider %s, reference %s): %s",
-                  sbx_provider_desc(p)->name, ref, err.message);
+                  sbx_provider_info_name(sbx_provider_get_info(p)), ref, err.message);
         status = CLI_EXIT_SBX;
     }
     free(ref);

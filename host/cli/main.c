@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -89,7 +90,9 @@ static int on_option(void *ud, int c, const char *arg)
     (void)arg;
     if (c != 'V')
         return CLI_OPTION_UNKNOWN;
-    printf("sbx %s (provider ABI %d.%d)\n", SBX_VERSION, SBX_ABI_MAJOR, SBX_ABI_MINOR);
+    unsigned abi_major = 0, abi_minor = 0;
+    sbx_provider_abi_version(&abi_major, &abi_minor);
+    printf("sbx %s (provider ABI %u.%u)\n", SBX_VERSION, abi_major, abi_minor);
     return CLI_HELP_SHOWN;
 }
 

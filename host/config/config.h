@@ -9,6 +9,7 @@
 #ifndef SBX_HOST_CONFIG_H
 #define SBX_HOST_CONFIG_H
 
+#include <sbx/provider.h>
 #include <sbx/sbx.h>
 
 #include <stddef.h>

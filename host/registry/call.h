@@ -7,6 +7,7 @@
 #ifndef SBX_HOST_CALL_H
 #define SBX_HOST_CALL_H
 
+#include <sbx/provider.h>
 #include <sbx/sbx.h>
 
 struct sbx_call {

@@ -7,7 +7,7 @@
  */
 #include "registry/call.h"
 #include "base/cancel.h"
-#include "registry/registry.h"
+#include "registry/host_table.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -9,6 +9,7 @@
  * operator can tell a stale plugin from a broken one without a debugger.
  */
 #include "registry/loader.h"
+#include "registry/capabilities.h"
 #include "registry/plugin_elf.h"
 #include "base/text_escape.h"
 
@@ -35,38 +36,13 @@
  * host from walking a missing terminator through the plugin's memory. */
 #define CONFIG_KEYS_MAX 256
 
-/* A member of struct sbx_provider_ops, addressed by offset so that the same
- * code can check presence against the plugin's ops_size. */
-struct op_ref {
-    const char *name;
-    size_t offset;
-};
-
-#define OP(member) {#member, offsetof(struct sbx_provider_ops, member)}
-
-/* Ops every provider must implement (all inside SBX_OPS_SIZE_1_0). */
-static const struct op_ref core_ops[] = {
+/* Ops every provider must implement (all inside SBX_OPS_SIZE_1_0). The ops
+ * each capability needs are in the capability table (capabilities.c). */
+#define OP SBXH_OP_REF
+static const struct sbxh_op_ref core_ops[] = {
     OP(init),      OP(fini),       OP(create), OP(attach),  OP(exec),
     OP(read_file), OP(write_file), OP(root),   OP(release), OP(destroy),
 };
-
-/* The ops each capability needs. PACKAGES runs through exec and needs none. */
-static const struct cap_rule {
-    uint64_t bit;
-    size_t nops;
-    struct op_ref ops[3];
-} cap_rules[] = {
-    {SBX_CAP_FILE_MOUNTS, 2, {OP(mount_put), OP(mount_remove)}},
-    {SBX_CAP_OUTPUT_EXPORT, 1, {OP(export_outputs)}},
-    {SBX_CAP_SKILLS, 1, {OP(skill_install)}},
-    {SBX_CAP_PACKAGES, 0, {{NULL, 0}}},
-    /* ABI 1.1: its ops follow reserved[2]; a table that ends before them
-     * is refused below, naming the size it needs. */
-    {SBX_CAP_EGRESS, 2, {OP(egress_set), OP(egress_get)}},
-    {SBX_CAP_MEMORY, 3, {OP(memory_load), OP(memory_diff), OP(memory_accept)}},
-    {SBX_CAP_USERS, 2, {OP(group_add), OP(user_add)}},
-};
-
 #undef OP
 
 bool sbx_plugin_name_valid(const char *name)
@@ -297,19 +273,20 @@ static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
                           i);
     }
 
-    /* A 1.0 descriptor may not claim bits that 1.1 introduced. */
-    uint64_t known = desc->abi_minor >= 1 ? SBX_CAP_ALL_1_1 : SBX_CAP_ALL_1_0;
+    /* A descriptor may claim only the bits its own minor knows (a 1.0
+     * descriptor none that 1.1 introduced); validate_header refused minors
+     * above this host's. */
+    uint64_t known = sbxh_caps_known(desc->abi_minor);
     uint64_t unknown = desc->caps & ~known;
     if (unknown)
         return refuse(err, SBX_E_ABI, name, path,
-                      "unknown capability bits 0x%llx: host knows 0x%llx (ABI %d.%d), "
+                      "unknown capability bits 0x%llx: host knows 0x%llx (ABI %d.%u), "
                       "plugin declares 0x%llx",
                       (unsigned long long)unknown, (unsigned long long)known,
-                      SBX_ABI_MAJOR, desc->abi_minor >= 1 ? SBX_ABI_MINOR : 0,
-                      (unsigned long long)desc->caps);
+                      SBX_ABI_MAJOR, desc->abi_minor, (unsigned long long)desc->caps);
 
-    for (size_t i = 0; i < sizeof cap_rules / sizeof cap_rules[0]; i++) {
-        const struct cap_rule *r = &cap_rules[i];
+    for (size_t i = 0; i < sbxh_ncaps; i++) {
+        const struct sbxh_cap *r = &sbxh_caps[i];
         if (!(desc->caps & r->bit))
             continue;
         for (size_t j = 0; j < r->nops; j++) {
@@ -319,13 +296,13 @@ static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
                 return refuse(err, SBX_E_ABI, name, path,
                               "capability %s declared but op %s is absent: expected "
                               "an ops table of at least %zu bytes, plugin has %u",
-                              sbx_cap_name(r->bit), r->ops[j].name,
+                              r->name, r->ops[j].name,
                               r->ops[j].offset + sizeof(void (*)(void)),
                               desc->ops_size);
             return refuse(err, SBX_E_ABI, name, path,
                           "capability %s declared but op %s is missing: expected a "
                           "function, plugin has NULL",
-                          sbx_cap_name(r->bit), r->ops[j].name);
+                          r->name, r->ops[j].name);
         }
     }
     return SBX_OK;

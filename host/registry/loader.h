@@ -9,6 +9,7 @@
 #ifndef SBX_HOST_LOADER_H
 #define SBX_HOST_LOADER_H
 
+#include <sbx/provider.h>
 #include <sbx/sbx.h>
 
 /* A loaded, validated plugin. */

@@ -2,34 +2,14 @@
  * provider.c - looking up enabled providers, lazy init, admission.
  */
 #include "registry/call.h"
+#include "registry/capabilities.h"
 #include "clock.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const struct {
-    uint64_t bit;
-    const char *name;
-} cap_names[] = {
-    {SBX_CAP_FILE_MOUNTS, "file_mounts"},
-    {SBX_CAP_OUTPUT_EXPORT, "output_export"},
-    {SBX_CAP_SKILLS, "skills"},
-    {SBX_CAP_MEMORY, "memory"},
-    {SBX_CAP_EGRESS, "egress"},
-    {SBX_CAP_PACKAGES, "packages"},
-    {SBX_CAP_USERS, "users"},
-};
-
-SBX_API const char *sbx_cap_name(uint64_t bit)
-{
-    for (size_t i = 0; i < sizeof cap_names / sizeof cap_names[0]; i++)
-        if (cap_names[i].bit == bit)
-            return cap_names[i].name;
-    return NULL;
-}
 
 SBX_API int sbx_provider_lookup(sbx_ctx *ctx, const char *name, sbx_provider **out,
                                 sbx_error *err)
@@ -53,17 +33,6 @@ SBX_API int sbx_provider_lookup(sbx_ctx *ctx, const char *name, sbx_provider **o
                                  i ? ", " : "", ctx->providers[i]->plugin.name);
     return sbx_error_set(err, SBX_E_NOT_FOUND,
                          "provider \"%s\" is not enabled (enabled: %s)", name, list);
-}
-
-SBX_API const struct sbx_config_key *
-sbx_provider_config_key(const struct sbx_provider_desc *desc, size_t i)
-{
-    return desc ? sbx_config_key_at(desc->config_keys, i) : NULL;
-}
-
-SBX_API const struct sbx_provider_desc *sbx_provider_desc(const sbx_provider *p)
-{
-    return p->plugin.desc;
 }
 
 SBX_API const char *sbx_provider_path(const sbx_provider *p)
@@ -135,10 +104,10 @@ SBX_API int sbx_provider_admit(const sbx_provider *p, uint64_t caps, sbx_error *
         uint64_t bit = UINT64_C(1) << b;
         if (!(missing & bit))
             continue;
-        const char *name = sbx_cap_name(bit);
-        if (name)
+        const struct sbxh_cap *cap = sbxh_cap_find(bit);
+        if (cap)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
-                                     used ? ", " : "", name);
+                                     used ? ", " : "", cap->name);
         else
             used += (size_t)snprintf(list + used, sizeof list - used,
                                      "%sbit %d", used ? ", " : "", b);

@@ -8,7 +8,7 @@
  * the intent in the same transaction).
  */
 #include "clock.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <sbx/manifest.h>
 #include "sessions/internal.h"
@@ -431,7 +431,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
         sbx_session_crash_point(m, "before-intent");
         struct sbx_claim_request req = {
             .session_key = session_key,
-            .provider = sbx_provider_desc(p)->name,
+            .provider = sbx_provider_info_name(sbx_provider_get_info(p)),
             .owner = m->owner,
             .spec_hash = spec_hash,
             .step = "claimed",
@@ -469,7 +469,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 continue;
             if (rc == SBX_OK && info) {
                 info->created = true;
-                fill_info(info, sbx_provider_desc(p)->name, spec_hash, spec_hash,
+                fill_info(info, sbx_provider_info_name(sbx_provider_get_info(p)), spec_hash, spec_hash,
                           false);
             }
             return rc;

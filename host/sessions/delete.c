@@ -20,7 +20,7 @@
 static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_binding *b,
                         sbx_cancel *cancel, sbx_error *err)
 {
-    if (!(sbx_provider_desc(p)->caps & SBX_CAP_MEMORY))
+    if (!(sbx_provider_info_caps(sbx_provider_get_info(p)) & SBX_CAP_MEMORY))
         return SBX_OK;
     /* Only a session with changes to write back is attached here: one
      * whose sandbox attach refuses stays deletable. */

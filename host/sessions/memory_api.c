@@ -8,6 +8,7 @@
 #include "base/struct_size.h"
 
 #include <sbx/memory.h>
+#include <sbx/provider.h>
 
 #include <stdlib.h>
 #include <string.h>

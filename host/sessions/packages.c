@@ -6,7 +6,7 @@
 #include "sessions/internal.h"
 #include "api/handle_user.h"
 #include "config/package_managers.h"
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -42,20 +42,25 @@ pins "$work/frozen_1_1.o" abi_pins_frozen_1_1 1 "$abi/frozen/1.1" || fail "froze
 "$cc" $cflags $crit_cflags -c "$abi/test_frozen_pins.c" -o "$work/test.o" ||
     fail "test_frozen_pins.c"
 
-# check LABEL EXPECT SED: build the live tables from the live header edited
-# by SED (none for the control run) and run the test. EXPECT empty: it must
-# pass; else it must fail with EXPECT in its output.
+# check LABEL EXPECT SED: build the live tables from the live headers
+# (sbx/provider.h and the sbx/types.h it includes) edited by SED (none for
+# the control run) and run the test. EXPECT empty: it must pass; else it
+# must fail with EXPECT in its output.
 check() {
     label=$1 expect=$2 edit=$3
     d=$work/$label
     mkdir -p "$d/sbx"
-    if [ -n "$edit" ]; then
-        sed "$edit" "$src/abi/sbx/provider.h" >"$d/sbx/provider.h"
-        ! cmp -s "$d/sbx/provider.h" "$src/abi/sbx/provider.h" ||
-            fail "$label: the edit no longer applies to abi/sbx/provider.h"
-    else
-        cp "$src/abi/sbx/provider.h" "$d/sbx/provider.h"
-    fi
+    changed=0
+    for h in provider.h types.h; do
+        if [ -n "$edit" ]; then
+            sed "$edit" "$src/abi/sbx/$h" >"$d/sbx/$h"
+            cmp -s "$d/sbx/$h" "$src/abi/sbx/$h" || changed=1
+        else
+            cp "$src/abi/sbx/$h" "$d/sbx/$h"
+        fi
+    done
+    [ -z "$edit" ] || [ "$changed" = 1 ] ||
+        fail "$label: the edit no longer applies to abi/sbx/provider.h or types.h"
     pins "$d/live_1_0.o" abi_pins_live_1_0 0 "$d" || fail "$label: live 1.0 pins"
     pins "$d/live_1_1.o" abi_pins_live_1_1 1 "$d" || fail "$label: live 1.1 pins"
     # shellcheck disable=SC2086

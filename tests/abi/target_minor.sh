@@ -54,6 +54,8 @@ awk -v newer="$newer" '
     END { if (bumped != 1 || ops != 1 || host != 1) exit 1 }
 ' "$live" >"$work/newer/sbx/provider.h" ||
     fail "could not derive a $major.$newer header from $live"
+# The shared vocabulary provider.h includes, unchanged.
+cp "$src/abi/sbx/types.h" "$work/newer/sbx/types.h"
 
 # build DIR HEADER_DIR [FLAGS...]: compile minor_target.c into
 # DIR/targeted.so, compiler output in DIR/cc.log.

@@ -15,6 +15,7 @@
 #include "suite_runner.h"
 
 #include <criterion/criterion.h>
+#include <sbx/provider.h> /* reads the descriptors itself */
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 
+#include <sbx/provider.h> /* the ABI version --version prints */
 #include <sbx/sbx.h>
 
 #include <stdio.h>
@@ -423,5 +424,49 @@ Test(cli_commands, conformance_runs_the_suite_with_tap_and_junit)
     /* A filter matching nothing is an error, not an empty success. */
     run((const char *[]){"conformance", "--filter", "no_such_case", NULL}, &r);
     cr_assert_eq(r.status, 125, "status %d, stdout %s", r.status, r.out);
+    cli_result_free(&r);
+}
+
+/* The listing names a provider's capabilities as sbx_cap_name does (the
+ * host's one capability table), in bit order. */
+Test(cli_commands, providers_json_names_capabilities_from_the_table)
+{
+    cli_env_add_fixtures(&env);
+    cli_env_local_config(&env);
+    struct cli_result r;
+    run((const char *[]){"providers", "--json", NULL}, &r);
+    cr_assert_eq(r.status, 0, "status %d, stderr: %s", r.status, r.err);
+    json_object *arr = json_tokener_parse(r.out);
+    cr_assert_not_null(arr, "not JSON: %s", r.out);
+    json_object *allcaps = find_provider(arr, "allcaps");
+    cr_assert_not_null(allcaps, "allcaps not listed: %s", r.out);
+    json_object *caps = member(allcaps, "capabilities");
+    size_t n = 0;
+    for (int b = 0; b < 64; b++) {
+        if (!(SBX_CAP_ALL_1_0 & (UINT64_C(1) << b)))
+            continue;
+        const char *want = sbx_cap_name(UINT64_C(1) << b);
+        cr_assert_not_null(want, "bit %d of SBX_CAP_ALL_1_0 has no name", b);
+        cr_assert_lt(n, json_object_array_length(caps), "%s", r.out);
+        cr_assert_str_eq(json_object_get_string(json_object_array_get_idx(caps, n)),
+                         want);
+        n++;
+    }
+    cr_assert_eq(json_object_array_length(caps), n, "%s", r.out);
+    json_object_put(arr);
+    cli_result_free(&r);
+}
+
+/* The help and the refusal of --require list every name the table has. */
+Test(cli_commands, create_lists_every_capability_name)
+{
+    struct cli_result r;
+    run((const char *[]){"create", "--help", NULL}, &r);
+    cr_assert_eq(r.status, 0, "status %d, stderr: %s", r.status, r.err);
+    for (int b = 0; b < 64; b++) {
+        const char *name = sbx_cap_name(UINT64_C(1) << b);
+        if (name)
+            cr_assert(strstr(r.out, name), "help lacks %s: %s", name, r.out);
+    }
     cli_result_free(&r);
 }

@@ -32,7 +32,7 @@ if ! cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1; then
     fail "cmake --install $build --prefix $prefix failed"
 fi
 
-for f in include/sbx/conformance.h include/sbx/sbx.h include/sbx/session.h include/sbx/provider.h \
+for f in include/sbx/conformance.h include/sbx/sbx.h include/sbx/session.h include/sbx/provider.h include/sbx/types.h \
     include/sbx/memory.h include/sbx/manifest.h \
     "$libdir/pkgconfig/sbx.pc" "$libdir/pkgconfig/sbx-conformance.pc"; do
     [ -f "$prefix/$f" ] || fail "$f was not installed"

@@ -18,6 +18,7 @@
 #include "../conformance/suite_runner.h"
 
 #include <criterion/criterion.h>
+#include <sbx/provider.h> /* reads the descriptor itself */
 
 #include <dlfcn.h>
 #include <stdio.h>

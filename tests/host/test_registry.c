@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <sbx/sbx.h>
 
-#include "registry/registry.h"
+#include "registry/provider.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +80,7 @@ Test(registry, admission_refuses_from_descriptor_without_init, .fini = cleanup)
                  SBX_OK, "%s", err.message);
     sbx_provider *p;
     cr_assert_eq(sbx_provider_lookup(ctx, "initfail", &p, &err), SBX_OK);
-    cr_assert_eq(sbx_provider_desc(p)->caps & SBX_CAP_PACKAGES, 0);
+    cr_assert_eq(sbx_provider_info_caps(sbx_provider_get_info(p)) & SBX_CAP_PACKAGES, 0);
     struct sbx_create_options co = {sizeof co, NULL, SBX_CAP_PACKAGES, NULL, NULL};
     sbx_handle *h = NULL;
     cr_assert_eq(sbx_create(p, "k", &co, NULL, &h, &err), SBX_E_UNSUPPORTED);

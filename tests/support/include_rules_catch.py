@@ -61,7 +61,7 @@ CASES = [
      '#include "hex.h"',
      'host/include/sbx may not include shared'),
     ('host/include/sbx/sbx.h',
-     '#include "registry/registry.h"',
+     '#include "registry/provider.h"',
      'host/include/sbx may not include host/registry'),
     # shared/: nothing of host/, plugins/, agent/
     ('shared/hex.c',

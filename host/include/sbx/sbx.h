@@ -4,7 +4,11 @@
  * An agent runtime, the `sbx` CLI and the conformance suite use this API to
  * open a host context (configuration plus the enabled providers), get a
  * provider, and create, attach, use and destroy sandboxes. Providers are
- * written against sbx/provider.h instead and never link libsbx.
+ * written against sbx/provider.h instead and never link libsbx; what both
+ * sides share (status codes, capability bits, sinks and sources, exec
+ * arguments, ...) is sbx/types.h, included here. This header does not
+ * include sbx/provider.h: a consumer sees a provider through
+ * sbx_provider_info, never its descriptor or ops.
  *
  * Conventions:
  *  - Functions returning int return an sbx_status (SBX_OK is 0). On failure
@@ -19,7 +23,7 @@
 #ifndef SBX_SBX_H
 #define SBX_SBX_H
 
-#include <sbx/provider.h>
+#include <sbx/types.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -235,31 +239,81 @@ typedef struct sbx_provider sbx_provider;
 SBX_API int sbx_provider_lookup(sbx_ctx *ctx, const char *name, sbx_provider **out,
                         sbx_error *err);
 
-/* Descriptor and resolved plugin file of a provider (borrowed). */
-SBX_API const struct sbx_provider_desc *sbx_provider_desc(const sbx_provider *p);
+/* The resolved plugin file of an enabled provider (borrowed from ctx). */
 SBX_API const char *sbx_provider_path(const sbx_provider *p);
 
-/* Entry i of a descriptor's configuration keys, stepping by the entries'
- * own size (never index desc->config_keys directly: a newer provider's
- * entries may be larger). NULL past the last key. The descriptor must have
- * passed the handshake. */
-SBX_API const struct sbx_config_key *
-sbx_provider_config_key(const struct sbx_provider_desc *desc, size_t i);
+/*
+ * What a provider is, read through the sbx_provider_info_* accessors
+ * below: its name and file, what its descriptor declares (version,
+ * description, isolation, capabilities, ABI version, configuration keys)
+ * and, in a listing, whether it loaded and is enabled. The descriptor
+ * itself (with its ops table) stays inside libsbx.
+ *
+ * Two kinds exist, both owned by libsbx: the info of an enabled provider
+ * (sbx_provider_get_info), valid until sbx_close of its context, and the
+ * info sbx_list_installed hands its callback, valid during that call only.
+ * Strings an accessor returns are borrowed from the info and share its
+ * lifetime. Every accessor takes a non-NULL info.
+ */
+typedef struct sbx_provider_info sbx_provider_info;
 
-/* One installed plugin as seen by sbx_list_installed. */
-struct sbx_provider_info {
-    const char *name;
-    const char *path;                     /* resolved file */
-    const struct sbx_provider_desc *desc; /* NULL when it failed to load */
-    int status;                           /* SBX_OK or why it failed */
-    const char *error;                    /* message when status != SBX_OK */
-    bool enabled;                         /* enabled by the configuration */
-};
+/* The info of an enabled provider: status SBX_OK, enabled, a descriptor
+ * that passed the handshake. Never NULL. */
+SBX_API const sbx_provider_info *sbx_provider_get_info(const sbx_provider *p);
+
+/* The provider's name (never NULL). */
+SBX_API const char *sbx_provider_info_name(const sbx_provider_info *info);
+
+/* The resolved plugin file, or NULL when the plugin could not be loaded
+ * (the status says why). */
+SBX_API const char *sbx_provider_info_path(const sbx_provider_info *info);
+
+/* SBX_OK when the plugin loaded and passed the handshake (and, when
+ * enabled, its configuration section was accepted); else the status of
+ * the failure, with its message in *message (when message is not NULL;
+ * NULL for SBX_OK). */
+SBX_API int sbx_provider_info_status(const sbx_provider_info *info,
+                                     const char **message);
+
+/* Whether the configuration enables the provider. */
+SBX_API bool sbx_provider_info_enabled(const sbx_provider_info *info);
+
+/* The descriptor's provider version ("1.2.0") and one-line description,
+ * or NULL when the descriptor could not be loaded. */
+SBX_API const char *sbx_provider_info_version(const sbx_provider_info *info);
+SBX_API const char *sbx_provider_info_description(const sbx_provider_info *info);
+
+/* The declared isolation (an enum sbx_isolation: SBX_ISOLATION_NONE is no
+ * security boundary), or -1 when the descriptor could not be loaded. */
+SBX_API int sbx_provider_info_isolation(const sbx_provider_info *info);
+
+/* The declared capabilities (SBX_CAP_* bits; sbx_cap_name names them), 0
+ * when the descriptor could not be loaded. */
+SBX_API uint64_t sbx_provider_info_caps(const sbx_provider_info *info);
+
+/* The ABI version the plugin was built for, into *major and *minor (each
+ * may be NULL). Returns false, leaving them untouched, when the
+ * descriptor could not be loaded. */
+SBX_API bool sbx_provider_info_abi(const sbx_provider_info *info, unsigned *major,
+                                   unsigned *minor);
+
+/* Configuration key i the provider declares (for its section of
+ * sbx.yaml): its name, type (an enum sbx_config_type) and description,
+ * each out-pointer may be NULL. Returns false past the last key, and for
+ * a descriptor that could not be loaded. */
+SBX_API bool sbx_provider_info_config_key(const sbx_provider_info *info, size_t i,
+                                          const char **key, int *type,
+                                          const char **description);
+
+/* The provider ABI this libsbx loads: plugins built for this major and a
+ * minor up to this one (into *major and *minor, each may be NULL). The
+ * library's own, so a program linked against a newer libsbx reports what
+ * that library accepts. */
+SBX_API void sbx_provider_abi_version(unsigned *major, unsigned *minor);
 
 /* Called once per installed plugin, in name order; the info is borrowed for
  * the call. */
-typedef void (*sbx_provider_info_fn)(void *ud,
-                                     const struct sbx_provider_info *info);
+typedef void (*sbx_provider_info_fn)(void *ud, const sbx_provider_info *info);
 
 /* Visit every plugin installed in the search path, loading descriptors only
  * (no init), then every enabled provider that is not installed. Plugins that
@@ -411,7 +465,7 @@ SBX_API int sbx_group_add(sbx_handle *h, const struct sbx_group_spec *group,
                           sbx_cancel *cancel, sbx_error *err);
 
 /*
- * SBX_CAP_USERS: make a user (see struct sbx_user_spec in sbx/provider.h:
+ * SBX_CAP_USERS: make a user (see struct sbx_user_spec in sbx/types.h:
  * home /home/<name>, primary group `group` or one of the user's name,
  * supplementary groups made before with sbx_group_add), or accept one of
  * that name with the same uid (any uid when 0); another uid is
