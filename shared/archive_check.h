@@ -15,7 +15,7 @@
  * Shared by libsbx (exports) and the providers that unpack archives
  * themselves (skill bundles), so both apply the very same rules. It calls
  * libarchive's reading API: libsbx links its lazily loading forwarders
- * (call sbx_archive_load first), a provider links libarchive itself.
+ * (call sbxh_archive_load first), a provider links libarchive itself.
  */
 #ifndef SBXS_ARCHIVE_CHECK_H
 #define SBXS_ARCHIVE_CHECK_H

@@ -70,7 +70,7 @@ static double time_sbx(const char *path)
         fprintf(stderr, "bench_config_load: %s\n", err.message);
         exit(2);
     }
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
     return now_s() - t0;
 }
 

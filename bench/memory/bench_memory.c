@@ -77,7 +77,7 @@ static void add_files(struct sbx_store *s, const char *slug, size_t first, size_
     struct sbx_mstore_commit c = {.slug = slug, .author = "bench", .changes = ch,
                                   .nchanges = n, .load = gen_load, .ud = &g};
     sbx_error err;
-    if (sbx_mstore_commit(s, &c, NULL, NULL, NULL, &err) != SBX_OK)
+    if (sbxh_mstore_commit(s, &c, NULL, NULL, NULL, &err) != SBX_OK)
         die("commit", &err);
     free(g.buf);
     free(names);
@@ -94,7 +94,7 @@ static double change_one(struct sbx_store *s, const char *slug, int64_t *base, u
                                   .nchanges = 1, .load = gen_load, .ud = &g};
     sbx_error err;
     double t0 = now_s();
-    if (sbx_mstore_commit(s, &c, base, NULL, NULL, &err) != SBX_OK)
+    if (sbxh_mstore_commit(s, &c, base, NULL, NULL, &err) != SBX_OK)
         die("one-file commit", &err);
     return now_s() - t0;
 }
@@ -141,15 +141,15 @@ int main(int argc, char **argv)
     }
     struct sbx_store *s = NULL;
     sbx_error err;
-    if (sbx_store_open(driver, db.target, &s, &err) != SBX_OK)
+    if (sbxh_store_open(driver, db.target, &s, &err) != SBX_OK)
         die("open", &err);
     if (getenv("BENCH_NO_MMAP") && !strcmp(driver, "sqlite"))
         ((struct sbx_store_impl *)s)->prims->query(s, "PRAGMA mmap_size = 0", NULL, 0, NULL,
                                                    NULL, &err);
     struct sbx_mstore_limits big = {0, 0, INT64_C(2) << 30};
-    if (sbx_mstore_create(s, "small", NULL, &err) != SBX_OK ||
-        sbx_mstore_create(s, "large", NULL, &err) != SBX_OK ||
-        sbx_mstore_create(s, "gib", &big, &err) != SBX_OK)
+    if (sbxh_mstore_create(s, "small", NULL, &err) != SBX_OK ||
+        sbxh_mstore_create(s, "large", NULL, &err) != SBX_OK ||
+        sbxh_mstore_create(s, "gib", &big, &err) != SBX_OK)
         die("create", &err);
     add_files(s, "small", 0, 10, 256);
     for (size_t i = 0; i < 10000; i += 1000)
@@ -174,13 +174,13 @@ int main(int argc, char **argv)
         add_files(s, "gib", i, 64, 1 << 20);
     double tw = now_s() - t0;
     struct paths ps = {NULL, 0, 0};
-    if (sbx_mstore_heads(s, "gib", 0, collect, &ps, &err) != SBX_OK)
+    if (sbxh_mstore_heads(s, "gib", 0, collect, &ps, &err) != SBX_OK)
         die("heads", &err);
     uint64_t got = 0;
     struct sbx_sink sink = SBX_SINK_INIT(&got, count_sink);
     t0 = now_s();
     for (size_t i = 0; i < ps.n; i++)
-        if (sbx_mstore_read(s, "gib", ps.p[i], 0, &sink, NULL, &err) != SBX_OK)
+        if (sbxh_mstore_read(s, "gib", ps.p[i], 0, &sink, NULL, &err) != SBX_OK)
             die("read", &err);
     double tr = now_s() - t0;
     long rss1 = maxrss_kib();
@@ -190,7 +190,7 @@ int main(int argc, char **argv)
     free(ps.p);
     free(ts);
     free(tl);
-    sbx_store_close(s);
+    sbxh_store_close(s);
     scratch_destroy(&db);
     return 0;
 }

@@ -68,7 +68,7 @@ static void make_store(sbx_sessions *m, const char *slug, size_t files, size_t b
     struct sbx_mstore_limits lim = {(int64_t)bytes + 1, (int64_t)files + 10,
                                     (int64_t)(files * bytes) + 4096};
     sbx_error err;
-    if (sbx_mstore_create(m->store, slug, &lim, &err) != SBX_OK)
+    if (sbxh_mstore_create(m->store, slug, &lim, &err) != SBX_OK)
         die("memory create", &err);
     struct fill f = {0, bytes, malloc(bytes), calloc(per_commit, sizeof *f.paths)};
     struct sbx_mstore_change *ch = calloc(per_commit, sizeof *ch);
@@ -81,7 +81,7 @@ static void make_store(sbx_sessions *m, const char *slug, size_t files, size_t b
             ch[i] = (struct sbx_mstore_change){f.paths[i], 0, false};
         }
         struct sbx_mstore_commit c = {slug, "bench", ch, n, fill_load, NULL, &f};
-        if (sbx_mstore_commit(m->store, &c, NULL, NULL, NULL, &err) != SBX_OK)
+        if (sbxh_mstore_commit(m->store, &c, NULL, NULL, NULL, &err) != SBX_OK)
             die("memory commit", &err);
     }
     free(ch);

@@ -1,6 +1,6 @@
 /*
  * bench_store_lookup.c - cost of looking up a binding by session key
- * (sbx_store_get_binding) in a store holding 1 000 bindings versus one
+ * (sbxh_store_get_binding) in a store holding 1 000 bindings versus one
  * holding 100 000, on each driver. The target is a ratio of at most 1.5:
  * a lookup must stay an index probe, whatever the number of sessions.
  *
@@ -56,11 +56,11 @@ static int fill(const char *driver, long n, struct scratch_db *db)
     /* Let the store create its schema. */
     sbx_error err = {0};
     struct sbx_store *s = NULL;
-    if (sbx_store_open(driver, db->target, &s, &err) != SBX_OK) {
+    if (sbxh_store_open(driver, db->target, &s, &err) != SBX_OK) {
         fprintf(stderr, "%s\n", err.message);
         return SCRATCH_FAIL;
     }
-    sbx_store_close(s);
+    sbxh_store_close(s);
     char sql[1024];
     if (strcmp(driver, "sqlite") == 0)
         snprintf(sql, sizeof sql,
@@ -98,11 +98,11 @@ static double measure(struct sbx_store *s, long n, long count, unsigned *seed)
         long k = 1 + (long)(rand_r(seed) % n);
         snprintf(key, sizeof key, "session-%08ld", k);
         struct sbx_binding b;
-        if (sbx_store_get_binding(s, key, &b, &err) != SBX_OK) {
+        if (sbxh_store_get_binding(s, key, &b, &err) != SBX_OK) {
             fprintf(stderr, "lookup of %s failed: %s\n", key, err.message);
             exit(2);
         }
-        sbx_binding_clear(&b);
+        sbxh_binding_clear(&b);
     }
     return (now_s() - t0) / (double)count;
 }
@@ -125,8 +125,8 @@ static int bench_driver(const char *driver, const struct bench_opts *o)
     }
     sbx_error err = {0};
     struct sbx_store *ss = NULL, *sl = NULL;
-    if (sbx_store_open(driver, small.target, &ss, &err) != SBX_OK ||
-        sbx_store_open(driver, large.target, &sl, &err) != SBX_OK) {
+    if (sbxh_store_open(driver, small.target, &ss, &err) != SBX_OK ||
+        sbxh_store_open(driver, large.target, &sl, &err) != SBX_OK) {
         fprintf(stderr, "%s\n", err.message);
         return 2;
     }
@@ -152,8 +152,8 @@ static int bench_driver(const char *driver, const struct bench_opts *o)
     fflush(stdout);
     free(ts);
     free(tl);
-    sbx_store_close(ss);
-    sbx_store_close(sl);
+    sbxh_store_close(ss);
+    sbxh_store_close(sl);
     scratch_destroy(&small);
     scratch_destroy(&large);
     return ratio <= TARGET_RATIO ? 0 : 1;
@@ -198,7 +198,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_store_lookup: unknown driver '%s'\n", o.driver);
         return 2;
     }
-    printf("binding lookup by key (sbx_store_get_binding), random existing keys,\n"
+    printf("binding lookup by key (sbxh_store_get_binding), random existing keys,\n"
            "median of %ld rounds\n",
            o.rounds);
     printf("%-9s %9s %12s\n", "driver", "bindings", "us/lookup");

@@ -106,28 +106,28 @@ static int enable_provider(sbx_ctx *ctx, const char *name, sbx_error *err)
     struct sbx_provider *p = calloc(1, sizeof *p);
     if (!p)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-    int rc = sbx_plugin_load(ctx->search_path, name, &p->plugin, err);
+    int rc = sbxh_plugin_load(ctx->search_path, name, &p->plugin, err);
     if (rc != SBX_OK) {
         free(p);
         /* Say where it is enabled and which package ships it. */
         return rc == SBX_E_NOT_FOUND
-                   ? sbx_provider_missing(sbx_config_section(ctx->config, name), name, err)
+                   ? sbxh_provider_missing(sbxh_config_section(ctx->config, name), name, err)
                    : rc;
     }
     p->ctx = ctx;
     /* The section is owned by the config; checking canonicalizes values. */
-    p->section = (struct sbx_config_section *)sbx_config_section(ctx->config, name);
+    p->section = (struct sbx_config_section *)sbxh_config_section(ctx->config, name);
     if (p->section) {
-        rc = sbx_config_check_section(p->section, p->plugin.desc->config_keys, err);
+        rc = sbxh_config_check_section(p->section, p->plugin.desc->config_keys, err);
         if (rc != SBX_OK) {
-            sbx_plugin_clear(&p->plugin);
+            sbxh_plugin_clear(&p->plugin);
             free(p);
             return rc;
         }
     }
     pthread_mutex_init(&p->init_lock, NULL);
     pthread_cond_init(&p->init_done, NULL);
-    sbx_host_table_init(p);
+    sbxh_host_table_init(p);
     sbxh_provider_info_init(p);
     ctx->providers[ctx->nproviders++] = p;
     return SBX_OK;
@@ -153,13 +153,13 @@ static int keep_broken(sbx_ctx *ctx, const char *name, int status, const char *w
 int sbxh_config_open(const char *path, const char *sysconfdir,
                      struct sbx_config **out, sbx_error *err)
 {
-    int rc = sbx_config_load_dir(path, sysconfdir, out, err);
+    int rc = sbxh_config_load_dir(path, sysconfdir, out, err);
     if (rc == SBX_OK)
-        rc = sbx_package_managers_check(*out, err);
+        rc = sbxh_package_managers_check(*out, err);
     if (rc == SBX_OK)
-        rc = sbx_manifest_config_check(*out, err);
+        rc = sbxh_manifest_config_check(*out, err);
     if (rc != SBX_OK && *out) {
-        sbx_config_free(*out);
+        sbxh_config_free(*out);
         *out = NULL;
     }
     return rc;
@@ -194,7 +194,7 @@ SBX_API int sbx_open(const struct sbx_options *opts_in, sbx_ctx **out, sbx_error
     int rc = sbxh_config_open(config_path, NULL, &ctx->config, err);
     if (rc != SBX_OK)
         goto fail;
-    if (selected && !sbx_plugin_name_valid(selected)) {
+    if (selected && !sbxh_plugin_name_valid(selected)) {
         rc = sbx_error_set(err, SBX_E_CONFIG,
                            "provider name \"%s\" is invalid (expected "
                            "[a-z0-9_-], at most 64 characters)", selected);
@@ -202,7 +202,7 @@ SBX_API int sbx_open(const struct sbx_options *opts_in, sbx_ctx **out, sbx_error
     }
     if (!plugin_path)
         plugin_path = ctx->config->plugin_dir ? ctx->config->plugin_dir
-                                              : sbx_install_provider_dir();
+                                              : sbxh_install_provider_dir();
     ctx->search_path = strdup(plugin_path);
     if (!ctx->search_path) {
         rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
@@ -242,14 +242,14 @@ SBX_API void sbx_close(sbx_ctx *ctx)
     if (!ctx)
         return;
     /* Handles still held: their provider side goes before fini. */
-    sbx_handles_close_all(ctx);
+    sbxh_handles_close_all(ctx);
     for (size_t i = 0; i < ctx->nproviders; i++) {
         struct sbx_provider *p = ctx->providers[i];
         if (p->initialized)
             p->plugin.desc->ops->fini(p->state);
         pthread_mutex_destroy(&p->init_lock);
         pthread_cond_destroy(&p->init_done);
-        sbx_plugin_clear(&p->plugin);
+        sbxh_plugin_clear(&p->plugin);
         free(p);
     }
     free(ctx->providers);
@@ -258,7 +258,7 @@ SBX_API void sbx_close(sbx_ctx *ctx)
         free(ctx->broken[i].message);
     }
     free(ctx->broken);
-    sbx_config_free(ctx->config);
+    sbxh_config_free(ctx->config);
     free(ctx->search_path);
     free(ctx->default_provider);
     pthread_mutex_destroy(&ctx->handles_lock);

@@ -14,11 +14,11 @@
 #include "config/config.h"
 
 /*
- * sbx_config_load_dir(path, sysconfdir, ...), then the package_managers and
+ * sbxh_config_load_dir(path, sysconfdir, ...), then the package_managers and
  * manifest checks (config/package_managers.h, below).
  * On success *out is a new configuration the caller frees with
- * sbx_config_free; on failure *out is NULL and err says what was wrong, as
- * sbx_config_load_dir and those checks word it.
+ * sbxh_config_free; on failure *out is NULL and err says what was wrong, as
+ * sbxh_config_load_dir and those checks word it.
  */
 int sbxh_config_open(const char *path, const char *sysconfdir,
                      struct sbx_config **out, sbx_error *err);
@@ -27,6 +27,6 @@ int sbxh_config_open(const char *path, const char *sysconfdir,
  * absolute directories; max_bytes, git_timeout), in api/manifest_load.c
  * with the rest of what the configuration means to a manifest.
  * SBX_E_CONFIG "file:line: manifest.key: ...". */
-int sbx_manifest_config_check(const struct sbx_config *cfg, sbx_error *err);
+int sbxh_manifest_config_check(const struct sbx_config *cfg, sbx_error *err);
 
 #endif

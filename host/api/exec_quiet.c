@@ -24,9 +24,9 @@ static int tail_write(void *ctx, const void *buf, size_t n)
     return 0;
 }
 
-int sbx_exec_quiet(sbx_handle *h, const char *const *argv, const struct sbx_sink *out,
-                   const struct sbx_source *in, sbx_cancel *cancel, char *detail,
-                   size_t cap)
+int sbxh_exec_quiet(sbx_handle *h, const char *const *argv, const struct sbx_sink *out,
+                    const struct sbx_source *in, sbx_cancel *cancel, char *detail,
+                    size_t cap)
 {
     struct tail errs = {"", 0};
     struct sbx_sink err_sink = SBX_SINK_INIT(&errs, tail_write);
@@ -41,7 +41,7 @@ int sbx_exec_quiet(sbx_handle *h, const char *const *argv, const struct sbx_sink
     memset(&res, 0, sizeof res);
     res.size = sizeof res;
     sbx_error why;
-    int rc = sbx_exec_as(h, SBX_AS_DEFAULT, &args, &res, cancel, &why);
+    int rc = sbxh_exec_as(h, SBX_AS_DEFAULT, &args, &res, cancel, &why);
     if (rc != SBX_OK) {
         snprintf(detail, cap, "%s", why.message);
         return rc;

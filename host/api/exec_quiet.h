@@ -15,8 +15,8 @@
  * end of stderr>" / "killed by signal N: ..." - and the status is the
  * exec's error or SBX_E_IO.
  */
-int sbx_exec_quiet(sbx_handle *h, const char *const *argv, const struct sbx_sink *out,
-                   const struct sbx_source *in, sbx_cancel *cancel, char *detail,
-                   size_t cap);
+int sbxh_exec_quiet(sbx_handle *h, const char *const *argv, const struct sbx_sink *out,
+                    const struct sbx_source *in, sbx_cancel *cancel, char *detail,
+                    size_t cap);
 
 #endif

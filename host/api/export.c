@@ -220,10 +220,10 @@ static int export_stream(struct export_job *j, sbx_handle *h,
 {
     struct export_producer ep = {h, cancel};
     struct sbx_stream_pipe pipe;
-    int rc = sbx_stream_pipe_start(&pipe, produce_outputs, &ep, err);
+    int rc = sbxh_stream_pipe_start(&pipe, produce_outputs, &ep, err);
     if (rc != SBX_OK)
         return rc;
-    struct sbx_source src = sbx_stream_pipe_source(&pipe);
+    struct sbx_source src = sbxh_stream_pipe_source(&pipe);
     struct sbxs_archive_limits lim = {0, 0, 0};
     if (limits) {
         lim.max_file_bytes = limits->max_file_bytes;
@@ -234,10 +234,10 @@ static int export_stream(struct export_job *j, sbx_handle *h,
     sbxs_error_clear(&xerr);
     int xrc = sbxs_archive_extract(&src, "tar", j->tfd, &lim, &xerr);
     if (xrc == SBX_OK)
-        sbx_stream_pipe_drain(&pipe); /* past the end-of-archive blocks */
+        sbxh_stream_pipe_drain(&pipe); /* past the end-of-archive blocks */
     else
-        sbx_stream_pipe_abort(&pipe); /* stops the provider's transfer */
-    sbx_stream_pipe_join(&pipe);
+        sbxh_stream_pipe_abort(&pipe); /* stops the provider's transfer */
+    sbxh_stream_pipe_join(&pipe);
 
     /* A provider that failed on its own (no outputs mount, daemon gone,
      * cancelled): its message explains the truncated archive best. */
@@ -314,7 +314,7 @@ SBX_API int sbx_export_to_dir(sbx_handle *h, const char *target_dir,
         return sbx_error_set(err, SBX_E_INVALID,
                              "export: struct sbx_export_limits: size is not set");
     /* libarchive is loaded on first use: fail before anything starts */
-    int loaded = sbx_archive_load(err);
+    int loaded = sbxh_archive_load(err);
     if (loaded != SBX_OK)
         return loaded;
     sbx_error_clear(err);

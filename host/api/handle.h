@@ -29,6 +29,6 @@ struct sbx_handle {
 
 /* Release the provider side of every live handle of ctx and mark them
  * closed: later ops on them are refused, sbx_release frees them. */
-void sbx_handles_close_all(sbx_ctx *ctx);
+void sbxh_handles_close_all(sbx_ctx *ctx);
 
 #endif

@@ -20,19 +20,19 @@ struct sbx_exec_hooks {
 };
 
 /* Give h its hooks (copied; h owns ctx from now on: freed at release). */
-void sbx_handle_set_hooks(sbx_handle *h, const struct sbx_exec_hooks *hooks);
+void sbxh_handle_set_hooks(sbx_handle *h, const struct sbx_exec_hooks *hooks);
 
 /* The provider's memory ops on h (SBX_CAP_MEMORY): SBX_E_UNSUPPORTED
  * without the capability. memory_watch is a no-op when the provider has
  * none. */
-int sbx_handle_memory_load(sbx_handle *h, const char *slug, const struct sbx_source *tar,
-                           sbx_cancel *cancel, sbx_error *err);
-int sbx_handle_memory_diff(sbx_handle *h, const char *slug, uint32_t flags,
-                           const struct sbx_memory_changes *out, sbx_cancel *cancel,
-                           sbx_error *err);
-int sbx_handle_memory_accept(sbx_handle *h, const char *slug, sbx_cancel *cancel,
-                             sbx_error *err);
-int sbx_handle_memory_watch(sbx_handle *h, const char *slug, sbx_cancel *cancel,
+int sbxh_handle_memory_load(sbx_handle *h, const char *slug, const struct sbx_source *tar,
+                            sbx_cancel *cancel, sbx_error *err);
+int sbxh_handle_memory_diff(sbx_handle *h, const char *slug, uint32_t flags,
+                            const struct sbx_memory_changes *out, sbx_cancel *cancel,
                             sbx_error *err);
+int sbxh_handle_memory_accept(sbx_handle *h, const char *slug, sbx_cancel *cancel,
+                              sbx_error *err);
+int sbxh_handle_memory_watch(sbx_handle *h, const char *slug, sbx_cancel *cancel,
+                             sbx_error *err);
 
 #endif

@@ -20,15 +20,15 @@ enum {
     SBX_AS_DEFAULT = 1  /* the sandbox's default user */
 };
 
-int sbx_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
-                struct sbx_exec_result *res, sbx_cancel *cancel, sbx_error *err);
-int sbx_read_as(sbx_handle *h, int as, const char *path, const struct sbx_sink *sink,
-                sbx_cancel *cancel, sbx_error *err);
-int sbx_write_as(sbx_handle *h, int as, const char *path, const struct sbx_source *src,
-                 unsigned mode, sbx_cancel *cancel, sbx_error *err);
+int sbxh_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
+                 struct sbx_exec_result *res, sbx_cancel *cancel, sbx_error *err);
+int sbxh_read_as(sbx_handle *h, int as, const char *path, const struct sbx_sink *sink,
+                 sbx_cancel *cancel, sbx_error *err);
+int sbxh_write_as(sbx_handle *h, int as, const char *path, const struct sbx_source *src,
+                  unsigned mode, sbx_cancel *cancel, sbx_error *err);
 
 /* A user or group name as the ABI allows it: 1 to 32 of [a-z0-9_-],
  * starting with a letter or '_'. */
-bool sbx_account_name_ok(const char *s);
+bool sbxh_account_name_ok(const char *s);
 
 #endif

@@ -67,7 +67,7 @@ static int entry_error(struct apply *a, const struct manifest_entry *e, int rc,
 {
     char shown[160];
     return sbx_error_set(a->err, rc, "%s:%d: entry %s: %s: %s", a->m->name, e->line,
-                         sbx_text_escape(shown, sizeof shown, e->path, 120), what,
+                         sbxh_text_escape(shown, sizeof shown, e->path, 120), what,
                          detail);
 }
 
@@ -76,7 +76,7 @@ static int entry_fail(struct apply *a, const struct manifest_entry *e, int rc,
 {
     char shown[160];
     return sbx_error_set(a->err, rc, "%s:%d: entry %s: %s", a->m->name, e->line,
-                         sbx_text_escape(shown, sizeof shown, e->path, 120), msg);
+                         sbxh_text_escape(shown, sizeof shown, e->path, 120), msg);
 }
 
 static long long max_bytes(const struct apply *a)
@@ -89,7 +89,7 @@ static long long max_bytes(const struct apply *a)
 static int run(struct apply *a, const struct manifest_entry *e, const char *const *argv)
 {
     char detail[600];
-    int rc = sbx_exec_quiet(a->h, argv, NULL, NULL, a->cancel, detail, sizeof detail);
+    int rc = sbxh_exec_quiet(a->h, argv, NULL, NULL, a->cancel, detail, sizeof detail);
     return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, argv[0], detail);
 }
 
@@ -167,7 +167,7 @@ static int write_fd(struct apply *a, const struct manifest_entry *e, const char 
     struct fd_source fs = {fd, limit};
     struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_read);
     sbx_error why;
-    int rc = sbx_write_as(a->h, SBX_AS_DEFAULT, dest, &src, mode, a->cancel, &why);
+    int rc = sbxh_write_as(a->h, SBX_AS_DEFAULT, dest, &src, mode, a->cancel, &why);
     return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, dest, why.message);
 }
 
@@ -208,7 +208,7 @@ static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
     while (rc == SBX_OK && head < tail) {
         char *rel = queue[head];
         int level = depth[head++];
-        int dfd = sbx_manifest_openat(root, rel, O_RDONLY | O_DIRECTORY);
+        int dfd = sbxh_manifest_openat(root, rel, O_RDONLY | O_DIRECTORY);
         DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
         if (!d) {
             if (dfd >= 0)
@@ -254,14 +254,14 @@ static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
                     target = NULL;
                 }
             } else if (S_ISREG(st.st_mode)) {
-                int fd = sbx_manifest_openat(root, child, O_RDONLY);
+                int fd = sbxh_manifest_openat(root, child, O_RDONLY);
                 if (fd < 0 || fstat(fd, &st) != 0)
                     rc = entry_error(a, e, SBX_E_IO,
-                                     sbx_text_escape(shown, sizeof shown, child, 160),
+                                     sbxh_text_escape(shown, sizeof shown, child, 160),
                                      strerror(errno));
                 else if (!S_ISREG(st.st_mode))
                     rc = entry_error(a, e, SBX_E_INVALID,
-                                     sbx_text_escape(shown, sizeof shown, child, 160),
+                                     sbxh_text_escape(shown, sizeof shown, child, 160),
                                      "is no longer a regular file");
                 else if ((bytes += st.st_size) > max_bytes(a)) {
                     char msg[400];
@@ -277,7 +277,7 @@ static int copy_tree(struct apply *a, const struct manifest_entry *e, int root,
                     close(fd);
             } else {
                 rc = entry_error(a, e, SBX_E_INVALID,
-                                 sbx_text_escape(shown, sizeof shown, child, 160),
+                                 sbxh_text_escape(shown, sizeof shown, child, 160),
                                  S_ISLNK(st.st_mode)
                                      ? "a symlink (manifests copy regular files and "
                                        "directories only)"
@@ -320,7 +320,7 @@ static long long tree_bytes(int dir, int depth)
         if (S_ISREG(st.st_mode))
             sum += st.st_size;
         else if (S_ISDIR(st.st_mode) && depth > 0) {
-            int sub = sbx_manifest_openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY);
+            int sub = sbxh_manifest_openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY);
             if (sub >= 0)
                 sum += tree_bytes(sub, depth - 1);
         }
@@ -385,7 +385,7 @@ static int git_step(struct apply *a, const struct manifest_entry *e, const char 
                                  .cancel = a->cancel};
     sbx_error why;
     sbx_error_clear(&why);
-    int rc = sbx_manifest_git_run(&g, args, &why);
+    int rc = sbxh_manifest_git_run(&g, args, &why);
     return rc == SBX_OK ? SBX_OK : entry_fail(a, e, rc, why.message);
 }
 
@@ -399,7 +399,7 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
     snprintf(listing, sizeof listing, "%s/ls-tree", dir);
     const char *url = e->url;
     const char *ref = e->ref ? e->ref : "HEAD";
-    sbx_text_escape(url_shown, sizeof url_shown, e->url, 300);
+    sbxh_text_escape(url_shown, sizeof url_shown, e->url, 300);
     long long limit = max_bytes(a);
     long long deadline = mono_ms() + (a->m->git_timeout_ms > 0
                                           ? a->m->git_timeout_ms
@@ -413,7 +413,7 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
         int dfd = mkdir(src, 0700) == 0 ? open(src, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
         if (dfd < 0)
             return entry_error(a, e, SBX_E_IO, src, strerror(errno));
-        int crc = sbx_manifest_copy_repo(a->m, e, dfd, limit, &why);
+        int crc = sbxh_manifest_copy_repo(a->m, e, dfd, limit, &why);
         close(dfd);
         if (crc != SBX_OK)
             return sbx_error_set(a->err, crc, "%s", why.message);
@@ -437,7 +437,7 @@ static int clone_and_copy(struct apply *a, const struct manifest_entry *e, const
     if (rc != SBX_OK)
         return rc;
     char ref_shown[200];
-    sbx_text_escape(ref_shown, sizeof ref_shown, ref, 120);
+    sbxh_text_escape(ref_shown, sizeof ref_shown, ref, 120);
     int out = open(listing, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (out < 0)
         return entry_error(a, e, SBX_E_IO, listing, strerror(errno));
@@ -517,14 +517,14 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
         struct mem_source ms = {e->content, e->content_len};
         struct sbx_source src = SBX_SOURCE_INIT(&ms, mem_read);
         sbx_error why;
-        rc = sbx_write_as(a->h, SBX_AS_DEFAULT, e->path, &src,
-                          e->mode >= 0 ? (unsigned)e->mode : 0644, a->cancel, &why);
+        rc = sbxh_write_as(a->h, SBX_AS_DEFAULT, e->path, &src,
+                           e->mode >= 0 ? (unsigned)e->mode : 0644, a->cancel, &why);
         return rc == SBX_OK ? SBX_OK : entry_error(a, e, rc, "write", why.message);
     }
     case MF_LOCAL_FILE: {
         /* opened once, beneath the directory it was checked under */
         struct stat st;
-        int fd = sbx_manifest_open_source(a->m, e->root, e->rel, O_RDONLY, &st);
+        int fd = sbxh_manifest_open_source(a->m, e->root, e->rel, O_RDONLY, &st);
         if (fd < 0)
             return entry_error(a, e, SBX_E_IO, "source",
                                fd == -ELOOP || fd == -EXDEV
@@ -541,8 +541,8 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
     }
     case MF_LOCAL_DIR: {
         struct stat st;
-        int root = sbx_manifest_open_source(a->m, e->root, e->rel, O_RDONLY | O_DIRECTORY,
-                                            &st);
+        int root = sbxh_manifest_open_source(a->m, e->root, e->rel, O_RDONLY | O_DIRECTORY,
+                                             &st);
         if (root < 0)
             return entry_error(a, e, SBX_E_IO, "source",
                                root == -ELOOP || root == -EXDEV
@@ -550,7 +550,7 @@ static int apply_entry(struct apply *a, const struct manifest_entry *e)
                                    : strerror(-root));
         char label[300], shown[220];
         snprintf(label, sizeof label, "source \"%s\"",
-                 sbx_text_escape(shown, sizeof shown, e->source, 160));
+                 sbxh_text_escape(shown, sizeof shown, e->source, 160));
         char *top = strdup(e->path);
         rc = top ? add_dir(a, e, top) : sbx_error_set(a->err, SBX_E_NOMEM, "out of memory");
         if (rc == SBX_OK)
@@ -616,7 +616,7 @@ static int give_root(struct apply *a)
 {
     const char *argv[] = {"chown", "--", a->m->run_as, ".", NULL};
     char detail[600];
-    int rc = sbx_exec_quiet(a->h, argv, NULL, NULL, a->cancel, detail, sizeof detail);
+    int rc = sbxh_exec_quiet(a->h, argv, NULL, NULL, a->cancel, detail, sizeof detail);
     return rc == SBX_OK ? SBX_OK
                         : sbx_error_set(a->err, rc, "%s:%d: run_as %s: giving it the "
                                                     "workspace root: %s",

@@ -46,7 +46,7 @@ static long long parse_limit(const char *s, bool duration)
     return -1;
 }
 
-int sbx_manifest_config_check(const struct sbx_config *cfg, sbx_error *err)
+int sbxh_manifest_config_check(const struct sbx_config *cfg, sbx_error *err)
 {
     const struct sbx_config_section *sec = cfg ? cfg->manifest : NULL;
     for (size_t i = 0; sec && i < sec->count; i++) {
@@ -92,18 +92,18 @@ static const char **grants_of(sbx_ctx *ctx)
 {
     const struct sbx_config_section *sec = ctx ? ctx->config->manifest : NULL;
     size_t n = 0;
-    while (sec && sbx_config_section_entry(sec, "grants", n, NULL, NULL))
+    while (sec && sbxh_config_section_entry(sec, "grants", n, NULL, NULL))
         n++;
     const char **g = calloc(n + 1, sizeof *g);
     for (size_t i = 0; g && i < n; i++)
-        sbx_config_section_entry(sec, "grants", i, NULL, &g[i]);
+        sbxh_config_section_entry(sec, "grants", i, NULL, &g[i]);
     return g;
 }
 
 /* The configured limit `key`, or def. */
 static long long limit_of(sbx_ctx *ctx, const char *key, bool duration, long long def)
 {
-    const char *v = ctx ? sbx_config_section_get(ctx->config->manifest, key) : NULL;
+    const char *v = ctx ? sbxh_config_section_get(ctx->config->manifest, key) : NULL;
     long long n = v ? parse_limit(v, duration) : -1;
     return n > 0 ? n : def;
 }
@@ -126,9 +126,9 @@ static int parse_manifest(sbx_ctx *ctx, const char *text, size_t len, const char
     m->max_bytes = limit_of(ctx, "max_bytes", false, SBX_MANIFEST_MAX_BYTES_DEFAULT);
     m->git_timeout_ms = limit_of(ctx, "git_timeout", true,
                                  SBX_MANIFEST_GIT_TIMEOUT_MS_DEFAULT);
-    int rc = sbx_manifest_parse_text(m, text ? text : "", len, cancel, err);
+    int rc = sbxh_manifest_parse_text(m, text ? text : "", len, cancel, err);
     if (rc == SBX_OK)
-        rc = sbx_manifest_check(m, base_dir ? base_dir : ".", grants, err);
+        rc = sbxh_manifest_check(m, base_dir ? base_dir : ".", grants, err);
     free(grants);
     if (rc != SBX_OK) {
         sbx_manifest_free(m);
@@ -175,7 +175,7 @@ SBX_API int sbx_manifest_load_cancel(sbx_ctx *ctx, const char *path, const char 
                              SBX_MANIFEST_FILE_MAX);
     }
     size_t got = 0;
-    char *text = sbx_manifest_read_fd(fd, (size_t)st.st_size, &got);
+    char *text = sbxh_manifest_read_fd(fd, (size_t)st.st_size, &got);
     close(fd);
     if (!text)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
@@ -214,6 +214,6 @@ SBX_API void sbx_manifest_free(sbx_manifest *m)
 {
     if (!m)
         return;
-    sbx_manifest_clear(m);
+    sbxh_manifest_clear(m);
     free(m);
 }

@@ -54,7 +54,7 @@ static void untrack(sbx_handle *h)
     pthread_mutex_unlock(&ctx->handles_lock);
 }
 
-void sbx_handles_close_all(sbx_ctx *ctx)
+void sbxh_handles_close_all(sbx_ctx *ctx)
 {
     pthread_mutex_lock(&ctx->handles_lock);
     for (sbx_handle *h = ctx->handles, *next; h; h = next) {
@@ -128,7 +128,7 @@ static int check_source(const struct sbx_source *s, const char *what, sbx_error 
 /* Hold the key for one lifecycle call (see key_lock.h). */
 static int hold_key(const sbx_provider *p, const char *hash, sbx_error *err)
 {
-    if (sbx_key_lock(p->plugin.name, hash) != SBX_OK)
+    if (sbxh_key_lock(p->plugin.name, hash) != SBX_OK)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     return SBX_OK;
 }
@@ -176,10 +176,10 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
     if ((rc = hold_key(p, hash, err)) != SBX_OK)
         return rc;
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = p->plugin.desc->ops->create(p->state, &call, &args, ref, &sb);
-    rc = sbx_call_end(&call, rc, p->plugin.name, "create");
-    sbx_key_unlock(p->plugin.name, hash);
+    rc = sbxh_call_end(&call, rc, p->plugin.name, "create");
+    sbxh_key_unlock(p->plugin.name, hash);
     if (rc != SBX_OK)
         return rc;
     if (!sb || ref[0] == '\0' || ref[SBX_REF_MAX - 1] != '\0') {
@@ -214,10 +214,10 @@ SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref
     if ((rc = hold_key(p, hash, err)) != SBX_OK)
         return rc;
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = p->plugin.desc->ops->attach(p->state, &call, &args, &sb);
-    rc = sbx_call_end(&call, rc, p->plugin.name, "attach");
-    sbx_key_unlock(p->plugin.name, hash);
+    rc = sbxh_call_end(&call, rc, p->plugin.name, "attach");
+    sbxh_key_unlock(p->plugin.name, hash);
     if (rc != SBX_OK)
         return rc;
     if (!sb)
@@ -256,11 +256,11 @@ SBX_API int sbx_exec(sbx_handle *h, const struct sbx_exec_args *args,
                      struct sbx_exec_result *res, sbx_cancel *cancel,
                      sbx_error *err)
 {
-    return sbx_exec_as(h, SBX_AS_HANDLE, args, res, cancel, err);
+    return sbxh_exec_as(h, SBX_AS_HANDLE, args, res, cancel, err);
 }
 
-int sbx_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
-                struct sbx_exec_result *res, sbx_cancel *cancel, sbx_error *err)
+int sbxh_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
+                 struct sbx_exec_result *res, sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
     if (live(h, err) != SBX_OK)
@@ -292,19 +292,19 @@ int sbx_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
     struct sbx_stream_failure f = {0};
     struct sbx_guarded_source gin;
     struct sbx_guarded_sink gout, gerr;
-    a.in = sbx_guard_source(&gin, a.in, &f, "exec stdin");
-    a.out = sbx_guard_sink(&gout, a.out, &f, "exec stdout");
-    a.err = sbx_guard_sink(&gerr, a.err, &f, "exec stderr");
+    a.in = sbxh_guard_source(&gin, a.in, &f, "exec stdin");
+    a.out = sbxh_guard_sink(&gout, a.out, &f, "exec stdout");
+    a.err = sbxh_guard_sink(&gerr, a.err, &f, "exec stderr");
     int token = -1;
     if (h->hooks.before && (rc = h->hooks.before(h->hooks.ctx, h, &token, cancel, err)) != SBX_OK)
         return rc;
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     call.user = acting_user(h, as);
     rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, &r);
     sbx_struct_out(res, &r, sizeof r);
-    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "exec");
-    sbx_guard_finish(&f, rc, call.err);
+    rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "exec");
+    sbxh_guard_finish(&f, rc, call.err);
     if (h->hooks.after) {
         /* the step after runs whatever the command did; its error is told
          * unless the command's own came first */
@@ -319,7 +319,7 @@ int sbx_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
     return rc;
 }
 
-void sbx_handle_set_hooks(sbx_handle *h, const struct sbx_exec_hooks *hooks)
+void sbxh_handle_set_hooks(sbx_handle *h, const struct sbx_exec_hooks *hooks)
 {
     if (h->hooks.free)
         h->hooks.free(h->hooks.ctx);
@@ -329,11 +329,11 @@ void sbx_handle_set_hooks(sbx_handle *h, const struct sbx_exec_hooks *hooks)
 SBX_API int sbx_read(sbx_handle *h, const char *path, const struct sbx_sink *sink,
                      sbx_cancel *cancel, sbx_error *err)
 {
-    return sbx_read_as(h, SBX_AS_HANDLE, path, sink, cancel, err);
+    return sbxh_read_as(h, SBX_AS_HANDLE, path, sink, cancel, err);
 }
 
-int sbx_read_as(sbx_handle *h, int as, const char *path, const struct sbx_sink *sink,
-                sbx_cancel *cancel, sbx_error *err)
+int sbxh_read_as(sbx_handle *h, int as, const char *path, const struct sbx_sink *sink,
+                 sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
     if (live(h, err) != SBX_OK)
@@ -349,24 +349,24 @@ int sbx_read_as(sbx_handle *h, int as, const char *path, const struct sbx_sink *
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
     struct sbx_stream_failure f = {0};
     struct sbx_guarded_sink g;
-    sink = sbx_guard_sink(&g, sink, &f, "read sink");
+    sink = sbxh_guard_sink(&g, sink, &f, "read sink");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     call.user = acting_user(h, as);
     rc = h->provider->plugin.desc->ops->read_file(h->sb, &call, path, sink);
-    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "read");
-    sbx_guard_finish(&f, rc, call.err);
+    rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "read");
+    sbxh_guard_finish(&f, rc, call.err);
     return rc;
 }
 
 SBX_API int sbx_write(sbx_handle *h, const char *path, const struct sbx_source *src,
                       unsigned mode, sbx_cancel *cancel, sbx_error *err)
 {
-    return sbx_write_as(h, SBX_AS_HANDLE, path, src, mode, cancel, err);
+    return sbxh_write_as(h, SBX_AS_HANDLE, path, src, mode, cancel, err);
 }
 
-int sbx_write_as(sbx_handle *h, int as, const char *path, const struct sbx_source *src,
-                 unsigned mode, sbx_cancel *cancel, sbx_error *err)
+int sbxh_write_as(sbx_handle *h, int as, const char *path, const struct sbx_source *src,
+                  unsigned mode, sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
     if (live(h, err) != SBX_OK)
@@ -382,13 +382,13 @@ int sbx_write_as(sbx_handle *h, int as, const char *path, const struct sbx_sourc
         return sbx_error_set(err, SBX_E_CANCELLED, "cancelled before it started");
     struct sbx_stream_failure f = {0};
     struct sbx_guarded_source g;
-    src = sbx_guard_source(&g, src, &f, "write source");
+    src = sbxh_guard_source(&g, src, &f, "write source");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     call.user = acting_user(h, as);
     rc = h->provider->plugin.desc->ops->write_file(h->sb, &call, path, src, mode);
-    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "write");
-    sbx_guard_finish(&f, rc, call.err);
+    rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "write");
+    sbxh_guard_finish(&f, rc, call.err);
     return rc;
 }
 
@@ -425,10 +425,10 @@ SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *re
     if ((rc = hold_key(p, hash, err)) != SBX_OK)
         return rc;
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = p->plugin.desc->ops->destroy(p->state, &call, &args);
-    rc = sbx_call_end(&call, rc, p->plugin.name, "destroy");
-    sbx_key_unlock(p->plugin.name, hash);
+    rc = sbxh_call_end(&call, rc, p->plugin.name, "destroy");
+    sbxh_key_unlock(p->plugin.name, hash);
     return rc;
 }
 
@@ -464,12 +464,12 @@ SBX_API int sbx_mount_put(sbx_handle *h, const char *path,
         return rc;
     struct sbx_stream_failure f = {0};
     struct sbx_guarded_source g;
-    b.src = sbx_guard_source(&g, b.src, &f, "mount source");
+    b.src = sbxh_guard_source(&g, b.src, &f, "mount source");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, mount_put)(h->sb, &call, path, &b);
-    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "mount_put");
-    sbx_guard_finish(&f, rc, call.err);
+    rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "mount_put");
+    sbxh_guard_finish(&f, rc, call.err);
     return rc;
 }
 
@@ -480,9 +480,9 @@ SBX_API int sbx_mount_remove(sbx_handle *h, const char *path, sbx_cancel *cancel
     if (rc != SBX_OK)
         return rc;
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, mount_remove)(h->sb, &call, path);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "mount_remove");
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "mount_remove");
 }
 
 SBX_API int sbx_export_outputs(sbx_handle *h, const struct sbx_sink *tar_sink,
@@ -495,12 +495,12 @@ SBX_API int sbx_export_outputs(sbx_handle *h, const struct sbx_sink *tar_sink,
         return rc;
     struct sbx_stream_failure f = {0};
     struct sbx_guarded_sink g;
-    tar_sink = sbx_guard_sink(&g, tar_sink, &f, "export sink");
+    tar_sink = sbxh_guard_sink(&g, tar_sink, &f, "export sink");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, export_outputs)(h->sb, &call, tar_sink);
-    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "export_outputs");
-    sbx_guard_finish(&f, rc, call.err);
+    rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "export_outputs");
+    sbxh_guard_finish(&f, rc, call.err);
     return rc;
 }
 
@@ -521,12 +521,12 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
         return rc;
     struct sbx_stream_failure f = {0};
     struct sbx_guarded_source g;
-    b.src = sbx_guard_source(&g, b.src, &f, "skill bundle source");
+    b.src = sbxh_guard_source(&g, b.src, &f, "skill bundle source");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, skill_install)(h->sb, &call, name, &b);
-    rc = sbx_call_end(&call, rc, h->provider->plugin.name, "skill_install");
-    sbx_guard_finish(&f, rc, call.err);
+    rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "skill_install");
+    sbxh_guard_finish(&f, rc, call.err);
     return rc;
 }
 
@@ -545,9 +545,9 @@ SBX_API int sbx_egress_set(sbx_handle *h, const struct sbx_egress_policy *policy
         return sbx_error_set(err, SBX_E_INVALID,
                              "egress_set: a limited network denies by default");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, egress_set)(h->sb, &call, &p);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "egress_set");
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "egress_set");
 }
 
 SBX_API int sbx_egress_get(sbx_handle *h, struct sbx_egress_report *out, sbx_cancel *cancel,
@@ -560,14 +560,14 @@ SBX_API int sbx_egress_get(sbx_handle *h, struct sbx_egress_report *out, sbx_can
         return sbx_error_set(err, SBX_E_INVALID,
                              "egress_get: no struct sbx_egress_report, or its size is not set");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, egress_get)(h->sb, &call, out);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "egress_get");
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "egress_get");
 }
 
 /* ---- users (SBX_CAP_USERS) ---------------------------------------------- */
 
-bool sbx_account_name_ok(const char *s)
+bool sbxh_account_name_ok(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
     return n > 0 && n <= SBX_USER_NAME_MAX &&
@@ -587,7 +587,7 @@ SBX_API int sbx_handle_set_user(sbx_handle *h, const char *user, sbx_error *err)
     int rc = sbx_provider_admit(h->provider, SBX_CAP_USERS, err);
     if (rc != SBX_OK)
         return rc;
-    if (!sbx_account_name_ok(user))
+    if (!sbxh_account_name_ok(user))
         return sbx_error_set(err, SBX_E_INVALID,
                              "user \"%.40s\": a name is 1 to 32 of a-z, 0-9, '_', '-', "
                              "starting with a letter or '_'",
@@ -612,15 +612,15 @@ SBX_API int sbx_group_add(sbx_handle *h, const struct sbx_group_spec *group,
                                  offsetof(struct sbx_group_spec, name) + sizeof g.name))
         return sbx_error_set(err, SBX_E_INVALID,
                              "group_add: no struct sbx_group_spec, or its size is not set");
-    if (!sbx_account_name_ok(g.name))
+    if (!sbxh_account_name_ok(g.name))
         return sbx_error_set(err, SBX_E_INVALID,
                              "group_add: group \"%.40s\": a name is 1 to 32 of a-z, 0-9, "
                              "'_', '-', starting with a letter or '_'",
                              g.name ? g.name : "");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, group_add)(h->sb, &call, &g);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "group_add");
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "group_add");
 }
 
 SBX_API int sbx_user_add(sbx_handle *h, const struct sbx_user_spec *user,
@@ -634,11 +634,11 @@ SBX_API int sbx_user_add(sbx_handle *h, const struct sbx_user_spec *user,
                                 offsetof(struct sbx_user_spec, groups) + sizeof u.groups))
         return sbx_error_set(err, SBX_E_INVALID,
                              "user_add: no struct sbx_user_spec, or its size is not set");
-    const char *bad = !sbx_account_name_ok(u.name)                  ? u.name
-                      : u.group && !sbx_account_name_ok(u.group) ? u.group
+    const char *bad = !sbxh_account_name_ok(u.name)                  ? u.name
+                      : u.group && !sbxh_account_name_ok(u.group) ? u.group
                                                                    : NULL;
     for (size_t i = 0; !bad && u.groups && u.groups[i]; i++)
-        if (!sbx_account_name_ok(u.groups[i]))
+        if (!sbxh_account_name_ok(u.groups[i]))
             bad = u.groups[i];
     if (bad || !u.name || !strcmp(u.name, "root"))
         return sbx_error_set(err, SBX_E_INVALID,
@@ -647,52 +647,52 @@ SBX_API int sbx_user_add(sbx_handle *h, const struct sbx_user_spec *user,
                              "user is not root)",
                              bad ? bad : u.name ? u.name : "");
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, user_add)(h->sb, &call, &u);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "user_add");
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "user_add");
 }
 
 /* ---- memory ops (handle_hooks.h) ------------------------------------- */
 
-int sbx_handle_memory_load(sbx_handle *h, const char *slug, const struct sbx_source *tar,
-                           sbx_cancel *cancel, sbx_error *err)
+int sbxh_handle_memory_load(sbx_handle *h, const char *slug, const struct sbx_source *tar,
+                            sbx_cancel *cancel, sbx_error *err)
 {
     int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = SBX_PROVIDER_OP(h->provider, memory_load)(h->sb, &call, slug, tar);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "memory_load");
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "memory_load");
 }
 
-int sbx_handle_memory_diff(sbx_handle *h, const char *slug, uint32_t flags,
-                           const struct sbx_memory_changes *out, sbx_cancel *cancel,
-                           sbx_error *err)
-{
-    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
-    if (rc != SBX_OK)
-        return rc;
-    struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
-    rc = SBX_PROVIDER_OP(h->provider, memory_diff)(h->sb, &call, slug, flags, out);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "memory_diff");
-}
-
-int sbx_handle_memory_accept(sbx_handle *h, const char *slug, sbx_cancel *cancel,
-                             sbx_error *err)
-{
-    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
-    if (rc != SBX_OK)
-        return rc;
-    struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
-    rc = SBX_PROVIDER_OP(h->provider, memory_accept)(h->sb, &call, slug);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "memory_accept");
-}
-
-int sbx_handle_memory_watch(sbx_handle *h, const char *slug, sbx_cancel *cancel,
+int sbxh_handle_memory_diff(sbx_handle *h, const char *slug, uint32_t flags,
+                            const struct sbx_memory_changes *out, sbx_cancel *cancel,
                             sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbxh_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, memory_diff)(h->sb, &call, slug, flags, out);
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "memory_diff");
+}
+
+int sbxh_handle_memory_accept(sbx_handle *h, const char *slug, sbx_cancel *cancel,
+                              sbx_error *err)
+{
+    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    struct sbx_call call;
+    sbxh_call_begin(&call, err, cancel);
+    rc = SBX_PROVIDER_OP(h->provider, memory_accept)(h->sb, &call, slug);
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "memory_accept");
+}
+
+int sbxh_handle_memory_watch(sbx_handle *h, const char *slug, sbx_cancel *cancel,
+                             sbx_error *err)
 {
     int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
     if (rc != SBX_OK)
@@ -702,7 +702,7 @@ int sbx_handle_memory_watch(sbx_handle *h, const char *slug, sbx_cancel *cancel,
     if (!watch)
         return SBX_OK;
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     rc = watch(h->sb, &call, slug);
-    return sbx_call_end(&call, rc, h->provider->plugin.name, "memory_watch");
+    return sbxh_call_end(&call, rc, h->provider->plugin.name, "memory_watch");
 }

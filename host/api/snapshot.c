@@ -65,7 +65,7 @@ static const char save_script[] =
 
 /* ---- copying checked entries from a reader to a writer ---------------- */
 
-ssize_t sbx_snapshot_counted_read(struct archive *a, void *ud, const void **out)
+ssize_t sbxh_snapshot_counted_read(struct archive *a, void *ud, const void **out)
 {
     (void)a;
     struct sbx_snapshot_counted *c = ud;
@@ -77,7 +77,7 @@ ssize_t sbx_snapshot_counted_read(struct archive *a, void *ud, const void **out)
     return n;
 }
 
-int sbx_snapshot_writer_setup(struct archive *w)
+int sbxh_snapshot_writer_setup(struct archive *w)
 {
     int r = sbxs_archive_write_pax_bytes(w);
     if (r == ARCHIVE_OK)
@@ -107,8 +107,8 @@ static int restore_name_ok(const char *name, struct sbxs_error *xerr)
     return SBX_OK;
 }
 
-int sbx_snapshot_copy_entries(struct archive *r, struct archive *w, bool for_restore,
-                              struct sbxs_error *xerr)
+int sbxh_snapshot_copy_entries(struct archive *r, struct archive *w, bool for_restore,
+                               struct sbxs_error *xerr)
 {
     sbxs_archive_check *chk = NULL;
     int rc = sbxs_archive_check_new(NULL, &chk, xerr);
@@ -184,8 +184,8 @@ struct save_producer {
 static int produce_tar(void *ud, const struct sbx_sink *sink, sbx_error *err)
 {
     struct save_producer *p = ud;
-    return sbx_snapshot_script(p->h, "tar", save_script, NULL, NULL, sink, NULL, p->cancel,
-                               err);
+    return sbxh_snapshot_script(p->h, "tar", save_script, NULL, NULL, sink, NULL, p->cancel,
+                                err);
 }
 
 static int add_filter(struct archive *w, const char *compression, sbx_error *err)
@@ -225,14 +225,14 @@ static int save_stream(sbx_handle *h, struct archive *w, sbx_cancel *cancel,
 {
     struct save_producer sp = {h, cancel};
     struct sbx_stream_pipe pipe;
-    int rc = sbx_stream_pipe_start(&pipe, produce_tar, &sp, err);
+    int rc = sbxh_stream_pipe_start(&pipe, produce_tar, &sp, err);
     if (rc != SBX_OK)
         return rc;
-    struct sbx_source src = sbx_stream_pipe_source(&pipe);
+    struct sbx_source src = sbxh_stream_pipe_source(&pipe);
     struct sbx_snapshot_counted *cnt = calloc(1, sizeof *cnt);
     if (!cnt) {
-        sbx_stream_pipe_abort(&pipe);
-        sbx_stream_pipe_join(&pipe);
+        sbxh_stream_pipe_abort(&pipe);
+        sbxh_stream_pipe_join(&pipe);
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     }
     cnt->src = &src;
@@ -241,19 +241,19 @@ static int save_stream(sbx_handle *h, struct archive *w, sbx_cancel *cancel,
     sbxs_error_clear(&xerr);
     int xrc = SBX_OK;
     if (!r || archive_read_support_format_tar(r) != ARCHIVE_OK ||
-        archive_read_open(r, cnt, NULL, sbx_snapshot_counted_read, NULL) != ARCHIVE_OK) {
+        archive_read_open(r, cnt, NULL, sbxh_snapshot_counted_read, NULL) != ARCHIVE_OK) {
         /* an empty stream cannot even be opened as tar: no entries */
         if (!r || cnt->bytes != 0)
             xrc = sbxs_error_set(&xerr, SBX_E_INVALID, "not a tar stream: %s",
                                  r ? archive_error_string(r) : "out of memory");
     } else {
-        xrc = sbx_snapshot_copy_entries(r, w, false, &xerr);
+        xrc = sbxh_snapshot_copy_entries(r, w, false, &xerr);
     }
     if (xrc == SBX_OK)
-        sbx_stream_pipe_drain(&pipe);
+        sbxh_stream_pipe_drain(&pipe);
     else
-        sbx_stream_pipe_abort(&pipe);
-    sbx_stream_pipe_join(&pipe);
+        sbxh_stream_pipe_abort(&pipe);
+    sbxh_stream_pipe_join(&pipe);
     if (r)
         archive_read_free(r);
     free(cnt);
@@ -307,7 +307,7 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
                               sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
-    int rc = sbx_archive_load(err);
+    int rc = sbxh_archive_load(err);
     if (rc != SBX_OK)
         return rc;
     if (!h || !file || !*file)
@@ -328,11 +328,11 @@ SBX_API int sbx_snapshot_save(sbx_handle *h, const char *file, const char *compr
         free(dir);
         return rc;
     }
-    rc = sbx_snapshot_recover(h, NULL, cancel, err);
+    rc = sbxh_snapshot_recover(h, NULL, cancel, err);
     struct archive *w = rc == SBX_OK ? archive_write_new() : NULL;
     if (rc == SBX_OK && !w)
         rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-    else if (rc == SBX_OK && sbx_snapshot_writer_setup(w) != ARCHIVE_OK)
+    else if (rc == SBX_OK && sbxh_snapshot_writer_setup(w) != ARCHIVE_OK)
         rc = sbx_error_set(err, SBX_E_INTERNAL, "snapshot: %s", archive_error_string(w));
     if (rc == SBX_OK)
         rc = add_filter(w, compression, err);

@@ -30,13 +30,13 @@ struct sbx_snapshot_counted {
 };
 
 /* libarchive's read callback over a struct sbx_snapshot_counted. */
-ssize_t sbx_snapshot_counted_read(struct archive *a, void *ud, const void **out);
+ssize_t sbxh_snapshot_counted_read(struct archive *a, void *ud, const void **out);
 
 /* Set w up as a snapshot writer: pax, names as raw bytes (hdrcharset=
  * BINARY: a workspace's names are bytes, whatever the locale), large
  * blocks, no padding past the end-of-archive blocks. Returns an ARCHIVE_*
  * code. */
-int sbx_snapshot_writer_setup(struct archive *w);
+int sbxh_snapshot_writer_setup(struct archive *w);
 
 /*
  * Read the archive from r (opened) and, when w is not NULL, write every
@@ -44,43 +44,43 @@ int sbx_snapshot_writer_setup(struct archive *w);
  * also refuses entries under skills/ and the staging prefix). Messages
  * name the entry.
  */
-int sbx_snapshot_copy_entries(struct archive *r, struct archive *w, bool for_restore,
-                              struct sbxs_error *xerr);
+int sbxh_snapshot_copy_entries(struct archive *r, struct archive *w, bool for_restore,
+                               struct sbxs_error *xerr);
 
 /* ---- staging (snapshot_stage.c) ---- */
 
 /* Run `sh -c script sh [arg1 [arg2]]` in the workspace root with stdout
  * into out (or discarded) and stdin from in (or empty); SBX_OK only on
  * exit 0, else an error naming what. */
-int sbx_snapshot_script(sbx_handle *h, const char *what, const char *script,
-                        const char *arg1, const char *arg2, const struct sbx_sink *out,
-                        const struct sbx_source *in, sbx_cancel *cancel, sbx_error *err);
+int sbxh_snapshot_script(sbx_handle *h, const char *what, const char *script,
+                         const char *arg1, const char *arg2, const struct sbx_sink *out,
+                         const struct sbx_source *in, sbx_cancel *cancel, sbx_error *err);
 
 /* Roll back every restore an ended process left in the workspace (its
  * staging directory: the workspace as it was is put back, the staged tree
  * dropped). SBX_E_EXISTS while another live restore (or one whose process
  * this host cannot judge) is swapping its tree in. With make, the staging
- * directory make (sbx_snapshot_stage_name) is created too, with its new/
+ * directory make (sbxh_snapshot_stage_name) is created too, with its new/
  * and old/ inside. */
-int sbx_snapshot_recover(sbx_handle *h, const char *make, sbx_cancel *cancel,
-                         sbx_error *err);
+int sbxh_snapshot_recover(sbx_handle *h, const char *make, sbx_cancel *cancel,
+                          sbx_error *err);
 
 /* A fresh staging directory name for this process (cap >= 96). */
-void sbx_snapshot_stage_name(char *out, size_t cap);
+void sbxh_snapshot_stage_name(char *out, size_t cap);
 
 /* Swap the staged tree (stage/new) in: the workspace's entries (but
  * skills) move to stage/old, the staged ones up, then the stage goes. On
- * failure everything is moved back (or left for sbx_snapshot_recover when
+ * failure everything is moved back (or left for sbxh_snapshot_recover when
  * even that fails). */
-int sbx_snapshot_stage_swap(sbx_handle *h, const char *stage, sbx_cancel *cancel,
-                            sbx_error *err);
+int sbxh_snapshot_stage_swap(sbx_handle *h, const char *stage, sbx_cancel *cancel,
+                             sbx_error *err);
 
 /* Undo what a restore did with stage (nothing changed in the workspace
  * before the swap: then the stage is only removed). */
-int sbx_snapshot_stage_rollback(sbx_handle *h, const char *stage, sbx_cancel *cancel,
-                                sbx_error *err);
+int sbxh_snapshot_stage_rollback(sbx_handle *h, const char *stage, sbx_cancel *cancel,
+                                 sbx_error *err);
 
 /* Test builds (SBX_TEST_HOOKS): whether SBX_TEST_CRASH_AT names step. */
-bool sbx_snapshot_crash_requested(const char *step);
+bool sbxh_snapshot_crash_requested(const char *step);
 
 #endif

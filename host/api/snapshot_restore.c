@@ -76,16 +76,16 @@ static int produce_plain(void *ud, const struct sbx_sink *sink, sbx_error *err)
         p->xrc = sbxs_error_set(&p->xerr, SBX_E_NOMEM, "out of memory");
     } else if (archive_read_support_filter_all(r) != ARCHIVE_OK ||
                archive_read_support_format_tar(r) != ARCHIVE_OK ||
-               archive_read_open(r, cnt, NULL, sbx_snapshot_counted_read, NULL) !=
+               archive_read_open(r, cnt, NULL, sbxh_snapshot_counted_read, NULL) !=
                    ARCHIVE_OK) {
         p->xrc = sbxs_error_set(&p->xerr, SBX_E_INVALID,
                                 "not a tar, tar.gz or tar.zst archive");
-    } else if (sbx_snapshot_writer_setup(w) != ARCHIVE_OK ||
+    } else if (sbxh_snapshot_writer_setup(w) != ARCHIVE_OK ||
                archive_write_open(w, (void *)sink, NULL, sink_write, NULL) != ARCHIVE_OK) {
         p->xrc = sbxs_error_set(&p->xerr, SBX_E_IO, "cannot start the stream: %s",
                                 archive_error_string(w));
     } else {
-        p->xrc = sbx_snapshot_copy_entries(r, w, true, &p->xerr);
+        p->xrc = sbxh_snapshot_copy_entries(r, w, true, &p->xerr);
         if (p->xrc == SBX_OK && archive_write_close(w) != ARCHIVE_OK)
             p->xrc = sbxs_error_set(&p->xerr, SBX_E_IO, "the stream to the sandbox broke");
     }
@@ -104,16 +104,16 @@ static int extract(sbx_handle *h, int fd, const char *file, const char *stage,
 {
     struct restore_producer rp = {.fd = fd, .xrc = SBX_OK};
     struct sbx_stream_pipe pipe;
-    int rc = sbx_stream_pipe_start(&pipe, produce_plain, &rp, err);
+    int rc = sbxh_stream_pipe_start(&pipe, produce_plain, &rp, err);
     if (rc != SBX_OK)
         return rc;
-    struct sbx_source in = sbx_stream_pipe_source(&pipe);
-    rc = sbx_snapshot_script(h, "tar -x", "cd -- \"$1/new\" && exec tar -xof -", stage,
-                             NULL, NULL, &in, cancel, err);
+    struct sbx_source in = sbxh_stream_pipe_source(&pipe);
+    rc = sbxh_snapshot_script(h, "tar -x", "cd -- \"$1/new\" && exec tar -xof -", stage,
+                              NULL, NULL, &in, cancel, err);
     /* Whatever tar left unread, nobody reads now: a producer still writing
      * must fail, not wait for ever. */
-    sbx_stream_pipe_abort(&pipe);
-    sbx_stream_pipe_join(&pipe);
+    sbxh_stream_pipe_abort(&pipe);
+    sbxh_stream_pipe_join(&pipe);
     if (rp.xrc != SBX_OK)
         return sbx_error_set(err, rp.xrc, "snapshot \"%s\" refused: %s", file,
                              rp.xerr.message);
@@ -126,7 +126,7 @@ SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *ca
                                  sbx_error *err)
 {
     sbx_error_clear(err);
-    int rc = sbx_archive_load(err);
+    int rc = sbxh_archive_load(err);
     if (rc != SBX_OK)
         return rc;
     if (!h || !file)
@@ -144,27 +144,27 @@ SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *ca
         return rc;
     }
     char stage[128];
-    sbx_snapshot_stage_name(stage, sizeof stage);
-    rc = sbx_snapshot_recover(h, stage, cancel, err);
+    sbxh_snapshot_stage_name(stage, sizeof stage);
+    rc = sbxh_snapshot_recover(h, stage, cancel, err);
     if (rc != SBX_OK) {
         close(fd);
         /* the stage may have been made: it holds nothing yet */
         sbx_error ignored;
-        sbx_snapshot_stage_rollback(h, stage, NULL, &ignored);
+        sbxh_snapshot_stage_rollback(h, stage, NULL, &ignored);
         return rc;
     }
     /* An empty file is an empty archive: nothing to extract. */
     if (st.st_size > 0)
         rc = extract(h, fd, file, stage, cancel, err);
     close(fd);
-    if (rc == SBX_OK && sbx_snapshot_crash_requested("restore-before-swap"))
+    if (rc == SBX_OK && sbxh_snapshot_crash_requested("restore-before-swap"))
         raise(SIGKILL);
     if (rc == SBX_OK)
-        return sbx_snapshot_stage_swap(h, stage, cancel, err);
+        return sbxh_snapshot_stage_swap(h, stage, cancel, err);
     /* Nothing in the workspace changed: only the stage goes (even when the
      * call was cancelled). */
     sbx_error rerr, first = *err;
-    if (sbx_snapshot_stage_rollback(h, stage, NULL, &rerr) != SBX_OK)
+    if (sbxh_snapshot_stage_rollback(h, stage, NULL, &rerr) != SBX_OK)
         sbx_error_set(err, rc, "%s (the staging directory %s stays until the next restore: "
                                "%s)",
                       first.message, stage, rerr.message);

@@ -1,7 +1,7 @@
 /*
  * snapshot_stage.c - a restore's staging directory in the workspace root,
  * the swap that puts the staged tree in place, and the roll-back of a
- * restore whose process ended half-way; and sbx_snapshot_script, the one
+ * restore whose process ended half-way; and sbxh_snapshot_script, the one
  * way snapshot.c, snapshot_restore.c and this file run a command in the
  * sandbox (here, the lowest of the three, so that calls go one way).
  *
@@ -39,15 +39,15 @@
 
 /* ---- commands in the sandbox (save, restore and staging) ---------------- */
 
-int sbx_snapshot_script(sbx_handle *h, const char *what, const char *script,
-                        const char *arg1, const char *arg2, const struct sbx_sink *out,
-                        const struct sbx_source *in, sbx_cancel *cancel, sbx_error *err)
+int sbxh_snapshot_script(sbx_handle *h, const char *what, const char *script,
+                         const char *arg1, const char *arg2, const struct sbx_sink *out,
+                         const struct sbx_source *in, sbx_cancel *cancel, sbx_error *err)
 {
     const char *argv[] = {"sh", "-c", script, "sh", arg1, arg2, NULL};
     if (!arg1)
         argv[3] = NULL;
     char detail[600];
-    int rc = sbx_exec_quiet(h, argv, out, in, cancel, detail, sizeof detail);
+    int rc = sbxh_exec_quiet(h, argv, out, in, cancel, detail, sizeof detail);
     return rc == SBX_OK ? SBX_OK
                         : sbx_error_set(err, rc, "%s in the sandbox failed: %s", what,
                                         detail);
@@ -121,7 +121,7 @@ static const char list_script[] =
     "done\n"
     "[ $# -eq 0 ] || { mkdir -- \"$1\" && mkdir -- \"$1/new\" \"$1/old\"; }\n";
 
-bool sbx_snapshot_crash_requested(const char *step)
+bool sbxh_snapshot_crash_requested(const char *step)
 {
 #ifdef SBX_TEST_HOOKS
     const char *at = getenv("SBX_TEST_CRASH_AT");
@@ -137,7 +137,7 @@ bool sbx_snapshot_crash_requested(const char *step)
 static void realm_tag(char out[17])
 {
     char realm[256];
-    sbx_process_realm(realm, sizeof realm);
+    sbxh_process_realm(realm, sizeof realm);
     if (!strcmp(realm, "unknown")) {
         snprintf(out, 17, "%016d", 0);
         return;
@@ -148,34 +148,34 @@ static void realm_tag(char out[17])
     snprintf(out, 17, "%016llx", h);
 }
 
-void sbx_snapshot_stage_name(char *out, size_t cap)
+void sbxh_snapshot_stage_name(char *out, size_t cap)
 {
     char realm[17], rnd[17];
     pid_t pid = getpid();
     realm_tag(realm);
     snprintf(out, cap, SBX_SNAPSHOT_STAGE_PREFIX "%s.%ld.%llu.%s", realm, (long)pid,
-             sbx_process_start_time(pid), sbxs_random_hex(rnd, 4));
+             sbxh_process_start_time(pid), sbxs_random_hex(rnd, 4));
 }
 
-int sbx_snapshot_stage_rollback(sbx_handle *h, const char *stage, sbx_cancel *cancel,
-                                sbx_error *err)
+int sbxh_snapshot_stage_rollback(sbx_handle *h, const char *stage, sbx_cancel *cancel,
+                                 sbx_error *err)
 {
-    return sbx_snapshot_script(h, "rolling the restore back", rollback_script, stage, NULL,
-                               NULL, NULL, cancel, err);
+    return sbxh_snapshot_script(h, "rolling the restore back", rollback_script, stage, NULL,
+                                NULL, NULL, cancel, err);
 }
 
-int sbx_snapshot_stage_swap(sbx_handle *h, const char *stage, sbx_cancel *cancel,
-                            sbx_error *err)
+int sbxh_snapshot_stage_swap(sbx_handle *h, const char *stage, sbx_cancel *cancel,
+                             sbx_error *err)
 {
-    bool die = sbx_snapshot_crash_requested("restore-mid-swap");
-    int rc = sbx_snapshot_script(h, "swapping the restored tree in", swap_script, stage,
-                                 die ? "kill-mid-swap" : NULL, NULL, NULL, cancel, err);
+    bool die = sbxh_snapshot_crash_requested("restore-mid-swap");
+    int rc = sbxh_snapshot_script(h, "swapping the restored tree in", swap_script, stage,
+                                  die ? "kill-mid-swap" : NULL, NULL, NULL, cancel, err);
     if (die)
         raise(SIGKILL);
     if (rc == SBX_OK)
         return SBX_OK;
     sbx_error rerr, first = *err;
-    if (sbx_snapshot_stage_rollback(h, stage, NULL, &rerr) != SBX_OK)
+    if (sbxh_snapshot_stage_rollback(h, stage, NULL, &rerr) != SBX_OK)
         return sbx_error_set(err, rc,
                              "%s; rolling back failed too (%s): the workspace's entries "
                              "are kept in %s/old, and the next restore or snapshot puts "
@@ -223,18 +223,18 @@ static bool stage_abandoned(const char *name, const char *realm)
     if (end == p || *end != '.' || strspn(end + 1, "0123456789abcdef") != 8 ||
         end[9] != '\0')
         return false;
-    return sbx_process_gone((pid_t)pid, start);
+    return sbxh_process_gone((pid_t)pid, start);
 }
 
-int sbx_snapshot_recover(sbx_handle *h, const char *make, sbx_cancel *cancel,
-                         sbx_error *err)
+int sbxh_snapshot_recover(sbx_handle *h, const char *make, sbx_cancel *cancel,
+                          sbx_error *err)
 {
     struct listing *l = calloc(1, sizeof *l);
     if (!l)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     struct sbx_sink sink = SBX_SINK_INIT(l, listing_write);
-    int rc = sbx_snapshot_script(h, "looking for interrupted restores", list_script, make,
-                                 NULL, &sink, NULL, cancel, err);
+    int rc = sbxh_snapshot_script(h, "looking for interrupted restores", list_script, make,
+                                  NULL, &sink, NULL, cancel, err);
     char realm[17];
     realm_tag(realm);
     for (char *line = l->buf; rc == SBX_OK && *line;) {
@@ -250,7 +250,7 @@ int sbx_snapshot_recover(sbx_handle *h, const char *make, sbx_cancel *cancel,
         }
         if (name) {
             if (stage_abandoned(name, realm))
-                rc = sbx_snapshot_stage_rollback(h, name, cancel, err);
+                rc = sbxh_snapshot_stage_rollback(h, name, cancel, err);
             else if (!strcmp(line, "moved"))
                 rc = sbx_error_set(err, SBX_E_EXISTS,
                                    "another restore is swapping its tree into this "

@@ -66,9 +66,9 @@ static int64_t guarded_length(void *ctx)
     return g->inner->length(g->inner->ctx);
 }
 
-const struct sbx_sink *sbx_guard_sink(struct sbx_guarded_sink *g,
-                                      const struct sbx_sink *inner,
-                                      struct sbx_stream_failure *f, const char *what)
+const struct sbx_sink *sbxh_guard_sink(struct sbx_guarded_sink *g,
+                                       const struct sbx_sink *inner,
+                                       struct sbx_stream_failure *f, const char *what)
 {
     if (!inner)
         return NULL;
@@ -79,10 +79,10 @@ const struct sbx_sink *sbx_guard_sink(struct sbx_guarded_sink *g,
     return &g->sink;
 }
 
-const struct sbx_source *sbx_guard_source(struct sbx_guarded_source *g,
-                                          const struct sbx_source *inner,
-                                          struct sbx_stream_failure *f,
-                                          const char *what)
+const struct sbx_source *sbxh_guard_source(struct sbx_guarded_source *g,
+                                           const struct sbx_source *inner,
+                                           struct sbx_stream_failure *f,
+                                           const char *what)
 {
     if (!inner)
         return NULL;
@@ -99,7 +99,7 @@ const struct sbx_source *sbx_guard_source(struct sbx_guarded_source *g,
     return &g->source;
 }
 
-void sbx_guard_finish(const struct sbx_stream_failure *f, int rc, sbx_error *err)
+void sbxh_guard_finish(const struct sbx_stream_failure *f, int rc, sbx_error *err)
 {
     if (rc == SBX_OK || !atomic_load(&f->taken) || !err)
         return;

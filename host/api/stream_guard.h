@@ -8,7 +8,7 @@
  * sbx_stream_error() (sbx.h) on the thread it runs on. libsbx hands the
  * provider wrappers of the caller's sinks and sources that pick that
  * message up at once, on that same thread, and keep the first one per call;
- * sbx_guard_finish then puts it in front of the provider's message.
+ * sbxh_guard_finish then puts it in front of the provider's message.
  */
 #ifndef SBX_HOST_STREAM_GUARD_H
 #define SBX_HOST_STREAM_GUARD_H
@@ -41,16 +41,16 @@ struct sbx_guarded_source {
 };
 
 /* Wrap inner (may be NULL: returns NULL). The guard must outlive the op. */
-const struct sbx_sink *sbx_guard_sink(struct sbx_guarded_sink *g,
-                                      const struct sbx_sink *inner,
-                                      struct sbx_stream_failure *f, const char *what);
-const struct sbx_source *sbx_guard_source(struct sbx_guarded_source *g,
-                                          const struct sbx_source *inner,
-                                          struct sbx_stream_failure *f,
-                                          const char *what);
+const struct sbx_sink *sbxh_guard_sink(struct sbx_guarded_sink *g,
+                                       const struct sbx_sink *inner,
+                                       struct sbx_stream_failure *f, const char *what);
+const struct sbx_source *sbxh_guard_source(struct sbx_guarded_source *g,
+                                           const struct sbx_source *inner,
+                                           struct sbx_stream_failure *f,
+                                           const char *what);
 
 /* After the op: when a stream failed and the op failed, the stream's own
  * message leads the caller's error (the provider's follows it). */
-void sbx_guard_finish(const struct sbx_stream_failure *f, int rc, sbx_error *err);
+void sbxh_guard_finish(const struct sbx_stream_failure *f, int rc, sbx_error *err);
 
 #endif

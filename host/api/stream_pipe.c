@@ -53,8 +53,8 @@ static long sock_read(void *ctx, void *buf, size_t cap)
     }
 }
 
-int sbx_stream_pipe_start(struct sbx_stream_pipe *p, sbx_pipe_producer produce, void *ud,
-                          sbx_error *err)
+int sbxh_stream_pipe_start(struct sbx_stream_pipe *p, sbx_pipe_producer produce, void *ud,
+                           sbx_error *err)
 {
     memset(p, 0, sizeof *p);
     p->produce = produce;
@@ -76,25 +76,25 @@ int sbx_stream_pipe_start(struct sbx_stream_pipe *p, sbx_pipe_producer produce, 
     return SBX_OK;
 }
 
-struct sbx_source sbx_stream_pipe_source(struct sbx_stream_pipe *p)
+struct sbx_source sbxh_stream_pipe_source(struct sbx_stream_pipe *p)
 {
     struct sbx_source src = SBX_SOURCE_INIT(p, sock_read);
     return src;
 }
 
-void sbx_stream_pipe_drain(struct sbx_stream_pipe *p)
+void sbxh_stream_pipe_drain(struct sbx_stream_pipe *p)
 {
     char drain[4096];
     while (sock_read(p, drain, sizeof drain) > 0)
         ;
 }
 
-void sbx_stream_pipe_abort(struct sbx_stream_pipe *p)
+void sbxh_stream_pipe_abort(struct sbx_stream_pipe *p)
 {
     shutdown(p->read_fd, SHUT_RDWR);
 }
 
-void sbx_stream_pipe_join(struct sbx_stream_pipe *p)
+void sbxh_stream_pipe_join(struct sbx_stream_pipe *p)
 {
     pthread_join(p->thread, NULL);
     close(p->read_fd);

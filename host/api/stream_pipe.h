@@ -36,21 +36,21 @@ struct sbx_stream_pipe {
 
 /* Start produce(ud, sink) on a thread. SBX_OK, or an error (nothing left
  * running). */
-int sbx_stream_pipe_start(struct sbx_stream_pipe *p, sbx_pipe_producer produce, void *ud,
-                          sbx_error *err);
+int sbxh_stream_pipe_start(struct sbx_stream_pipe *p, sbx_pipe_producer produce, void *ud,
+                           sbx_error *err);
 
 /* The reader's source (borrowed from p). */
-struct sbx_source sbx_stream_pipe_source(struct sbx_stream_pipe *p);
+struct sbx_source sbxh_stream_pipe_source(struct sbx_stream_pipe *p);
 
 /* Read and drop the rest of the stream (after a complete archive, so the
  * producer's transfer ends normally). */
-void sbx_stream_pipe_drain(struct sbx_stream_pipe *p);
+void sbxh_stream_pipe_drain(struct sbx_stream_pipe *p);
 
 /* Stop reading: the producer's next write fails. */
-void sbx_stream_pipe_abort(struct sbx_stream_pipe *p);
+void sbxh_stream_pipe_abort(struct sbx_stream_pipe *p);
 
 /* Wait for the producer and close everything. Afterwards p->status,
  * p->sink_failed and p->err tell how it went. */
-void sbx_stream_pipe_join(struct sbx_stream_pipe *p);
+void sbxh_stream_pipe_join(struct sbx_stream_pipe *p);
 
 #endif

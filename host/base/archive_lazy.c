@@ -3,7 +3,7 @@
  *
  * Each function below has libarchive's exact prototype (the compiler checks
  * it against <archive.h>) and calls the real one through a pointer resolved
- * the first time any of them, or sbx_archive_load(), runs. Hidden, so they
+ * the first time any of them, or sbxh_archive_load(), runs. Hidden, so they
  * never interpose on an application's own libarchive. The reading side that
  * archive_check.c uses and the writing side of snapshots are forwarded.
  */
@@ -113,8 +113,8 @@ static char failure[512]; /* empty when loading succeeded */
 
 static void load_once(void)
 {
-    sbx_lazy_resolve(SBX_LIBARCHIVE_SONAME, "libarchive13", "reading and writing archives (exports, skill bundles, snapshots)", symbols,
-                     sizeof symbols / sizeof symbols[0], failure, sizeof failure);
+    sbxh_lazy_resolve(SBX_LIBARCHIVE_SONAME, "libarchive13", "reading and writing archives (exports, skill bundles, snapshots)", symbols,
+                      sizeof symbols / sizeof symbols[0], failure, sizeof failure);
 }
 
 /* Called by every forwarder: false when the library could not be loaded.
@@ -127,7 +127,7 @@ static bool ensure_loaded(void)
     return failure[0] == '\0';
 }
 
-int sbx_archive_load(sbx_error *err)
+int sbxh_archive_load(sbx_error *err)
 {
     pthread_once(&once, load_once);
     if (failure[0])

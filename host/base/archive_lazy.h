@@ -16,6 +16,6 @@
 
 /* Load libarchive once per process (thread-safe). Returns SBX_OK, or
  * SBX_E_UNSUPPORTED with a message naming the library and dlerror(). */
-int sbx_archive_load(sbx_error *err);
+int sbxh_archive_load(sbx_error *err);
 
 #endif

@@ -74,13 +74,13 @@ static void compute(void)
         snprintf(sysconf_dir, sizeof sysconf_dir, "%s", candidate);
 }
 
-const char *sbx_install_provider_dir(void)
+const char *sbxh_install_provider_dir(void)
 {
     pthread_once(&once, compute);
     return provider_dir;
 }
 
-const char *sbx_install_sysconf_dir(void)
+const char *sbxh_install_sysconf_dir(void)
 {
     pthread_once(&once, compute);
     return sysconf_dir;

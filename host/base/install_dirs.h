@@ -12,9 +12,9 @@
 #define SBX_HOST_INSTALL_DIRS_H
 
 /* The provider directory (never NULL; computed once, thread-safe). */
-const char *sbx_install_provider_dir(void);
+const char *sbxh_install_provider_dir(void);
 
 /* The system configuration directory holding sbx.yaml and conf.d/. */
-const char *sbx_install_sysconf_dir(void);
+const char *sbxh_install_sysconf_dir(void);
 
 #endif

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sbx_lazy_resolve(const char *soname, const char *package,
-                     const char *purpose, const struct sbx_lazy_symbol *syms,
-                     size_t count, char *failure, size_t cap)
+int sbxh_lazy_resolve(const char *soname, const char *package,
+                      const char *purpose, const struct sbx_lazy_symbol *syms,
+                      size_t count, char *failure, size_t cap)
 {
     void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {

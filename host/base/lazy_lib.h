@@ -27,8 +27,8 @@ struct sbx_lazy_symbol {
  * package that provides it and dlerror(), and returns -1. The library stays
  * mapped for the life of the process.
  */
-int sbx_lazy_resolve(const char *soname, const char *package,
-                     const char *purpose, const struct sbx_lazy_symbol *syms,
-                     size_t count, char *failure, size_t cap);
+int sbxh_lazy_resolve(const char *soname, const char *package,
+                      const char *purpose, const struct sbx_lazy_symbol *syms,
+                      size_t count, char *failure, size_t cap);
 
 #endif

@@ -3,9 +3,9 @@
  *
  * Each function below has libpq's exact prototype (the compiler checks it
  * against <libpq-fe.h>) and calls the real one through a pointer resolved
- * the first time any of them, or sbx_pq_load(), runs. They are hidden inside
+ * the first time any of them, or sbxh_pq_load(), runs. They are hidden inside
  * libsbx, so they never interpose on an application's own libpq. The store
- * calls sbx_pq_load() first and reports a missing library as an error.
+ * calls sbxh_pq_load() first and reports a missing library as an error.
  */
 #include "base/pq_lazy.h"
 
@@ -75,8 +75,8 @@ static char failure[512]; /* empty when loading succeeded */
 
 static void load_once(void)
 {
-    sbx_lazy_resolve(SBX_LIBPQ_SONAME, "libpq5", "the PostgreSQL store", symbols,
-                     sizeof symbols / sizeof symbols[0], failure, sizeof failure);
+    sbxh_lazy_resolve(SBX_LIBPQ_SONAME, "libpq5", "the PostgreSQL store", symbols,
+                      sizeof symbols / sizeof symbols[0], failure, sizeof failure);
 }
 
 /* Called by every forwarder: false when the library could not be loaded.
@@ -89,7 +89,7 @@ static bool ensure_loaded(void)
     return failure[0] == '\0';
 }
 
-int sbx_pq_load(sbx_error *err)
+int sbxh_pq_load(sbx_error *err)
 {
     pthread_once(&once, load_once);
     if (failure[0])

@@ -22,6 +22,6 @@
  * SBX_E_UNSUPPORTED with a message naming the library and dlerror() when it
  * is missing or lacks a symbol.
  */
-int sbx_pq_load(sbx_error *err);
+int sbxh_pq_load(sbx_error *err);
 
 #endif

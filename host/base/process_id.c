@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void sbx_process_realm(char *buf, size_t len)
+void sbxh_process_realm(char *buf, size_t len)
 {
     char boot[64] = "";
     FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
@@ -30,7 +30,7 @@ void sbx_process_realm(char *buf, size_t len)
     snprintf(buf, len, "%s-%llu", boot, (unsigned long long)st.st_ino);
 }
 
-unsigned long long sbx_process_start_time(pid_t pid)
+unsigned long long sbxh_process_start_time(pid_t pid)
 {
     char path[64], line[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -56,13 +56,13 @@ unsigned long long sbx_process_start_time(pid_t pid)
     return start;
 }
 
-bool sbx_process_gone(pid_t pid, unsigned long long start_time)
+bool sbxh_process_gone(pid_t pid, unsigned long long start_time)
 {
     if (pid <= 0)
         return false;
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return true;
-    unsigned long long now = sbx_process_start_time(pid);
+    unsigned long long now = sbxh_process_start_time(pid);
     /* a process with that pid exists: it is the owner only if it started
      * when the owner did (0: unreadable, so not certain) */
     return now != 0 && start_time != 0 && now != start_time;

@@ -18,15 +18,15 @@
 
 /* "<boot id>-<pid namespace inode>": where pids of this process are
  * comparable; "unknown" when /proc does not tell. */
-void sbx_process_realm(char *buf, size_t len);
+void sbxh_process_realm(char *buf, size_t len);
 
 /* The start time of pid (field 22 of /proc/<pid>/stat), or 0 when the
  * process does not exist or cannot be read. */
-unsigned long long sbx_process_start_time(pid_t pid);
+unsigned long long sbxh_process_start_time(pid_t pid);
 
 /* Whether pid, started at start_time, is gone, judged from this realm:
  * true only when it is certain (no such process, or another process with
  * that pid). */
-bool sbx_process_gone(pid_t pid, unsigned long long start_time);
+bool sbxh_process_gone(pid_t pid, unsigned long long start_time);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *sbx_text_escape(char *dst, size_t cap, const char *s, size_t max)
+const char *sbxh_text_escape(char *dst, size_t cap, const char *s, size_t max)
 {
     if (cap == 0)
         return dst;
@@ -34,7 +34,7 @@ const char *sbx_text_escape(char *dst, size_t cap, const char *s, size_t max)
     return dst;
 }
 
-bool sbx_text_printable(const char *s)
+bool sbxh_text_printable(const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         if (*p < 0x20 || *p >= 0x7f)

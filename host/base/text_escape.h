@@ -4,7 +4,7 @@
  * Configuration keys, file names and strings from plugin descriptors come
  * from places an attacker may control. Echoed raw, a newline forges an extra
  * "sbx:" line and an escape sequence rewrites the terminal. Every such text
- * goes through sbx_text_escape before it reaches a message.
+ * goes through sbxh_text_escape before it reaches a message.
  */
 #ifndef SBX_HOST_TEXT_ESCAPE_H
 #define SBX_HOST_TEXT_ESCAPE_H
@@ -18,9 +18,9 @@
  * `max` bytes of s are shown, then "...". A NULL s gives "NULL". Returns
  * dst.
  */
-const char *sbx_text_escape(char *dst, size_t cap, const char *s, size_t max);
+const char *sbxh_text_escape(char *dst, size_t cap, const char *s, size_t max);
 
 /* Whether every byte of s is printable ASCII (0x20..0x7e). */
-bool sbx_text_printable(const char *s);
+bool sbxh_text_printable(const char *s);
 
 #endif

@@ -185,8 +185,8 @@ static int next(struct reader *r)
                              "%s:%d: aliases (*%s) are not supported; write the "
                              "value out",
                              r->file, line_of(&r->ev),
-                             sbx_text_escape(shown, sizeof shown,
-                                             (const char *)r->ev.data.alias.anchor, 32));
+                             sbxh_text_escape(shown, sizeof shown,
+                                              (const char *)r->ev.data.alias.anchor, 32));
     }
     if (r->ev.type == YAML_SCALAR_EVENT &&
         strlen(scalar_text(&r->ev)) != r->ev.data.scalar.length)
@@ -216,14 +216,14 @@ static int next_key(struct reader *r, const char *where, char **key, int *line)
                              *line, where, event_kind(&r->ev));
     /* Keys are echoed in messages: anything but printable ASCII could
      * forge output lines or drive the terminal, and is no key of ours. */
-    if (!sbx_text_printable(scalar_text(&r->ev))) {
+    if (!sbxh_text_printable(scalar_text(&r->ev))) {
         char shown[160];
         return sbx_error_set(r->ld->err, SBX_E_CONFIG,
                              "%s:%d: %s: key \"%s\" contains bytes other than "
                              "printable ASCII",
                              r->file, *line, where,
-                             sbx_text_escape(shown, sizeof shown, scalar_text(&r->ev),
-                                             32));
+                             sbxh_text_escape(shown, sizeof shown, scalar_text(&r->ev),
+                                              32));
     }
     *key = strdup(scalar_text(&r->ev));
     return *key ? SBX_OK : nomem(r->ld);
@@ -923,12 +923,12 @@ static int read_dropins(struct load *ld, const char *dir)
     while ((de = readdir(d)) != NULL) {
         if (!is_dropin_name(de->d_name))
             continue;
-        if (!sbx_text_printable(de->d_name)) {
+        if (!sbxh_text_printable(de->d_name)) {
             char shown[160];
             rc = sbx_error_set(ld->err, SBX_E_CONFIG,
                                "%s: drop-in \"%s\" has a name with bytes other "
                                "than printable ASCII",
-                               dir, sbx_text_escape(shown, sizeof shown, de->d_name, 64));
+                               dir, sbxh_text_escape(shown, sizeof shown, de->d_name, 64));
             break;
         }
         if (n >= SBX_CONFIG_DROPINS_MAX) {
@@ -996,8 +996,8 @@ static int check_store(struct load *ld)
     return SBX_OK;
 }
 
-int sbx_config_load_dir(const char *path, const char *sysconfdir,
-                        struct sbx_config **out, sbx_error *err)
+int sbxh_config_load_dir(const char *path, const char *sysconfdir,
+                         struct sbx_config **out, sbx_error *err)
 {
     *out = NULL;
     struct sbx_config *cfg = calloc(1, sizeof *cfg);
@@ -1013,7 +1013,7 @@ int sbx_config_load_dir(const char *path, const char *sysconfdir,
         if (!dir)
             free(copy);
     } else {
-        const char *sys = sysconfdir ? sysconfdir : sbx_install_sysconf_dir();
+        const char *sys = sysconfdir ? sysconfdir : sbxh_install_sysconf_dir();
         char *main_file = join_path(sys, "sbx.yaml");
         dir = join_path(sys, "conf.d");
         rc = main_file && dir ? read_file(&ld, main_file, true, false) : nomem(&ld);
@@ -1026,16 +1026,16 @@ int sbx_config_load_dir(const char *path, const char *sysconfdir,
         rc = check_store(&ld);
     free(dir);
     if (rc) {
-        sbx_config_free(cfg);
+        sbxh_config_free(cfg);
         return rc;
     }
     *out = cfg;
     return SBX_OK;
 }
 
-int sbx_config_load(const char *path, struct sbx_config **out, sbx_error *err)
+int sbxh_config_load(const char *path, struct sbx_config **out, sbx_error *err)
 {
-    return sbx_config_load_dir(path, sbx_install_sysconf_dir(), out, err);
+    return sbxh_config_load_dir(path, sbxh_install_sysconf_dir(), out, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1057,7 +1057,7 @@ static void free_sections(struct sbx_config_section *sections, size_t n)
     free(sections);
 }
 
-void sbx_config_free(struct sbx_config *cfg)
+void sbxh_config_free(struct sbx_config *cfg)
 {
     if (!cfg)
         return;
@@ -1076,19 +1076,19 @@ void sbx_config_free(struct sbx_config *cfg)
 }
 
 const struct sbx_config_section *
-sbx_config_section(const struct sbx_config *cfg, const char *name)
+sbxh_config_section(const struct sbx_config *cfg, const char *name)
 {
     return cfg && name ? section_in(cfg->sections, cfg->nsections, name) : NULL;
 }
 
 const struct sbx_config_section *
-sbx_config_manager(const struct sbx_config *cfg, const char *name)
+sbxh_config_manager(const struct sbx_config *cfg, const char *name)
 {
     return cfg && name ? section_in(cfg->managers, cfg->nmanagers, name) : NULL;
 }
 
-const char *sbx_config_section_get(const struct sbx_config_section *sec,
-                                   const char *key)
+const char *sbxh_config_section_get(const struct sbx_config_section *sec,
+                                    const char *key)
 {
     if (!sec || !key)
         return NULL;
@@ -1098,16 +1098,16 @@ const char *sbx_config_section_get(const struct sbx_config_section *sec,
     return sec->entries[i].value;
 }
 
-int sbx_config_section_node(const struct sbx_config_section *sec,
-                            const char *key)
+int sbxh_config_section_node(const struct sbx_config_section *sec,
+                             const char *key)
 {
     long i = sec && key ? find_entry(sec, key) : -1;
     return i < 0 ? 0 : sec->entries[i].node;
 }
 
-int sbx_config_section_entry(const struct sbx_config_section *sec,
-                             const char *key, size_t index, const char **name,
-                             const char **value)
+int sbxh_config_section_entry(const struct sbx_config_section *sec,
+                              const char *key, size_t index, const char **name,
+                              const char **value)
 {
     if (!sec || !key)
         return 0;

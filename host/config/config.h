@@ -83,7 +83,7 @@ struct sbx_config {
  * sections and settings; a section, a top-level scalar or a store key set
  * twice is an error naming both places.
  * On success *out is a new configuration the caller frees with
- * sbx_config_free; on failure *out is NULL.
+ * sbxh_config_free; on failure *out is NULL.
  * Errors: SBX_E_CONFIG "file:line: key: problem" for unknown keys, wrong
  * types, bad provider names, bad store drivers and YAML syntax errors (the
  * package_managers and manifest sections are checked by sbxh_config_open,
@@ -91,20 +91,20 @@ struct sbx_config {
  * SBX_E_IO for unreadable files (or a directory where a file is expected);
  * SBX_E_NOMEM.
  */
-int sbx_config_load(const char *path, struct sbx_config **out, sbx_error *err);
+int sbxh_config_load(const char *path, struct sbx_config **out, sbx_error *err);
 
 /* Same, but with the system configuration directory given (the directory
  * holding sbx.yaml and conf.d/; NULL means SBX_SYSCONF_DIR). Used by tests
  * and by anything that must not read the installed configuration. */
-int sbx_config_load_dir(const char *path, const char *sysconfdir,
-                        struct sbx_config **out, sbx_error *err);
+int sbxh_config_load_dir(const char *path, const char *sysconfdir,
+                         struct sbx_config **out, sbx_error *err);
 
 /* Free a configuration. NULL is ignored. */
-void sbx_config_free(struct sbx_config *cfg);
+void sbxh_config_free(struct sbx_config *cfg);
 
 /* The section of a provider, or NULL. */
 const struct sbx_config_section *
-sbx_config_section(const struct sbx_config *cfg, const char *name);
+sbxh_config_section(const struct sbx_config *cfg, const char *name);
 
 /*
  * Check a section against a provider's declared keys (NULL-key terminated
@@ -115,25 +115,25 @@ sbx_config_section(const struct sbx_config *cfg, const char *name);
  * harmless. A declared type this host does not know is SBX_E_ABI. sec may
  * be NULL (nothing to check).
  */
-int sbx_config_check_section(struct sbx_config_section *sec,
-                             const struct sbx_config_key *keys,
-                             sbx_error *err);
+int sbxh_config_check_section(struct sbx_config_section *sec,
+                              const struct sbx_config_key *keys,
+                              sbx_error *err);
 
 /* The `package_managers.<name>` section, or NULL. */
 const struct sbx_config_section *
-sbx_config_manager(const struct sbx_config *cfg, const char *name);
+sbxh_config_manager(const struct sbx_config *cfg, const char *name);
 
 /* Value of a scalar key of a section, or NULL (sec may be NULL). */
-const char *sbx_config_section_get(const struct sbx_config_section *sec,
-                                   const char *key);
+const char *sbxh_config_section_get(const struct sbx_config_section *sec,
+                                    const char *key);
 
 /* The node kind (enum sbx_config_node) of key in sec, or 0 when absent. */
-int sbx_config_section_node(const struct sbx_config_section *sec,
-                            const char *key);
+int sbxh_config_section_node(const struct sbx_config_section *sec,
+                             const char *key);
 
 /* Entry `index` of a MAP or LIST key: 1 with *name and *value set, or 0. */
-int sbx_config_section_entry(const struct sbx_config_section *sec,
-                             const char *key, size_t index, const char **name,
-                             const char **value);
+int sbxh_config_section_entry(const struct sbx_config_section *sec,
+                              const char *key, size_t index, const char **name,
+                              const char **value);
 
 #endif

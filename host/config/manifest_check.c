@@ -20,7 +20,7 @@ static int bad_entry(const struct sbx_manifest *m, const struct manifest_entry *
 {
     char shown[160];
     return sbx_error_set(err, SBX_E_INVALID, "%s:%d: entry %s: %s", m->name, e->line,
-                         sbx_text_escape(shown, sizeof shown, e->path, 120), problem);
+                         sbxh_text_escape(shown, sizeof shown, e->path, 120), problem);
 }
 
 static const char *path_problem(const char *path)
@@ -104,7 +104,7 @@ static int check_overlaps(const struct sbx_manifest *m, sbx_error *err)
         }
         if (depth > 0 && stack[depth - 1]->type != MF_DIR) {
             snprintf(msg, sizeof msg, "lies inside entry %s (line %d), which is not a dir",
-                     sbx_text_escape(shown, sizeof shown, stack[depth - 1]->path, 120),
+                     sbxh_text_escape(shown, sizeof shown, stack[depth - 1]->path, 120),
                      stack[depth - 1]->line);
             rc = bad_entry(m, e, err, msg);
             break;
@@ -162,7 +162,7 @@ static int resolve_source(struct sbx_manifest *m, struct manifest_entry *e,
 {
     char joined[PATH_MAX * 2], real[PATH_MAX], base_real[PATH_MAX], msg[PATH_MAX + 600];
     char shown[200], g[PATH_MAX];
-    sbx_text_escape(shown, sizeof shown, source, 160);
+    sbxh_text_escape(shown, sizeof shown, source, 160);
     if (!realpath(base_dir, base_real))
         return sbx_error_set(err, SBX_E_IO, "%s: the base directory %s cannot be "
                                             "resolved: %s",
@@ -196,7 +196,7 @@ static int resolve_source(struct sbx_manifest *m, struct manifest_entry *e,
     if (!(e->rel = strdup(rel)) || !(*out = strdup(real)))
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     struct stat st;
-    int fd = sbx_manifest_open_source(m, idx, rel, O_PATH, &st);
+    int fd = sbxh_manifest_open_source(m, idx, rel, O_PATH, &st);
     if (fd >= 0)
         close(fd);
     if (fd < 0 || (st.st_mode & S_IFMT) != want) {
@@ -234,7 +234,7 @@ static int check_accounts(const struct sbx_manifest *m, sbx_error *err)
                                  "%s:%d: group \"%s\": a name is 1 to 32 of a-z, 0-9, "
                                  "'_', '-', starting with a letter or '_'",
                                  m->name, g->line,
-                                 sbx_text_escape(shown, sizeof shown, g->name, 40));
+                                 sbxh_text_escape(shown, sizeof shown, g->name, 40));
         for (size_t j = 0; j < i; j++)
             if (!strcmp(m->groups[j].name, g->name))
                 return sbx_error_set(err, SBX_E_INVALID, "%s:%d: group %s is declared "
@@ -248,7 +248,7 @@ static int check_accounts(const struct sbx_manifest *m, sbx_error *err)
                                  "%s:%d: user \"%s\": a name is 1 to 32 of a-z, 0-9, "
                                  "'_', '-' (and not root)",
                                  m->name, u->line,
-                                 sbx_text_escape(shown, sizeof shown, u->name, 40));
+                                 sbxh_text_escape(shown, sizeof shown, u->name, 40));
         for (size_t j = 0; j < i; j++)
             if (!strcmp(m->users[j].name, u->name))
                 return sbx_error_set(err, SBX_E_INVALID, "%s:%d: user %s is declared "
@@ -263,8 +263,8 @@ static int check_accounts(const struct sbx_manifest *m, sbx_error *err)
                                      "%s:%d: user %s: group \"%s\" is not declared "
                                      "under groups",
                                      m->name, u->line, u->name,
-                                     sbx_text_escape(shown, sizeof shown, u->groups[k],
-                                                     40));
+                                     sbxh_text_escape(shown, sizeof shown, u->groups[k],
+                                                      40));
         }
     }
     if (m->run_as) {
@@ -275,13 +275,13 @@ static int check_accounts(const struct sbx_manifest *m, sbx_error *err)
             return sbx_error_set(err, SBX_E_INVALID,
                                  "%s:%d: run_as: user \"%s\" is not declared under users",
                                  m->name, m->run_as_line,
-                                 sbx_text_escape(shown, sizeof shown, m->run_as, 40));
+                                 sbxh_text_escape(shown, sizeof shown, m->run_as, 40));
     }
     return SBX_OK;
 }
 
-int sbx_manifest_check(struct sbx_manifest *m, const char *base_dir,
-                       const char *const *grants, sbx_error *err)
+int sbxh_manifest_check(struct sbx_manifest *m, const char *base_dir,
+                        const char *const *grants, sbx_error *err)
 {
     int rc = check_accounts(m, err);
     for (size_t i = 0; rc == SBX_OK && i < m->nentries; i++) {
@@ -310,14 +310,14 @@ int sbx_manifest_check(struct sbx_manifest *m, const char *base_dir,
                 rc = resolve_source(m, e, p, base_dir, grants, S_IFDIR, &e->resolved,
                                     err);
                 if (rc == SBX_OK)
-                    rc = sbx_manifest_check_repo(m, e, err);
+                    rc = sbxh_manifest_check_repo(m, e, err);
             }
         }
     }
     return rc == SBX_OK ? check_overlaps(m, err) : rc;
 }
 
-void sbx_manifest_clear(struct sbx_manifest *m)
+void sbxh_manifest_clear(struct sbx_manifest *m)
 {
     for (size_t i = 0; i < m->nentries; i++) {
         struct manifest_entry *e = &m->entries[i];

@@ -114,11 +114,11 @@ static void tail_text(const char *buf, size_t len, char *out, size_t cap)
     for (size_t i = 0; i < len && k < ERR_TAIL; i++)
         tmp[k++] = buf[i] == '\n' || buf[i] == '\r' ? ' ' : buf[i];
     tmp[k] = '\0';
-    sbx_text_escape(out, cap, k ? tmp : "(no message)", ERR_TAIL);
+    sbxh_text_escape(out, cap, k ? tmp : "(no message)", ERR_TAIL);
 }
 
-int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *args,
-                         sbx_error *err)
+int sbxh_manifest_git_run(const struct sbx_manifest_git *g, const char *const *args,
+                          sbx_error *err)
 {
     char git[4096];
     if (!find_git(git, sizeof git))

@@ -32,7 +32,7 @@ struct sbx_manifest_git {
  * SBX_E_NO_COMMAND when git is not installed. fsize_max bounds every file
  * git writes: the caller measures what it left to name its own limit.
  */
-int sbx_manifest_git_run(const struct sbx_manifest_git *g, const char *const *args,
-                         sbx_error *err);
+int sbxh_manifest_git_run(const struct sbx_manifest_git *g, const char *const *args,
+                          sbx_error *err);
 
 #endif

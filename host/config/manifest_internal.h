@@ -82,31 +82,31 @@ struct sbx_manifest {
 
 /* Parse text into m (zeroed by the caller; m->name set). SBX_E_INVALID
  * "NAME:LINE: problem" for anything malformed. */
-int sbx_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len,
-                            sbx_cancel *cancel, sbx_error *err);
+int sbxh_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len,
+                             sbx_cancel *cancel, sbx_error *err);
 
 /* Check entry paths (relative, no "..", no duplicates or overlaps), users,
  * groups and run_as; resolve local sources under base_dir or one of the
  * grants (absolute directories, NULL-terminated, may be NULL). */
-int sbx_manifest_check(struct sbx_manifest *m, const char *base_dir,
-                       const char *const *grants, sbx_error *err);
+int sbxh_manifest_check(struct sbx_manifest *m, const char *base_dir,
+                        const char *const *grants, sbx_error *err);
 
 /* Open `rel` (no symlink in it, nothing above root) beneath m->roots[root]
  * with O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC and `flags`; fstat it into *st.
  * Returns the descriptor or -errno. */
 struct stat;
-int sbx_manifest_open_source(const struct sbx_manifest *m, int root, const char *rel,
-                             int flags, struct stat *st);
+int sbxh_manifest_open_source(const struct sbx_manifest *m, int root, const char *rel,
+                              int flags, struct stat *st);
 
 /* Open rel beneath the directory fd dir (openat2 RESOLVE_BENEATH |
  * RESOLVE_NO_SYMLINKS, O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | flags).
  * Returns the descriptor or -1 with errno. */
-int sbx_manifest_openat(int dir, const char *rel, int flags);
+int sbxh_manifest_openat(int dir, const char *rel, int flags);
 
 /* Read up to size bytes of fd into a new NUL-terminated buffer (the
  * caller frees it); *got says how many came (fewer at a short file). NULL
  * when out of memory. */
-char *sbx_manifest_read_fd(int fd, size_t size, size_t *got);
+char *sbxh_manifest_read_fd(int fd, size_t size, size_t *got);
 
 /* Refuse a host git repository (e->root, e->rel) that would make git read
  * outside it: a .git that is a file (gitdir:) or a symlink; commondir,
@@ -114,17 +114,17 @@ char *sbx_manifest_read_fd(int fd, size_t size, size_t *got);
  * symlink or special file anywhere in its git directory; a config that
  * includes other files or names alternates or promisor remotes.
  * SBX_E_INVALID naming the file. */
-int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
-                            sbx_error *err);
+int sbxh_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                             sbx_error *err);
 
 /* Copy the git directory of that repository (its regular files and
  * directories, opened beneath the confined directory with no symlink
  * resolution; at most max_bytes) into the empty directory dest, then check
  * the copy as above. SBX_E_INVALID naming the file, SBX_E_IO. */
-int sbx_manifest_copy_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
-                           int dest, long long max_bytes, sbx_error *err);
+int sbxh_manifest_copy_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                            int dest, long long max_bytes, sbx_error *err);
 
 /* Free what m holds (not m). */
-void sbx_manifest_clear(struct sbx_manifest *m);
+void sbxh_manifest_clear(struct sbx_manifest *m);
 
 #endif

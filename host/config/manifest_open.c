@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int sbx_manifest_openat(int dir, const char *rel, int flags)
+int sbxh_manifest_openat(int dir, const char *rel, int flags)
 {
     /* O_PATH takes no other open flags (openat2 refuses them) */
     uint64_t f = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW);
@@ -27,12 +27,12 @@ int sbx_manifest_openat(int dir, const char *rel, int flags)
     return (int)syscall(SYS_openat2, dir, rel && rel[0] ? rel : ".", &how, sizeof how);
 }
 
-int sbx_manifest_open_source(const struct sbx_manifest *m, int root, const char *rel,
-                             int flags, struct stat *st)
+int sbxh_manifest_open_source(const struct sbx_manifest *m, int root, const char *rel,
+                              int flags, struct stat *st)
 {
     if (root < 0 || (size_t)root >= m->nroots)
         return -EBADF;
-    int fd = sbx_manifest_openat(m->roots[root], rel, flags);
+    int fd = sbxh_manifest_openat(m->roots[root], rel, flags);
     if (fd < 0)
         return -errno;
     if (fstat(fd, st) != 0) {
@@ -43,7 +43,7 @@ int sbx_manifest_open_source(const struct sbx_manifest *m, int root, const char 
     return fd;
 }
 
-char *sbx_manifest_read_fd(int fd, size_t size, size_t *got)
+char *sbxh_manifest_read_fd(int fd, size_t size, size_t *got)
 {
     char *text = malloc(size + 1);
     *got = 0;

@@ -210,7 +210,7 @@ static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_en
     if ((rc = want_string(p, path, "path", &e->path)) != SBX_OK)
         return rc;
     char shown[160];
-    sbx_text_escape(shown, sizeof shown, e->path, 120);
+    sbxh_text_escape(shown, sizeof shown, e->path, 120);
     const char *t = scalar(type);
     for (size_t i = 0; t && i < sizeof types / sizeof *types; i++)
         if (!strcmp(types[i].name, t))
@@ -473,7 +473,7 @@ static int parse_top(struct parse *p, const yaml_node_t *root)
             rc = bad(p, kn,
                      "unknown key \"%s\" (expected version, entries, environment, "
                      "users, groups, run_as)",
-                     sbx_text_escape(shown, sizeof shown, k ? k : "?", 40));
+                     sbxh_text_escape(shown, sizeof shown, k ? k : "?", 40));
         }
     }
     if (rc == SBX_OK && !have_version)
@@ -587,8 +587,8 @@ static int build_document(struct parse *p, yaml_parser_t *parser, sbx_cancel *ca
     }
 }
 
-int sbx_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len,
-                            sbx_cancel *cancel, sbx_error *err)
+int sbxh_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len,
+                             sbx_cancel *cancel, sbx_error *err)
 {
     if (len > SBX_MANIFEST_FILE_MAX)
         return sbx_error_set(err, SBX_E_INVALID, "%s: larger than %d bytes", m->name,

@@ -35,8 +35,8 @@ static int refuse(const struct sbx_manifest *m, const struct manifest_entry *e,
 {
     char shown[160], fshown[200];
     return sbx_error_set(err, SBX_E_INVALID, "%s:%d: entry %s: git repository %s: %s %s",
-                         m->name, e->line, sbx_text_escape(shown, sizeof shown, e->path, 120),
-                         e->url, sbx_text_escape(fshown, sizeof fshown, file, 160), why);
+                         m->name, e->line, sbxh_text_escape(shown, sizeof shown, e->path, 120),
+                         e->url, sbxh_text_escape(fshown, sizeof fshown, file, 160), why);
 }
 
 /* Files by which a repository names another one. */
@@ -53,7 +53,7 @@ static int check_config(const struct sbx_manifest *m, const struct manifest_entr
 {
     char name[PATH_MAX];
     snprintf(name, sizeof name, "%sconfig", shown_dir);
-    int fd = sbx_manifest_openat(gitdir, "config", O_RDONLY);
+    int fd = sbxh_manifest_openat(gitdir, "config", O_RDONLY);
     if (fd < 0)
         return errno == ENOENT ? SBX_OK : refuse(m, e, err, name, strerror(errno));
     struct stat st;
@@ -62,7 +62,7 @@ static int check_config(const struct sbx_manifest *m, const struct manifest_entr
         return refuse(m, e, err, name, "is not a regular file of at most 256 KiB");
     }
     size_t got = 0;
-    char *text = sbx_manifest_read_fd(fd, (size_t)st.st_size, &got);
+    char *text = sbxh_manifest_read_fd(fd, (size_t)st.st_size, &got);
     close(fd);
     if (!text)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
@@ -90,7 +90,7 @@ static int copy_file(const struct sbx_manifest *m, const struct manifest_entry *
                      long long *bytes, long long max, sbx_error *err)
 {
     struct stat st;
-    int in = sbx_manifest_openat(gitdir, rel, O_RDONLY);
+    int in = sbxh_manifest_openat(gitdir, rel, O_RDONLY);
     if (in < 0 || fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
         int e2 = errno;
         if (in >= 0)
@@ -157,7 +157,7 @@ static int walk(const struct sbx_manifest *m, const struct manifest_entry *e, in
     while (rc == SBX_OK && head < tail) {
         char *rel = queue[head];
         int level = depth[head++];
-        int dfd = sbx_manifest_openat(gitdir, rel, O_RDONLY | O_DIRECTORY);
+        int dfd = sbxh_manifest_openat(gitdir, rel, O_RDONLY | O_DIRECTORY);
         DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
         if (!d) {
             snprintf(name, sizeof name, "%s%s", shown_dir, rel);
@@ -234,7 +234,7 @@ static int open_gitdir(const struct sbx_manifest *m, const struct manifest_entry
                        int *top_out, int *gitdir_out, const char **shown_out, sbx_error *err)
 {
     struct stat st;
-    int top = sbx_manifest_open_source(m, e->root, e->rel, O_RDONLY | O_DIRECTORY, &st);
+    int top = sbxh_manifest_open_source(m, e->root, e->rel, O_RDONLY | O_DIRECTORY, &st);
     if (top < 0)
         return refuse(m, e, err, ".", strerror(-top));
     int gitdir = top;
@@ -247,7 +247,7 @@ static int open_gitdir(const struct sbx_manifest *m, const struct manifest_entry
                               ? "is a symlink (it would make git read another repository)"
                               : "is not a directory (a gitfile names another repository)");
         }
-        gitdir = sbx_manifest_openat(top, ".git", O_RDONLY | O_DIRECTORY);
+        gitdir = sbxh_manifest_openat(top, ".git", O_RDONLY | O_DIRECTORY);
         shown_dir = ".git/";
         if (gitdir < 0) {
             int e2 = errno;
@@ -289,8 +289,8 @@ static int check_gitdir(const struct sbx_manifest *m, const struct manifest_entr
     return rc;
 }
 
-int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
-                            sbx_error *err)
+int sbxh_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                             sbx_error *err)
 {
     int top, gitdir;
     const char *shown_dir;
@@ -306,8 +306,8 @@ int sbx_manifest_check_repo(const struct sbx_manifest *m, const struct manifest_
     return rc;
 }
 
-int sbx_manifest_copy_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
-                           int dest, long long max_bytes, sbx_error *err)
+int sbxh_manifest_copy_repo(const struct sbx_manifest *m, const struct manifest_entry *e,
+                            int dest, long long max_bytes, sbx_error *err)
 {
     int top, gitdir;
     const char *shown_dir;

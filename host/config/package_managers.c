@@ -117,7 +117,7 @@ static int check_entry(const struct sbx_config_section *sec,
     return SBX_OK;
 }
 
-int sbx_package_managers_check(const struct sbx_config *cfg, sbx_error *err)
+int sbxh_package_managers_check(const struct sbx_config *cfg, sbx_error *err)
 {
     for (size_t i = 0; cfg && i < cfg->nmanagers; i++) {
         const struct sbx_config_section *sec = &cfg->managers[i];
@@ -171,29 +171,29 @@ static int configured(const struct sbx_config_section *sec, const char *key,
                       const char ***out)
 {
     *out = NULL;
-    if (sbx_config_section_node(sec, key) != SBX_NODE_SEQ)
+    if (sbxh_config_section_node(sec, key) != SBX_NODE_SEQ)
         return SBX_OK;
     size_t n = 0;
-    while (sbx_config_section_entry(sec, key, n, NULL, NULL))
+    while (sbxh_config_section_entry(sec, key, n, NULL, NULL))
         n++;
     const char **v = calloc(n + 1, sizeof *v);
     if (!v)
         return SBX_E_NOMEM;
     for (size_t i = 0; i < n; i++)
-        sbx_config_section_entry(sec, key, i, NULL, &v[i]);
+        sbxh_config_section_entry(sec, key, i, NULL, &v[i]);
     *out = v;
     return SBX_OK;
 }
 
-int sbx_package_cmds_get(const struct sbx_config *cfg, int manager,
-                         struct sbx_package_cmds *out, sbx_error *err)
+int sbxh_package_cmds_get(const struct sbx_config *cfg, int manager,
+                          struct sbx_package_cmds *out, sbx_error *err)
 {
     memset(out, 0, sizeof *out);
     if (manager <= 0 || (size_t)manager >= NDEFAULTS)
         return sbx_error_set(err, SBX_E_INVALID, "package manager %d is unknown",
                              manager);
     const struct sbx_config_section *sec =
-        sbx_config_manager(cfg, sbx_package_manager_name(manager));
+        sbxh_config_manager(cfg, sbx_package_manager_name(manager));
     const struct manager_defaults *d = &defaults[manager];
     const char *const *def[NVECTORS] = {d->check, d->refresh, d->install, d->env};
     const char ***slot[NVECTORS] = {&out->check, &out->refresh, &out->install,
@@ -201,14 +201,14 @@ int sbx_package_cmds_get(const struct sbx_config *cfg, int manager,
     for (size_t v = 0; v < NVECTORS; v++) {
         if (configured(sec, vector_names[v], slot[v]) != SBX_OK ||
             (!*slot[v] && !(*slot[v] = copy_default(def[v])))) {
-            sbx_package_cmds_free(out);
+            sbxh_package_cmds_free(out);
             return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
         }
     }
     return SBX_OK;
 }
 
-void sbx_package_cmds_free(struct sbx_package_cmds *c)
+void sbxh_package_cmds_free(struct sbx_package_cmds *c)
 {
     free(c->check);
     free(c->refresh);

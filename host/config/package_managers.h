@@ -30,19 +30,19 @@ struct sbx_package_cmds {
  * of non-empty strings, check and install not empty, env entries NAME=VALUE.
  * Errors: SBX_E_CONFIG "file:line: package_managers.<name>.<key>: problem".
  */
-int sbx_package_managers_check(const struct sbx_config *cfg, sbx_error *err);
+int sbxh_package_managers_check(const struct sbx_config *cfg, sbx_error *err);
 
 /*
  * Fill *out with the command lines of `manager` (SBX_PKG_*): the configured
  * vectors where the configuration sets them, the defaults elsewhere. cfg
- * must have passed sbx_package_managers_check. On success the caller frees
- * the vectors (not the strings) with sbx_package_cmds_free.
+ * must have passed sbxh_package_managers_check. On success the caller frees
+ * the vectors (not the strings) with sbxh_package_cmds_free.
  * Errors: SBX_E_INVALID for an unknown manager; SBX_E_NOMEM.
  */
-int sbx_package_cmds_get(const struct sbx_config *cfg, int manager,
-                         struct sbx_package_cmds *out, sbx_error *err);
+int sbxh_package_cmds_get(const struct sbx_config *cfg, int manager,
+                          struct sbx_package_cmds *out, sbx_error *err);
 
 /* Free the vectors of *c (NULL members are ignored). */
-void sbx_package_cmds_free(struct sbx_package_cmds *c);
+void sbxh_package_cmds_free(struct sbx_package_cmds *c);
 
 #endif

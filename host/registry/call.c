@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-void sbx_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel)
+void sbxh_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel)
 {
     sbx_error_clear(&call->scratch);
     call->err = err ? err : &call->scratch;
@@ -12,8 +12,8 @@ void sbx_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel)
     sbx_error_clear(call->err);
 }
 
-int sbx_call_end(struct sbx_call *call, int rc, const char *provider,
-                 const char *op)
+int sbxh_call_end(struct sbx_call *call, int rc, const char *provider,
+                  const char *op)
 {
     if (rc == SBX_OK) {
         sbx_error_clear(call->err);

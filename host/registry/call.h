@@ -20,14 +20,14 @@ struct sbx_call {
 };
 
 /* Prepare a call for one op. */
-void sbx_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel);
+void sbxh_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel);
 
 /*
  * Finish a call: when the op failed without a message, write a generic one
  * naming the provider and the op; copy the result into the caller's error.
  * Returns rc.
  */
-int sbx_call_end(struct sbx_call *call, int rc, const char *provider,
-                 const char *op);
+int sbxh_call_end(struct sbx_call *call, int rc, const char *provider,
+                  const char *op);
 
 #endif

@@ -61,14 +61,14 @@ static int host_set_error(const struct sbx_host *host, sbx_call *call, int statu
 static const char *host_config_get(const struct sbx_host *host, const char *key)
 {
     const struct sbx_provider *p = host->ctx;
-    return sbx_config_section_get(p->section, key);
+    return sbxh_config_section_get(p->section, key);
 }
 
 static int host_config_entry(const struct sbx_host *host, const char *key,
                              size_t index, const char **name, const char **value)
 {
     const struct sbx_provider *p = host->ctx;
-    return sbx_config_section_entry(p->section, key, index, name, value);
+    return sbxh_config_section_entry(p->section, key, index, name, value);
 }
 
 static int host_cancelled(const struct sbx_host *host, const sbx_call *call)
@@ -89,7 +89,7 @@ static const char *host_call_user(const struct sbx_host *host, const sbx_call *c
     return call ? call->user : NULL;
 }
 
-void sbx_host_table_init(struct sbx_provider *p)
+void sbxh_host_table_init(struct sbx_provider *p)
 {
     p->host.size = sizeof p->host;
     p->host.abi_minor = SBX_ABI_MINOR;

@@ -9,6 +9,6 @@
 
 /* Fill the host table of a provider record: its ctx points back at p, so
  * config lookups see only p's section and log lines carry p's name. */
-void sbx_host_table_init(struct sbx_provider *p);
+void sbxh_host_table_init(struct sbx_provider *p);
 
 #endif

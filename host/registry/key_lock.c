@@ -31,7 +31,7 @@ static struct held_key *find(const char *provider, const char *hash)
     return NULL;
 }
 
-int sbx_key_lock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1])
+int sbxh_key_lock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1])
 {
     struct held_key *mine = calloc(1, sizeof *mine);
     char *name = strdup(provider);
@@ -53,7 +53,7 @@ int sbx_key_lock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1]
     return SBX_OK;
 }
 
-void sbx_key_unlock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1])
+void sbxh_key_unlock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1])
 {
     pthread_mutex_lock(&held_lock);
     for (struct held_key **p = &held; *p; p = &(*p)->next) {

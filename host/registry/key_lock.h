@@ -17,9 +17,9 @@
 
 /* Wait until no other thread holds (provider, key_hash), then hold it.
  * Returns SBX_OK, or SBX_E_NOMEM (nothing held). */
-int sbx_key_lock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1]);
+int sbxh_key_lock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1]);
 
-/* Release a pair held by sbx_key_lock and wake its waiters. */
-void sbx_key_unlock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1]);
+/* Release a pair held by sbxh_key_lock and wake its waiters. */
+void sbxh_key_unlock(const char *provider, const char key_hash[SBX_KEY_HASH_LEN + 1]);
 
 #endif

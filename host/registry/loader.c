@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Longest provider name (see sbx_plugin_name_valid). */
+/* Longest provider name (see sbxh_plugin_name_valid). */
 #define NAME_MAX_LEN 64
 /* Longest provider version string a descriptor may carry. */
 #define VERSION_MAX_LEN 64
@@ -45,7 +45,7 @@ static const struct sbxh_op_ref core_ops[] = {
 };
 #undef OP
 
-bool sbx_plugin_name_valid(const char *name)
+bool sbxh_plugin_name_valid(const char *name)
 {
     if (!name || !*name)
         return false;
@@ -69,7 +69,7 @@ static void quote_untrusted(char *dst, size_t cap, const char *s)
         return;
     }
     char inner[NAME_MAX_LEN * 4 + 8];
-    sbx_text_escape(inner, sizeof inner, s, NAME_MAX_LEN);
+    sbxh_text_escape(inner, sizeof inner, s, NAME_MAX_LEN);
     /* the precision keeps the quotes inside cap */
     snprintf(dst, cap, "\"%.*s\"", (int)(cap > 3 ? cap - 3 : 0), inner);
 }
@@ -146,7 +146,7 @@ static int validate_header(const struct sbx_provider_desc *desc, const char *nam
                       (size_t)SBX_OPS_SIZE_1_0, SBX_ABI_MAJOR, desc->ops_size);
 
     char shown[NAME_MAX_LEN * 4 + 8];
-    if (!sbx_plugin_name_valid(desc->name)) {
+    if (!sbxh_plugin_name_valid(desc->name)) {
         quote_untrusted(shown, sizeof shown, desc->name);
         return refuse(err, SBX_E_ABI, name, path,
                       "invalid provider name in descriptor: expected \"%s\" "
@@ -192,8 +192,8 @@ static int validate_header(const struct sbx_provider_desc *desc, const char *nam
     return SBX_OK;
 }
 
-const struct sbx_config_key *sbx_config_key_at(const struct sbx_config_key *keys,
-                                               size_t i)
+const struct sbx_config_key *sbxh_config_key_at(const struct sbx_config_key *keys,
+                                                size_t i)
 {
     if (!keys)
         return NULL;
@@ -308,10 +308,10 @@ static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
     return SBX_OK;
 }
 
-int sbx_plugin_validate(const struct sbx_provider_desc *desc, const char *name,
-                        const char *path, sbx_error *err)
+int sbxh_plugin_validate(const struct sbx_provider_desc *desc, const char *name,
+                         const char *path, sbx_error *err)
 {
-    if (!sbx_plugin_name_valid(name)) {
+    if (!sbxh_plugin_name_valid(name)) {
         char shown[NAME_MAX_LEN * 4 + 8];
         quote_untrusted(shown, sizeof shown, name);
         return sbx_error_set(err, SBX_E_INVALID,
@@ -389,7 +389,7 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void sbx_plugin_names_free(char **names)
+void sbxh_plugin_names_free(char **names)
 {
     if (!names)
         return;
@@ -419,7 +419,7 @@ static bool collect_dir(const char *dir, size_t dir_len, char ***names, size_t *
         char stem[NAME_MAX_LEN + 1];
         memcpy(stem, e->d_name, n - 3);
         stem[n - 3] = '\0';
-        if (!sbx_plugin_name_valid(stem))
+        if (!sbxh_plugin_name_valid(stem))
             continue;
         char *full = join(dirz, dir_len, e->d_name, "");
         if (!full) {
@@ -452,7 +452,7 @@ static bool collect_dir(const char *dir, size_t dir_len, char ***names, size_t *
     return ok;
 }
 
-char **sbx_plugin_names(const char *search_path)
+char **sbxh_plugin_names(const char *search_path)
 {
     char **names = NULL;
     size_t count = 0, cap = 0;
@@ -462,7 +462,7 @@ char **sbx_plugin_names(const char *search_path)
         if (!collect_dir(dir, len, &names, &count, &cap)) {
             if (names)
                 names[count] = NULL;
-            sbx_plugin_names_free(names);
+            sbxh_plugin_names_free(names);
             return NULL;
         }
     }
@@ -487,7 +487,7 @@ static int refuse_unknown(const char *search_path, const char *name, sbx_error *
 {
     char list[SBX_ERROR_MAX];
     size_t used = 0;
-    char **names = sbx_plugin_names(search_path);
+    char **names = sbxh_plugin_names(search_path);
     if (!names) {
         snprintf(list, sizeof list, "(could not list: out of memory)");
     } else if (!names[0]) {
@@ -506,7 +506,7 @@ static int refuse_unknown(const char *search_path, const char *name, sbx_error *
             used += (size_t)w;
         }
     }
-    sbx_plugin_names_free(names);
+    sbxh_plugin_names_free(names);
     return sbx_error_set(err, SBX_E_NOT_FOUND,
                          "provider \"%s\" (%s.so): not installed: no %s.so in "
                          "search path \"%s\"; installed providers: %s",
@@ -613,7 +613,7 @@ static int check_no_constructors(const char *name, const char *path, sbx_error *
         return SBX_OK;
     size_t n = 0;
     const char *why = NULL;
-    int rc = sbx_plugin_elf_constructors(fd, &n, &why);
+    int rc = sbxh_plugin_elf_constructors(fd, &n, &why);
     close(fd);
     if (rc == 0 && n > SBX_PLUGIN_TOOLCHAIN_CONSTRUCTORS)
         return refuse(err, SBX_E_ABI, name, path,
@@ -655,7 +655,7 @@ static int open_plugin(const char *name, const char *path, void **dl_out,
          * pointer; memcpy keeps -pedantic quiet about it. */
         memcpy(&describe, &sym, sizeof describe);
         const struct sbx_provider_desc *desc = describe();
-        rc = sbx_plugin_validate(desc, name, path, err);
+        rc = sbxh_plugin_validate(desc, name, path, err);
         if (rc == SBX_OK)
             rc = check_no_libsbx(dl, name, path, err);
         if (rc == SBX_OK) {
@@ -670,10 +670,10 @@ static int open_plugin(const char *name, const char *path, void **dl_out,
     return rc;
 }
 
-int sbx_plugin_load(const char *search_path, const char *name,
-                    struct sbx_plugin *out, sbx_error *err)
+int sbxh_plugin_load(const char *search_path, const char *name,
+                     struct sbx_plugin *out, sbx_error *err)
 {
-    if (!sbx_plugin_name_valid(name)) {
+    if (!sbxh_plugin_name_valid(name)) {
         char shown[NAME_MAX_LEN * 4 + 8];
         quote_untrusted(shown, sizeof shown, name);
         return sbx_error_set(err, SBX_E_INVALID,
@@ -706,7 +706,7 @@ int sbx_plugin_load(const char *search_path, const char *name,
     return SBX_OK;
 }
 
-void sbx_plugin_clear(struct sbx_plugin *p)
+void sbxh_plugin_clear(struct sbx_plugin *p)
 {
     if (!p)
         return;

@@ -40,35 +40,35 @@ struct sbx_plugin {
  *    missing core op, unknown capability bit, capability without its ops,
  *    a provider that links libsbx, or a file that cannot be accessed.
  * A plugin refused after dlopen is dlclosed again (none of its ops ran).
- * The caller frees out with sbx_plugin_clear (which does not dlclose).
+ * The caller frees out with sbxh_plugin_clear (which does not dlclose).
  */
-int sbx_plugin_load(const char *search_path, const char *name,
-                    struct sbx_plugin *out, sbx_error *err);
+int sbxh_plugin_load(const char *search_path, const char *name,
+                     struct sbx_plugin *out, sbx_error *err);
 
 /* Validate a descriptor as loaded from `path` under `name` (exposed so that
  * tests can check descriptors without building files). Returns SBX_OK,
  * SBX_E_ABI with a message as above, or SBX_E_INVALID when name itself is
  * not a valid provider name. Reads nothing past the plugin's desc_size and
  * ops_size. */
-int sbx_plugin_validate(const struct sbx_provider_desc *desc, const char *name,
-                        const char *path, sbx_error *err);
+int sbxh_plugin_validate(const struct sbx_provider_desc *desc, const char *name,
+                         const char *path, sbx_error *err);
 
 /* List the provider names installed in a search path: regular files (or
  * links to them) named <valid name>.so, sorted, without duplicates; missing
  * directories are skipped. Returns a NULL-terminated array the caller frees with
- * sbx_plugin_names_free, or NULL when out of memory. */
-char **sbx_plugin_names(const char *search_path);
-void sbx_plugin_names_free(char **names);
+ * sbxh_plugin_names_free, or NULL when out of memory. */
+char **sbxh_plugin_names(const char *search_path);
+void sbxh_plugin_names_free(char **names);
 
 /* Entry i of a validated config key array, stepping by the entries' own
  * size; NULL at the terminator (or when keys is NULL). */
-const struct sbx_config_key *sbx_config_key_at(const struct sbx_config_key *keys,
-                                               size_t i);
+const struct sbx_config_key *sbxh_config_key_at(const struct sbx_config_key *keys,
+                                                size_t i);
 
 /* Free the strings of a plugin record (the library stays mapped). */
-void sbx_plugin_clear(struct sbx_plugin *p);
+void sbxh_plugin_clear(struct sbx_plugin *p);
 
 /* Whether a provider name is well formed: [a-z0-9_-]{1,64}. */
-bool sbx_plugin_name_valid(const char *name);
+bool sbxh_plugin_name_valid(const char *name);
 
 #endif

@@ -31,7 +31,7 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
     return 0;
 }
 
-int sbx_plugin_elf_constructors(int fd, size_t *count, const char **why)
+int sbxh_plugin_elf_constructors(int fd, size_t *count, const char **why)
 {
     ElfW(Ehdr) eh;
     if (read_at(fd, &eh, sizeof eh, 0) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {

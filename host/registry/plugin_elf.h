@@ -18,7 +18,7 @@
  * when the file is not a readable ELF object of this machine's class (the
  * caller then lets dlopen report what it finds).
  */
-int sbx_plugin_elf_constructors(int fd, size_t *count, const char **why);
+int sbxh_plugin_elf_constructors(int fd, size_t *count, const char **why);
 
 /* How many constructor entries a provider may have: the one a GNU
  * toolchain's crtbegin contributes (frame_dummy). */

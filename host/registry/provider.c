@@ -70,7 +70,7 @@ SBX_API int sbx_provider_ready(sbx_provider *p, sbx_cancel *cancel, sbx_error *e
     p->init_running = true;
     pthread_mutex_unlock(&p->init_lock);
     struct sbx_call call;
-    sbx_call_begin(&call, err, cancel);
+    sbxh_call_begin(&call, err, cancel);
     void *state = NULL;
     rc = p->plugin.desc->ops->init(&p->host, &call, &state);
     if (rc != SBX_OK) {
@@ -139,7 +139,7 @@ static bool is_listed(char **names, const char *name)
 SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
                                sbx_error *err)
 {
-    char **names = sbx_plugin_names(ctx->search_path);
+    char **names = sbxh_plugin_names(ctx->search_path);
     if (!names)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     for (size_t i = 0; names[i]; i++) {
@@ -149,7 +149,7 @@ SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
         struct sbx_provider_info info = {0};
         info.name = names[i];
         info.enabled = is_enabled(ctx, names[i]);
-        info.status = sbx_plugin_load(ctx->search_path, names[i], &plugin, &why);
+        info.status = sbxh_plugin_load(ctx->search_path, names[i], &plugin, &why);
         if (info.status == SBX_OK) {
             info.path = plugin.path;
             info.desc = plugin.desc;
@@ -163,7 +163,7 @@ SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
                 info.error = ctx->broken[b].message;
             }
         fn(ud, &info);
-        sbx_plugin_clear(&plugin);
+        sbxh_plugin_clear(&plugin);
     }
     /* Enabled by the configuration but not installed at all. */
     for (size_t i = 0; i < ctx->nbroken; i++) {
@@ -176,6 +176,6 @@ SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
         info.error = ctx->broken[i].message;
         fn(ud, &info);
     }
-    sbx_plugin_names_free(names);
+    sbxh_plugin_names_free(names);
     return SBX_OK;
 }

@@ -38,7 +38,7 @@ struct sbx_provider_info {
 struct sbx_provider {
     struct sbx_ctx *ctx;
     struct sbx_plugin plugin;
-    struct sbx_provider_info info; /* over plugin; sbx_provider_info_init */
+    struct sbx_provider_info info; /* over plugin; sbxh_provider_info_init */
     struct sbx_config_section *section; /* NULL: enabled without a section */
     struct sbx_host host;               /* handed to init; ctx points here */
     pthread_mutex_t init_lock;

@@ -162,7 +162,7 @@ static void known_keys(const struct sbx_config_key *keys, char *buf, size_t cap)
     size_t len = 0;
     buf[0] = '\0';
     const struct sbx_config_key *k;
-    for (size_t i = 0; (k = sbx_config_key_at(keys, i)) != NULL; i++) {
+    for (size_t i = 0; (k = sbxh_config_key_at(keys, i)) != NULL; i++) {
         int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", k->key);
         if (w < 0 || (size_t)w >= cap - len) {
             buf[len] = '\0';
@@ -177,7 +177,7 @@ static const struct sbx_config_key *find_key(const struct sbx_config_key *keys,
                                              const char *key)
 {
     const struct sbx_config_key *k;
-    for (size_t i = 0; (k = sbx_config_key_at(keys, i)) != NULL; i++)
+    for (size_t i = 0; (k = sbxh_config_key_at(keys, i)) != NULL; i++)
         if (strcmp(k->key, key) == 0)
             return k;
     return NULL;
@@ -223,9 +223,9 @@ static int check_scalar(const struct sbx_config_section *sec,
     return SBX_OK;
 }
 
-int sbx_config_check_section(struct sbx_config_section *sec,
-                             const struct sbx_config_key *keys,
-                             sbx_error *err)
+int sbxh_config_check_section(struct sbx_config_section *sec,
+                              const struct sbx_config_key *keys,
+                              sbx_error *err)
 {
     if (!sec)
         return SBX_OK;

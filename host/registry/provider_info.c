@@ -84,7 +84,7 @@ SBX_API bool sbx_provider_info_config_key(const sbx_provider_info *info, size_t 
 {
     /* Entries step by their own size: a newer provider's may be larger. */
     const struct sbx_config_key *k =
-        info->desc ? sbx_config_key_at(info->desc->config_keys, i) : NULL;
+        info->desc ? sbxh_config_key_at(info->desc->config_keys, i) : NULL;
     if (!k)
         return false;
     if (key)

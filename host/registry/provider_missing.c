@@ -19,7 +19,7 @@
 /* "name=package name=package ...", from the build. */
 static const char packages[] = SBX_PROVIDER_PACKAGES;
 
-const char *sbx_provider_package(const char *name)
+const char *sbxh_provider_package(const char *name)
 {
     static char found[128];
     size_t len = strlen(name);
@@ -52,8 +52,8 @@ static bool is_package_dropin(const char *file, const char *name)
     return strncmp(base, name, len) == 0 && strcmp(base + len, ".yaml") == 0;
 }
 
-int sbx_provider_missing(const struct sbx_config_section *sec, const char *name,
-                         sbx_error *err)
+int sbxh_provider_missing(const struct sbx_config_section *sec, const char *name,
+                          sbx_error *err)
 {
     /* Keep the loader's details ("no N.so in search path ...; installed
      * providers: ..."), without its "provider ... not installed:" head;
@@ -62,7 +62,7 @@ int sbx_provider_missing(const struct sbx_config_section *sec, const char *name,
     char details[SBX_ERROR_MAX];
     const char *tail = strstr(err->message, head);
     snprintf(details, sizeof details, "%s", tail ? tail + strlen(head) : err->message);
-    const char *pkg = sbx_provider_package(name);
+    const char *pkg = sbxh_provider_package(name);
     char what[200];
     const char *state = tail ? "not installed" : "not usable";
     if (pkg)

@@ -13,7 +13,7 @@
  * "sbx-provider-docker"), or NULL for a provider this build does not ship.
  * The returned string is static.
  */
-const char *sbx_provider_package(const char *name);
+const char *sbxh_provider_package(const char *name);
 
 /*
  * Rewrite err (the loader's SBX_E_NOT_FOUND "provider "N" (N.so): not
@@ -23,7 +23,7 @@ const char *sbx_provider_package(const char *name);
  * drop-in a removed package shipped stays until the package is purged.
  * Returns SBX_E_NOT_FOUND.
  */
-int sbx_provider_missing(const struct sbx_config_section *sec, const char *name,
-                         sbx_error *err);
+int sbxh_provider_missing(const struct sbx_config_section *sec, const char *name,
+                          sbx_error *err);
 
 #endif

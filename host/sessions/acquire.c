@@ -41,19 +41,19 @@ static int attach_binding(sbx_sessions *m, const struct sbx_binding *b,
                           sbx_cancel *cancel, sbx_handle **out, sbx_error *err)
 {
     char label[13];
-    sbx_session_label(b->session_key, label);
+    sbxh_session_label(b->session_key, label);
     if (b->deleting)
         return sbx_error_set(err, SBX_E_DENIED,
                              "session %s is being deleted", label);
     sbx_provider *p;
-    int rc = sbx_session_provider(m, b->session_key, b->provider, &p, err);
+    int rc = sbxh_session_provider(m, b->session_key, b->provider, &p, err);
     if (rc != SBX_OK)
         return rc;
     /* The run_as of the session's manifest, recorded when it was
      * provisioned: every handle of the session acts as it. */
     char digest[65], run_as[SBX_USER_NAME_MAX + 1];
     bool found;
-    rc = sbx_store_get_manifest(m->store, b->session_key, digest, run_as, &found, err);
+    rc = sbxh_store_get_manifest(m->store, b->session_key, digest, run_as, &found, err);
     if (rc != SBX_OK)
         return rc;
     sbx_error why;
@@ -72,7 +72,7 @@ static int attach_binding(sbx_sessions *m, const struct sbx_binding *b,
                              label, b->provider, b->external_id, why.message);
     if (rc != SBX_OK)
         return sbx_error_set(err, rc, "session %s: %s", label, why.message);
-    if ((rc = sbx_session_memory_hook(m, b->session_key, *out, err)) != SBX_OK) {
+    if ((rc = sbxh_session_memory_hook(m, b->session_key, *out, err)) != SBX_OK) {
         sbx_release(*out);
         *out = NULL;
     }
@@ -87,15 +87,15 @@ SBX_API int sbx_session_attach(sbx_sessions *m, const char *session_key,
     if (!session_key || !*session_key)
         return sbx_error_set(err, SBX_E_INVALID, "session key is empty");
     struct sbx_binding b = {0};
-    int rc = sbx_store_get_binding(m->store, session_key, &b, err);
+    int rc = sbxh_store_get_binding(m->store, session_key, &b, err);
     if (rc == SBX_E_NOT_FOUND) {
         char label[13];
-        sbx_session_label(session_key, label);
+        sbxh_session_label(session_key, label);
         return sbx_error_set(err, SBX_E_NOT_FOUND, "session %s has no sandbox", label);
     }
     if (rc == SBX_OK)
         rc = attach_binding(m, &b, cancel, out, err);
-    sbx_binding_clear(&b);
+    sbxh_binding_clear(&b);
     return rc;
 }
 
@@ -112,10 +112,10 @@ SBX_API int sbx_session_state(sbx_sessions *m, const char *session_key,
     memset(&st, 0, sizeof st);
     st.size = sizeof st;
     struct sbx_binding b = {0};
-    int rc = sbx_store_get_binding(m->store, session_key, &b, err);
+    int rc = sbxh_store_get_binding(m->store, session_key, &b, err);
     if (rc == SBX_E_NOT_FOUND) {
         char label[13];
-        sbx_session_label(session_key, label);
+        sbxh_session_label(session_key, label);
         return sbx_error_set(err, SBX_E_NOT_FOUND, "session %s has no sandbox", label);
     }
     if (rc != SBX_OK)
@@ -125,10 +125,10 @@ SBX_API int sbx_session_state(sbx_sessions *m, const char *session_key,
     snprintf(st.spec_hash, sizeof st.spec_hash, "%s", b.spec_hash ? b.spec_hash : "");
     st.created_at = b.created_at;
     st.deleting = b.deleting;
-    sbx_binding_clear(&b);
+    sbxh_binding_clear(&b);
     bool found = false;
-    rc = sbx_store_get_manifest(m->store, session_key, st.manifest_digest, st.run_as,
-                                &found, err);
+    rc = sbxh_store_get_manifest(m->store, session_key, st.manifest_digest, st.run_as,
+                                 &found, err);
     if (rc != SBX_OK)
         return rc;
     sbx_struct_out(out, &st, sizeof st);
@@ -146,7 +146,7 @@ SBX_API int sbx_session_resume(sbx_sessions *m, const char *session_key,
     if (rc != SBX_OK)
         return rc;
     char label[13];
-    sbx_session_label(session_key, label);
+    sbxh_session_label(session_key, label);
     const char *given = manifest ? sbx_manifest_digest(manifest) : "";
     if (strcmp(given, st.manifest_digest) != 0) {
         if (!st.manifest_digest[0])
@@ -175,10 +175,10 @@ static int on_package_progress(void *ud, const char *manager, sbx_error *err)
     struct progress_ctx *pc = ud;
     char step[64];
     snprintf(step, sizeof step, "packages:%s", manager);
-    int rc = sbx_store_update_intent(pc->m->store, pc->key, pc->m->owner, step, NULL,
-                                     err);
+    int rc = sbxh_store_update_intent(pc->m->store, pc->key, pc->m->owner, step, NULL,
+                                      err);
     if (rc == SBX_OK)
-        sbx_session_crash_point(pc->m, "during-packages");
+        sbxh_session_crash_point(pc->m, "during-packages");
     return rc;
 }
 
@@ -197,8 +197,8 @@ static int restore_snapshot(sbx_sessions *m, sbx_provider *p, const char *key,
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     sbx_release(h);
     sbx_error ignored;
-    if (sbx_session_destroy_resource(p, key, ref, NULL, &ignored) == SBX_OK)
-        sbx_store_release_intent(m->store, key, m->owner, NULL);
+    if (sbxh_session_destroy_resource(p, key, ref, NULL, &ignored) == SBX_OK)
+        sbxh_store_release_intent(m->store, key, m->owner, NULL);
     return rc;
 }
 
@@ -213,7 +213,7 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
                      uint64_t caps, sbx_cancel *cancel, sbx_handle **out,
                      bool *retry, sbx_error *err)
 {
-    sbx_session_crash_point(m, "after-intent");
+    sbxh_session_crash_point(m, "after-intent");
     struct sbx_create_options copts;
     memset(&copts, 0, sizeof copts);
     copts.size = sizeof copts;
@@ -222,13 +222,13 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     /* Recorded before anything exists, so that a binding never goes without
      * the digest its spec hash was made from. */
     int rc = spec && spec->manifest
-                 ? sbx_store_set_manifest(m->store, key, sbx_manifest_digest(spec->manifest),
-                                          sbx_manifest_run_as(spec->manifest), err)
-                 : sbx_store_drop_manifest(m->store, key, err);
+                 ? sbxh_store_set_manifest(m->store, key, sbx_manifest_digest(spec->manifest),
+                                           sbx_manifest_run_as(spec->manifest), err)
+                 : sbxh_store_drop_manifest(m->store, key, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_session_egress eg;
-    rc = sbx_session_egress_init(&eg, spec, err);
+    rc = sbxh_session_egress_init(&eg, spec, err);
     if (rc != SBX_OK)
         return rc;
     copts.egress = eg.limited ? &eg.setup : NULL;
@@ -238,67 +238,67 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         attach[i] = &spec->memory[i];
     attach[nmem < 64 ? nmem : 64] = NULL;
     copts.memory = nmem ? attach : NULL;
-    if ((rc = sbx_session_memory_record(m, key, spec, err)) != SBX_OK) {
-        sbx_session_egress_free(&eg);
+    if ((rc = sbxh_session_memory_record(m, key, spec, err)) != SBX_OK) {
+        sbxh_session_egress_free(&eg);
         return rc;
     }
     sbx_handle *h;
     rc = sbx_create(p, key, &copts, cancel, &h, err);
     if (rc != SBX_OK) {
-        sbx_session_egress_free(&eg);
+        sbxh_session_egress_free(&eg);
         return rc;
     }
-    rc = sbx_store_update_intent(m->store, key, m->owner, "created", sbx_handle_ref(h),
-                                 err);
+    rc = sbxh_store_update_intent(m->store, key, m->owner, "created", sbx_handle_ref(h),
+                                  err);
     if (rc != SBX_OK) {
-        sbx_session_egress_free(&eg);
+        sbxh_session_egress_free(&eg);
         sbx_release(h);
         return rc;
     }
-    sbx_session_crash_point(m, "after-create");
+    sbxh_session_crash_point(m, "after-create");
 
     if (spec && spec->manifest) {
-        rc = sbx_store_update_intent(m->store, key, m->owner, "manifest", NULL, err);
+        rc = sbxh_store_update_intent(m->store, key, m->owner, "manifest", NULL, err);
         if (rc == SBX_OK)
             rc = sbx_manifest_apply(h, spec->manifest, cancel, err);
         if (rc != SBX_OK) {
-            sbx_session_egress_free(&eg);
+            sbxh_session_egress_free(&eg);
             sbx_release(h);
             return rc;
         }
-        sbx_session_crash_point(m, "after-manifest");
+        sbxh_session_crash_point(m, "after-manifest");
     }
 
     struct progress_ctx pc = {m, key};
-    rc = sbx_session_install_packages(h, m->ctx->config, spec, on_package_progress, &pc, cancel, err);
+    rc = sbxh_session_install_packages(h, m->ctx->config, spec, on_package_progress, &pc, cancel, err);
     /* The final allowlist is in force before anyone can attach. */
     if (rc == SBX_OK && eg.limited)
         rc = sbx_egress_set(h, &eg.final, cancel, err);
-    sbx_session_egress_free(&eg);
+    sbxh_session_egress_free(&eg);
     if (rc != SBX_OK) {
         sbx_release(h);
         return rc;
     }
     if (spec && spec->snapshot) {
-        rc = sbx_store_update_intent(m->store, key, m->owner, "snapshot", NULL, err);
+        rc = sbxh_store_update_intent(m->store, key, m->owner, "snapshot", NULL, err);
         if (rc != SBX_OK) {
             sbx_release(h);
             return rc;
         }
         if ((rc = restore_snapshot(m, p, key, h, spec->snapshot, cancel, err)) != SBX_OK)
             return rc; /* h released */
-        sbx_session_crash_point(m, "after-snapshot");
+        sbxh_session_crash_point(m, "after-snapshot");
     }
-    sbx_session_crash_point(m, "before-publish");
+    sbxh_session_crash_point(m, "before-publish");
 
     sbx_error why;
-    rc = sbx_store_publish(m->store, key, m->owner, NULL, &why);
+    rc = sbxh_store_publish(m->store, key, m->owner, NULL, &why);
     if (rc == SBX_OK) {
         const char *run_as = spec && spec->manifest ? sbx_manifest_run_as(spec->manifest)
                                                     : NULL;
         /* as every later attach does (attach_binding); admission checked
          * SBX_CAP_USERS, so set_user cannot be refused */
-        if ((rc = sbx_session_memory_hook(m, key, h, err)) != SBX_OK ||
+        if ((rc = sbxh_session_memory_hook(m, key, h, err)) != SBX_OK ||
             (run_as && (rc = sbx_handle_set_user(h, run_as, err)) != SBX_OK)) {
             sbx_release(h);
             return rc;
@@ -307,13 +307,13 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         return SBX_OK;
     }
     char label[13];
-    sbx_session_label(key, label);
+    sbxh_session_label(key, label);
     if (rc == SBX_E_EXISTS) {
         /* The key is bound after all; our create was idempotent on the same
          * key, so the resource may be the bound one: keep it, drop the
          * intent, attach to the binding. */
         sbx_release(h);
-        sbx_store_release_intent(m->store, key, m->owner, NULL);
+        sbxh_store_release_intent(m->store, key, m->owner, NULL);
         *retry = true;
         return SBX_OK;
     }
@@ -321,17 +321,17 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         /* Still our intent: the session was fenced. Else it was taken over
          * and its new owner cleans up. */
         struct sbx_intent in = {0};
-        bool fenced = sbx_store_get_intent(m->store, key, &in, NULL) == SBX_OK &&
+        bool fenced = sbxh_store_get_intent(m->store, key, &in, NULL) == SBX_OK &&
                       !strcmp(in.owner, m->owner);
-        sbx_intent_clear(&in);
+        sbxh_intent_clear(&in);
         char ref[SBX_REF_MAX];
         snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
         sbx_release(h);
         /* Fenced for deletion: the resource we made must not outlive us. */
         sbx_error ignored;
-        if (fenced && sbx_session_destroy_resource(p, key, ref, cancel, &ignored) ==
+        if (fenced && sbxh_session_destroy_resource(p, key, ref, cancel, &ignored) ==
                           SBX_OK)
-            sbx_store_release_intent(m->store, key, m->owner, NULL);
+            sbxh_store_release_intent(m->store, key, m->owner, NULL);
         return sbx_error_set(err, SBX_E_DENIED,
                              "session %s: the sandbox was not published: %s", label,
                              why.message);
@@ -355,7 +355,7 @@ SBX_API int sbx_session_acquire(sbx_sessions *m, const char *session_key,
         return sbx_error_set(err, SBX_E_INVALID, "acquire info: size is not set");
     if (!session_key || !*session_key)
         return sbx_error_set(err, SBX_E_INVALID, "session key is empty");
-    int rc = sbx_session_key_take(m, session_key, cancel, err);
+    int rc = sbxh_session_key_take(m, session_key, cancel, err);
     if (rc != SBX_OK)
         return rc;
     /* filled in full here, copied back only up to the caller's size */
@@ -363,7 +363,7 @@ SBX_API int sbx_session_acquire(sbx_sessions *m, const char *session_key,
     memset(&full, 0, sizeof full);
     full.size = sizeof full;
     rc = acquire_turn(m, session_key, spec, cancel, out, info ? &full : NULL, err);
-    sbx_session_key_give(m, session_key);
+    sbxh_session_key_give(m, session_key);
     if (info)
         sbx_struct_out(info, &full, sizeof full);
     return rc;
@@ -378,7 +378,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "sessions: no output given");
     struct sbx_session_spec copy;
-    int rc0 = sbx_session_spec_in(&copy, &spec, err);
+    int rc0 = sbxh_session_spec_in(&copy, &spec, err);
     if (rc0 != SBX_OK)
         return rc0;
     char spec_hash[SBX_KEY_HASH_LEN + 1];
@@ -386,7 +386,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
     if (rc != SBX_OK)
         return rc;
     char label[13];
-    sbx_session_label(session_key, label);
+    sbxh_session_label(session_key, label);
 
     sbx_provider *p = NULL;
     uint64_t caps = 0;
@@ -395,12 +395,12 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
     for (;;) {
         /* Bound already: the fast path, one read. */
         struct sbx_binding b = {0};
-        rc = sbx_store_get_binding(m->store, session_key, &b, err);
+        rc = sbxh_store_get_binding(m->store, session_key, &b, err);
         if (rc == SBX_OK) {
             rc = attach_binding(m, &b, cancel, out, err);
             if (rc == SBX_OK)
                 fill_info(info, b.provider, b.spec_hash, spec_hash, spec != NULL);
-            sbx_binding_clear(&b);
+            sbxh_binding_clear(&b);
             return rc;
         }
         if (rc != SBX_E_NOT_FOUND)
@@ -424,11 +424,11 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
             if (spec && spec->manifest && sbx_manifest_has_users(spec->manifest))
                 caps |= SBX_CAP_USERS;
             if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK ||
-                (rc = sbx_session_memory_admit(m, spec, err)) != SBX_OK)
+                (rc = sbxh_session_memory_admit(m, spec, err)) != SBX_OK)
                 return rc;
         }
 
-        sbx_session_crash_point(m, "before-intent");
+        sbxh_session_crash_point(m, "before-intent");
         struct sbx_claim_request req = {
             .session_key = session_key,
             .provider = sbx_provider_info_name(sbx_provider_get_info(p)),
@@ -437,31 +437,31 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
             .step = "claimed",
         };
         struct sbx_claim claim = {0};
-        rc = sbx_store_claim(m->store, &req, &claim, err);
+        rc = sbxh_store_claim(m->store, &req, &claim, err);
         if (rc == SBX_E_DENIED) {
-            sbx_claim_clear(&claim);
+            sbxh_claim_clear(&claim);
             return sbx_error_set(err, SBX_E_DENIED, "session %s is being deleted",
                                  label);
         }
         if (rc != SBX_OK) {
-            sbx_claim_clear(&claim);
+            sbxh_claim_clear(&claim);
             return rc;
         }
         if (claim.outcome == SBX_CLAIM_BOUND) {
-            sbx_claim_clear(&claim);
+            sbxh_claim_clear(&claim);
             continue; /* published meanwhile: attach on the next turn */
         }
         if (claim.outcome == SBX_CLAIM_WON) {
             if (claim.intent.external_id) {
                 /* Our own earlier attempt failed after create: start from
                  * a clean resource. */
-                rc = sbx_session_clean_intent(m, &claim.intent, cancel, err);
-                sbx_claim_clear(&claim);
+                rc = sbxh_session_clean_intent(m, &claim.intent, cancel, err);
+                sbxh_claim_clear(&claim);
                 if (rc != SBX_OK)
                     return rc;
                 continue;
             }
-            sbx_claim_clear(&claim);
+            sbxh_claim_clear(&claim);
             bool retry = false;
             rc = provision(m, p, session_key, spec, spec_hash, caps, cancel, out,
                            &retry, err);
@@ -477,20 +477,20 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
 
         /* HELD by another worker: take over a dead one's intent, else wait
          * for its binding. */
-        if (sbx_session_intent_stale(m, &claim.intent, m->lease_ms)) {
-            rc = sbx_session_reclaim(m, &claim.intent, m->lease_ms, cancel, err);
-            sbx_claim_clear(&claim);
+        if (sbxh_session_intent_stale(m, &claim.intent, m->lease_ms)) {
+            rc = sbxh_session_reclaim(m, &claim.intent, m->lease_ms, cancel, err);
+            sbxh_claim_clear(&claim);
             if (rc == SBX_OK || rc == SBX_E_EXISTS)
                 continue;
             return rc;
         }
-        sbx_claim_clear(&claim);
+        sbxh_claim_clear(&claim);
         if (sbxs_now_ms() >= deadline)
             return sbx_error_set(err, SBX_E_TIMEOUT,
                                  "session %s: another worker is still provisioning "
                                  "its sandbox after %lld ms", label,
                                  (long long)m->wait_ms);
-        if ((rc = sbx_session_sleep(poll_ms, cancel, err)) != SBX_OK)
+        if ((rc = sbxh_session_sleep(poll_ms, cancel, err)) != SBX_OK)
             return rc;
         poll_ms = poll_ms * 2 > POLL_MAX_MS ? POLL_MAX_MS : poll_ms * 2;
     }

@@ -27,7 +27,7 @@ static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_bindi
     struct sbx_store_memory_row *rows = NULL;
     size_t n = 0;
     sbx_error why;
-    int rc = sbx_store_memory_get(m->store, b->session_key, &rows, &n, &why);
+    int rc = sbxh_store_memory_get(m->store, b->session_key, &rows, &n, &why);
     bool unclean = false;
     for (size_t i = 0; rc == SBX_OK && i < n; i++)
         unclean |= rows[i].access == SBX_MEMORY_READ_WRITE &&
@@ -45,11 +45,11 @@ static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_bindi
         return SBX_OK;
     if (rc != SBX_OK)
         return sbx_error_set(err, rc, "%s", why.message);
-    rc = sbx_session_memory_flush(m, b->session_key, h, cancel, &why);
+    rc = sbxh_session_memory_flush(m, b->session_key, h, cancel, &why);
     sbx_release(h);
     if (rc != SBX_OK) {
         char label[13];
-        sbx_session_label(b->session_key, label);
+        sbxh_session_label(b->session_key, label);
         return sbx_error_set(err, rc,
                              "session %s: its memory changes could not be written back "
                              "(%s); resolve with 'sbx memory resolve', then delete again",
@@ -58,22 +58,22 @@ static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_bindi
     return SBX_OK;
 }
 
-int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
-                              sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
+                               sbx_cancel *cancel, sbx_error *err)
 {
     char label[13];
-    sbx_session_label(key, label);
+    sbxh_session_label(key, label);
     struct sbx_binding b = {0};
-    int rc = sbx_store_get_binding(m->store, key, &b, err);
+    int rc = sbxh_store_get_binding(m->store, key, &b, err);
     if (rc == SBX_OK) {
         sbx_provider *p;
-        rc = sbx_session_provider(m, key, b.provider, &p, err);
+        rc = sbxh_session_provider(m, key, b.provider, &p, err);
         if (rc == SBX_OK)
             rc = flush_memory(m, p, &b, cancel, err);
         if (rc == SBX_OK) {
-            sbx_session_crash_point(m, "during-destroy");
+            sbxh_session_crash_point(m, "during-destroy");
             sbx_error why;
-            rc = sbx_session_destroy_resource(p, key, b.external_id, cancel, &why);
+            rc = sbxh_session_destroy_resource(p, key, b.external_id, cancel, &why);
             if (rc != SBX_OK)
                 sbx_error_set(err, rc,
                               "session %s: cannot destroy its sandbox (provider "
@@ -81,10 +81,10 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
                               "for 'sbx reconcile'",
                               label, b.provider, b.external_id, why.message);
         }
-        sbx_binding_clear(&b);
+        sbxh_binding_clear(&b);
         if (rc != SBX_OK)
             return rc;
-        sbx_session_crash_point(m, "after-destroy");
+        sbxh_session_crash_point(m, "after-destroy");
     } else if (rc != SBX_E_NOT_FOUND) {
         return rc;
     }
@@ -92,22 +92,22 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
     int64_t deadline = sbxs_now_ms() + m->wait_ms;
     for (;;) {
         sbx_error why;
-        rc = sbx_store_remove_session(m->store, key, &why);
+        rc = sbxh_store_remove_session(m->store, key, &why);
         if (rc == SBX_OK || rc == SBX_E_NOT_FOUND) {
             /* the digest is information only: a leftover is replaced by the
              * key's next provisioning */
-            sbx_store_drop_manifest(m->store, key, NULL);
-            sbx_store_memory_drop(m->store, key, NULL);
+            sbxh_store_drop_manifest(m->store, key, NULL);
+            sbxh_store_memory_drop(m->store, key, NULL);
             return SBX_OK;
         }
         if (rc != SBX_E_UNAVAILABLE)
             return sbx_error_set(err, rc, "%s", why.message);
         /* An intent is held: clean it when nobody is working on it. */
         struct sbx_intent in = {0};
-        int irc = sbx_store_get_intent(m->store, key, &in, err);
+        int irc = sbxh_store_get_intent(m->store, key, &in, err);
         if (irc == SBX_OK) {
-            irc = sbx_session_reclaim(m, &in, m->lease_ms, cancel, err);
-            sbx_intent_clear(&in);
+            irc = sbxh_session_reclaim(m, &in, m->lease_ms, cancel, err);
+            sbxh_intent_clear(&in);
             if (irc == SBX_OK)
                 continue;
             if (irc != SBX_E_EXISTS)
@@ -120,7 +120,7 @@ int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
                                  "session %s: deletion waits for a worker that is "
                                  "still provisioning it (%s); the session stays "
                                  "fenced for 'sbx reconcile'", label, why.message);
-        if ((rc = sbx_session_sleep(DELETE_POLL_MS, cancel, err)) != SBX_OK)
+        if ((rc = sbxh_session_sleep(DELETE_POLL_MS, cancel, err)) != SBX_OK)
             return rc;
     }
 }
@@ -134,24 +134,24 @@ SBX_API int sbx_session_delete(sbx_sessions *m, const char *session_key,
     sbx_error why;
     /* Memory changes go in while the session can still be resolved. */
     struct sbx_binding b = {0};
-    int rc = sbx_store_get_binding(m->store, session_key, &b, &why);
+    int rc = sbxh_store_get_binding(m->store, session_key, &b, &why);
     if (rc == SBX_OK && !b.deleting) {
         sbx_provider *p;
-        if (sbx_session_provider(m, session_key, b.provider, &p, &why) == SBX_OK)
+        if (sbxh_session_provider(m, session_key, b.provider, &p, &why) == SBX_OK)
             rc = flush_memory(m, p, &b, cancel, err);
-        sbx_binding_clear(&b);
+        sbxh_binding_clear(&b);
         if (rc != SBX_OK)
             return rc;
     } else {
-        sbx_binding_clear(&b);
+        sbxh_binding_clear(&b);
     }
-    rc = sbx_store_fence(m->store, session_key, &why);
+    rc = sbxh_store_fence(m->store, session_key, &why);
     if (rc == SBX_E_NOT_FOUND) {
         char label[13];
-        sbx_session_label(session_key, label);
+        sbxh_session_label(session_key, label);
         return sbx_error_set(err, SBX_E_NOT_FOUND, "session %s does not exist", label);
     }
     if (rc != SBX_OK)
         return sbx_error_set(err, rc, "%s", why.message);
-    return sbx_session_finish_delete(m, session_key, true, cancel, err);
+    return sbxh_session_finish_delete(m, session_key, true, cancel, err);
 }

@@ -47,8 +47,8 @@ static void add(const char **v, size_t *n, const char *t)
     v[(*n)++] = t;
 }
 
-int sbx_session_egress_init(struct sbx_session_egress *eg, const struct sbx_session_spec *spec,
-                            sbx_error *err)
+int sbxh_session_egress_init(struct sbx_session_egress *eg, const struct sbx_session_spec *spec,
+                             sbx_error *err)
 {
     memset(eg, 0, sizeof *eg);
     if (!spec || !spec->limited_network)
@@ -57,14 +57,14 @@ int sbx_session_egress_init(struct sbx_session_egress *eg, const struct sbx_sess
     eg->final_v = calloc(spec->nallow + 1, sizeof *eg->final_v);
     eg->setup_v = calloc(cap, sizeof *eg->setup_v);
     if (!eg->final_v || !eg->setup_v) {
-        sbx_session_egress_free(eg);
+        sbxh_session_egress_free(eg);
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     }
     size_t nf = 0, ns = 0;
     for (size_t i = 0; i < spec->nallow; i++) {
         int rc = check_target(spec->allow[i], err);
         if (rc != SBX_OK) {
-            sbx_session_egress_free(eg);
+            sbxh_session_egress_free(eg);
             return rc;
         }
         add(eg->final_v, &nf, spec->allow[i]);
@@ -73,7 +73,7 @@ int sbx_session_egress_init(struct sbx_session_egress *eg, const struct sbx_sess
     for (size_t i = 0; i < spec->nsetup_allow; i++) {
         int rc = check_target(spec->setup_allow[i], err);
         if (rc != SBX_OK) {
-            sbx_session_egress_free(eg);
+            sbxh_session_egress_free(eg);
             return rc;
         }
         add(eg->setup_v, &ns, spec->setup_allow[i]);
@@ -95,7 +95,7 @@ int sbx_session_egress_init(struct sbx_session_egress *eg, const struct sbx_sess
     return SBX_OK;
 }
 
-void sbx_session_egress_free(struct sbx_session_egress *eg)
+void sbxh_session_egress_free(struct sbx_session_egress *eg)
 {
     free(eg->final_v);
     free(eg->setup_v);

@@ -20,7 +20,7 @@
 
 /* Test builds only (SBX_TEST_HOOKS): a shipped library never kills its
  * process. */
-void sbx_session_crash_point(const sbx_sessions *m, const char *step)
+void sbxh_session_crash_point(const sbx_sessions *m, const char *step)
 {
 #ifdef SBX_TEST_HOOKS
     if (m->crash_at[0] && !strcmp(m->crash_at, step))
@@ -79,18 +79,18 @@ static int key_take(sbx_sessions *m, const char *key, bool wait, sbx_cancel *can
     return SBX_OK;
 }
 
-int sbx_session_key_take(sbx_sessions *m, const char *key, sbx_cancel *cancel,
-                         sbx_error *err)
+int sbxh_session_key_take(sbx_sessions *m, const char *key, sbx_cancel *cancel,
+                          sbx_error *err)
 {
     return key_take(m, key, true, cancel, err);
 }
 
-int sbx_session_key_try_take(sbx_sessions *m, const char *key, sbx_error *err)
+int sbxh_session_key_try_take(sbx_sessions *m, const char *key, sbx_error *err)
 {
     return key_take(m, key, false, NULL, err);
 }
 
-void sbx_session_key_give(sbx_sessions *m, const char *key)
+void sbxh_session_key_give(sbx_sessions *m, const char *key)
 {
     pthread_mutex_lock(&m->busy_lock);
     for (size_t i = 0; i < m->nbusy; i++) {
@@ -104,12 +104,12 @@ void sbx_session_key_give(sbx_sessions *m, const char *key)
     pthread_mutex_unlock(&m->busy_lock);
 }
 
-void sbx_session_label(const char *key, char out[13])
+void sbxh_session_label(const char *key, char out[13])
 {
-    sbx_store_key_label(key, out);
+    sbxh_store_key_label(key, out);
 }
 
-int sbx_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err)
 {
     int64_t end = sbxs_now_ms() + ms;
     for (;;) {
@@ -124,7 +124,7 @@ int sbx_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err)
     }
 }
 
-/* Whether `owner` ("realm:pid:start:random", see sbx_store_owner_token)
+/* Whether `owner` ("realm:pid:start:random", see sbxh_store_owner_token)
  * names a process of this realm (this boot, this pid namespace) that no
  * longer exists. Processes of other machines or namespaces cannot be
  * checked: only their lease tells. */
@@ -144,20 +144,20 @@ static bool owner_dead(const sbx_sessions *m, const char *owner)
         return false;
     if (pid == (long)getpid())
         return false; /* another manager of this very process: alive */
-    return sbx_process_gone((pid_t)pid, start);
+    return sbxh_process_gone((pid_t)pid, start);
 }
 
-bool sbx_session_intent_stale(const sbx_sessions *m, const struct sbx_intent *in,
-                              int64_t lease_ms)
+bool sbxh_session_intent_stale(const sbx_sessions *m, const struct sbx_intent *in,
+                               int64_t lease_ms)
 {
     if (!strcmp(in->owner, m->owner))
         return false;
     return in->age_ms >= lease_ms || owner_dead(m, in->owner);
 }
 
-int sbx_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
-                         int64_t lease_ms, struct sbx_intent *taken,
-                         sbx_error *err)
+int sbxh_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
+                          int64_t lease_ms, struct sbx_intent *taken,
+                          sbx_error *err)
 {
     /* The store takes over when the intent is at least `lease` old. Asking
      * for the age we saw (at least 1 ms) refuses an intent that somebody
@@ -171,27 +171,27 @@ int sbx_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
         nanosleep(&two_ms, NULL);
         lease = 1;
     }
-    return sbx_store_takeover_intent(m->store, seen->session_key, m->owner, lease,
-                                     taken, err);
+    return sbxh_store_takeover_intent(m->store, seen->session_key, m->owner, lease,
+                                      taken, err);
 }
 
-int sbx_session_provider(sbx_sessions *m, const char *key, const char *name,
-                         sbx_provider **out, sbx_error *err)
+int sbxh_session_provider(sbx_sessions *m, const char *key, const char *name,
+                          sbx_provider **out, sbx_error *err)
 {
     sbx_error why;
     int rc = sbx_provider_lookup(m->ctx, name, out, &why);
     if (rc == SBX_OK)
         return SBX_OK;
     char label[13];
-    sbx_session_label(key, label);
+    sbxh_session_label(key, label);
     return sbx_error_set(err, rc,
                          "session %s belongs to provider \"%s\", which is not "
                          "enabled in this configuration: %s",
                          label, name, why.message);
 }
 
-int sbx_session_destroy_resource(sbx_provider *p, const char *key, const char *ref,
-                                 sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_destroy_resource(sbx_provider *p, const char *key, const char *ref,
+                                  sbx_cancel *cancel, sbx_error *err)
 {
     int64_t backoff = 100;
     for (int attempt = 1;; attempt++) {
@@ -200,17 +200,17 @@ int sbx_session_destroy_resource(sbx_provider *p, const char *key, const char *r
             attempt >= SBX_SESSION_DESTROY_ATTEMPTS)
             return rc;
         sbx_error slept;
-        if (sbx_session_sleep(backoff, cancel, &slept) != SBX_OK)
+        if (sbxh_session_sleep(backoff, cancel, &slept) != SBX_OK)
             return rc;
         backoff *= 2;
     }
 }
 
-int sbx_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
-                             sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
+                              sbx_cancel *cancel, sbx_error *err)
 {
     sbx_provider *p;
-    int rc = sbx_session_provider(m, in->session_key, in->provider, &p, err);
+    int rc = sbxh_session_provider(m, in->session_key, in->provider, &p, err);
     if (rc != SBX_OK)
         return rc;
     char ref[SBX_REF_MAX];
@@ -231,45 +231,45 @@ int sbx_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
         snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
         sbx_release(h);
         /* Record it, so that a crash from here on leaves a reference. */
-        rc = sbx_store_update_intent(m->store, in->session_key, m->owner, "cleaning",
-                                     ref, err);
+        rc = sbxh_store_update_intent(m->store, in->session_key, m->owner, "cleaning",
+                                      ref, err);
         if (rc != SBX_OK)
             return rc;
     }
-    rc = sbx_session_destroy_resource(p, in->session_key, ref, cancel, err);
+    rc = sbxh_session_destroy_resource(p, in->session_key, ref, cancel, err);
     if (rc != SBX_OK)
         return rc;
-    return sbx_store_release_intent(m->store, in->session_key, m->owner, err);
+    return sbxh_store_release_intent(m->store, in->session_key, m->owner, err);
 }
 
-int sbx_session_reclaim(sbx_sessions *m, const struct sbx_intent *in,
-                        int64_t lease_ms, sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_reclaim(sbx_sessions *m, const struct sbx_intent *in,
+                         int64_t lease_ms, sbx_cancel *cancel, sbx_error *err)
 {
     if (!strcmp(in->owner, m->owner)) {
         /* Our own: left by an earlier call of this manager that failed,
          * unless a thread of ours is on it right now. */
-        int rc = sbx_session_key_try_take(m, in->session_key, err);
+        int rc = sbxh_session_key_try_take(m, in->session_key, err);
         if (rc != SBX_OK)
             return rc;
         struct sbx_intent now = {0};
-        rc = sbx_store_get_intent(m->store, in->session_key, &now, err);
+        rc = sbxh_store_get_intent(m->store, in->session_key, &now, err);
         if ((rc == SBX_OK && strcmp(now.owner, m->owner) != 0) ||
             rc == SBX_E_NOT_FOUND)
             rc = SBX_E_EXISTS; /* taken over or finished meanwhile */
         if (rc == SBX_OK)
-            rc = sbx_session_clean_intent(m, &now, cancel, err);
-        sbx_intent_clear(&now);
-        sbx_session_key_give(m, in->session_key);
+            rc = sbxh_session_clean_intent(m, &now, cancel, err);
+        sbxh_intent_clear(&now);
+        sbxh_session_key_give(m, in->session_key);
         return rc;
     }
-    if (!sbx_session_intent_stale(m, in, lease_ms))
+    if (!sbxh_session_intent_stale(m, in, lease_ms))
         return SBX_E_EXISTS;
     struct sbx_intent taken = {0};
-    int rc = sbx_session_takeover(m, in, lease_ms, &taken, err);
+    int rc = sbxh_session_takeover(m, in, lease_ms, &taken, err);
     if (rc == SBX_OK)
-        rc = sbx_session_clean_intent(m, &taken, cancel, err);
+        rc = sbxh_session_clean_intent(m, &taken, cancel, err);
     else if (rc == SBX_E_NOT_FOUND)
         rc = SBX_E_EXISTS; /* finished meanwhile */
-    sbx_intent_clear(&taken);
+    sbxh_intent_clear(&taken);
     return rc;
 }

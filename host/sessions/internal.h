@@ -41,55 +41,55 @@ struct sbx_sessions {
  * before-intent, after-intent, after-create, during-packages,
  * before-publish, during-destroy, after-destroy.
  */
-void sbx_session_crash_point(const sbx_sessions *m, const char *step);
+void sbxh_session_crash_point(const sbx_sessions *m, const char *step);
 
 /* The first 12 hex digits of a key's hash, for messages. */
-void sbx_session_label(const char *key, char out[13]);
+void sbxh_session_label(const char *key, char out[13]);
 
 /* Take / give back a key's turn among this manager's threads (see
  * struct sbx_sessions). Taking waits, honouring cancel: SBX_OK,
  * SBX_E_CANCELLED or SBX_E_NOMEM (err set). */
-int sbx_session_key_take(sbx_sessions *m, const char *key, sbx_cancel *cancel,
-                         sbx_error *err);
-void sbx_session_key_give(sbx_sessions *m, const char *key);
+int sbxh_session_key_take(sbx_sessions *m, const char *key, sbx_cancel *cancel,
+                          sbx_error *err);
+void sbxh_session_key_give(sbx_sessions *m, const char *key);
 /* Take the turn only if no thread has it: SBX_OK or SBX_E_EXISTS. */
-int sbx_session_key_try_take(sbx_sessions *m, const char *key, sbx_error *err);
+int sbxh_session_key_try_take(sbx_sessions *m, const char *key, sbx_error *err);
 
 /* Sleep ms milliseconds, waking early when cancel fires. Returns SBX_OK or
  * SBX_E_CANCELLED (err set). */
-int sbx_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err);
+int sbxh_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err);
 
 /* Read a caller's session spec only up to its size: when *spec is not
  * NULL, copy it into *copy and point *spec there. SBX_E_INVALID when its
  * size is not set (sessions/spec.c). */
-int sbx_session_spec_in(struct sbx_session_spec *copy, const struct sbx_session_spec **spec,
-                        sbx_error *err);
+int sbxh_session_spec_in(struct sbx_session_spec *copy, const struct sbx_session_spec **spec,
+                         sbx_error *err);
 
 /*
  * Whether an intent may be taken over: its owner is a process of this
  * machine that no longer exists, or its lease (lease_ms) expired. Never
  * true for the manager's own intents.
  */
-bool sbx_session_intent_stale(const sbx_sessions *m, const struct sbx_intent *in,
-                              int64_t lease_ms);
+bool sbxh_session_intent_stale(const sbx_sessions *m, const struct sbx_intent *in,
+                               int64_t lease_ms);
 
 /*
- * Take over a stale intent (checked with sbx_session_intent_stale) without
+ * Take over a stale intent (checked with sbxh_session_intent_stale) without
  * stealing it from a worker that took it over in the meantime. SBX_OK when
  * the caller now owns it; SBX_E_EXISTS when someone else does;
  * SBX_E_NOT_FOUND when it is gone. *taken receives the intent.
  */
-int sbx_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
-                         int64_t lease_ms, struct sbx_intent *taken,
-                         sbx_error *err);
+int sbxh_session_takeover(sbx_sessions *m, const struct sbx_intent *seen,
+                          int64_t lease_ms, struct sbx_intent *taken,
+                          sbx_error *err);
 
 /*
  * Clean up an intent the manager owns: destroy the resource it names (when
  * it names none, call the provider's idempotent create to learn it, then
  * destroy it) and drop the intent. On failure the intent stays.
  */
-int sbx_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
-                             sbx_cancel *cancel, sbx_error *err);
+int sbxh_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
+                              sbx_cancel *cancel, sbx_error *err);
 
 /*
  * Clean up an intent that nobody is working on: another owner's stale
@@ -99,18 +99,18 @@ int sbx_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
  * took it or finished it first; else the clean-up's error (the intent is
  * kept).
  */
-int sbx_session_reclaim(sbx_sessions *m, const struct sbx_intent *in,
-                        int64_t lease_ms, sbx_cancel *cancel, sbx_error *err);
+int sbxh_session_reclaim(sbx_sessions *m, const struct sbx_intent *in,
+                         int64_t lease_ms, sbx_cancel *cancel, sbx_error *err);
 
 /* Look up the provider of an existing binding or intent; SBX_E_NOT_FOUND
  * with a message naming the provider and the session when it is not
  * enabled. */
-int sbx_session_provider(sbx_sessions *m, const char *key, const char *name,
-                         sbx_provider **out, sbx_error *err);
+int sbxh_session_provider(sbx_sessions *m, const char *key, const char *name,
+                          sbx_provider **out, sbx_error *err);
 
 /* Destroy (key, ref) on p, retrying transient failures with backoff. */
-int sbx_session_destroy_resource(sbx_provider *p, const char *key, const char *ref,
-                                 sbx_cancel *cancel, sbx_error *err);
+int sbxh_session_destroy_resource(sbx_provider *p, const char *key, const char *ref,
+                                  sbx_cancel *cancel, sbx_error *err);
 
 /*
  * Finish the deletion of a fenced session: destroy its bound resource,
@@ -118,8 +118,8 @@ int sbx_session_destroy_resource(sbx_provider *p, const char *key, const char *r
  * an intent, waits for it up to the manager's wait time if `wait` is set,
  * else returns SBX_E_UNAVAILABLE. SBX_OK also when the session is gone.
  */
-int sbx_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
-                              sbx_cancel *cancel, sbx_error *err);
+int sbxh_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
+                               sbx_cancel *cancel, sbx_error *err);
 
 /*
  * Install the spec's packages in a freshly created sandbox, as argument
@@ -141,15 +141,15 @@ struct sbx_session_egress {
     struct sbx_egress_policy setup, final;
     const char **setup_v, **final_v;
 };
-int sbx_session_egress_init(struct sbx_session_egress *eg, const struct sbx_session_spec *spec,
-                            sbx_error *err);
-void sbx_session_egress_free(struct sbx_session_egress *eg);
+int sbxh_session_egress_init(struct sbx_session_egress *eg, const struct sbx_session_spec *spec,
+                             sbx_error *err);
+void sbxh_session_egress_free(struct sbx_session_egress *eg);
 
 struct sbx_config;
-int sbx_session_install_packages(sbx_handle *h, const struct sbx_config *cfg,
-                                 const struct sbx_session_spec *spec,
-                                 int (*progress)(void *ud, const char *manager,
-                                                 sbx_error *err),
-                                 void *ud, sbx_cancel *cancel, sbx_error *err);
+int sbxh_session_install_packages(sbx_handle *h, const struct sbx_config *cfg,
+                                  const struct sbx_session_spec *spec,
+                                  int (*progress)(void *ud, const char *manager,
+                                                  sbx_error *err),
+                                  void *ud, sbx_cancel *cancel, sbx_error *err);
 
 #endif

@@ -98,7 +98,7 @@ SBX_API int sbx_sessions_open(sbx_ctx *ctx, const struct sbx_sessions_options *o
     sbx_sessions *m = calloc(1, sizeof *m);
     if (!m)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-    int rc = sbx_store_open(driver, target, &m->store, err);
+    int rc = sbxh_store_open(driver, target, &m->store, err);
     if (rc != SBX_OK) {
         free(m);
         return rc;
@@ -106,8 +106,8 @@ SBX_API int sbx_sessions_open(sbx_ctx *ctx, const struct sbx_sessions_options *o
     m->ctx = ctx;
     pthread_mutex_init(&m->busy_lock, NULL);
     pthread_cond_init(&m->busy_done, NULL);
-    sbx_store_owner_token(m->owner, sizeof m->owner);
-    sbx_process_realm(m->realm, sizeof m->realm);
+    sbxh_store_owner_token(m->owner, sizeof m->owner);
+    sbxh_process_realm(m->realm, sizeof m->realm);
     m->lease_ms = o.lease_ms ? o.lease_ms : SBX_SESSION_LEASE_MS;
     m->wait_ms = o.wait_ms ? o.wait_ms : m->lease_ms;
 #ifdef SBX_TEST_HOOKS
@@ -123,7 +123,7 @@ SBX_API void sbx_sessions_close(sbx_sessions *m)
 {
     if (!m)
         return;
-    sbx_store_close(m->store);
+    sbxh_store_close(m->store);
     pthread_mutex_destroy(&m->busy_lock);
     pthread_cond_destroy(&m->busy_done);
     free(m->busy);
@@ -132,7 +132,7 @@ SBX_API void sbx_sessions_close(sbx_sessions *m)
 
 SBX_API const char *sbx_sessions_store_driver(const sbx_sessions *m)
 {
-    return sbx_store_driver(m->store);
+    return sbxh_store_driver(m->store);
 }
 
 SBX_API int sbx_session_list(sbx_sessions *m, const char *after, size_t limit,
@@ -145,7 +145,7 @@ SBX_API int sbx_session_list(sbx_sessions *m, const char *after, size_t limit,
     if (!fn)
         return sbx_error_set(err, SBX_E_INVALID, "sessions: no callback given");
     struct sbx_binding_page page = {0};
-    int rc = sbx_store_list_bindings(m->store, after, limit, &page, err);
+    int rc = sbxh_store_list_bindings(m->store, after, limit, &page, err);
     if (rc != SBX_OK)
         return rc;
     for (size_t i = 0; i < page.count; i++) {
@@ -162,12 +162,12 @@ SBX_API int sbx_session_list(sbx_sessions *m, const char *after, size_t limit,
         if (stop) {
             if (more)
                 *more = i + 1 < page.count || page.more;
-            sbx_binding_page_free(&page);
+            sbxh_binding_page_free(&page);
             return stop;
         }
     }
     if (more)
         *more = page.more;
-    sbx_binding_page_free(&page);
+    sbxh_binding_page_free(&page);
     return SBX_OK;
 }

@@ -33,14 +33,14 @@ SBX_API int sbx_memory_create(sbx_sessions *m, const char *slug,
         l.max_files = given.max_files;
         l.max_total_bytes = given.max_total_bytes;
     }
-    return sbx_mstore_create(m->store, slug, &l, err);
+    return sbxh_mstore_create(m->store, slug, &l, err);
 }
 
 SBX_API int sbx_memory_delete(sbx_sessions *m, const char *slug, sbx_error *err)
 {
     if (!m)
         return sbx_error_set(err, SBX_E_INVALID, "memory: no session manager");
-    return sbx_mstore_delete(m->store, slug, err);
+    return sbxh_mstore_delete(m->store, slug, err);
 }
 
 struct store_cb {
@@ -73,7 +73,7 @@ SBX_API int sbx_memory_list(sbx_sessions *m, sbx_memory_store_fn each, void *ud,
     if (!m || !each)
         return sbx_error_set(err, SBX_E_INVALID, "memory: no manager or callback");
     struct store_cb cb = {each, ud};
-    return sbx_mstore_list(m->store, each_store, &cb, err);
+    return sbxh_mstore_list(m->store, each_store, &cb, err);
 }
 
 struct file_cb {
@@ -105,7 +105,7 @@ SBX_API int sbx_memory_ls(sbx_sessions *m, const char *slug, int64_t at,
     if (!m || !each)
         return sbx_error_set(err, SBX_E_INVALID, "memory: no manager or callback");
     struct file_cb cb = {each, ud};
-    return sbx_mstore_heads(m->store, slug, at, each_file, &cb, err);
+    return sbxh_mstore_heads(m->store, slug, at, each_file, &cb, err);
 }
 
 SBX_API int sbx_memory_log(sbx_sessions *m, const char *slug, const char *path,
@@ -114,7 +114,7 @@ SBX_API int sbx_memory_log(sbx_sessions *m, const char *slug, const char *path,
     if (!m || !each)
         return sbx_error_set(err, SBX_E_INVALID, "memory: no manager or callback");
     struct file_cb cb = {each, ud};
-    return sbx_mstore_log(m->store, slug, path, each_file, &cb, err);
+    return sbxh_mstore_log(m->store, slug, path, each_file, &cb, err);
 }
 
 SBX_API int sbx_memory_cat(sbx_sessions *m, const char *slug, const char *path,
@@ -122,7 +122,7 @@ SBX_API int sbx_memory_cat(sbx_sessions *m, const char *slug, const char *path,
 {
     if (!m || !sink || sink->size < SBX_SINK_SIZE_1_0 || !sink->write)
         return sbx_error_set(err, SBX_E_INVALID, "memory: no manager or sink");
-    return sbx_mstore_read(m->store, slug, path, at, sink, NULL, err);
+    return sbxh_mstore_read(m->store, slug, path, at, sink, NULL, err);
 }
 
 /* The content of a put, read from the caller's source up to the limit. */
@@ -180,9 +180,9 @@ static int change(sbx_sessions *m, const char *slug, const char *path,
         return sbx_error_set(err, SBX_E_INVALID, "memory: base version %lld is negative",
                              (long long)base);
     struct sbx_mstore_info info;
-    int rc = sbx_mstore_check_path(path, err);
+    int rc = sbxh_mstore_check_path(path, err);
     if (rc == SBX_OK)
-        rc = sbx_mstore_info(m->store, slug, &info, err);
+        rc = sbxh_mstore_info(m->store, slug, &info, err);
     struct put_content content = {NULL, 0};
     if (rc == SBX_OK && src)
         rc = read_source(src, info.limits.max_file_bytes, path, &content, err);
@@ -191,7 +191,7 @@ static int change(sbx_sessions *m, const char *slug, const char *path,
         struct sbx_mstore_commit c = {.slug = slug, .author = EXTERNAL_AUTHOR,
                                       .changes = &ch, .nchanges = 1, .load = load_put,
                                       .ud = &content};
-        rc = sbx_mstore_commit(m->store, &c, version, NULL, NULL, err);
+        rc = sbxh_mstore_commit(m->store, &c, version, NULL, NULL, err);
     }
     free(content.data);
     return rc;
@@ -218,7 +218,7 @@ SBX_API int sbx_memory_resolve(sbx_sessions *m, const char *session_key, const c
     sbx_error_clear(err);
     if (!m || !session_key || !*session_key)
         return sbx_error_set(err, SBX_E_INVALID, "memory: no session manager or key");
-    int rc = sbx_mstore_check_slug(slug, err);
+    int rc = sbxh_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
     /* the checks, then a handle of the session, then the resolve: the
@@ -229,7 +229,7 @@ SBX_API int sbx_memory_resolve(sbx_sessions *m, const char *session_key, const c
     if (rc == SBX_OK)
         rc = sbx_session_attach(m, session_key, NULL, &h, err);
     if (rc == SBX_OK)
-        rc = sbx_session_memory_resolve(m, session_key, h, &row, keep, NULL, err);
+        rc = sbxh_session_memory_resolve(m, session_key, h, &row, keep, NULL, err);
     sbx_release(h);
     return rc;
 }

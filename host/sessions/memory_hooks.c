@@ -119,7 +119,7 @@ static int lock_exclusive(int fd, sbx_cancel *cancel, sbx_error *err)
             return SBX_OK;
         if (e != -EAGAIN && e != -EACCES)
             return sbx_error_set(err, SBX_E_IO, "memory: lock: %s", strerror(-e));
-        int rc = sbx_session_sleep(ms, cancel, err);
+        int rc = sbxh_session_sleep(ms, cancel, err);
         if (rc != SBX_OK)
             return rc;
     }
@@ -212,8 +212,8 @@ static int produce_heads(void *ud, const struct sbx_sink *sink, sbx_error *err)
     for (size_t i = 0; rc == SBX_OK && i < h->list->n; i++) {
         b.len = 0;
         struct sbx_sink bs = SBX_SINK_INIT(&b, buf_write);
-        rc = sbx_mstore_read(h->m->store, h->slug, h->list->paths[i], h->version, &bs, NULL,
-                             err);
+        rc = sbxh_mstore_read(h->m->store, h->slug, h->list->paths[i], h->version, &bs, NULL,
+                              err);
         if (rc != SBX_OK)
             break;
         archive_entry_clear(e);
@@ -241,23 +241,23 @@ static int load_heads(sbx_sessions *m, sbx_handle *h, const char *slug, int64_t 
                       sbx_cancel *cancel, sbx_error *err)
 {
     struct sbx_mstore_info info;
-    int rc = sbx_mstore_info(m->store, slug, &info, err);
+    int rc = sbxh_mstore_info(m->store, slug, &info, err);
     if (rc != SBX_OK)
         return rc;
     struct head_list list = {0};
     if (info.version > 0)
-        rc = sbx_mstore_heads(m->store, slug, info.version, collect_head, &list, err);
+        rc = sbxh_mstore_heads(m->store, slug, info.version, collect_head, &list, err);
     struct heads_tar ht = {m, slug, info.version, &list};
     struct sbx_stream_pipe pipe;
-    if (rc == SBX_OK && (rc = sbx_archive_load(err)) == SBX_OK &&
-        (rc = sbx_stream_pipe_start(&pipe, produce_heads, &ht, err)) == SBX_OK) {
-        struct sbx_source src = sbx_stream_pipe_source(&pipe);
-        rc = sbx_handle_memory_load(h, slug, &src, cancel, err);
+    if (rc == SBX_OK && (rc = sbxh_archive_load(err)) == SBX_OK &&
+        (rc = sbxh_stream_pipe_start(&pipe, produce_heads, &ht, err)) == SBX_OK) {
+        struct sbx_source src = sbxh_stream_pipe_source(&pipe);
+        rc = sbxh_handle_memory_load(h, slug, &src, cancel, err);
         if (rc == SBX_OK)
-            sbx_stream_pipe_drain(&pipe);
+            sbxh_stream_pipe_drain(&pipe);
         else
-            sbx_stream_pipe_abort(&pipe);
-        sbx_stream_pipe_join(&pipe);
+            sbxh_stream_pipe_abort(&pipe);
+        sbxh_stream_pipe_join(&pipe);
         if (rc == SBX_OK && pipe.status != SBX_OK) {
             rc = pipe.status;
             *err = pipe.err;
@@ -419,7 +419,7 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
         if (type == AE_IFDIR)
             continue; /* directories are implied by their files */
         sbx_error why;
-        if ((rc = sbx_mstore_check_path(path, &why)) != SBX_OK) {
+        if ((rc = sbxh_mstore_check_path(path, &why)) != SBX_OK) {
             rc = sbx_error_set(err, SBX_E_INVALID,
                                "memory store '%s': %s in the mount; nothing was committed",
                                w->slug, why.message);
@@ -429,7 +429,7 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
             rc = sbx_error_set(err, SBX_E_INVALID,
                                "memory store '%s': \"%s\" is %s; only regular files are "
                                "committed, nothing was",
-                               w->slug, sbx_text_escape(shown, sizeof shown, path, 120),
+                               w->slug, sbxh_text_escape(shown, sizeof shown, path, 120),
                                type_name(type));
             break;
         }
@@ -438,7 +438,7 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
             rc = sbx_error_set(err, SBX_E_INVALID,
                                "memory store '%s': \"%s\": the file is too large (%lld "
                                "bytes, limit %lld); nothing was committed",
-                               w->slug, sbx_text_escape(shown, sizeof shown, path, 120),
+                               w->slug, sbxh_text_escape(shown, sizeof shown, path, 120),
                                (long long)size, (long long)info->limits.max_file_bytes);
             break;
         }
@@ -450,7 +450,7 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
             rc = sbx_error_set(err, SBX_E_INVALID,
                                "memory store '%s': \"%s\": the changes pass the store's "
                                "limits (%lld files, %lld bytes); nothing was committed",
-                               w->slug, sbx_text_escape(shown, sizeof shown, path, 120),
+                               w->slug, sbxh_text_escape(shown, sizeof shown, path, 120),
                                (long long)info->limits.max_files,
                                (long long)info->limits.max_total_bytes);
             break;
@@ -466,7 +466,7 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
         EVP_MD_CTX *md = EVP_MD_CTX_new();
         if (fd < 0 || !md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
             rc = sbx_error_set(err, SBX_E_IO, "memory: cannot spool \"%s\": %s",
-                               sbx_text_escape(shown, sizeof shown, path, 120), strerror(errno));
+                               sbxh_text_escape(shown, sizeof shown, path, 120), strerror(errno));
         }
         char data[65536];
         la_ssize_t n;
@@ -474,7 +474,7 @@ static int read_changes(struct wb *w, const struct sbx_mstore_info *info, sbx_er
             if (n < 0 || write(fd, data, (size_t)n) != n ||
                 EVP_DigestUpdate(md, data, (size_t)n) != 1)
                 rc = sbx_error_set(err, SBX_E_IO, "memory: reading the changes of \"%s\": %s",
-                                   sbx_text_escape(shown, sizeof shown, path, 120),
+                                   sbxh_text_escape(shown, sizeof shown, path, 120),
                                    n < 0 ? archive_error_string(a) : strerror(errno));
             else
                 c->size += n;
@@ -563,7 +563,7 @@ static int gather(struct wb *w, sbx_handle *h, const struct sbx_mstore_info *inf
     w->spool_left = spool_bound(info);
     struct sbx_sink sink = SBX_SINK_INIT(w, spool_write);
     struct sbx_memory_changes ch = {sizeof ch, &sink, w, on_removed};
-    int rc = sbx_handle_memory_diff(h, w->slug, 0, &ch, cancel, err);
+    int rc = sbxh_handle_memory_diff(h, w->slug, 0, &ch, cancel, err);
     if (rc != SBX_OK && w->spool_full)
         rc = sbx_error_set(err, SBX_E_INVALID,
                            "memory store '%s': the changes are larger than the store's "
@@ -597,14 +597,14 @@ static int set_bases(struct wb *w, int64_t baseline, struct sbx_mstore_change *o
         int64_t head, base;
         bool live, base_live;
         char sha[65], base_sha[65];
-        int rc = sbx_mstore_head(w->m->store, w->slug, c->path, 0, &head, &live, sha, err);
+        int rc = sbxh_mstore_head(w->m->store, w->slug, c->path, 0, &head, &live, sha, err);
         if (rc != SBX_OK)
             return rc;
         if (c->remove ? !live : (live && !strcmp(sha, c->sha)))
             continue;
         rc = baseline > 0
-                 ? sbx_mstore_head(w->m->store, w->slug, c->path, baseline, &base, &base_live,
-                                   base_sha, err)
+                 ? sbxh_mstore_head(w->m->store, w->slug, c->path, baseline, &base, &base_live,
+                                    base_sha, err)
                  : (base = 0, SBX_OK);
         if (rc != SBX_OK)
             return rc;
@@ -634,7 +634,7 @@ static int write_back(struct memory_ctx *mc, sbx_handle *h, const struct sbx_sto
     *baseline = row->baseline;
     *state = row->state;
     struct sbx_mstore_info info;
-    int rc = sbx_mstore_info(m->store, row->slug, &info, err);
+    int rc = sbxh_mstore_info(m->store, row->slug, &info, err);
     if (rc != SBX_OK)
         return rc;
     struct wb w = {.m = m, .slug = row->slug, .spool_fd = -1};
@@ -646,7 +646,7 @@ static int write_back(struct memory_ctx *mc, sbx_handle *h, const struct sbx_sto
     if (rc == SBX_OK)
         rc = set_bases(&w, row->baseline, changes, &n, err);
     char label[13];
-    sbx_session_label(mc->key, label);
+    sbxh_session_label(mc->key, label);
     if (rc == SBX_OK && row->access != SBX_MEMORY_READ_WRITE) {
         if (n) {
             char shown[160];
@@ -655,7 +655,7 @@ static int write_back(struct memory_ctx *mc, sbx_handle *h, const struct sbx_sto
                                "but \"%s\"%s changed in its mount; nothing was committed "
                                "and the mount is restored before the next command",
                                row->slug, label,
-                               sbx_text_escape(shown, sizeof shown, changes[0].path, 120),
+                               sbxh_text_escape(shown, sizeof shown, changes[0].path, 120),
                                n > 1 ? " and more" : "");
             *baseline = -1; /* reload */
             *state = SBX_STORE_MEMORY_CLEAN;
@@ -669,17 +669,17 @@ static int write_back(struct memory_ctx *mc, sbx_handle *h, const struct sbx_sto
         char author[64];
         snprintf(author, sizeof author, AUTHOR_PREFIX "%s", label);
         struct sbx_mstore_commit c = {row->slug, author, changes, n, load_change, NULL, &w};
-        sbx_session_crash_point(m, "memory-before-commit");
-        rc = sbx_mstore_commit(m->store, &c, &version, NULL, NULL, err);
+        sbxh_session_crash_point(m, "memory-before-commit");
+        rc = sbxh_mstore_commit(m->store, &c, &version, NULL, NULL, err);
         if (rc == SBX_E_EXISTS)
             *state = SBX_STORE_MEMORY_CONFLICT;
     }
     if (rc == SBX_OK) {
-        sbx_session_crash_point(m, "memory-after-commit");
-        rc = sbx_handle_memory_accept(h, row->slug, cancel, err);
+        sbxh_session_crash_point(m, "memory-after-commit");
+        rc = sbxh_handle_memory_accept(h, row->slug, cancel, err);
     }
     if (rc == SBX_OK) {
-        sbx_session_crash_point(m, "memory-after-accept");
+        sbxh_session_crash_point(m, "memory-after-accept");
         *state = SBX_STORE_MEMORY_CLEAN;
         /* The mount equals the heads at the new version only when no other
          * commit came between the baseline and ours; else it is reloaded
@@ -710,8 +710,8 @@ static int write_back_all(struct memory_ctx *mc, sbx_handle *h, struct sbx_store
         int rc = write_back(mc, h, &rows[i], &baseline, &state, cancel, &e);
         sbx_error ue;
         if ((baseline != rows[i].baseline || state != rows[i].state) &&
-            sbx_store_memory_update(mc->m->store, mc->key, rows[i].slug, baseline, state,
-                                    &ue) == SBX_OK) {
+            sbxh_store_memory_update(mc->m->store, mc->key, rows[i].slug, baseline, state,
+                                     &ue) == SBX_OK) {
             rows[i].baseline = baseline;
             rows[i].state = state;
         }
@@ -747,7 +747,7 @@ static int before_exec(void *ctx, sbx_handle *h, int *token, sbx_cancel *cancel,
     }
     struct sbx_store_memory_row *rows = NULL;
     size_t n = 0;
-    rc = sbx_store_memory_get(mc->m->store, mc->key, &rows, &n, err);
+    rc = sbxh_store_memory_get(mc->m->store, mc->key, &rows, &n, err);
     /* Changes a crash left behind go in first; a conflict keeps the mount
      * as it is (the command then sees the session's own changes). */
     if (rc == SBX_OK) {
@@ -758,24 +758,24 @@ static int before_exec(void *ctx, sbx_handle *h, int *token, sbx_cancel *cancel,
         struct sbx_store_memory_row *r = &rows[i];
         if (r->state == SBX_STORE_MEMORY_CLEAN) {
             struct sbx_mstore_info info;
-            if ((rc = sbx_mstore_info(mc->m->store, r->slug, &info, err)) != SBX_OK)
+            if ((rc = sbxh_mstore_info(mc->m->store, r->slug, &info, err)) != SBX_OK)
                 break;
             if (r->baseline != info.version) {
                 int64_t at;
                 if ((rc = load_heads(mc->m, h, r->slug, &at, cancel, err)) != SBX_OK)
                     break;
                 r->baseline = at;
-                if ((rc = sbx_store_memory_update(mc->m->store, mc->key, r->slug, at,
-                                                  SBX_STORE_MEMORY_CLEAN, err)) != SBX_OK)
+                if ((rc = sbxh_store_memory_update(mc->m->store, mc->key, r->slug, at,
+                                                   SBX_STORE_MEMORY_CLEAN, err)) != SBX_OK)
                     break;
             }
             /* tree == baseline, no other command: a watch is exact */
-            if ((rc = sbx_handle_memory_watch(h, r->slug, cancel, err)) != SBX_OK)
+            if ((rc = sbxh_handle_memory_watch(h, r->slug, cancel, err)) != SBX_OK)
                 break;
         }
         if (r->access == SBX_MEMORY_READ_WRITE && r->state == SBX_STORE_MEMORY_CLEAN)
-            rc = sbx_store_memory_update(mc->m->store, mc->key, r->slug, r->baseline,
-                                         SBX_STORE_MEMORY_DIRTY, err);
+            rc = sbxh_store_memory_update(mc->m->store, mc->key, r->slug, r->baseline,
+                                          SBX_STORE_MEMORY_DIRTY, err);
     }
     free(rows);
     if (rc == SBX_OK && lock_set(fd, F_RDLCK, false) != 0)
@@ -802,7 +802,7 @@ static int after_exec(void *ctx, sbx_handle *h, int token, sbx_cancel *cancel,
         /* the last command of the session: write back */
         struct sbx_store_memory_row *rows = NULL;
         size_t n = 0;
-        rc = sbx_store_memory_get(mc->m->store, mc->key, &rows, &n, err);
+        rc = sbxh_store_memory_get(mc->m->store, mc->key, &rows, &n, err);
         if (rc == SBX_OK)
             rc = write_back_all(mc, h, rows, n, false, cancel, err);
         free(rows);
@@ -822,8 +822,8 @@ static void free_ctx(void *ctx)
 
 /* ---- session manager side ----------------------------------------------- */
 
-int sbx_session_memory_admit(sbx_sessions *m, const struct sbx_session_spec *spec,
-                             sbx_error *err)
+int sbxh_session_memory_admit(sbx_sessions *m, const struct sbx_session_spec *spec,
+                              sbx_error *err)
 {
     if (!spec || !spec->nmemory)
         return SBX_OK;
@@ -831,7 +831,7 @@ int sbx_session_memory_admit(sbx_sessions *m, const struct sbx_session_spec *spe
         return sbx_error_set(err, SBX_E_INVALID, "session spec: nmemory without memory");
     for (size_t i = 0; i < spec->nmemory; i++) {
         const struct sbx_memory_attachment *a = &spec->memory[i];
-        int rc = sbx_mstore_check_slug(a->slug, err);
+        int rc = sbxh_mstore_check_slug(a->slug, err);
         if (rc != SBX_OK)
             return rc;
         if (a->access > SBX_MEMORY_READ_WRITE)
@@ -844,7 +844,7 @@ int sbx_session_memory_admit(sbx_sessions *m, const struct sbx_session_spec *spe
                 return sbx_error_set(err, SBX_E_INVALID,
                                      "memory store '%s' is attached twice", a->slug);
         struct sbx_mstore_info info;
-        if ((rc = sbx_mstore_info(m->store, a->slug, &info, err)) != SBX_OK)
+        if ((rc = sbxh_mstore_info(m->store, a->slug, &info, err)) != SBX_OK)
             return rc;
     }
     if (spec->nmemory > 64)
@@ -852,8 +852,8 @@ int sbx_session_memory_admit(sbx_sessions *m, const struct sbx_session_spec *spe
     return SBX_OK;
 }
 
-int sbx_session_memory_record(sbx_sessions *m, const char *key,
-                              const struct sbx_session_spec *spec, sbx_error *err)
+int sbxh_session_memory_record(sbx_sessions *m, const char *key,
+                               const struct sbx_session_spec *spec, sbx_error *err)
 {
     size_t n = spec ? spec->nmemory : 0;
     struct sbx_store_memory_row *rows = n ? calloc(n, sizeof *rows) : NULL;
@@ -863,18 +863,18 @@ int sbx_session_memory_record(sbx_sessions *m, const char *key,
         snprintf(rows[i].slug, sizeof rows[i].slug, "%s", spec->memory[i].slug);
         rows[i].access = (int)spec->memory[i].access;
     }
-    int rc = n ? sbx_store_memory_set(m->store, key, rows, n, err)
-               : sbx_store_memory_drop(m->store, key, err);
+    int rc = n ? sbxh_store_memory_set(m->store, key, rows, n, err)
+               : sbxh_store_memory_drop(m->store, key, err);
     free(rows);
     return rc;
 }
 
-int sbx_session_memory_hook(sbx_sessions *m, const char *key, sbx_handle *h,
-                            sbx_error *err)
+int sbxh_session_memory_hook(sbx_sessions *m, const char *key, sbx_handle *h,
+                             sbx_error *err)
 {
     struct sbx_store_memory_row *rows = NULL;
     size_t n = 0;
-    int rc = sbx_store_memory_get(m->store, key, &rows, &n, err);
+    int rc = sbxh_store_memory_get(m->store, key, &rows, &n, err);
     free(rows);
     if (rc != SBX_OK || n == 0)
         return rc;
@@ -885,16 +885,16 @@ int sbx_session_memory_hook(sbx_sessions *m, const char *key, sbx_handle *h,
     }
     mc->m = m;
     struct sbx_exec_hooks hooks = {before_exec, after_exec, free_ctx, mc};
-    sbx_handle_set_hooks(h, &hooks);
+    sbxh_handle_set_hooks(h, &hooks);
     return SBX_OK;
 }
 
-int sbx_session_memory_flush(sbx_sessions *m, const char *key, sbx_handle *h,
-                             sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_memory_flush(sbx_sessions *m, const char *key, sbx_handle *h,
+                              sbx_cancel *cancel, sbx_error *err)
 {
     struct sbx_store_memory_row *rows = NULL;
     size_t n = 0;
-    int rc = sbx_store_memory_get(m->store, key, &rows, &n, err);
+    int rc = sbxh_store_memory_get(m->store, key, &rows, &n, err);
     bool unclean = false;
     for (size_t i = 0; rc == SBX_OK && i < n; i++)
         unclean |= rows[i].access == SBX_MEMORY_READ_WRITE &&
@@ -911,7 +911,7 @@ int sbx_session_memory_flush(sbx_sessions *m, const char *key, sbx_handle *h,
     if ((rc = lock_exclusive(fd, cancel, err)) == SBX_OK) {
         free(rows);
         rows = NULL;
-        if ((rc = sbx_store_memory_get(m->store, key, &rows, &n, err)) == SBX_OK) {
+        if ((rc = sbxh_store_memory_get(m->store, key, &rows, &n, err)) == SBX_OK) {
             struct memory_ctx mc = {m, (char *)key};
             rc = write_back_all(&mc, h, rows, n, true, cancel, err);
         }
@@ -926,13 +926,13 @@ int sbxh_session_memory_conflict(sbx_sessions *m, const char *key, const char *s
 {
     struct sbx_store_memory_row *rows = NULL;
     size_t n = 0;
-    int rc = sbx_store_memory_get(m->store, key, &rows, &n, err);
+    int rc = sbxh_store_memory_get(m->store, key, &rows, &n, err);
     struct sbx_store_memory_row *row = NULL;
     for (size_t i = 0; rc == SBX_OK && i < n; i++)
         if (!strcmp(rows[i].slug, slug))
             row = &rows[i];
     char label[13];
-    sbx_session_label(key, label);
+    sbxh_session_label(key, label);
     if (rc == SBX_OK && !row)
         rc = sbx_error_set(err, SBX_E_NOT_FOUND,
                            "memory store '%s' is not attached to session %s", slug, label);
@@ -946,9 +946,9 @@ int sbxh_session_memory_conflict(sbx_sessions *m, const char *key, const char *s
     return rc;
 }
 
-int sbx_session_memory_resolve(sbx_sessions *m, const char *key, sbx_handle *h,
-                               const struct sbx_store_memory_row *row, bool keep,
-                               sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_memory_resolve(sbx_sessions *m, const char *key, sbx_handle *h,
+                                const struct sbx_store_memory_row *row, bool keep,
+                                sbx_cancel *cancel, sbx_error *err)
 {
     const char *slug = row->slug;
     int fd = -1;
@@ -959,7 +959,7 @@ int sbx_session_memory_resolve(sbx_sessions *m, const char *key, sbx_handle *h,
         if (keep) {
             /* the session's version wins: based on the heads as they are now */
             struct sbx_mstore_info info;
-            if ((rc = sbx_mstore_info(m->store, slug, &info, err)) == SBX_OK) {
+            if ((rc = sbxh_mstore_info(m->store, slug, &info, err)) == SBX_OK) {
                 struct sbx_store_memory_row r = *row;
                 r.baseline = info.version;
                 struct memory_ctx mc = {m, (char *)key};
@@ -967,12 +967,12 @@ int sbx_session_memory_resolve(sbx_sessions *m, const char *key, sbx_handle *h,
                 int state;
                 rc = write_back(&mc, h, &r, &baseline, &state, cancel, err);
                 if (rc == SBX_OK)
-                    rc = sbx_store_memory_update(m->store, key, slug, row->baseline,
-                                                 SBX_STORE_MEMORY_CLEAN, err);
+                    rc = sbxh_store_memory_update(m->store, key, slug, row->baseline,
+                                                  SBX_STORE_MEMORY_CLEAN, err);
             }
         } else {
             /* the store wins: reloaded before the next command */
-            rc = sbx_store_memory_update(m->store, key, slug, -1, SBX_STORE_MEMORY_CLEAN, err);
+            rc = sbxh_store_memory_update(m->store, key, slug, -1, SBX_STORE_MEMORY_CLEAN, err);
         }
     }
     if (fd >= 0)

@@ -41,7 +41,7 @@ static int run(sbx_handle *h, const char *mgr, const char *const *argv,
     memset(&res, 0, sizeof res);
     res.size = sizeof res;
     sbx_error why;
-    int rc = sbx_exec_as(h, SBX_AS_DEFAULT, &args, &res, cancel, &why);
+    int rc = sbxh_exec_as(h, SBX_AS_DEFAULT, &args, &res, cancel, &why);
     if (rc == SBX_E_NO_COMMAND) {
         rc = sbx_error_set(err, SBX_E_NO_COMMAND,
                            "%s packages: package manager '%s' is not installed in "
@@ -80,7 +80,7 @@ static int install_manager(sbx_handle *h, const struct sbx_config *cfg,
 {
     const char *mgr = sbx_package_manager_name(manager);
     struct sbx_package_cmds c;
-    int rc = sbx_package_cmds_get(cfg, manager, &c, err);
+    int rc = sbxh_package_cmds_get(cfg, manager, &c, err);
     if (rc != SBX_OK)
         return rc;
     const char *const *env = c.env[0] ? c.env : NULL;
@@ -105,15 +105,15 @@ static int install_manager(sbx_handle *h, const struct sbx_config *cfg,
         rc = run(h, mgr, argv, env, cancel, err);
     }
     free(argv);
-    sbx_package_cmds_free(&c);
+    sbxh_package_cmds_free(&c);
     return rc;
 }
 
-int sbx_session_install_packages(sbx_handle *h, const struct sbx_config *cfg,
-                                 const struct sbx_session_spec *spec,
-                                 int (*progress)(void *ud, const char *manager,
-                                                 sbx_error *err),
-                                 void *ud, sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_install_packages(sbx_handle *h, const struct sbx_config *cfg,
+                                  const struct sbx_session_spec *spec,
+                                  int (*progress)(void *ud, const char *manager,
+                                                  sbx_error *err),
+                                  void *ud, sbx_cancel *cancel, sbx_error *err)
 {
     if (!spec || spec->npackages == 0)
         return SBX_OK;

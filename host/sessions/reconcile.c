@@ -32,7 +32,7 @@ static int reconcile_intents(sbx_sessions *m, int64_t lease_ms, sbx_cancel *canc
     for (;;) {
         struct sbx_intent_page page = {0};
         sbx_error why;
-        int rc = sbx_store_list_intents(m->store, after, RECONCILE_PAGE, &page, &why);
+        int rc = sbxh_store_list_intents(m->store, after, RECONCILE_PAGE, &page, &why);
         if (rc != SBX_OK) {
             free(after);
             return sbx_error_set(err, rc, "%s", why.message);
@@ -40,7 +40,7 @@ static int reconcile_intents(sbx_sessions *m, int64_t lease_ms, sbx_cancel *canc
         for (size_t i = 0; i < page.count; i++) {
             const struct sbx_intent *in = &page.items[i];
             rep->intents_seen++;
-            rc = sbx_session_reclaim(m, in, lease_ms, cancel, &why);
+            rc = sbxh_session_reclaim(m, in, lease_ms, cancel, &why);
             if (rc == SBX_OK)
                 rep->intents_cleaned++;
             else if (rc == SBX_E_EXISTS)
@@ -53,11 +53,11 @@ static int reconcile_intents(sbx_sessions *m, int64_t lease_ms, sbx_cancel *canc
         if (page.more && page.count) {
             after = strdup(page.items[page.count - 1].session_key);
             if (!after) {
-                sbx_intent_page_free(&page);
+                sbxh_intent_page_free(&page);
                 return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
             }
         }
-        sbx_intent_page_free(&page);
+        sbxh_intent_page_free(&page);
         if (!after)
             return SBX_OK;
         if (sbx_cancel_fired(cancel)) {
@@ -75,13 +75,13 @@ static int reconcile_deletions(sbx_sessions *m, sbx_cancel *cancel,
     for (;;) {
         struct sbx_key_page page = {0};
         sbx_error why;
-        int rc = sbx_store_list_deleting(m->store, after, RECONCILE_PAGE, &page, &why);
+        int rc = sbxh_store_list_deleting(m->store, after, RECONCILE_PAGE, &page, &why);
         if (rc != SBX_OK) {
             free(after);
             return sbx_error_set(err, rc, "%s", why.message);
         }
         for (size_t i = 0; i < page.count; i++) {
-            rc = sbx_session_finish_delete(m, page.keys[i], false, cancel, &why);
+            rc = sbxh_session_finish_delete(m, page.keys[i], false, cancel, &why);
             if (rc == SBX_OK)
                 rep->deletions_done++;
             else
@@ -92,11 +92,11 @@ static int reconcile_deletions(sbx_sessions *m, sbx_cancel *cancel,
         if (page.more && page.count) {
             after = strdup(page.keys[page.count - 1]);
             if (!after) {
-                sbx_key_page_free(&page);
+                sbxh_key_page_free(&page);
                 return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
             }
         }
-        sbx_key_page_free(&page);
+        sbxh_key_page_free(&page);
         if (!after)
             return SBX_OK;
         if (sbx_cancel_fired(cancel)) {
@@ -122,7 +122,7 @@ static int reconcile_memory_one(void *ud, const char *key)
     sbx_error why;
     int rc = sbx_session_attach(mp->m, key, mp->cancel, &h, &why);
     if (rc == SBX_OK) {
-        rc = sbx_session_memory_flush(mp->m, key, h, mp->cancel, &why);
+        rc = sbxh_session_memory_flush(mp->m, key, h, mp->cancel, &why);
         sbx_release(h);
     }
     if (rc == SBX_E_NOT_FOUND) {
@@ -131,10 +131,10 @@ static int reconcile_memory_one(void *ud, const char *key)
         struct sbx_store_memory_row *rows = NULL;
         size_t n = 0;
         sbx_error ue;
-        if (sbx_store_memory_get(mp->m->store, key, &rows, &n, &ue) == SBX_OK)
+        if (sbxh_store_memory_get(mp->m->store, key, &rows, &n, &ue) == SBX_OK)
             for (size_t i = 0; i < n; i++)
-                sbx_store_memory_update(mp->m->store, key, rows[i].slug, -1,
-                                        SBX_STORE_MEMORY_CLEAN, &ue);
+                sbxh_store_memory_update(mp->m->store, key, rows[i].slug, -1,
+                                         SBX_STORE_MEMORY_CLEAN, &ue);
         free(rows);
     }
     if (rc == SBX_OK)
@@ -163,7 +163,7 @@ SBX_API int sbx_sessions_reconcile(sbx_sessions *m, int64_t lease_ms,
         return rc;
     struct memory_pass mp = {m, cancel, rep, &first_rc, err};
     sbx_error why;
-    rc = sbx_store_memory_unclean(m->store, reconcile_memory_one, &mp, &why);
+    rc = sbxh_store_memory_unclean(m->store, reconcile_memory_one, &mp, &why);
     if (rc != SBX_OK)
         return sbx_error_set(err, rc, "%s", why.message);
     rc = reconcile_deletions(m, cancel, rep, &first_rc, err);

@@ -66,8 +66,8 @@ SBX_API int sbx_package_parse(const char *text, struct sbx_package *out,
 /* Canonical text: a version line, the capability bits, then one line per
  * package "manager name" in the order given (installation order is part of
  * what the sandbox looks like). */
-int sbx_session_spec_in(struct sbx_session_spec *copy, const struct sbx_session_spec **spec,
-                        sbx_error *err)
+int sbxh_session_spec_in(struct sbx_session_spec *copy, const struct sbx_session_spec **spec,
+                         sbx_error *err)
 {
     if (!*spec)
         return SBX_OK;
@@ -108,7 +108,7 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
 {
     sbx_error_clear(err);
     struct sbx_session_spec copy;
-    int rc0 = sbx_session_spec_in(&copy, &spec, err);
+    int rc0 = sbxh_session_spec_in(&copy, &spec, err);
     if (rc0 != SBX_OK)
         return rc0;
     uint64_t caps = spec ? spec->caps : 0;

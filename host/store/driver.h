@@ -75,10 +75,10 @@ struct sbx_store_value {
 
 /* The first row of c, if any, as a binding / intent; *found tells whether
  * there was one. out is filled (the caller clears it) or left cleared. */
-int sbx_store_first_binding(struct sbx_store *s, struct sbx_store_cursor *c,
-                            struct sbx_binding *out, bool *found, sbx_error *err);
-int sbx_store_first_intent(struct sbx_store *s, struct sbx_store_cursor *c,
-                           struct sbx_intent *out, bool *found, sbx_error *err);
+int sbxh_store_first_binding(struct sbx_store *s, struct sbx_store_cursor *c,
+                             struct sbx_binding *out, bool *found, sbx_error *err);
+int sbxh_store_first_intent(struct sbx_store *s, struct sbx_store_cursor *c,
+                            struct sbx_intent *out, bool *found, sbx_error *err);
 
 /* The three list calls of store.h. */
 enum sbx_store_list {
@@ -97,9 +97,9 @@ union sbx_store_page_out {
 /* Fill a page of at most limit items from c, whose query returned up to
  * limit + 1 rows (one more tells that more follow). On failure the page is
  * freed and left zeroed. */
-int sbx_store_fill_page(struct sbx_store *s, struct sbx_store_cursor *c,
-                        enum sbx_store_list which, size_t limit,
-                        union sbx_store_page_out out, sbx_error *err);
+int sbxh_store_fill_page(struct sbx_store *s, struct sbx_store_cursor *c,
+                         enum sbx_store_list which, size_t limit,
+                         union sbx_store_page_out out, sbx_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Driver primitives                                                          */
@@ -162,7 +162,7 @@ struct sbx_store_prims {
     int (*delete_intent)(struct sbx_store *s, const char *key, sbx_error *err);
 
     /* In a transaction: the session bound to (provider, external_id), as a
-     * key label (sbx_store_key_label); *found tells whether there is one. */
+     * key label (sbxh_store_key_label); *found tells whether there is one. */
     int (*bound_key)(struct sbx_store *s, const char *provider, const char *external_id,
                      char other[13], bool *found, sbx_error *err);
     /* In a transaction: write the binding of key from the intent `in`;
@@ -229,60 +229,60 @@ static inline int64_t sbx_store_wall_ms(void)
 /* ------------------------------------------------------------------------ */
 
 /* Implementations of the struct sbx_store_ops entries of the same names. */
-int sbx_store_shared_get_binding(struct sbx_store *s, const char *key,
-                                 struct sbx_binding *out, sbx_error *err);
-int sbx_store_shared_get_intent(struct sbx_store *s, const char *key,
-                                struct sbx_intent *out, sbx_error *err);
-int sbx_store_shared_claim(struct sbx_store *s, const struct sbx_claim_request *req,
-                           struct sbx_claim *out, sbx_error *err);
-int sbx_store_shared_update_intent(struct sbx_store *s, const char *key,
-                                   const char *owner, const char *step,
-                                   const char *external_id, sbx_error *err);
-int sbx_store_shared_takeover_intent(struct sbx_store *s, const char *key,
-                                     const char *owner, int64_t lease_ms,
-                                     struct sbx_intent *out, sbx_error *err);
-int sbx_store_shared_release_intent(struct sbx_store *s, const char *key,
-                                    const char *owner, sbx_error *err);
-int sbx_store_shared_publish(struct sbx_store *s, const char *key, const char *owner,
-                             struct sbx_binding *out, sbx_error *err);
-int sbx_store_shared_fence(struct sbx_store *s, const char *key, sbx_error *err);
-int sbx_store_shared_remove_session(struct sbx_store *s, const char *key,
-                                    sbx_error *err);
-int sbx_store_shared_list_bindings(struct sbx_store *s, const char *after, size_t limit,
-                                   struct sbx_binding_page *out, sbx_error *err);
-int sbx_store_shared_list_intents(struct sbx_store *s, const char *after, size_t limit,
-                                  struct sbx_intent_page *out, sbx_error *err);
-int sbx_store_shared_list_deleting(struct sbx_store *s, const char *after, size_t limit,
-                                   struct sbx_key_page *out, sbx_error *err);
+int sbxh_store_shared_get_binding(struct sbx_store *s, const char *key,
+                                  struct sbx_binding *out, sbx_error *err);
+int sbxh_store_shared_get_intent(struct sbx_store *s, const char *key,
+                                 struct sbx_intent *out, sbx_error *err);
+int sbxh_store_shared_claim(struct sbx_store *s, const struct sbx_claim_request *req,
+                            struct sbx_claim *out, sbx_error *err);
+int sbxh_store_shared_update_intent(struct sbx_store *s, const char *key,
+                                    const char *owner, const char *step,
+                                    const char *external_id, sbx_error *err);
+int sbxh_store_shared_takeover_intent(struct sbx_store *s, const char *key,
+                                      const char *owner, int64_t lease_ms,
+                                      struct sbx_intent *out, sbx_error *err);
+int sbxh_store_shared_release_intent(struct sbx_store *s, const char *key,
+                                     const char *owner, sbx_error *err);
+int sbxh_store_shared_publish(struct sbx_store *s, const char *key, const char *owner,
+                              struct sbx_binding *out, sbx_error *err);
+int sbxh_store_shared_fence(struct sbx_store *s, const char *key, sbx_error *err);
+int sbxh_store_shared_remove_session(struct sbx_store *s, const char *key,
+                                     sbx_error *err);
+int sbxh_store_shared_list_bindings(struct sbx_store *s, const char *after, size_t limit,
+                                    struct sbx_binding_page *out, sbx_error *err);
+int sbxh_store_shared_list_intents(struct sbx_store *s, const char *after, size_t limit,
+                                   struct sbx_intent_page *out, sbx_error *err);
+int sbxh_store_shared_list_deleting(struct sbx_store *s, const char *after, size_t limit,
+                                    struct sbx_key_page *out, sbx_error *err);
 
 /* The shared entries of a driver's struct sbx_store_ops initializer. */
 #define SBX_STORE_SHARED_OPS                                                     \
-    .get_binding = sbx_store_shared_get_binding,                                 \
-    .get_intent = sbx_store_shared_get_intent, .claim = sbx_store_shared_claim,  \
-    .update_intent = sbx_store_shared_update_intent,                             \
-    .takeover_intent = sbx_store_shared_takeover_intent,                         \
-    .release_intent = sbx_store_shared_release_intent,                           \
-    .publish = sbx_store_shared_publish, .fence = sbx_store_shared_fence,        \
-    .remove_session = sbx_store_shared_remove_session,                           \
-    .list_bindings = sbx_store_shared_list_bindings,                             \
-    .list_intents = sbx_store_shared_list_intents,                               \
-    .list_deleting = sbx_store_shared_list_deleting
+    .get_binding = sbxh_store_shared_get_binding,                                 \
+    .get_intent = sbxh_store_shared_get_intent, .claim = sbxh_store_shared_claim,  \
+    .update_intent = sbxh_store_shared_update_intent,                             \
+    .takeover_intent = sbxh_store_shared_takeover_intent,                         \
+    .release_intent = sbxh_store_shared_release_intent,                           \
+    .publish = sbxh_store_shared_publish, .fence = sbxh_store_shared_fence,        \
+    .remove_session = sbxh_store_shared_remove_session,                           \
+    .list_bindings = sbxh_store_shared_list_bindings,                             \
+    .list_intents = sbxh_store_shared_list_intents,                               \
+    .list_deleting = sbxh_store_shared_list_deleting
 
 /* ------------------------------------------------------------------------ */
 /* Messages both drivers give (store/ops.c)                                   */
 /* ------------------------------------------------------------------------ */
 
 /* SBX_E_NOT_FOUND: key has no provisioning intent. */
-int sbx_store_no_intent(struct sbx_store *s, const char *key, sbx_error *err);
+int sbxh_store_no_intent(struct sbx_store *s, const char *key, sbx_error *err);
 
 /* SBX_E_INTERNAL: a row written in this transaction (`what`: "intent",
  * "binding") cannot be read back. */
-int sbx_store_vanished(struct sbx_store *s, const char *what, sbx_error *err);
+int sbxh_store_vanished(struct sbx_store *s, const char *what, sbx_error *err);
 
 /* SBX_E_NOMEM (store/values.c, which rows.c calls too). */
-int sbx_store_nomem(struct sbx_store *s, sbx_error *err);
+int sbxh_store_nomem(struct sbx_store *s, sbx_error *err);
 
 /* SBX_E_CONFIG: the database holds a schema newer than this build. */
-int sbx_store_newer_schema(struct sbx_store *s, int version, sbx_error *err);
+int sbxh_store_newer_schema(struct sbx_store *s, int version, sbx_error *err);
 
 #endif /* SBX_HOST_STORE_IMPL_H */

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-int sbx_store_set_manifest(struct sbx_store *s, const char *key, const char *digest,
-                           const char *run_as, sbx_error *err)
+int sbxh_store_set_manifest(struct sbx_store *s, const char *key, const char *digest,
+                            const char *run_as, sbx_error *err)
 {
     struct sbx_store_value p[] = {SBX_SV_T(key), SBX_SV_T(digest),
                                   SBX_SV_I(sbx_store_wall_ms()), SBX_SV_T(run_as)};
@@ -31,9 +31,9 @@ int sbx_store_set_manifest(struct sbx_store *s, const char *key, const char *dig
     return rc;
 }
 
-int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65],
-                           char run_as[SBX_USER_NAME_MAX + 1], bool *found,
-                           sbx_error *err)
+int sbxh_store_get_manifest(struct sbx_store *s, const char *key, char digest[65],
+                            char run_as[SBX_USER_NAME_MAX + 1], bool *found,
+                            sbx_error *err)
 {
     *found = false;
     digest[0] = '\0';
@@ -65,7 +65,7 @@ int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65]
     return rc;
 }
 
-int sbx_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err)
+int sbxh_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err)
 {
     struct sbx_store_value p[] = {SBX_SV_T(key)};
     pthread_mutex_lock(&s->lock);

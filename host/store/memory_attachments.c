@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-int sbx_store_memory_set(struct sbx_store *s, const char *key,
-                         const struct sbx_store_memory_row *rows, size_t n,
-                         sbx_error *err)
+int sbxh_store_memory_set(struct sbx_store *s, const char *key,
+                          const struct sbx_store_memory_row *rows, size_t n,
+                          sbx_error *err)
 {
     struct sbx_store_value k[] = {SBX_SV_T(key)};
     pthread_mutex_lock(&s->lock);
@@ -35,8 +35,8 @@ int sbx_store_memory_set(struct sbx_store *s, const char *key,
     return rc;
 }
 
-int sbx_store_memory_get(struct sbx_store *s, const char *key,
-                         struct sbx_store_memory_row **out, size_t *n, sbx_error *err)
+int sbxh_store_memory_get(struct sbx_store *s, const char *key,
+                          struct sbx_store_memory_row **out, size_t *n, sbx_error *err)
 {
     *out = NULL;
     *n = 0;
@@ -56,7 +56,7 @@ int sbx_store_memory_get(struct sbx_store *s, const char *key,
             cap = cap ? cap * 2 : 4;
             struct sbx_store_memory_row *g = realloc(*out, cap * sizeof *g);
             if (!g) {
-                rc = sbx_store_nomem(s, err);
+                rc = sbxh_store_nomem(s, err);
                 break;
             }
             *out = g;
@@ -79,8 +79,8 @@ int sbx_store_memory_get(struct sbx_store *s, const char *key,
     return rc;
 }
 
-int sbx_store_memory_update(struct sbx_store *s, const char *key, const char *slug,
-                            int64_t baseline, int state, sbx_error *err)
+int sbxh_store_memory_update(struct sbx_store *s, const char *key, const char *slug,
+                             int64_t baseline, int state, sbx_error *err)
 {
     struct sbx_store_value p[] = {SBX_SV_T(key), SBX_SV_T(slug), SBX_SV_I(baseline),
                                   SBX_SV_I(state), SBX_SV_I(sbx_store_wall_ms())};
@@ -95,7 +95,7 @@ int sbx_store_memory_update(struct sbx_store *s, const char *key, const char *sl
     return rc;
 }
 
-int sbx_store_memory_drop(struct sbx_store *s, const char *key, sbx_error *err)
+int sbxh_store_memory_drop(struct sbx_store *s, const char *key, sbx_error *err)
 {
     struct sbx_store_value p[] = {SBX_SV_T(key)};
     pthread_mutex_lock(&s->lock);
@@ -107,8 +107,8 @@ int sbx_store_memory_drop(struct sbx_store *s, const char *key, sbx_error *err)
     return rc;
 }
 
-int sbx_store_memory_unclean(struct sbx_store *s, int (*fn)(void *ud, const char *key),
-                             void *ud, sbx_error *err)
+int sbxh_store_memory_unclean(struct sbx_store *s, int (*fn)(void *ud, const char *key),
+                              void *ud, sbx_error *err)
 {
     /* Collected first: fn may use the store. */
     char **keys = NULL;
@@ -127,14 +127,14 @@ int sbx_store_memory_unclean(struct sbx_store *s, int (*fn)(void *ud, const char
             cap = cap ? cap * 2 : 8;
             char **g = realloc(keys, cap * sizeof *g);
             if (!g) {
-                rc = sbx_store_nomem(s, err);
+                rc = sbxh_store_nomem(s, err);
                 break;
             }
             keys = g;
         }
         const char *k = c->text(c, 0);
         if (!(keys[n] = strdup(k ? k : ""))) {
-            rc = sbx_store_nomem(s, err);
+            rc = sbxh_store_nomem(s, err);
             break;
         }
         n++;

@@ -30,7 +30,7 @@
 
 /* ---- names -------------------------------------------------------------- */
 
-int sbx_mstore_check_slug(const char *slug, sbx_error *err)
+int sbxh_mstore_check_slug(const char *slug, sbx_error *err)
 {
     if (!slug || !*slug)
         return sbx_error_set(err, SBX_E_INVALID, "memory store: the name is empty");
@@ -40,12 +40,12 @@ int sbx_mstore_check_slug(const char *slug, sbx_error *err)
         return sbx_error_set(err, SBX_E_INVALID,
                              "memory store \"%s\": a name is 1 to %d characters of "
                              "a-z, 0-9 and '-'",
-                             sbx_text_escape(shown, sizeof shown, slug, 64),
+                             sbxh_text_escape(shown, sizeof shown, slug, 64),
                              SBX_MSTORE_SLUG_MAX);
     return SBX_OK;
 }
 
-int sbx_mstore_check_path(const char *path, sbx_error *err)
+int sbxh_mstore_check_path(const char *path, sbx_error *err)
 {
     char shown[160];
     const char *problem = NULL;
@@ -73,7 +73,7 @@ int sbx_mstore_check_path(const char *path, sbx_error *err)
     }
     if (problem)
         return sbx_error_set(err, SBX_E_INVALID, "memory path \"%s\" %s",
-                             sbx_text_escape(shown, sizeof shown, path, 120), problem);
+                             sbxh_text_escape(shown, sizeof shown, path, 120), problem);
     return SBX_OK;
 }
 
@@ -124,10 +124,10 @@ static int info_locked(struct sbx_store *s, const char *slug, struct sbx_mstore_
     return rc;
 }
 
-int sbx_mstore_create(struct sbx_store *s, const char *slug,
-                      const struct sbx_mstore_limits *limits, sbx_error *err)
+int sbxh_mstore_create(struct sbx_store *s, const char *slug,
+                       const struct sbx_mstore_limits *limits, sbx_error *err)
 {
-    int rc = sbx_mstore_check_slug(slug, err);
+    int rc = sbxh_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_mstore_limits l = limits ? *limits : (struct sbx_mstore_limits){0, 0, 0};
@@ -160,9 +160,9 @@ int sbx_mstore_create(struct sbx_store *s, const char *slug,
     return rc;
 }
 
-int sbx_mstore_delete(struct sbx_store *s, const char *slug, sbx_error *err)
+int sbxh_mstore_delete(struct sbx_store *s, const char *slug, sbx_error *err)
 {
-    int rc = sbx_mstore_check_slug(slug, err);
+    int rc = sbxh_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
     static const char *const deletes[] = {
@@ -188,10 +188,10 @@ int sbx_mstore_delete(struct sbx_store *s, const char *slug, sbx_error *err)
     return rc;
 }
 
-int sbx_mstore_info(struct sbx_store *s, const char *slug, struct sbx_mstore_info *out,
-                    sbx_error *err)
+int sbxh_mstore_info(struct sbx_store *s, const char *slug, struct sbx_mstore_info *out,
+                     sbx_error *err)
 {
-    int rc = sbx_mstore_check_slug(slug, err);
+    int rc = sbxh_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
     pthread_mutex_lock(&s->lock);
@@ -202,10 +202,10 @@ int sbx_mstore_info(struct sbx_store *s, const char *slug, struct sbx_mstore_inf
     return rc;
 }
 
-int sbx_mstore_list(struct sbx_store *s,
-                    int (*each)(void *ud, const struct sbx_mstore_info *m,
-                                sbx_error *err),
-                    void *ud, sbx_error *err)
+int sbxh_mstore_list(struct sbx_store *s,
+                     int (*each)(void *ud, const struct sbx_mstore_info *m,
+                                 sbx_error *err),
+                     void *ud, sbx_error *err)
 {
     struct sbx_store_cursor *c = NULL;
     pthread_mutex_lock(&s->lock);
@@ -275,10 +275,10 @@ static int listing(struct sbx_store *s, const char *slug, int64_t at, const char
     return rc;
 }
 
-int sbx_mstore_heads(struct sbx_store *s, const char *slug, int64_t at,
-                     sbx_mstore_each each, void *ud, sbx_error *err)
+int sbxh_mstore_heads(struct sbx_store *s, const char *slug, int64_t at,
+                      sbx_mstore_each each, void *ud, sbx_error *err)
 {
-    int rc = sbx_mstore_check_slug(slug, err);
+    int rc = sbxh_mstore_check_slug(slug, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_I(at)};
@@ -298,12 +298,12 @@ int sbx_mstore_heads(struct sbx_store *s, const char *slug, int64_t at,
     return rc;
 }
 
-int sbx_mstore_log(struct sbx_store *s, const char *slug, const char *path,
-                   sbx_mstore_each each, void *ud, sbx_error *err)
+int sbxh_mstore_log(struct sbx_store *s, const char *slug, const char *path,
+                    sbx_mstore_each each, void *ud, sbx_error *err)
 {
-    int rc = sbx_mstore_check_slug(slug, err);
+    int rc = sbxh_mstore_check_slug(slug, err);
     if (rc == SBX_OK && path)
-        rc = sbx_mstore_check_path(path, err);
+        rc = sbxh_mstore_check_path(path, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_T(path)};
@@ -324,12 +324,12 @@ int sbx_mstore_log(struct sbx_store *s, const char *slug, const char *path,
     return rc;
 }
 
-int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path, int64_t at,
-                    const struct sbx_sink *sink, int64_t *version, sbx_error *err)
+int sbxh_mstore_read(struct sbx_store *s, const char *slug, const char *path, int64_t at,
+                     const struct sbx_sink *sink, int64_t *version, sbx_error *err)
 {
-    int rc = sbx_mstore_check_slug(slug, err);
+    int rc = sbxh_mstore_check_slug(slug, err);
     if (rc == SBX_OK)
-        rc = sbx_mstore_check_path(path, err);
+        rc = sbxh_mstore_check_path(path, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_store_value p[] = {SBX_SV_T(slug), SBX_SV_T(path),
@@ -355,7 +355,7 @@ int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path, int
         rc = c->next(c, &row, err);
     if (rc == SBX_OK && (!row || c->integer(c, 1)))
         rc = sbx_error_set(err, SBX_E_NOT_FOUND, "memory store '%s': no file \"%s\"%s",
-                           slug, sbx_text_escape(shown, sizeof shown, path, 120),
+                           slug, sbxh_text_escape(shown, sizeof shown, path, 120),
                            at ? " at that version" : "");
     if (rc == SBX_OK) {
         if (version)
@@ -371,7 +371,7 @@ int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path, int
             if (sink->write(sink->ctx, data + off, n) != 0)
                 rc = sbx_error_set(err, SBX_E_IO, "memory store '%s': writing \"%s\" "
                                                   "out failed",
-                                   slug, sbx_text_escape(shown, sizeof shown, path, 120));
+                                   slug, sbxh_text_escape(shown, sizeof shown, path, 120));
         }
     }
     if (c)
@@ -401,7 +401,7 @@ static int by_path(const void *a, const void *b, void *ctx)
 static int check_changes(const struct sbx_mstore_commit *c, size_t *order, sbx_error *err)
 {
     for (size_t i = 0; i < c->nchanges; i++) {
-        int rc = sbx_mstore_check_path(c->changes[i].path, err);
+        int rc = sbxh_mstore_check_path(c->changes[i].path, err);
         if (rc != SBX_OK)
             return rc;
         if (c->changes[i].base < SBX_MSTORE_ANY_BASE)
@@ -415,8 +415,8 @@ static int check_changes(const struct sbx_mstore_commit *c, size_t *order, sbx_e
         if (!strcmp(c->changes[order[i]].path, c->changes[order[i - 1]].path))
             return sbx_error_set(err, SBX_E_INVALID,
                                  "memory commit: \"%s\" is changed twice",
-                                 sbx_text_escape(shown, sizeof shown,
-                                                 c->changes[order[i]].path, 120));
+                                 sbxh_text_escape(shown, sizeof shown,
+                                                  c->changes[order[i]].path, 120));
     return SBX_OK;
 }
 
@@ -463,14 +463,14 @@ static int check_heads(struct commit_run *r, size_t **conflicts, size_t *nconfli
             size_t *nb = realloc(bad, (nbad + 1) * sizeof *bad);
             if (!nb) {
                 free(bad);
-                return sbx_store_nomem(r->s, err);
+                return sbxh_store_nomem(r->s, err);
             }
             bad = nb;
             bad[nbad++] = i;
             if (nbad <= CONFLICTS_NAMED) {
                 size_t l = strlen(names);
                 snprintf(names + l, sizeof names - l, "%s\"%s\"", nbad > 1 ? ", " : "",
-                         sbx_text_escape(shown, sizeof shown, ch->path, 120));
+                         sbxh_text_escape(shown, sizeof shown, ch->path, 120));
             }
             continue;
         }
@@ -479,7 +479,7 @@ static int check_heads(struct commit_run *r, size_t **conflicts, size_t *nconfli
             return sbx_error_set(err, SBX_E_NOT_FOUND,
                                  "memory store '%s': no file \"%s\" to remove",
                                  r->c->slug,
-                                 sbx_text_escape(shown, sizeof shown, ch->path, 120));
+                                 sbxh_text_escape(shown, sizeof shown, ch->path, 120));
         }
         if (live) {
             r->m.files--;
@@ -535,7 +535,7 @@ static int over_limit(struct commit_run *r, const char *path, const char *what,
     return sbx_error_set(err, SBX_E_INVALID,
                          "memory store '%s': \"%s\": %s (limit %lld); nothing was "
                          "written",
-                         r->c->slug, sbx_text_escape(shown, sizeof shown, path, 120),
+                         r->c->slug, sbxh_text_escape(shown, sizeof shown, path, 120),
                          what, limit);
 }
 
@@ -618,9 +618,9 @@ static int commit_locked(struct commit_run *r, size_t **conflicts, size_t *nconf
     return rc;
 }
 
-int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
-                      int64_t *version, size_t **conflicts, size_t *nconflicts,
-                      sbx_error *err)
+int sbxh_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
+                       int64_t *version, size_t **conflicts, size_t *nconflicts,
+                       sbx_error *err)
 {
     if (conflicts)
         *conflicts = NULL;
@@ -628,12 +628,12 @@ int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
         *nconflicts = 0;
     if (!c || !c->author || !*c->author || strlen(c->author) > SBX_STORE_NAME_MAX)
         return sbx_error_set(err, SBX_E_INVALID, "memory commit: no author given");
-    int rc = sbx_mstore_check_slug(c->slug, err);
+    int rc = sbxh_mstore_check_slug(c->slug, err);
     if (rc != SBX_OK)
         return rc;
     if (c->nchanges == 0) {
         struct sbx_mstore_info m;
-        rc = sbx_mstore_info(s, c->slug, &m, err);
+        rc = sbxh_mstore_info(s, c->slug, &m, err);
         if (rc == SBX_OK && version)
             *version = m.version;
         return rc;
@@ -643,7 +643,7 @@ int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
     struct commit_run r = {.s = s, .c = c};
     r.order = malloc(c->nchanges * sizeof *r.order);
     if (!r.order)
-        return sbx_store_nomem(s, err);
+        return sbxh_store_nomem(s, err);
     rc = check_changes(c, r.order, err);
     if (rc == SBX_OK) {
         pthread_mutex_lock(&s->lock);
@@ -660,8 +660,8 @@ int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
     return rc;
 }
 
-int sbx_mstore_head(struct sbx_store *s, const char *slug, const char *path, int64_t at,
-                    int64_t *version, bool *live, char sha256[65], sbx_error *err)
+int sbxh_mstore_head(struct sbx_store *s, const char *slug, const char *path, int64_t at,
+                     int64_t *version, bool *live, char sha256[65], sbx_error *err)
 {
     *version = 0;
     *live = false;

@@ -68,52 +68,52 @@ typedef int (*sbx_mstore_each)(void *ud, const struct sbx_mstore_file *f,
                                sbx_error *err);
 
 /* Slug: 1 to 63 of [a-z0-9-]. SBX_E_INVALID naming the problem. */
-int sbx_mstore_check_slug(const char *slug, sbx_error *err);
+int sbxh_mstore_check_slug(const char *slug, sbx_error *err);
 
 /* Path: relative, '/'-separated, valid UTF-8 without control characters,
  * no empty, "." or ".." component, at most SBX_MSTORE_PATH_MAX bytes.
  * SBX_E_INVALID naming the path (escaped) and the problem. */
-int sbx_mstore_check_path(const char *path, sbx_error *err);
+int sbxh_mstore_check_path(const char *path, sbx_error *err);
 
 /* Create an empty store; SBX_E_EXISTS when the slug is taken. Limits NULL
  * or 0 members: the defaults; negative: SBX_E_INVALID. */
-int sbx_mstore_create(struct sbx_store *s, const char *slug,
-                      const struct sbx_mstore_limits *limits, sbx_error *err);
+int sbxh_mstore_create(struct sbx_store *s, const char *slug,
+                       const struct sbx_mstore_limits *limits, sbx_error *err);
 
 /* Delete a store with its whole history. */
-int sbx_mstore_delete(struct sbx_store *s, const char *slug, sbx_error *err);
+int sbxh_mstore_delete(struct sbx_store *s, const char *slug, sbx_error *err);
 
-int sbx_mstore_info(struct sbx_store *s, const char *slug,
-                    struct sbx_mstore_info *out, sbx_error *err);
+int sbxh_mstore_info(struct sbx_store *s, const char *slug,
+                     struct sbx_mstore_info *out, sbx_error *err);
 
 /* Every store, in byte order of slug. */
-int sbx_mstore_list(struct sbx_store *s,
-                    int (*each)(void *ud, const struct sbx_mstore_info *m,
-                                sbx_error *err),
-                    void *ud, sbx_error *err);
+int sbxh_mstore_list(struct sbx_store *s,
+                     int (*each)(void *ud, const struct sbx_mstore_info *m,
+                                 sbx_error *err),
+                     void *ud, sbx_error *err);
 
 /* The live files of the store at version `at` (0: the current version;
  * past the store's version: SBX_E_NOT_FOUND), in byte order of path. */
-int sbx_mstore_heads(struct sbx_store *s, const char *slug, int64_t at,
-                     sbx_mstore_each each, void *ud, sbx_error *err);
+int sbxh_mstore_heads(struct sbx_store *s, const char *slug, int64_t at,
+                      sbx_mstore_each each, void *ud, sbx_error *err);
 
 /* Every version of every path (path NULL) or of one path, newest first,
  * with author and time. */
-int sbx_mstore_log(struct sbx_store *s, const char *slug, const char *path,
-                   sbx_mstore_each each, void *ud, sbx_error *err);
+int sbxh_mstore_log(struct sbx_store *s, const char *slug, const char *path,
+                    sbx_mstore_each each, void *ud, sbx_error *err);
 
 /* The content of path at version `at` (0: current) into sink, with its
  * version in *version (may be NULL). SBX_E_NOT_FOUND when the path does
  * not exist there (never written, or deleted). */
-int sbx_mstore_read(struct sbx_store *s, const char *slug, const char *path,
-                    int64_t at, const struct sbx_sink *sink, int64_t *version,
-                    sbx_error *err);
+int sbxh_mstore_read(struct sbx_store *s, const char *slug, const char *path,
+                     int64_t at, const struct sbx_sink *sink, int64_t *version,
+                     sbx_error *err);
 
 /* The latest version of path at store version `at` (0: now): *version 0
  * when it never existed there, *live false for a deletion, sha256 its
  * digest ("" for a deletion). */
-int sbx_mstore_head(struct sbx_store *s, const char *slug, const char *path, int64_t at,
-                    int64_t *version, bool *live, char sha256[65], sbx_error *err);
+int sbxh_mstore_head(struct sbx_store *s, const char *slug, const char *path, int64_t at,
+                     int64_t *version, bool *live, char sha256[65], sbx_error *err);
 
 /* One change of a commit. */
 struct sbx_mstore_change {
@@ -146,8 +146,8 @@ struct sbx_mstore_commit {
  * conflict: SBX_E_EXISTS, nothing written, and when conflicts is not NULL
  * *conflicts is a malloc'd array of *nconflicts indices into changes.
  */
-int sbx_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
-                      int64_t *version, size_t **conflicts, size_t *nconflicts,
-                      sbx_error *err);
+int sbxh_mstore_commit(struct sbx_store *s, const struct sbx_mstore_commit *c,
+                       int64_t *version, size_t **conflicts, size_t *nconflicts,
+                       sbx_error *err);
 
 #endif

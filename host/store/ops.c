@@ -22,20 +22,20 @@ static const struct sbx_store_prims *prims_of(struct sbx_store *s)
 /* Messages                                                                   */
 /* ------------------------------------------------------------------------ */
 
-int sbx_store_no_intent(struct sbx_store *s, const char *key, sbx_error *err)
+int sbxh_store_no_intent(struct sbx_store *s, const char *key, sbx_error *err)
 {
     char lbl[13];
-    sbx_store_key_label(key, lbl);
+    sbxh_store_key_label(key, lbl);
     return sbx_error_set(err, SBX_E_NOT_FOUND,
                          "%s: session %s has no provisioning intent", s->label, lbl);
 }
 
-int sbx_store_vanished(struct sbx_store *s, const char *what, sbx_error *err)
+int sbxh_store_vanished(struct sbx_store *s, const char *what, sbx_error *err)
 {
     return sbx_error_set(err, SBX_E_INTERNAL, "%s: the new %s vanished", s->label, what);
 }
 
-int sbx_store_newer_schema(struct sbx_store *s, int version, sbx_error *err)
+int sbxh_store_newer_schema(struct sbx_store *s, int version, sbx_error *err)
 {
     return sbx_error_set(err, SBX_E_CONFIG,
                          "%s: schema version %d is newer than this sbx supports (%d); "
@@ -47,7 +47,7 @@ static int not_owner(struct sbx_store *s, const char *key, const char *holder,
                      sbx_error *err)
 {
     char lbl[13];
-    sbx_store_key_label(key, lbl);
+    sbxh_store_key_label(key, lbl);
     return sbx_error_set(err, SBX_E_DENIED,
                          "%s: the provisioning intent of session %s is held by "
                          "owner %s, not by the caller",
@@ -57,7 +57,7 @@ static int not_owner(struct sbx_store *s, const char *key, const char *holder,
 static int fenced(struct sbx_store *s, const char *key, sbx_error *err)
 {
     char lbl[13];
-    sbx_store_key_label(key, lbl);
+    sbxh_store_key_label(key, lbl);
     return sbx_error_set(err, SBX_E_DENIED,
                          "%s: session %s is being deleted; no new admissions", s->label,
                          lbl);
@@ -73,8 +73,8 @@ static int ready(struct sbx_store *s, sbx_error *err)
     return p->ready ? p->ready(s, err) : SBX_OK;
 }
 
-int sbx_store_shared_get_binding(struct sbx_store *s, const char *key,
-                                 struct sbx_binding *out, sbx_error *err)
+int sbxh_store_shared_get_binding(struct sbx_store *s, const char *key,
+                                  struct sbx_binding *out, sbx_error *err)
 {
     bool found = false;
     int rc = ready(s, err);
@@ -82,22 +82,22 @@ int sbx_store_shared_get_binding(struct sbx_store *s, const char *key,
         rc = prims_of(s)->fetch_binding(s, key, out, &found, err);
     if (rc == SBX_OK && !found) {
         char lbl[13];
-        sbx_store_key_label(key, lbl);
+        sbxh_store_key_label(key, lbl);
         return sbx_error_set(err, SBX_E_NOT_FOUND, "%s: session %s has no binding",
                              s->label, lbl);
     }
     return rc;
 }
 
-int sbx_store_shared_get_intent(struct sbx_store *s, const char *key,
-                                struct sbx_intent *out, sbx_error *err)
+int sbxh_store_shared_get_intent(struct sbx_store *s, const char *key,
+                                 struct sbx_intent *out, sbx_error *err)
 {
     bool found = false;
     int rc = ready(s, err);
     if (rc == SBX_OK)
         rc = prims_of(s)->fetch_intent(s, key, false, out, &found, err);
     if (rc == SBX_OK && !found)
-        return sbx_store_no_intent(s, key, err);
+        return sbxh_store_no_intent(s, key, err);
     return rc;
 }
 
@@ -115,10 +115,10 @@ static int owned_intent(struct sbx_store *s, const char *key, const char *owner,
     if (rc != SBX_OK)
         return rc;
     if (!found)
-        return sbx_store_no_intent(s, key, err);
+        return sbxh_store_no_intent(s, key, err);
     if (strcmp(in->owner, owner) != 0) {
         rc = not_owner(s, key, in->owner, err);
-        sbx_intent_clear(in);
+        sbxh_intent_clear(in);
         return rc;
     }
     return SBX_OK;
@@ -160,14 +160,14 @@ static int claim_tx(struct sbx_store *s, const struct sbx_claim_request *req,
         if ((rc = p->fetch_intent(s, key, false, &out->intent, &found, err)) != SBX_OK)
             return rc;
         if (!found)
-            return sbx_store_vanished(s, "intent", err);
+            return sbxh_store_vanished(s, "intent", err);
     }
     out->outcome = SBX_CLAIM_WON;
     return SBX_OK;
 }
 
-int sbx_store_shared_claim(struct sbx_store *s, const struct sbx_claim_request *req,
-                           struct sbx_claim *out, sbx_error *err)
+int sbxh_store_shared_claim(struct sbx_store *s, const struct sbx_claim_request *req,
+                            struct sbx_claim *out, sbx_error *err)
 {
     const struct sbx_store_prims *p = prims_of(s);
     int rc = p->begin(s, err);
@@ -175,7 +175,7 @@ int sbx_store_shared_claim(struct sbx_store *s, const struct sbx_claim_request *
         return rc;
     rc = p->finish(s, claim_tx(s, req, out, err), err);
     if (rc != SBX_OK)
-        sbx_claim_clear(out);
+        sbxh_claim_clear(out);
     return rc;
 }
 
@@ -190,13 +190,13 @@ static int begin_owned(struct sbx_store *s, const char *key, const char *owner,
         return rc;
     struct sbx_intent in = {0};
     rc = owned_intent(s, key, owner, &in, err);
-    sbx_intent_clear(&in);
+    sbxh_intent_clear(&in);
     return rc == SBX_OK ? SBX_OK : p->finish(s, rc, err);
 }
 
-int sbx_store_shared_update_intent(struct sbx_store *s, const char *key,
-                                   const char *owner, const char *step,
-                                   const char *external_id, sbx_error *err)
+int sbxh_store_shared_update_intent(struct sbx_store *s, const char *key,
+                                    const char *owner, const char *step,
+                                    const char *external_id, sbx_error *err)
 {
     const struct sbx_store_prims *p = prims_of(s);
     int rc = begin_owned(s, key, owner, err);
@@ -214,10 +214,10 @@ static int takeover_tx(struct sbx_store *s, const char *key, const char *owner,
     if (rc != SBX_OK)
         return rc;
     if (!found)
-        return sbx_store_no_intent(s, key, err);
+        return sbxh_store_no_intent(s, key, err);
     if (strcmp(out->owner, owner) != 0 && out->age_ms < lease_ms) {
         char lbl[13];
-        sbx_store_key_label(key, lbl);
+        sbxh_store_key_label(key, lbl);
         return sbx_error_set(err, SBX_E_EXISTS,
                              "%s: the provisioning intent of session %s is held by "
                              "owner %s, updated %lld ms ago (lease %lld ms)",
@@ -227,9 +227,9 @@ static int takeover_tx(struct sbx_store *s, const char *key, const char *owner,
     return p->set_owner(s, key, owner, out, err);
 }
 
-int sbx_store_shared_takeover_intent(struct sbx_store *s, const char *key,
-                                     const char *owner, int64_t lease_ms,
-                                     struct sbx_intent *out, sbx_error *err)
+int sbxh_store_shared_takeover_intent(struct sbx_store *s, const char *key,
+                                      const char *owner, int64_t lease_ms,
+                                      struct sbx_intent *out, sbx_error *err)
 {
     const struct sbx_store_prims *p = prims_of(s);
     int rc = p->begin(s, err);
@@ -237,12 +237,12 @@ int sbx_store_shared_takeover_intent(struct sbx_store *s, const char *key,
         return rc;
     rc = p->finish(s, takeover_tx(s, key, owner, lease_ms, out, err), err);
     if (rc != SBX_OK)
-        sbx_intent_clear(out);
+        sbxh_intent_clear(out);
     return rc;
 }
 
-int sbx_store_shared_release_intent(struct sbx_store *s, const char *key,
-                                    const char *owner, sbx_error *err)
+int sbxh_store_shared_release_intent(struct sbx_store *s, const char *key,
+                                     const char *owner, sbx_error *err)
 {
     const struct sbx_store_prims *p = prims_of(s);
     int rc = begin_owned(s, key, owner, err);
@@ -263,7 +263,7 @@ static int publish_allowed(struct sbx_store *s, const char *key, int state,
 {
     const struct sbx_store_prims *p = prims_of(s);
     char lbl[13];
-    sbx_store_key_label(key, lbl);
+    sbxh_store_key_label(key, lbl);
     if (state == SBX_SESSION_DELETING)
         return fenced(s, key, err);
     if (!in->external_id)
@@ -273,7 +273,7 @@ static int publish_allowed(struct sbx_store *s, const char *key, int state,
                              s->label, lbl);
     bool found;
     int rc = p->fetch_binding(s, key, scratch, &found, err);
-    sbx_binding_clear(scratch);
+    sbxh_binding_clear(scratch);
     if (rc != SBX_OK)
         return rc;
     if (found)
@@ -321,12 +321,12 @@ static int publish_tx(struct sbx_store *s, const char *key, const char *owner,
         out->deleting = false;
         in.session_key = in.provider = in.external_id = in.spec_hash = NULL;
     }
-    sbx_intent_clear(&in);
+    sbxh_intent_clear(&in);
     return rc;
 }
 
-int sbx_store_shared_publish(struct sbx_store *s, const char *key, const char *owner,
-                             struct sbx_binding *out, sbx_error *err)
+int sbxh_store_shared_publish(struct sbx_store *s, const char *key, const char *owner,
+                              struct sbx_binding *out, sbx_error *err)
 {
     const struct sbx_store_prims *p = prims_of(s);
     int rc = p->begin(s, err);
@@ -334,17 +334,17 @@ int sbx_store_shared_publish(struct sbx_store *s, const char *key, const char *o
         return rc;
     rc = p->finish(s, publish_tx(s, key, owner, out, err), err);
     if (rc != SBX_OK)
-        sbx_binding_clear(out);
+        sbxh_binding_clear(out);
     return rc;
 }
 
-int sbx_store_shared_fence(struct sbx_store *s, const char *key, sbx_error *err)
+int sbxh_store_shared_fence(struct sbx_store *s, const char *key, sbx_error *err)
 {
     bool found = false;
     int rc = prims_of(s)->fence(s, key, &found, err);
     if (rc == SBX_OK && !found) {
         char lbl[13];
-        sbx_store_key_label(key, lbl);
+        sbxh_store_key_label(key, lbl);
         return sbx_error_set(err, SBX_E_NOT_FOUND, "%s: no session %s to delete",
                              s->label, lbl);
     }
@@ -355,7 +355,7 @@ static int remove_tx(struct sbx_store *s, const char *key, sbx_error *err)
 {
     const struct sbx_store_prims *p = prims_of(s);
     char lbl[13];
-    sbx_store_key_label(key, lbl);
+    sbxh_store_key_label(key, lbl);
     int state;
     int rc = p->lock_session(s, key, &state, err);
     if (rc != SBX_OK)
@@ -376,14 +376,14 @@ static int remove_tx(struct sbx_store *s, const char *key, sbx_error *err)
                            "owner %s (updated %lld ms ago); it must be released or "
                            "taken over and cleaned first",
                            s->label, lbl, in.owner, (long long)in.age_ms);
-        sbx_intent_clear(&in);
+        sbxh_intent_clear(&in);
         return rc;
     }
     return p->delete_session(s, key, err);
 }
 
-int sbx_store_shared_remove_session(struct sbx_store *s, const char *key,
-                                    sbx_error *err)
+int sbxh_store_shared_remove_session(struct sbx_store *s, const char *key,
+                                     sbx_error *err)
 {
     const struct sbx_store_prims *p = prims_of(s);
     int rc = p->begin(s, err);
@@ -404,27 +404,27 @@ static int list(struct sbx_store *s, enum sbx_store_list which, const char *afte
     int rc = p->list(s, which, after, limit, &cur, err);
     if (rc != SBX_OK)
         return rc;
-    rc = sbx_store_fill_page(s, cur, which, limit, out, err);
+    rc = sbxh_store_fill_page(s, cur, which, limit, out, err);
     p->list_end(s, cur);
     return rc;
 }
 
-int sbx_store_shared_list_bindings(struct sbx_store *s, const char *after, size_t limit,
-                                   struct sbx_binding_page *out, sbx_error *err)
+int sbxh_store_shared_list_bindings(struct sbx_store *s, const char *after, size_t limit,
+                                    struct sbx_binding_page *out, sbx_error *err)
 {
     return list(s, SBX_STORE_LIST_BINDINGS, after, limit,
                 (union sbx_store_page_out){.bindings = out}, err);
 }
 
-int sbx_store_shared_list_intents(struct sbx_store *s, const char *after, size_t limit,
-                                  struct sbx_intent_page *out, sbx_error *err)
+int sbxh_store_shared_list_intents(struct sbx_store *s, const char *after, size_t limit,
+                                   struct sbx_intent_page *out, sbx_error *err)
 {
     return list(s, SBX_STORE_LIST_INTENTS, after, limit,
                 (union sbx_store_page_out){.intents = out}, err);
 }
 
-int sbx_store_shared_list_deleting(struct sbx_store *s, const char *after, size_t limit,
-                                   struct sbx_key_page *out, sbx_error *err)
+int sbxh_store_shared_list_deleting(struct sbx_store *s, const char *after, size_t limit,
+                                    struct sbx_key_page *out, sbx_error *err)
 {
     return list(s, SBX_STORE_LIST_DELETING, after, limit,
                 (union sbx_store_page_out){.keys = out}, err);

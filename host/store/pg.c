@@ -84,8 +84,8 @@ static struct pg_store *from_base(struct sbx_store *s)
 /* Set err from a finished message, after removing any secret from it. */
 static int report(struct pg_store *st, int status, char *msg, size_t cap, sbx_error *err)
 {
-    sbx_pg_dsn_scrub(msg, cap, (const char *const *)st->dsn.secrets,
-                     sizeof st->dsn.secrets / sizeof st->dsn.secrets[0]);
+    sbxh_pg_dsn_scrub(msg, cap, (const char *const *)st->dsn.secrets,
+                      sizeof st->dsn.secrets / sizeof st->dsn.secrets[0]);
     return sbx_error_set(err, status, "%s", msg);
 }
 
@@ -127,7 +127,7 @@ static int query_error(struct pg_store *st, const PGresult *res, const char *wha
     const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     snprintf(detail, sizeof detail, "%s",
              primary ? primary : PQerrorMessage(st->conn));
-    sbx_pg_dsn_tidy(detail);
+    sbxh_pg_dsn_tidy(detail);
     const char *hint;
     int status = classify(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL, &hint);
     bool lost = PQstatus(st->conn) == CONNECTION_BAD;
@@ -147,7 +147,7 @@ static int connect_error(struct pg_store *st, const char *what, sbx_error *err)
     char detail[SBX_ERROR_MAX];
     snprintf(detail, sizeof detail, "%s",
              st->conn ? PQerrorMessage(st->conn) : "out of memory");
-    sbx_pg_dsn_tidy(detail);
+    sbxh_pg_dsn_tidy(detail);
     int status = SBX_E_UNAVAILABLE;
     if (!st->conn)
         status = SBX_E_NOMEM;
@@ -283,7 +283,7 @@ static int fetch_binding(struct sbx_store *s, const char *key, struct sbx_bindin
         return rc;
     struct pg_cursor c;
     cursor_init(&c, r);
-    rc = sbx_store_first_binding(s, &c.base, b, found, err);
+    rc = sbxh_store_first_binding(s, &c.base, b, found, err);
     PQclear(r);
     return rc;
 }
@@ -303,7 +303,7 @@ static int fetch_intent(struct sbx_store *s, const char *key, bool lock,
         return rc;
     struct pg_cursor c;
     cursor_init(&c, r);
-    rc = sbx_store_first_intent(s, &c.base, in, found, err);
+    rc = sbxh_store_first_intent(s, &c.base, in, found, err);
     PQclear(r);
     return rc;
 }
@@ -402,7 +402,7 @@ static int open_session(struct sbx_store *s, const char *key, int *state,
     }
     if (*state == SBX_SESSION_NONE) {
         char lbl[13];
-        sbx_store_key_label(key, lbl);
+        sbxh_store_key_label(key, lbl);
         return sbx_error_set(err, SBX_E_UNAVAILABLE,
                              "%s: session %s is being removed concurrently; retry",
                              s->label, lbl);
@@ -426,7 +426,7 @@ static int insert_intent(struct sbx_store *s, const struct sbx_claim_request *re
 static int reread_intent(struct sbx_store *s, const char *key, struct sbx_intent *in,
                          bool *found, sbx_error *err)
 {
-    sbx_intent_clear(in);
+    sbxh_intent_clear(in);
     return fetch_intent(s, key, false, in, found, err);
 }
 
@@ -438,7 +438,7 @@ static int touch_intent(struct sbx_store *s, const char *key, struct sbx_intent 
                      "UPDATE intents SET updated_at = " NOW_MS " WHERE session_key = $1",
                      key, NULL, "refreshing the intent", err);
     if (rc == SBX_OK && (rc = reread_intent(s, key, in, &found, err)) == SBX_OK && !found)
-        rc = sbx_store_vanished(s, "intent", err);
+        rc = sbxh_store_vanished(s, "intent", err);
     return rc;
 }
 
@@ -462,7 +462,7 @@ static int set_owner(struct sbx_store *s, const char *key, const char *owner,
                  " WHERE session_key = $1",
                  2, p, NULL, "taking over the intent", err);
     if (rc == SBX_OK && (rc = reread_intent(s, key, in, &found, err)) == SBX_OK && !found)
-        rc = sbx_store_no_intent(s, key, err);
+        rc = sbxh_store_no_intent(s, key, err);
     return rc;
 }
 
@@ -486,7 +486,7 @@ static int bound_key(struct sbx_store *s, const char *provider, const char *exte
         return rc;
     if (PQntuples(r) > 0) {
         *found = true;
-        sbx_store_key_label(PQgetvalue(r, 0, 0), other);
+        sbxh_store_key_label(PQgetvalue(r, 0, 0), other);
     }
     PQclear(r);
     return SBX_OK;
@@ -667,7 +667,7 @@ static int query(struct sbx_store *s, const char *sql, const struct sbx_store_va
             /* bytea's hex input format */
             owned[i] = malloc(2 * params[i].len + 3);
             if (!owned[i]) {
-                rc = sbx_store_nomem(s, err);
+                rc = sbxh_store_nomem(s, err);
                 break;
             }
             owned[i][0] = '\\';
@@ -697,7 +697,7 @@ static int query(struct sbx_store *s, const char *sql, const struct sbx_store_va
     struct pg_cursor *c = calloc(1, sizeof *c);
     if (!c) {
         PQclear(r);
-        return sbx_store_nomem(s, err);
+        return sbxh_store_nomem(s, err);
     }
     cursor_init(c, r);
     c->base.blob = query_blob;
@@ -744,7 +744,7 @@ static void pg_close(struct sbx_store *s)
     struct pg_store *st = from_base(s);
     if (st->conn)
         PQfinish(st->conn);
-    sbx_pg_dsn_free(&st->dsn);
+    sbxh_pg_dsn_free(&st->dsn);
     free(st);
 }
 
@@ -792,7 +792,7 @@ static int apply_migration(struct pg_store *st, const struct sbx_store_migration
         PQclear(r);
     }
     if (rc == SBX_OK && version > SBX_STORE_SCHEMA_VERSION)
-        rc = sbx_store_newer_schema(&st->impl.base, version, err);
+        rc = sbxh_store_newer_schema(&st->impl.base, version, err);
     if (rc == SBX_OK && version < m->version) {
         char what[96];
         snprintf(what, sizeof what, "applying migration %d (%s)", m->version, m->name);
@@ -821,7 +821,7 @@ static int migrate(struct pg_store *st, sbx_error *err)
     if (rc != SBX_OK)
         return rc;
     if (version > SBX_STORE_SCHEMA_VERSION)
-        return sbx_store_newer_schema(&st->impl.base, version, err);
+        return sbxh_store_newer_schema(&st->impl.base, version, err);
     if (version == SBX_STORE_SCHEMA_VERSION)
         return SBX_OK;
     /* Openers on several machines may race here: the advisory lock lets one
@@ -832,7 +832,7 @@ static int migrate(struct pg_store *st, sbx_error *err)
     if (rc != SBX_OK)
         return rc;
     size_t n;
-    const struct sbx_store_migration *m = sbx_store_migrations(&n);
+    const struct sbx_store_migration *m = sbxh_store_migrations(&n);
     for (size_t i = 0; rc == SBX_OK && i < n; i++)
         if (m[i].version > version)
             rc = apply_migration(st, &m[i], err);
@@ -847,13 +847,13 @@ static int migrate(struct pg_store *st, sbx_error *err)
     return rc;
 }
 
-int sbx_store_pg_open(const char *dsn, int lock_timeout_ms, struct sbx_store **out,
-                      sbx_error *err)
+int sbxh_store_pg_open(const char *dsn, int lock_timeout_ms, struct sbx_store **out,
+                       sbx_error *err)
 {
     struct pg_store *st = calloc(1, sizeof *st);
     if (!st)
         return sbx_error_set(err, SBX_E_NOMEM, "postgres store: out of memory");
-    int rc = sbx_pg_dsn_parse(dsn, &st->dsn, err);
+    int rc = sbxh_pg_dsn_parse(dsn, &st->dsn, err);
     if (rc != SBX_OK) {
         free(st);
         return rc;

@@ -35,7 +35,7 @@ static void append(char *buf, size_t cap, size_t *len, const char *text, size_t 
     buf[*len] = '\0';
 }
 
-void sbx_pg_dsn_scrub(char *msg, size_t cap, const char *const *secrets, size_t nsecrets)
+void sbxh_pg_dsn_scrub(char *msg, size_t cap, const char *const *secrets, size_t nsecrets)
 {
     for (size_t i = 0; i < nsecrets; i++) {
         const char *secret = secrets[i];
@@ -102,7 +102,7 @@ static bool is_key_in_dsn(const char *name, size_t n, const char *dsn)
     return false;
 }
 
-void sbx_pg_dsn_scrub_quoted(char *msg, size_t cap, const char *dsn)
+void sbxh_pg_dsn_scrub_quoted(char *msg, size_t cap, const char *dsn)
 {
     char *out = malloc(cap);
     if (!out) {
@@ -145,12 +145,12 @@ static void tidy(char *msg)
         msg[--n] = '\0';
 }
 
-void sbx_pg_dsn_tidy(char *msg)
+void sbxh_pg_dsn_tidy(char *msg)
 {
     tidy(msg);
 }
 
-int sbx_pg_dsn_parse(const char *dsn, struct sbx_pg_dsn *out, sbx_error *err)
+int sbxh_pg_dsn_parse(const char *dsn, struct sbx_pg_dsn *out, sbx_error *err)
 {
     memset(out, 0, sizeof *out);
     char *perr = NULL;
@@ -171,7 +171,7 @@ int sbx_pg_dsn_parse(const char *dsn, struct sbx_pg_dsn *out, sbx_error *err)
         snprintf(msg, sizeof msg, "%s", perr ? perr : "out of memory");
         PQfreemem(perr);
         tidy(msg);
-        sbx_pg_dsn_scrub_quoted(msg, sizeof msg, dsn);
+        sbxh_pg_dsn_scrub_quoted(msg, sizeof msg, dsn);
         return sbx_error_set(err, SBX_E_CONFIG,
                              "postgres store: invalid connection string "
                              "(store.dsn / SBX_STORE_DSN): %s",
@@ -193,20 +193,20 @@ int sbx_pg_dsn_parse(const char *dsn, struct sbx_pg_dsn *out, sbx_error *err)
     for (PQconninfoOption *o = opts; o->keyword; o++)
         if (o->val && *o->val && is_secret_keyword(o->keyword) &&
             ns < sizeof out->secrets / sizeof out->secrets[0])
-            out->secrets[ns++] = sbx_store_strdup(o->val, &failed);
+            out->secrets[ns++] = sbxh_store_strdup(o->val, &failed);
     PQconninfoFree(opts);
     /* The label itself must not carry a secret (a password equal to the
      * user name, say). */
-    sbx_pg_dsn_scrub(label, sizeof label, (const char *const *)out->secrets, ns);
-    out->label = sbx_store_strdup(label, &failed);
+    sbxh_pg_dsn_scrub(label, sizeof label, (const char *const *)out->secrets, ns);
+    out->label = sbxh_store_strdup(label, &failed);
     if (failed) {
-        sbx_pg_dsn_free(out);
+        sbxh_pg_dsn_free(out);
         return sbx_error_set(err, SBX_E_NOMEM, "postgres store: out of memory");
     }
     return SBX_OK;
 }
 
-void sbx_pg_dsn_free(struct sbx_pg_dsn *d)
+void sbxh_pg_dsn_free(struct sbx_pg_dsn *d)
 {
     free(d->label);
     for (size_t i = 0; i < sizeof d->secrets / sizeof d->secrets[0]; i++) {

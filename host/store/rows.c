@@ -9,7 +9,7 @@
 
 static char *col_dup(struct sbx_store_cursor *c, int col, bool *failed)
 {
-    return sbx_store_strdup(c->text(c, col), failed);
+    return sbxh_store_strdup(c->text(c, col), failed);
 }
 
 static int read_binding(struct sbx_store *s, struct sbx_store_cursor *c,
@@ -24,8 +24,8 @@ static int read_binding(struct sbx_store *s, struct sbx_store_cursor *c,
     const char *state = c->text(c, 5);
     b->deleting = state && strcmp(state, "deleting") == 0;
     if (failed) {
-        sbx_binding_clear(b);
-        return sbx_store_nomem(s, err);
+        sbxh_binding_clear(b);
+        return sbxh_store_nomem(s, err);
     }
     return SBX_OK;
 }
@@ -44,8 +44,8 @@ static int read_intent(struct sbx_store *s, struct sbx_store_cursor *c,
     in->updated_at = c->integer(c, 7);
     in->age_ms = c->integer(c, 8);
     if (failed) {
-        sbx_intent_clear(in);
-        return sbx_store_nomem(s, err);
+        sbxh_intent_clear(in);
+        return sbxh_store_nomem(s, err);
     }
     return SBX_OK;
 }
@@ -55,11 +55,11 @@ static int read_key(struct sbx_store *s, struct sbx_store_cursor *c, char **key,
 {
     bool failed = false;
     *key = col_dup(c, 0, &failed);
-    return failed ? sbx_store_nomem(s, err) : SBX_OK;
+    return failed ? sbxh_store_nomem(s, err) : SBX_OK;
 }
 
-int sbx_store_first_binding(struct sbx_store *s, struct sbx_store_cursor *c,
-                            struct sbx_binding *out, bool *found, sbx_error *err)
+int sbxh_store_first_binding(struct sbx_store *s, struct sbx_store_cursor *c,
+                             struct sbx_binding *out, bool *found, sbx_error *err)
 {
     int rc = c->next(c, found, err);
     if (rc == SBX_OK && *found)
@@ -67,8 +67,8 @@ int sbx_store_first_binding(struct sbx_store *s, struct sbx_store_cursor *c,
     return rc;
 }
 
-int sbx_store_first_intent(struct sbx_store *s, struct sbx_store_cursor *c,
-                           struct sbx_intent *out, bool *found, sbx_error *err)
+int sbxh_store_first_intent(struct sbx_store *s, struct sbx_store_cursor *c,
+                            struct sbx_intent *out, bool *found, sbx_error *err)
 {
     int rc = c->next(c, found, err);
     if (rc == SBX_OK && *found)
@@ -94,7 +94,7 @@ static int page_alloc(struct sbx_store *s, enum sbx_store_list which, size_t lim
         ok = (out.keys->keys = calloc(limit, sizeof *out.keys->keys)) != NULL;
         break;
     }
-    return ok ? SBX_OK : sbx_store_nomem(s, err);
+    return ok ? SBX_OK : sbxh_store_nomem(s, err);
 }
 
 /* Read the current row into item i of the page. */
@@ -138,21 +138,21 @@ static void page_free(enum sbx_store_list which, union sbx_store_page_out out)
 {
     switch (which) {
     case SBX_STORE_LIST_BINDINGS:
-        sbx_binding_page_free(out.bindings);
+        sbxh_binding_page_free(out.bindings);
         break;
     case SBX_STORE_LIST_INTENTS:
-        sbx_intent_page_free(out.intents);
+        sbxh_intent_page_free(out.intents);
         break;
     case SBX_STORE_LIST_DELETING:
     default:
-        sbx_key_page_free(out.keys);
+        sbxh_key_page_free(out.keys);
         break;
     }
 }
 
-int sbx_store_fill_page(struct sbx_store *s, struct sbx_store_cursor *c,
-                        enum sbx_store_list which, size_t limit,
-                        union sbx_store_page_out out, sbx_error *err)
+int sbxh_store_fill_page(struct sbx_store *s, struct sbx_store_cursor *c,
+                         enum sbx_store_list which, size_t limit,
+                         union sbx_store_page_out out, sbx_error *err)
 {
     int rc = page_alloc(s, which, limit, out, err);
     if (rc != SBX_OK)

@@ -208,7 +208,7 @@ static const struct sbx_store_migration migrations[] = {
     },
 };
 
-const struct sbx_store_migration *sbx_store_migrations(size_t *count)
+const struct sbx_store_migration *sbxh_store_migrations(size_t *count)
 {
     _Static_assert(sizeof migrations / sizeof migrations[0] == SBX_STORE_SCHEMA_VERSION,
                    "SBX_STORE_SCHEMA_VERSION must equal the number of migrations");

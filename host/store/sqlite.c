@@ -286,7 +286,7 @@ static int fetch_binding(struct sbx_store *s, const char *key, struct sbx_bindin
     bind_text(q, 1, key);
     struct sq_cursor c;
     cursor_init(&c, st, q, "reading a binding");
-    rc = sbx_store_first_binding(s, &c.base, b, found, err);
+    rc = sbxh_store_first_binding(s, &c.base, b, found, err);
     sqlite3_reset(q);
     return rc;
 }
@@ -305,7 +305,7 @@ static int fetch_intent(struct sbx_store *s, const char *key, bool lock,
     sqlite3_bind_int64(q, NOW_PARAM, now_ms());
     struct sq_cursor c;
     cursor_init(&c, st, q, "reading an intent");
-    rc = sbx_store_first_intent(s, &c.base, in, found, err);
+    rc = sbxh_store_first_intent(s, &c.base, in, found, err);
     sqlite3_reset(q);
     return rc;
 }
@@ -460,7 +460,7 @@ static int set_owner(struct sbx_store *s, const char *key, const char *owner,
         return rc;
     char *dup = strdup(owner);
     if (!dup)
-        return sbx_store_nomem(s, err);
+        return sbxh_store_nomem(s, err);
     free(in->owner);
     in->owner = dup;
     in->updated_at = now;
@@ -487,7 +487,7 @@ static int bound_key(struct sbx_store *s, const char *provider, const char *exte
     int r = sqlite3_step(q);
     if (r == SQLITE_ROW) {
         *found = true;
-        sbx_store_key_label((const char *)sqlite3_column_text(q, 0), other);
+        sbxh_store_key_label((const char *)sqlite3_column_text(q, 0), other);
     } else if (r != SQLITE_DONE) {
         rc = fail(st, r, "checking the external id", err);
     }
@@ -636,7 +636,7 @@ static int query(struct sbx_store *s, const char *sql, const struct sbx_store_va
         struct sq_cursor *c = malloc(sizeof *c);
         if (!c) {
             sqlite3_finalize(q);
-            return sbx_store_nomem(s, err);
+            return sbxh_store_nomem(s, err);
         }
         cursor_init(c, st, q, "reading the memory store");
         *cur = &c->base;
@@ -773,7 +773,7 @@ static int apply_migration(struct sqlite_store *st, const struct sbx_store_migra
     if (rc == SBX_OK)
         rc = sq_schema_version(&st->impl.base, &version, err);
     if (rc == SBX_OK && version > SBX_STORE_SCHEMA_VERSION)
-        rc = sbx_store_newer_schema(&st->impl.base, version, err);
+        rc = sbxh_store_newer_schema(&st->impl.base, version, err);
     if (rc == SBX_OK && version < m->version) {
         char what[96];
         snprintf(what, sizeof what, "applying migration %d (%s)", m->version, m->name);
@@ -805,9 +805,9 @@ static int migrate(struct sqlite_store *st, sbx_error *err)
     if (rc != SBX_OK)
         return rc;
     if (version > SBX_STORE_SCHEMA_VERSION)
-        return sbx_store_newer_schema(&st->impl.base, version, err);
+        return sbxh_store_newer_schema(&st->impl.base, version, err);
     size_t n;
-    const struct sbx_store_migration *m = sbx_store_migrations(&n);
+    const struct sbx_store_migration *m = sbxh_store_migrations(&n);
     for (size_t i = 0; i < n; i++) {
         if (m[i].version <= version)
             continue;
@@ -840,8 +840,8 @@ static int check_parent(const char *path, sbx_error *err)
     return rc;
 }
 
-int sbx_store_sqlite_open(const char *path, int lock_timeout_ms, struct sbx_store **out,
-                          sbx_error *err)
+int sbxh_store_sqlite_open(const char *path, int lock_timeout_ms, struct sbx_store **out,
+                           sbx_error *err)
 {
     int rc = check_parent(path, err);
     if (rc != SBX_OK)

@@ -14,15 +14,15 @@
 /* Opening and closing                                                        */
 /* ------------------------------------------------------------------------ */
 
-int sbx_store_open(const char *driver, const char *target, struct sbx_store **out,
-                   sbx_error *err)
+int sbxh_store_open(const char *driver, const char *target, struct sbx_store **out,
+                    sbx_error *err)
 {
-    return sbx_store_open_with(driver, target, NULL, out, err);
+    return sbxh_store_open_with(driver, target, NULL, out, err);
 }
 
-int sbx_store_open_with(const char *driver, const char *target,
-                        const struct sbx_store_options *opts, struct sbx_store **out,
-                        sbx_error *err)
+int sbxh_store_open_with(const char *driver, const char *target,
+                         const struct sbx_store_options *opts, struct sbx_store **out,
+                         sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "store: no output pointer given");
@@ -52,15 +52,15 @@ int sbx_store_open_with(const char *driver, const char *target,
         if (!target || !*target)
             return sbx_error_set(err, SBX_E_INVALID,
                                  "sqlite store: no database path given (store.path)");
-        rc = sbx_store_sqlite_open(target, timeout, &s, err);
+        rc = sbxh_store_sqlite_open(target, timeout, &s, err);
     } else if (strcmp(driver, "postgres") == 0) {
         if (!target || !*target)
             return sbx_error_set(err, SBX_E_INVALID,
                                  "postgres store: no connection string given "
                                  "(store.dsn or SBX_STORE_DSN)");
-        if ((rc = sbx_pq_load(err)) != SBX_OK)
+        if ((rc = sbxh_pq_load(err)) != SBX_OK)
             return rc;
-        rc = sbx_store_pg_open(target, timeout, &s, err);
+        rc = sbxh_store_pg_open(target, timeout, &s, err);
     } else {
         return sbx_error_set(err, SBX_E_CONFIG,
                              "store: unknown driver '%s' (expected sqlite or postgres)",
@@ -76,7 +76,7 @@ int sbx_store_open_with(const char *driver, const char *target,
     return SBX_OK;
 }
 
-void sbx_store_close(struct sbx_store *s)
+void sbxh_store_close(struct sbx_store *s)
 {
     if (!s)
         return;
@@ -84,7 +84,7 @@ void sbx_store_close(struct sbx_store *s)
     s->ops->close(s); /* frees s, including label */
 }
 
-const char *sbx_store_driver(const struct sbx_store *s)
+const char *sbxh_store_driver(const struct sbx_store *s)
 {
     return s->ops->name;
 }
@@ -146,7 +146,7 @@ static int check_page(const struct sbx_store *s, const char *after, size_t limit
 /* Dispatch                                                                   */
 /* ------------------------------------------------------------------------ */
 
-int sbx_store_schema_version(struct sbx_store *s, int *out, sbx_error *err)
+int sbxh_store_schema_version(struct sbx_store *s, int *out, sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "%s: no output pointer", s->label);
@@ -154,8 +154,8 @@ int sbx_store_schema_version(struct sbx_store *s, int *out, sbx_error *err)
     LOCKED(s, s->ops->schema_version(s, out, err));
 }
 
-int sbx_store_get_binding(struct sbx_store *s, const char *session_key,
-                          struct sbx_binding *out, sbx_error *err)
+int sbxh_store_get_binding(struct sbx_store *s, const char *session_key,
+                           struct sbx_binding *out, sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "%s: no output binding", s->label);
@@ -164,8 +164,8 @@ int sbx_store_get_binding(struct sbx_store *s, const char *session_key,
     LOCKED(s, s->ops->get_binding(s, session_key, out, err));
 }
 
-int sbx_store_get_intent(struct sbx_store *s, const char *session_key,
-                         struct sbx_intent *out, sbx_error *err)
+int sbxh_store_get_intent(struct sbx_store *s, const char *session_key,
+                          struct sbx_intent *out, sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "%s: no output intent", s->label);
@@ -174,8 +174,8 @@ int sbx_store_get_intent(struct sbx_store *s, const char *session_key,
     LOCKED(s, s->ops->get_intent(s, session_key, out, err));
 }
 
-int sbx_store_claim(struct sbx_store *s, const struct sbx_claim_request *req,
-                    struct sbx_claim *out, sbx_error *err)
+int sbxh_store_claim(struct sbx_store *s, const struct sbx_claim_request *req,
+                     struct sbx_claim *out, sbx_error *err)
 {
     if (!out || !req)
         return sbx_error_set(err, SBX_E_INVALID, "%s: no claim request or result",
@@ -192,9 +192,9 @@ int sbx_store_claim(struct sbx_store *s, const struct sbx_claim_request *req,
     LOCKED(s, s->ops->claim(s, &r, out, err));
 }
 
-int sbx_store_update_intent(struct sbx_store *s, const char *session_key,
-                            const char *owner, const char *step,
-                            const char *external_id, sbx_error *err)
+int sbxh_store_update_intent(struct sbx_store *s, const char *session_key,
+                             const char *owner, const char *step,
+                             const char *external_id, sbx_error *err)
 {
     CHECK_KEY(s, session_key);
     CHECK_OWNER(s, owner);
@@ -203,9 +203,9 @@ int sbx_store_update_intent(struct sbx_store *s, const char *session_key,
     LOCKED(s, s->ops->update_intent(s, session_key, owner, step, external_id, err));
 }
 
-int sbx_store_takeover_intent(struct sbx_store *s, const char *session_key,
-                              const char *owner, int64_t lease_ms,
-                              struct sbx_intent *out, sbx_error *err)
+int sbxh_store_takeover_intent(struct sbx_store *s, const char *session_key,
+                               const char *owner, int64_t lease_ms,
+                               struct sbx_intent *out, sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "%s: no output intent", s->label);
@@ -218,16 +218,16 @@ int sbx_store_takeover_intent(struct sbx_store *s, const char *session_key,
     LOCKED(s, s->ops->takeover_intent(s, session_key, owner, lease_ms, out, err));
 }
 
-int sbx_store_release_intent(struct sbx_store *s, const char *session_key,
-                             const char *owner, sbx_error *err)
+int sbxh_store_release_intent(struct sbx_store *s, const char *session_key,
+                              const char *owner, sbx_error *err)
 {
     CHECK_KEY(s, session_key);
     CHECK_OWNER(s, owner);
     LOCKED(s, s->ops->release_intent(s, session_key, owner, err));
 }
 
-int sbx_store_publish(struct sbx_store *s, const char *session_key,
-                      const char *owner, struct sbx_binding *out, sbx_error *err)
+int sbxh_store_publish(struct sbx_store *s, const char *session_key,
+                       const char *owner, struct sbx_binding *out, sbx_error *err)
 {
     struct sbx_binding scratch;
     if (!out)
@@ -239,25 +239,25 @@ int sbx_store_publish(struct sbx_store *s, const char *session_key,
     int rc = s->ops->publish(s, session_key, owner, out, err);
     pthread_mutex_unlock(&s->lock);
     if (out == &scratch)
-        sbx_binding_clear(&scratch);
+        sbxh_binding_clear(&scratch);
     return rc;
 }
 
-int sbx_store_fence(struct sbx_store *s, const char *session_key, sbx_error *err)
+int sbxh_store_fence(struct sbx_store *s, const char *session_key, sbx_error *err)
 {
     CHECK_KEY(s, session_key);
     LOCKED(s, s->ops->fence(s, session_key, err));
 }
 
-int sbx_store_remove_session(struct sbx_store *s, const char *session_key,
-                             sbx_error *err)
+int sbxh_store_remove_session(struct sbx_store *s, const char *session_key,
+                              sbx_error *err)
 {
     CHECK_KEY(s, session_key);
     LOCKED(s, s->ops->remove_session(s, session_key, err));
 }
 
-int sbx_store_list_bindings(struct sbx_store *s, const char *after, size_t limit,
-                            struct sbx_binding_page *out, sbx_error *err)
+int sbxh_store_list_bindings(struct sbx_store *s, const char *after, size_t limit,
+                             struct sbx_binding_page *out, sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "%s: no output page", s->label);
@@ -266,8 +266,8 @@ int sbx_store_list_bindings(struct sbx_store *s, const char *after, size_t limit
     LOCKED(s, s->ops->list_bindings(s, after, limit, out, err));
 }
 
-int sbx_store_list_intents(struct sbx_store *s, const char *after, size_t limit,
-                           struct sbx_intent_page *out, sbx_error *err)
+int sbxh_store_list_intents(struct sbx_store *s, const char *after, size_t limit,
+                            struct sbx_intent_page *out, sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "%s: no output page", s->label);
@@ -276,8 +276,8 @@ int sbx_store_list_intents(struct sbx_store *s, const char *after, size_t limit,
     LOCKED(s, s->ops->list_intents(s, after, limit, out, err));
 }
 
-int sbx_store_list_deleting(struct sbx_store *s, const char *after, size_t limit,
-                            struct sbx_key_page *out, sbx_error *err)
+int sbxh_store_list_deleting(struct sbx_store *s, const char *after, size_t limit,
+                             struct sbx_key_page *out, sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "%s: no output page", s->label);

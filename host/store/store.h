@@ -87,7 +87,7 @@ struct sbx_intent {
     int64_t age_ms;     /* store clock minus updated_at, when it was read */
 };
 
-/* What sbx_store_claim found. */
+/* What sbxh_store_claim found. */
 enum sbx_claim_outcome {
     SBX_CLAIM_WON = 1,   /* the caller holds the intent (new, or already its own) */
     SBX_CLAIM_HELD = 2,  /* another owner holds it: claim.intent is theirs */
@@ -127,7 +127,7 @@ struct sbx_key_page {
     bool more;
 };
 
-/* Options of sbx_store_open_with; zero-initialize and set size. */
+/* Options of sbxh_store_open_with; zero-initialize and set size. */
 struct sbx_store_options {
     uint32_t size;
     int lock_timeout_ms; /* 0: SBX_STORE_LOCK_TIMEOUT_MS */
@@ -149,25 +149,25 @@ struct sbx_store;
  * SBX_E_UNAVAILABLE (server unreachable, locked), SBX_E_IO, SBX_E_DENIED
  * (the server wants a password that was not given).
  */
-int sbx_store_open(const char *driver, const char *target, struct sbx_store **out,
-                   sbx_error *err);
-int sbx_store_open_with(const char *driver, const char *target,
-                        const struct sbx_store_options *opts, struct sbx_store **out,
-                        sbx_error *err);
+int sbxh_store_open(const char *driver, const char *target, struct sbx_store **out,
+                    sbx_error *err);
+int sbxh_store_open_with(const char *driver, const char *target,
+                         const struct sbx_store_options *opts, struct sbx_store **out,
+                         sbx_error *err);
 
 /* Close a store. NULL is ignored. */
-void sbx_store_close(struct sbx_store *s);
+void sbxh_store_close(struct sbx_store *s);
 
 /* "sqlite" or "postgres". */
-const char *sbx_store_driver(const struct sbx_store *s);
+const char *sbxh_store_driver(const struct sbx_store *s);
 
 /* The highest migration applied (SBX_STORE_SCHEMA_VERSION after open). */
-int sbx_store_schema_version(struct sbx_store *s, int *out, sbx_error *err);
+int sbxh_store_schema_version(struct sbx_store *s, int *out, sbx_error *err);
 
 /* A fresh owner token "realm:pid:start:random" identifying this worker
  * process (realm and start time as in process_id.h); writes at most len
  * bytes including the NUL. */
-void sbx_store_owner_token(char *buf, size_t len);
+void sbxh_store_owner_token(char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Operations                                                                 */
@@ -175,12 +175,12 @@ void sbx_store_owner_token(char *buf, size_t len);
 
 /* The binding of a key, with the session's fencing state.
  * SBX_E_NOT_FOUND when the key has no binding. */
-int sbx_store_get_binding(struct sbx_store *s, const char *session_key,
-                          struct sbx_binding *out, sbx_error *err);
+int sbxh_store_get_binding(struct sbx_store *s, const char *session_key,
+                           struct sbx_binding *out, sbx_error *err);
 
 /* The intent of a key. SBX_E_NOT_FOUND when there is none. */
-int sbx_store_get_intent(struct sbx_store *s, const char *session_key,
-                         struct sbx_intent *out, sbx_error *err);
+int sbxh_store_get_intent(struct sbx_store *s, const char *session_key,
+                          struct sbx_intent *out, sbx_error *err);
 
 /*
  * Claim the provisioning intent of a key, creating the session row when
@@ -188,11 +188,11 @@ int sbx_store_get_intent(struct sbx_store *s, const char *session_key,
  * get SBX_CLAIM_HELD with the holder's intent (owner, age, external_id).
  * When a binding exists the result is SBX_CLAIM_BOUND and nothing changes.
  * Claiming an intent the caller already owns is SBX_CLAIM_WON and refreshes
- * it. A stale intent is not taken over here: see sbx_store_takeover_intent.
+ * it. A stale intent is not taken over here: see sbxh_store_takeover_intent.
  * SBX_E_DENIED when the session is fenced for deletion.
  */
-int sbx_store_claim(struct sbx_store *s, const struct sbx_claim_request *req,
-                    struct sbx_claim *out, sbx_error *err);
+int sbxh_store_claim(struct sbx_store *s, const struct sbx_claim_request *req,
+                     struct sbx_claim *out, sbx_error *err);
 
 /*
  * Record progress on an intent the caller owns: set its step and, when
@@ -200,9 +200,9 @@ int sbx_store_claim(struct sbx_store *s, const struct sbx_claim_request *req,
  * is also the heartbeat that keeps the lease). SBX_E_NOT_FOUND when the
  * key has no intent, SBX_E_DENIED when another owner holds it now.
  */
-int sbx_store_update_intent(struct sbx_store *s, const char *session_key,
-                            const char *owner, const char *step,
-                            const char *external_id, sbx_error *err);
+int sbxh_store_update_intent(struct sbx_store *s, const char *session_key,
+                             const char *owner, const char *step,
+                             const char *external_id, sbx_error *err);
 
 /*
  * Take over an intent whose last update is at least lease_ms old (or that
@@ -212,17 +212,17 @@ int sbx_store_update_intent(struct sbx_store *s, const char *session_key,
  * reconciler uses this. SBX_E_NOT_FOUND when there is no intent,
  * SBX_E_EXISTS when another owner's lease is still running.
  */
-int sbx_store_takeover_intent(struct sbx_store *s, const char *session_key,
-                              const char *owner, int64_t lease_ms,
-                              struct sbx_intent *out, sbx_error *err);
+int sbxh_store_takeover_intent(struct sbx_store *s, const char *session_key,
+                               const char *owner, int64_t lease_ms,
+                               struct sbx_intent *out, sbx_error *err);
 
 /*
  * Drop an intent the caller owns (a loser or a failed provisioning cleaned
  * up its resource). The session row stays. SBX_E_NOT_FOUND, SBX_E_DENIED
  * as for update.
  */
-int sbx_store_release_intent(struct sbx_store *s, const char *session_key,
-                             const char *owner, sbx_error *err);
+int sbxh_store_release_intent(struct sbx_store *s, const char *session_key,
+                              const char *owner, sbx_error *err);
 
 /*
  * Publish the binding of an intent the caller owns, in one transaction:
@@ -233,8 +233,8 @@ int sbx_store_release_intent(struct sbx_store *s, const char *session_key,
  * there is no intent, SBX_E_EXISTS when the key already has a binding or
  * (provider, external_id) is bound to another key. out may be NULL.
  */
-int sbx_store_publish(struct sbx_store *s, const char *session_key,
-                      const char *owner, struct sbx_binding *out, sbx_error *err);
+int sbxh_store_publish(struct sbx_store *s, const char *session_key,
+                       const char *owner, struct sbx_binding *out, sbx_error *err);
 
 /*
  * Fence a session for deletion: its state becomes `deleting`; from then on
@@ -242,7 +242,7 @@ int sbx_store_publish(struct sbx_store *s, const char *session_key,
  * binding reads back with deleting = true. Idempotent.
  * SBX_E_NOT_FOUND when the key has no session row (nothing to delete).
  */
-int sbx_store_fence(struct sbx_store *s, const char *session_key, sbx_error *err);
+int sbxh_store_fence(struct sbx_store *s, const char *session_key, sbx_error *err);
 
 /*
  * Finish a deletion: remove the binding (if any) and the session row, in
@@ -252,33 +252,33 @@ int sbx_store_fence(struct sbx_store *s, const char *session_key, sbx_error *err
  * be taken over and cleaned first), SBX_E_NOT_FOUND when there is no
  * session row.
  */
-int sbx_store_remove_session(struct sbx_store *s, const char *session_key,
-                             sbx_error *err);
+int sbxh_store_remove_session(struct sbx_store *s, const char *session_key,
+                              sbx_error *err);
 
 /*
  * List bindings in ascending byte order of session_key (strcmp order, the
  * same on both drivers), starting after `after` (NULL: from the start), at
  * most `limit` (1..SBX_STORE_PAGE_MAX) per page. Free with
- * sbx_binding_page_free.
+ * sbxh_binding_page_free.
  */
-int sbx_store_list_bindings(struct sbx_store *s, const char *after, size_t limit,
-                            struct sbx_binding_page *out, sbx_error *err);
+int sbxh_store_list_bindings(struct sbx_store *s, const char *after, size_t limit,
+                             struct sbx_binding_page *out, sbx_error *err);
 
-/* List intents (for the reconciler), paged like sbx_store_list_bindings. */
-int sbx_store_list_intents(struct sbx_store *s, const char *after, size_t limit,
-                           struct sbx_intent_page *out, sbx_error *err);
+/* List intents (for the reconciler), paged like sbxh_store_list_bindings. */
+int sbxh_store_list_intents(struct sbx_store *s, const char *after, size_t limit,
+                            struct sbx_intent_page *out, sbx_error *err);
 
 /* List the keys of sessions fenced for deletion, paged the same way. */
-int sbx_store_list_deleting(struct sbx_store *s, const char *after, size_t limit,
-                            struct sbx_key_page *out, sbx_error *err);
+int sbxh_store_list_deleting(struct sbx_store *s, const char *after, size_t limit,
+                             struct sbx_key_page *out, sbx_error *err);
 
 /* Releasing results. All accept zeroed structs and leave them zeroed. */
-void sbx_binding_clear(struct sbx_binding *b);
-void sbx_intent_clear(struct sbx_intent *i);
-void sbx_claim_clear(struct sbx_claim *c);
-void sbx_binding_page_free(struct sbx_binding_page *p);
-void sbx_intent_page_free(struct sbx_intent_page *p);
-void sbx_key_page_free(struct sbx_key_page *p);
+void sbxh_binding_clear(struct sbx_binding *b);
+void sbxh_intent_clear(struct sbx_intent *i);
+void sbxh_claim_clear(struct sbx_claim *c);
+void sbxh_binding_page_free(struct sbx_binding_page *p);
+void sbxh_intent_page_free(struct sbx_intent_page *p);
+void sbxh_key_page_free(struct sbx_key_page *p);
 
 /* ------------------------------------------------------------------------ */
 /* Driver interface (store.c dispatches; store/sqlite.c, store/pg.c)          */
@@ -329,10 +329,10 @@ struct sbx_store {
 /* Driver constructors: fill *out with a store whose base the driver
  * allocated (ops, label, lock_timeout_ms set; store.c initializes the
  * mutex) and whose schema is migrated. */
-int sbx_store_sqlite_open(const char *path, int lock_timeout_ms,
-                          struct sbx_store **out, sbx_error *err);
-int sbx_store_pg_open(const char *dsn, int lock_timeout_ms, struct sbx_store **out,
-                      sbx_error *err);
+int sbxh_store_sqlite_open(const char *path, int lock_timeout_ms,
+                           struct sbx_store **out, sbx_error *err);
+int sbxh_store_pg_open(const char *dsn, int lock_timeout_ms, struct sbx_store **out,
+                       sbx_error *err);
 
 /* One schema migration: the same version and tables in both dialects. */
 struct sbx_store_migration {
@@ -344,7 +344,7 @@ struct sbx_store_migration {
 
 /* The migrations in version order (1, 2, ...); *count receives their number,
  * whose last version is SBX_STORE_SCHEMA_VERSION. */
-const struct sbx_store_migration *sbx_store_migrations(size_t *count);
+const struct sbx_store_migration *sbxh_store_migrations(size_t *count);
 
 /* A PostgreSQL connection string as the store sees it (store/pg_dsn.c). */
 struct sbx_pg_dsn {
@@ -354,41 +354,41 @@ struct sbx_pg_dsn {
 
 /* Parse dsn (key=value string, URI, or a bare database name) with libpq's
  * parser. SBX_E_CONFIG when malformed: the message keeps libpq's reason but
- * none of the quoted fragments of the string. Free with sbx_pg_dsn_free,
+ * none of the quoted fragments of the string. Free with sbxh_pg_dsn_free,
  * which also wipes the secrets. */
-int sbx_pg_dsn_parse(const char *dsn, struct sbx_pg_dsn *out, sbx_error *err);
-void sbx_pg_dsn_free(struct sbx_pg_dsn *d);
+int sbxh_pg_dsn_parse(const char *dsn, struct sbx_pg_dsn *out, sbx_error *err);
+void sbxh_pg_dsn_free(struct sbx_pg_dsn *d);
 
 /* Replace every occurrence of each non-empty secret in msg (a buffer of cap
  * bytes) with "***". */
-void sbx_pg_dsn_scrub(char *msg, size_t cap, const char *const *secrets, size_t nsecrets);
+void sbxh_pg_dsn_scrub(char *msg, size_t cap, const char *const *secrets, size_t nsecrets);
 
 /* Replace the content of every "quoted" fragment of msg with "...", except
  * connection keywords, identifiers written as keys in dsn ("passwrd=") and
  * lone separators. */
-void sbx_pg_dsn_scrub_quoted(char *msg, size_t cap, const char *dsn);
+void sbxh_pg_dsn_scrub_quoted(char *msg, size_t cap, const char *dsn);
 
 /* Fold libpq's multi-line messages onto one line and trim the end. */
-void sbx_pg_dsn_tidy(char *msg);
+void sbxh_pg_dsn_tidy(char *msg);
 
 /* The short form of a key for messages: the first 12 hex digits of its
  * sbx_key_hash. */
-void sbx_store_key_label(const char *key, char out[13]);
+void sbxh_store_key_label(const char *key, char out[13]);
 
 /* strdup that maps NULL to NULL; sets *failed on allocation failure. */
-char *sbx_store_strdup(const char *s, bool *failed);
+char *sbxh_store_strdup(const char *s, bool *failed);
 
 /*
  * The manifest digest a session was provisioned with and its run_as (NULL
  * / "" when none) (store/manifest_digests.c): set (replacing), get (*found false
  * when none; run_as may be NULL), drop (none is fine).
  */
-int sbx_store_set_manifest(struct sbx_store *s, const char *key, const char *digest,
-                           const char *run_as, sbx_error *err);
-int sbx_store_get_manifest(struct sbx_store *s, const char *key, char digest[65],
-                           char run_as[SBX_USER_NAME_MAX + 1], bool *found,
-                           sbx_error *err);
-int sbx_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err);
+int sbxh_store_set_manifest(struct sbx_store *s, const char *key, const char *digest,
+                            const char *run_as, sbx_error *err);
+int sbxh_store_get_manifest(struct sbx_store *s, const char *key, char digest[65],
+                            char run_as[SBX_USER_NAME_MAX + 1], bool *found,
+                            sbx_error *err);
+int sbxh_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err);
 
 /* Writeback state of a session's memory attachment (store/memory_attachments.c). */
 enum sbx_store_memory_state {
@@ -408,22 +408,22 @@ struct sbx_store_memory_row {
 
 /* Record a session's attachments (replacing any), all clean at baseline
  * -1 ("never loaded"). */
-int sbx_store_memory_set(struct sbx_store *s, const char *key,
-                         const struct sbx_store_memory_row *rows, size_t n,
-                         sbx_error *err);
+int sbxh_store_memory_set(struct sbx_store *s, const char *key,
+                          const struct sbx_store_memory_row *rows, size_t n,
+                          sbx_error *err);
 /* The attachments of a session in slug order: *out malloc'd (NULL when
  * none), *n entries. */
-int sbx_store_memory_get(struct sbx_store *s, const char *key,
-                         struct sbx_store_memory_row **out, size_t *n, sbx_error *err);
+int sbxh_store_memory_get(struct sbx_store *s, const char *key,
+                          struct sbx_store_memory_row **out, size_t *n, sbx_error *err);
 /* Update one attachment's baseline and state. */
-int sbx_store_memory_update(struct sbx_store *s, const char *key, const char *slug,
-                            int64_t baseline, int state, sbx_error *err);
+int sbxh_store_memory_update(struct sbx_store *s, const char *key, const char *slug,
+                             int64_t baseline, int state, sbx_error *err);
 /* Forget a session's attachments. */
-int sbx_store_memory_drop(struct sbx_store *s, const char *key, sbx_error *err);
+int sbxh_store_memory_drop(struct sbx_store *s, const char *key, sbx_error *err);
 /* Keys of sessions with an attachment not clean, in key order; fn's
  * nonzero return stops. */
-int sbx_store_memory_unclean(struct sbx_store *s,
-                             int (*fn)(void *ud, const char *key), void *ud,
-                             sbx_error *err);
+int sbxh_store_memory_unclean(struct sbx_store *s,
+                              int (*fn)(void *ud, const char *key), void *ud,
+                              sbx_error *err);
 
 #endif /* SBX_HOST_STORE_H */

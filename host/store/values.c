@@ -19,7 +19,7 @@
 /* Results                                                                    */
 /* ------------------------------------------------------------------------ */
 
-void sbx_binding_clear(struct sbx_binding *b)
+void sbxh_binding_clear(struct sbx_binding *b)
 {
     if (!b)
         return;
@@ -30,7 +30,7 @@ void sbx_binding_clear(struct sbx_binding *b)
     memset(b, 0, sizeof *b);
 }
 
-void sbx_intent_clear(struct sbx_intent *i)
+void sbxh_intent_clear(struct sbx_intent *i)
 {
     if (!i)
         return;
@@ -43,36 +43,36 @@ void sbx_intent_clear(struct sbx_intent *i)
     memset(i, 0, sizeof *i);
 }
 
-void sbx_claim_clear(struct sbx_claim *c)
+void sbxh_claim_clear(struct sbx_claim *c)
 {
     if (!c)
         return;
-    sbx_intent_clear(&c->intent);
-    sbx_binding_clear(&c->binding);
+    sbxh_intent_clear(&c->intent);
+    sbxh_binding_clear(&c->binding);
     c->outcome = 0;
 }
 
-void sbx_binding_page_free(struct sbx_binding_page *p)
+void sbxh_binding_page_free(struct sbx_binding_page *p)
 {
     if (!p)
         return;
     for (size_t i = 0; i < p->count; i++)
-        sbx_binding_clear(&p->items[i]);
+        sbxh_binding_clear(&p->items[i]);
     free(p->items);
     memset(p, 0, sizeof *p);
 }
 
-void sbx_intent_page_free(struct sbx_intent_page *p)
+void sbxh_intent_page_free(struct sbx_intent_page *p)
 {
     if (!p)
         return;
     for (size_t i = 0; i < p->count; i++)
-        sbx_intent_clear(&p->items[i]);
+        sbxh_intent_clear(&p->items[i]);
     free(p->items);
     memset(p, 0, sizeof *p);
 }
 
-void sbx_key_page_free(struct sbx_key_page *p)
+void sbxh_key_page_free(struct sbx_key_page *p)
 {
     if (!p)
         return;
@@ -86,7 +86,7 @@ void sbx_key_page_free(struct sbx_key_page *p)
 /* Shared helpers                                                             */
 /* ------------------------------------------------------------------------ */
 
-void sbx_store_key_label(const char *key, char out[13])
+void sbxh_store_key_label(const char *key, char out[13])
 {
     char hash[SBX_KEY_HASH_LEN + 1];
     if (sbx_key_hash(key, hash) != SBX_OK)
@@ -95,7 +95,7 @@ void sbx_store_key_label(const char *key, char out[13])
     out[12] = '\0';
 }
 
-char *sbx_store_strdup(const char *s, bool *failed)
+char *sbxh_store_strdup(const char *s, bool *failed)
 {
     if (!s)
         return NULL;
@@ -105,12 +105,12 @@ char *sbx_store_strdup(const char *s, bool *failed)
     return d;
 }
 
-void sbx_store_owner_token(char *buf, size_t len)
+void sbxh_store_owner_token(char *buf, size_t len)
 {
     char realm[128];
-    sbx_process_realm(realm, sizeof realm);
+    sbxh_process_realm(realm, sizeof realm);
     pid_t pid = getpid();
-    unsigned long long start = sbx_process_start_time(pid);
+    unsigned long long start = sbxh_process_start_time(pid);
     unsigned char rnd[8] = {0};
     if (RAND_bytes(rnd, sizeof rnd) != 1) {
         /* Uniqueness still comes from realm, pid and start time; the random
@@ -122,7 +122,7 @@ void sbx_store_owner_token(char *buf, size_t len)
              start, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 }
 
-int sbx_store_nomem(struct sbx_store *s, sbx_error *err)
+int sbxh_store_nomem(struct sbx_store *s, sbx_error *err)
 {
     return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", s->label);
 }

@@ -22,7 +22,7 @@ int main(int argc, char **argv)
     struct sbx_plugin p;
     sbx_error err;
     sbx_error_clear(&err);
-    int rc = sbx_plugin_load(argv[1], argv[2], &p, &err);
+    int rc = sbxh_plugin_load(argv[1], argv[2], &p, &err);
     if (rc != SBX_OK) {
         printf("refused %d: %s\n", rc, err.message);
         return 1;
@@ -30,6 +30,6 @@ int main(int argc, char **argv)
     printf("ok %s abi %u.%u desc_size %u ops_size %u\n", p.desc->name,
            p.desc->abi_major, p.desc->abi_minor, p.desc->desc_size,
            p.desc->ops_size);
-    sbx_plugin_clear(&p);
+    sbxh_plugin_clear(&p);
     return 0;
 }

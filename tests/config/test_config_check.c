@@ -35,14 +35,14 @@ static struct sbx_config_section *section_of(const char *body)
     sbx_error err;
     cr_assert_eq(cfg_load_sys(&loaded, &err), SBX_OK, "%s", err.message);
     struct sbx_config_section *sec =
-        (struct sbx_config_section *)sbx_config_section(loaded, "t");
+        (struct sbx_config_section *)sbxh_config_section(loaded, "t");
     cr_assert_not_null(sec);
     return sec;
 }
 
 static void check_done(void)
 {
-    sbx_config_free(loaded);
+    sbxh_config_free(loaded);
     loaded = NULL;
 }
 
@@ -56,9 +56,9 @@ static const char *canonical(const char *key, const char *value)
     struct sbx_config_section *sec = section_of(body);
     sbx_error err;
     sbx_error_clear(&err);
-    cr_assert_eq(sbx_config_check_section(sec, keys, &err), SBX_OK,
+    cr_assert_eq(sbxh_config_check_section(sec, keys, &err), SBX_OK,
                  "%s: %s: %s", key, value, err.message);
-    snprintf(out, sizeof out, "%s", sbx_config_section_get(sec, key));
+    snprintf(out, sizeof out, "%s", sbxh_config_section_get(sec, key));
     check_done();
     return out;
 }
@@ -73,7 +73,7 @@ static const char *rejected(const char *key, const char *value)
     struct sbx_config_section *sec = section_of(body);
     sbx_error err;
     sbx_error_clear(&err);
-    cr_assert_eq(sbx_config_check_section(sec, keys, &err), SBX_E_CONFIG,
+    cr_assert_eq(sbxh_config_check_section(sec, keys, &err), SBX_E_CONFIG,
                  "%s: %s was accepted", key, value);
     char prefix[4200];
     snprintf(prefix, sizeof prefix, "%s:3: ", cfg_path("sbx.yaml"));
@@ -90,7 +90,7 @@ Test(config_check, unknown_key_lists_known_keys)
         section_of("    name: a\n    # typo\n    nmae: b\n");
     sbx_error err;
     sbx_error_clear(&err);
-    cr_assert_eq(sbx_config_check_section(sec, keys, &err), SBX_E_CONFIG);
+    cr_assert_eq(sbxh_config_check_section(sec, keys, &err), SBX_E_CONFIG);
     char want[4200];
     snprintf(want, sizeof want,
              "%s:5: providers.t.nmae: unknown key (known: name, count, ratio, "
@@ -106,7 +106,7 @@ Test(config_check, provider_without_keys)
     struct sbx_config_section *sec = section_of("    root: /x\n");
     sbx_error err;
     sbx_error_clear(&err);
-    cr_assert_eq(sbx_config_check_section(sec, NULL, &err), SBX_E_CONFIG);
+    cr_assert_eq(sbxh_config_check_section(sec, NULL, &err), SBX_E_CONFIG);
     char want[4200];
     snprintf(want, sizeof want,
              "%s:3: providers.t.root: unknown key (this provider takes no keys)",
@@ -117,11 +117,11 @@ Test(config_check, provider_without_keys)
     /* An empty section passes with or without declared keys. */
     cfg_write("sbx.yaml", "providers:\n  t: {}\n");
     cr_assert_eq(cfg_load_sys(&loaded, &err), SBX_OK, "%s", err.message);
-    sec = (struct sbx_config_section *)sbx_config_section(loaded, "t");
-    cr_assert_eq(sbx_config_check_section(sec, NULL, &err), SBX_OK);
-    cr_assert_eq(sbx_config_check_section(sec, keys, &err), SBX_OK);
+    sec = (struct sbx_config_section *)sbxh_config_section(loaded, "t");
+    cr_assert_eq(sbxh_config_check_section(sec, NULL, &err), SBX_OK);
+    cr_assert_eq(sbxh_config_check_section(sec, keys, &err), SBX_OK);
     check_done();
-    cr_assert_eq(sbx_config_check_section(NULL, keys, &err), SBX_OK);
+    cr_assert_eq(sbxh_config_check_section(NULL, keys, &err), SBX_OK);
 }
 
 Test(config_check, strings)
@@ -274,23 +274,23 @@ Test(config_check, maps_and_lists)
                    "    memory: 1g\n    flag: on\n");
     sbx_error err;
     sbx_error_clear(&err);
-    cr_assert_eq(sbx_config_check_section(sec, keys, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_config_check_section(sec, keys, &err), SBX_OK, "%s",
                  err.message);
     const char *name, *value;
-    cr_assert_eq(sbx_config_section_entry(sec, "labels", 1, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(sec, "labels", 1, &name, &value), 1);
     cr_assert_str_eq(name, "tier");
     cr_assert_str_eq(value, "2");
-    cr_assert_eq(sbx_config_section_entry(sec, "args", 1, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(sec, "args", 1, &name, &value), 1);
     cr_assert_str_eq(name, "1");
     cr_assert_str_eq(value, "-v");
-    cr_assert_str_eq(sbx_config_section_get(sec, "memory"), "1073741824");
-    cr_assert_str_eq(sbx_config_section_get(sec, "flag"), "true");
+    cr_assert_str_eq(sbxh_config_section_get(sec, "memory"), "1073741824");
+    cr_assert_str_eq(sbxh_config_section_get(sec, "flag"), "true");
 
     /* Checking again keeps the canonical values. */
-    cr_assert_eq(sbx_config_check_section(sec, keys, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_config_check_section(sec, keys, &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_str_eq(sbx_config_section_get(sec, "memory"), "1073741824");
-    cr_assert_str_eq(sbx_config_section_get(sec, "flag"), "true");
+    cr_assert_str_eq(sbxh_config_section_get(sec, "memory"), "1073741824");
+    cr_assert_str_eq(sbxh_config_section_get(sec, "flag"), "true");
     check_done();
 
     cr_assert_str_eq(rejected("labels", "team"),
@@ -312,7 +312,7 @@ Test(config_check, unknown_declared_type_is_an_abi_error)
     struct sbx_config_section *sec = section_of("    x: 1\n");
     sbx_error err;
     sbx_error_clear(&err);
-    cr_assert_eq(sbx_config_check_section(sec, odd, &err), SBX_E_ABI);
+    cr_assert_eq(sbxh_config_check_section(sec, odd, &err), SBX_E_ABI);
     cr_assert_str_eq(err.message, "providers.t.x: the provider declares an "
                                   "unknown type 99 for this key");
     check_done();

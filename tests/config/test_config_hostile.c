@@ -145,22 +145,22 @@ Test(config_hostile, the_largest_section_and_list_load_and_look_up_correctly)
         struct sbx_config *cfg = NULL;
         sbx_error err;
         cr_assert_eq(cfg_load_file("sbx.yaml", &cfg, &err), SBX_OK, "%s", err.message);
-        const struct sbx_config_section *sec = sbx_config_section(cfg, "local");
+        const struct sbx_config_section *sec = sbxh_config_section(cfg, "local");
         cr_assert_not_null(sec);
         for (size_t i = 0; i < n; i += 97) {
             char key[32], want[32];
             snprintf(want, sizeof want, "v%zu", i);
             if (list) {
                 const char *name, *value;
-                cr_assert(sbx_config_section_entry(sec, "items", i, &name, &value));
+                cr_assert(sbxh_config_section_entry(sec, "items", i, &name, &value));
                 cr_assert_str_eq(value, want);
             } else {
                 snprintf(key, sizeof key, "k%zu", i);
-                cr_assert_str_eq(sbx_config_section_get(sec, key), want);
+                cr_assert_str_eq(sbxh_config_section_get(sec, key), want);
             }
         }
         if (list)
-            cr_assert_not(sbx_config_section_entry(sec, "items", n, NULL, NULL));
-        sbx_config_free(cfg);
+            cr_assert_not(sbxh_config_section_entry(sec, "items", n, NULL, NULL));
+        sbxh_config_free(cfg);
     }
 }

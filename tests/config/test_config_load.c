@@ -43,8 +43,8 @@ Test(config_load, no_files_gives_builtin_defaults)
     cr_assert_null(cfg->store_dsn);
     cr_assert_eq(cfg->nsections, 0);
     cr_assert_eq(cfg->nfiles, 0);
-    cr_assert_null(sbx_config_section(cfg, "local"));
-    sbx_config_free(cfg);
+    cr_assert_null(sbxh_config_section(cfg, "local"));
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, missing_system_directory_gives_defaults)
@@ -56,7 +56,7 @@ Test(config_load, missing_system_directory_gives_defaults)
                  SBX_OK, "%s", err.message);
     cr_assert_eq(cfg->nfiles, 0);
     cr_assert_eq(cfg->nsections, 0);
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, main_file_values)
@@ -83,22 +83,22 @@ Test(config_load, main_file_values)
     cr_assert_str_eq(cfg->files[0], cfg_path("sbx.yaml"));
     cr_assert_eq(cfg->nsections, 2);
 
-    const struct sbx_config_section *d = sbx_config_section(cfg, "docker");
+    const struct sbx_config_section *d = sbxh_config_section(cfg, "docker");
     cr_assert_not_null(d);
     cr_assert_eq(d->line, 6);
     cr_assert_str_eq(d->file, cfg_path("sbx.yaml"));
-    cr_assert_str_eq(sbx_config_section_get(d, "image"), "debian:bookworm-slim");
-    /* Unchecked values stay as written until sbx_config_check_section. */
-    cr_assert_str_eq(sbx_config_section_get(d, "memory"), "512m");
-    cr_assert_null(sbx_config_section_get(d, "network"));
+    cr_assert_str_eq(sbxh_config_section_get(d, "image"), "debian:bookworm-slim");
+    /* Unchecked values stay as written until sbxh_config_check_section. */
+    cr_assert_str_eq(sbxh_config_section_get(d, "memory"), "512m");
+    cr_assert_null(sbxh_config_section_get(d, "network"));
     cr_assert_eq(d->entries[0].line, 6);
     cr_assert_str_eq(d->entries[0].file, cfg_path("sbx.yaml"));
 
-    const struct sbx_config_section *l = sbx_config_section(cfg, "local");
+    const struct sbx_config_section *l = sbxh_config_section(cfg, "local");
     cr_assert_not_null(l);
     cr_assert_eq(l->count, 0);
     cr_assert_eq(l->line, 7);
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, postgres_store)
@@ -111,7 +111,7 @@ Test(config_load, postgres_store)
     cr_assert_str_eq(cfg->store_driver, "postgres");
     cr_assert_str_eq(cfg->store_dsn, "host=/run/pg port=5433 dbname=sbx");
     cr_assert_null(cfg->store_path);
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, empty_sections_enable_providers)
@@ -131,7 +131,7 @@ Test(config_load, empty_sections_enable_providers)
     for (size_t i = 0; i < 3; i++)
         cr_assert_eq(cfg->sections[i].count, 0);
     cr_assert_null(cfg->store_driver);
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, empty_and_comment_only_files_are_fine)
@@ -147,7 +147,7 @@ Test(config_load, empty_and_comment_only_files_are_fine)
         cr_assert_eq(cfg->nfiles, 1);
         cr_assert_eq(cfg->nsections, 0);
         cr_assert_null(cfg->default_provider);
-        sbx_config_free(cfg);
+        sbxh_config_free(cfg);
     }
 }
 
@@ -179,10 +179,10 @@ Test(config_load, dropins_are_read_in_name_order)
     cr_assert_str_eq(cfg->sections[1].file, cfg_path("conf.d/10-a.yaml"));
     cr_assert_str_eq(cfg->sections[2].entries[0].file,
                      cfg_path("conf.d/20-b.yaml"));
-    cr_assert_null(sbx_config_section(cfg, "yml"));
-    cr_assert_null(sbx_config_section(cfg, "example"));
-    cr_assert_null(sbx_config_section(cfg, "hidden"));
-    sbx_config_free(cfg);
+    cr_assert_null(sbxh_config_section(cfg, "yml"));
+    cr_assert_null(sbxh_config_section(cfg, "example"));
+    cr_assert_null(sbxh_config_section(cfg, "hidden"));
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, dropin_without_main_file)
@@ -193,11 +193,11 @@ Test(config_load, dropin_without_main_file)
     sbx_error err;
     cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
     cr_assert_eq(cfg->nfiles, 1);
-    const struct sbx_config_section *d = sbx_config_section(cfg, "docker");
+    const struct sbx_config_section *d = sbxh_config_section(cfg, "docker");
     cr_assert_not_null(d);
-    cr_assert_str_eq(sbx_config_section_get(d, "image"), "sbx-test:busybox");
+    cr_assert_str_eq(sbxh_config_section_get(d, "image"), "sbx-test:busybox");
     cr_assert_eq(d->entries[0].line, 3);
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, dropin_sets_top_level_keys_main_file_lacks)
@@ -214,7 +214,7 @@ Test(config_load, dropin_sets_top_level_keys_main_file_lacks)
     cr_assert_eq(cfg->default_provider_line, 1);
     cr_assert_str_eq(cfg->store_driver, "sqlite");
     cr_assert_str_eq(cfg->store_path, "/srv/sbx.db");
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, duplicate_section_across_files)
@@ -300,11 +300,11 @@ Test(config_load, explicit_path_reads_conf_d_beside_it)
     cr_assert_eq(cfg->nfiles, 2);
     cr_assert_str_eq(cfg->files[0], cfg_path("custom.yaml"));
     cr_assert_str_eq(cfg->files[1], cfg_path("conf.d/50-local.yaml"));
-    cr_assert_str_eq(sbx_config_section_get(sbx_config_section(cfg, "local"),
-                                            "root"),
+    cr_assert_str_eq(sbxh_config_section_get(sbxh_config_section(cfg, "local"),
+                                             "root"),
                      "/srv");
-    cr_assert_null(sbx_config_section(cfg, "docker"));
-    sbx_config_free(cfg);
+    cr_assert_null(sbxh_config_section(cfg, "docker"));
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, explicit_path_without_conf_d)
@@ -316,7 +316,7 @@ Test(config_load, explicit_path_without_conf_d)
                  err.message);
     cr_assert_str_eq(cfg->plugin_dir, "/p");
     cr_assert_eq(cfg->nfiles, 1);
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, explicit_path_must_exist)
@@ -497,9 +497,9 @@ Test(config_load, bad_provider_names)
     struct sbx_config *cfg = NULL;
     sbx_error err;
     cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
-    cr_assert_not_null(sbx_config_section(cfg, name));
-    cr_assert_not_null(sbx_config_section(cfg, "my_box-2"));
-    sbx_config_free(cfg);
+    cr_assert_not_null(sbxh_config_section(cfg, name));
+    cr_assert_not_null(sbxh_config_section(cfg, "my_box-2"));
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, bad_store_driver)
@@ -596,43 +596,43 @@ Test(config_load, map_and_list_entries)
     struct sbx_config *cfg = NULL;
     sbx_error err;
     cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
-    const struct sbx_config_section *d = sbx_config_section(cfg, "docker");
+    const struct sbx_config_section *d = sbxh_config_section(cfg, "docker");
     const char *name = NULL, *value = NULL;
 
-    cr_assert_eq(sbx_config_section_entry(d, "labels", 0, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(d, "labels", 0, &name, &value), 1);
     cr_assert_str_eq(name, "team");
     cr_assert_str_eq(value, "infra");
-    cr_assert_eq(sbx_config_section_entry(d, "labels", 1, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(d, "labels", 1, &name, &value), 1);
     cr_assert_str_eq(name, "com.example.tier");
     cr_assert_str_eq(value, "2");
-    cr_assert_eq(sbx_config_section_entry(d, "labels", 2, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(d, "labels", 2, &name, &value), 1);
     cr_assert_str_eq(name, "empty");
     cr_assert_str_eq(value, "");
-    cr_assert_eq(sbx_config_section_entry(d, "labels", 3, &name, &value), 0);
+    cr_assert_eq(sbxh_config_section_entry(d, "labels", 3, &name, &value), 0);
 
-    cr_assert_eq(sbx_config_section_entry(d, "args", 0, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(d, "args", 0, &name, &value), 1);
     cr_assert_str_eq(name, "0");
     cr_assert_str_eq(value, "--init");
-    cr_assert_eq(sbx_config_section_entry(d, "args", 1, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(d, "args", 1, &name, &value), 1);
     cr_assert_str_eq(name, "1");
     cr_assert_str_eq(value, "-v");
-    cr_assert_eq(sbx_config_section_entry(d, "args", 2, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(d, "args", 2, &name, &value), 1);
     cr_assert_str_eq(value, "");
-    cr_assert_eq(sbx_config_section_entry(d, "args", 3, &name, &value), 0);
+    cr_assert_eq(sbxh_config_section_entry(d, "args", 3, &name, &value), 0);
 
-    cr_assert_eq(sbx_config_section_entry(d, "none", 0, &name, &value), 0);
-    cr_assert_eq(sbx_config_section_entry(d, "nomap", 0, &name, &value), 0);
+    cr_assert_eq(sbxh_config_section_entry(d, "none", 0, &name, &value), 0);
+    cr_assert_eq(sbxh_config_section_entry(d, "nomap", 0, &name, &value), 0);
     /* A scalar key has no entries, and scalars are not MAP/SEQ. */
-    cr_assert_eq(sbx_config_section_entry(d, "image", 0, &name, &value), 0);
-    cr_assert_eq(sbx_config_section_entry(d, "missing", 0, &name, &value), 0);
-    cr_assert_eq(sbx_config_section_entry(NULL, "labels", 0, &name, &value), 0);
+    cr_assert_eq(sbxh_config_section_entry(d, "image", 0, &name, &value), 0);
+    cr_assert_eq(sbxh_config_section_entry(d, "missing", 0, &name, &value), 0);
+    cr_assert_eq(sbxh_config_section_entry(NULL, "labels", 0, &name, &value), 0);
 
     /* Elements are addressable by their dotted key; containers are not. */
-    cr_assert_str_eq(sbx_config_section_get(d, "labels.team"), "infra");
-    cr_assert_str_eq(sbx_config_section_get(d, "labels.com.example.tier"), "2");
-    cr_assert_str_eq(sbx_config_section_get(d, "args.1"), "-v");
-    cr_assert_null(sbx_config_section_get(d, "labels"));
-    cr_assert_null(sbx_config_section_get(NULL, "image"));
+    cr_assert_str_eq(sbxh_config_section_get(d, "labels.team"), "infra");
+    cr_assert_str_eq(sbxh_config_section_get(d, "labels.com.example.tier"), "2");
+    cr_assert_str_eq(sbxh_config_section_get(d, "args.1"), "-v");
+    cr_assert_null(sbxh_config_section_get(d, "labels"));
+    cr_assert_null(sbxh_config_section_get(NULL, "image"));
 
     /* The flat layout the header documents. */
     cr_assert_str_eq(d->entries[0].key, "labels");
@@ -644,13 +644,13 @@ Test(config_load, map_and_list_entries)
     cr_assert_eq(d->entries[1].line, 4);
     cr_assert_str_eq(d->entries[4].key, "args");
     cr_assert_eq(d->entries[4].node, SBX_NODE_SEQ);
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, free_null_is_ignored)
 {
-    sbx_config_free(NULL);
-    cr_assert_null(sbx_config_section(NULL, "local"));
+    sbxh_config_free(NULL);
+    cr_assert_null(sbxh_config_section(NULL, "local"));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -674,14 +674,14 @@ Test(config_load, shipped_example_config_loads)
     cr_assert_null(cfg->plugin_dir);
     cr_assert_eq(cfg->nsections, 1);
     struct sbx_config_section *local =
-        (struct sbx_config_section *)sbx_config_section(cfg, "local");
+        (struct sbx_config_section *)sbxh_config_section(cfg, "local");
     cr_assert_not_null(local);
     static const struct sbx_config_key local_keys[] = {
         SBX_CONFIG_KEY("root", SBX_CFG_STRING, "root"), SBX_CONFIG_KEYS_END};
-    cr_assert_eq(sbx_config_check_section(local, local_keys, &err), SBX_OK,
+    cr_assert_eq(sbxh_config_check_section(local, local_keys, &err), SBX_OK,
                  "%s", err.message);
-    cr_assert_str_eq(sbx_config_section_get(local, "root"), "/var/lib/sbx/local");
-    sbx_config_free(cfg);
+    cr_assert_str_eq(sbxh_config_section_get(local, "root"), "/var/lib/sbx/local");
+    sbxh_config_free(cfg);
 }
 
 Test(config_load, shipped_example_dropin_loads)
@@ -699,7 +699,7 @@ Test(config_load, shipped_example_dropin_loads)
     sbx_error err;
     cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
     struct sbx_config_section *d =
-        (struct sbx_config_section *)sbx_config_section(cfg, "docker");
+        (struct sbx_config_section *)sbxh_config_section(cfg, "docker");
     cr_assert_not_null(d);
     /* The docker keys of docs/CONFIG.md, with their documented types. */
     static const struct sbx_config_key docker_keys[] = {
@@ -709,13 +709,13 @@ Test(config_load, shipped_example_dropin_loads)
         SBX_CONFIG_KEY("user", SBX_CFG_STRING, ""),       SBX_CONFIG_KEY("read_only_rootfs", SBX_CFG_BOOL, ""),
         SBX_CONFIG_KEY("labels", SBX_CFG_MAP, ""),        SBX_CONFIG_KEY("resource_dir", SBX_CFG_STRING, ""),
         SBX_CONFIG_KEYS_END};
-    cr_assert_eq(sbx_config_check_section(d, docker_keys, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_config_check_section(d, docker_keys, &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_str_eq(sbx_config_section_get(d, "memory"), "536870912");
-    cr_assert_str_eq(sbx_config_section_get(d, "read_only_rootfs"), "false");
+    cr_assert_str_eq(sbxh_config_section_get(d, "memory"), "536870912");
+    cr_assert_str_eq(sbxh_config_section_get(d, "read_only_rootfs"), "false");
     const char *name, *value;
-    cr_assert_eq(sbx_config_section_entry(d, "labels", 0, &name, &value), 1);
+    cr_assert_eq(sbxh_config_section_entry(d, "labels", 0, &name, &value), 1);
     cr_assert_str_eq(name, "com.example.team");
     cr_assert_str_eq(value, "platform");
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
 }

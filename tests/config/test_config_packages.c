@@ -30,16 +30,16 @@ Test(config_packages, defaults_without_configuration)
 {
     struct sbx_package_cmds c;
     sbx_error err;
-    cr_assert_eq(sbx_package_cmds_get(NULL, SBX_PKG_APT, &c, &err), SBX_OK);
+    cr_assert_eq(sbxh_package_cmds_get(NULL, SBX_PKG_APT, &c, &err), SBX_OK);
     cr_assert_str_eq(joined(c.check), "[apt-get][--version]");
     cr_assert_str_eq(joined(c.refresh), "[apt-get][update]");
     cr_assert_str_eq(joined(c.install), "[apt-get][install][-y][--no-install-recommends]");
     cr_assert_str_eq(joined(c.env), "[DEBIAN_FRONTEND=noninteractive]");
-    sbx_package_cmds_free(&c);
-    cr_assert_eq(sbx_package_cmds_get(NULL, SBX_PKG_PIP, &c, &err), SBX_OK);
+    sbxh_package_cmds_free(&c);
+    cr_assert_eq(sbxh_package_cmds_get(NULL, SBX_PKG_PIP, &c, &err), SBX_OK);
     cr_assert_str_eq(joined(c.refresh), "");
-    sbx_package_cmds_free(&c);
-    cr_assert_eq(sbx_package_cmds_get(NULL, 99, &c, &err), SBX_E_INVALID);
+    sbxh_package_cmds_free(&c);
+    cr_assert_eq(sbxh_package_cmds_get(NULL, 99, &c, &err), SBX_E_INVALID);
 }
 
 Test(config_packages, configured_vectors_replace_defaults_one_by_one)
@@ -56,19 +56,19 @@ Test(config_packages, configured_vectors_replace_defaults_one_by_one)
     sbx_error err;
     cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
     struct sbx_package_cmds c;
-    cr_assert_eq(sbx_package_cmds_get(cfg, SBX_PKG_APT, &c, &err), SBX_OK);
+    cr_assert_eq(sbxh_package_cmds_get(cfg, SBX_PKG_APT, &c, &err), SBX_OK);
     cr_assert_str_eq(joined(c.check), "[apk][--version]");
     cr_assert_str_eq(joined(c.refresh), "");
     cr_assert_str_eq(joined(c.install), "[apk][add][--no-cache]");
     /* Not configured: the default stays. */
     cr_assert_str_eq(joined(c.env), "[DEBIAN_FRONTEND=noninteractive]");
-    sbx_package_cmds_free(&c);
-    cr_assert_eq(sbx_package_cmds_get(cfg, SBX_PKG_PIP, &c, &err), SBX_OK);
+    sbxh_package_cmds_free(&c);
+    cr_assert_eq(sbxh_package_cmds_get(cfg, SBX_PKG_PIP, &c, &err), SBX_OK);
     cr_assert_str_eq(joined(c.check), "[pip][--version]");
     cr_assert_str_eq(joined(c.install), "[sudo][pip][install]");
     cr_assert_str_eq(joined(c.env), "[PIP_INDEX_URL=http://mirror/simple]");
-    sbx_package_cmds_free(&c);
-    sbx_config_free(cfg);
+    sbxh_package_cmds_free(&c);
+    sbxh_config_free(cfg);
 }
 
 static void expect(const char *yaml, const char *tail)
@@ -115,9 +115,9 @@ Test(config_packages, manifest_grants_are_absolute_directories)
     sbx_error err;
     cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
     const char *v = NULL;
-    cr_assert(sbx_config_section_entry(cfg->manifest, "grants", 1, NULL, &v));
+    cr_assert(sbxh_config_section_entry(cfg->manifest, "grants", 1, NULL, &v));
     cr_assert_str_eq(v, "/opt/t");
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
     expect("manifest:\n  grants: [relative/dir]\n",
            "2: manifest.grants.0: a grant is an absolute directory");
     expect("manifest:\n  grants: /srv\n",
@@ -132,7 +132,7 @@ Test(config_packages, manifest_limits_are_decimal_sizes_and_durations)
     struct sbx_config *cfg = NULL;
     sbx_error err;
     cr_assert_eq(cfg_load_sys(&cfg, &err), SBX_OK, "%s", err.message);
-    sbx_config_free(cfg);
+    sbxh_config_free(cfg);
     expect("manifest:\n  max_bytes: 0x10\n",
            "2: manifest.max_bytes: expected a positive size in bytes (or with k, m, g)");
     expect("manifest:\n  max_bytes: 0\n",

@@ -41,15 +41,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sbxh_config_open(path, NULL, &cfg, &err) == SBX_OK) {
         for (size_t i = 0; i < cfg->nsections; i++) {
             sbx_error e2;
-            sbx_config_check_section(&cfg->sections[i], keys, &e2);
+            sbxh_config_check_section(&cfg->sections[i], keys, &e2);
             /* lookups over whatever was loaded */
-            sbx_config_section_get(&cfg->sections[i], "root");
+            sbxh_config_section_get(&cfg->sections[i], "root");
             const char *n, *v;
-            for (size_t k = 0; sbx_config_section_entry(&cfg->sections[i], "args", k, &n, &v);
+            for (size_t k = 0; sbxh_config_section_entry(&cfg->sections[i], "args", k, &n, &v);
                  k++)
                 ;
         }
-        sbx_config_free(cfg);
+        sbxh_config_free(cfg);
     } else if (!err.message[0]) {
         __builtin_trap(); /* every refusal names its reason */
     }

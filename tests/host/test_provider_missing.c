@@ -112,10 +112,10 @@ Test(provider_missing, unknown_provider_has_no_package)
 
 Test(provider_missing, package_names_come_from_the_build)
 {
-    cr_assert_str_eq(sbx_provider_package("docker"), "sbx-provider-docker");
-    cr_assert_str_eq(sbx_provider_package("daytona"), "sbx-provider-daytona");
-    cr_assert_str_eq(sbx_provider_package("local"), "sbx");
-    cr_assert_null(sbx_provider_package("dock"));
-    cr_assert_null(sbx_provider_package("dockerx"));
-    cr_assert_null(sbx_provider_package("acme"));
+    cr_assert_str_eq(sbxh_provider_package("docker"), "sbx-provider-docker");
+    cr_assert_str_eq(sbxh_provider_package("daytona"), "sbx-provider-daytona");
+    cr_assert_str_eq(sbxh_provider_package("local"), "sbx");
+    cr_assert_null(sbxh_provider_package("dock"));
+    cr_assert_null(sbxh_provider_package("dockerx"));
+    cr_assert_null(sbxh_provider_package("acme"));
 }

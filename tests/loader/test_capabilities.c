@@ -110,7 +110,7 @@ Test(capabilities, validation_requires_each_rows_ops)
         sbx_error err;
         /* Declared with all its ops, at the minor that brings it: loads. */
         struct sbx_provider_desc d = desc_with(&full, c->abi_minor, c->bit);
-        int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+        int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
         assert_status(rc, &err, SBX_OK);
 
         for (size_t j = 0; j < c->nops; j++) {
@@ -119,7 +119,7 @@ Test(capabilities, validation_requires_each_rows_ops)
             struct sbx_provider_ops ops = full;
             memset((char *)&ops + c->ops[j].offset, 0, sizeof(void (*)(void)));
             d = desc_with(&ops, c->abi_minor, c->bit);
-            rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+            rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
             assert_status(rc, &err, SBX_E_ABI);
             snprintf(want, sizeof want,
                      "capability %s declared but op %s is missing: expected a "
@@ -130,7 +130,7 @@ Test(capabilities, validation_requires_each_rows_ops)
             d = desc_with(&full, c->abi_minor, c->bit);
             d.ops_size = (uint32_t)c->ops[j].offset;
             if (d.ops_size >= SBX_OPS_SIZE_1_0) {
-                rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+                rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
                 assert_status(rc, &err, SBX_E_ABI);
                 snprintf(want, sizeof want,
                          "capability %s declared but op %s is absent: expected an "
@@ -144,7 +144,7 @@ Test(capabilities, validation_requires_each_rows_ops)
         /* A descriptor of an older minor may not declare it. */
         if (c->abi_minor > 0) {
             d = desc_with(&full, c->abi_minor - 1, c->bit);
-            rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+            rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
             assert_status(rc, &err, SBX_E_ABI);
             assert_msg_has(&err, "unknown capability bits");
         }
@@ -162,7 +162,7 @@ Test(capabilities, bits_without_a_row_are_unknown)
             continue;
         struct sbx_provider_desc d = desc_with(&full, SBX_ABI_MINOR, bit);
         sbx_error err;
-        int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+        int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
         assert_status(rc, &err, SBX_E_ABI);
         assert_msg_has(&err, "unknown capability bits");
     }

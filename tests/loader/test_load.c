@@ -1,5 +1,5 @@
 /*
- * test_load.c - sbx_plugin_load against real fixture plugins: one test per
+ * test_load.c - sbxh_plugin_load against real fixture plugins: one test per
  * refusal, each checking the status and that the message names the
  * provider, the file and the expected and actual values.
  */
@@ -27,7 +27,7 @@ static void expect_refusal(const char *name, int want, sbx_error *err)
 {
     struct sbx_plugin p = sentinel();
     sbx_error_clear(err);
-    int rc = sbx_plugin_load(FIXTURES, name, &p, err);
+    int rc = sbxh_plugin_load(FIXTURES, name, &p, err);
     assert_status(rc, err, want);
     cr_assert_eq(err->status, want);
     cr_assert_eq(p.name, sentinel_name, "record changed on failure");
@@ -46,7 +46,7 @@ Test(load, good_plugin_loads)
     struct sbx_plugin p = {0};
     sbx_error err;
     sbx_error_clear(&err);
-    int rc = sbx_plugin_load(FIXTURES, "good", &p, &err);
+    int rc = sbxh_plugin_load(FIXTURES, "good", &p, &err);
     assert_status(rc, &err, SBX_OK);
     cr_assert_str_eq(p.name, "good");
     cr_assert_str_eq(p.path, FIXTURES "/good.so");
@@ -56,8 +56,8 @@ Test(load, good_plugin_loads)
     cr_assert_str_eq(p.desc->version, "1.0.0");
     cr_assert_eq(p.desc->abi_major, SBX_ABI_MAJOR);
     cr_assert_eq(p.desc->caps, SBX_CAP_PACKAGES);
-    cr_assert_str_eq(sbx_config_key_at(p.desc->config_keys, 0)->key, "greeting");
-    sbx_plugin_clear(&p);
+    cr_assert_str_eq(sbxh_config_key_at(p.desc->config_keys, 0)->key, "greeting");
+    sbxh_plugin_clear(&p);
     cr_assert_null(p.name);
     cr_assert_null(p.path);
 }
@@ -66,10 +66,10 @@ Test(load, every_capability_with_its_ops_loads)
 {
     struct sbx_plugin p = {0};
     sbx_error err;
-    int rc = sbx_plugin_load(FIXTURES, "allcaps", &p, &err);
+    int rc = sbxh_plugin_load(FIXTURES, "allcaps", &p, &err);
     assert_status(rc, &err, SBX_OK);
     cr_assert_eq(p.desc->caps, SBX_CAP_ALL_1_0);
-    sbx_plugin_clear(&p);
+    sbxh_plugin_clear(&p);
 }
 
 Test(load, failing_init_is_not_run_by_the_loader)
@@ -78,17 +78,17 @@ Test(load, failing_init_is_not_run_by_the_loader)
      * succeed because the loader runs nothing but describe. */
     struct sbx_plugin p = {0};
     sbx_error err;
-    int rc = sbx_plugin_load(FIXTURES, "initfail", &p, &err);
+    int rc = sbxh_plugin_load(FIXTURES, "initfail", &p, &err);
     assert_status(rc, &err, SBX_OK);
     cr_assert_str_eq(p.desc->name, "initfail");
-    sbx_plugin_clear(&p);
+    sbxh_plugin_clear(&p);
 }
 
 Test(load, unknown_name_lists_installed_providers)
 {
     struct sbx_plugin p = sentinel();
     sbx_error err;
-    int rc = sbx_plugin_load(FIXTURES, "nosuch", &p, &err);
+    int rc = sbxh_plugin_load(FIXTURES, "nosuch", &p, &err);
     assert_status(rc, &err, SBX_E_NOT_FOUND);
     cr_assert_eq(p.name, sentinel_name);
     assert_msg_has(&err, "provider \"nosuch\"");
@@ -104,11 +104,11 @@ Test(load, empty_search_path_lists_none)
 {
     struct sbx_plugin p = sentinel();
     sbx_error err;
-    int rc = sbx_plugin_load("", "good", &p, &err);
+    int rc = sbxh_plugin_load("", "good", &p, &err);
     assert_status(rc, &err, SBX_E_NOT_FOUND);
     assert_msg_has(&err, "provider \"good\"");
     assert_msg_has(&err, "installed providers: none");
-    rc = sbx_plugin_load(NULL, "good", &p, &err);
+    rc = sbxh_plugin_load(NULL, "good", &p, &err);
     assert_status(rc, &err, SBX_E_NOT_FOUND);
     cr_assert_eq(p.name, sentinel_name);
 }
@@ -123,18 +123,18 @@ Test(load, invalid_names_are_refused_before_any_lookup)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct sbx_plugin p = sentinel();
         sbx_error err;
-        int rc = sbx_plugin_load(FIXTURES, bad[i], &p, &err);
+        int rc = sbxh_plugin_load(FIXTURES, bad[i], &p, &err);
         assert_status(rc, &err, SBX_E_INVALID);
         assert_msg_has(&err, "invalid provider name");
         cr_assert_eq(p.name, sentinel_name);
     }
     struct sbx_plugin p = sentinel();
     sbx_error err;
-    int rc = sbx_plugin_load(FIXTURES, NULL, &p, &err);
+    int rc = sbxh_plugin_load(FIXTURES, NULL, &p, &err);
     assert_status(rc, &err, SBX_E_INVALID);
     /* 64 characters is the longest valid name: not found, not invalid. */
     long_name[64] = '\0';
-    rc = sbx_plugin_load(FIXTURES, long_name, &p, &err);
+    rc = sbxh_plugin_load(FIXTURES, long_name, &p, &err);
     assert_status(rc, &err, SBX_E_NOT_FOUND);
 }
 
@@ -257,11 +257,11 @@ Test(load, refused_plugin_can_be_retried_and_good_one_loads_twice)
     expect_refusal("major", SBX_E_ABI, &err);
     expect_refusal("major", SBX_E_ABI, &err);
     struct sbx_plugin a = {0}, b = {0};
-    cr_assert_eq(sbx_plugin_load(FIXTURES, "good", &a, &err), SBX_OK);
-    cr_assert_eq(sbx_plugin_load(FIXTURES, "good", &b, &err), SBX_OK);
+    cr_assert_eq(sbxh_plugin_load(FIXTURES, "good", &a, &err), SBX_OK);
+    cr_assert_eq(sbxh_plugin_load(FIXTURES, "good", &b, &err), SBX_OK);
     cr_assert_eq(a.desc, b.desc);
-    sbx_plugin_clear(&a);
-    sbx_plugin_clear(&b);
+    sbxh_plugin_clear(&a);
+    sbxh_plugin_clear(&b);
 }
 
 Test(load, provider_linking_the_host_library_is_refused)

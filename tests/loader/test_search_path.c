@@ -65,13 +65,13 @@ static void expect_good_from(const char *search_path, const char *dir,
 {
     struct sbx_plugin p = {0};
     sbx_error err;
-    int rc = sbx_plugin_load(search_path, "good", &p, &err);
+    int rc = sbxh_plugin_load(search_path, "good", &p, &err);
     assert_status(rc, &err, SBX_OK);
     char want[4096];
     snprintf(want, sizeof want, "%s/good.so", dir);
     cr_assert_str_eq(p.path, want);
     cr_assert_str_eq(p.desc->version, version);
-    sbx_plugin_clear(&p);
+    sbxh_plugin_clear(&p);
 }
 
 Test(search_path, first_directory_wins)
@@ -93,9 +93,9 @@ Test(search_path, empty_component_is_not_the_current_directory, .init = make_tmp
     cr_assert_eq(chdir(FIXTURES), 0);
     struct sbx_plugin p = {0};
     sbx_error err;
-    int rc = sbx_plugin_load(":", "good", &p, &err);
+    int rc = sbxh_plugin_load(":", "good", &p, &err);
     assert_status(rc, &err, SBX_E_NOT_FOUND);
-    rc = sbx_plugin_load(tmp_root, "good", &p, &err);
+    rc = sbxh_plugin_load(tmp_root, "good", &p, &err);
     assert_status(rc, &err, SBX_E_NOT_FOUND);
 }
 
@@ -109,7 +109,7 @@ Test(search_path, unusable_entry_in_first_directory_is_not_skipped, .init = make
     snprintf(path, sizeof path, "%s:%s", tmp_root, FIXTURES);
     struct sbx_plugin p = {0};
     sbx_error err;
-    int rc = sbx_plugin_load(path, "good", &p, &err);
+    int rc = sbxh_plugin_load(path, "good", &p, &err);
     assert_status(rc, &err, SBX_E_ABI);
     char want[256];
     snprintf(want, sizeof want, "provider \"good\" (%s/good.so): not a regular file",
@@ -123,10 +123,10 @@ Test(search_path, symlink_to_a_plugin_is_followed, .init = make_tmp,
     symlink_tmp(FIXTURES "/good.so", "good.so");
     struct sbx_plugin p = {0};
     sbx_error err;
-    int rc = sbx_plugin_load(tmp_root, "good", &p, &err);
+    int rc = sbxh_plugin_load(tmp_root, "good", &p, &err);
     assert_status(rc, &err, SBX_OK);
     cr_assert_str_eq(p.desc->name, "good");
-    sbx_plugin_clear(&p);
+    sbxh_plugin_clear(&p);
 }
 
 /* Compare a NULL-terminated list with the expected names. */
@@ -161,33 +161,33 @@ Test(plugin_names, sorted_unique_regular_so_files_with_valid_names,
     char path[4096];
     snprintf(path, sizeof path, "%s/one:/nonexistent/sbx-dir::%s/two/", tmp_root,
              tmp_root);
-    char **names = sbx_plugin_names(path);
+    char **names = sbxh_plugin_names(path);
     const char *want[] = {"a", "b", "c", "link"};
     expect_names(names, want, 4);
-    sbx_plugin_names_free(names);
+    sbxh_plugin_names_free(names);
 }
 
 Test(plugin_names, empty_or_missing_path_gives_empty_list)
 {
-    char **names = sbx_plugin_names(NULL);
+    char **names = sbxh_plugin_names(NULL);
     expect_names(names, NULL, 0);
-    sbx_plugin_names_free(names);
-    names = sbx_plugin_names("");
+    sbxh_plugin_names_free(names);
+    names = sbxh_plugin_names("");
     expect_names(names, NULL, 0);
-    sbx_plugin_names_free(names);
-    names = sbx_plugin_names("/nonexistent/sbx-dir");
+    sbxh_plugin_names_free(names);
+    names = sbxh_plugin_names("/nonexistent/sbx-dir");
     expect_names(names, NULL, 0);
-    sbx_plugin_names_free(names);
-    sbx_plugin_names_free(NULL);
+    sbxh_plugin_names_free(names);
+    sbxh_plugin_names_free(NULL);
 }
 
 Test(plugin_names, fixture_directory)
 {
-    char **names = sbx_plugin_names(ALT ":" FIXTURES);
+    char **names = sbxh_plugin_names(ALT ":" FIXTURES);
     const char *want[] = {"allcaps", "capnoops", "ctor", "garbage", "good", "initfail",
                           "linkshost", "major", "minor", "mismatch", "nosym",
                           "nullcore", "nulldesc", "overlap", "slowinit",
                           "smalldesc", "smallops", "unknowncap"};
     expect_names(names, want, sizeof want / sizeof want[0]);
-    sbx_plugin_names_free(names);
+    sbxh_plugin_names_free(names);
 }

@@ -1,5 +1,5 @@
 /*
- * test_validate.c - sbx_plugin_validate on descriptors built in memory, for
+ * test_validate.c - sbxh_plugin_validate on descriptors built in memory, for
  * the refusals that need no file of their own: every core op, every
  * capability's ops, ops beyond the plugin's ops_size, the version string
  * and the descriptor's name.
@@ -70,7 +70,7 @@ static struct sbx_provider_desc demo_desc(const struct sbx_provider_ops *ops,
 static void expect_abi(const struct sbx_provider_desc *d, sbx_error *err)
 {
     sbx_error_clear(err);
-    int rc = sbx_plugin_validate(d, "demo", PATH, err);
+    int rc = sbxh_plugin_validate(d, "demo", PATH, err);
     assert_status(rc, err, SBX_E_ABI);
     assert_msg_has(err, "provider \"demo\" (" PATH "): ");
 }
@@ -87,7 +87,7 @@ Test(validate, full_descriptor_passes)
 {
     struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_ALL_1_0);
     sbx_error err;
-    int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+    int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
     assert_status(rc, &err, SBX_OK);
 }
 
@@ -102,7 +102,7 @@ Test(validate, minimal_1_0_sizes_pass)
     d.desc_size = (uint32_t)SBX_DESC_SIZE_1_0;
     d.ops_size = (uint32_t)SBX_OPS_SIZE_1_0;
     sbx_error err;
-    int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+    int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
     assert_status(rc, &err, SBX_OK);
 }
 
@@ -181,7 +181,7 @@ Test(validate, every_capability_needs_its_ops)
         assert_msg_has(&err, want);
         /* Not declared: the missing op does not matter. */
         d = demo_desc(&ops, SBX_CAP_ALL_1_0 & ~rules[i].cap);
-        int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+        int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
         assert_status(rc, &err, SBX_OK);
     }
 }
@@ -209,7 +209,7 @@ Test(validate, packages_needs_no_op)
     struct sbx_provider_desc d = demo_desc(&ops, SBX_CAP_PACKAGES);
     d.ops_size = (uint32_t)SBX_OPS_SIZE_1_0;
     sbx_error err;
-    int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+    int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
     assert_status(rc, &err, SBX_OK);
 }
 
@@ -265,7 +265,7 @@ Test(validate, invalid_loaded_name_is_an_invalid_argument)
 {
     struct sbx_provider_desc d = demo_desc(&full_ops, 0);
     sbx_error err;
-    int rc = sbx_plugin_validate(&d, "../demo", PATH, &err);
+    int rc = sbxh_plugin_validate(&d, "../demo", PATH, &err);
     assert_status(rc, &err, SBX_E_INVALID);
     assert_msg_has(&err, "invalid provider name \"../demo\"");
 }
@@ -278,7 +278,7 @@ Test(validate, larger_sizes_from_the_same_minor_are_accepted)
     d.desc_size += 64;
     d.ops_size += 64;
     sbx_error err;
-    int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+    int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
     assert_status(rc, &err, SBX_OK);
 }
 
@@ -328,7 +328,7 @@ Test(validate, memory_and_users_in_1_1_need_their_ops)
     for (size_t i = 0; i < 2; i++) {
         struct sbx_provider_desc d = demo_desc(&full_ops, cases[i].bit);
         sbx_error err;
-        cr_expect_eq(sbx_plugin_validate(&d, "demo", "/x/demo.so", &err), SBX_OK, "%s",
+        cr_expect_eq(sbxh_plugin_validate(&d, "demo", "/x/demo.so", &err), SBX_OK, "%s",
                      err.message);
         /* An egress-era 1.1 table ends before the bit's ops. */
         d.ops_size = (uint32_t)SBX_OPS_SIZE_EGRESS_1_1;
@@ -353,7 +353,7 @@ Test(validate, egress_in_1_1_needs_its_ops)
 {
     struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_EGRESS);
     sbx_error err;
-    cr_expect_eq(sbx_plugin_validate(&d, "demo", "/x/demo.so", &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(sbxh_plugin_validate(&d, "demo", "/x/demo.so", &err), SBX_OK, "%s", err.message);
     /* A table that ends at reserved[2] (a 1.0 table) has no egress ops. */
     d.ops_size = (uint32_t)(offsetof(struct sbx_provider_ops, reserved) +
                             sizeof full_ops.reserved);
@@ -389,7 +389,7 @@ Test(validate, reserved_members_must_be_zero)
         assert_msg_has(&err, want);
         /* beyond the plugin's ops_size, the slot is not the plugin's */
         d.ops_size = (uint32_t)offsetof(struct sbx_provider_ops, reserved);
-        int rc = sbx_plugin_validate(&d, "demo", PATH, &err);
+        int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
         assert_status(rc, &err, SBX_OK);
     }
 }
@@ -411,7 +411,7 @@ Test(validate, description_and_isolation)
     assert_msg_has(&err, "unknown isolation 3: host knows 0 (none), 1 (container) "
                          "and 2 (vm)");
     d.isolation = SBX_ISOLATION_VM;
-    assert_status(sbx_plugin_validate(&d, "demo", PATH, &err), &err, SBX_OK);
+    assert_status(sbxh_plugin_validate(&d, "demo", PATH, &err), &err, SBX_OK);
 }
 
 /* A key entry that a newer header made larger: the host must step by size. */
@@ -430,10 +430,10 @@ Test(validate, config_keys_are_stepped_by_their_size)
     struct sbx_provider_desc d = demo_desc(&full_ops, 0);
     d.config_keys = &keys[0].k;
     sbx_error err;
-    assert_status(sbx_plugin_validate(&d, "demo", PATH, &err), &err, SBX_OK);
-    cr_assert_str_eq(sbx_config_key_at(d.config_keys, 0)->key, "root");
-    cr_assert_str_eq(sbx_config_key_at(d.config_keys, 1)->key, "limit");
-    cr_assert_null(sbx_config_key_at(d.config_keys, 2));
+    assert_status(sbxh_plugin_validate(&d, "demo", PATH, &err), &err, SBX_OK);
+    cr_assert_str_eq(sbxh_config_key_at(d.config_keys, 0)->key, "root");
+    cr_assert_str_eq(sbxh_config_key_at(d.config_keys, 1)->key, "limit");
+    cr_assert_null(sbxh_config_key_at(d.config_keys, 2));
 }
 
 Test(validate, malformed_config_keys_are_refused)
@@ -480,20 +480,20 @@ Test(validate, malformed_config_keys_are_refused)
 
 Test(name_valid, accepts_and_rejects)
 {
-    cr_assert(sbx_plugin_name_valid("docker"));
-    cr_assert(sbx_plugin_name_valid("my_backend-2"));
-    cr_assert(sbx_plugin_name_valid("0"));
-    cr_assert_not(sbx_plugin_name_valid(NULL));
-    cr_assert_not(sbx_plugin_name_valid(""));
-    cr_assert_not(sbx_plugin_name_valid("Docker"));
-    cr_assert_not(sbx_plugin_name_valid("a.b"));
-    cr_assert_not(sbx_plugin_name_valid("a/b"));
-    cr_assert_not(sbx_plugin_name_valid(".."));
+    cr_assert(sbxh_plugin_name_valid("docker"));
+    cr_assert(sbxh_plugin_name_valid("my_backend-2"));
+    cr_assert(sbxh_plugin_name_valid("0"));
+    cr_assert_not(sbxh_plugin_name_valid(NULL));
+    cr_assert_not(sbxh_plugin_name_valid(""));
+    cr_assert_not(sbxh_plugin_name_valid("Docker"));
+    cr_assert_not(sbxh_plugin_name_valid("a.b"));
+    cr_assert_not(sbxh_plugin_name_valid("a/b"));
+    cr_assert_not(sbxh_plugin_name_valid(".."));
     char name[66];
     memset(name, 'a', 64);
     name[64] = '\0';
-    cr_assert(sbx_plugin_name_valid(name));
+    cr_assert(sbxh_plugin_name_valid(name));
     name[64] = 'a';
     name[65] = '\0';
-    cr_assert_not(sbx_plugin_name_valid(name));
+    cr_assert_not(sbxh_plugin_name_valid(name));
 }

@@ -166,11 +166,11 @@ Test(manifest, sources_stay_under_the_base_or_a_grant)
     struct sbx_manifest m = {.name = strdup("m.yaml")};
     const char *text = "version: 1\nentries:\n  - {path: p, type: local_file, source: /etc/hostname}\n";
     sbx_error err = {0};
-    cr_assert_eq(sbx_manifest_parse_text(&m, text, strlen(text), NULL, &err), SBX_OK);
-    int rc = sbx_manifest_check(&m, base, grants, &err);
+    cr_assert_eq(sbxh_manifest_parse_text(&m, text, strlen(text), NULL, &err), SBX_OK);
+    int rc = sbxh_manifest_check(&m, base, grants, &err);
     if (access("/etc/hostname", R_OK) == 0)
         cr_assert_eq(rc, SBX_OK, "%s", err.message);
-    sbx_manifest_clear(&m);
+    sbxh_manifest_clear(&m);
 }
 
 Test(manifest, shape_errors_name_the_line)
@@ -291,10 +291,10 @@ Test(manifest, a_fired_cancel_stops_the_parse)
     sbx_cancel_fire(c);
     struct sbx_manifest m = {.name = strdup("m.yaml")};
     sbx_error err = {0};
-    cr_assert_eq(sbx_manifest_parse_text(&m, text, strlen(text), c, &err), SBX_E_CANCELLED,
+    cr_assert_eq(sbxh_manifest_parse_text(&m, text, strlen(text), c, &err), SBX_E_CANCELLED,
                  "%s", err.message);
     cr_assert(strstr(err.message, "cancelled"), "%s", err.message);
-    sbx_manifest_clear(&m);
+    sbxh_manifest_clear(&m);
     sbx_cancel_free(c);
     free(text);
 }

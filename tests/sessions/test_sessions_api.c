@@ -347,33 +347,33 @@ Test(sessions_api, reconcile_cleans_its_own_leftovers)
 
     struct sbx_claim claim = {0};
     struct sbx_claim_request req = {"left", "local", a.m->owner, NULL, "claimed"};
-    cr_assert_eq(sbx_store_claim(a.m->store, &req, &claim, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_claim(a.m->store, &req, &claim, &err), SBX_OK);
     cr_assert_eq(claim.outcome, SBX_CLAIM_WON);
-    sbx_claim_clear(&claim);
-    cr_assert_eq(sbx_store_update_intent(a.m->store, "left", a.m->owner, "created",
-                                         ref, &err), SBX_OK);
+    sbxh_claim_clear(&claim);
+    cr_assert_eq(sbxh_store_update_intent(a.m->store, "left", a.m->owner, "created",
+                                          ref, &err), SBX_OK);
     /* A live worker of this machine (this process's parent) holds another. */
     char other[256];
     snprintf(other, sizeof other, "%s:%ld:%llu:feedfacefeedface", a.m->realm,
-             (long)getppid(), sbx_process_start_time(getppid()));
+             (long)getppid(), sbxh_process_start_time(getppid()));
     struct sbx_claim_request req2 = {"busy", "local", other, NULL, "claimed"};
-    cr_assert_eq(sbx_store_claim(a.m->store, &req2, &claim, &err), SBX_OK);
-    sbx_claim_clear(&claim);
+    cr_assert_eq(sbxh_store_claim(a.m->store, &req2, &claim, &err), SBX_OK);
+    sbxh_claim_clear(&claim);
     /* The same pid with another start time: that worker died and its pid
      * was reused, so its intent is taken over. */
     char reused[256];
     snprintf(reused, sizeof reused, "%s:%ld:%llu:feedfacefeedface", a.m->realm,
-             (long)getppid(), sbx_process_start_time(getppid()) + 1);
+             (long)getppid(), sbxh_process_start_time(getppid()) + 1);
     struct sbx_claim_request req3 = {"reused", "local", reused, NULL, "claimed"};
-    cr_assert_eq(sbx_store_claim(a.m->store, &req3, &claim, &err), SBX_OK);
-    sbx_claim_clear(&claim);
+    cr_assert_eq(sbxh_store_claim(a.m->store, &req3, &claim, &err), SBX_OK);
+    sbxh_claim_clear(&claim);
     /* A worker of another machine (or pid namespace) with a pid that is
      * dead here: not judged from here, only its lease tells. */
     struct sbx_claim_request req4 = {"foreign", "local",
                                      "0123-other-boot-4026531836:999999:1:feedface", NULL,
                                      "claimed"};
-    cr_assert_eq(sbx_store_claim(a.m->store, &req4, &claim, &err), SBX_OK);
-    sbx_claim_clear(&claim);
+    cr_assert_eq(sbxh_store_claim(a.m->store, &req4, &claim, &err), SBX_OK);
+    sbxh_claim_clear(&claim);
 
     struct sbx_reconcile_report rep;
     cr_assert_eq(sbx_sessions_reconcile(a.m, 0, NULL, &rep, &err), SBX_OK, "%s",
@@ -388,11 +388,11 @@ Test(sessions_api, reconcile_cleans_its_own_leftovers)
     struct stat st;
     cr_assert_neq(stat(ref, &st), 0, "the leftover workspace survived");
     struct sbx_intent in = {0};
-    cr_assert_eq(sbx_store_get_intent(a.m->store, "left", &in, &err), SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_store_get_intent(a.m->store, "busy", &in, &err), SBX_OK);
-    sbx_intent_clear(&in);
-    cr_assert_eq(sbx_store_get_intent(a.m->store, "reused", &in, &err), SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_store_get_intent(a.m->store, "foreign", &in, &err), SBX_OK);
-    sbx_intent_clear(&in);
+    cr_assert_eq(sbxh_store_get_intent(a.m->store, "left", &in, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_get_intent(a.m->store, "busy", &in, &err), SBX_OK);
+    sbxh_intent_clear(&in);
+    cr_assert_eq(sbxh_store_get_intent(a.m->store, "reused", &in, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_get_intent(a.m->store, "foreign", &in, &err), SBX_OK);
+    sbxh_intent_clear(&in);
     api_close(&a);
 }

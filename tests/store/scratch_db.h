@@ -12,7 +12,7 @@
 
 struct scratch_db {
     const char *driver; /* "sqlite" or "postgres" */
-    char *target;       /* what sbx_store_open takes: a path or a DSN */
+    char *target;       /* what sbxh_store_open takes: a path or a DSN */
     char *dir;          /* sqlite: the temporary directory */
     char *dbname;       /* postgres: the database created */
     char *admin_dsn;    /* postgres: SBX_TEST_PG_DSN */

@@ -25,7 +25,7 @@ static struct sbx_store *store;
 
 static void teardown(void)
 {
-    sbx_store_close(store);
+    sbxh_store_close(store);
     store = NULL;
     scratch_destroy(&db);
 }
@@ -40,7 +40,7 @@ static void fresh_store(void)
         cr_skip_test("%s", why);
     cr_assert_eq(rc, SCRATCH_OK, "scratch database: %s", why);
     sbx_error err = {0};
-    cr_assert_eq(sbx_store_open(STORE_TEST_DRIVER, db.target, &store, &err), SBX_OK,
+    cr_assert_eq(sbxh_store_open(STORE_TEST_DRIVER, db.target, &store, &err), SBX_OK,
                  "%s", err.message);
 }
 
@@ -70,7 +70,7 @@ static int commit(struct sbx_store *s, const char *author, struct inline_change 
         changes[i] = (struct sbx_mstore_change){ch[i].path, ch[i].base, !ch[i].content};
     struct sbx_mstore_commit c = {.slug = "notes", .author = author, .changes = changes,
                                   .nchanges = n, .load = load_inline, .ud = ch};
-    return sbx_mstore_commit(s, &c, version, NULL, NULL, err);
+    return sbxh_mstore_commit(s, &c, version, NULL, NULL, err);
 }
 
 /* What a read gives, as a string (the test's contents hold no NUL except
@@ -94,7 +94,7 @@ static int read_at(const char *path, int64_t at, struct buf *b, int64_t *version
     memset(b, 0, sizeof *b);
     struct sbx_sink sink = SBX_SINK_INIT(b, buf_write);
     sbx_error err = {0};
-    return sbx_mstore_read(store, "notes", path, at, &sink, version, &err);
+    return sbxh_mstore_read(store, "notes", path, at, &sink, version, &err);
 }
 
 /* "path@version " for every head. */
@@ -113,7 +113,7 @@ static const char *heads_at(int64_t at)
     static char out[1024];
     out[0] = '\0';
     sbx_error err = {0};
-    cr_assert_eq(sbx_mstore_heads(store, "notes", at, collect, out, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_mstore_heads(store, "notes", at, collect, out, &err), SBX_OK, "%s",
                  err.message);
     return out;
 }
@@ -122,29 +122,29 @@ Test(memory, create_list_info_delete)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_E_EXISTS);
+    cr_assert_eq(sbxh_mstore_create(store, "notes", NULL, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbxh_mstore_create(store, "notes", NULL, &err), SBX_E_EXISTS);
     cr_assert(strstr(err.message, "memory store 'notes' exists"), "%s", err.message);
-    cr_assert_eq(sbx_mstore_create(store, "Notes", NULL, &err), SBX_E_INVALID);
-    cr_assert_eq(sbx_mstore_create(store, "", NULL, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_mstore_create(store, "Notes", NULL, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_mstore_create(store, "", NULL, &err), SBX_E_INVALID);
     char longslug[80];
     memset(longslug, 'a', 64);
     longslug[64] = '\0';
-    cr_assert_eq(sbx_mstore_create(store, longslug, NULL, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_mstore_create(store, longslug, NULL, &err), SBX_E_INVALID);
     struct sbx_mstore_info m;
-    cr_assert_eq(sbx_mstore_info(store, "notes", &m, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_info(store, "notes", &m, &err), SBX_OK);
     cr_assert_eq(m.version, 0);
     cr_assert_eq(m.limits.max_file_bytes, SBX_MSTORE_DEFAULT_FILE_BYTES);
-    cr_assert_eq(sbx_mstore_delete(store, "notes", &err), SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_mstore_info(store, "notes", &m, &err), SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_mstore_delete(store, "notes", &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_mstore_delete(store, "notes", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbxh_mstore_info(store, "notes", &m, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_mstore_delete(store, "notes", &err), SBX_E_NOT_FOUND);
 }
 
 Test(memory, commits_make_versions_and_heads)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_create(store, "notes", NULL, &err), SBX_OK);
     static const char binary[] = "a\0b\xff\n";
     struct inline_change c1[] = {{"a.md", 0, "first", 0},
                                  {"dir/b.bin", 0, binary, sizeof binary - 1}};
@@ -174,15 +174,15 @@ Test(memory, commits_make_versions_and_heads)
     cr_assert_eq(read_at("a.md", 3, &b, NULL), SBX_E_NOT_FOUND);
 
     struct sbx_mstore_info m;
-    cr_assert_eq(sbx_mstore_info(store, "notes", &m, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_info(store, "notes", &m, &err), SBX_OK);
     cr_assert_eq(m.files, 1);
     cr_assert_eq(m.bytes, 6);
 
     char log[1024] = "";
-    cr_assert_eq(sbx_mstore_log(store, "notes", NULL, collect, log, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_log(store, "notes", NULL, collect, log, &err), SBX_OK);
     cr_assert_str_eq(log, "a.md@2 dir/b.bin@2- a.md@1 dir/b.bin@1 ");
     log[0] = '\0';
-    cr_assert_eq(sbx_mstore_log(store, "notes", "a.md", collect, log, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_log(store, "notes", "a.md", collect, log, &err), SBX_OK);
     cr_assert_str_eq(log, "a.md@2 a.md@1 ");
 
     /* Removing what is not there is refused. */
@@ -195,7 +195,7 @@ Test(memory, a_conflict_writes_nothing_and_names_the_paths)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_create(store, "notes", NULL, &err), SBX_OK);
     struct inline_change c1[] = {{"shared.md", 0, "base", 0}};
     cr_assert_eq(commit(store, "s1", c1, 1, NULL, &err), SBX_OK);
     /* Two sessions start from version 1; the first commit wins. */
@@ -208,7 +208,7 @@ Test(memory, a_conflict_writes_nothing_and_names_the_paths)
                                   .nchanges = 2, .load = load_inline, .ud = lose};
     size_t *bad = NULL, nbad = 0;
     int64_t v = 0;
-    cr_assert_eq(sbx_mstore_commit(store, &c, &v, &bad, &nbad, &err), SBX_E_EXISTS);
+    cr_assert_eq(sbxh_mstore_commit(store, &c, &v, &bad, &nbad, &err), SBX_E_EXISTS);
     cr_assert(strstr(err.message, "conflict: \"shared.md\" changed"), "%s", err.message);
     cr_assert_eq(nbad, 1);
     cr_assert_eq(bad[0], 1);
@@ -219,7 +219,7 @@ Test(memory, a_conflict_writes_nothing_and_names_the_paths)
     cr_assert_eq(read_at("other.md", 0, &b, NULL), SBX_E_NOT_FOUND,
                  "part of a refused commit was written");
     struct sbx_mstore_info m;
-    cr_assert_eq(sbx_mstore_info(store, "notes", &m, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_info(store, "notes", &m, &err), SBX_OK);
     cr_assert_eq(m.version, 2, "a refused commit used a version");
     /* A create races the same way: base 0 on a path that exists now. */
     struct inline_change late[] = {{"shared.md", 0, "late", 0}};
@@ -232,7 +232,7 @@ Test(memory, limits_name_the_path_and_removals_free_space)
     sbx_error err = {0};
     struct sbx_mstore_limits lim = {.max_file_bytes = 8, .max_files = 2,
                                     .max_total_bytes = 12};
-    cr_assert_eq(sbx_mstore_create(store, "notes", &lim, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_create(store, "notes", &lim, &err), SBX_OK);
     struct inline_change big[] = {{"big.txt", 0, "123456789", 0}};
     cr_assert_eq(commit(store, "s", big, 1, NULL, &err), SBX_E_INVALID);
     cr_assert(strstr(err.message, "\"big.txt\": the file is too large (limit 8)"), "%s",
@@ -257,15 +257,15 @@ Test(memory, bad_paths_are_refused_by_name)
                                       "bad\xff" "utf8", "ctl\x01", "over\xc0\xaf"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         sbx_error err = {0};
-        cr_assert_eq(sbx_mstore_check_path(bad[i], &err), SBX_E_INVALID, "accepted %s",
+        cr_assert_eq(sbxh_mstore_check_path(bad[i], &err), SBX_E_INVALID, "accepted %s",
                      bad[i]);
         cr_assert(strstr(err.message, "memory path"), "%s", err.message);
         cr_assert_null(strchr(err.message, '\x01'), "raw control byte echoed");
     }
     sbx_error err = {0};
-    cr_assert_eq(sbx_mstore_check_path("notes/ü-日本.md", &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_mstore_check_path("notes/ü-日本.md", &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_eq(sbx_mstore_check_path("a", &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_check_path("a", &err), SBX_OK);
 }
 
 #define RACERS 6
@@ -274,7 +274,7 @@ Test(memory, racing_writers_make_exactly_one_winner)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_create(store, "notes", NULL, &err), SBX_OK);
     int go[2];
     cr_assert_eq(pipe(go), 0);
     pid_t pids[RACERS];
@@ -288,7 +288,7 @@ Test(memory, racing_writers_make_exactly_one_winner)
                 ;
             struct sbx_store *s = NULL;
             sbx_error e = {0};
-            if (sbx_store_open(STORE_TEST_DRIVER, db.target, &s, &e) != SBX_OK)
+            if (sbxh_store_open(STORE_TEST_DRIVER, db.target, &s, &e) != SBX_OK)
                 _exit(3);
             char content[32];
             snprintf(content, sizeof content, "racer %d", i);
@@ -298,7 +298,7 @@ Test(memory, racing_writers_make_exactly_one_winner)
             do
                 rc = commit(s, content, c, 1, NULL, &e);
             while (rc == SBX_E_UNAVAILABLE);
-            sbx_store_close(s);
+            sbxh_store_close(s);
             _exit(rc == SBX_OK ? 0 : rc == SBX_E_EXISTS ? 1 : 2);
         }
     }
@@ -337,7 +337,7 @@ Test(memory, a_writer_killed_mid_commit_leaves_no_trace)
 {
     fresh_store();
     sbx_error err = {0};
-    cr_assert_eq(sbx_mstore_create(store, "notes", NULL, &err), SBX_OK);
+    cr_assert_eq(sbxh_mstore_create(store, "notes", NULL, &err), SBX_OK);
     int ready[2];
     cr_assert_eq(pipe(ready), 0);
     pid_t pid = fork();
@@ -346,13 +346,13 @@ Test(memory, a_writer_killed_mid_commit_leaves_no_trace)
         close(ready[0]);
         struct sbx_store *s = NULL;
         sbx_error e = {0};
-        if (sbx_store_open(STORE_TEST_DRIVER, db.target, &s, &e) != SBX_OK)
+        if (sbxh_store_open(STORE_TEST_DRIVER, db.target, &s, &e) != SBX_OK)
             _exit(3);
         struct sbx_mstore_change ch[2] = {{"one", 0, false}, {"two", 0, false}};
         struct sbx_mstore_commit c = {.slug = "notes", .author = "doomed", .changes = ch,
                                       .nchanges = 2, .load = load_then_hang,
                                       .ud = &ready[1]};
-        sbx_mstore_commit(s, &c, NULL, NULL, NULL, &e);
+        sbxh_mstore_commit(s, &c, NULL, NULL, NULL, &e);
         _exit(4);
     }
     close(ready[1]);
@@ -366,7 +366,7 @@ Test(memory, a_writer_killed_mid_commit_leaves_no_trace)
     struct sbx_mstore_info m;
     int rc;
     do /* PostgreSQL notices the dead connection and rolls back */
-        rc = sbx_mstore_info(store, "notes", &m, &err);
+        rc = sbxh_mstore_info(store, "notes", &m, &err);
     while (rc == SBX_E_UNAVAILABLE);
     cr_assert_eq(rc, SBX_OK, "%s", err.message);
     cr_assert_eq(m.version, 0, "a killed commit left its version");

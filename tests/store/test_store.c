@@ -28,7 +28,7 @@ static struct sbx_store *store;
 
 static void teardown(void)
 {
-    sbx_store_close(store);
+    sbxh_store_close(store);
     store = NULL;
     scratch_destroy(&db);
 }
@@ -53,9 +53,9 @@ static struct sbx_store *open_store(void)
 {
     sbx_error err = {0};
     struct sbx_store *s = NULL;
-    int rc = sbx_store_open(STORE_TEST_DRIVER, db.target, &s, &err);
+    int rc = sbxh_store_open(STORE_TEST_DRIVER, db.target, &s, &err);
     cr_assert_eq(rc, SBX_OK, "open failed (%d): %s", rc, err.message);
-    cr_assert_str_eq(sbx_store_driver(s), STORE_TEST_DRIVER);
+    cr_assert_str_eq(sbxh_store_driver(s), STORE_TEST_DRIVER);
     return s;
 }
 
@@ -72,7 +72,7 @@ static void claim_as(const char *key, const char *owner, struct sbx_claim *c,
     struct sbx_claim_request req = {.session_key = key, .provider = "local",
                                      .owner = owner, .spec_hash = "spec-1"};
     sbx_error err = {0};
-    int rc = sbx_store_claim(store, &req, c, &err);
+    int rc = sbxh_store_claim(store, &req, c, &err);
     cr_assert_eq(rc, SBX_OK, "claim: %s", err.message);
     cr_assert_eq(c->outcome, expect_outcome, "claim outcome %d, expected %d",
                  c->outcome, expect_outcome);
@@ -85,13 +85,13 @@ static void bind_key(const char *key, const char *provider, const char *external
                                      .owner = "binder", .spec_hash = "spec-1"};
     struct sbx_claim c;
     sbx_error err = {0};
-    cr_assert_eq(sbx_store_claim(store, &req, &c, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbxh_store_claim(store, &req, &c, &err), SBX_OK, "%s", err.message);
     cr_assert_eq(c.outcome, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
-    cr_assert_eq(sbx_store_update_intent(store, key, "binder", "created", external_id,
-                                         &err),
+    sbxh_claim_clear(&c);
+    cr_assert_eq(sbxh_store_update_intent(store, key, "binder", "created", external_id,
+                                          &err),
                  SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_store_publish(store, key, "binder", NULL, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_publish(store, key, "binder", NULL, &err), SBX_OK, "%s",
                  err.message);
 }
 
@@ -111,24 +111,24 @@ Test(store, migrations_are_applied_once_and_survive_reopen)
     fresh_store();
     sbx_error err = {0};
     int version = -1;
-    cr_assert_eq(sbx_store_schema_version(store, &version, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_schema_version(store, &version, &err), SBX_OK, "%s",
                  err.message);
     cr_assert_eq(version, SBX_STORE_SCHEMA_VERSION);
     bind_key("persist", "local", "ws-1");
-    sbx_store_close(store);
+    sbxh_store_close(store);
 
     /* Reopen twice, the second while the first is still open. */
     store = open_store();
     struct sbx_store *again = open_store();
-    cr_assert_eq(sbx_store_schema_version(again, &version, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_schema_version(again, &version, &err), SBX_OK);
     cr_assert_eq(version, SBX_STORE_SCHEMA_VERSION);
-    sbx_store_close(again);
+    sbxh_store_close(again);
 
     struct sbx_binding b;
-    cr_assert_eq(sbx_store_get_binding(store, "persist", &b, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_get_binding(store, "persist", &b, &err), SBX_OK, "%s",
                  err.message);
     cr_assert_str_eq(b.external_id, "ws-1");
-    sbx_binding_clear(&b);
+    sbxh_binding_clear(&b);
 
     long long rows = 0;
     char why[512];
@@ -141,7 +141,7 @@ Test(store, migrations_are_applied_once_and_survive_reopen)
 Test(store, a_newer_schema_is_refused)
 {
     fresh_store();
-    sbx_store_close(store);
+    sbxh_store_close(store);
     store = NULL;
     char why[512];
     cr_assert_eq(scratch_exec(&db,
@@ -151,7 +151,7 @@ Test(store, a_newer_schema_is_refused)
                  0, "%s", why);
     sbx_error err = {0};
     struct sbx_store *s = NULL;
-    int rc = sbx_store_open(STORE_TEST_DRIVER, db.target, &s, &err);
+    int rc = sbxh_store_open(STORE_TEST_DRIVER, db.target, &s, &err);
     cr_assert_eq(rc, SBX_E_CONFIG, "open gave %d: %s", rc, err.message);
     cr_assert_null(s);
     cr_assert(strstr(err.message, "999") && strstr(err.message, "newer"), "%s",
@@ -170,26 +170,26 @@ Test(store, manifest_digest_and_run_as_round_trip)
     sbx_error err = {0};
     char digest[65], run_as[SBX_USER_NAME_MAX + 1];
     bool found = true;
-    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK,
+    cr_assert_eq(sbxh_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK,
                  "%s", err.message);
     cr_assert_not(found);
     cr_assert_str_eq(run_as, "");
-    cr_assert_eq(sbx_store_set_manifest(store, "m1", "d1", "agent", &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_set_manifest(store, "m1", "d1", "agent", &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
     cr_assert(found);
     cr_assert_str_eq(digest, "d1");
     cr_assert_str_eq(run_as, "agent");
     /* replaced whole: a manifest without run_as leaves none behind */
-    cr_assert_eq(sbx_store_set_manifest(store, "m1", "d2", NULL, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_set_manifest(store, "m1", "d2", NULL, &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
     cr_assert_str_eq(digest, "d2");
     cr_assert_str_eq(run_as, "");
     /* run_as may be left out of the read */
-    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, NULL, &found, &err), SBX_OK);
-    cr_assert_eq(sbx_store_drop_manifest(store, "m1", &err), SBX_OK);
-    cr_assert_eq(sbx_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_get_manifest(store, "m1", digest, NULL, &found, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_drop_manifest(store, "m1", &err), SBX_OK);
+    cr_assert_eq(sbxh_store_get_manifest(store, "m1", digest, run_as, &found, &err), SBX_OK);
     cr_assert_not(found);
 }
 
@@ -201,7 +201,7 @@ Test(store, binding_lifecycle)
     struct sbx_intent in;
     struct sbx_claim c;
 
-    cr_assert_eq(sbx_store_get_binding(store, "s1", &b, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_get_binding(store, "s1", &b, &err), SBX_E_NOT_FOUND);
     claim_as("s1", "worker-a", &c, SBX_CLAIM_WON);
     cr_assert_str_eq(c.intent.owner, "worker-a");
     cr_assert_str_eq(c.intent.provider, "local");
@@ -209,50 +209,50 @@ Test(store, binding_lifecycle)
     cr_assert_str_eq(c.intent.step, "claimed");
     cr_assert_null(c.intent.external_id);
     cr_assert_gt(c.intent.created_at, 1600000000000LL, "times are ms since the epoch");
-    sbx_claim_clear(&c);
+    sbxh_claim_clear(&c);
 
     /* An intent is not a binding: nothing is exposed before publish. */
-    cr_assert_eq(sbx_store_get_binding(store, "s1", &b, &err), SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_store_update_intent(store, "s1", "worker-a", "created", "ws-42", &err),
+    cr_assert_eq(sbxh_store_get_binding(store, "s1", &b, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_update_intent(store, "s1", "worker-a", "created", "ws-42", &err),
                  SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_store_update_intent(store, "s1", "worker-a", "packages", NULL, &err),
+    cr_assert_eq(sbxh_store_update_intent(store, "s1", "worker-a", "packages", NULL, &err),
                  SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_store_get_intent(store, "s1", &in, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbxh_store_get_intent(store, "s1", &in, &err), SBX_OK, "%s", err.message);
     cr_assert_str_eq(in.external_id, "ws-42", "a NULL external id keeps the recorded one");
     cr_assert_str_eq(in.step, "packages");
-    sbx_intent_clear(&in);
+    sbxh_intent_clear(&in);
 
-    cr_assert_eq(sbx_store_publish(store, "s1", "worker-a", &b, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_publish(store, "s1", "worker-a", &b, &err), SBX_OK, "%s",
                  err.message);
     cr_assert_str_eq(b.session_key, "s1");
     cr_assert_str_eq(b.provider, "local");
     cr_assert_str_eq(b.external_id, "ws-42");
     cr_assert_str_eq(b.spec_hash, "spec-1");
     cr_assert_not(b.deleting);
-    sbx_binding_clear(&b);
+    sbxh_binding_clear(&b);
 
-    cr_assert_eq(sbx_store_get_intent(store, "s1", &in, &err), SBX_E_NOT_FOUND,
+    cr_assert_eq(sbxh_store_get_intent(store, "s1", &in, &err), SBX_E_NOT_FOUND,
                  "publish removes the intent");
-    cr_assert_eq(sbx_store_get_binding(store, "s1", &b, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbxh_store_get_binding(store, "s1", &b, &err), SBX_OK, "%s", err.message);
     cr_assert_str_eq(b.external_id, "ws-42");
-    sbx_binding_clear(&b);
+    sbxh_binding_clear(&b);
 
     /* A later claimant finds the binding and takes no intent. */
     claim_as("s1", "worker-b", &c, SBX_CLAIM_BOUND);
     cr_assert_str_eq(c.binding.external_id, "ws-42");
     cr_assert_null(c.intent.owner);
-    sbx_claim_clear(&c);
-    cr_assert_eq(sbx_store_get_intent(store, "s1", &in, &err), SBX_E_NOT_FOUND);
+    sbxh_claim_clear(&c);
+    cr_assert_eq(sbxh_store_get_intent(store, "s1", &in, &err), SBX_E_NOT_FOUND);
 
     /* Publishing twice fails cleanly. */
     claim_as("s2", "worker-a", &c, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
-    cr_assert_eq(sbx_store_publish(store, "s2", "worker-a", NULL, &err), SBX_E_INVALID,
+    sbxh_claim_clear(&c);
+    cr_assert_eq(sbxh_store_publish(store, "s2", "worker-a", NULL, &err), SBX_E_INVALID,
                  "publish without an external id: %s", err.message);
     cr_assert(strstr(err.message, "external id"), "%s", err.message);
-    cr_assert_eq(sbx_store_get_intent(store, "s2", &in, &err), SBX_OK,
+    cr_assert_eq(sbxh_store_get_intent(store, "s2", &in, &err), SBX_OK,
                  "a failed publish keeps the intent");
-    sbx_intent_clear(&in);
+    sbxh_intent_clear(&in);
 }
 
 Test(store, external_ids_are_unique_per_provider)
@@ -266,28 +266,28 @@ Test(store, external_ids_are_unique_per_provider)
 
     struct sbx_claim_request req = {.session_key = "second", .provider = "docker",
                                     .owner = "w"};
-    cr_assert_eq(sbx_store_claim(store, &req, &c, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbxh_store_claim(store, &req, &c, &err), SBX_OK, "%s", err.message);
     cr_assert_eq(c.outcome, SBX_CLAIM_WON);
     cr_assert_null(c.intent.spec_hash);
-    sbx_claim_clear(&c);
-    cr_assert_eq(sbx_store_update_intent(store, "second", "w", "created", "c-1", &err),
+    sbxh_claim_clear(&c);
+    cr_assert_eq(sbxh_store_update_intent(store, "second", "w", "created", "c-1", &err),
                  SBX_OK);
-    int rc = sbx_store_publish(store, "second", "w", &b, &err);
+    int rc = sbxh_store_publish(store, "second", "w", &b, &err);
     cr_assert_eq(rc, SBX_E_EXISTS, "publish gave %d: %s", rc, err.message);
     cr_assert(strstr(err.message, "c-1") && strstr(err.message, "already bound"), "%s",
               err.message);
     cr_assert_null(b.session_key);
-    cr_assert_eq(sbx_store_get_binding(store, "second", &b, &err), SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_store_get_intent(store, "second", &in, &err), SBX_OK,
+    cr_assert_eq(sbxh_store_get_binding(store, "second", &b, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_get_intent(store, "second", &in, &err), SBX_OK,
                  "the intent stays for cleanup");
-    sbx_intent_clear(&in);
+    sbxh_intent_clear(&in);
 
     /* The same external id under another provider is a different resource. */
     bind_key("third", "local", "c-1");
-    cr_assert_eq(sbx_store_get_binding(store, "third", &b, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_get_binding(store, "third", &b, &err), SBX_OK, "%s",
                  err.message);
     cr_assert_str_eq(b.provider, "local");
-    sbx_binding_clear(&b);
+    sbxh_binding_clear(&b);
 }
 
 Test(store, only_the_owner_may_touch_an_intent)
@@ -296,33 +296,33 @@ Test(store, only_the_owner_may_touch_an_intent)
     sbx_error err = {0};
     struct sbx_claim c;
     claim_as("k", "worker-a", &c, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
+    sbxh_claim_clear(&c);
 
     /* Same owner again: still WON (re-entrant). Another owner: HELD, and it
      * learns who holds the intent. */
     claim_as("k", "worker-a", &c, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
-    cr_assert_eq(sbx_store_update_intent(store, "k", "worker-a", "created", "ws-1", &err),
+    sbxh_claim_clear(&c);
+    cr_assert_eq(sbxh_store_update_intent(store, "k", "worker-a", "created", "ws-1", &err),
                  SBX_OK);
     claim_as("k", "worker-b", &c, SBX_CLAIM_HELD);
     cr_assert_str_eq(c.intent.owner, "worker-a");
     cr_assert_str_eq(c.intent.external_id, "ws-1");
     cr_assert_geq(c.intent.age_ms, 0);
     cr_assert_lt(c.intent.age_ms, 60000);
-    sbx_claim_clear(&c);
+    sbxh_claim_clear(&c);
 
-    cr_assert_eq(sbx_store_update_intent(store, "k", "worker-b", "x", "ws-2", &err),
+    cr_assert_eq(sbxh_store_update_intent(store, "k", "worker-b", "x", "ws-2", &err),
                  SBX_E_DENIED);
     cr_assert(strstr(err.message, "worker-a"), "%s", err.message);
     cr_assert_null(strstr(err.message, ": k "), "raw keys stay out of messages");
-    cr_assert_eq(sbx_store_release_intent(store, "k", "worker-b", &err), SBX_E_DENIED);
-    cr_assert_eq(sbx_store_publish(store, "k", "worker-b", NULL, &err), SBX_E_DENIED);
-    cr_assert_eq(sbx_store_update_intent(store, "nope", "worker-a", "x", NULL, &err),
+    cr_assert_eq(sbxh_store_release_intent(store, "k", "worker-b", &err), SBX_E_DENIED);
+    cr_assert_eq(sbxh_store_publish(store, "k", "worker-b", NULL, &err), SBX_E_DENIED);
+    cr_assert_eq(sbxh_store_update_intent(store, "nope", "worker-a", "x", NULL, &err),
                  SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_store_release_intent(store, "k", "worker-a", &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_release_intent(store, "k", "worker-a", &err), SBX_OK, "%s",
                  err.message);
     claim_as("k", "worker-b", &c, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
+    sbxh_claim_clear(&c);
 }
 
 Test(store, a_stale_intent_can_be_taken_over)
@@ -332,34 +332,34 @@ Test(store, a_stale_intent_can_be_taken_over)
     struct sbx_claim c;
     struct sbx_intent in;
     claim_as("k", "crashed", &c, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
-    cr_assert_eq(sbx_store_update_intent(store, "k", "crashed", "created", "ws-9", &err),
+    sbxh_claim_clear(&c);
+    cr_assert_eq(sbxh_store_update_intent(store, "k", "crashed", "created", "ws-9", &err),
                  SBX_OK);
 
-    int rc = sbx_store_takeover_intent(store, "k", "reconciler", 60000, &in, &err);
+    int rc = sbxh_store_takeover_intent(store, "k", "reconciler", 60000, &in, &err);
     cr_assert_eq(rc, SBX_E_EXISTS, "a fresh lease is respected (%d)", rc);
     cr_assert(strstr(err.message, "crashed"), "%s", err.message);
     cr_assert_null(in.owner);
-    cr_assert_eq(sbx_store_takeover_intent(store, "k", "crashed", 60000, &in, &err), SBX_OK,
+    cr_assert_eq(sbxh_store_takeover_intent(store, "k", "crashed", 60000, &in, &err), SBX_OK,
                  "the owner may always take its own intent: %s", err.message);
-    sbx_intent_clear(&in);
+    sbxh_intent_clear(&in);
 
     usleep(400 * 1000);
-    cr_assert_eq(sbx_store_takeover_intent(store, "k", "reconciler", 250, &in, &err), SBX_OK,
+    cr_assert_eq(sbxh_store_takeover_intent(store, "k", "reconciler", 250, &in, &err), SBX_OK,
                  "%s", err.message);
     cr_assert_str_eq(in.owner, "reconciler");
     cr_assert_str_eq(in.external_id, "ws-9", "the taker learns what was left behind");
     cr_assert_str_eq(in.step, "created");
     cr_assert_lt(in.age_ms, 250);
-    sbx_intent_clear(&in);
+    sbxh_intent_clear(&in);
 
     /* The previous owner has lost it. */
-    cr_assert_eq(sbx_store_update_intent(store, "k", "crashed", "x", NULL, &err),
+    cr_assert_eq(sbxh_store_update_intent(store, "k", "crashed", "x", NULL, &err),
                  SBX_E_DENIED);
-    cr_assert_eq(sbx_store_publish(store, "k", "crashed", NULL, &err), SBX_E_DENIED);
-    cr_assert_eq(sbx_store_publish(store, "k", "reconciler", NULL, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_publish(store, "k", "crashed", NULL, &err), SBX_E_DENIED);
+    cr_assert_eq(sbxh_store_publish(store, "k", "reconciler", NULL, &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_eq(sbx_store_takeover_intent(store, "k", "reconciler", 0, &in, &err),
+    cr_assert_eq(sbxh_store_takeover_intent(store, "k", "reconciler", 0, &in, &err),
                  SBX_E_NOT_FOUND);
 }
 
@@ -377,64 +377,64 @@ Test(store, fencing_refuses_admissions_until_removed)
     struct sbx_key_page page;
     bind_key("victim", "local", "ws-v");
     claim_as("inflight", "worker-a", &c, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
-    cr_assert_eq(sbx_store_update_intent(store, "inflight", "worker-a", "created", "ws-i",
-                                         &err),
+    sbxh_claim_clear(&c);
+    cr_assert_eq(sbxh_store_update_intent(store, "inflight", "worker-a", "created", "ws-i",
+                                          &err),
                  SBX_OK);
 
-    cr_assert_eq(sbx_store_fence(store, "victim", &err), SBX_OK, "%s", err.message);
-    cr_assert_eq(sbx_store_fence(store, "victim", &err), SBX_OK, "fencing is idempotent");
-    cr_assert_eq(sbx_store_get_binding(store, "victim", &b, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_fence(store, "victim", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbxh_store_fence(store, "victim", &err), SBX_OK, "fencing is idempotent");
+    cr_assert_eq(sbxh_store_get_binding(store, "victim", &b, &err), SBX_OK);
     cr_assert(b.deleting, "a fenced binding reads back as deleting");
-    sbx_binding_clear(&b);
+    sbxh_binding_clear(&b);
 
     struct sbx_claim_request req = {.session_key = "victim", .provider = "local",
                                     .owner = "worker-b"};
-    cr_assert_eq(sbx_store_claim(store, &req, &c, &err), SBX_E_DENIED);
+    cr_assert_eq(sbxh_store_claim(store, &req, &c, &err), SBX_E_DENIED);
     cr_assert(strstr(err.message, "being deleted"), "%s", err.message);
     cr_assert_null(strstr(err.message, "victim"), "raw key in: %s", err.message);
 
     /* A worker mid-provisioning cannot publish into a fenced session. */
-    cr_assert_eq(sbx_store_fence(store, "inflight", &err), SBX_OK);
-    cr_assert_eq(sbx_store_publish(store, "inflight", "worker-a", NULL, &err),
+    cr_assert_eq(sbxh_store_fence(store, "inflight", &err), SBX_OK);
+    cr_assert_eq(sbxh_store_publish(store, "inflight", "worker-a", NULL, &err),
                  SBX_E_DENIED);
-    cr_assert_eq(sbx_store_get_binding(store, "inflight", &b, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_get_binding(store, "inflight", &b, &err), SBX_E_NOT_FOUND);
 
-    cr_assert_eq(sbx_store_list_deleting(store, NULL, 1, &page, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_list_deleting(store, NULL, 1, &page, &err), SBX_OK);
     cr_assert_eq(page.count, 1);
     cr_assert_str_eq(page.keys[0], "inflight");
     cr_assert(page.more);
-    sbx_key_page_free(&page);
-    cr_assert_eq(sbx_store_list_deleting(store, "inflight", 1, &page, &err), SBX_OK);
+    sbxh_key_page_free(&page);
+    cr_assert_eq(sbxh_store_list_deleting(store, "inflight", 1, &page, &err), SBX_OK);
     cr_assert_eq(page.count, 1);
     cr_assert_str_eq(page.keys[0], "victim");
     cr_assert_not(page.more);
-    sbx_key_page_free(&page);
+    sbxh_key_page_free(&page);
 
     /* The intent's resource must be dealt with before the row goes. */
-    cr_assert_eq(sbx_store_remove_session(store, "inflight", &err), SBX_E_UNAVAILABLE);
+    cr_assert_eq(sbxh_store_remove_session(store, "inflight", &err), SBX_E_UNAVAILABLE);
     cr_assert(strstr(err.message, "worker-a"), "%s", err.message);
-    cr_assert_eq(sbx_store_takeover_intent(store, "inflight", "reaper", 0, &in, &err),
+    cr_assert_eq(sbxh_store_takeover_intent(store, "inflight", "reaper", 0, &in, &err),
                  SBX_OK, "takeover works on fenced sessions: %s", err.message);
     cr_assert_str_eq(in.external_id, "ws-i");
-    sbx_intent_clear(&in);
-    cr_assert_eq(sbx_store_release_intent(store, "inflight", "reaper", &err), SBX_OK);
-    cr_assert_eq(sbx_store_remove_session(store, "inflight", &err), SBX_OK, "%s",
+    sbxh_intent_clear(&in);
+    cr_assert_eq(sbxh_store_release_intent(store, "inflight", "reaper", &err), SBX_OK);
+    cr_assert_eq(sbxh_store_remove_session(store, "inflight", &err), SBX_OK, "%s",
                  err.message);
-    cr_assert_eq(sbx_store_remove_session(store, "victim", &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_remove_session(store, "victim", &err), SBX_OK, "%s",
                  err.message);
 
-    cr_assert_eq(sbx_store_get_binding(store, "victim", &b, &err), SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_store_list_deleting(store, NULL, 10, &page, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_get_binding(store, "victim", &b, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_list_deleting(store, NULL, 10, &page, &err), SBX_OK);
     cr_assert_eq(page.count, 0);
-    sbx_key_page_free(&page);
-    cr_assert_eq(sbx_store_remove_session(store, "victim", &err), SBX_E_NOT_FOUND);
-    cr_assert_eq(sbx_store_fence(store, "never-existed", &err), SBX_E_NOT_FOUND);
+    sbxh_key_page_free(&page);
+    cr_assert_eq(sbxh_store_remove_session(store, "victim", &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_fence(store, "never-existed", &err), SBX_E_NOT_FOUND);
 
     /* After removal the key starts a new life. */
     claim_as("victim", "worker-b", &c, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
-    cr_assert_eq(sbx_store_remove_session(store, "victim", &err), SBX_E_DENIED,
+    sbxh_claim_clear(&c);
+    cr_assert_eq(sbxh_store_remove_session(store, "victim", &err), SBX_E_DENIED,
                  "an unfenced session is not removed");
 }
 
@@ -465,7 +465,7 @@ Test(store, bindings_list_in_byte_order_in_pages)
     /* An intent without binding is not listed as a binding. */
     struct sbx_claim c;
     claim_as("a-pending", "w", &c, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
+    sbxh_claim_clear(&c);
 
     const char *sorted[sizeof keys / sizeof keys[0]];
     memcpy(sorted, keys, sizeof keys);
@@ -476,7 +476,7 @@ Test(store, bindings_list_in_byte_order_in_pages)
     char *cursor = NULL;
     for (;;) {
         struct sbx_binding_page page;
-        cr_assert_eq(sbx_store_list_bindings(store, cursor, 7, &page, &err), SBX_OK, "%s",
+        cr_assert_eq(sbxh_store_list_bindings(store, cursor, 7, &page, &err), SBX_OK, "%s",
                      err.message);
         pages++;
         for (size_t i = 0; i < page.count; i++, seen++) {
@@ -496,7 +496,7 @@ Test(store, bindings_list_in_byte_order_in_pages)
                      page.count);
         free(cursor);
         cursor = page.count ? strdup(page.items[page.count - 1].session_key) : NULL;
-        sbx_binding_page_free(&page);
+        sbxh_binding_page_free(&page);
         if (!more)
             break;
     }
@@ -506,17 +506,17 @@ Test(store, bindings_list_in_byte_order_in_pages)
 
     /* Exact fits: a page holding everything has no `more`. */
     struct sbx_binding_page page;
-    cr_assert_eq(sbx_store_list_bindings(store, NULL, n, &page, &err), SBX_OK);
+    cr_assert_eq(sbxh_store_list_bindings(store, NULL, n, &page, &err), SBX_OK);
     cr_assert_eq(page.count, n);
     cr_assert_not(page.more);
-    sbx_binding_page_free(&page);
-    cr_assert_eq(sbx_store_list_bindings(store, NULL, n - 1, &page, &err), SBX_OK);
+    sbxh_binding_page_free(&page);
+    cr_assert_eq(sbxh_store_list_bindings(store, NULL, n - 1, &page, &err), SBX_OK);
     cr_assert(page.more);
-    sbx_binding_page_free(&page);
-    cr_assert_eq(sbx_store_list_bindings(store, sorted[n - 1], 5, &page, &err), SBX_OK);
+    sbxh_binding_page_free(&page);
+    cr_assert_eq(sbxh_store_list_bindings(store, sorted[n - 1], 5, &page, &err), SBX_OK);
     cr_assert_eq(page.count, 0);
     cr_assert_not(page.more);
-    sbx_binding_page_free(&page);
+    sbxh_binding_page_free(&page);
 }
 
 Test(store, intents_list_for_the_reconciler)
@@ -527,21 +527,21 @@ Test(store, intents_list_for_the_reconciler)
     const char *keys[] = {"e", "c", "a", "d", "b"};
     for (size_t i = 0; i < 5; i++) {
         claim_as(keys[i], "worker", &c, SBX_CLAIM_WON);
-        sbx_claim_clear(&c);
+        sbxh_claim_clear(&c);
     }
-    cr_assert_eq(sbx_store_update_intent(store, "c", "worker", "created", "ws-c", &err),
+    cr_assert_eq(sbxh_store_update_intent(store, "c", "worker", "created", "ws-c", &err),
                  SBX_OK);
     bind_key("bound", "local", "ws-b");
 
     struct sbx_intent_page page;
-    cr_assert_eq(sbx_store_list_intents(store, NULL, 2, &page, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_list_intents(store, NULL, 2, &page, &err), SBX_OK, "%s",
                  err.message);
     cr_assert_eq(page.count, 2);
     cr_assert(page.more);
     cr_assert_str_eq(page.items[0].session_key, "a");
     cr_assert_str_eq(page.items[1].session_key, "b");
-    sbx_intent_page_free(&page);
-    cr_assert_eq(sbx_store_list_intents(store, "b", 2, &page, &err), SBX_OK);
+    sbxh_intent_page_free(&page);
+    cr_assert_eq(sbxh_store_list_intents(store, "b", 2, &page, &err), SBX_OK);
     cr_assert_str_eq(page.items[0].session_key, "c");
     cr_assert_str_eq(page.items[0].external_id, "ws-c");
     cr_assert_str_eq(page.items[0].step, "created");
@@ -549,12 +549,12 @@ Test(store, intents_list_for_the_reconciler)
     cr_assert_geq(page.items[0].age_ms, 0);
     cr_assert_str_eq(page.items[1].session_key, "d");
     cr_assert(page.more);
-    sbx_intent_page_free(&page);
-    cr_assert_eq(sbx_store_list_intents(store, "d", 2, &page, &err), SBX_OK);
+    sbxh_intent_page_free(&page);
+    cr_assert_eq(sbxh_store_list_intents(store, "d", 2, &page, &err), SBX_OK);
     cr_assert_eq(page.count, 1, "published intents are gone");
     cr_assert_str_eq(page.items[0].session_key, "e");
     cr_assert_not(page.more);
-    sbx_intent_page_free(&page);
+    sbxh_intent_page_free(&page);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -588,12 +588,12 @@ static void race(const char *key, int outcome[RACERS], char holder[RACERS][64])
             snprintf(owner, sizeof owner, "racer-%d", i);
             sbx_error err = {0};
             struct sbx_store *s = NULL;
-            int rc = sbx_store_open(STORE_TEST_DRIVER, db.target, &s, &err);
+            int rc = sbxh_store_open(STORE_TEST_DRIVER, db.target, &s, &err);
             struct sbx_claim cl = {0};
             if (rc == SBX_OK) {
                 struct sbx_claim_request req = {.session_key = key, .provider = "local",
                                                 .owner = owner};
-                rc = sbx_store_claim(s, &req, &cl, &err);
+                rc = sbxh_store_claim(s, &req, &cl, &err);
             }
             if (rc == SBX_OK)
                 snprintf(line, sizeof line, "%d %d %s\n", i, cl.outcome,
@@ -601,8 +601,8 @@ static void race(const char *key, int outcome[RACERS], char holder[RACERS][64])
                                                        : cl.intent.owner);
             else
                 snprintf(line, sizeof line, "%d -%d %.900s\n", i, rc, err.message);
-            sbx_claim_clear(&cl);
-            sbx_store_close(s);
+            sbxh_claim_clear(&cl);
+            sbxh_store_close(s);
             ssize_t w = write(res[1], line, strlen(line)); /* < PIPE_BUF: atomic */
             _exit(w > 0 ? 0 : 1);
         }
@@ -661,16 +661,16 @@ Test(store, exactly_one_of_eight_racing_processes_wins_the_claim)
     store = open_store();
     sbx_error err = {0};
     struct sbx_intent in;
-    cr_assert_eq(sbx_store_get_intent(store, "contested", &in, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_get_intent(store, "contested", &in, &err), SBX_OK, "%s",
                  err.message);
     cr_assert_str_eq(in.owner, wname);
-    sbx_intent_clear(&in);
+    sbxh_intent_clear(&in);
 
     /* Once published, every racer finds the binding. */
-    cr_assert_eq(sbx_store_update_intent(store, "contested", wname, "created", "ws-win",
-                                         &err),
+    cr_assert_eq(sbxh_store_update_intent(store, "contested", wname, "created", "ws-win",
+                                          &err),
                  SBX_OK);
-    cr_assert_eq(sbx_store_publish(store, "contested", wname, NULL, &err), SBX_OK, "%s",
+    cr_assert_eq(sbxh_store_publish(store, "contested", wname, NULL, &err), SBX_OK, "%s",
                  err.message);
     race("contested", outcome, holder);
     for (int i = 0; i < RACERS; i++) {
@@ -682,10 +682,10 @@ Test(store, exactly_one_of_eight_racing_processes_wins_the_claim)
 Test(store, a_lock_held_too_long_is_unavailable_not_a_hang)
 {
     fresh_store();
-    sbx_store_close(store);
+    sbxh_store_close(store);
     struct sbx_store_options opts = {.size = sizeof opts, .lock_timeout_ms = 300};
     sbx_error err = {0};
-    cr_assert_eq(sbx_store_open_with(STORE_TEST_DRIVER, db.target, &opts, &store, &err),
+    cr_assert_eq(sbxh_store_open_with(STORE_TEST_DRIVER, db.target, &opts, &store, &err),
                  SBX_OK, "%s", err.message);
     bind_key("readable", "local", "ws-r");
 
@@ -696,13 +696,13 @@ Test(store, a_lock_held_too_long_is_unavailable_not_a_hang)
                                     .owner = "w"};
     struct sbx_claim c;
     int64_t t0 = mono_ms();
-    int rc = sbx_store_claim(store, &req, &c, &err);
+    int rc = sbxh_store_claim(store, &req, &c, &err);
     int64_t waited = mono_ms() - t0;
     /* Reads go on while a writer holds the lock. */
     struct sbx_binding b;
     sbx_error rerr = {0};
-    int read_rc = sbx_store_get_binding(store, "readable", &b, &rerr);
-    sbx_binding_clear(&b);
+    int read_rc = sbxh_store_get_binding(store, "readable", &b, &rerr);
+    sbxh_binding_clear(&b);
     scratch_unlock(lock);
 
     cr_assert_eq(rc, SBX_E_UNAVAILABLE, "claim under lock gave %d: %s", rc, err.message);
@@ -711,10 +711,10 @@ Test(store, a_lock_held_too_long_is_unavailable_not_a_hang)
     cr_assert_lt(waited, 5000, "waited %lld ms", (long long)waited);
     cr_assert_eq(read_rc, SBX_OK, "read under a write lock: %s", rerr.message);
 
-    cr_assert_eq(sbx_store_claim(store, &req, &c, &err), SBX_OK, "after unlock: %s",
+    cr_assert_eq(sbxh_store_claim(store, &req, &c, &err), SBX_OK, "after unlock: %s",
                  err.message);
     cr_assert_eq(c.outcome, SBX_CLAIM_WON);
-    sbx_claim_clear(&c);
+    sbxh_claim_clear(&c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -727,40 +727,40 @@ Test(store, bad_arguments_are_named)
     sbx_error err = {0};
     struct sbx_claim c;
     struct sbx_claim_request req = {.session_key = "", .provider = "local", .owner = "w"};
-    cr_assert_eq(sbx_store_claim(store, &req, &c, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_store_claim(store, &req, &c, &err), SBX_E_INVALID);
     cr_assert(strstr(err.message, "session key"), "%s", err.message);
     req.session_key = "k";
     req.provider = NULL;
-    cr_assert_eq(sbx_store_claim(store, &req, &c, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_store_claim(store, &req, &c, &err), SBX_E_INVALID);
     cr_assert(strstr(err.message, "provider"), "%s", err.message);
     req.provider = "local";
     char long_owner[SBX_STORE_NAME_MAX + 2];
     memset(long_owner, 'o', sizeof long_owner - 1);
     long_owner[sizeof long_owner - 1] = '\0';
     req.owner = long_owner;
-    cr_assert_eq(sbx_store_claim(store, &req, &c, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_store_claim(store, &req, &c, &err), SBX_E_INVALID);
     cr_assert(strstr(err.message, "owner is longer"), "%s", err.message);
 
     struct sbx_binding_page page;
-    cr_assert_eq(sbx_store_list_bindings(store, NULL, 0, &page, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_store_list_bindings(store, NULL, 0, &page, &err), SBX_E_INVALID);
     cr_assert(strstr(err.message, "page size"), "%s", err.message);
-    cr_assert_eq(sbx_store_list_bindings(store, NULL, SBX_STORE_PAGE_MAX + 1, &page, &err),
+    cr_assert_eq(sbxh_store_list_bindings(store, NULL, SBX_STORE_PAGE_MAX + 1, &page, &err),
                  SBX_E_INVALID);
-    cr_assert_eq(sbx_store_update_intent(store, "k", "w", "", NULL, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_store_update_intent(store, "k", "w", "", NULL, &err), SBX_E_INVALID);
     cr_assert(strstr(err.message, "step"), "%s", err.message);
     struct sbx_intent in;
-    cr_assert_eq(sbx_store_takeover_intent(store, "k", "w", -1, &in, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_store_takeover_intent(store, "k", "w", -1, &in, &err), SBX_E_INVALID);
 
     struct sbx_store *s = NULL;
-    cr_assert_eq(sbx_store_open("mysql", db.target, &s, &err), SBX_E_CONFIG);
+    cr_assert_eq(sbxh_store_open("mysql", db.target, &s, &err), SBX_E_CONFIG);
     cr_assert(strstr(err.message, "mysql") && strstr(err.message, "sqlite or postgres"),
               "%s", err.message);
-    cr_assert_eq(sbx_store_open(STORE_TEST_DRIVER, "", &s, &err), SBX_E_INVALID);
+    cr_assert_eq(sbxh_store_open(STORE_TEST_DRIVER, "", &s, &err), SBX_E_INVALID);
     cr_assert_null(s);
 
     char a[128], b[128];
-    sbx_store_owner_token(a, sizeof a);
-    sbx_store_owner_token(b, sizeof b);
+    sbxh_store_owner_token(a, sizeof a);
+    sbxh_store_owner_token(b, sizeof b);
     cr_assert_str_neq(a, b, "owner tokens are unique");
 }
 
@@ -792,7 +792,7 @@ Test(store, pg_unreachable_server_is_unavailable_and_hides_the_password)
     for (int i = 0; i < 2; i++) {
         sbx_error err = {0};
         struct sbx_store *s = NULL;
-        int rc = sbx_store_open("postgres", dsns[i], &s, &err);
+        int rc = sbxh_store_open("postgres", dsns[i], &s, &err);
         cr_assert_eq(rc, SBX_E_UNAVAILABLE, "%s gave %d: %s", i ? "URI" : "DSN", rc,
                      err.message);
         cr_assert_null(s);
@@ -814,7 +814,7 @@ Test(store, pg_malformed_dsn_is_a_config_error_without_the_password)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sbx_error err = {0};
         struct sbx_store *s = NULL;
-        int rc = sbx_store_open("postgres", bad[i], &s, &err);
+        int rc = sbxh_store_open("postgres", bad[i], &s, &err);
         cr_assert_eq(rc, SBX_E_CONFIG, "case %zu gave %d: %s", i, rc, err.message);
         cr_assert(strstr(err.message, "invalid connection string"), "%s", err.message);
         cr_assert_null(strstr(err.message, "secret"), "case %zu leaked: %s", i,
@@ -823,7 +823,7 @@ Test(store, pg_malformed_dsn_is_a_config_error_without_the_password)
     /* A mistyped option is named, its value is not. */
     sbx_error err = {0};
     struct sbx_store *s = NULL;
-    cr_assert_eq(sbx_store_open("postgres", "host=127.0.0.1 passwrd=secret", &s, &err),
+    cr_assert_eq(sbxh_store_open("postgres", "host=127.0.0.1 passwrd=secret", &s, &err),
                  SBX_E_CONFIG);
     cr_assert(strstr(err.message, "\"passwrd\""), "%s", err.message);
     cr_assert_null(strstr(err.message, "secret"), "%s", err.message);
@@ -843,14 +843,14 @@ Test(store, pg_lost_connection_is_unavailable_then_recovers)
                  0, "%s", why);
     sbx_error err = {0};
     struct sbx_binding b;
-    int rc = sbx_store_get_binding(store, "k", &b, &err);
+    int rc = sbxh_store_get_binding(store, "k", &b, &err);
     cr_assert_eq(rc, SBX_E_UNAVAILABLE, "gave %d: %s", rc, err.message);
     cr_assert(strstr(err.message, "connection") || strstr(err.message, "terminat"), "%s",
               err.message);
-    rc = sbx_store_get_binding(store, "k", &b, &err);
+    rc = sbxh_store_get_binding(store, "k", &b, &err);
     cr_assert_eq(rc, SBX_OK, "the next call reconnects: %s", err.message);
     cr_assert_str_eq(b.external_id, "ws-1");
-    sbx_binding_clear(&b);
+    sbxh_binding_clear(&b);
 }
 
 Test(store, pg_password_in_dsn_never_reaches_messages)
@@ -861,10 +861,10 @@ Test(store, pg_password_in_dsn_never_reaches_messages)
     char *dsn = NULL;
     cr_assert_geq(asprintf(&dsn, "%s password=hunter2-secret", db.target), 0);
     sbx_error err = {0};
-    cr_assert_eq(sbx_store_open("postgres", dsn, &store, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbxh_store_open("postgres", dsn, &store, &err), SBX_OK, "%s", err.message);
     free(dsn);
     struct sbx_binding b;
-    cr_assert_eq(sbx_store_get_binding(store, "absent", &b, &err), SBX_E_NOT_FOUND);
+    cr_assert_eq(sbxh_store_get_binding(store, "absent", &b, &err), SBX_E_NOT_FOUND);
     cr_assert(strstr(err.message, "postgres store host=") && strstr(err.message, "dbname="),
               "messages name the store: %s", err.message);
     cr_assert_null(strstr(err.message, "hunter2"), "%s", err.message);
@@ -876,7 +876,7 @@ Test(store, sqlite_missing_directory_is_named)
 {
     sbx_error err = {0};
     struct sbx_store *s = NULL;
-    int rc = sbx_store_open("sqlite", "/nonexistent-sbx-dir/sub/sbx.db", &s, &err);
+    int rc = sbxh_store_open("sqlite", "/nonexistent-sbx-dir/sub/sbx.db", &s, &err);
     cr_assert_eq(rc, SBX_E_IO, "gave %d: %s", rc, err.message);
     cr_assert_null(s);
     cr_assert(strstr(err.message, "/nonexistent-sbx-dir/sub"), "%s", err.message);
@@ -892,7 +892,7 @@ Test(store, sqlite_file_that_is_not_a_database_is_refused)
     fclose(f);
     sbx_error err = {0};
     struct sbx_store *s = NULL;
-    int rc = sbx_store_open("sqlite", db.target, &s, &err);
+    int rc = sbxh_store_open("sqlite", db.target, &s, &err);
     cr_assert_eq(rc, SBX_E_IO, "gave %d: %s", rc, err.message);
     cr_assert(strstr(err.message, "not a database"), "%s", err.message);
 }
