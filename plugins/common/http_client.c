@@ -15,6 +15,8 @@
  */
 #include "http_client.h"
 
+#include "clock.h"
+
 #include <curl/curl.h>
 #include <json-c/json.h>
 
@@ -91,13 +93,6 @@ struct sbx_http_xfer {
     int hijack;
     curl_socket_t sock;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int sbx_http_fail(sbx_http_error *err, int status, const char *fmt, ...)
 {
@@ -363,7 +358,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 {
     struct sbx_http_xfer *x = ud;
     size_t len = size * n;
-    x->last_progress = now_ms();
+    x->last_progress = sbxs_now_ms();
     if (len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')) {
         long code = 0;
         curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -403,7 +398,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
     struct sbx_http_xfer *x = ud;
     size_t len = size * n;
-    x->last_progress = now_ms();
+    x->last_progress = sbxs_now_ms();
     if (x->errmode) {
         size_t room = ERROR_BODY_MAX - x->errbody_len;
         size_t take = len < room ? len : room;
@@ -452,7 +447,7 @@ static size_t on_upload(char *buf, size_t size, size_t n, void *ud)
     struct sbx_http_xfer *x = ud;
     const struct sbx_source *src = x->req->body_src;
     long got = src->read(src->ctx, buf, size * n);
-    x->last_progress = now_ms(); /* curl asked for more: the last part went */
+    x->last_progress = sbxs_now_ms(); /* curl asked for more: the last part went */
     if (got < 0) {
         x->cb_status = SBX_E_IO;
         x->cb_is_source = 1;
@@ -637,7 +632,7 @@ static int cancelled(const struct sbx_http_xfer *x)
 static int drive(struct sbx_http_xfer *x, enum until u, sbx_http_error *err)
 {
     /* the stall clock runs only while we wait here */
-    int64_t entered = now_ms();
+    int64_t entered = sbxs_now_ms();
     for (;;) {
         int running = 0;
         CURLMcode mc = curl_multi_perform(x->s->multi, &running);
@@ -654,7 +649,7 @@ static int drive(struct sbx_http_xfer *x, enum until u, sbx_http_error *err)
         }
         int wait = POLL_SLICE_MS;
         if (x->deadline) {
-            int64_t left_ms = x->deadline - now_ms();
+            int64_t left_ms = x->deadline - sbxs_now_ms();
             if (left_ms <= 0) {
                 char what[256];
                 describe(x, what, sizeof what);
@@ -665,7 +660,7 @@ static int drive(struct sbx_http_xfer *x, enum until u, sbx_http_error *err)
         }
         if (x->req->stall_timeout_ms > 0) {
             int64_t since = x->last_progress > entered ? x->last_progress : entered;
-            int64_t left_ms = since + x->req->stall_timeout_ms - now_ms();
+            int64_t left_ms = since + x->req->stall_timeout_ms - sbxs_now_ms();
             if (left_ms <= 0) {
                 char what[256];
                 describe(x, what, sizeof what);
@@ -802,7 +797,7 @@ int sbx_http_start(sbx_http *h, const struct sbx_http_request *req,
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
     if (req->timeout_ms > 0)
-        x->deadline = now_ms() + req->timeout_ms;
+        x->deadline = sbxs_now_ms() + req->timeout_ms;
     int rc = setup(h, x, err);
     if (rc == SBX_OK)
         rc = drive(x, UNTIL_HEADERS, err);
@@ -894,7 +889,7 @@ int sbx_http_xfer_pump(sbx_http_xfer *x, const struct sbx_sink *sink,
 
 void sbx_http_xfer_set_timeout(sbx_http_xfer *x, int64_t ms)
 {
-    x->deadline = ms > 0 ? now_ms() + ms : 0;
+    x->deadline = ms > 0 ? sbxs_now_ms() + ms : 0;
 }
 
 void sbx_http_xfer_free(sbx_http_xfer *x)

@@ -3,6 +3,8 @@
 #include "http_retry.h"
 #include "http_json.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -30,13 +32,6 @@ int sbx_http_transient(const sbx_http_error *err)
     }
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
                  const struct sbx_http_cancel *cancel)
 {
@@ -47,15 +42,15 @@ int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
         ceiling = r->cap_ms;
     uint32_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
-        rnd = (uint32_t)now_ms();
+        rnd = (uint32_t)sbxs_now_ms();
     /* Full jitter: anywhere between half the ceiling and the ceiling, so
      * that clients that failed together do not come back together. */
     int64_t wait = ceiling / 2 + (ceiling > 1 ? (int64_t)(rnd % (uint32_t)(ceiling / 2 + 1)) : 0);
-    int64_t end = now_ms() + wait;
+    int64_t end = sbxs_now_ms() + wait;
     for (;;) {
         if (cancel && cancel->check && cancel->check(cancel->ctx))
             return SBX_E_CANCELLED;
-        int64_t left = end - now_ms();
+        int64_t left = end - sbxs_now_ms();
         if (left <= 0)
             return SBX_OK;
         struct pollfd p = {cancel ? cancel->fd : -1, POLLIN, 0};

@@ -35,6 +35,9 @@
 #include "remote_memory.h"
 
 #include "archive_sink.h"
+#include "call_error.h"
+#include "fd_source.h"
+#include "path_list.h"
 
 #include "archive_check.h"
 #include "archive_pax.h"
@@ -49,7 +52,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,22 +64,9 @@
 /* Bound of a tree's listing (a hostile sandbox could print forever). */
 #define LIST_MAX (64u * 1024u * 1024u)
 
-/* Set the call's error (or log it without a call) and return status. */
-static int rm_error(struct sbx_rmem *m, sbx_call *call, int status, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
-
-static int rm_error(struct sbx_rmem *m, sbx_call *call, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (call)
-        return m->host->set_error(m->host, call, status, "%s", msg);
-    m->host->log(m->host, SBX_LOG_WARN, "%s", msg);
-    return status;
-}
+/* Set the call's error (or log it without a call) and return status
+ * (call_error.c). */
+#define rm_error(m, call, ...) sbxp_call_error((m)->host, (call), __VA_ARGS__)
 
 void sbx_rmem_init(struct sbx_rmem *m, const struct sbx_host *host, const char *provider,
                    const char *state_dir, const char *id, const struct sbx_rmem_ops *ops,
@@ -159,6 +148,7 @@ static int run_out(struct sbx_rmem *m, sbx_call *call, const char *slug,
     return rc;
 }
 
+/* A record of path_list.h: path comes first. */
 struct rm_file {
     char *path;
     int64_t size;
@@ -174,46 +164,31 @@ static void list_free(struct sbx_rmem_list *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].path);
-    free(l->v);
+    sbxp_path_list_free(l->v, l->n, sizeof *l->v);
     memset(l, 0, sizeof *l);
 }
 
 static int list_add(struct sbx_rmem_list *l, const char *path, int64_t size, const char *sha)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct rm_file *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    struct rm_file *f = &l->v[l->n];
-    if (!(f->path = strdup(path)))
+    struct rm_file *v = sbxp_path_list_append(l->v, l->n, &l->cap, sizeof *v, path);
+    if (!v)
         return -1;
+    l->v = v;
+    struct rm_file *f = &l->v[l->n];
     f->size = size;
     snprintf(f->sha, sizeof f->sha, "%s", sha ? sha : "");
     l->n++;
     return 0;
 }
 
-static int by_path(const void *a, const void *b)
-{
-    return strcmp(((const struct rm_file *)a)->path, ((const struct rm_file *)b)->path);
-}
-
 static void list_sort(struct sbx_rmem_list *l)
 {
-    if (l->n > 1)
-        qsort(l->v, l->n, sizeof *l->v, by_path);
+    sbxp_path_list_sort(l->v, l->n, sizeof *l->v);
 }
 
 static struct rm_file *list_find(const struct sbx_rmem_list *l, const char *path)
 {
-    struct rm_file key = {.path = (char *)path};
-    return l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_path) : NULL;
+    return sbxp_path_list_find(l->v, l->n, sizeof *l->v, path);
 }
 
 static int slug_valid(const char *s)
@@ -656,28 +631,6 @@ out:
     return rc;
 }
 
-struct fd_src {
-    int fd;
-    int64_t left;
-};
-
-static long fd_src_read(void *ctx, void *buf, size_t cap)
-{
-    struct fd_src *s = ctx;
-    ssize_t n;
-    do
-        n = read(s->fd, buf, cap);
-    while (n < 0 && errno == EINTR);
-    if (n > 0)
-        s->left -= n;
-    return n < 0 ? -1 : (long)n;
-}
-
-static int64_t fd_src_length(void *ctx)
-{
-    return ((struct fd_src *)ctx)->left;
-}
-
 
 /* Extract the uploaded archive into a staging tree and swap it in. */
 static const char LOAD_SCRIPT[] =
@@ -710,9 +663,8 @@ int sbx_rmem_load(struct sbx_rmem *m, sbx_call *call, const char *slug,
     char remote[128];
     snprintf(remote, sizeof remote, SBX_RMEM_ROOT "/.sbx-load-%s.tar", slug);
     if (rc == SBX_OK) {
-        struct fd_src fs = {fd, (int64_t)s.st_size};
-        struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_src_read);
-        src.length = fd_src_length;
+        struct sbxp_fd_source fs;
+        struct sbx_source src = sbxp_fd_source(&fs, fd, (int64_t)s.st_size);
         char what[128];
         snprintf(what, sizeof what, "uploading memory store \"%s\"", slug);
         rc = m->ops->upload(m->ctx, call, remote, &src, what);
@@ -982,9 +934,8 @@ static int fetch_files(struct diff *d, const struct sbx_rmem_list *want,
     }
     char remote[128];
     snprintf(remote, sizeof remote, SBX_RMEM_ROOT "/.sbx-diff-%s.list", d->slug);
-    struct fd_src fs = {list_fd, (int64_t)s.st_size};
-    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_src_read);
-    src.length = fd_src_length;
+    struct sbxp_fd_source fs;
+    struct sbx_source src = sbxp_fd_source(&fs, list_fd, (int64_t)s.st_size);
     char what[128];
     snprintf(what, sizeof what, "uploading the memory file list of \"%s\"", d->slug);
     rc = m->ops->upload(m->ctx, d->call, remote, &src, what);
@@ -1016,8 +967,8 @@ static int fetch_files(struct diff *d, const struct sbx_rmem_list *want,
 
     struct archive *in = archive_read_new();
     struct src_reader *r = malloc(sizeof *r);
-    struct fd_src ts = {tar_fd, -1};
-    struct sbx_source tsrc = SBX_SOURCE_INIT(&ts, fd_src_read);
+    struct sbxp_fd_source ts;
+    struct sbx_source tsrc = sbxp_fd_source(&ts, tar_fd, -1);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     char *buf = malloc(65536);
     /* each wanted name at most once, whatever the archive repeats */

@@ -10,36 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int api_call(struct dt_state *st, sbx_call *call, const char *method, const char *path,
-                    json_object *body, json_object **out, int idempotent, sbx_http_error *err)
-{
-    struct dt_cancel c;
-    dt_cancel_init(&c, st->host, call);
-    const char *headers[] = {st->auth, NULL};
-    struct sbx_http_request req;
-    memset(&req, 0, sizeof req);
-    req.method = method;
-    req.path = path;
-    req.headers = headers;
-    req.timeout_ms = st->cfg.request_timeout_ms;
-    req.connect_timeout_ms = st->cfg.connect_timeout_ms;
-    req.cancel = &c.c;
-    return sbx_http_json_retry(st->api, &req, body, out, NULL, err,
-                           idempotent ? &st->cfg.retry : NULL);
-}
-
-static int sandbox_path(char *buf, size_t cap, const char *id, const char *suffix,
-                        sbx_http_error *err)
-{
-    char *e = sbx_http_escape(id);
-    if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    int n = snprintf(buf, cap, "/sandbox/%s%s", e, suffix);
-    free(e);
-    if (n < 0 || (size_t)n >= cap)
-        return sbx_http_fail(err, SBX_E_INVALID, "sandbox id too long");
-    return SBX_OK;
-}
+/* "/sandbox/<escaped id><suffix>" into buf. */
+#define sandbox_path(buf, cap, id, suffix, err) \
+    sbxp_api_path((buf), (cap), "/sandbox/", (id), (suffix), (err))
 
 int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json_object **out,
                sbx_http_error *err)
@@ -50,7 +23,7 @@ int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json
     if (rc != SBX_OK)
         return rc;
     json_object *doc = NULL;
-    rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
+    rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
     if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object) ||
                          !sbx_json_str(doc, "id"))) {
         json_object_put(doc);
@@ -95,7 +68,7 @@ int dt_api_create(struct dt_state *st, sbx_call *call, const char *name, const c
                            json_object_new_int64(st->cfg.auto_stop_min));
     json_object_object_add(body, "networkBlockAll", json_object_new_boolean(!st->cfg.network));
     json_object_object_add(body, "public", json_object_new_boolean(0));
-    int rc = api_call(st, call, "POST", "/sandbox", body, out, 0, err);
+    int rc = sbxp_api_json(&st->ctl, call, "POST", "/sandbox", body, out, 0, err);
     json_object_put(body);
     return rc;
 }
@@ -106,7 +79,7 @@ int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbx_http_e
     int rc = sandbox_path(path, sizeof path, id, "/start", err);
     if (rc != SBX_OK)
         return rc;
-    return api_call(st, call, "POST", path, NULL, NULL, 1, err);
+    return sbxp_api_json(&st->ctl, call, "POST", path, NULL, NULL, 1, err);
 }
 
 int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err)
@@ -115,15 +88,15 @@ int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbx_http_
     int rc = sandbox_path(path, sizeof path, id, "", err);
     if (rc != SBX_OK)
         return rc;
-    rc = api_call(st, call, "DELETE", path, NULL, NULL, 1, err);
+    rc = sbxp_api_json(&st->ctl, call, "DELETE", path, NULL, NULL, 1, err);
     return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
 }
 
 /* Sleep ms, or less when the call is cancelled: SBX_E_CANCELLED then. */
 static int nap(struct dt_state *st, sbx_call *call, int64_t ms)
 {
-    struct dt_cancel c;
-    dt_cancel_init(&c, st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, st->host, call);
     if (c.c.check(c.c.ctx))
         return SBX_E_CANCELLED;
     struct pollfd p = {c.c.fd, POLLIN, 0};
@@ -149,7 +122,7 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
 {
     if (out)
         *out = NULL;
-    int64_t end = dt_now_ms() + st->cfg.start_timeout_ms;
+    int64_t end = sbxs_now_ms() + st->cfg.start_timeout_ms;
     int64_t wait = 50;
     int started_once = 0;
     char last[64] = "?";
@@ -186,7 +159,7 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
             return rc;
         }
         json_object_put(doc);
-        int64_t left = end - dt_now_ms();
+        int64_t left = end - sbxs_now_ms();
         if (left <= 0)
             return dt_error(st, call, SBX_E_TIMEOUT,
                             DT ": sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
@@ -201,7 +174,7 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
 
 int dt_api_wait_gone(struct dt_state *st, sbx_call *call, const char *id)
 {
-    int64_t end = dt_now_ms() + st->cfg.start_timeout_ms;
+    int64_t end = sbxs_now_ms() + st->cfg.start_timeout_ms;
     int64_t wait = 50;
     for (;;) {
         json_object *doc = NULL;
@@ -218,7 +191,7 @@ int dt_api_wait_gone(struct dt_state *st, sbx_call *call, const char *id)
         json_object_put(doc);
         if (gone)
             return SBX_OK;
-        int64_t left = end - dt_now_ms();
+        int64_t left = end - sbxs_now_ms();
         if (left <= 0)
             return dt_error(st, call, SBX_E_TIMEOUT,
                             DT ": sandbox %s is still %s %lld ms after its deletion", id, last,

@@ -26,9 +26,16 @@
 
 #include <sbx/provider.h>
 
-#include "e2bproto.h"
+#include "api_call.h"
+#include "call_cancel.h"
+#include "call_error.h"
+#include "clock.h"
 #include "http_client.h"
+#include "http_config.h"
 #include "http_json.h"
+#include "http_report.h"
+#include "http_retry.h"
+#include "provider_config.h"
 #include "remote_memory.h"
 
 #include <pthread.h>
@@ -74,6 +81,7 @@ struct dt_state {
     struct dt_conf cfg;
     sbx_http *api;
     char auth[600];         /* "Authorization: Bearer ..." */
+    struct sbxp_api ctl;    /* the API's calls (api.c) */
     pthread_mutex_t lock;   /* guards toolbox/toolbox_url */
     sbx_http *toolbox;      /* pool for the first toolboxProxyUrl seen */
     char *toolbox_url;
@@ -90,27 +98,20 @@ struct sbx_sandbox {
     struct sbx_rmem mem; /* memory attachments, from create or state_dir */
 };
 
-/* Cancellation bridge from a host call to the HTTP helper. */
-struct dt_cancel {
-    const struct sbx_host *host;
-    sbx_call *call;
-    struct sbx_http_cancel c;
-};
-
 /* ---- provider.c -------------------------------------------------------- */
 
-void dt_cancel_init(struct dt_cancel *c, const struct sbx_host *host, sbx_call *call);
+/* Set the call's error (or log it when call is NULL) and return status:
+ * plugins/common/call_error.c on the state's host. */
+#define dt_error(st, call, ...) sbxp_call_error((st)->host, (call), __VA_ARGS__)
 
-/* Set the call's error (or log it when call is NULL) and return status. */
-int dt_error(struct dt_state *st, sbx_call *call, int status, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
+/* How dt_report names the provider and its key. */
+extern const struct sbxp_reporter dt_reporter;
 
 /* Report a failed request, prefixed with what was attempted; 401/403
- * become SBX_E_CONFIG naming DAYTONA_API_KEY (never its value). */
-int dt_report(struct dt_state *st, sbx_call *call, const sbx_http_error *err,
-              const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
-
-int64_t dt_now_ms(void);
+ * become SBX_E_CONFIG naming DAYTONA_API_KEY (never its value):
+ * plugins/common/http_report.c. */
+#define dt_report(st, call, err, ...) \
+    sbxp_http_report((st)->host, (call), &dt_reporter, (err), __VA_ARGS__)
 
 /* ---- api.c ------------------------------------------------------------- */
 

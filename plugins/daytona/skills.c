@@ -18,7 +18,9 @@
 
 #include "archive_check.h"
 #include "archive_pax.h"
+#include "fd_source.h"
 #include "hex.h"
+#include "skill_name.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -31,21 +33,6 @@
 #include <unistd.h>
 
 #define CHUNK (64 * 1024)
-#define SKILL_NAME_MAX 64
-
-static int valid_name(const char *n)
-{
-    size_t len = n ? strlen(n) : 0;
-    if (len == 0 || len > SKILL_NAME_MAX || n[0] == '.' || n[0] == '-')
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = n[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
 
 static int tmpfile_fd(void)
 {
@@ -222,30 +209,6 @@ out:
     return rc;
 }
 
-struct fd_src {
-    int fd;
-    int64_t left;
-};
-
-static long fd_read(void *ctx, void *buf, size_t cap)
-{
-    struct fd_src *s = ctx;
-    for (;;) {
-        ssize_t n = read(s->fd, buf, cap);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n > 0)
-            s->left -= n;
-        return n < 0 ? -1 : (long)n;
-    }
-}
-
-static int64_t fd_length(void *ctx)
-{
-    struct fd_src *s = ctx;
-    return s->left;
-}
-
 /* $1 name, $2 uploaded tar, $3 unique suffix, $4 the skills directory. */
 static const char PUBLISH_SH[] =
     "s=$4; n=$1; b=$2; t=$s/.new-$3; o=$s/.old-$3; "
@@ -261,13 +224,13 @@ int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
                      const struct sbx_blob *bundle)
 {
     struct dt_state *st = sb->st;
-    if (!valid_name(name))
+    if (!sbxp_skill_name_valid(name))
         return dt_error(st, call, SBX_E_INVALID,
                         DT ": skill_install: bad skill name \"%s\" (letters, digits, . _ -; "
                            "no slash, not starting with . or -)",
                         name ? name : "");
     const char *fmt = bundle->format;
-    if (fmt && strcmp(fmt, "tar") && strcmp(fmt, "tar.gz") && strcmp(fmt, "zip"))
+    if (fmt && !sbxp_skill_format(fmt))
         return dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: unknown format %s", name,
                         fmt);
     int in = tmpfile_fd(), out = in >= 0 ? tmpfile_fd() : -1;
@@ -298,9 +261,8 @@ int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     snprintf(skills, sizeof skills, "%s/" DT_SKILLS_DIR, st->cfg.workspace);
     if ((rc = dt_shared_dir(sb, call, skills, 0555)) != SBX_OK)
         goto done;
-    struct fd_src fs = {out, (int64_t)len};
-    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_read);
-    src.length = fd_length;
+    struct sbxp_fd_source fs;
+    struct sbx_source src = sbxp_fd_source(&fs, out, (int64_t)len);
     rc = dt_tb_upload(sb, call, tarpath, &src, &err);
     if (rc != SBX_OK) {
         rc = dt_tb_report(sb, call, &err, "skill_install %s: uploading", name);

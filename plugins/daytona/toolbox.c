@@ -27,8 +27,8 @@ int dt_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
             return dt_error(st, call, SBX_E_NOMEM, "out of memory");
         snprintf(path, sizeof path, "/sandbox/%s/toolbox-proxy-url", e);
         free(e);
-        struct dt_cancel c;
-        dt_cancel_init(&c, st->host, call);
+        struct sbx_call_cancel c;
+        sbx_call_cancel_init(&c, st->host, call);
         const char *headers[] = {st->auth, NULL};
         struct sbx_http_request req;
         memset(&req, 0, sizeof req);
@@ -100,7 +100,7 @@ static char *full_path(sbx_sandbox *sb, const char *path)
 }
 
 static void tb_request(sbx_sandbox *sb, struct sbx_http_request *req, const char **headers,
-                       struct dt_cancel *c, const char *method, const char *path)
+                       struct sbx_call_cancel *c, const char *method, const char *path)
 {
     memset(req, 0, sizeof *req);
     headers[0] = sb->st->auth;
@@ -123,8 +123,8 @@ static int tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const ch
     char *fp = full_path(sb, path);
     if (!fp)
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct dt_cancel c;
-    dt_cancel_init(&c, sb->st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, sb->st->host, call);
     const char *headers[3];
     struct sbx_http_request req;
     tb_request(sb, &req, headers, &c, method, fp);
@@ -177,8 +177,8 @@ int dt_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const struc
     free(q);
     if (!fp)
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct dt_cancel c;
-    dt_cancel_init(&c, sb->st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, sb->st->host, call);
     const char *headers[2];
     struct sbx_http_request req;
     tb_request(sb, &req, headers, &c, "GET", fp);
@@ -255,8 +255,8 @@ int dt_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const struct 
     free(q);
     if (!fp)
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct dt_cancel c;
-    dt_cancel_init(&c, sb->st->host, call);
+    struct sbx_call_cancel c;
+    sbx_call_cancel_init(&c, sb->st->host, call);
     const char *headers[2];
     struct sbx_http_request req;
     tb_request(sb, &req, headers, &c, "POST", fp);

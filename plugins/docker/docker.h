@@ -27,8 +27,12 @@
 
 #include <sbx/provider.h>
 
+#include "call_cancel.h"
+#include "call_error.h"
+#include "clock.h"
 #include "http_client.h"
 #include "http_json.h"
+#include "http_report.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -115,7 +119,7 @@ struct docker_state {
 
 /* One regular file of a memory tree as a walk saw it (memory.c). */
 struct docker_mem_file {
-    char *path;
+    char *path; /* first: a record of plugins/common/path_list.h */
     uint64_t ino;
     int64_t size;
     int64_t mtime_ns, ctime_ns;
@@ -183,13 +187,6 @@ struct sbx_sandbox {
     size_t nmemory;
 };
 
-/* A cancellation bridge from a host call to the HTTP helper. */
-struct docker_cancel {
-    const struct sbx_host *host;
-    sbx_call *call;
-    struct sbx_http_cancel c;
-};
-
 /* ---- config.c --------------------------------------------------------- */
 
 /* Read the section through the host table into cfg. SBX_E_CONFIG with a
@@ -205,14 +202,8 @@ const char *docker_upload_owner(const struct docker_config *cfg, int64_t *uid,
 
 /* ---- engine.c --------------------------------------------------------- */
 
-/* Prepare the bridge for call (c->c is what requests take). call may be
- * NULL for requests that must run even after the caller cancelled (cleanup
- * after a cancellation). */
-void docker_cancel_init(struct docker_cancel *c, const struct sbx_host *host,
-                        sbx_call *call);
-
-/* Milliseconds on the monotonic clock. */
-int64_t docker_now_ms(void);
+/* Milliseconds on the monotonic clock (shared/clock.h). */
+#define docker_now_ms() sbxs_now_ms()
 
 /* 2*bytes lowercase hex digits of random bytes (at most 32) and a NUL. */
 void docker_random_hex(char *out, size_t bytes);
@@ -245,16 +236,18 @@ int docker_ping(struct docker_state *st, int64_t timeout_ms, sbx_http_error *err
 int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
                 ...) SBX_PRINTF_LIKE(4, 5);
 
+/* How docker_report names the provider and its hints (engine.c). */
+extern const struct sbxp_reporter docker_reporter;
+
 /* Report a failed request to the host, prefixed with what was attempted,
  * with a hint for an unreachable daemon or a refused socket. Returns the
- * status. */
-int docker_report(struct docker_state *st, sbx_call *call,
-                  const sbx_http_error *err, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
+ * status (plugins/common/http_report.c). */
+#define docker_report(st, call, err, ...) \
+    sbxp_http_report((st)->host, (call), &docker_reporter, (err), __VA_ARGS__)
 
-/* Set the call's error (or, with no call, log it) and return status. */
-int docker_error(struct docker_state *st, sbx_call *call, int status,
-                 const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+/* Set the call's error (or, with no call, log it) and return status
+ * (plugins/common/call_error.c on the state's host). */
+#define docker_error(st, call, ...) sbxp_call_error((st)->host, (call), __VA_ARGS__)
 
 /* ---- image.c ---------------------------------------------------------- */
 

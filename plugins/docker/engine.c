@@ -20,57 +20,22 @@
 #include <time.h>
 #include <unistd.h>
 
-static int cancel_check(void *ctx)
+/* The operator hint of a request that got no answer from the daemon. */
+static const char *daemon_hint(const sbx_http_error *err)
 {
-    struct docker_cancel *c = ctx;
-    return c->call && c->host->cancelled && c->host->cancelled(c->host, c->call);
-}
-
-void docker_cancel_init(struct docker_cancel *c, const struct sbx_host *host,
-                        sbx_call *call)
-{
-    c->host = host;
-    c->call = call;
-    c->c.fd = call && host->cancel_fd ? host->cancel_fd(host, call) : -1;
-    c->c.check = cancel_check;
-    c->c.ctx = c;
-}
-
-int docker_report(struct docker_state *st, sbx_call *call,
-                  const sbx_http_error *err, const char *fmt, ...)
-{
-    char what[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const char *hint = "";
     if (err->status == SBX_E_UNAVAILABLE && err->http_status == 0)
-        hint = " (is the Docker daemon running? check providers.docker.host "
+        return " (is the Docker daemon running? check providers.docker.host "
                "or DOCKER_HOST)";
-    else if (err->status == SBX_E_TIMEOUT && err->http_status == 0)
-        hint = " (the daemon did not answer in time: is it stopped or overloaded? "
+    if (err->status == SBX_E_TIMEOUT && err->http_status == 0)
+        return " (the daemon did not answer in time: is it stopped or overloaded? "
                "providers.docker.request_timeout sets the deadline)";
-    else if (err->status == SBX_E_DENIED && err->http_status == 0)
-        hint = " (this user may not use the Docker socket: run as root or "
+    if (err->status == SBX_E_DENIED && err->http_status == 0)
+        return " (this user may not use the Docker socket: run as root or "
                "join the socket's group)";
-    return docker_error(st, call, err->status, "docker: %s: %s%s", what,
-                        err->message, hint);
+    return NULL;
 }
 
-int docker_error(struct docker_state *st, sbx_call *call, int status,
-                 const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (call)
-        return st->host->set_error(st->host, call, status, "%s", msg);
-    st->host->log(st->host, SBX_LOG_WARN, "%s", msg);
-    return status;
-}
+const struct sbxp_reporter docker_reporter = {.who = "docker", .hint = daemon_hint};
 
 static int vpath(struct docker_state *st, char *buf, size_t cap, const char *fmt,
                  va_list ap)
@@ -93,13 +58,6 @@ int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
     return rc;
 }
 
-int64_t docker_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void docker_random_hex(char *out, size_t bytes)
 {
     sbxs_random_hex(out, bytes);
@@ -114,8 +72,8 @@ static int vjson(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
     char path[2048];
     if (vpath(st, path, sizeof path, fmt, ap) != 0)
         return sbx_http_fail(err, SBX_E_INVALID, "request path too long");
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+    struct sbx_call_cancel dc;
+    sbx_call_cancel_init(&dc, st->host, call);
     struct sbx_http_request req = {0};
     req.method = method;
     req.path = path;
@@ -181,8 +139,8 @@ int docker_negotiate(struct docker_state *st, sbx_call *call)
         pthread_mutex_unlock(&st->lock);
         return SBX_OK;
     }
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+    struct sbx_call_cancel dc;
+    sbx_call_cancel_init(&dc, st->host, call);
     struct sbx_http_request req = {0};
     req.method = "GET";
     req.path = "/version";

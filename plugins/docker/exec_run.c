@@ -49,7 +49,7 @@ struct run {
     char eid[65];
     char tag_env[EXEC_TAG_ENV_LEN];
     int64_t deadline;          /* the command's (absolute), 0: none */
-    struct docker_cancel dc;   /* cancellation of the start and the read */
+    struct sbx_call_cancel dc;   /* cancellation of the start and the read */
     int cancel_off;            /* the stop has begun: no more cancelling */
     char start_path[256];
     struct sbx_http_request req;
@@ -161,7 +161,7 @@ static enum stop_reason exec_start(struct run *r, int *rc)
     struct docker_state *st = r->st;
     docker_path(st, r->start_path, sizeof r->start_path, "/exec/%s/start", r->eid);
     static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
-    docker_cancel_init(&r->dc, st->host, r->spec->cancellable ? r->call : NULL);
+    sbx_call_cancel_init(&r->dc, st->host, r->spec->cancellable ? r->call : NULL);
     r->dc.c.check = exec_cancel_check;
     r->dc.c.ctx = r;
     r->req.method = "POST";

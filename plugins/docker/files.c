@@ -86,8 +86,8 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     char url[3 * 8192 + 256];
     docker_path(st, url, sizeof url, "/containers/%s/archive?path=%s", sb->id, esc);
     free(esc);
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+    struct sbx_call_cancel dc;
+    sbx_call_cancel_init(&dc, st->host, call);
     struct sbx_http_request req = {0};
     req.method = "GET";
     req.path = url;

@@ -65,8 +65,8 @@ int docker_image_pull(struct docker_state *st, sbx_call *call)
     if (bad)
         return st->host->set_error(st->host, call, SBX_E_CONFIG,
                                    "docker: image name too long: %s", image);
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+    struct sbx_call_cancel dc;
+    sbx_call_cancel_init(&dc, st->host, call);
     struct sbx_http_request req = {0};
     req.method = "POST";
     req.path = path;

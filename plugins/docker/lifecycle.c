@@ -932,8 +932,8 @@ static int own_workspace(struct docker_state *st, sbx_call *call, const char *id
     char path[256];
     docker_path(st, path, sizeof path, "/containers/%s/archive?path=%%2F%s", id,
                 owner_query);
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+    struct sbx_call_cancel dc;
+    sbx_call_cancel_init(&dc, st->host, call);
     struct sbx_http_request req = {0};
     req.method = "PUT";
     req.path = path;

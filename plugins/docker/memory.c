@@ -47,25 +47,17 @@
 
 void list_free(struct docker_mem_list *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].path);
-    free(l->v);
+    sbxp_path_list_free(l->v, l->n, sizeof *l->v);
     memset(l, 0, sizeof *l);
 }
 
 int list_add(struct docker_mem_list *l, const char *path, const struct stat *s)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct docker_mem_file *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    struct docker_mem_file *f = &l->v[l->n];
-    if (!(f->path = strdup(path)))
+    struct docker_mem_file *v = sbxp_path_list_append(l->v, l->n, &l->cap, sizeof *v, path);
+    if (!v)
         return -1;
+    l->v = v;
+    struct docker_mem_file *f = &l->v[l->n];
     f->ino = (uint64_t)s->st_ino;
     f->size = (int64_t)s->st_size;
     f->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec;
@@ -90,15 +82,9 @@ int list_add_file(struct docker_mem_list *l, const struct docker_mem_file *f)
     return list_add(l, f->path, &s);
 }
 
-int by_path(const void *a, const void *b)
-{
-    return strcmp(((const struct docker_mem_file *)a)->path, ((const struct docker_mem_file *)b)->path);
-}
-
 const struct docker_mem_file *list_find(const struct docker_mem_list *l, const char *path)
 {
-    struct docker_mem_file key = {.path = (char *)path};
-    return l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_path) : NULL;
+    return sbxp_path_list_find(l->v, l->n, sizeof *l->v, path);
 }
 
 int same_stat(const struct docker_mem_file *a, const struct docker_mem_file *b)

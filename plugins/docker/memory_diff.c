@@ -496,7 +496,7 @@ static int apply_changes(struct docker_memory *mem)
     }
     mem->base.n = kept;
     if (added.n) {
-        qsort(added.v, added.n, sizeof *added.v, by_path);
+        sbxp_path_list_sort(added.v, added.n, sizeof *added.v);
         size_t total = kept + added.n;
         struct docker_mem_file *v = malloc(total * sizeof *v);
         if (!v) {

@@ -203,7 +203,7 @@ int walk_tree(struct walk *w, const char *tree)
     int rc = walk_dir(w, fd, path, 0, 0);
     close(fd);
     if (rc == SBX_OK && w->files.n)
-        qsort(w->files.v, w->files.n, sizeof *w->files.v, by_path);
+        sbxp_path_list_sort(w->files.v, w->files.n, sizeof *w->files.v);
     return rc;
 }
 

@@ -49,8 +49,8 @@ int docker_export_outputs(sbx_sandbox *sb, sbx_call *call,
                     "%2Fmnt%2Fsession%2Foutputs%2F.") != 0)
         return st->host->set_error(st->host, call, SBX_E_INTERNAL,
                                    "docker: export path too long");
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+    struct sbx_call_cancel dc;
+    sbx_call_cancel_init(&dc, st->host, call);
     struct sbx_http_request req = {0};
     req.method = "GET";
     req.path = path;

@@ -154,8 +154,8 @@ int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
     free(esc);
     if (bad)
         return sbx_http_fail(err, SBX_E_INVALID, "path too long");
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+    struct sbx_call_cancel dc;
+    sbx_call_cancel_init(&dc, st->host, call);
     struct stat_hdr h = {out, 0, 0};
     struct sbx_http_request req = {0};
     req.method = "HEAD";

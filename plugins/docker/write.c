@@ -159,8 +159,8 @@ static int make_dirs(sbx_sandbox *sb, sbx_call *call, const char *rel,
                 "/containers/%s/archive?path=%s&noOverwriteDirNonDir=true%s", sb->id,
                 esc, owner_query);
     free(esc);
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+    struct sbx_call_cancel dc;
+    sbx_call_cancel_init(&dc, st->host, call);
     struct sbx_http_request req = {0};
     req.method = "PUT";
     req.path = url;

@@ -29,10 +29,15 @@
 
 #include <sbx/provider.h>
 
+#include "api_call.h"
 #include "call_cancel.h"
+#include "call_error.h"
 #include "e2bproto.h"
 #include "http_client.h"
+#include "http_config.h"
 #include "http_json.h"
+#include "http_report.h"
+#include "provider_config.h"
 #include "remote_memory.h"
 
 #include <pthread.h>
@@ -91,6 +96,8 @@ struct e2b_state {
     sbx_http *api;          /* control plane pool */
     sbx_http *envd;         /* shared envd pool (HEADERS, PROXY) or NULL */
     char key_header[512];   /* "X-API-Key: ..." or "" */
+    struct sbxp_api ctl;    /* the control plane's calls (api.c) */
+    struct sbxp_reporter report; /* how e2b_report names the provider */
 };
 
 /* A sandbox handle. Immutable after attach except the lifetime stamp and
@@ -135,9 +142,6 @@ struct e2b_conf_defaults {
 int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
                   const struct e2b_conf_defaults *d, struct e2b_conf *cfg);
 
-/* Config getters: the value of key, or NULL. */
-const char *e2b_conf_get(const struct sbx_host *host, const char *key);
-
 /* ---- state.c ----------------------------------------------------------- */
 
 /* Create an instance from cfg (moved in: the caller no longer frees it). */
@@ -147,13 +151,14 @@ void e2b_state_free(struct e2b_state *st);
 
 
 /* Report a failed request: prefix what was attempted; 401/403 become
- * SBX_E_CONFIG naming the variable that holds the key (never its value). */
-int e2b_report(struct e2b_state *st, sbx_call *call, const sbx_http_error *err,
-               const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+ * SBX_E_CONFIG naming the variable that holds the key (never its value).
+ * plugins/common/http_report.c, with the state's reporter. */
+#define e2b_report(st, call, err, ...) \
+    sbxp_http_report((st)->host, (call), &(st)->report, (err), __VA_ARGS__)
 
-/* Set the call's error (or log it without a call) and return status. */
-int e2b_error(struct e2b_state *st, sbx_call *call, int status, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
+/* Set the call's error (or log it without a call) and return status:
+ * plugins/common/call_error.c on the state's host. */
+#define e2b_error(st, call, ...) sbxp_call_error((st)->host, (call), __VA_ARGS__)
 
 
 /* ---- api.c ------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include "e2b_core.h"
 #include "hex.h"
 #include "gosignal.h"
+#include "helper_exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -600,44 +601,15 @@ int e2b_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     return rc;
 }
 
-struct keep {
-    char *buf;
-    size_t cap, len;
-};
-
-static int keep_write(void *ctx, const void *data, size_t len)
-{
-    struct keep *k = ctx;
-    size_t room = k->cap ? k->cap - 1 - k->len : 0;
-    size_t n = len < room ? len : room;
-    memcpy(k->buf + k->len, data, n);
-    k->len += n;
-    k->buf[k->len] = '\0';
-    return 0;
-}
-
 int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const char *cwd,
                        const char *const *argv, const struct sbx_sink *out,
                        int64_t timeout_ms, int *exit_code, char *msg, size_t cap)
 {
-    struct keep k = {msg, cap, 0};
-    if (cap)
-        msg[0] = '\0';
-    struct sbx_sink errs = SBX_SINK_INIT(&k, keep_write);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = timeout_ms;
-    a.out = out;
-    a.err = cap ? &errs : NULL;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, user, NULL, &res);
-    *exit_code = res.exit_code;
-    if (rc == SBX_OK && res.term_signal)
-        *exit_code = 128 + res.term_signal;
+    struct sbxp_helper_exec h;
+    sbxp_helper_exec_init(&h, argv, out, timeout_ms, msg, cap);
+    int rc = run_command(sb, call, &h.args, cwd ? cwd : sb->st->cfg.workspace, user, NULL,
+                         &h.res);
+    *exit_code = rc == SBX_OK ? sbxp_helper_exec_code(&h) : h.res.exit_code;
     return rc;
 }
 

@@ -6,36 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-static int api_call(struct osb_state *st, sbx_call *call, const char *method, const char *path,
-                    json_object *body, json_object **out, int idempotent, sbx_http_error *err)
-{
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    const char *headers[2] = {st->key_header[0] ? st->key_header : NULL, NULL};
-    struct sbx_http_request req;
-    memset(&req, 0, sizeof req);
-    req.method = method;
-    req.path = path;
-    req.headers = headers;
-    req.timeout_ms = st->cfg.request_timeout_ms;
-    req.connect_timeout_ms = st->cfg.connect_timeout_ms;
-    req.cancel = &c.c;
-    return sbx_http_json_retry(st->api, &req, body, out, NULL, err,
-                               idempotent ? &st->cfg.retry : NULL);
-}
-
-static int sandbox_path(char *buf, size_t cap, const char *id, const char *suffix,
-                        sbx_http_error *err)
-{
-    char *e = sbx_http_escape(id);
-    if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    int n = snprintf(buf, cap, "/sandboxes/%s%s", e, suffix);
-    free(e);
-    if (n < 0 || (size_t)n >= cap)
-        return sbx_http_fail(err, SBX_E_INVALID, "sandbox id too long");
-    return SBX_OK;
-}
+/* "/sandboxes/<escaped id><suffix>" into buf. */
+#define sandbox_path(buf, cap, id, suffix, err) \
+    sbxp_api_path((buf), (cap), "/sandboxes/", (id), (suffix), (err))
 
 const char *osb_state_of(json_object *sandbox)
 {
@@ -87,7 +60,7 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
     json_object_object_add(body, "metadata", meta);
     /* Not idempotent: a lost answer is found again by the owner lookup
      * that create runs, never by posting twice. */
-    int rc = api_call(st, call, "POST", "/sandboxes", body, out, 0, err);
+    int rc = sbxp_api_json(&st->ctl, call, "POST", "/sandboxes", body, out, 0, err);
     json_object_put(body);
     return rc;
 }
@@ -106,7 +79,7 @@ int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash, jso
     for (int page = 1; rc == SBX_OK && page <= 50; page++) {
         snprintf(path, sizeof path, "/sandboxes?metadata=%s&page=%d&pageSize=50", e, page);
         json_object *doc = NULL;
-        rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
+        rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
         if (rc != SBX_OK)
             break;
         json_object *items = NULL;
@@ -140,7 +113,7 @@ int osb_api_get(struct osb_state *st, sbx_call *call, const char *id, json_objec
     if (rc != SBX_OK)
         return rc;
     json_object *doc = NULL;
-    rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
+    rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
     if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
         json_object_put(doc);
         return sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
@@ -155,7 +128,7 @@ int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbx_htt
     int rc = sandbox_path(path, sizeof path, id, "", err);
     if (rc != SBX_OK)
         return rc;
-    rc = api_call(st, call, "DELETE", path, NULL, NULL, 1, err);
+    rc = sbxp_api_json(&st->ctl, call, "DELETE", path, NULL, NULL, 1, err);
     return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
 }
 
@@ -167,7 +140,7 @@ int osb_api_action(struct osb_state *st, sbx_call *call, const char *id, const c
     int rc = sandbox_path(path, sizeof path, id, suffix, err);
     if (rc != SBX_OK)
         return rc;
-    return api_call(st, call, "POST", path, NULL, NULL, 1, err);
+    return sbxp_api_json(&st->ctl, call, "POST", path, NULL, NULL, 1, err);
 }
 
 int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err)
@@ -185,7 +158,7 @@ int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http
     if (!body)
         return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "expiresAt", json_object_new_string(iso));
-    rc = api_call(st, call, "POST", path, body, NULL, 1, err);
+    rc = sbxp_api_json(&st->ctl, call, "POST", path, body, NULL, 1, err);
     json_object_put(body);
     return rc;
 }
@@ -197,7 +170,7 @@ int osb_api_metadata(struct osb_state *st, sbx_call *call, const char *id, json_
     int rc = sandbox_path(path, sizeof path, id, "/metadata", err);
     if (rc != SBX_OK)
         return rc;
-    return api_call(st, call, "PATCH", path, patch, NULL, 1, err);
+    return sbxp_api_json(&st->ctl, call, "PATCH", path, patch, NULL, 1, err);
 }
 
 int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int port,
@@ -210,7 +183,7 @@ int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int p
     if (rc != SBX_OK)
         return rc;
     json_object *doc = NULL;
-    rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
+    rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
     if (rc == SBX_OK && !sbx_json_str(doc, "endpoint")) {
         json_object_put(doc);
         return sbx_http_fail(err, SBX_E_PROTOCOL, "GET %s: no endpoint in the answer", path);

@@ -26,11 +26,16 @@
 
 #include <sbx/provider.h>
 
+#include "api_call.h"
 #include "base64.h"
 #include "call_cancel.h"
+#include "call_error.h"
 #include "http_client.h"
+#include "http_config.h"
 #include "http_json.h"
+#include "http_report.h"
 #include "http_retry.h"
+#include "provider_config.h"
 #include "remote_memory.h"
 
 #include <pthread.h>
@@ -81,6 +86,8 @@ struct osb_state {
     struct osb_conf cfg;
     sbx_http *api;
     char key_header[512];
+    struct sbxp_api ctl;          /* the lifecycle server's calls (api.c) */
+    struct sbxp_reporter report;  /* how osb_report names the provider */
 };
 
 /* An in-sandbox service reached at its endpoint. */
@@ -103,11 +110,12 @@ struct sbx_sandbox {
 /* ---- conf.c ------------------------------------------------------------ */
 int osb_init(const struct sbx_host *host, sbx_call *call, void **state);
 void osb_fini(void *state);
-int osb_error(struct osb_state *st, sbx_call *call, int status, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
-/* A failed request: 401/403 become SBX_E_CONFIG naming the key's source. */
-int osb_report(struct osb_state *st, sbx_call *call, const sbx_http_error *err,
-               const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+/* The call's error (or a warning without a call): plugins/common/call_error.c. */
+#define osb_error(st, call, ...) sbxp_call_error((st)->host, (call), __VA_ARGS__)
+/* A failed request: 401/403 become SBX_E_CONFIG naming the key's source
+ * (plugins/common/http_report.c with the state's reporter). */
+#define osb_report(st, call, err, ...) \
+    sbxp_http_report((st)->host, (call), &(st)->report, (err), __VA_ARGS__)
 
 /* ---- api.c ------------------------------------------------------------- */
 /* POST /sandboxes; egress NULL: the configured network. *out: the answer. */

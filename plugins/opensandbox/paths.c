@@ -10,6 +10,8 @@
  */
 #include "osb.h"
 
+#include "text_sink.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,21 +81,6 @@ static int inside(const char *p, const char *root, int allow_root)
     return !strncmp(p, root, l) && (p[l] == '/' || (allow_root && p[l] == '\0'));
 }
 
-struct capture {
-    char buf[4096];
-    size_t len;
-};
-
-static int capture_write(void *ctx, const void *data, size_t len)
-{
-    struct capture *c = ctx;
-    size_t n = len < sizeof c->buf - 1 - c->len ? len : sizeof c->buf - 1 - c->len;
-    memcpy(c->buf + c->len, data, n);
-    c->len += n;
-    c->buf[c->len] = '\0';
-    return 0;
-}
-
 /* realpath -m in the sandbox, then the type of what it names. */
 static int slow_path(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
                      const char *root, int allow_root, char **abs, int *type)
@@ -110,11 +97,12 @@ static int slow_path(sbx_sandbox *sb, sbx_call *call, const char *what, const ch
     }
     snprintf(text, len, "exec realpath -m -- %s", q);
     free(q);
-    struct capture cap = {"", 0};
-    struct sbx_sink sink = SBX_SINK_INIT(&cap, capture_write);
+    char answer[4096];
+    struct sbxp_text_sink cap;
+    sbxp_text_sink_init(&cap, answer, sizeof answer);
     char msg[256];
     int code = -1;
-    int rc = osb_sh(sb, call, text, &sink, 30000, &code, msg, sizeof msg);
+    int rc = osb_sh(sb, call, text, &cap.sink, 30000, &code, msg, sizeof msg);
     free(text);
     if (rc != SBX_OK)
         return rc;
