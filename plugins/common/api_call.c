@@ -8,30 +8,30 @@
 
 int sbxp_api_json(const struct sbxp_api *api, sbx_call *call, const char *method,
                   const char *path, json_object *body, json_object **out, int idempotent,
-                  sbx_http_error *err)
+                  sbxp_http_error *err)
 {
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, api->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, api->host, call);
     const char *headers[2] = {api->header, NULL};
-    struct sbx_http_request req = {.method = method,
+    struct sbxp_http_request req = {.method = method,
                                    .path = path,
                                    .headers = headers,
                                    .timeout_ms = api->timeout_ms,
                                    .connect_timeout_ms = api->connect_timeout_ms,
                                    .cancel = &c.c};
-    return sbx_http_json_retry(api->http, &req, body, out, NULL, err,
+    return sbxp_http_json_retry(api->http, &req, body, out, NULL, err,
                                idempotent ? api->retry : NULL);
 }
 
 int sbxp_api_path(char *buf, size_t cap, const char *prefix, const char *id,
-                  const char *suffix, sbx_http_error *err)
+                  const char *suffix, sbxp_http_error *err)
 {
-    char *e = sbx_http_escape(id);
+    char *e = sbxp_http_escape(id);
     if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     int n = snprintf(buf, cap, "%s%s%s", prefix, e, suffix);
     free(e);
     if (n < 0 || (size_t)n >= cap)
-        return sbx_http_fail(err, SBX_E_INVALID, "sandbox id too long");
+        return sbxp_http_fail(err, SBX_E_INVALID, "sandbox id too long");
     return SBX_OK;
 }

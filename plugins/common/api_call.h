@@ -17,12 +17,12 @@
 /* A control plane as a provider instance reaches it. Borrowed pointers:
  * they live as long as the instance. */
 struct sbxp_api {
-    sbx_http *http;
+    sbxp_http *http;
     const struct sbx_host *host;
     const char *header;          /* the credential header line, or NULL */
     int64_t timeout_ms;          /* whole request */
     int64_t connect_timeout_ms;
-    const struct sbx_http_retry *retry; /* policy of idempotent calls */
+    const struct sbxp_http_retry *retry; /* policy of idempotent calls */
 };
 
 /*
@@ -34,11 +34,11 @@ struct sbxp_api {
  */
 int sbxp_api_json(const struct sbxp_api *api, sbx_call *call, const char *method,
                   const char *path, json_object *body, json_object **out, int idempotent,
-                  sbx_http_error *err);
+                  sbxp_http_error *err);
 
 /* "<prefix><escaped id><suffix>" into buf ("/sandboxes/" id "/connect");
  * SBX_E_INVALID when it does not fit. */
 int sbxp_api_path(char *buf, size_t cap, const char *prefix, const char *id,
-                  const char *suffix, sbx_http_error *err);
+                  const char *suffix, sbxp_http_error *err);
 
 #endif /* SBXP_API_CALL_H */

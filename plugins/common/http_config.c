@@ -5,7 +5,7 @@
 
 int sbxp_http_config(const struct sbx_host *host, sbx_call *call, const char *section,
                      int64_t *request_timeout_ms, int64_t *connect_timeout_ms,
-                     struct sbx_http_retry *retry)
+                     struct sbxp_http_retry *retry)
 {
     int64_t retries;
     int rc;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 int sbxp_http_report(const struct sbx_host *host, sbx_call *call, const struct sbxp_reporter *r,
-                     const sbx_http_error *err, const char *fmt, ...)
+                     const sbxp_http_error *err, const char *fmt, ...)
 {
     char what[256];
     va_list ap;

@@ -19,7 +19,7 @@ struct sbxp_reporter {
     const char *key_noun; /* "key", "API key" */
     /* A text appended to the message of err (" (is it running?)"), or
      * NULL; the function may be NULL. */
-    const char *(*hint)(const sbx_http_error *err);
+    const char *(*hint)(const sbxp_http_error *err);
 };
 
 /*
@@ -30,6 +30,6 @@ struct sbxp_reporter {
  * <key_noun>" instead of the hint. Returns the status set.
  */
 int sbxp_http_report(const struct sbx_host *host, sbx_call *call, const struct sbxp_reporter *r,
-                     const sbx_http_error *err, const char *fmt, ...) SBX_PRINTF_LIKE(5, 6);
+                     const sbxp_http_error *err, const char *fmt, ...) SBX_PRINTF_LIKE(5, 6);
 
 #endif /* SBXP_HTTP_REPORT_H */

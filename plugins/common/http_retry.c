@@ -12,7 +12,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-int sbx_http_transient(const sbx_http_error *err)
+int sbxp_http_transient(const sbxp_http_error *err)
 {
     if (err->from_callback)
         return 0;
@@ -32,8 +32,8 @@ int sbx_http_transient(const sbx_http_error *err)
     }
 }
 
-int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
-                 const struct sbx_http_cancel *cancel)
+int sbxp_http_backoff(const struct sbxp_http_retry *r, int attempt,
+                 const struct sbxp_http_cancel *cancel)
 {
     int64_t ceiling = r->base_ms;
     for (int i = 1; i < attempt && ceiling < r->cap_ms; i++)
@@ -62,16 +62,16 @@ int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
     }
 }
 
-int sbx_http_json_retry(sbx_http *h, const struct sbx_http_request *req,
+int sbxp_http_json_retry(sbxp_http *h, const struct sbxp_http_request *req,
                     json_object *body, json_object **out, long *http_status,
-                    sbx_http_error *err, const struct sbx_http_retry *r)
+                    sbxp_http_error *err, const struct sbxp_http_retry *r)
 {
     int attempts = r && r->attempts > 1 ? r->attempts : 1;
     int rc = SBX_OK;
     for (int a = 1;; a++) {
         json_object *doc = NULL;
         memset(err, 0, sizeof *err);
-        rc = sbx_http_json_body(h, req, body, &doc, http_status, err);
+        rc = sbxp_http_json_body(h, req, body, &doc, http_status, err);
         if (rc == SBX_OK) {
             if (out)
                 *out = doc;
@@ -80,12 +80,12 @@ int sbx_http_json_retry(sbx_http *h, const struct sbx_http_request *req,
             return SBX_OK;
         }
         json_object_put(doc);
-        if (a >= attempts || !sbx_http_transient(err))
+        if (a >= attempts || !sbxp_http_transient(err))
             return rc;
-        sbx_http_error keep = *err;
-        if (sbx_http_backoff(r, a, req->cancel) != SBX_OK) {
+        sbxp_http_error keep = *err;
+        if (sbxp_http_backoff(r, a, req->cancel) != SBX_OK) {
             *err = keep;
-            return sbx_http_fail(err, SBX_E_CANCELLED, "cancelled while retrying: %s",
+            return sbxp_http_fail(err, SBX_E_CANCELLED, "cancelled while retrying: %s",
                                  keep.message);
         }
     }

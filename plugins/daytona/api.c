@@ -15,7 +15,7 @@
     sbxp_api_path((buf), (cap), "/sandbox/", (id), (suffix), (err))
 
 int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json_object **out,
-               sbx_http_error *err)
+               sbxp_http_error *err)
 {
     *out = NULL;
     char path[256];
@@ -25,23 +25,23 @@ int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json
     json_object *doc = NULL;
     rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
     if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object) ||
-                         !sbx_json_str(doc, "id"))) {
+                         !sbxp_json_str(doc, "id"))) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandbox/%s: not a Sandbox", id_or_name);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /sandbox/%s: not a Sandbox", id_or_name);
     }
     *out = doc;
     return rc;
 }
 
 int dt_api_create(struct dt_state *st, sbx_call *call, const char *name, const char *key_hash,
-                  const char *spec_hash, json_object **out, sbx_http_error *err)
+                  const char *spec_hash, json_object **out, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     json_object *labels = json_object_new_object();
     if (!body || !labels) {
         json_object_put(body);
         json_object_put(labels);
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
     json_object_object_add(labels, DT_LABEL_MANAGED, json_object_new_string("true"));
     json_object_object_add(labels, DT_LABEL_OWNER, json_object_new_string(key_hash));
@@ -73,7 +73,7 @@ int dt_api_create(struct dt_state *st, sbx_call *call, const char *name, const c
     return rc;
 }
 
-int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "/start", err);
@@ -82,7 +82,7 @@ int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbx_http_e
     return sbxp_api_json(&st->ctl, call, "POST", path, NULL, NULL, 1, err);
 }
 
-int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "", err);
@@ -95,8 +95,8 @@ int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbx_http_
 /* Sleep ms, or less when the call is cancelled: SBX_E_CANCELLED then. */
 static int nap(struct dt_state *st, sbx_call *call, int64_t ms)
 {
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
     if (c.c.check(c.c.ctx))
         return SBX_E_CANCELLED;
     struct pollfd p = {c.c.fd, POLLIN, 0};
@@ -128,13 +128,13 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
     char last[64] = "?";
     for (;;) {
         json_object *doc = NULL;
-        sbx_http_error err;
+        sbxp_http_error err;
         int rc = dt_api_get(st, call, id, &doc, &err);
         if (rc == SBX_E_NOT_FOUND)
             return dt_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
         if (rc != SBX_OK)
             return dt_report(st, call, &err, "looking up sandbox %s", id);
-        const char *s = sbx_json_str(doc, "state");
+        const char *s = sbxp_json_str(doc, "state");
         snprintf(last, sizeof last, "%s", s ? s : "?");
         if (s && !strcmp(s, "started")) {
             if (out)
@@ -152,7 +152,7 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
                 return dt_report(st, call, &err, "starting sandbox %s (it was %s)", id, last);
             }
         } else if (!s || (!transitional(s) && !started_once)) {
-            const char *why = sbx_json_str(doc, "errorReason");
+            const char *why = sbxp_json_str(doc, "errorReason");
             rc = dt_error(st, call, SBX_E_UNAVAILABLE, DT ": sandbox %s is %s%s%s", id, last,
                           why ? ": " : "", why ? why : "");
             json_object_put(doc);
@@ -178,13 +178,13 @@ int dt_api_wait_gone(struct dt_state *st, sbx_call *call, const char *id)
     int64_t wait = 50;
     for (;;) {
         json_object *doc = NULL;
-        sbx_http_error err;
+        sbxp_http_error err;
         int rc = dt_api_get(st, call, id, &doc, &err);
         if (rc == SBX_E_NOT_FOUND)
             return SBX_OK;
         if (rc != SBX_OK)
             return dt_report(st, call, &err, "waiting for sandbox %s to go", id);
-        const char *s = sbx_json_str(doc, "state");
+        const char *s = sbxp_json_str(doc, "state");
         int gone = s && !strcmp(s, "destroyed");
         char last[64];
         snprintf(last, sizeof last, "%s", s ? s : "?");

@@ -72,18 +72,18 @@ struct dt_conf {
     int64_t request_timeout_ms;
     int64_t connect_timeout_ms;
     int64_t start_timeout_ms;
-    struct sbx_http_retry retry;
+    struct sbxp_http_retry retry;
 };
 
 /* A provider instance. */
 struct dt_state {
     const struct sbx_host *host;
     struct dt_conf cfg;
-    sbx_http *api;
+    sbxp_http *api;
     char auth[600];         /* "Authorization: Bearer ..." */
     struct sbxp_api ctl;    /* the API's calls (api.c) */
     pthread_mutex_t lock;   /* guards toolbox/toolbox_url */
-    sbx_http *toolbox;      /* pool for the first toolboxProxyUrl seen */
+    sbxp_http *toolbox;      /* pool for the first toolboxProxyUrl seen */
     char *toolbox_url;
 };
 
@@ -92,10 +92,10 @@ struct sbx_sandbox {
     struct dt_state *st;
     char id[128];
     char key_hash[SBX_KEY_HASH_LEN + 1];
-    sbx_http *tb;       /* toolbox pool: st->toolbox or owned */
+    sbxp_http *tb;       /* toolbox pool: st->toolbox or owned */
     int owns_tb;
     char prefix[200];   /* "/<escaped id>", prepended to toolbox paths */
-    struct sbx_rmem mem; /* memory attachments, from create or state_dir */
+    struct sbxp_rmem mem; /* memory attachments, from create or state_dir */
 };
 
 /* ---- provider.c -------------------------------------------------------- */
@@ -117,18 +117,18 @@ extern const struct sbxp_reporter dt_reporter;
 
 /* GET /sandbox/{idOrName}: the Sandbox; SBX_E_NOT_FOUND when gone. */
 int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name,
-               json_object **out, sbx_http_error *err);
+               json_object **out, sbxp_http_error *err);
 
 /* POST /sandbox with the deterministic name, labels and settings. */
 int dt_api_create(struct dt_state *st, sbx_call *call, const char *name,
                   const char *key_hash, const char *spec_hash, json_object **out,
-                  sbx_http_error *err);
+                  sbxp_http_error *err);
 
 /* POST /sandbox/{id}/start (resumes a stopped or paused sandbox). */
-int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err);
+int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbxp_http_error *err);
 
 /* DELETE /sandbox/{id}; 404 is SBX_OK. */
-int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err);
+int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbxp_http_error *err);
 
 /* Poll until the sandbox is `started` (starting it when stopped, paused
  * or archived) within start_timeout_ms; *out (may be NULL) receives the
@@ -159,13 +159,13 @@ int dt_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
  * e.g. "/process/session"); body and out may be NULL. */
 int dt_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
                json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
-               sbx_http_error *err);
+               sbxp_http_error *err);
 
 /* A session command (POST path, body) whose answer carries stdout and
  * stderr apart, as the toolbox gives them to SDKs from 0.167.0 on. Not
  * repeated. */
 int dt_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
-                     json_object **out, int64_t timeout_ms, sbx_http_error *err);
+                     json_object **out, int64_t timeout_ms, sbxp_http_error *err);
 
 /* "<path>?<name>=<escaped value>[&<name2>=<escaped value2>]" (malloc'd). */
 char *dt_tb_query(const char *path, const char *name, const char *value,
@@ -173,27 +173,27 @@ char *dt_tb_query(const char *path, const char *name, const char *value,
 
 /* GET /files/download?path=abs into sink. */
 int dt_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs,
-                   const struct sbx_sink *sink, sbx_http_error *err);
+                   const struct sbx_sink *sink, sbxp_http_error *err);
 
 /* POST /files/upload?path=abs, multipart field "file" streamed from src. */
 int dt_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
-                 const struct sbx_source *src, sbx_http_error *err);
+                 const struct sbx_source *src, sbxp_http_error *err);
 
 /* POST /files/folder?path=abs&mode=<octal> (parents too; existing is fine). */
 int dt_tb_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbx_http_error *err);
+                sbxp_http_error *err);
 
 /* POST /files/permissions?path=abs&mode=<octal>. */
 int dt_tb_chmod(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbx_http_error *err);
+                sbxp_http_error *err);
 
 /* POST /files/move?source=&destination= (rename over the destination). */
 int dt_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
-               sbx_http_error *err);
+               sbxp_http_error *err);
 
 /* DELETE /files?path=abs[&recursive=true]; missing is SBX_OK. */
 int dt_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
-                 sbx_http_error *err);
+                 sbxp_http_error *err);
 
 /* POST /process/session {sessionId: sid} (a retry finding it made is
  * fine); reports its own errors, naming the command `what`. */
@@ -207,7 +207,7 @@ void dt_tb_session_delete(sbx_sandbox *sb, const char *sid);
 /* Report a toolbox failure; a failure that may mean the sandbox is gone or
  * not running is checked with the API: SBX_E_NOT_FOUND when it is gone,
  * SBX_E_UNAVAILABLE naming the state when it is not `started`. */
-int dt_tb_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, const char *fmt, ...)
+int dt_tb_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, const char *fmt, ...)
     SBX_PRINTF_LIKE(4, 5);
 
 /* ---- exec.c ------------------------------------------------------------ */

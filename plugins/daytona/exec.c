@@ -80,7 +80,7 @@ static int deliver(sbx_sandbox *sb, sbx_call *call, const char *path,
 {
     struct counted c = {sink, count, 0};
     struct sbx_sink s = SBX_SINK_INIT(&c, counted_write);
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = dt_tb_download(sb, call, path, &s, &err);
     if (rc == SBX_OK || (rc == SBX_E_NOT_FOUND && err.http_status == 404))
         return SBX_OK;
@@ -98,7 +98,7 @@ static char *command_line(const struct sbx_exec_args *args, const char *dir, con
     size_t len = 0, cap = 0;
     const char *mode = args->in ? "1" : "0";
     char assign[64];
-    snprintf(assign, sizeof assign, SBX_EXEC_TAG_VAR "=%s", token);
+    snprintf(assign, sizeof assign, SBXP_EXEC_TAG_VAR "=%s", token);
     /* an assignment word before the command: in the wrapper's environment */
     if (!(b = malloc(cap = 256)))
         return NULL;
@@ -163,7 +163,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     if (!cmd)
         return dt_error(st, call, SBX_E_NOMEM, "out of memory");
 
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = dt_tb_session_create(sb, call, sid, args->argv[0]);
     if (rc != SBX_OK) {
         free(cmd);
@@ -233,7 +233,7 @@ out:
      * command itself after a timeout or cancellation. */
     if (sid[0])
         dt_tb_session_delete(sb, sid);
-    const char *kill_argv[] = {"sh", "-c", sbx_exec_tree_kill_sh, "sh", hex, NULL};
+    const char *kill_argv[] = {"sh", "-c", sbxp_exec_tree_kill_sh, "sh", hex, NULL};
     int kcode = 0;
     if (dt_exec_small(sb, NULL, "/", kill_argv, 10000, &kcode, NULL, 0, NULL, 0) != SBX_OK ||
         kcode != 0)

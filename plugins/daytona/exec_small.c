@@ -18,7 +18,7 @@
  * with U+FFFD): the caller then takes the byte-exact path. */
 static int text_member(json_object *doc, const char *key, char *buf, size_t cap)
 {
-    const char *v = sbx_json_str(doc, key);
+    const char *v = sbxp_json_str(doc, key);
     size_t n = v ? strlen(v) : 0;
     buf[0] = '\0';
     if (n >= cap || (v && strstr(v, "\xef\xbf\xbd")))
@@ -54,7 +54,7 @@ int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *
     if (!full)
         return dt_error(st, call, SBX_E_NOMEM, "out of memory");
 
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = dt_tb_session_create(sb, call, sid, argv[0]);
     if (rc != SBX_OK) {
         free(full);
@@ -88,7 +88,7 @@ int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *
     int usable = !out_cap || (json_object_object_get_ex(doc, "stdout", NULL) &&
                               text_member(doc, "stdout", out, out_cap) == 0);
     if (cap) {
-        const char *e = sbx_json_str(doc, "stderr");
+        const char *e = sbxp_json_str(doc, "stderr");
         snprintf(msg, cap, "%s", e ? e : "");
     }
     json_object_put(doc);

@@ -81,7 +81,7 @@ static int put_chunk(struct dt_feed *f, const unsigned char *data, size_t len, c
     struct membuf m = {data, len, 0};
     struct sbx_source src = SBX_SOURCE_INIT(&m, mem_read);
     src.length = mem_length;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = dt_tb_upload(f->sb, NULL, tmp, &src, &err);
     if (rc == SBX_OK)
         rc = dt_tb_move(f->sb, NULL, tmp, fin, &err);
@@ -94,7 +94,7 @@ static void *feeder(void *arg)
     unsigned char *buf = malloc(FEED_CHUNK);
     if (!buf)
         return NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (dt_tb_mkdir(f->sb, NULL, f->dir, 0700, &err) != SBX_OK) {
         free(buf);
         return NULL;

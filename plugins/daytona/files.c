@@ -32,7 +32,7 @@ int dt_read_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struct
         free(abs);
         return rc;
     }
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = dt_tb_download(sb, call, abs, sink, &err);
     free(abs);
     if (rc == SBX_OK || err.from_callback)
@@ -79,7 +79,7 @@ int dt_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struc
         free(abs);
         return dt_error(st, call, SBX_E_NOMEM, "out of memory");
     }
-    sbx_http_error err;
+    sbxp_http_error err;
     char *slash = strrchr(abs, '/');
     *slash = '\0';
     rc = abs[0] ? dt_tb_mkdir(sb, call, abs, 0755, &err) : SBX_OK;
@@ -120,7 +120,7 @@ int dt_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struc
     }
     goto out;
 fail: {
-    sbx_http_error e2;
+    sbxp_http_error e2;
     dt_tb_remove(sb, NULL, tmp, 0, &e2);
 }
 out:

@@ -34,9 +34,9 @@ static int parse_ref(struct dt_state *st, sbx_call *call, const char *ref, char 
 
 static int owned_by(json_object *sandbox, const char *key_hash)
 {
-    json_object *labels = sbx_json_obj(sandbox, "labels");
-    const char *owner = sbx_json_str(labels, DT_LABEL_OWNER);
-    const char *managed = sbx_json_str(labels, DT_LABEL_MANAGED);
+    json_object *labels = sbxp_json_obj(sandbox, "labels");
+    const char *owner = sbxp_json_str(labels, DT_LABEL_OWNER);
+    const char *managed = sbxp_json_str(labels, DT_LABEL_MANAGED);
     return owner && managed && !strcmp(owner, key_hash) && !strcmp(managed, "true");
 }
 
@@ -73,13 +73,13 @@ static int find_named(struct dt_state *st, sbx_call *call, const char *name, con
 {
     id[0] = '\0';
     json_object *doc = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = dt_api_get(st, call, name, &doc, &err);
     if (rc == SBX_E_NOT_FOUND)
         return SBX_OK;
     if (rc != SBX_OK)
         return dt_report(st, call, &err, "looking up sandbox %s", name);
-    const char *s = sbx_json_str(doc, "state");
+    const char *s = sbxp_json_str(doc, "state");
     if (s && (!strcmp(s, "destroyed") || !strcmp(s, "destroying"))) {
         json_object_put(doc);
         return dt_error(st, call, SBX_E_UNAVAILABLE,
@@ -92,7 +92,7 @@ static int find_named(struct dt_state *st, sbx_call *call, const char *name, con
                            "ownership labels",
                         name);
     }
-    snprintf(id, cap, "%s", sbx_json_str(doc, "id"));
+    snprintf(id, cap, "%s", sbxp_json_str(doc, "id"));
     json_object_put(doc);
     return SBX_OK;
 }
@@ -111,10 +111,10 @@ int dt_create(void *state, sbx_call *call, const struct sbx_create_args *args, c
         return rc;
     if (!id[0]) {
         json_object *made = NULL;
-        sbx_http_error err;
+        sbxp_http_error err;
         rc = dt_api_create(st, call, name, args->key_hash, args->spec_hash, &made, &err);
         if (rc == SBX_OK) {
-            const char *mid = sbx_json_str(made, "id");
+            const char *mid = sbxp_json_str(made, "id");
             if (!mid || !*mid || strlen(mid) >= sizeof id) {
                 json_object_put(made);
                 return dt_error(st, call, SBX_E_PROTOCOL,
@@ -126,7 +126,7 @@ int dt_create(void *state, sbx_call *call, const struct sbx_create_args *args, c
             /* Refused because the name is taken (a racing process won), or
              * the answer was lost after the sandbox was made: the name
              * tells. */
-            sbx_http_error keep = err;
+            sbxp_http_error keep = err;
             int rc2 = find_named(st, call, name, args->key_hash, id, sizeof id);
             if (rc2 != SBX_OK)
                 return rc2;
@@ -144,7 +144,7 @@ int dt_create(void *state, sbx_call *call, const struct sbx_create_args *args, c
     rc = open_handle(st, call, id, args->key_hash, &sb);
     if (rc != SBX_OK)
         return rc;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = dt_tb_mkdir(sb, call, st->cfg.workspace, 0755, &err);
     if (rc != SBX_OK) {
         rc = dt_tb_report(sb, call, &err, "creating the workspace %s", st->cfg.workspace);
@@ -170,13 +170,13 @@ static int check_owner(struct dt_state *st, sbx_call *call, const char *ref, con
     if (rc != SBX_OK)
         return rc;
     json_object *doc = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = dt_api_get(st, call, id, &doc, &err);
     if (rc == SBX_E_NOT_FOUND)
         return dt_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
     if (rc != SBX_OK)
         return dt_report(st, call, &err, "looking up sandbox %s", id);
-    const char *s = sbx_json_str(doc, "state");
+    const char *s = sbxp_json_str(doc, "state");
     int gone = s && !strcmp(s, "destroyed");
     int mine = owned_by(doc, key_hash);
     json_object_put(doc);
@@ -211,25 +211,25 @@ int dt_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
     char id[128];
     int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id);
     if (rc == SBX_E_NOT_FOUND) {
-        sbx_rmem_forget(st->host, DT, st->cfg.state_dir, id);
+        sbxp_rmem_forget(st->host, DT, st->cfg.state_dir, id);
         return SBX_OK;
     }
     if (rc != SBX_OK)
         return rc;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = dt_api_delete(st, call, id, &err);
     if (rc == SBX_E_INVALID || rc == SBX_E_EXISTS) {
         /* Refused because it is already being destroyed (an earlier
          * destroy that did not wait): what counts is that it goes. */
-        sbx_http_error keep = err;
+        sbxp_http_error keep = err;
         json_object *doc = NULL;
         int g = dt_api_get(st, call, id, &doc, &err);
-        const char *s = g == SBX_OK ? sbx_json_str(doc, "state") : NULL;
+        const char *s = g == SBX_OK ? sbxp_json_str(doc, "state") : NULL;
         int going = g == SBX_E_NOT_FOUND || (s && (!strcmp(s, "destroying") ||
                                                    !strcmp(s, "destroyed")));
         json_object_put(doc);
         if (going) { /* it goes: its memory state goes with it */
-            sbx_rmem_forget(st->host, DT, st->cfg.state_dir, id);
+            sbxp_rmem_forget(st->host, DT, st->cfg.state_dir, id);
             return dt_api_wait_gone(st, call, id);
         }
         return dt_report(st, call, &keep, "deleting sandbox %s", id);
@@ -240,7 +240,7 @@ int dt_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args)
      * nothing of the session runs on after destroy returned. */
     rc = dt_api_wait_gone(st, call, id);
     if (rc == SBX_OK)
-        sbx_rmem_forget(st->host, DT, st->cfg.state_dir, id);
+        sbxp_rmem_forget(st->host, DT, st->cfg.state_dir, id);
     return rc;
 }
 
@@ -254,7 +254,7 @@ void dt_release(sbx_sandbox *sb)
     if (!sb)
         return;
     if (sb->owns_tb)
-        sbx_http_free(sb->tb);
-    sbx_rmem_free(&sb->mem);
+        sbxp_http_free(sb->tb);
+    sbxp_rmem_free(&sb->mem);
     free(sb);
 }

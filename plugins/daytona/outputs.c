@@ -20,14 +20,14 @@ static const char SHARED_DIR_SH[] =
 
 int dt_shared_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode)
 {
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = dt_tb_mkdir(sb, call, abs, mode, &err);
     if (rc == SBX_OK)
         rc = dt_tb_chmod(sb, call, abs, mode, &err);
     if (rc == SBX_OK || rc == SBX_E_CANCELLED)
         return rc == SBX_OK ? SBX_OK : dt_error(sb->st, call, rc, DT ": cancelled");
     /* The toolbox may run with no more rights than the sandbox user. */
-    char first[SBX_HTTP_MSG_MAX];
+    char first[SBXP_HTTP_MSG_MAX];
     snprintf(first, sizeof first, "%s", err.message);
     char m[8], msg[256];
     snprintf(m, sizeof m, "%04o", mode);

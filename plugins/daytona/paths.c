@@ -98,7 +98,7 @@ int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *re
     }
     if (!*rel && !allow_root)
         return dt_error(st, call, SBX_E_INVALID, DT ": %s: empty path", what);
-    if (*rel && confine_check_path(rel) != 0)
+    if (*rel && sbxp_confine_check_path(rel) != 0)
         return dt_error(st, call, SBX_E_INVALID, DT ": %s: %s leads out of the workspace", what,
                         rel);
     if (strchr(rel, '\n'))

@@ -97,7 +97,7 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct dt_conf
         return host->set_error(host, call, SBX_E_CONFIG,
                                "providers." DT ".image: an image reference has no spaces");
     const char *ws = sbxp_config_get(host, "workspace");
-    if ((rc = sbx_rmem_state_dir(host, call, DT, sbxp_config_get(host, "state_dir"),
+    if ((rc = sbxp_rmem_state_dir(host, call, DT, sbxp_config_get(host, "state_dir"),
                                  &c->state_dir)) ||
         (rc = dup_opt(host, call, ws ? ws : "/home/daytona/workspace", &c->workspace)))
         return rc;
@@ -124,8 +124,8 @@ static void state_free(struct dt_state *st)
 {
     if (!st)
         return;
-    sbx_http_free(st->api);
-    sbx_http_free(st->toolbox);
+    sbxp_http_free(st->api);
+    sbxp_http_free(st->toolbox);
     free(st->toolbox_url);
     conf_free(&st->cfg);
     volatile char *p = st->auth;
@@ -149,8 +149,8 @@ static int dt_init(const struct sbx_host *host, sbx_call *call, void **state)
             (int)sizeof st->auth)
         rc = host->set_error(host, call, SBX_E_CONFIG, DT ": the key in " KEY_VAR " is too long");
     if (rc == SBX_OK) {
-        sbx_http_error err;
-        if (sbx_http_new(st->cfg.api_url, &st->api, &err) != SBX_OK)
+        sbxp_http_error err;
+        if (sbxp_http_new(st->cfg.api_url, &st->api, &err) != SBX_OK)
             rc = host->set_error(host, call, SBX_E_CONFIG, DT ": providers." DT ".api_url: %s",
                                  err.message);
     }

@@ -256,7 +256,7 @@ int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     char hex[17], tarpath[64];
     sbxs_random_hex(hex, 8);
     snprintf(tarpath, sizeof tarpath, "/tmp/.sbx-skill-%s.tar", hex);
-    sbx_http_error err;
+    sbxp_http_error err;
     char skills[4200];
     snprintf(skills, sizeof skills, "%s/" DT_SKILLS_DIR, st->cfg.workspace);
     if ((rc = dt_shared_dir(sb, call, skills, 0555)) != SBX_OK)

@@ -111,7 +111,7 @@ struct docker_config {
 struct docker_state {
     const struct sbx_host *host;
     struct docker_config cfg;
-    sbx_http *http;
+    sbxp_http *http;
     pthread_mutex_t lock;  /* guards api_prefix negotiation */
     int negotiated;
     char api_prefix[16];   /* "/v1.41" */
@@ -219,18 +219,18 @@ int docker_negotiate(struct docker_state *st, sbx_call *call);
  * NULL: the request then ignores cancellation.
  */
 int docker_json(struct docker_state *st, sbx_call *call, const char *method,
-                json_object *body, json_object **out, sbx_http_error *err,
+                json_object *body, json_object **out, sbxp_http_error *err,
                 const char *fmt, ...) SBX_PRINTF_LIKE(7, 8);
 
 /* docker_json with its own deadline (ms from now, > 0) instead of the
  * configured request timeout. */
 int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
                        const char *method, json_object *body, json_object **out,
-                       sbx_http_error *err, const char *fmt, ...)
+                       sbxp_http_error *err, const char *fmt, ...)
     SBX_PRINTF_LIKE(8, 9);
 
 /* GET /_ping within timeout_ms: is the daemon still answering? */
-int docker_ping(struct docker_state *st, int64_t timeout_ms, sbx_http_error *err);
+int docker_ping(struct docker_state *st, int64_t timeout_ms, sbxp_http_error *err);
 
 /* Build "/v1.41" + path into buf (printf-style). 0, or -1 when too long. */
 int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
@@ -334,7 +334,7 @@ int docker_stat_parse(const char *header_value, struct docker_stat *st);
 /* HEAD the archive endpoint for an absolute container path. A missing path
  * is SBX_OK with exists == 0. */
 int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
-                     struct docker_stat *out, sbx_http_error *err);
+                     struct docker_stat *out, sbxp_http_error *err);
 
 /*
  * Resolve the path rel (relative to root: the workspace or the outputs

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 /* The operator hint of a request that got no answer from the daemon. */
-static const char *daemon_hint(const sbx_http_error *err)
+static const char *daemon_hint(const sbxp_http_error *err)
 {
     if (err->status == SBX_E_UNAVAILABLE && err->http_status == 0)
         return " (is the Docker daemon running? check providers.docker.host "
@@ -65,22 +65,22 @@ void docker_random_hex(char *out, size_t bytes)
 
 static int vjson(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
                  const char *method, json_object *body, json_object **out,
-                 sbx_http_error *err, const char *fmt, va_list ap)
+                 sbxp_http_error *err, const char *fmt, va_list ap)
 {
     if (out)
         *out = NULL;
     char path[2048];
     if (vpath(st, path, sizeof path, fmt, ap) != 0)
-        return sbx_http_fail(err, SBX_E_INVALID, "request path too long");
-    struct sbx_call_cancel dc;
-    sbx_call_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+        return sbxp_http_fail(err, SBX_E_INVALID, "request path too long");
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = method;
     req.path = path;
     req.cancel = &dc.c;
     req.timeout_ms = timeout_ms;
     json_object *doc = NULL;
-    int rc = sbx_http_json_body(st->http, &req, body, &doc, NULL, err);
+    int rc = sbxp_http_json_body(st->http, &req, body, &doc, NULL, err);
     if (out)
         *out = doc;
     else
@@ -89,7 +89,7 @@ static int vjson(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
 }
 
 int docker_json(struct docker_state *st, sbx_call *call, const char *method,
-                json_object *body, json_object **out, sbx_http_error *err,
+                json_object *body, json_object **out, sbxp_http_error *err,
                 const char *fmt, ...)
 {
     va_list ap;
@@ -102,7 +102,7 @@ int docker_json(struct docker_state *st, sbx_call *call, const char *method,
 
 int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
                        const char *method, json_object *body, json_object **out,
-                       sbx_http_error *err, const char *fmt, ...)
+                       sbxp_http_error *err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -113,13 +113,13 @@ int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_
     return rc;
 }
 
-int docker_ping(struct docker_state *st, int64_t timeout_ms, sbx_http_error *err)
+int docker_ping(struct docker_state *st, int64_t timeout_ms, sbxp_http_error *err)
 {
-    struct sbx_http_request req = {0};
+    struct sbxp_http_request req = {0};
     req.method = "GET";
     req.path = "/_ping";
     req.timeout_ms = timeout_ms;
-    return sbx_http_request(st->http, &req, NULL, NULL, err);
+    return sbxp_http_request(st->http, &req, NULL, NULL, err);
 }
 
 /* "1.41" -> 41 (major must be 1); -1 when unparsable. */
@@ -139,23 +139,23 @@ int docker_negotiate(struct docker_state *st, sbx_call *call)
         pthread_mutex_unlock(&st->lock);
         return SBX_OK;
     }
-    struct sbx_call_cancel dc;
-    sbx_call_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = "GET";
     req.path = "/version";
     req.cancel = &dc.c;
     req.timeout_ms = st->cfg.request_timeout_ms;
     json_object *ver = NULL;
-    sbx_http_error err;
-    int rc = sbx_http_json(st->http, &req, &ver, NULL, &err);
+    sbxp_http_error err;
+    int rc = sbxp_http_json(st->http, &req, &ver, NULL, &err);
     if (rc != SBX_OK) {
         pthread_mutex_unlock(&st->lock);
         return docker_report(st, call, &err, "contacting the daemon at %s",
                              st->cfg.host);
     }
-    const char *api = sbx_json_str(ver, "ApiVersion");
-    const char *min_api = sbx_json_str(ver, "MinAPIVersion");
+    const char *api = sbxp_json_str(ver, "ApiVersion");
+    const char *min_api = sbxp_json_str(ver, "MinAPIVersion");
     int have = api_minor(api);
     int floor_minor = min_api ? api_minor(min_api) : 0;
     if (have < 0) {
@@ -180,7 +180,7 @@ int docker_negotiate(struct docker_state *st, sbx_call *call)
     snprintf(st->api_prefix, sizeof st->api_prefix, "/v1.%d", use);
     st->negotiated = 1;
     st->host->log(st->host, SBX_LOG_DEBUG, "docker: daemon %s, API %s, using %s",
-                  sbx_json_str(ver, "Version") ? sbx_json_str(ver, "Version") : "?",
+                  sbxp_json_str(ver, "Version") ? sbxp_json_str(ver, "Version") : "?",
                   api, st->api_prefix + 1);
     json_object_put(ver);
     pthread_mutex_unlock(&st->lock);

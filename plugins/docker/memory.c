@@ -179,8 +179,8 @@ int docker_memory_from_mounts(sbx_sandbox *sb, json_object *mounts, int from_ins
     size_t n = mounts ? json_object_array_length(mounts) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(mounts, i);
-        const char *dst = sbx_json_str(m, from_inspect ? "Destination" : "Target");
-        const char *src = sbx_json_str(m, "Source");
+        const char *dst = sbxp_json_str(m, from_inspect ? "Destination" : "Target");
+        const char *src = sbxp_json_str(m, "Source");
         if (!dst || !src || strncmp(dst, DOCKER_MEMORY "/", sizeof DOCKER_MEMORY) != 0 ||
             !slug_valid(dst + sizeof DOCKER_MEMORY))
             continue;

@@ -111,7 +111,7 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, char *path, s
                 continue; /* swapped since the lstat */
             }
             memory_race_point("walk-entry", path, dirfd, name);
-            int e = confine_fchmod(fd, 0666);
+            int e = sbxp_confine_fchmod(fd, 0666);
             if (e == 0)
                 e = fstat(fd, &s) == 0 ? 0 : -errno;
             close(fd);

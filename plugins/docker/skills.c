@@ -235,7 +235,7 @@ static int publish(struct docker_state *st, sbx_call *call, int sdfd, const char
     if (renameat2(sdfd, tmp, dirfd, name, RENAME_NOREPLACE) == 0)
         return SBX_OK;
     if (errno == EEXIST && renameat2(sdfd, tmp, dirfd, name, RENAME_EXCHANGE) == 0) {
-        int r = confine_remove_tree(sdfd, tmp); /* the previous version */
+        int r = sbxp_confine_remove_tree(sdfd, tmp); /* the previous version */
         if (r < 0)
             st->host->log(st->host, SBX_LOG_WARN,
                           "docker: removing the previous %s of %s: %s", what, name,
@@ -273,7 +273,7 @@ static int extract_staged(struct docker_state *st, sbx_call *call, int sdfd,
                                  "tree",
                                  name);
     if (rc != SBX_OK) {
-        confine_remove_tree(sdfd, tmp);
+        sbxp_confine_remove_tree(sdfd, tmp);
         close(*tfd);
         *tfd = -1;
     }
@@ -289,7 +289,7 @@ static int publish_files(sbx_sandbox *sb, sbx_call *call, int sdfd, const char *
     if (rc == SBX_OK)
         rc = publish(sb->st, call, sdfd, tmp, skfd, name, "files");
     if (rc != SBX_OK)
-        confine_remove_tree(sdfd, tmp);
+        sbxp_confine_remove_tree(sdfd, tmp);
     if (skfd >= 0)
         close(skfd);
     close(tfd);
@@ -417,13 +417,13 @@ int docker_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     tmp[0] = '\0';
 out:
     if (tfd >= 0) {
-        confine_remove_tree(sdfd, tmp);
+        sbxp_confine_remove_tree(sdfd, tmp);
         close(tfd);
     }
     if (bname[0])
         unlinkat(sdfd, bname, 0);
     if (stname[0])
-        confine_remove_tree(sdfd, stname);
+        sbxp_confine_remove_tree(sdfd, stname);
     if (bfd >= 0)
         close(bfd);
     if (stfd >= 0)
@@ -465,7 +465,7 @@ static int reinstall(sbx_sandbox *sb, sbx_call *call, int sdfd, int ssfd,
         int tfd = -1;
         rc = extract_staged(st, call, sdfd, name, bfd, m->format, tmp, &tfd, digest);
         if (rc == SBX_OK && strcmp(digest, m->tree) != 0) {
-            confine_remove_tree(sdfd, tmp);
+            sbxp_confine_remove_tree(sdfd, tmp);
             close(tfd);
             rc = SBX_E_PROTOCOL;
         } else if (rc == SBX_OK) {
@@ -508,7 +508,7 @@ int docker_skills_repair(sbx_sandbox *sb, sbx_call *call)
                           "docker: container %.12s: removing skill %s, which has no "
                           "recorded bundle",
                           sb->id, de->d_name);
-            confine_remove_tree(skfd, de->d_name);
+            sbxp_confine_remove_tree(skfd, de->d_name);
         }
     }
     if (d)
@@ -546,8 +546,8 @@ int docker_skills_repair(sbx_sandbox *sb, sbx_call *call)
                       "docker: container %.12s: skill %s is damaged and its bundle "
                       "cannot restore it; removed (install it again)",
                       sb->id, name);
-        confine_remove_tree(skfd, name);
-        confine_remove_tree(ssfd, name);
+        sbxp_confine_remove_tree(skfd, name);
+        sbxp_confine_remove_tree(ssfd, name);
     }
     if (d)
         closedir(d);

@@ -10,14 +10,14 @@
     sbxp_api_path((buf), (cap), "/sandboxes/", (id), (suffix), (err))
 
 int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                   const char *spec_hash, json_object **out, sbx_http_error *err)
+                   const char *spec_hash, json_object **out, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     json_object *meta = json_object_new_object();
     if (!body || !meta) {
         json_object_put(body);
         json_object_put(meta);
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
     json_object_object_add(meta, E2B_META_MANAGED, json_object_new_string("true"));
     json_object_object_add(meta, E2B_META_OWNER, json_object_new_string(key_hash));
@@ -38,13 +38,13 @@ int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
 }
 
 int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                 json_object **out, sbx_http_error *err)
+                 json_object **out, sbxp_http_error *err)
 {
     char kv[128], path[512];
     snprintf(kv, sizeof kv, "%s=%s", E2B_META_OWNER, key_hash);
-    char *e = sbx_http_escape(kv);
+    char *e = sbxp_http_escape(kv);
     if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     snprintf(path, sizeof path, "/v2/sandboxes?metadata=%s&state=running,paused", e);
     free(e);
     json_object *doc = NULL;
@@ -53,7 +53,7 @@ int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
         return rc;
     if (!doc || !json_object_is_type(doc, json_type_array)) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL,
+        return sbxp_http_fail(err, SBX_E_PROTOCOL,
                              "GET /v2/sandboxes: the answer is not an array");
     }
     *out = doc;
@@ -61,7 +61,7 @@ int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
 }
 
 int e2b_api_get(struct e2b_state *st, sbx_call *call, const char *id, json_object **out,
-                sbx_http_error *err)
+                sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "", err);
@@ -71,14 +71,14 @@ int e2b_api_get(struct e2b_state *st, sbx_call *call, const char *id, json_objec
     rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
     if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
     }
     *out = doc;
     return rc;
 }
 
 int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
-                    json_object **out, sbx_http_error *err)
+                    json_object **out, sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "/connect", err);
@@ -86,14 +86,14 @@ int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
         return rc;
     json_object *body = json_object_new_object();
     if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
     json_object *doc = NULL;
     rc = sbxp_api_json(&st->ctl, call, "POST", path, body, &doc, 1, err);
     json_object_put(body);
     if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "POST /sandboxes/%s/connect: not an object",
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "POST /sandboxes/%s/connect: not an object",
                              id);
     }
     *out = doc;
@@ -101,7 +101,7 @@ int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
 }
 
 int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
-                        sbx_http_error *err)
+                        sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "/timeout", err);
@@ -109,7 +109,7 @@ int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
         return rc;
     json_object *body = json_object_new_object();
     if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
     rc = sbxp_api_json(&st->ctl, call, "POST", path, body, NULL, 1, err);
     json_object_put(body);
@@ -117,7 +117,7 @@ int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
 }
 
 int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
-                   sbx_http_error *err)
+                   sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "", err);

@@ -114,7 +114,7 @@ int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
     /* No length: the body goes chunked, so a source longer than declared
      * is seen (and cut off) instead of silently truncated. */
     struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &t, .read = tee_read};
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_files_upload(sb, call, abs, "root", &src, &err);
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned dlen = 0;

@@ -141,7 +141,7 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
                                "providers.%s.workspace: want an absolute path below /", p);
     /* Per-sandbox state (memory attachments and baselines) lives on this
      * machine, out of the sandbox's reach. */
-    if ((rc = sbx_rmem_state_dir(host, call, p, sbxp_config_get(host, "state_dir"),
+    if ((rc = sbxp_rmem_state_dir(host, call, p, sbxp_config_get(host, "state_dir"),
                                  &cfg->state_dir)))
         return rc;
     if (!*cfg->user || strchr(cfg->user, ':'))

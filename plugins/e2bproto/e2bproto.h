@@ -86,10 +86,10 @@ int e2bp_code_status(const char *code);
  * code mapped (e2bp_code_status) and its message; err->http_status keeps
  * the HTTP status.
  */
-int e2bp_unary(sbx_http *h, const char *const *extra, const char *rpc,
+int e2bp_unary(sbxp_http *h, const char *const *extra, const char *rpc,
                json_object *body, json_object **out, int64_t timeout_ms,
-               int64_t connect_timeout_ms, const struct sbx_http_cancel *cancel,
-               const struct sbx_http_retry *retry, sbx_http_error *err);
+               int64_t connect_timeout_ms, const struct sbxp_http_cancel *cancel,
+               const struct sbxp_http_retry *retry, sbxp_http_error *err);
 
 /* Headers of a call: collect up to E2BP_HDR_MAX lines. */
 #define E2BP_HDR_MAX 12

@@ -60,7 +60,7 @@ struct run {
 static int deliver(struct run *r, const struct sbx_sink *sink, uint64_t *count,
                    const char *b64, size_t inl)
 {
-    long n = sbx_b64_decode(b64, inl, r->dec);
+    long n = sbxp_b64_decode(b64, inl, r->dec);
     if (n < 0)
         return SBX_E_PROTOCOL;
     *count += (uint64_t)n;
@@ -119,45 +119,45 @@ static int on_event(struct run *r, unsigned flags, json_object *msg)
 {
     if (flags & E2BP_FLAG_END) {
         r->stream_end = 1;
-        json_object *e = sbx_json_obj(msg, "error");
+        json_object *e = sbxp_json_obj(msg, "error");
         if (e) {
             snprintf(r->err_code, sizeof r->err_code, "%s",
-                     sbx_json_str(e, "code") ? sbx_json_str(e, "code") : "unknown");
+                     sbxp_json_str(e, "code") ? sbxp_json_str(e, "code") : "unknown");
             snprintf(r->err_msg, sizeof r->err_msg, "%s",
-                     sbx_json_str(e, "message") ? sbx_json_str(e, "message") : "");
+                     sbxp_json_str(e, "message") ? sbxp_json_str(e, "message") : "");
         }
         return SBX_OK;
     }
-    json_object *ev = sbx_json_obj(msg, "event");
+    json_object *ev = sbxp_json_obj(msg, "event");
     if (!ev)
         return SBX_OK;
     json_object *o;
-    if (sbx_json_obj(ev, "keepalive")) {
+    if (sbxp_json_obj(ev, "keepalive")) {
         /* A command still running is use: the sandbox must outlive it. */
         e2b_keep_alive(r->sb, NULL);
         return SBX_OK;
     }
-    if ((o = sbx_json_obj(ev, "start"))) {
+    if ((o = sbxp_json_obj(ev, "start"))) {
         pthread_mutex_lock(&r->mu);
-        r->pid = (uint32_t)sbx_json_int(o, "pid", 0);
+        r->pid = (uint32_t)sbxp_json_int(o, "pid", 0);
         r->have_pid = 1;
         pthread_cond_broadcast(&r->cv);
         pthread_mutex_unlock(&r->mu);
-    } else if ((o = sbx_json_obj(ev, "data"))) {
+    } else if ((o = sbxp_json_obj(ev, "data"))) {
         const char *s;
-        if ((s = sbx_json_str(o, "stdout")))
+        if ((s = sbxp_json_str(o, "stdout")))
             return deliver(r, r->out, &r->res->out_bytes, s, strlen(s));
-        if ((s = sbx_json_str(o, "stderr")))
+        if ((s = sbxp_json_str(o, "stderr")))
             return deliver(r, r->err, &r->res->err_bytes, s, strlen(s));
-    } else if ((o = sbx_json_obj(ev, "end"))) {
+    } else if ((o = sbxp_json_obj(ev, "end"))) {
         r->ended = 1;
         /* proto3 JSON leaves out zero values: exitCode 0, exited false. */
-        r->exit_code = (int)sbx_json_int(o, "exitCode", 0);
-        r->exited = sbx_json_bool(o, "exited", 0);
+        r->exit_code = (int)sbxp_json_int(o, "exitCode", 0);
+        r->exited = sbxp_json_bool(o, "exited", 0);
         snprintf(r->status, sizeof r->status, "%s",
-                 sbx_json_str(o, "status") ? sbx_json_str(o, "status") : "");
+                 sbxp_json_str(o, "status") ? sbxp_json_str(o, "status") : "");
         snprintf(r->end_error, sizeof r->end_error, "%s",
-                 sbx_json_str(o, "error") ? sbx_json_str(o, "error") : "");
+                 sbxp_json_str(o, "error") ? sbxp_json_str(o, "error") : "");
     }
     return SBX_OK;
 }
@@ -179,7 +179,7 @@ static void kill_process(struct run *r, sbx_call *call)
     json_object_object_add(sel, "pid", json_object_new_int64(pid));
     json_object_object_add(body, "process", sel);
     json_object_object_add(body, "signal", json_object_new_string("SIGNAL_SIGKILL"));
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_envd_unary(r->sb, call, "process.Process/SendSignal", body, NULL, 1, &err);
     json_object_put(body);
     if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
@@ -197,17 +197,17 @@ static int send_input(struct run *r, uint32_t pid, const void *data, size_t len)
     json_object_object_add(body, "process", sel);
     char *b64 = NULL;
     if (data) {
-        b64 = malloc(sbx_b64_len(len));
+        b64 = malloc(sbxp_b64_len(len));
         if (!b64) {
             json_object_put(body);
             return SBX_E_NOMEM;
         }
-        sbx_b64_encode(data, len, b64);
+        sbxp_b64_encode(data, len, b64);
         json_object *in = json_object_new_object();
         json_object_object_add(in, "stdin", json_object_new_string(b64));
         json_object_object_add(body, "input", in);
     }
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_envd_unary(r->sb, NULL,
                             data ? "process.Process/SendInput" : "process.Process/CloseStdin",
                             body, NULL, 0, &err);
@@ -346,7 +346,7 @@ static int frame_write(void *ctx, const void *buf, size_t len)
  * Handles timeout (kill, then drain), cancellation (kill, return) and a
  * sink's stop (kill, return its status).
  */
-static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_out)
+static int pump(struct run *r, sbxp_http_xfer *x, int64_t timeout_ms, int *timed_out)
 {
     struct e2b_state *st = r->sb->st;
     struct frame_sink fs = {r, {{0}, 0, NULL, 0, 0, 0, 0}, 0};
@@ -354,11 +354,11 @@ static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_
     struct sbx_sink sink = SBX_SINK_INIT(&fs, frame_write);
     int rc = SBX_OK, killed = 0;
     if (timeout_ms > 0)
-        sbx_http_xfer_set_timeout(x, timeout_ms);
+        sbxp_http_xfer_set_timeout(x, timeout_ms);
     for (;;) {
-        sbx_http_error err;
+        sbxp_http_error err;
         memset(&err, 0, sizeof err);
-        int s = sbx_http_xfer_pump(x, &sink, &err);
+        int s = sbxp_http_xfer_pump(x, &sink, &err);
         if (s == SBX_OK) {
             if (e2bp_frames_partial(&fs.fr))
                 rc = e2b_error(st, r->call, SBX_E_PROTOCOL,
@@ -390,7 +390,7 @@ static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_
             *timed_out = 1;
             killed = 1;
             kill_process(r, r->call);
-            sbx_http_xfer_set_timeout(x, KILL_GRACE_MS);
+            sbxp_http_xfer_set_timeout(x, KILL_GRACE_MS);
             continue;
         }
         if (s == SBX_E_TIMEOUT && killed) {
@@ -461,16 +461,16 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     if (user) {
         char up[96], b64[160];
         snprintf(up, sizeof up, "%s:", user);
-        sbx_b64_encode(up, strlen(up), b64);
+        sbxp_b64_encode(up, strlen(up), b64);
         snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
     }
     struct e2bp_headers all = {{NULL}, 0};
     e2b_envd_headers(sb, &all);
     for (size_t i = 0; i < all.n; i++)
         e2bp_headers_add(&hs, user && all.v[i] == sb->auth ? auth : all.v[i]);
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    struct sbx_http_request req;
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
+    struct sbxp_http_request req;
     memset(&req, 0, sizeof req);
     req.method = "POST";
     req.path = "/process.Process/Start";
@@ -481,14 +481,14 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     req.connect_timeout_ms = st->cfg.connect_timeout_ms;
     req.cancel = &c.c;
 
-    sbx_http_xfer *x = NULL;
-    sbx_http_error err;
+    sbxp_http_xfer *x = NULL;
+    sbxp_http_error err;
     memset(&err, 0, sizeof err);
-    int rc = sbx_http_start(sb->envd, &req, &x, &err);
+    int rc = sbxp_http_start(sb->envd, &req, &x, &err);
     /* The proxy answered (nothing started): run it once the sandbox is
      * resumed. */
     if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)
-        rc = sbx_http_start(sb->envd, &req, &x, &err);
+        rc = sbxp_http_start(sb->envd, &req, &x, &err);
     pthread_t th;
     int feeding = 0;
     if (rc != SBX_OK) {
@@ -536,7 +536,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
             res->term_signal = 0;
         } else {
             res->exit_code = -1;
-            res->term_signal = sbx_go_signal_number(r.status);
+            res->term_signal = sbxp_go_signal_number(r.status);
             if (!res->term_signal)
                 res->term_signal = 9;
         }
@@ -560,7 +560,7 @@ out:
         pthread_mutex_unlock(&r.mu);
         pthread_join(th, NULL);
     }
-    sbx_http_xfer_free(x);
+    sbxp_http_xfer_free(x);
     if (r.stop_pipe[0] >= 0) {
         close(r.stop_pipe[0]);
         close(r.stop_pipe[1]);

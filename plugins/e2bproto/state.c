@@ -44,8 +44,8 @@ int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *
         e2b_state_free(st);
         return rc;
     }
-    sbx_http_error err;
-    int rc = sbx_http_new(st->cfg.api_url, &st->api, &err);
+    sbxp_http_error err;
+    int rc = sbxp_http_new(st->cfg.api_url, &st->api, &err);
     if (rc != SBX_OK) {
         rc = host->set_error(host, call, SBX_E_CONFIG, "%s: providers.%s.api_url: %s",
                              st->cfg.provider, st->cfg.provider, err.message);
@@ -53,7 +53,7 @@ int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *
         return rc;
     }
     if (st->cfg.route != E2B_ROUTE_HOST) {
-        rc = sbx_http_new(st->cfg.envd_url, &st->envd, &err);
+        rc = sbxp_http_new(st->cfg.envd_url, &st->envd, &err);
         if (rc != SBX_OK) {
             rc = host->set_error(host, call, SBX_E_CONFIG, "%s: envd address %s: %s",
                                  st->cfg.provider, st->cfg.envd_url, err.message);
@@ -79,8 +79,8 @@ void e2b_state_free(struct e2b_state *st)
 {
     if (!st)
         return;
-    sbx_http_free(st->api);
-    sbx_http_free(st->envd);
+    sbxp_http_free(st->api);
+    sbxp_http_free(st->envd);
     e2b_conf_free(&st->cfg);
     volatile char *p = st->key_header;
     while (*p)

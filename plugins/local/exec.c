@@ -362,9 +362,9 @@ static int open_cwd(sbx_sandbox *sb, sbx_call *call, const char *cwd, int *rc)
     }
     if (cwd == NULL || cwd[0] == '\0')
         cwd = ".";
-    int fd = confine_check_path(cwd);
+    int fd = sbxp_confine_check_path(cwd);
     if (fd == 0)
-        fd = confine_open(sb->dirfd, cwd, O_PATH | O_DIRECTORY, 0);
+        fd = sbxp_confine_open(sb->dirfd, cwd, O_PATH | O_DIRECTORY, 0);
     if (fd >= 0)
         return fd;
     switch (-fd) {

@@ -12,13 +12,13 @@
 
 const char *osb_state_of(json_object *sandbox)
 {
-    const char *s = sbx_json_str(sbx_json_obj(sandbox, "status"), "state");
+    const char *s = sbxp_json_str(sbxp_json_obj(sandbox, "status"), "state");
     return s ? s : "";
 }
 
 int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
                    const char *spec_hash, const struct sbx_egress_policy *egress,
-                   json_object **out, sbx_http_error *err)
+                   json_object **out, sbxp_http_error *err)
 {
     const struct osb_conf *c = &st->cfg;
     json_object *body = json_object_new_object();
@@ -32,7 +32,7 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
         json_object_put(img);
         json_object_put(ep);
         json_object_put(rl);
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
     json_object_object_add(img, "uri", json_object_new_string(c->image));
     json_object_object_add(body, "image", img);
@@ -66,16 +66,16 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
 }
 
 int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash, json_object **out,
-                 sbx_http_error *err)
+                 sbxp_http_error *err)
 {
     char kv[128], path[512];
     snprintf(kv, sizeof kv, "%s=%.*s&%s=true", OSB_META_OWNER, OSB_HASH_LABEL, key_hash,
              OSB_META_MANAGED);
-    char *e = sbx_http_escape(kv);
+    char *e = sbxp_http_escape(kv);
     if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object *all = json_object_new_array();
-    int rc = all ? SBX_OK : sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    int rc = all ? SBX_OK : sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     for (int page = 1; rc == SBX_OK && page <= 50; page++) {
         snprintf(path, sizeof path, "/sandboxes?metadata=%s&page=%d&pageSize=50", e, page);
         json_object *doc = NULL;
@@ -86,12 +86,12 @@ int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash, jso
         if (!doc || !json_object_object_get_ex(doc, "items", &items) ||
             !json_object_is_type(items, json_type_array)) {
             json_object_put(doc);
-            rc = sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes: no items array");
+            rc = sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes: no items array");
             break;
         }
         for (size_t i = 0; i < json_object_array_length(items); i++)
             json_object_array_add(all, json_object_get(json_object_array_get_idx(items, i)));
-        int more = sbx_json_bool(sbx_json_obj(doc, "pagination"), "hasNextPage", 0);
+        int more = sbxp_json_bool(sbxp_json_obj(doc, "pagination"), "hasNextPage", 0);
         json_object_put(doc);
         if (!more)
             break;
@@ -106,7 +106,7 @@ int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash, jso
 }
 
 int osb_api_get(struct osb_state *st, sbx_call *call, const char *id, json_object **out,
-                sbx_http_error *err)
+                sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "", err);
@@ -116,13 +116,13 @@ int osb_api_get(struct osb_state *st, sbx_call *call, const char *id, json_objec
     rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
     if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
     }
     *out = doc;
     return rc;
 }
 
-int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "", err);
@@ -133,7 +133,7 @@ int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbx_htt
 }
 
 int osb_api_action(struct osb_state *st, sbx_call *call, const char *id, const char *action,
-                   sbx_http_error *err)
+                   sbxp_http_error *err)
 {
     char path[256], suffix[32];
     snprintf(suffix, sizeof suffix, "/%s", action);
@@ -143,7 +143,7 @@ int osb_api_action(struct osb_state *st, sbx_call *call, const char *id, const c
     return sbxp_api_json(&st->ctl, call, "POST", path, NULL, NULL, 1, err);
 }
 
-int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "/renew-expiration", err);
@@ -156,7 +156,7 @@ int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http
     strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
     json_object *body = json_object_new_object();
     if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "expiresAt", json_object_new_string(iso));
     rc = sbxp_api_json(&st->ctl, call, "POST", path, body, NULL, 1, err);
     json_object_put(body);
@@ -164,7 +164,7 @@ int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http
 }
 
 int osb_api_metadata(struct osb_state *st, sbx_call *call, const char *id, json_object *patch,
-                     sbx_http_error *err)
+                     sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "/metadata", err);
@@ -174,7 +174,7 @@ int osb_api_metadata(struct osb_state *st, sbx_call *call, const char *id, json_
 }
 
 int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int port,
-                     json_object **out, sbx_http_error *err)
+                     json_object **out, sbxp_http_error *err)
 {
     char path[256], suffix[64];
     snprintf(suffix, sizeof suffix, "/endpoints/%d%s", port,
@@ -184,9 +184,9 @@ int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int p
         return rc;
     json_object *doc = NULL;
     rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
-    if (rc == SBX_OK && !sbx_json_str(doc, "endpoint")) {
+    if (rc == SBX_OK && !sbxp_json_str(doc, "endpoint")) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET %s: no endpoint in the answer", path);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET %s: no endpoint in the answer", path);
     }
     *out = doc;
     return rc;

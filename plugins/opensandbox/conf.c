@@ -94,7 +94,7 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
         (rc = dup_to(host, call, sbxp_config_get(host, "memory"), "512Mi", &c->memory)) ||
         (rc = dup_to(host, call, sbxp_config_get(host, "workspace"), "/workspace",
                      &c->workspace)) ||
-        (rc = sbx_rmem_state_dir(host, call, OSB_PROVIDER, sbxp_config_get(host, "state_dir"),
+        (rc = sbxp_rmem_state_dir(host, call, OSB_PROVIDER, sbxp_config_get(host, "state_dir"),
                                  &c->state_dir)))
         return rc;
     if (!*c->image)
@@ -144,8 +144,8 @@ int osb_init(const struct sbx_host *host, sbx_call *call, void **state)
                  st->cfg.api_key) >= (int)sizeof st->key_header)
         rc = host->set_error(host, call, SBX_E_CONFIG, "opensandbox: " KEY_VAR " is too long");
     if (rc == SBX_OK) {
-        sbx_http_error err;
-        if (sbx_http_new(st->cfg.api_url, &st->api, &err) != SBX_OK)
+        sbxp_http_error err;
+        if (sbxp_http_new(st->cfg.api_url, &st->api, &err) != SBX_OK)
             rc = host->set_error(host, call, SBX_E_CONFIG, "providers.opensandbox.api_url: %s",
                                  err.message);
     }
@@ -167,7 +167,7 @@ void osb_fini(void *state)
     struct osb_state *st = state;
     if (!st)
         return;
-    sbx_http_free(st->api);
+    sbxp_http_free(st->api);
     conf_free(&st->cfg);
     volatile char *p = st->key_header;
     while (*p)

@@ -136,15 +136,15 @@ static int on_output(void *ctx, int is_err, const char *text, size_t len)
 static int on_event(void *ctx, json_object *ev)
 {
     struct run *r = ctx;
-    const char *type = sbx_json_str(ev, "type");
+    const char *type = sbxp_json_str(ev, "type");
     if (!strcmp(type, "init")) {
-        const char *text = sbx_json_str(ev, "text");
+        const char *text = sbxp_json_str(ev, "text");
         snprintf(r->cid, sizeof r->cid, "%s", text ? text : "");
     } else if (!strcmp(type, "execution_complete")) {
         r->done = 1;
         r->exit_code = 0;
     } else if (!strcmp(type, "error")) {
-        const char *v = sbx_json_str(sbx_json_obj(ev, "error"), "evalue");
+        const char *v = sbxp_json_str(sbxp_json_obj(ev, "error"), "evalue");
         r->done = 1;
         snprintf(r->evalue, sizeof r->evalue, "%s", v ? v : "");
         char *end;
@@ -168,11 +168,11 @@ static void interrupt(struct run *r)
 {
     if (!r->cid[0])
         return;
-    char *e = sbx_http_escape(r->cid);
+    char *e = sbxp_http_escape(r->cid);
     char path[256];
     snprintf(path, sizeof path, "/command?id=%s", e ? e : "");
     free(e);
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = osb_service_json(r->sb, NULL, &r->sb->execd, "DELETE", path, NULL, NULL, 1, &err);
     if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
         r->sb->st->host->log(r->sb->st->host, SBX_LOG_WARN,
@@ -207,7 +207,7 @@ static void *feeder(void *arg)
 {
     struct run *r = arg;
     struct sbx_source src = SBX_SOURCE_INIT(r, feed_read);
-    sbx_http_error err;
+    sbxp_http_error err;
     /* mode 0: none sent, the FIFO keeps the 0600 mkfifo gave it. */
     int rc = osb_upload(r->sb, NULL, r->fifo, 0, &src, &err);
     if (rc != SBX_OK && r->feed_failed) {
@@ -277,7 +277,7 @@ static json_object *command_body(const struct sbx_exec_args *args, const char *c
         json_object_object_add(body, "timeout", json_object_new_int64(timeout_ms));
     json_object *envs = json_object_new_object();
     if (token)
-        json_object_object_add(envs, SBX_EXEC_TAG_VAR, json_object_new_string(token));
+        json_object_object_add(envs, SBXP_EXEC_TAG_VAR, json_object_new_string(token));
     if (args->env || token) {
         for (size_t i = 0; args->env && args->env[i]; i++) {
             const char *eq = strchr(args->env[i], '=');
@@ -298,14 +298,14 @@ static json_object *command_body(const struct sbx_exec_args *args, const char *c
 static int signal_of(struct run *r)
 {
     char path[256];
-    char *e = sbx_http_escape(r->cid);
+    char *e = sbxp_http_escape(r->cid);
     snprintf(path, sizeof path, "/command/status/%s", e ? e : "");
     free(e);
     json_object *doc = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int sig = 0;
     if (osb_service_json(r->sb, NULL, &r->sb->execd, "GET", path, NULL, &doc, 1, &err) == SBX_OK)
-        sig = sbx_go_signal_number(sbx_json_str(doc, "error"));
+        sig = sbxp_go_signal_number(sbxp_json_str(doc, "error"));
     json_object_put(doc);
     return sig ? sig : 9;
 }
@@ -350,22 +350,22 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         return osb_error(st, call, SBX_E_NOMEM, "out of memory");
     }
     const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
     const char *hdrs[16];
     static const char *const accept[] = {"Accept: text/event-stream", NULL};
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     osb_service_request(sb, &sb->execd, &req, hdrs, 16, accept, &c);
     req.method = "POST";
     req.path = "/command";
     req.content_type = "application/json";
     req.body = json;
     req.body_len = strlen(json);
-    sbx_http_xfer *x = NULL;
-    sbx_http_error err;
+    sbxp_http_xfer *x = NULL;
+    sbxp_http_error err;
     memset(&err, 0, sizeof err);
     int killed = 0, timed_out = 0;
-    int rc = sbx_http_start(sb->execd.http, &req, &x, &err);
+    int rc = sbxp_http_start(sb->execd.http, &req, &x, &err);
     json_object_put(body);
     if (rc != SBX_OK) {
         rc = osb_service_report(sb, call, &err, "exec %s", args->argv[0]);
@@ -373,10 +373,10 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     }
     struct sbx_sink sink = SBX_SINK_INIT(&r, stream_write);
     if (args->timeout_ms > 0)
-        sbx_http_xfer_set_timeout(x, args->timeout_ms);
+        sbxp_http_xfer_set_timeout(x, args->timeout_ms);
     for (;;) {
         memset(&err, 0, sizeof err);
-        int s = sbx_http_xfer_pump(x, &sink, &err);
+        int s = sbxp_http_xfer_pump(x, &sink, &err);
         if (s == SBX_OK) {
             s = osb_events_end(&r.evs);
             if (s != SBX_OK)
@@ -399,7 +399,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         if (s == SBX_E_TIMEOUT && !killed && args->timeout_ms > 0) {
             timed_out = killed = 1;
             interrupt(&r);
-            sbx_http_xfer_set_timeout(x, KILL_GRACE_MS);
+            sbxp_http_xfer_set_timeout(x, KILL_GRACE_MS);
             continue;
         }
         if (killed)
@@ -417,7 +417,7 @@ out:
         pthread_join(r.feeder, NULL);
     if (r.want_ready && !r.ready && r.fifo[0])
         osb_remove(sb, NULL, r.fifo);
-    sbx_http_xfer_free(x);
+    sbxp_http_xfer_free(x);
     if (r.stop_pipe[0] >= 0) {
         close(r.stop_pipe[0]);
         close(r.stop_pipe[1]);
@@ -475,7 +475,7 @@ int osb_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     free(cwd);
     /* What the command left behind dies before exec returns, also after a
      * timeout or cancellation (execd killed the group only). */
-    const char *kill_argv[] = {"sh", "-c", sbx_exec_tree_kill_sh, "sh", token, NULL};
+    const char *kill_argv[] = {"sh", "-c", sbxp_exec_tree_kill_sh, "sh", token, NULL};
     int code = 0;
     if (osb_helper(sb, NULL, kill_argv, NULL, 10000, &code, NULL, 0) != SBX_OK || code != 0)
         st->host->log(st->host, SBX_LOG_WARN,

@@ -34,23 +34,23 @@ static int type_of(const char *t)
 /* GET /files/info?path=p1&path=p2...: the types in order; SBX_E_NOT_FOUND
  * when one is missing. */
 static int info(sbx_sandbox *sb, sbx_call *call, char **paths, int n, int *types,
-                sbx_http_error *err)
+                sbxp_http_error *err)
 {
     size_t len = 32;
     char **esc = calloc((size_t)n, sizeof *esc);
     if (!esc)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     int rc = SBX_OK;
     for (int i = 0; i < n && rc == SBX_OK; i++) {
-        esc[i] = sbx_http_escape(paths[i]);
+        esc[i] = sbxp_http_escape(paths[i]);
         if (!esc[i])
-            rc = sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+            rc = sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
         else
             len += strlen(esc[i]) + 6;
     }
     char *q = rc == SBX_OK ? malloc(len) : NULL;
     if (rc == SBX_OK && !q)
-        rc = sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        rc = sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     if (rc == SBX_OK) {
         size_t o = (size_t)snprintf(q, len, "/files/info");
         for (int i = 0; i < n; i++)
@@ -60,10 +60,10 @@ static int info(sbx_sandbox *sb, sbx_call *call, char **paths, int n, int *types
         for (int i = 0; rc == SBX_OK && i < n; i++) {
             json_object *fi = NULL;
             if (!doc || !json_object_object_get_ex(doc, paths[i], &fi))
-                rc = sbx_http_fail(err, SBX_E_PROTOCOL, "GET /files/info: %s missing from the answer",
+                rc = sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /files/info: %s missing from the answer",
                                    paths[i]);
             else
-                types[i] = type_of(sbx_json_str(fi, "type"));
+                types[i] = type_of(sbxp_json_str(fi, "type"));
         }
         json_object_put(doc);
     }
@@ -117,7 +117,7 @@ static int slow_path(sbx_sandbox *sb, sbx_call *call, const char *what, const ch
         return osb_error(st, call, SBX_E_NOMEM, "out of memory");
     free(*abs);
     *abs = resolved;
-    sbx_http_error err;
+    sbxp_http_error err;
     int t = OSB_FT_NONE;
     char *one[1] = {resolved};
     rc = info(sb, call, one, 1, &t, &err);
@@ -210,7 +210,7 @@ int osb_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *r
             rc = osb_error(st, call, SBX_E_NOMEM, "out of memory");
     }
     int types[MAX_PARTS + 1];
-    sbx_http_error err;
+    sbxp_http_error err;
     int fast = 0;
     if (rc == SBX_OK) {
         int r2 = info(sb, call, prefixes, np, types, &err);
