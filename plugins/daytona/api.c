@@ -14,7 +14,7 @@
 #define sandbox_path(buf, cap, id, suffix, err) \
     sbxp_api_path((buf), (cap), "/sandbox/", (id), (suffix), (err))
 
-int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json_object **out,
+int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_name, json_object **out,
                sbxp_http_error *err)
 {
     *out = NULL;
@@ -33,7 +33,7 @@ int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json
     return rc;
 }
 
-int dt_api_create(struct dt_state *st, sbx_call *call, const char *name, const char *key_hash,
+int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *name, const char *key_hash,
                   const char *spec_hash, json_object **out, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
@@ -73,7 +73,7 @@ int dt_api_create(struct dt_state *st, sbx_call *call, const char *name, const c
     return rc;
 }
 
-int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
+int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "/start", err);
@@ -82,7 +82,7 @@ int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbxp_http_
     return sbxp_api_json(&st->ctl, call, "POST", path, NULL, NULL, 1, err);
 }
 
-int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
+int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "", err);
@@ -93,7 +93,7 @@ int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbxp_http
 }
 
 /* Sleep ms, or less when the call is cancelled: SBX_E_CANCELLED then. */
-static int nap(struct dt_state *st, sbx_call *call, int64_t ms)
+static int nap(struct daytona_state *st, sbx_call *call, int64_t ms)
 {
     struct sbxp_call_cancel c;
     sbxp_call_cancel_init(&c, st->host, call);
@@ -118,7 +118,7 @@ static int transitional(const char *s)
     return 0;
 }
 
-int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, json_object **out)
+int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id, json_object **out)
 {
     if (out)
         *out = NULL;
@@ -129,11 +129,11 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
     for (;;) {
         json_object *doc = NULL;
         sbxp_http_error err;
-        int rc = dt_api_get(st, call, id, &doc, &err);
+        int rc = daytona_api_get(st, call, id, &doc, &err);
         if (rc == SBX_E_NOT_FOUND)
-            return dt_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
+            return daytona_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
         if (rc != SBX_OK)
-            return dt_report(st, call, &err, "looking up sandbox %s", id);
+            return daytona_report(st, call, &err, "looking up sandbox %s", id);
         const char *s = sbxp_json_str(doc, "state");
         snprintf(last, sizeof last, "%s", s ? s : "?");
         if (s && !strcmp(s, "started")) {
@@ -146,14 +146,14 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
         if (s && (!strcmp(s, "stopped") || !strcmp(s, "paused") || !strcmp(s, "archived")) &&
             !started_once) {
             started_once = 1;
-            rc = dt_api_start(st, call, id, &err);
+            rc = daytona_api_start(st, call, id, &err);
             if (rc != SBX_OK && rc != SBX_E_EXISTS) {
                 json_object_put(doc);
-                return dt_report(st, call, &err, "starting sandbox %s (it was %s)", id, last);
+                return daytona_report(st, call, &err, "starting sandbox %s (it was %s)", id, last);
             }
         } else if (!s || (!transitional(s) && !started_once)) {
             const char *why = sbxp_json_str(doc, "errorReason");
-            rc = dt_error(st, call, SBX_E_UNAVAILABLE, DT ": sandbox %s is %s%s%s", id, last,
+            rc = daytona_error(st, call, SBX_E_UNAVAILABLE, DT ": sandbox %s is %s%s%s", id, last,
                           why ? ": " : "", why ? why : "");
             json_object_put(doc);
             return rc;
@@ -161,29 +161,29 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
         json_object_put(doc);
         int64_t left = end - sbxs_now_ms();
         if (left <= 0)
-            return dt_error(st, call, SBX_E_TIMEOUT,
+            return daytona_error(st, call, SBX_E_TIMEOUT,
                             DT ": sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
                             last, (long long)st->cfg.start_timeout_ms);
         if (nap(st, call, wait < left ? wait : left) != SBX_OK)
-            return dt_error(st, call, SBX_E_CANCELLED,
+            return daytona_error(st, call, SBX_E_CANCELLED,
                             DT ": cancelled while sandbox %s was %s", id, last);
         if (wait < 1000)
             wait *= 2;
     }
 }
 
-int dt_api_wait_gone(struct dt_state *st, sbx_call *call, const char *id)
+int daytona_api_wait_gone(struct daytona_state *st, sbx_call *call, const char *id)
 {
     int64_t end = sbxs_now_ms() + st->cfg.start_timeout_ms;
     int64_t wait = 50;
     for (;;) {
         json_object *doc = NULL;
         sbxp_http_error err;
-        int rc = dt_api_get(st, call, id, &doc, &err);
+        int rc = daytona_api_get(st, call, id, &doc, &err);
         if (rc == SBX_E_NOT_FOUND)
             return SBX_OK;
         if (rc != SBX_OK)
-            return dt_report(st, call, &err, "waiting for sandbox %s to go", id);
+            return daytona_report(st, call, &err, "waiting for sandbox %s to go", id);
         const char *s = sbxp_json_str(doc, "state");
         int gone = s && !strcmp(s, "destroyed");
         char last[64];
@@ -193,11 +193,11 @@ int dt_api_wait_gone(struct dt_state *st, sbx_call *call, const char *id)
             return SBX_OK;
         int64_t left = end - sbxs_now_ms();
         if (left <= 0)
-            return dt_error(st, call, SBX_E_TIMEOUT,
+            return daytona_error(st, call, SBX_E_TIMEOUT,
                             DT ": sandbox %s is still %s %lld ms after its deletion", id, last,
                             (long long)st->cfg.start_timeout_ms);
         if (nap(st, call, wait < left ? wait : left) != SBX_OK)
-            return dt_error(st, call, SBX_E_CANCELLED, DT ": cancelled while deleting %s", id);
+            return daytona_error(st, call, SBX_E_CANCELLED, DT ": cancelled while deleting %s", id);
         if (wait < 1000)
             wait *= 2;
     }

@@ -15,7 +15,7 @@
 #define URL_VAR "DAYTONA_API_URL"
 #define DEFAULT_API_URL "https://app.daytona.io/api"
 
-static const struct sbx_config_key dt_keys[] = {
+static const struct sbx_config_key daytona_keys[] = {
     SBX_CONFIG_KEY("api_url", SBX_CFG_STRING, "API URL (default $DAYTONA_API_URL, else https://app.daytona.io/api)"),
     SBX_CONFIG_KEY("target", SBX_CFG_STRING, "region of new sandboxes (default: the organization's)"),
     SBX_CONFIG_KEY("snapshot", SBX_CFG_STRING, "snapshot of new sandboxes"),
@@ -31,7 +31,7 @@ static const struct sbx_config_key dt_keys[] = {
     SBX_CONFIG_KEY("state_dir", SBX_CFG_STRING, "absolute host directory of memory attachments and baselines (default $XDG_STATE_HOME/sbx/daytona)"),
     SBX_CONFIG_KEYS_END};
 
-const struct sbxp_reporter dt_reporter = {
+const struct sbxp_reporter daytona_reporter = {
     .who = DT, .service = "service", .key = KEY_VAR, .key_noun = "API key"};
 
 static int dup_opt(const struct sbx_host *host, sbx_call *call, const char *v, char **out)
@@ -51,7 +51,7 @@ static int header_safe(const char *s)
     return 1;
 }
 
-static void conf_free(struct dt_conf *c)
+static void conf_free(struct daytona_conf *c)
 {
     if (c->api_key) {
         volatile char *p = c->api_key; /* a credential: wipe before free */
@@ -69,7 +69,7 @@ static void conf_free(struct dt_conf *c)
     memset(c, 0, sizeof *c);
 }
 
-static int conf_load(const struct sbx_host *host, sbx_call *call, struct dt_conf *c)
+static int conf_load(const struct sbx_host *host, sbx_call *call, struct daytona_conf *c)
 {
     memset(c, 0, sizeof *c);
     const char *key = getenv(KEY_VAR);
@@ -120,7 +120,7 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct dt_conf
     return SBX_OK;
 }
 
-static void state_free(struct dt_state *st)
+static void state_free(struct daytona_state *st)
 {
     if (!st)
         return;
@@ -135,10 +135,10 @@ static void state_free(struct dt_state *st)
     free(st);
 }
 
-static int dt_init(const struct sbx_host *host, sbx_call *call, void **state)
+static int daytona_init(const struct sbx_host *host, sbx_call *call, void **state)
 {
     *state = NULL;
-    struct dt_state *st = calloc(1, sizeof *st);
+    struct daytona_state *st = calloc(1, sizeof *st);
     if (!st)
         return host->set_error(host, call, SBX_E_NOMEM, "out of memory");
     st->host = host;
@@ -164,30 +164,30 @@ static int dt_init(const struct sbx_host *host, sbx_call *call, void **state)
     return SBX_OK;
 }
 
-static void dt_fini(void *state)
+static void daytona_fini(void *state)
 {
     state_free(state);
 }
 
-static const struct sbx_provider_ops dt_ops = {
-    .init = dt_init,
-    .fini = dt_fini,
-    .create = dt_create,
-    .attach = dt_attach,
-    .exec = dt_exec,
-    .read_file = dt_read_file,
-    .write_file = dt_write_file,
-    .root = dt_root,
-    .release = dt_release,
-    .destroy = dt_destroy,
-    .export_outputs = dt_export_outputs,
-    .skill_install = dt_skill_install,
-    .memory_load = dt_memory_load,
-    .memory_diff = dt_memory_diff,
-    .memory_accept = dt_memory_accept,
+static const struct sbx_provider_ops daytona_ops = {
+    .init = daytona_init,
+    .fini = daytona_fini,
+    .create = daytona_create,
+    .attach = daytona_attach,
+    .exec = daytona_exec,
+    .read_file = daytona_read_file,
+    .write_file = daytona_write_file,
+    .root = daytona_root,
+    .release = daytona_release,
+    .destroy = daytona_destroy,
+    .export_outputs = daytona_export_outputs,
+    .skill_install = daytona_skill_install,
+    .memory_load = daytona_memory_load,
+    .memory_diff = daytona_memory_diff,
+    .memory_accept = daytona_memory_accept,
 };
 
 SBX_PROVIDER_DEFINE("daytona", "0.1.0", "Daytona sandboxes over the Daytona API and toolbox",
                     SBX_ISOLATION_CONTAINER,
-                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_MEMORY, &dt_ops,
-                    dt_keys)
+                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_MEMORY, &daytona_ops,
+                    daytona_keys)

@@ -42,20 +42,20 @@ static int tmpfile_fd(void)
 }
 
 /* Copy the blob into fd, checking length and SHA-256. */
-static int spool(struct dt_state *st, sbx_call *call, const char *name,
+static int spool(struct daytona_state *st, sbx_call *call, const char *name,
                  const struct sbx_blob *b, int fd)
 {
     unsigned char *buf = malloc(CHUNK);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     int rc = SBX_OK;
     if (!buf || !md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        rc = dt_error(st, call, SBX_E_NOMEM, "out of memory");
+        rc = daytona_error(st, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
     uint64_t total = 0;
     for (;;) {
         if (st->host->cancelled && call && st->host->cancelled(st->host, call)) {
-            rc = dt_error(st, call, SBX_E_CANCELLED, DT ": skill_install %s cancelled", name);
+            rc = daytona_error(st, call, SBX_E_CANCELLED, DT ": skill_install %s cancelled", name);
             goto out;
         }
         long n = b->src->read(b->src->ctx, buf, CHUNK);
@@ -67,7 +67,7 @@ static int spool(struct dt_state *st, sbx_call *call, const char *name,
             break;
         total += (uint64_t)n;
         if (total > b->length) {
-            rc = dt_error(st, call, SBX_E_INVALID,
+            rc = daytona_error(st, call, SBX_E_INVALID,
                           DT ": skill_install %s: the bundle is longer than its pinned %llu "
                              "bytes",
                           name, (unsigned long long)b->length);
@@ -79,7 +79,7 @@ static int spool(struct dt_state *st, sbx_call *call, const char *name,
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {
-                rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: spooling: %s", name,
+                rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: spooling: %s", name,
                               strerror(errno));
                 goto out;
             }
@@ -87,7 +87,7 @@ static int spool(struct dt_state *st, sbx_call *call, const char *name,
         }
     }
     if (total != b->length) {
-        rc = dt_error(st, call, SBX_E_INVALID,
+        rc = daytona_error(st, call, SBX_E_INVALID,
                       DT ": skill_install %s: the bundle has %llu bytes, pinned %llu", name,
                       (unsigned long long)total, (unsigned long long)b->length);
         goto out;
@@ -99,7 +99,7 @@ static int spool(struct dt_state *st, sbx_call *call, const char *name,
     for (unsigned i = 0; i < dl; i++)
         snprintf(hex + 2 * i, 3, "%02x", dig[i]);
     if (!b->sha256 || strcmp(hex, b->sha256) != 0)
-        rc = dt_error(st, call, SBX_E_INVALID,
+        rc = daytona_error(st, call, SBX_E_INVALID,
                       DT ": skill_install %s: SHA-256 mismatch: the bundle's is %s, pinned %s",
                       name, hex, b->sha256 ? b->sha256 : "(none)");
 out:
@@ -110,7 +110,7 @@ out:
 
 /* Read the verified bundle from in_fd, check every entry and write the
  * entries as a plain tar to out_fd. */
-static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const char *format,
+static int rewrite(struct daytona_state *st, sbx_call *call, const char *name, const char *format,
                    int in_fd, int out_fd)
 {
     struct archive *r = archive_read_new(), *w = archive_write_new();
@@ -121,7 +121,7 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
     unsigned char *buf = malloc(CHUNK);
     int rc = SBX_OK;
     if (!r || !w || !oe || !buf || sbxs_archive_check_new(NULL, &chk, &se) != SBX_OK) {
-        rc = dt_error(st, call, SBX_E_NOMEM, "out of memory");
+        rc = daytona_error(st, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
     if (format && !strcmp(format, "zip")) {
@@ -135,7 +135,7 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
     sbxs_archive_write_pax_bytes(w);
     if (archive_read_open_fd(r, in_fd, CHUNK) != ARCHIVE_OK ||
         archive_write_open_fd(w, out_fd) != ARCHIVE_OK) {
-        rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: not a %s archive: %s",
+        rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: not a %s archive: %s",
                       name, format ? format : "tar/zip", archive_error_string(r));
         goto out;
     }
@@ -145,14 +145,14 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
         if (h == ARCHIVE_EOF)
             break;
         if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
-            rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: bad archive: %s",
+            rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: bad archive: %s",
                           name, archive_error_string(r));
             goto out;
         }
         char ename[4096];
         int is_dir = 0;
         if (sbxs_archive_check_entry(chk, e, ename, sizeof ename, &is_dir, &se) != SBX_OK) {
-            rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name, se.message);
+            rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name, se.message);
             goto out;
         }
         if (!ename[0])
@@ -168,7 +168,7 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
             archive_entry_set_size(oe, archive_entry_size(e));
         }
         if (archive_write_header(w, oe) != ARCHIVE_OK) {
-            rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
+            rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
                           archive_error_string(w));
             goto out;
         }
@@ -177,26 +177,26 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
         for (;;) {
             la_ssize_t n = archive_read_data(r, buf, CHUNK);
             if (n < 0) {
-                rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s: %s", name,
+                rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s: %s", name,
                               ename, archive_error_string(r));
                 goto out;
             }
             if (n == 0)
                 break;
             if (sbxs_archive_check_data(chk, (uint64_t)n, &se) != SBX_OK) {
-                rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name,
+                rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name,
                               se.message);
                 goto out;
             }
             if (archive_write_data(w, buf, (size_t)n) != n) {
-                rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
+                rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
                               archive_error_string(w));
                 goto out;
             }
         }
     }
     if (archive_write_close(w) != ARCHIVE_OK)
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
                       archive_error_string(w));
 out:
     sbxs_archive_check_free(chk);
@@ -220,37 +220,37 @@ static const char PUBLISH_SH[] =
     "if [ -e \"$o\" ]; then chmod -R u+w \"$o\"; rm -rf \"$o\"; fi; "
     "chmod a-w \"$s\"; exit $c";
 
-int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
+int daytona_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
                      const struct sbx_blob *bundle)
 {
-    struct dt_state *st = sb->st;
+    struct daytona_state *st = sb->st;
     if (!sbxp_skill_name_valid(name))
-        return dt_error(st, call, SBX_E_INVALID,
+        return daytona_error(st, call, SBX_E_INVALID,
                         DT ": skill_install: bad skill name \"%s\" (letters, digits, . _ -; "
                            "no slash, not starting with . or -)",
                         name ? name : "");
     const char *fmt = bundle->format;
     if (fmt && !sbxp_skill_format(fmt))
-        return dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: unknown format %s", name,
+        return daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: unknown format %s", name,
                         fmt);
     int in = tmpfile_fd(), out = in >= 0 ? tmpfile_fd() : -1;
     int rc;
     if (in < 0 || out < 0) {
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: temporary file: %s", name,
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: temporary file: %s", name,
                       strerror(in < 0 ? -in : -out));
         goto done;
     }
     if ((rc = spool(st, call, name, bundle, in)) != SBX_OK)
         goto done;
     if (lseek(in, 0, SEEK_SET) != 0) {
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name, strerror(errno));
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name, strerror(errno));
         goto done;
     }
     if ((rc = rewrite(st, call, name, fmt, in, out)) != SBX_OK)
         goto done;
     off_t len = lseek(out, 0, SEEK_END);
     if (len < 0 || lseek(out, 0, SEEK_SET) != 0) {
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name, strerror(errno));
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name, strerror(errno));
         goto done;
     }
     char hex[17], tarpath[64];
@@ -259,24 +259,24 @@ int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     sbxp_http_error err;
     char skills[4200];
     snprintf(skills, sizeof skills, "%s/" DT_SKILLS_DIR, st->cfg.workspace);
-    if ((rc = dt_shared_dir(sb, call, skills, 0555)) != SBX_OK)
+    if ((rc = daytona_shared_dir(sb, call, skills, 0555)) != SBX_OK)
         goto done;
     struct sbxp_fd_source fs;
     struct sbx_source src = sbxp_fd_source(&fs, out, (int64_t)len);
-    rc = dt_tb_upload(sb, call, tarpath, &src, &err);
+    rc = daytona_tb_upload(sb, call, tarpath, &src, &err);
     if (rc != SBX_OK) {
-        rc = dt_tb_report(sb, call, &err, "skill_install %s: uploading", name);
-        dt_tb_remove(sb, NULL, tarpath, 0, &err);
+        rc = daytona_tb_report(sb, call, &err, "skill_install %s: uploading", name);
+        daytona_tb_remove(sb, NULL, tarpath, 0, &err);
         goto done;
     }
     const char *argv[] = {"sh", "-c", PUBLISH_SH, "sbx", name, tarpath, hex, skills, NULL};
     char msg[512];
     int code = -1;
-    rc = dt_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
+    rc = daytona_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
                         sizeof msg);
-    dt_tb_remove(sb, NULL, tarpath, 0, &err);
+    daytona_tb_remove(sb, NULL, tarpath, 0, &err);
     if (rc == SBX_OK && code != 0)
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: publishing failed (exit %d): %s",
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: publishing failed (exit %d): %s",
                       name, code, msg);
 done:
     if (in >= 0)
