@@ -195,7 +195,7 @@ int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
 int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
 
 /* The handle's envd headers (routing, token, user), for a request. */
-void e2b_envd_headers(sbx_sandbox *sb, struct e2bp_headers *hs);
+void e2b_envd_headers(sbx_sandbox *sb, struct e2b_headers *hs);
 
 /* A unary RPC to envd, e.g. "filesystem.Filesystem/Stat"; retried when
  * idempotent. */

@@ -62,15 +62,15 @@ int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
     }
 }
 
-void e2b_envd_headers(sbx_sandbox *sb, struct e2bp_headers *hs)
+void e2b_envd_headers(sbx_sandbox *sb, struct e2b_headers *hs)
 {
     if (sb->route1[0])
-        e2bp_headers_add(hs, sb->route1);
+        e2b_headers_add(hs, sb->route1);
     if (sb->route2[0])
-        e2bp_headers_add(hs, sb->route2);
+        e2b_headers_add(hs, sb->route2);
     if (sb->token[0])
-        e2bp_headers_add(hs, sb->token);
-    e2bp_headers_add(hs, sb->auth);
+        e2b_headers_add(hs, sb->token);
+    e2b_headers_add(hs, sb->auth);
 }
 
 int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbxp_http_error *err)
@@ -110,15 +110,15 @@ int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object
     struct e2b_state *st = sb->st;
     struct sbxp_call_cancel c;
     sbxp_call_cancel_init(&c, st->host, call);
-    struct e2bp_headers hs = {{NULL}, 0};
+    struct e2b_headers hs = {{NULL}, 0};
     e2b_envd_headers(sb, &hs);
-    int rc = e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
+    int rc = e2b_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
                         st->cfg.connect_timeout_ms, &c.c,
                         idempotent ? &st->cfg.retry : NULL, err);
     /* The proxy's answer: the call never reached envd, so it is repeated
      * once the sandbox runs again, idempotent or not. */
     if (rc != SBX_OK && e2b_envd_resume(sb, call, err) == SBX_OK)
-        rc = e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
+        rc = e2b_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
                         st->cfg.connect_timeout_ms, &c.c,
                         idempotent ? &st->cfg.retry : NULL, err);
     return rc;

@@ -105,9 +105,9 @@ static int on_frame(void *ctx, unsigned flags, const char *payload, size_t len)
 {
     struct run *r = ctx;
     int rc;
-    if (!(flags & E2BP_FLAG_END) && fast_data(r, payload, len, &rc))
+    if (!(flags & E2B_FLAG_END) && fast_data(r, payload, len, &rc))
         return rc;
-    json_object *msg = e2bp_json_parse(payload, len);
+    json_object *msg = e2b_json_parse(payload, len);
     if (!msg)
         return SBX_E_PROTOCOL;
     rc = on_event(r, flags, msg);
@@ -117,7 +117,7 @@ static int on_frame(void *ctx, unsigned flags, const char *payload, size_t len)
 
 static int on_event(struct run *r, unsigned flags, json_object *msg)
 {
-    if (flags & E2BP_FLAG_END) {
+    if (flags & E2B_FLAG_END) {
         r->stream_end = 1;
         json_object *e = sbxp_json_obj(msg, "error");
         if (e) {
@@ -318,21 +318,21 @@ static int start_failure(struct run *r)
         return e2b_error(st, r->call, SBX_E_NO_COMMAND, "%s: exec: %s", st->cfg.provider, m);
     if (strstr(m, "permission denied") || strstr(m, "exec format error"))
         return e2b_error(st, r->call, SBX_E_NOT_EXEC, "%s: exec: %s", st->cfg.provider, m);
-    return e2b_error(st, r->call, e2bp_code_status(r->err_code), "%s: exec: envd: %s: %s",
+    return e2b_error(st, r->call, e2b_code_status(r->err_code), "%s: exec: envd: %s: %s",
                      st->cfg.provider, r->err_code, m);
 }
 
 /* The body sink of the Start stream: bytes into the envelope decoder. */
 struct frame_sink {
     struct run *r;
-    struct e2bp_frames fr;
+    struct e2b_frames fr;
     int status; /* the decoder's failure, SBX_E_PROTOCOL etc. */
 };
 
 static int frame_write(void *ctx, const void *buf, size_t len)
 {
     struct frame_sink *fs = ctx;
-    int rc = e2bp_frames_feed(&fs->fr, buf, len, on_frame, fs->r);
+    int rc = e2b_frames_feed(&fs->fr, buf, len, on_frame, fs->r);
     if (rc == SBX_OK && fs->r->sink_rc)
         rc = fs->r->sink_rc; /* a caller's sink stopped: stop the transfer */
     if (rc != SBX_OK && !fs->r->sink_rc)
@@ -350,7 +350,7 @@ static int pump(struct run *r, sbxp_http_xfer *x, int64_t timeout_ms, int *timed
 {
     struct e2b_state *st = r->sb->st;
     struct frame_sink fs = {r, {{0}, 0, NULL, 0, 0, 0, 0}, 0};
-    e2bp_frames_init(&fs.fr);
+    e2b_frames_init(&fs.fr);
     struct sbx_sink sink = SBX_SINK_INIT(&fs, frame_write);
     int rc = SBX_OK, killed = 0;
     if (timeout_ms > 0)
@@ -360,7 +360,7 @@ static int pump(struct run *r, sbxp_http_xfer *x, int64_t timeout_ms, int *timed
         memset(&err, 0, sizeof err);
         int s = sbxp_http_xfer_pump(x, &sink, &err);
         if (s == SBX_OK) {
-            if (e2bp_frames_partial(&fs.fr))
+            if (e2b_frames_partial(&fs.fr))
                 rc = e2b_error(st, r->call, SBX_E_PROTOCOL,
                                "%s: exec: the output stream of %s ended inside an envelope",
                                st->cfg.provider, r->sb->id);
@@ -406,7 +406,7 @@ static int pump(struct run *r, sbxp_http_xfer *x, int64_t timeout_ms, int *timed
             kill_process(r, NULL);
         break;
     }
-    e2bp_frames_free(&fs.fr);
+    e2b_frames_free(&fs.fr);
     return rc;
 }
 
@@ -426,10 +426,10 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     r.token = token;
     r.in = args->in;
     r.stop_pipe[0] = r.stop_pipe[1] = -1;
-    r.dec = malloc(E2BP_FRAME_MAX);
+    r.dec = malloc(E2B_FRAME_MAX);
     json_object *body = start_body(args, cwd, args->in != NULL, token);
     size_t blen = 0;
-    unsigned char *env = body ? e2bp_envelope(body, 0, &blen) : NULL;
+    unsigned char *env = body ? e2b_envelope(body, 0, &blen) : NULL;
     json_object_put(body);
     if (!r.dec || !env) {
         free(r.dec);
@@ -440,21 +440,21 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     pthread_cond_init(&r.cv, NULL);
 
     char deadline[64] = "";
-    struct e2bp_headers hs = {{NULL}, 0};
-    e2bp_headers_add(&hs, "Connect-Protocol-Version: 1");
+    struct e2b_headers hs = {{NULL}, 0};
+    e2b_headers_add(&hs, "Connect-Protocol-Version: 1");
     /* Keepalives come often enough to extend the TTL in time during a long
      * command (e2b_keep_alive extends once half of it has passed). */
     char ka[64];
     int64_t ka_s = st->cfg.lifetime_s / 4;
     snprintf(ka, sizeof ka, "Keepalive-Ping-Interval: %lld",
              (long long)(ka_s < 1 ? 1 : ka_s > 50 ? 50 : ka_s));
-    e2bp_headers_add(&hs, ka);
+    e2b_headers_add(&hs, ka);
     if (args->timeout_ms > 0) {
         /* envd's deadline is the backstop: exec's own timer fires first,
          * while the command still lives and its tree can be found. */
         snprintf(deadline, sizeof deadline, "Connect-Timeout-Ms: %lld",
                  (long long)args->timeout_ms + ENVD_DEADLINE_SLACK_MS);
-        e2bp_headers_add(&hs, deadline);
+        e2b_headers_add(&hs, deadline);
     }
     /* Another user than the configured one: its own basic auth line. */
     char auth[200] = "";
@@ -464,10 +464,10 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         sbxp_b64_encode(up, strlen(up), b64);
         snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
     }
-    struct e2bp_headers all = {{NULL}, 0};
+    struct e2b_headers all = {{NULL}, 0};
     e2b_envd_headers(sb, &all);
     for (size_t i = 0; i < all.n; i++)
-        e2bp_headers_add(&hs, user && all.v[i] == sb->auth ? auth : all.v[i]);
+        e2b_headers_add(&hs, user && all.v[i] == sb->auth ? auth : all.v[i]);
     struct sbxp_call_cancel c;
     sbxp_call_cancel_init(&c, st->host, call);
     struct sbxp_http_request req;

@@ -52,7 +52,7 @@ static char *files_path(const char *abs, const char *user)
 
 /* A /files request with the handle's headers. */
 static void files_request(sbx_sandbox *sb, struct sbxp_http_request *req,
-                          struct e2bp_headers *hs, struct sbxp_call_cancel *c, const char *method,
+                          struct e2b_headers *hs, struct sbxp_call_cancel *c, const char *method,
                           const char *path)
 {
     memset(req, 0, sizeof *req);
@@ -91,7 +91,7 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     }
     struct sbxp_call_cancel c;
     sbxp_call_cancel_init(&c, st->host, call);
-    struct e2bp_headers hs = {{NULL}, 0};
+    struct e2b_headers hs = {{NULL}, 0};
     struct sbxp_http_request req;
     files_request(sb, &req, &hs, &c, "GET", rp);
     sbxp_http_error err;
@@ -154,7 +154,7 @@ int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const cha
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     struct sbxp_call_cancel c;
     sbxp_call_cancel_init(&c, st->host, call);
-    struct e2bp_headers hs = {{NULL}, 0};
+    struct e2b_headers hs = {{NULL}, 0};
     struct sbxp_http_request req;
     files_request(sb, &req, &hs, &c, "POST", rp);
     req.content_type = "application/octet-stream";
