@@ -20,7 +20,7 @@ int sbxp_api_json(const struct sbxp_api *api, sbx_call *call, const char *method
                                    .connect_timeout_ms = api->connect_timeout_ms,
                                    .cancel = &c.c};
     return sbxp_http_json_retry(api->http, &req, body, out, NULL, err,
-                               idempotent ? api->retry : NULL);
+                                idempotent ? api->retry : NULL);
 }
 
 int sbxp_api_path(char *buf, size_t cap, const char *prefix, const char *id,

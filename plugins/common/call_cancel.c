@@ -10,7 +10,7 @@ static int cancel_check(void *ctx)
 }
 
 void sbxp_call_cancel_init(struct sbxp_call_cancel *c, const struct sbx_host *host,
-                          sbx_call *call)
+                           sbx_call *call)
 {
     c->host = host;
     c->call = call;

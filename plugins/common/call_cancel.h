@@ -18,6 +18,6 @@ struct sbxp_call_cancel {
 
 /* call may be NULL (cleanup that must run even after a cancellation). */
 void sbxp_call_cancel_init(struct sbxp_call_cancel *c, const struct sbx_host *host,
-                          sbx_call *call);
+                           sbx_call *call);
 
 #endif /* SBXP_CALL_CANCEL_H */

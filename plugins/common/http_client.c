@@ -165,8 +165,8 @@ int sbxp_http_new(const char *endpoint, sbxp_http **out, sbxp_http_error *err)
             free(h->endpoint);
             free(h);
             return sbxp_http_fail(err, SBX_E_CONFIG,
-                                 "endpoint %s: unix socket path must be absolute",
-                                 endpoint);
+                                  "endpoint %s: unix socket path must be absolute",
+                                  endpoint);
         }
         h->unix_path = strdup(p);
         h->base_url = strdup("http://localhost");
@@ -177,7 +177,7 @@ int sbxp_http_new(const char *endpoint, sbxp_http **out, sbxp_http_error *err)
             free(h->endpoint);
             free(h);
             return sbxp_http_fail(err, SBX_E_CONFIG,
-                                 "endpoint %s: expected tcp://host:port", endpoint);
+                                  "endpoint %s: expected tcp://host:port", endpoint);
         }
         size_t len = strlen("http://") + n + 1;
         h->base_url = malloc(len);
@@ -195,9 +195,9 @@ int sbxp_http_new(const char *endpoint, sbxp_http **out, sbxp_http_error *err)
         free(h->endpoint);
         free(h);
         return sbxp_http_fail(err, SBX_E_CONFIG,
-                             "endpoint %s: unsupported scheme (use unix://, "
-                             "tcp://, http:// or https://)",
-                             endpoint);
+                              "endpoint %s: unsupported scheme (use unix://, "
+                              "tcp://, http:// or https://)",
+                              endpoint);
     }
     if (!h->base_url || (strncmp(endpoint, "unix://", 7) == 0 && !h->unix_path))
         goto nomem;
@@ -521,7 +521,7 @@ static int fail_http(struct sbxp_http_xfer *x, sbxp_http_error *err)
         err->http_status = x->http_status;
     }
     return sbxp_http_fail(err, st, "%s: HTTP %ld%s%s", what, x->http_status,
-                         text[0] ? ": " : "", text);
+                          text[0] ? ": " : "", text);
 }
 
 static int fail_curl(struct sbxp_http_xfer *x, CURLcode rc, sbxp_http_error *err)
@@ -535,9 +535,9 @@ static int fail_curl(struct sbxp_http_xfer *x, CURLcode rc, sbxp_http_error *err
         }
         if (x->cb_is_source)
             return sbxp_http_fail(err, x->cb_status,
-                                 "%s: reading the request body failed", what);
+                                  "%s: reading the request body failed", what);
         return sbxp_http_fail(err, x->cb_status, "%s: stopped by the receiver (%s)",
-                             what, sbx_strerror((sbx_status)x->cb_status));
+                              what, sbx_strerror((sbx_status)x->cb_status));
     }
     long oserr = 0;
     curl_easy_getinfo(x->s->easy, CURLINFO_OS_ERRNO, &oserr);
@@ -550,47 +550,47 @@ static int fail_curl(struct sbxp_http_xfer *x, CURLcode rc, sbxp_http_error *err
     case CURLE_COULDNT_CONNECT:
         if (oserr == EACCES || oserr == EPERM)
             return sbxp_http_fail(err, SBX_E_DENIED,
-                                 "%s: permission denied connecting to %s", what,
-                                 where);
+                                  "%s: permission denied connecting to %s", what,
+                                  where);
         return sbxp_http_fail(err, SBX_E_UNAVAILABLE, "%s: cannot connect to %s: %s",
-                             what, where,
-                             oserr ? strerror((int)oserr) : curl_easy_strerror(rc));
+                              what, where,
+                              oserr ? strerror((int)oserr) : curl_easy_strerror(rc));
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
         return sbxp_http_fail(err, SBX_E_UNAVAILABLE, "%s: cannot resolve %s", what,
-                             where);
+                              where);
     case CURLE_OPERATION_TIMEDOUT:
         return sbxp_http_fail(err, SBX_E_TIMEOUT, "%s: %s timed out", what, where);
     case CURLE_GOT_NOTHING:
     case CURLE_SEND_ERROR:
         return sbxp_http_fail(err, SBX_E_UNAVAILABLE,
-                             "%s: %s closed the connection without answering", what,
-                             where);
+                              "%s: %s closed the connection without answering", what,
+                              where);
     case CURLE_RECV_ERROR:
         if (!x->headers_done)
             return sbxp_http_fail(err, SBX_E_UNAVAILABLE,
-                                 "%s: %s closed the connection without answering",
-                                 what, where);
+                                  "%s: %s closed the connection without answering",
+                                  what, where);
         return sbxp_http_fail(err, SBX_E_PROTOCOL,
-                             "%s: the response from %s was cut short (%s)", what,
-                             where, curl_easy_strerror(rc));
+                              "%s: the response from %s was cut short (%s)", what,
+                              where, curl_easy_strerror(rc));
     case CURLE_PARTIAL_FILE:
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_HTTP2:
     case CURLE_BAD_CONTENT_ENCODING:
         return sbxp_http_fail(err, SBX_E_PROTOCOL, "%s: bad or truncated response from %s: %s",
-                             what, where, curl_easy_strerror(rc));
+                              what, where, curl_easy_strerror(rc));
     case CURLE_OUT_OF_MEMORY:
         return sbxp_http_fail(err, SBX_E_NOMEM, "%s: out of memory", what);
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CONNECT_ERROR:
         return sbxp_http_fail(err, SBX_E_UNAVAILABLE, "%s: TLS with %s failed: %s",
-                             what, where, curl_easy_strerror(rc));
+                              what, where, curl_easy_strerror(rc));
     default:
         break;
     }
     return sbxp_http_fail(err, SBX_E_IO, "%s: %s: %s", what, where,
-                         curl_easy_strerror(rc));
+                          curl_easy_strerror(rc));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -638,7 +638,7 @@ static int drive(struct sbxp_http_xfer *x, enum until u, sbxp_http_error *err)
         CURLMcode mc = curl_multi_perform(x->s->multi, &running);
         if (mc != CURLM_OK)
             return sbxp_http_fail(err, SBX_E_INTERNAL, "curl_multi_perform: %s",
-                                 curl_multi_strerror(mc));
+                                  curl_multi_strerror(mc));
         collect_done(x);
         if (reached(x, u))
             return SBX_OK;
@@ -665,9 +665,9 @@ static int drive(struct sbxp_http_xfer *x, enum until u, sbxp_http_error *err)
                 char what[256];
                 describe(x, what, sizeof what);
                 return sbxp_http_fail(err, SBX_E_TIMEOUT,
-                                     "%s: %s sent and accepted nothing for %lld ms",
-                                     what, x->h->endpoint,
-                                     (long long)x->req->stall_timeout_ms);
+                                      "%s: %s sent and accepted nothing for %lld ms",
+                                      what, x->h->endpoint,
+                                      (long long)x->req->stall_timeout_ms);
             }
             if (left_ms < wait)
                 wait = (int)left_ms;
@@ -682,7 +682,7 @@ static int drive(struct sbxp_http_xfer *x, enum until u, sbxp_http_error *err)
         mc = curl_multi_poll(x->s->multi, nextra ? &extra : NULL, nextra, wait, NULL);
         if (mc != CURLM_OK)
             return sbxp_http_fail(err, SBX_E_INTERNAL, "curl_multi_poll: %s",
-                                 curl_multi_strerror(mc));
+                                  curl_multi_strerror(mc));
     }
 }
 
@@ -775,7 +775,7 @@ static int finish_result(struct sbxp_http_xfer *x, sbxp_http_error *err)
 }
 
 int sbxp_http_start(sbxp_http *h, const struct sbxp_http_request *req,
-                   sbxp_http_xfer **out, sbxp_http_error *err)
+                    sbxp_http_xfer **out, sbxp_http_error *err)
 {
     *out = NULL;
     if (err)
@@ -811,7 +811,7 @@ int sbxp_http_start(sbxp_http *h, const struct sbxp_http_request *req,
     }
     if (rc == SBX_OK && !x->headers_done)
         rc = sbxp_http_fail(err, SBX_E_PROTOCOL, "%s %s: no response from %s",
-                           req->method, req->path, h->endpoint);
+                            req->method, req->path, h->endpoint);
     if (rc != SBX_OK) {
         sbxp_http_xfer_free(x);
         return rc;
@@ -835,7 +835,7 @@ int sbxp_http_xfer_socket(const sbxp_http_xfer *x)
 }
 
 int sbxp_http_xfer_read(sbxp_http_xfer *x, void *buf, size_t cap, size_t *got,
-                       sbxp_http_error *err)
+                        sbxp_http_error *err)
 {
     *got = 0;
     if (x->pend_len == x->pend_off) {
@@ -863,7 +863,7 @@ int sbxp_http_xfer_read(sbxp_http_xfer *x, void *buf, size_t cap, size_t *got,
 }
 
 int sbxp_http_xfer_pump(sbxp_http_xfer *x, const struct sbx_sink *sink,
-                       sbxp_http_error *err)
+                        sbxp_http_error *err)
 {
     /* hand over what was parked while the headers arrived */
     if (x->pend_len > x->pend_off && sink && sink->write) {
@@ -912,8 +912,8 @@ void sbxp_http_xfer_free(sbxp_http_xfer *x)
 }
 
 int sbxp_http_request(sbxp_http *h, const struct sbxp_http_request *req,
-                     const struct sbx_sink *sink, long *http_status,
-                     sbxp_http_error *err)
+                      const struct sbx_sink *sink, long *http_status,
+                      sbxp_http_error *err)
 {
     sbxp_http_xfer *x = NULL;
     int rc = sbxp_http_start(h, req, &x, err);

@@ -119,7 +119,7 @@ const char *sbxp_http_endpoint(const sbxp_http *h);
  * transfer with sbxp_http_xfer_free.
  */
 int sbxp_http_start(sbxp_http *h, const struct sbxp_http_request *req,
-                   sbxp_http_xfer **out, sbxp_http_error *err);
+                    sbxp_http_xfer **out, sbxp_http_error *err);
 
 /* HTTP status of a started transfer. */
 long sbxp_http_xfer_status(const sbxp_http_xfer *x);
@@ -130,12 +130,12 @@ long sbxp_http_xfer_status(const sbxp_http_xfer *x);
  * (a body cut short is SBX_E_PROTOCOL).
  */
 int sbxp_http_xfer_read(sbxp_http_xfer *x, void *buf, size_t cap, size_t *got,
-                       sbxp_http_error *err);
+                        sbxp_http_error *err);
 
 /* Push the rest of the response body into sink (NULL: discard) as it
  * arrives, until the transfer completes. */
 int sbxp_http_xfer_pump(sbxp_http_xfer *x, const struct sbx_sink *sink,
-                       sbxp_http_error *err);
+                        sbxp_http_error *err);
 
 /* The socket of a hijacked transfer (request.hijack), or -1. Valid until
  * sbxp_http_xfer_free; write to it with send(MSG_NOSIGNAL) and shutdown its
@@ -154,8 +154,8 @@ void sbxp_http_xfer_free(sbxp_http_xfer *x);
  * it), wait for completion. *http_status (may be NULL) receives the status.
  */
 int sbxp_http_request(sbxp_http *h, const struct sbxp_http_request *req,
-                     const struct sbx_sink *sink, long *http_status,
-                     sbxp_http_error *err);
+                      const struct sbx_sink *sink, long *http_status,
+                      sbxp_http_error *err);
 
 /* The sbx_status an HTTP status maps to (SBX_OK below 400). */
 int sbxp_http_status_map(long http_status);

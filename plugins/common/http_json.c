@@ -112,7 +112,7 @@ static int protocol_error(const struct sbxp_http_request *req, int bad,
     if (err)
         err->from_callback = 0;
     return sbxp_http_fail(err, SBX_E_PROTOCOL, "%s %.*s: response body is %s",
-                         req->method, (int)plen, req->path, why);
+                          req->method, (int)plen, req->path, why);
 }
 
 static int run(sbxp_http *h, const struct sbxp_http_request *req,
@@ -135,7 +135,7 @@ static int run(sbxp_http *h, const struct sbxp_http_request *req,
 }
 
 int sbxp_http_json(sbxp_http *h, const struct sbxp_http_request *req,
-                  json_object **out, long *http_status, sbxp_http_error *err)
+                   json_object **out, long *http_status, sbxp_http_error *err)
 {
     struct json_acc a = {0};
     *out = NULL;
@@ -149,8 +149,8 @@ int sbxp_http_json(sbxp_http *h, const struct sbxp_http_request *req,
 }
 
 int sbxp_http_json_body(sbxp_http *h, const struct sbxp_http_request *req,
-                       json_object *body, json_object **out, long *http_status,
-                       sbxp_http_error *err)
+                        json_object *body, json_object **out, long *http_status,
+                        sbxp_http_error *err)
 {
     struct sbxp_http_request r = *req;
     if (body) {
@@ -167,8 +167,8 @@ int sbxp_http_json_body(sbxp_http *h, const struct sbxp_http_request *req,
 }
 
 int sbxp_http_json_each(sbxp_http *h, const struct sbxp_http_request *req,
-                       int (*fn)(void *ctx, json_object *value), void *ctx,
-                       sbxp_http_error *err)
+                        int (*fn)(void *ctx, json_object *value), void *ctx,
+                        sbxp_http_error *err)
 {
     struct json_acc a = {0};
     a.fn = fn;

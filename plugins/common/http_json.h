@@ -27,15 +27,15 @@ extern "C" {
  * SBX_E_PROTOCOL. *http_status (may be NULL) receives the status.
  */
 int sbxp_http_json(sbxp_http *h, const struct sbxp_http_request *req,
-                  json_object **out, long *http_status, sbxp_http_error *err);
+                   json_object **out, long *http_status, sbxp_http_error *err);
 
 /*
  * Serialize `body` (borrowed; NULL sends no body) as the request's JSON body
  * and run sbxp_http_json. The request struct is copied, not modified.
  */
 int sbxp_http_json_body(sbxp_http *h, const struct sbxp_http_request *req,
-                       json_object *body, json_object **out, long *http_status,
-                       sbxp_http_error *err);
+                        json_object *body, json_object **out, long *http_status,
+                        sbxp_http_error *err);
 
 /*
  * Run a request whose response is a stream of JSON values (newline
@@ -45,8 +45,8 @@ int sbxp_http_json_body(sbxp_http *h, const struct sbxp_http_request *req,
  * owns the message). Each value is bounded by SBXP_HTTP_JSON_MAX.
  */
 int sbxp_http_json_each(sbxp_http *h, const struct sbxp_http_request *req,
-                       int (*fn)(void *ctx, json_object *value), void *ctx,
-                       sbxp_http_error *err);
+                        int (*fn)(void *ctx, json_object *value), void *ctx,
+                        sbxp_http_error *err);
 
 /* Convenience getters: NULL/0/def when the member is absent or of another
  * type. Strings are borrowed from obj. */

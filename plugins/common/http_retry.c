@@ -86,7 +86,7 @@ int sbxp_http_json_retry(sbxp_http *h, const struct sbxp_http_request *req,
         if (sbxp_http_backoff(r, a, req->cancel) != SBX_OK) {
             *err = keep;
             return sbxp_http_fail(err, SBX_E_CANCELLED, "cancelled while retrying: %s",
-                                 keep.message);
+                                  keep.message);
         }
     }
 }

@@ -69,8 +69,8 @@
 #define rm_error(m, call, ...) sbxp_call_error((m)->host, (call), __VA_ARGS__)
 
 void sbxp_rmem_init(struct sbxp_rmem *m, const struct sbx_host *host, const char *provider,
-                   const char *state_dir, const char *id, const struct sbxp_rmem_ops *ops,
-                   void *ctx)
+                    const char *state_dir, const char *id, const struct sbxp_rmem_ops *ops,
+                    void *ctx)
 {
     memset(m, 0, sizeof *m);
     m->host = host;
@@ -82,7 +82,7 @@ void sbxp_rmem_init(struct sbxp_rmem *m, const struct sbx_host *host, const char
 }
 
 int sbxp_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *provider,
-                       const char *configured, char **out)
+                        const char *configured, char **out)
 {
     char def[4096];
     const char *sd = configured;
@@ -105,7 +105,7 @@ int sbxp_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char 
 }
 
 int sbxp_rmem_script(struct sbxp_rmem *m, sbx_call *call, const char *what,
-                    const char *const *argv)
+                     const char *const *argv)
 {
     char msg[512];
     int code = -1;
@@ -349,7 +349,8 @@ void sbxp_rmem_free(struct sbxp_rmem *m)
     m->n = 0;
 }
 
-static struct sbxp_rmem_attachment *memory_find(struct sbxp_rmem *m, sbx_call *call, const char *slug)
+static struct sbxp_rmem_attachment *memory_find(struct sbxp_rmem *m, sbx_call *call,
+                                                const char *slug)
 {
     for (size_t i = 0; i < m->n; i++)
         if (slug && strcmp(m->v[i].slug, slug) == 0)
@@ -450,7 +451,7 @@ int sbxp_rmem_open(struct sbxp_rmem *m, sbx_call *call)
 }
 
 void sbxp_rmem_forget(const struct sbx_host *host, const char *provider, const char *state_dir,
-                     const char *id)
+                      const char *id)
 {
     if (!id || !id_safe(id))
         return; /* never had a state directory */

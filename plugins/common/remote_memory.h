@@ -78,8 +78,8 @@ struct sbxp_rmem {
 
 /* Set up m (no attachments); every pointer is borrowed for m's life. */
 void sbxp_rmem_init(struct sbxp_rmem *m, const struct sbx_host *host, const char *provider,
-                   const char *state_dir, const char *id, const struct sbxp_rmem_ops *ops,
-                   void *ctx);
+                    const char *state_dir, const char *id, const struct sbxp_rmem_ops *ops,
+                    void *ctx);
 
 /* Free m's attachments (m stays usable). */
 void sbxp_rmem_free(struct sbxp_rmem *m);
@@ -94,13 +94,13 @@ int sbxp_rmem_open(struct sbxp_rmem *m, sbx_call *call);
 
 /* At destroy: remove <state_dir>/<id> (failures are logged). */
 void sbxp_rmem_forget(const struct sbx_host *host, const char *provider, const char *state_dir,
-                     const char *id);
+                      const char *id);
 
 /* The ops of the ABI (see abi/sbx/provider.h, "Memory stores"). */
 int sbxp_rmem_load(struct sbxp_rmem *m, sbx_call *call, const char *slug,
-                  const struct sbx_source *tar);
+                   const struct sbx_source *tar);
 int sbxp_rmem_diff(struct sbxp_rmem *m, sbx_call *call, const char *slug, uint32_t flags,
-                  const struct sbx_memory_changes *out);
+                   const struct sbx_memory_changes *out);
 int sbxp_rmem_accept(struct sbxp_rmem *m, sbx_call *call, const char *slug);
 
 /* Run argv through m's ops as root in "/" (120 s at most); a nonzero
@@ -108,14 +108,14 @@ int sbxp_rmem_accept(struct sbxp_rmem *m, sbx_call *call, const char *slug);
  * its stderr and exit code in the message. m needs only host, provider,
  * id, ops and ctx (no attachments). */
 int sbxp_rmem_script(struct sbxp_rmem *m, sbx_call *call, const char *what,
-                    const char *const *argv);
+                     const char *const *argv);
 
 /* The state_dir a provider uses: configured (must be absolute, at most
  * 3000 bytes: SBX_E_CONFIG naming providers.<provider>.state_dir), or
  * $XDG_STATE_HOME/sbx/<provider>, ~/.local/state/sbx/<provider>,
  * /var/lib/sbx/<provider>. *out is malloc'd. */
 int sbxp_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *provider,
-                       const char *configured, char **out);
+                        const char *configured, char **out);
 
 /*
  * SBXP_RMEM_DEFINE_OPS(prefix, member) - define the provider's three ABI

@@ -14,8 +14,8 @@
 #define sandbox_path(buf, cap, id, suffix, err) \
     sbxp_api_path((buf), (cap), "/sandbox/", (id), (suffix), (err))
 
-int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_name, json_object **out,
-               sbxp_http_error *err)
+int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_name,
+                    json_object **out, sbxp_http_error *err)
 {
     *out = NULL;
     char path[256];
@@ -33,8 +33,9 @@ int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_
     return rc;
 }
 
-int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *name, const char *key_hash,
-                  const char *spec_hash, json_object **out, sbxp_http_error *err)
+int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *name,
+                       const char *key_hash, const char *spec_hash, json_object **out,
+                       sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     json_object *labels = json_object_new_object();
@@ -73,7 +74,8 @@ int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *nam
     return rc;
 }
 
-int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
+int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id,
+                      sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "/start", err);
@@ -82,7 +84,8 @@ int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id, 
     return sbxp_api_json(&st->ctl, call, "POST", path, NULL, NULL, 1, err);
 }
 
-int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
+int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id,
+                       sbxp_http_error *err)
 {
     char path[256];
     int rc = sandbox_path(path, sizeof path, id, "", err);
@@ -118,7 +121,8 @@ static int transitional(const char *s)
     return 0;
 }
 
-int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id, json_object **out)
+int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id,
+                             json_object **out)
 {
     if (out)
         *out = NULL;
@@ -154,7 +158,7 @@ int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const cha
         } else if (!s || (!transitional(s) && !started_once)) {
             const char *why = sbxp_json_str(doc, "errorReason");
             rc = daytona_error(st, call, SBX_E_UNAVAILABLE, DT ": sandbox %s is %s%s%s", id, last,
-                          why ? ": " : "", why ? why : "");
+                               why ? ": " : "", why ? why : "");
             json_object_put(doc);
             return rc;
         }
@@ -162,11 +166,11 @@ int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const cha
         int64_t left = end - sbxs_now_ms();
         if (left <= 0)
             return daytona_error(st, call, SBX_E_TIMEOUT,
-                            DT ": sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
-                            last, (long long)st->cfg.start_timeout_ms);
+                                 DT ": sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
+                                 last, (long long)st->cfg.start_timeout_ms);
         if (nap(st, call, wait < left ? wait : left) != SBX_OK)
             return daytona_error(st, call, SBX_E_CANCELLED,
-                            DT ": cancelled while sandbox %s was %s", id, last);
+                                 DT ": cancelled while sandbox %s was %s", id, last);
         if (wait < 1000)
             wait *= 2;
     }
@@ -194,8 +198,8 @@ int daytona_api_wait_gone(struct daytona_state *st, sbx_call *call, const char *
         int64_t left = end - sbxs_now_ms();
         if (left <= 0)
             return daytona_error(st, call, SBX_E_TIMEOUT,
-                            DT ": sandbox %s is still %s %lld ms after its deletion", id, last,
-                            (long long)st->cfg.start_timeout_ms);
+                                 DT ": sandbox %s is still %s %lld ms after its deletion", id, last,
+                                 (long long)st->cfg.start_timeout_ms);
         if (nap(st, call, wait < left ? wait : left) != SBX_OK)
             return daytona_error(st, call, SBX_E_CANCELLED, DT ": cancelled while deleting %s", id);
         if (wait < 1000)

@@ -117,24 +117,26 @@ extern const struct sbxp_reporter daytona_reporter;
 
 /* GET /sandbox/{idOrName}: the Sandbox; SBX_E_NOT_FOUND when gone. */
 int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_name,
-               json_object **out, sbxp_http_error *err);
+                    json_object **out, sbxp_http_error *err);
 
 /* POST /sandbox with the deterministic name, labels and settings. */
 int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *name,
-                  const char *key_hash, const char *spec_hash, json_object **out,
-                  sbxp_http_error *err);
+                       const char *key_hash, const char *spec_hash, json_object **out,
+                       sbxp_http_error *err);
 
 /* POST /sandbox/{id}/start (resumes a stopped or paused sandbox). */
-int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id, sbxp_http_error *err);
+int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id,
+                      sbxp_http_error *err);
 
 /* DELETE /sandbox/{id}; 404 is SBX_OK. */
-int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id, sbxp_http_error *err);
+int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id,
+                       sbxp_http_error *err);
 
 /* Poll until the sandbox is `started` (starting it when stopped, paused
  * or archived) within start_timeout_ms; *out (may be NULL) receives the
  * last Sandbox. Reports its own errors, naming the last state. */
 int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id,
-                        json_object **out);
+                             json_object **out);
 
 /* Poll until GET answers 404 (or state destroyed), bounded likewise. */
 int daytona_api_wait_gone(struct daytona_state *st, sbx_call *call, const char *id);
@@ -142,9 +144,9 @@ int daytona_api_wait_gone(struct daytona_state *st, sbx_call *call, const char *
 /* ---- lifecycle.c ------------------------------------------------------- */
 
 int daytona_create(void *state, sbx_call *call, const struct sbx_create_args *args, char *ref,
-              sbx_sandbox **out);
+                   sbx_sandbox **out);
 int daytona_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
-              sbx_sandbox **out);
+                   sbx_sandbox **out);
 int daytona_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
 const char *daytona_root(sbx_sandbox *sb);
 void daytona_release(sbx_sandbox *sb);
@@ -158,42 +160,42 @@ int daytona_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
 /* A JSON call to the toolbox at path (relative to the sandbox's base,
  * e.g. "/process/session"); body and out may be NULL. */
 int daytona_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
-               json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
-               sbxp_http_error *err);
+                    json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
+                    sbxp_http_error *err);
 
 /* A session command (POST path, body) whose answer carries stdout and
  * stderr apart, as the toolbox gives them to SDKs from 0.167.0 on. Not
  * repeated. */
 int daytona_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
-                     json_object **out, int64_t timeout_ms, sbxp_http_error *err);
+                          json_object **out, int64_t timeout_ms, sbxp_http_error *err);
 
 /* "<path>?<name>=<escaped value>[&<name2>=<escaped value2>]" (malloc'd). */
 char *daytona_tb_query(const char *path, const char *name, const char *value,
-                  const char *name2, const char *value2);
+                       const char *name2, const char *value2);
 
 /* GET /files/download?path=abs into sink. */
 int daytona_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs,
-                   const struct sbx_sink *sink, sbxp_http_error *err);
+                        const struct sbx_sink *sink, sbxp_http_error *err);
 
 /* POST /files/upload?path=abs, multipart field "file" streamed from src. */
 int daytona_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
-                 const struct sbx_source *src, sbxp_http_error *err);
+                      const struct sbx_source *src, sbxp_http_error *err);
 
 /* POST /files/folder?path=abs&mode=<octal> (parents too; existing is fine). */
 int daytona_tb_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbxp_http_error *err);
+                     sbxp_http_error *err);
 
 /* POST /files/permissions?path=abs&mode=<octal>. */
 int daytona_tb_chmod(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbxp_http_error *err);
+                     sbxp_http_error *err);
 
 /* POST /files/move?source=&destination= (rename over the destination). */
 int daytona_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
-               sbxp_http_error *err);
+                    sbxp_http_error *err);
 
 /* DELETE /files?path=abs[&recursive=true]; missing is SBX_OK. */
 int daytona_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
-                 sbxp_http_error *err);
+                      sbxp_http_error *err);
 
 /* POST /process/session {sessionId: sid} (a retry finding it made is
  * fine); reports its own errors, naming the command `what`. */
@@ -213,28 +215,28 @@ int daytona_tb_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, con
 /* ---- exec.c ------------------------------------------------------------ */
 
 int daytona_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
-            struct sbx_exec_result *res);
+                 struct sbx_exec_result *res);
 
 /* Run argv in the absolute directory cwd (NULL: the workspace), stdout to
  * out (NULL: discarded, and the command runs as daytona_exec_small), up to
  * cap-1 bytes of stderr kept in msg; *exit_code is 128+N after a death by
  * signal N. timeout 0: none. call may be NULL. */
 int daytona_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
-                   const char *const *argv, const struct sbx_sink *out, int64_t timeout_ms,
-                   int *exit_code, char *msg, size_t cap);
+                        const char *const *argv, const struct sbx_sink *out, int64_t timeout_ms,
+                        int *exit_code, char *msg, size_t cap);
 
 /* SBX_E_INVALID (reported) when the cwd, an argument or an environment
  * entry is not valid UTF-8: commands travel as JSON text. */
 int daytona_exec_check_text(struct daytona_state *st, sbx_call *call, const char *cwd,
-                       const char *const *argv, const char *const *env);
+                            const char *const *argv, const char *const *env);
 
 /* ---- exec_stdin.c ------------------------------------------------------ */
 
 /* Feed a running command's stdin from in through files of dir (see
  * exec_stdin.c). */
 struct daytona_feed;
-int daytona_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in, const char *dir,
-                  struct daytona_feed **out);
+int daytona_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in,
+                       const char *dir, struct daytona_feed **out);
 
 /* Stop feeding and free f (NULL is ignored); 1 when the source failed
  * (it has set the call's error), else 0. */
@@ -248,8 +250,8 @@ int daytona_feed_stop(struct daytona_feed *f);
  * the call) when stdout did not fit, was not valid UTF-8 or the toolbox
  * did not split it: then use daytona_exec_helper, which is byte-exact. */
 int daytona_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
-                  int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
-                  size_t cap);
+                       int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
+                       size_t cap);
 
 /* ---- paths.c ----------------------------------------------------------- */
 
@@ -262,7 +264,7 @@ enum daytona_ftype { DT_FT_NONE = 0, DT_FT_FILE, DT_FT_DIR, DT_FT_OTHER };
  * the final entry's type. allow_root lets "" mean the root itself.
  */
 int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
-               int allow_root, char **abs, int *type);
+                    int allow_root, char **abs, int *type);
 
 /* Quote s for a POSIX shell and append it to *buf (grown), after a space
  * unless *buf is empty. 0, or -1 when out of memory. */
@@ -271,9 +273,9 @@ int daytona_sh_quote(char **buf, size_t *len, size_t *cap, const char *s);
 /* ---- files.c ----------------------------------------------------------- */
 
 int daytona_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
-                 const struct sbx_sink *sink);
+                      const struct sbx_sink *sink);
 int daytona_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
-                  const struct sbx_source *src, unsigned mode);
+                       const struct sbx_source *src, unsigned mode);
 
 /* ---- outputs.c / skills.c ---------------------------------------------- */
 
@@ -284,16 +286,16 @@ int daytona_shared_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigne
 int daytona_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
 int daytona_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
 int daytona_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
-                     const struct sbx_blob *bundle);
+                          const struct sbx_blob *bundle);
 
 /* ---- memory.c ---------------------------------------------------------- */
 
 /* At create (args set) or attach (args NULL): the memory attachments. */
 int daytona_memory_setup(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args);
 int daytona_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
-                   const struct sbx_source *tar);
+                        const struct sbx_source *tar);
 int daytona_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
-                   const struct sbx_memory_changes *out);
+                        const struct sbx_memory_changes *out);
 int daytona_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug);
 
 #endif /* SBX_DAYTONA_H */

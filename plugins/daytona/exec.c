@@ -127,22 +127,22 @@ fail:
 /* Commands travel as JSON text, which cannot carry bytes that are not
  * UTF-8 (the service would replace them): refuse those up front. */
 int daytona_exec_check_text(struct daytona_state *st, sbx_call *call, const char *cwd,
-                       const char *const *argv, const char *const *env)
+                            const char *const *argv, const char *const *env)
 {
     if (cwd && !sbxs_utf8_valid(cwd, strlen(cwd)))
         return daytona_error(st, call, SBX_E_INVALID,
-                        DT ": exec: the working directory is not valid UTF-8 (the toolbox "
+                             DT ": exec: the working directory is not valid UTF-8 (the toolbox "
                            "takes commands as JSON text)");
     for (size_t i = 0; argv[i]; i++)
         if (!sbxs_utf8_valid(argv[i], strlen(argv[i])))
             return daytona_error(st, call, SBX_E_INVALID,
-                            DT ": exec: argument %zu is not valid UTF-8 (the toolbox takes "
+                                 DT ": exec: argument %zu is not valid UTF-8 (the toolbox takes "
                                "commands as JSON text)",
                             i);
     for (size_t i = 0; env && env[i]; i++)
         if (!sbxs_utf8_valid(env[i], strlen(env[i])))
             return daytona_error(st, call, SBX_E_INVALID,
-                            DT ": exec: environment entry %zu is not valid UTF-8 (the toolbox "
+                                 DT ": exec: environment entry %zu is not valid UTF-8 (the toolbox "
                                "takes commands as JSON text)",
                             i);
     return SBX_OK;
@@ -180,7 +180,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     snprintf(path, sizeof path, "/process/session/%s/exec", sid);
     json_object *doc = NULL;
     int xrc = daytona_tb_json(sb, call, "POST", path, body, &doc, 0,
-                         args->timeout_ms > 0 ? args->timeout_ms : 0, &err);
+                              args->timeout_ms > 0 ? args->timeout_ms : 0, &err);
     json_object_put(body);
     int timed_out = 0, code = -1;
     if (xrc == SBX_OK) {
@@ -188,7 +188,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         if (!doc || !json_object_object_get_ex(doc, "exitCode", &ec) ||
             !json_object_is_type(ec, json_type_int))
             rc = daytona_error(st, call, SBX_E_PROTOCOL,
-                          DT ": exec: the session answered without an exit code");
+                               DT ": exec: the session answered without an exit code");
         else
             code = json_object_get_int(ec);
     } else if (xrc == SBX_E_TIMEOUT && args->timeout_ms > 0 && err.http_status == 0) {
@@ -245,7 +245,7 @@ out:
 }
 
 int daytona_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
-            struct sbx_exec_result *res)
+                 struct sbx_exec_result *res)
 {
     struct daytona_state *st = sb->st;
     if (!args->argv || !args->argv[0] || !args->argv[0][0])
@@ -259,7 +259,7 @@ int daytona_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *ar
         if (type != DT_FT_DIR) {
             free(cwd);
             return daytona_error(st, call, SBX_E_INVALID, DT ": exec: cwd %s is not a directory",
-                            args->cwd);
+                                 args->cwd);
         }
     }
     uint32_t size = res->size;
@@ -271,12 +271,12 @@ int daytona_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *ar
 }
 
 int daytona_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
-                   const struct sbx_sink *out, int64_t timeout_ms, int *exit_code, char *msg,
-                   size_t cap)
+                        const struct sbx_sink *out, int64_t timeout_ms, int *exit_code, char *msg,
+                        size_t cap)
 {
     if (!out) /* nothing to stream: the light way */
         return daytona_exec_small(sb, call, cwd ? cwd : sb->st->cfg.workspace, argv, timeout_ms,
-                             exit_code, NULL, 0, msg, cap);
+                                  exit_code, NULL, 0, msg, cap);
     struct sbxp_helper_exec h;
     sbxp_helper_exec_init(&h, argv, out, timeout_ms, msg, cap);
     int rc = run_command(sb, call, &h.args, cwd ? cwd : sb->st->cfg.workspace, &h.res);

@@ -29,8 +29,8 @@ static int text_member(json_object *doc, const char *key, char *buf, size_t cap)
 }
 
 int daytona_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
-                  int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
-                  size_t cap)
+                       int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
+                       size_t cap)
 {
     struct daytona_state *st = sb->st;
     char hex[25], sid[40];
@@ -73,7 +73,7 @@ int daytona_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const c
     if (rc == SBX_E_TIMEOUT && err.http_status == 0) {
         json_object_put(doc);
         return daytona_error(st, call, SBX_E_TIMEOUT, DT ": %s timed out in sandbox %s", argv[0],
-                        sb->id);
+                             sb->id);
     }
     if (rc != SBX_OK) {
         json_object_put(doc);

@@ -72,8 +72,8 @@ static int readable(struct daytona_feed *f, int wait_ms)
 }
 
 /* Upload len bytes as <dir>/<name>, complete before it is visible. */
-static int put_chunk(struct daytona_feed *f, const unsigned char *data, size_t len, const char *name,
-                     int seq)
+static int put_chunk(struct daytona_feed *f, const unsigned char *data, size_t len,
+                     const char *name, int seq)
 {
     char tmp[160], fin[160];
     snprintf(tmp, sizeof tmp, "%s/p.%d", f->dir, seq);
@@ -138,9 +138,8 @@ static void *feeder(void *arg)
     return NULL;
 }
 
-
-int daytona_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in, const char *dir,
-                  struct daytona_feed **out)
+int daytona_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in,
+                       const char *dir, struct daytona_feed **out)
 {
     *out = NULL;
     struct daytona_feed *f = calloc(1, sizeof *f);

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int daytona_read_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struct sbx_sink *sink)
+int daytona_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                      const struct sbx_sink *sink)
 {
     struct daytona_state *st = sb->st;
     char *abs = NULL;
@@ -27,7 +28,8 @@ int daytona_read_file(sbx_sandbox *sb, sbx_call *call, const char *path, const s
     if (type == DT_FT_NONE)
         rc = daytona_error(st, call, SBX_E_NOT_FOUND, DT ": read_file: %s does not exist", path);
     else if (type != DT_FT_FILE)
-        rc = daytona_error(st, call, SBX_E_INVALID, DT ": read_file: %s is not a regular file", path);
+        rc = daytona_error(st, call, SBX_E_INVALID, DT ": read_file: %s is not a regular file",
+                           path);
     if (rc != SBX_OK) {
         free(abs);
         return rc;
@@ -55,13 +57,13 @@ static char *temp_name(const char *abs)
     return t;
 }
 
-int daytona_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struct sbx_source *src,
-                  unsigned mode)
+int daytona_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                       const struct sbx_source *src, unsigned mode)
 {
     struct daytona_state *st = sb->st;
     if (mode & ~0777u)
-        return daytona_error(st, call, SBX_E_INVALID, DT ": write_file: mode %o has bits outside 0777",
-                        mode);
+        return daytona_error(st, call, SBX_E_INVALID,
+                             DT ": write_file: mode %o has bits outside 0777", mode);
     if (mode == 0)
         mode = 0644;
     char *abs = NULL;
@@ -72,7 +74,7 @@ int daytona_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const 
     if (type != DT_FT_NONE && type != DT_FT_FILE) {
         free(abs);
         return daytona_error(st, call, SBX_E_INVALID, DT ": write_file: %s is not a regular file",
-                        path);
+                             path);
     }
     char *tmp = temp_name(abs);
     if (!tmp) {
@@ -108,10 +110,10 @@ int daytona_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const 
         char msg[256];
         int code = -1;
         rc = daytona_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
-                            sizeof msg);
+                                 sizeof msg);
         if (rc == SBX_OK && code != 0)
             rc = daytona_error(st, call, SBX_E_IO, DT ": write_file %s: renaming into place: %s",
-                          path, msg);
+                               path, msg);
         if (rc != SBX_OK)
             goto fail;
     } else if (rc != SBX_OK) {

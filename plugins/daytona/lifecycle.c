@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_ref(struct daytona_state *st, sbx_call *call, const char *ref, char *id, size_t cap)
+static int parse_ref(struct daytona_state *st, sbx_call *call, const char *ref, char *id,
+                     size_t cap)
 {
     static const char pre[] = DT ":";
     if (!ref || strncmp(ref, pre, sizeof pre - 1) != 0)
@@ -41,8 +42,8 @@ static int owned_by(json_object *sandbox, const char *key_hash)
 }
 
 /* Wait for started, then make a handle bound to the toolbox. */
-static int open_handle(struct daytona_state *st, sbx_call *call, const char *id, const char *key_hash,
-                       sbx_sandbox **out)
+static int open_handle(struct daytona_state *st, sbx_call *call, const char *id,
+                       const char *key_hash, sbx_sandbox **out)
 {
     json_object *doc = NULL;
     int rc = daytona_api_wait_started(st, call, id, &doc);
@@ -68,8 +69,8 @@ static int open_handle(struct daytona_state *st, sbx_call *call, const char *id,
 
 /* The sandbox named name: its id when it exists and is ours (SBX_OK), ""
  * when there is none, SBX_E_DENIED when another key owns the name. */
-static int find_named(struct daytona_state *st, sbx_call *call, const char *name, const char *key_hash,
-                      char *id, size_t cap)
+static int find_named(struct daytona_state *st, sbx_call *call, const char *name,
+                      const char *key_hash, char *id, size_t cap)
 {
     id[0] = '\0';
     json_object *doc = NULL;
@@ -83,12 +84,13 @@ static int find_named(struct daytona_state *st, sbx_call *call, const char *name
     if (s && (!strcmp(s, "destroyed") || !strcmp(s, "destroying"))) {
         json_object_put(doc);
         return daytona_error(st, call, SBX_E_UNAVAILABLE,
-                        DT ": the session's previous sandbox %s is still being destroyed", name);
+                             DT ": the session's previous sandbox %s is still being destroyed",
+                             name);
     }
     if (!owned_by(doc, key_hash)) {
         json_object_put(doc);
         return daytona_error(st, call, SBX_E_DENIED,
-                        DT ": a sandbox named %s exists but does not carry this session's "
+                             DT ": a sandbox named %s exists but does not carry this session's "
                            "ownership labels",
                         name);
     }
@@ -98,7 +100,7 @@ static int find_named(struct daytona_state *st, sbx_call *call, const char *name
 }
 
 int daytona_create(void *state, sbx_call *call, const struct sbx_create_args *args, char *ref,
-              sbx_sandbox **out)
+                   sbx_sandbox **out)
 {
     struct daytona_state *st = state;
     *out = NULL;
@@ -118,7 +120,7 @@ int daytona_create(void *state, sbx_call *call, const struct sbx_create_args *ar
             if (!mid || !*mid || strlen(mid) >= sizeof id) {
                 json_object_put(made);
                 return daytona_error(st, call, SBX_E_PROTOCOL,
-                                DT ": POST /sandbox answered without an id");
+                                     DT ": POST /sandbox answered without an id");
             }
             snprintf(id, sizeof id, "%s", mid);
             json_object_put(made);
@@ -163,8 +165,8 @@ int daytona_create(void *state, sbx_call *call, const struct sbx_create_args *ar
 }
 
 /* GET the sandbox of ref and check its owner. */
-static int check_owner(struct daytona_state *st, sbx_call *call, const char *ref, const char *key_hash,
-                       char *id, size_t cap)
+static int check_owner(struct daytona_state *st, sbx_call *call, const char *ref,
+                       const char *key_hash, char *id, size_t cap)
 {
     int rc = parse_ref(st, call, ref, id, cap);
     if (rc != SBX_OK)
@@ -183,13 +185,13 @@ static int check_owner(struct daytona_state *st, sbx_call *call, const char *ref
     if (gone)
         return daytona_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
     if (!mine)
-        return daytona_error(st, call, SBX_E_DENIED, DT ": sandbox %s belongs to another session key",
-                        id);
+        return daytona_error(st, call, SBX_E_DENIED,
+                             DT ": sandbox %s belongs to another session key", id);
     return SBX_OK;
 }
 
 int daytona_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
-              sbx_sandbox **out)
+                   sbx_sandbox **out)
 {
     struct daytona_state *st = state;
     *out = NULL;

@@ -34,12 +34,12 @@ int daytona_shared_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigne
     const char *argv[] = {"sh", "-c", SHARED_DIR_SH, "sbx", abs, m, NULL};
     int code = -1;
     rc = daytona_exec_helper(sb, call, "/", argv, NULL, sb->st->cfg.request_timeout_ms, &code, msg,
-                        sizeof msg);
+                             sizeof msg);
     if (rc != SBX_OK)
         return rc;
     if (code != 0)
         return daytona_error(sb->st, call, SBX_E_IO,
-                        DT ": creating %s in sandbox %s: the toolbox refused (%s) and so did "
+                             DT ": creating %s in sandbox %s: the toolbox refused (%s) and so did "
                            "the sandbox user, with and without sudo (exit %d: %s)",
                         abs, sb->id, first, code, msg);
     return SBX_OK;
@@ -60,7 +60,8 @@ int daytona_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sin
     if (rc != SBX_OK)
         return rc; /* reported (a sink's stop by the sink) */
     if (code != 0)
-        return daytona_error(sb->st, call, SBX_E_IO, DT ": exporting %s of sandbox %s: tar exit %d: %s",
-                        DT_OUTPUTS, sb->id, code, msg);
+        return daytona_error(sb->st, call, SBX_E_IO,
+                             DT ": exporting %s of sandbox %s: tar exit %d: %s", DT_OUTPUTS, sb->id,
+                             code, msg);
     return SBX_OK;
 }

@@ -77,7 +77,7 @@ static int grab_write(void *ctx, const void *data, size_t len)
 }
 
 int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
-               int allow_root, char **abs, int *type)
+                    int allow_root, char **abs, int *type)
 {
     struct daytona_state *st = sb->st;
     *abs = NULL;
@@ -89,8 +89,8 @@ int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const cha
     if (rel[0] == '/') {
         if (strncmp(rel, DT_OUTPUTS, ol) != 0 || (rel[ol] != '/' && rel[ol] != '\0'))
             return daytona_error(st, call, SBX_E_INVALID,
-                            DT ": %s: %s is absolute (paths are relative to the workspace)",
-                            what, rel);
+                                 DT ": %s: %s is absolute (paths are relative to the workspace)",
+                                 what, rel);
         root = DT_OUTPUTS;
         rel += ol;
         while (*rel == '/')
@@ -99,13 +99,13 @@ int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const cha
     if (!*rel && !allow_root)
         return daytona_error(st, call, SBX_E_INVALID, DT ": %s: empty path", what);
     if (*rel && sbxp_confine_check_path(rel) != 0)
-        return daytona_error(st, call, SBX_E_INVALID, DT ": %s: %s leads out of the workspace", what,
-                        rel);
+        return daytona_error(st, call, SBX_E_INVALID, DT ": %s: %s leads out of the workspace",
+                             what, rel);
     if (strchr(rel, '\n'))
         return daytona_error(st, call, SBX_E_INVALID, DT ": %s: a path has no line breaks", what);
     if (!sbxs_utf8_valid(rel, strlen(rel)))
         return daytona_error(st, call, SBX_E_INVALID,
-                        DT ": %s: the path is not valid UTF-8 (the toolbox takes commands and "
+                             DT ": %s: the path is not valid UTF-8 (the toolbox takes commands and "
                            "names as JSON text)",
                         what);
     size_t n = strlen(root) + strlen(rel) + 2;
@@ -121,11 +121,11 @@ int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const cha
     /* Its answer is one short line: the session's JSON carries it, unless
      * it is not valid UTF-8; then through a file, byte-exact. */
     int rc = daytona_exec_small(sb, call, "/", argv, st->cfg.request_timeout_ms, &code, g.buf,
-                           sizeof g.buf, msg, sizeof msg);
+                                sizeof g.buf, msg, sizeof msg);
     if (rc == SBX_E_EXISTS) {
         struct sbx_sink out = SBX_SINK_INIT(&g, grab_write);
         rc = daytona_exec_helper(sb, call, "/", argv, &out, st->cfg.request_timeout_ms, &code, msg,
-                            sizeof msg);
+                                 sizeof msg);
     }
     free(lex);
     if (rc != SBX_OK)
@@ -135,12 +135,14 @@ int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const cha
         g.buf[--g.len] = '\0'; /* the toolbox logs output by lines */
     if (code == 4)
         return daytona_error(st, call, SBX_E_INVALID,
-                        DT ": %s: %s leads out of the workspace (through a symlink)", what, rel);
+                             DT ": %s: %s leads out of the workspace (through a symlink)", what,
+                             rel);
     if (code != 0 || g.over || g.len < 3 || g.buf[1] != ' ' || g.buf[2] != '/')
         return daytona_error(st, call, SBX_E_PROTOCOL, DT ": %s: resolving %s failed (exit %d): %s",
-                        what, rel, code, msg);
+                             what, rel, code, msg);
     if (!allow_root && !strcmp(g.buf + 2, root))
-        return daytona_error(st, call, SBX_E_INVALID, DT ": %s: %s is the root directory", what, rel);
+        return daytona_error(st, call, SBX_E_INVALID, DT ": %s: %s is the root directory", what,
+                             rel);
     switch (g.buf[0]) {
     case 'd': *type = DT_FT_DIR; break;
     case 'f': *type = DT_FT_FILE; break;

@@ -98,7 +98,7 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct daytona
                                "providers." DT ".image: an image reference has no spaces");
     const char *ws = sbxp_config_get(host, "workspace");
     if ((rc = sbxp_rmem_state_dir(host, call, DT, sbxp_config_get(host, "state_dir"),
-                                 &c->state_dir)) ||
+                                  &c->state_dir)) ||
         (rc = dup_opt(host, call, ws ? ws : "/home/daytona/workspace", &c->workspace)))
         return rc;
     size_t wl = strlen(c->workspace);

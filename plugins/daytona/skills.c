@@ -68,7 +68,7 @@ static int spool(struct daytona_state *st, sbx_call *call, const char *name,
         total += (uint64_t)n;
         if (total > b->length) {
             rc = daytona_error(st, call, SBX_E_INVALID,
-                          DT ": skill_install %s: the bundle is longer than its pinned %llu "
+                               DT ": skill_install %s: the bundle is longer than its pinned %llu "
                              "bytes",
                           name, (unsigned long long)b->length);
             goto out;
@@ -80,7 +80,7 @@ static int spool(struct daytona_state *st, sbx_call *call, const char *name,
                 continue;
             if (w < 0) {
                 rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: spooling: %s", name,
-                              strerror(errno));
+                                   strerror(errno));
                 goto out;
             }
             off += w;
@@ -88,8 +88,8 @@ static int spool(struct daytona_state *st, sbx_call *call, const char *name,
     }
     if (total != b->length) {
         rc = daytona_error(st, call, SBX_E_INVALID,
-                      DT ": skill_install %s: the bundle has %llu bytes, pinned %llu", name,
-                      (unsigned long long)total, (unsigned long long)b->length);
+                           DT ": skill_install %s: the bundle has %llu bytes, pinned %llu", name,
+                           (unsigned long long)total, (unsigned long long)b->length);
         goto out;
     }
     unsigned char dig[EVP_MAX_MD_SIZE];
@@ -100,8 +100,8 @@ static int spool(struct daytona_state *st, sbx_call *call, const char *name,
         snprintf(hex + 2 * i, 3, "%02x", dig[i]);
     if (!b->sha256 || strcmp(hex, b->sha256) != 0)
         rc = daytona_error(st, call, SBX_E_INVALID,
-                      DT ": skill_install %s: SHA-256 mismatch: the bundle's is %s, pinned %s",
-                      name, hex, b->sha256 ? b->sha256 : "(none)");
+                           DT ": skill_install %s: SHA-256 mismatch: the bundle's is %s, pinned %s",
+                           name, hex, b->sha256 ? b->sha256 : "(none)");
 out:
     EVP_MD_CTX_free(md);
     free(buf);
@@ -136,7 +136,7 @@ static int rewrite(struct daytona_state *st, sbx_call *call, const char *name, c
     if (archive_read_open_fd(r, in_fd, CHUNK) != ARCHIVE_OK ||
         archive_write_open_fd(w, out_fd) != ARCHIVE_OK) {
         rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: not a %s archive: %s",
-                      name, format ? format : "tar/zip", archive_error_string(r));
+                           name, format ? format : "tar/zip", archive_error_string(r));
         goto out;
     }
     for (;;) {
@@ -146,13 +146,14 @@ static int rewrite(struct daytona_state *st, sbx_call *call, const char *name, c
             break;
         if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
             rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: bad archive: %s",
-                          name, archive_error_string(r));
+                               name, archive_error_string(r));
             goto out;
         }
         char ename[4096];
         int is_dir = 0;
         if (sbxs_archive_check_entry(chk, e, ename, sizeof ename, &is_dir, &se) != SBX_OK) {
-            rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name, se.message);
+            rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name,
+                               se.message);
             goto out;
         }
         if (!ename[0])
@@ -169,7 +170,7 @@ static int rewrite(struct daytona_state *st, sbx_call *call, const char *name, c
         }
         if (archive_write_header(w, oe) != ARCHIVE_OK) {
             rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
-                          archive_error_string(w));
+                               archive_error_string(w));
             goto out;
         }
         if (is_dir)
@@ -178,26 +179,26 @@ static int rewrite(struct daytona_state *st, sbx_call *call, const char *name, c
             la_ssize_t n = archive_read_data(r, buf, CHUNK);
             if (n < 0) {
                 rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s: %s", name,
-                              ename, archive_error_string(r));
+                                   ename, archive_error_string(r));
                 goto out;
             }
             if (n == 0)
                 break;
             if (sbxs_archive_check_data(chk, (uint64_t)n, &se) != SBX_OK) {
                 rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name,
-                              se.message);
+                                   se.message);
                 goto out;
             }
             if (archive_write_data(w, buf, (size_t)n) != n) {
                 rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
-                              archive_error_string(w));
+                                   archive_error_string(w));
                 goto out;
             }
         }
     }
     if (archive_write_close(w) != ARCHIVE_OK)
         rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
-                      archive_error_string(w));
+                           archive_error_string(w));
 out:
     sbxs_archive_check_free(chk);
     if (r)
@@ -221,23 +222,23 @@ static const char PUBLISH_SH[] =
     "chmod a-w \"$s\"; exit $c";
 
 int daytona_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
-                     const struct sbx_blob *bundle)
+                          const struct sbx_blob *bundle)
 {
     struct daytona_state *st = sb->st;
     if (!sbxp_skill_name_valid(name))
         return daytona_error(st, call, SBX_E_INVALID,
-                        DT ": skill_install: bad skill name \"%s\" (letters, digits, . _ -; "
+                             DT ": skill_install: bad skill name \"%s\" (letters, digits, . _ -; "
                            "no slash, not starting with . or -)",
                         name ? name : "");
     const char *fmt = bundle->format;
     if (fmt && !sbxp_skill_format(fmt))
-        return daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: unknown format %s", name,
-                        fmt);
+        return daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: unknown format %s",
+                             name, fmt);
     int in = tmpfile_fd(), out = in >= 0 ? tmpfile_fd() : -1;
     int rc;
     if (in < 0 || out < 0) {
         rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: temporary file: %s", name,
-                      strerror(in < 0 ? -in : -out));
+                           strerror(in < 0 ? -in : -out));
         goto done;
     }
     if ((rc = spool(st, call, name, bundle, in)) != SBX_OK)
@@ -273,11 +274,12 @@ int daytona_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     char msg[512];
     int code = -1;
     rc = daytona_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
-                        sizeof msg);
+                             sizeof msg);
     daytona_tb_remove(sb, NULL, tarpath, 0, &err);
     if (rc == SBX_OK && code != 0)
-        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: publishing failed (exit %d): %s",
-                      name, code, msg);
+        rc = daytona_error(st, call, SBX_E_IO,
+                           DT ": skill_install %s: publishing failed (exit %d): %s", name, code,
+                           msg);
 done:
     if (in >= 0)
         close(in);

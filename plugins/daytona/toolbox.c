@@ -46,7 +46,7 @@ int daytona_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
         if (!url || !*url) {
             json_object_put(doc);
             return daytona_error(st, call, SBX_E_PROTOCOL, DT ": sandbox %s has no toolbox URL",
-                            sb->id);
+                                 sb->id);
         }
     }
     char *e = sbxp_http_escape(sb->id);
@@ -67,7 +67,7 @@ int daytona_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
         if (!u || sbxp_http_new(u, &st->toolbox, &err) != SBX_OK) {
             free(u);
             rc = daytona_error(st, call, SBX_E_PROTOCOL, DT ": bad toolboxProxyUrl of sandbox %s",
-                          sb->id);
+                               sb->id);
         } else {
             st->toolbox_url = u;
         }
@@ -79,7 +79,7 @@ int daytona_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
         sbxp_http_error err;
         if (!u || sbxp_http_new(u, &sb->tb, &err) != SBX_OK)
             rc = daytona_error(st, call, SBX_E_PROTOCOL, DT ": bad toolboxProxyUrl of sandbox %s",
-                          sb->id);
+                               sb->id);
         else
             sb->owns_tb = 1;
         free(u);
@@ -138,20 +138,20 @@ static int tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const ch
 }
 
 int daytona_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
-               json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
-               sbxp_http_error *err)
+                    json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
+                    sbxp_http_error *err)
 {
     return tb_json(sb, call, method, path, body, out, idempotent, timeout_ms, NULL, err);
 }
 
 int daytona_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
-                     json_object **out, int64_t timeout_ms, sbxp_http_error *err)
+                          json_object **out, int64_t timeout_ms, sbxp_http_error *err)
 {
     return tb_json(sb, call, "POST", path, body, out, 0, timeout_ms, SPLIT_SDK_HEADER, err);
 }
 
 char *daytona_tb_query(const char *path, const char *name, const char *value, const char *name2,
-                  const char *value2)
+                       const char *value2)
 {
     char *a = sbxp_http_escape(value), *b = value2 ? sbxp_http_escape(value2) : NULL;
     char *out = NULL;
@@ -169,8 +169,8 @@ char *daytona_tb_query(const char *path, const char *name, const char *value, co
     return out;
 }
 
-int daytona_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const struct sbx_sink *sink,
-                   sbxp_http_error *err)
+int daytona_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs,
+                        const struct sbx_sink *sink, sbxp_http_error *err)
 {
     char *q = daytona_tb_query("/files/download", "path", abs, NULL, NULL);
     char *fp = q ? full_path(sb, q) : NULL;
@@ -224,8 +224,8 @@ static long mp_read(void *ctx, void *buf, size_t cap)
     return (long)n;
 }
 
-int daytona_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const struct sbx_source *src,
-                 sbxp_http_error *err)
+int daytona_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
+                      const struct sbx_source *src, sbxp_http_error *err)
 {
     char bnd[40];
     sbxs_random_hex(bnd, 16);
@@ -282,42 +282,43 @@ static int simple(sbx_sandbox *sb, sbx_call *call, const char *method, char *q, 
     if (!q)
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     int rc = daytona_tb_json(sb, call, method, q, NULL, NULL, idempotent,
-                        sb->st->cfg.request_timeout_ms, err);
+                             sb->st->cfg.request_timeout_ms, err);
     free(q);
     return rc;
 }
 
 int daytona_tb_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbxp_http_error *err)
+                     sbxp_http_error *err)
 {
     char m[8];
     snprintf(m, sizeof m, "%04o", mode);
-    int rc = simple(sb, call, "POST", daytona_tb_query("/files/folder", "path", abs, "mode", m), 1, err);
+    int rc =
+        simple(sb, call, "POST", daytona_tb_query("/files/folder", "path", abs, "mode", m), 1, err);
     return rc == SBX_E_EXISTS ? SBX_OK : rc;
 }
 
 int daytona_tb_chmod(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbxp_http_error *err)
+                     sbxp_http_error *err)
 {
     char m[8];
     snprintf(m, sizeof m, "%04o", mode);
-    return simple(sb, call, "POST", daytona_tb_query("/files/permissions", "path", abs, "mode", m), 1,
-                  err);
+    return simple(sb, call, "POST", daytona_tb_query("/files/permissions", "path", abs, "mode", m),
+                  1, err);
 }
 
 int daytona_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
-               sbxp_http_error *err)
+                    sbxp_http_error *err)
 {
     return simple(sb, call, "POST",
                   daytona_tb_query("/files/move", "source", from, "destination", to), 0, err);
 }
 
 int daytona_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
-                 sbxp_http_error *err)
+                      sbxp_http_error *err)
 {
     int rc = simple(sb, call, "DELETE",
                     daytona_tb_query("/files", "path", abs, recursive ? "recursive" : NULL,
-                                recursive ? "true" : NULL),
+                                     recursive ? "true" : NULL),
                     1, err);
     return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
 }
@@ -330,7 +331,7 @@ int daytona_tb_session_create(sbx_sandbox *sb, sbx_call *call, const char *sid, 
         return daytona_error(sb->st, call, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "sessionId", json_object_new_string(sid));
     int rc = daytona_tb_json(sb, call, "POST", "/process/session", body, NULL, 1,
-                        sb->st->cfg.request_timeout_ms, &err);
+                             sb->st->cfg.request_timeout_ms, &err);
     json_object_put(body);
     if (rc == SBX_E_EXISTS)
         rc = SBX_OK; /* a retry after a lost answer */
@@ -344,8 +345,8 @@ void daytona_tb_session_delete(sbx_sandbox *sb, const char *sid)
     char path[128];
     snprintf(path, sizeof path, "/process/session/%s", sid);
     sbxp_http_error err;
-    int rc = daytona_tb_json(sb, NULL, "DELETE", path, NULL, NULL, 1, sb->st->cfg.request_timeout_ms,
-                        &err);
+    int rc = daytona_tb_json(sb, NULL, "DELETE", path, NULL, NULL, 1,
+                             sb->st->cfg.request_timeout_ms, &err);
     if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
         sb->st->host->log(sb->st->host, SBX_LOG_WARN, DT ": deleting session %s of %s: %s", sid,
                           sb->id, err.message);
@@ -375,10 +376,10 @@ int daytona_tb_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, con
         json_object_put(doc);
         if (gone)
             return daytona_error(st, call, SBX_E_NOT_FOUND, DT ": %s: sandbox %s no longer exists",
-                            what, sb->id);
+                                 what, sb->id);
         if (down)
             return daytona_error(st, call, SBX_E_UNAVAILABLE, DT ": %s: sandbox %s is %s", what,
-                            sb->id, state);
+                                 sb->id, state);
     }
     return daytona_report(st, call, err, "%s", what);
 }

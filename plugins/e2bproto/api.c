@@ -54,7 +54,7 @@ int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
     if (!doc || !json_object_is_type(doc, json_type_array)) {
         json_object_put(doc);
         return sbxp_http_fail(err, SBX_E_PROTOCOL,
-                             "GET /v2/sandboxes: the answer is not an array");
+                              "GET /v2/sandboxes: the answer is not an array");
     }
     *out = doc;
     return SBX_OK;
@@ -94,7 +94,7 @@ int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
     if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
         json_object_put(doc);
         return sbxp_http_fail(err, SBX_E_PROTOCOL, "POST /sandboxes/%s/connect: not an object",
-                             id);
+                              id);
     }
     *out = doc;
     return rc;

@@ -142,7 +142,7 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     /* Per-sandbox state (memory attachments and baselines) lives on this
      * machine, out of the sandbox's reach. */
     if ((rc = sbxp_rmem_state_dir(host, call, p, sbxp_config_get(host, "state_dir"),
-                                 &cfg->state_dir)))
+                                  &cfg->state_dir)))
         return rc;
     if (!*cfg->user || strchr(cfg->user, ':'))
         return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.user: bad user name", p);

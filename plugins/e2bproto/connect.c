@@ -54,7 +54,7 @@ static int deliver(struct e2b_frames *f, e2b_frame_fn fn, void *ctx)
 }
 
 int e2b_frames_feed(struct e2b_frames *f, const void *data, size_t len,
-                     e2b_frame_fn fn, void *ctx)
+                    e2b_frame_fn fn, void *ctx)
 {
     const unsigned char *p = data;
     while (len > 0) {

@@ -63,7 +63,7 @@ void e2b_frames_free(struct e2b_frames *f);
  * the end-of-stream envelope.
  */
 int e2b_frames_feed(struct e2b_frames *f, const void *data, size_t len,
-                     e2b_frame_fn fn, void *ctx);
+                    e2b_frame_fn fn, void *ctx);
 
 /* Nonzero while an envelope has started but not completed (a stream cut
  * there was truncated). */
@@ -87,9 +87,9 @@ int e2b_code_status(const char *code);
  * the HTTP status.
  */
 int e2b_unary(sbxp_http *h, const char *const *extra, const char *rpc,
-               json_object *body, json_object **out, int64_t timeout_ms,
-               int64_t connect_timeout_ms, const struct sbxp_http_cancel *cancel,
-               const struct sbxp_http_retry *retry, sbxp_http_error *err);
+              json_object *body, json_object **out, int64_t timeout_ms,
+              int64_t connect_timeout_ms, const struct sbxp_http_cancel *cancel,
+              const struct sbxp_http_retry *retry, sbxp_http_error *err);
 
 /* Headers of a call: collect up to E2B_HDR_MAX lines. */
 #define E2B_HDR_MAX 12

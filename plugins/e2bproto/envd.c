@@ -113,14 +113,14 @@ int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object
     struct e2b_headers hs = {{NULL}, 0};
     e2b_envd_headers(sb, &hs);
     int rc = e2b_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
-                        st->cfg.connect_timeout_ms, &c.c,
-                        idempotent ? &st->cfg.retry : NULL, err);
+                       st->cfg.connect_timeout_ms, &c.c,
+                       idempotent ? &st->cfg.retry : NULL, err);
     /* The proxy's answer: the call never reached envd, so it is repeated
      * once the sandbox runs again, idempotent or not. */
     if (rc != SBX_OK && e2b_envd_resume(sb, call, err) == SBX_OK)
         rc = e2b_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
-                        st->cfg.connect_timeout_ms, &c.c,
-                        idempotent ? &st->cfg.retry : NULL, err);
+                       st->cfg.connect_timeout_ms, &c.c,
+                       idempotent ? &st->cfg.retry : NULL, err);
     return rc;
 }
 
@@ -142,7 +142,7 @@ int e2b_envd_gone(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err)
         char keep[SBXP_HTTP_MSG_MAX];
         snprintf(keep, sizeof keep, "%s", err->message);
         sbxp_http_fail(err, SBX_E_NOT_FOUND, "sandbox %s no longer exists (%s)", sb->id,
-                      keep);
+                       keep);
     }
     return err->status;
 }

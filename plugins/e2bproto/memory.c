@@ -38,7 +38,7 @@ int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
 {
     struct sbxp_rmem m;
     sbxp_rmem_init(&m, sb->st->host, sb->st->cfg.provider, sb->st->cfg.state_dir, sb->id,
-                  &mem_ops, sb);
+                   &mem_ops, sb);
     return sbxp_rmem_script(&m, call, what, argv);
 }
 
@@ -46,7 +46,7 @@ static void mem_init(sbx_sandbox *sb)
 {
     sbxp_rmem_free(&sb->mem);
     sbxp_rmem_init(&sb->mem, sb->st->host, sb->st->cfg.provider, sb->st->cfg.state_dir, sb->id,
-                  &mem_ops, sb);
+                   &mem_ops, sb);
 }
 
 int e2b_memory_create(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args)

@@ -19,9 +19,9 @@ void e2b_headers_add_all(struct e2b_headers *hs, const char *const *lines)
 }
 
 int e2b_unary(sbxp_http *h, const char *const *extra, const char *rpc,
-               json_object *body, json_object **out, int64_t timeout_ms,
-               int64_t connect_timeout_ms, const struct sbxp_http_cancel *cancel,
-               const struct sbxp_http_retry *retry, sbxp_http_error *err)
+              json_object *body, json_object **out, int64_t timeout_ms,
+              int64_t connect_timeout_ms, const struct sbxp_http_cancel *cancel,
+              const struct sbxp_http_retry *retry, sbxp_http_error *err)
 {
     char path[160], deadline[64];
     if (snprintf(path, sizeof path, "/%s", rpc) >= (int)sizeof path)

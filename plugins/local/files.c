@@ -104,7 +104,7 @@ int local_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         return rc;
     /* O_NONBLOCK: opening a FIFO must not hang; it is refused below. */
     int fd = sbxp_confine_open(sb->dirfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK,
-                          0);
+                               0);
     if (fd < 0)
         return path_error(host, call, "read", path, -fd);
     struct stat st;

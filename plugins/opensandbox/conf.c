@@ -95,7 +95,7 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
         (rc = dup_to(host, call, sbxp_config_get(host, "workspace"), "/workspace",
                      &c->workspace)) ||
         (rc = sbxp_rmem_state_dir(host, call, OSB_PROVIDER, sbxp_config_get(host, "state_dir"),
-                                 &c->state_dir)))
+                                  &c->state_dir)))
         return rc;
     if (!*c->image)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.opensandbox.image is empty");

@@ -45,14 +45,14 @@ static const struct sbxp_rmem_ops mem_ops = {.run = mem_run,
 int osb_memory_create(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args)
 {
     sbxp_rmem_init(&sb->mem, sb->st->host, OSB_PROVIDER, sb->st->cfg.state_dir, sb->id,
-                  &mem_ops, sb);
+                   &mem_ops, sb);
     return sbxp_rmem_create(&sb->mem, call, args);
 }
 
 int osb_memory_open(sbx_sandbox *sb, sbx_call *call)
 {
     sbxp_rmem_init(&sb->mem, sb->st->host, OSB_PROVIDER, sb->st->cfg.state_dir, sb->id,
-                  &mem_ops, sb);
+                   &mem_ops, sb);
     return sbxp_rmem_open(&sb->mem, call);
 }
 

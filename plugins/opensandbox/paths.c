@@ -61,7 +61,7 @@ static int info(sbx_sandbox *sb, sbx_call *call, char **paths, int n, int *types
             json_object *fi = NULL;
             if (!doc || !json_object_object_get_ex(doc, paths[i], &fi))
                 rc = sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /files/info: %s missing from the answer",
-                                   paths[i]);
+                                    paths[i]);
             else
                 types[i] = type_of(sbxp_json_str(fi, "type"));
         }

@@ -113,7 +113,7 @@ int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *
     req.path = path;
     req.timeout_ms = sb->st->cfg.request_timeout_ms;
     return sbxp_http_json_retry(svc->http, &req, body, out, NULL, err,
-                               idempotent ? &sb->st->cfg.retry : NULL);
+                                idempotent ? &sb->st->cfg.retry : NULL);
 }
 
 int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, const char *fmt,

@@ -904,7 +904,7 @@ static int write_in_place(sbx_sandbox *sb, sbx_call *call, const char *path,
                                "cfixture: write: '%s': %s", path, strerror(-dirfd));
     /* O_NONBLOCK: a FIFO must not hang the open; non-files are refused. */
     int fd = sbxp_confine_open(dirfd, base,
-                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, mode);
+                               O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, mode);
     close(dirfd);
     if (fd < 0)
         return host->set_error(host, call, fx_errno_status(-fd),
