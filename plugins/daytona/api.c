@@ -38,16 +38,13 @@ int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *nam
                        sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
-    json_object *labels = json_object_new_object();
+    json_object *labels = sbxp_api_owner_labels(DT_LABEL_MANAGED, DT_LABEL_OWNER, DT_LABEL_SPEC,
+                                                key_hash, spec_hash, 0);
     if (!body || !labels) {
         json_object_put(body);
         json_object_put(labels);
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
-    json_object_object_add(labels, DT_LABEL_MANAGED, json_object_new_string("true"));
-    json_object_object_add(labels, DT_LABEL_OWNER, json_object_new_string(key_hash));
-    if (spec_hash && *spec_hash)
-        json_object_object_add(labels, DT_LABEL_SPEC, json_object_new_string(spec_hash));
     json_object_object_add(body, "name", json_object_new_string(name));
     json_object_object_add(body, "labels", labels);
     if (st->cfg.snapshot)
@@ -77,22 +74,13 @@ int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *nam
 int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id,
                       sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/start", err);
-    if (rc != SBX_OK)
-        return rc;
-    return sbxp_api_json(&st->ctl, call, "POST", path, NULL, NULL, 1, err);
+    return sbxp_api_sandbox(&st->ctl, call, "POST", "/sandbox/", id, "/start", NULL, NULL, err);
 }
 
 int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id,
                        sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = sbxp_api_json(&st->ctl, call, "DELETE", path, NULL, NULL, 1, err);
-    return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
+    return sbxp_api_sandbox(&st->ctl, call, "DELETE", "/sandbox/", id, "", NULL, NULL, err);
 }
 
 /* Sleep ms, or less when the call is cancelled: SBX_E_CANCELLED then. */

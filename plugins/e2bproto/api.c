@@ -5,24 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "/sandboxes/<escaped id><suffix>" into buf. */
-#define sandbox_path(buf, cap, id, suffix, err) \
-    sbxp_api_path((buf), (cap), "/sandboxes/", (id), (suffix), (err))
-
 int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
                    const char *spec_hash, json_object **out, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
-    json_object *meta = json_object_new_object();
+    json_object *meta = sbxp_api_owner_labels(E2B_META_MANAGED, E2B_META_OWNER, E2B_META_SPEC,
+                                              key_hash, spec_hash, 0);
     if (!body || !meta) {
         json_object_put(body);
         json_object_put(meta);
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
-    json_object_object_add(meta, E2B_META_MANAGED, json_object_new_string("true"));
-    json_object_object_add(meta, E2B_META_OWNER, json_object_new_string(key_hash));
-    if (spec_hash && *spec_hash)
-        json_object_object_add(meta, E2B_META_SPEC, json_object_new_string(spec_hash));
     json_object_object_add(body, "templateID", json_object_new_string(st->cfg.template_id));
     json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
     json_object_object_add(body, "autoPause", json_object_new_boolean(st->cfg.auto_pause));
@@ -63,66 +56,36 @@ int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
 int e2b_api_get(struct e2b_state *st, sbx_call *call, const char *id, json_object **out,
                 sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    json_object *doc = NULL;
-    rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
-    if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
-        json_object_put(doc);
-        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
-    }
-    *out = doc;
+    return sbxp_api_sandbox(&st->ctl, call, "GET", "/sandboxes/", id, "", NULL, out, err);
+}
+
+/* POST {"timeout": lifetime} to /sandboxes/<id><suffix>. */
+static int post_lifetime(struct e2b_state *st, sbx_call *call, const char *id,
+                         const char *suffix, json_object **out, sbxp_http_error *err)
+{
+    json_object *body = json_object_new_object();
+    if (!body)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
+    int rc = sbxp_api_sandbox(&st->ctl, call, "POST", "/sandboxes/", id, suffix, body, out, err);
+    json_object_put(body);
     return rc;
 }
 
 int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
                     json_object **out, sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/connect", err);
-    if (rc != SBX_OK)
-        return rc;
-    json_object *body = json_object_new_object();
-    if (!body)
-        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
-    json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
-    json_object *doc = NULL;
-    rc = sbxp_api_json(&st->ctl, call, "POST", path, body, &doc, 1, err);
-    json_object_put(body);
-    if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
-        json_object_put(doc);
-        return sbxp_http_fail(err, SBX_E_PROTOCOL, "POST /sandboxes/%s/connect: not an object",
-                              id);
-    }
-    *out = doc;
-    return rc;
+    return post_lifetime(st, call, id, "/connect", out, err);
 }
 
 int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
                         sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/timeout", err);
-    if (rc != SBX_OK)
-        return rc;
-    json_object *body = json_object_new_object();
-    if (!body)
-        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
-    json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
-    rc = sbxp_api_json(&st->ctl, call, "POST", path, body, NULL, 1, err);
-    json_object_put(body);
-    return rc;
+    return post_lifetime(st, call, id, "/timeout", NULL, err);
 }
 
 int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
                    sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = sbxp_api_json(&st->ctl, call, "DELETE", path, NULL, NULL, 1, err);
-    return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
+    return sbxp_api_sandbox(&st->ctl, call, "DELETE", "/sandboxes/", id, "", NULL, NULL, err);
 }

@@ -22,7 +22,8 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
 {
     const struct osb_conf *c = &st->cfg;
     json_object *body = json_object_new_object();
-    json_object *meta = json_object_new_object();
+    json_object *meta = sbxp_api_owner_labels(OSB_META_MANAGED, OSB_META_OWNER, OSB_META_SPEC,
+                                              key_hash, spec_hash, OSB_HASH_LABEL);
     json_object *img = json_object_new_object();
     json_object *ep = json_object_new_array();
     json_object *rl = json_object_new_object();
@@ -43,12 +44,6 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
     json_object_object_add(rl, "memory", json_object_new_string(c->memory));
     json_object_object_add(body, "resourceLimits", rl);
     json_object_object_add(body, "timeout", json_object_new_int64(c->lifetime_s));
-    json_object_object_add(meta, OSB_META_MANAGED, json_object_new_string("true"));
-    json_object_object_add(meta, OSB_META_OWNER,
-                           json_object_new_string_len(key_hash, OSB_HASH_LABEL));
-    if (spec_hash && strlen(spec_hash) >= OSB_HASH_LABEL)
-        json_object_object_add(meta, OSB_META_SPEC,
-                               json_object_new_string_len(spec_hash, OSB_HASH_LABEL));
     /* Deny by default unless the configuration opens the network; a
      * limited-network spec brings its own allowlist. */
     static const struct sbx_egress_policy closed = {sizeof closed, SBX_EGRESS_DENY, NULL};
@@ -108,47 +103,24 @@ int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash, jso
 int osb_api_get(struct osb_state *st, sbx_call *call, const char *id, json_object **out,
                 sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    json_object *doc = NULL;
-    rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
-    if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
-        json_object_put(doc);
-        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
-    }
-    *out = doc;
-    return rc;
+    return sbxp_api_sandbox(&st->ctl, call, "GET", "/sandboxes/", id, "", NULL, out, err);
 }
 
 int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = sbxp_api_json(&st->ctl, call, "DELETE", path, NULL, NULL, 1, err);
-    return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
+    return sbxp_api_sandbox(&st->ctl, call, "DELETE", "/sandboxes/", id, "", NULL, NULL, err);
 }
 
 int osb_api_action(struct osb_state *st, sbx_call *call, const char *id, const char *action,
                    sbxp_http_error *err)
 {
-    char path[256], suffix[32];
+    char suffix[32];
     snprintf(suffix, sizeof suffix, "/%s", action);
-    int rc = sandbox_path(path, sizeof path, id, suffix, err);
-    if (rc != SBX_OK)
-        return rc;
-    return sbxp_api_json(&st->ctl, call, "POST", path, NULL, NULL, 1, err);
+    return sbxp_api_sandbox(&st->ctl, call, "POST", "/sandboxes/", id, suffix, NULL, NULL, err);
 }
 
 int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/renew-expiration", err);
-    if (rc != SBX_OK)
-        return rc;
     time_t at = time(NULL) + (time_t)st->cfg.lifetime_s;
     struct tm tm;
     gmtime_r(&at, &tm);
@@ -158,7 +130,8 @@ int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbxp_htt
     if (!body)
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "expiresAt", json_object_new_string(iso));
-    rc = sbxp_api_json(&st->ctl, call, "POST", path, body, NULL, 1, err);
+    int rc = sbxp_api_sandbox(&st->ctl, call, "POST", "/sandboxes/", id, "/renew-expiration",
+                              body, NULL, err);
     json_object_put(body);
     return rc;
 }
@@ -166,11 +139,8 @@ int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbxp_htt
 int osb_api_metadata(struct osb_state *st, sbx_call *call, const char *id, json_object *patch,
                      sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/metadata", err);
-    if (rc != SBX_OK)
-        return rc;
-    return sbxp_api_json(&st->ctl, call, "PATCH", path, patch, NULL, 1, err);
+    return sbxp_api_sandbox(&st->ctl, call, "PATCH", "/sandboxes/", id, "/metadata", patch, NULL,
+                            err);
 }
 
 int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int port,
