@@ -37,6 +37,7 @@
 #include "archive_sink.h"
 #include "call_error.h"
 #include "fd_source.h"
+#include "memory_slug.h"
 #include "path_list.h"
 
 #include "archive_check.h"
@@ -189,15 +190,6 @@ static void list_sort(struct sbxp_rmem_list *l)
 static struct rm_file *list_find(const struct sbxp_rmem_list *l, const char *path)
 {
     return sbxp_path_list_find(l->v, l->n, sizeof *l->v, path);
-}
-
-static int slug_valid(const char *s)
-{
-    size_t n = 0;
-    for (; s && s[n]; n++)
-        if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '-'))
-            return 0;
-    return n >= 1 && n <= 63;
 }
 
 /* A name the host commits: UTF-8 without control characters. */
@@ -386,7 +378,7 @@ int sbxp_rmem_create(struct sbxp_rmem *m, sbx_call *call, const struct sbx_creat
             return rm_error(m, call, SBX_E_INVALID, "%s: at most %d memory stores per sandbox",
                              m->provider, MEMORY_MAX);
         if (a->size < offsetof(struct sbx_memory_attachment, slug) + sizeof a->slug ||
-            !slug_valid(a->slug) || a->access > SBX_MEMORY_READ_WRITE)
+            !sbxp_memory_slug_valid(a->slug) || a->access > SBX_MEMORY_READ_WRITE)
             return rm_error(m, call, SBX_E_INVALID, "%s: memory attachment %zu is malformed",
                              m->provider, n);
         for (size_t j = 0; j < m->n; j++)
@@ -440,7 +432,7 @@ int sbxp_rmem_open(struct sbxp_rmem *m, sbx_call *call)
     while (rc == SBX_OK && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
         int rw = !strncmp(line, "rw ", 3);
-        if ((!rw && strncmp(line, "ro ", 3)) || !slug_valid(line + 3) ||
+        if ((!rw && strncmp(line, "ro ", 3)) || !sbxp_memory_slug_valid(line + 3) ||
             m->n == MEMORY_MAX)
             rc = rm_error(m, call, SBX_E_IO, "%s: %s is damaged", m->provider, path);
         else if (memory_add(m, line + 3, rw) != 0)

@@ -28,6 +28,7 @@
 
 #include "archive_check.h"
 #include "confine.h"
+#include "memory_slug.h"
 #include "mkdirs.h"
 #include "tree_remove.h"
 
@@ -108,15 +109,6 @@ struct docker_memory *docker_memory_find(sbx_sandbox *sb, sbx_call *call,
     return NULL;
 }
 
-static int slug_valid(const char *s)
-{
-    size_t n = 0;
-    for (; s && s[n]; n++)
-        if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '-'))
-            return 0;
-    return n >= 1 && n <= 63;
-}
-
 int docker_memory_binds(struct docker_state *st, sbx_call *call, const char *name,
                         const struct sbx_create_args *args, json_object *mounts)
 {
@@ -136,7 +128,7 @@ int docker_memory_binds(struct docker_state *st, sbx_call *call, const char *nam
             return st->host->set_error(st->host, call, SBX_E_INVALID,
                                        "docker: at most 64 memory stores per sandbox");
         if (a->size < offsetof(struct sbx_memory_attachment, slug) + sizeof a->slug ||
-            !slug_valid(a->slug) || a->access > SBX_MEMORY_READ_WRITE)
+            !sbxp_memory_slug_valid(a->slug) || a->access > SBX_MEMORY_READ_WRITE)
             return st->host->set_error(st->host, call, SBX_E_INVALID,
                                        "docker: memory attachment %zu is malformed", n);
         size_t j = n;
@@ -182,7 +174,7 @@ int docker_memory_from_mounts(sbx_sandbox *sb, json_object *mounts, int from_ins
         const char *dst = sbxp_json_str(m, from_inspect ? "Destination" : "Target");
         const char *src = sbxp_json_str(m, "Source");
         if (!dst || !src || strncmp(dst, DOCKER_MEMORY "/", sizeof DOCKER_MEMORY) != 0 ||
-            !slug_valid(dst + sizeof DOCKER_MEMORY))
+            !sbxp_memory_slug_valid(dst + sizeof DOCKER_MEMORY))
             continue;
         json_object *v;
         int rw = from_inspect ? (json_object_object_get_ex(m, "RW", &v) &&

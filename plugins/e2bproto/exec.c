@@ -10,6 +10,7 @@
  */
 #include "e2b_core.h"
 #include "hex.h"
+#include "exec_env.h"
 #include "gosignal.h"
 #include "helper_exec.h"
 
@@ -293,14 +294,7 @@ static json_object *start_body(const struct sbx_exec_args *args, const char *cwd
         json_object *envs = json_object_new_object();
         if (token)
             json_object_object_add(envs, "SBX_EXEC_TAG", json_object_new_string(token));
-        for (size_t i = 0; args->env && args->env[i]; i++) {
-            const char *eq = strchr(args->env[i], '=');
-            if (!eq)
-                continue;
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - args->env[i]), args->env[i]);
-            json_object_object_add(envs, name, json_object_new_string(eq + 1));
-        }
+        sbxp_exec_env_json(envs, args->env);
         json_object_object_add(proc, "envs", envs);
     }
     json_object_object_add(proc, "cwd", json_object_new_string(cwd));

@@ -21,6 +21,7 @@
  * upload; the upload stops when the command has ended. See osb.h.
  */
 #include "osb.h"
+#include "exec_env.h"
 #include "exec_tree.h"
 #include "gosignal.h"
 #include "helper_exec.h"
@@ -279,14 +280,7 @@ static json_object *command_body(const struct sbx_exec_args *args, const char *c
     if (token)
         json_object_object_add(envs, SBXP_EXEC_TAG_VAR, json_object_new_string(token));
     if (args->env || token) {
-        for (size_t i = 0; args->env && args->env[i]; i++) {
-            const char *eq = strchr(args->env[i], '=');
-            if (!eq)
-                continue;
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - args->env[i]), args->env[i]);
-            json_object_object_add(envs, name, json_object_new_string(eq + 1));
-        }
+        sbxp_exec_env_json(envs, args->env);
         json_object_object_add(body, "envs", envs);
     } else {
         json_object_put(envs);
