@@ -16,6 +16,8 @@
 
 #include "agent.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -60,13 +62,6 @@ struct run {
     int sock_eof; /* the host shut its side: a cancellation */
     int64_t leader_end; /* when the leader's exit was seen, 0 before */
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static void reap(void *ctx)
 {
@@ -334,7 +329,7 @@ static void loop(struct run *r, int sfd, int64_t deadline)
             r->o_len = r->o_off = 0; /* nobody to send to: drain and drop */
         if (r->leader_done && r->out_fd < 0 && r->err_fd < 0 && !r->o_len)
             return;
-        if (deadline && !r->killed && now_ms() >= deadline) {
+        if (deadline && !r->killed && sbxs_now_ms() >= deadline) {
             r->timed_out = 1;
             kill_all(r);
         }
@@ -342,8 +337,8 @@ static void loop(struct run *r, int sfd, int64_t deadline)
          * left holding the output gets LINGER_MS to finish, then the tree
          * is killed (its output up to then is still delivered) */
         if (r->leader_done && !r->leader_end)
-            r->leader_end = now_ms();
-        if (r->leader_end && !r->killed && now_ms() >= r->leader_end + LINGER_MS)
+            r->leader_end = sbxs_now_ms();
+        if (r->leader_end && !r->killed && sbxs_now_ms() >= r->leader_end + LINGER_MS)
             kill_all(r);
         struct pollfd p[5];
         int np = 0, i_sock = -1, i_out = -1, i_err = -1, i_in = -1;
@@ -377,7 +372,7 @@ static void loop(struct run *r, int sfd, int64_t deadline)
         if (r->leader_end && !r->killed && (!wake || r->leader_end + LINGER_MS < wake))
             wake = r->leader_end + LINGER_MS;
         if (wake) {
-            int64_t left = wake - now_ms();
+            int64_t left = wake - sbxs_now_ms();
             timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
         }
         if (poll(p, (nfds_t)np, timeout) < 0 && errno != EINTR)
@@ -465,7 +460,7 @@ void agent_exec_serve(int sock, const unsigned char *req, uint32_t len, const ch
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_BLOCK, &chld, &old);
     int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    int64_t start = now_ms();
+    int64_t start = sbxs_now_ms();
     pid_t pid = fork();
     if (pid == 0)
         child(pin[0], pout[1], perr[1], pfail[1], cwdfd, &u, argv, env);

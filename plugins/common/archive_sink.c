@@ -10,7 +10,7 @@
 
 static la_ssize_t sink_write(struct archive *a, void *ud, const void *buf, size_t len)
 {
-    struct sbx_archive_sink *t = ud;
+    struct sbxp_archive_sink *t = ud;
     if (t->status == SBX_OK && t->sink && t->sink->write)
         t->status = t->sink->write(t->sink->ctx, buf, len);
     if (t->status != SBX_OK) {
@@ -20,7 +20,7 @@ static la_ssize_t sink_write(struct archive *a, void *ud, const void *buf, size_
     return (la_ssize_t)len;
 }
 
-struct archive *sbx_archive_sink_open(struct sbx_archive_sink *out)
+struct archive *sbxp_archive_sink_open(struct sbxp_archive_sink *out)
 {
     struct archive *a = archive_write_new();
     if (a && sbxs_archive_write_pax_bytes(a) == ARCHIVE_OK &&

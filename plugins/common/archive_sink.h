@@ -2,15 +2,15 @@
  * archive_sink.h - a libarchive writer whose output goes to an ABI sink
  * (the tar archives providers stream to the host: memory diffs).
  */
-#ifndef SBX_PLUGINS_ARCHIVE_SINK_H
-#define SBX_PLUGINS_ARCHIVE_SINK_H
+#ifndef SBXP_ARCHIVE_SINK_H
+#define SBXP_ARCHIVE_SINK_H
 
 #include <sbx/provider.h>
 
 struct archive;
 
 /* The sink and the status it returned (SBX_OK while it accepts). */
-struct sbx_archive_sink {
+struct sbxp_archive_sink {
     const struct sbx_sink *sink;
     int status;
 };
@@ -22,6 +22,6 @@ struct sbx_archive_sink {
  * the sink's status (its error already set); otherwise the archive's
  * error string tells why.
  */
-struct archive *sbx_archive_sink_open(struct sbx_archive_sink *out);
+struct archive *sbxp_archive_sink_open(struct sbxp_archive_sink *out);
 
 #endif

@@ -6,12 +6,12 @@
 static const char alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-size_t sbx_b64_len(size_t len)
+size_t sbxp_b64_len(size_t len)
 {
     return (len + 2) / 3 * 4 + 1;
 }
 
-void sbx_b64_encode(const void *data, size_t len, char *out)
+void sbxp_b64_encode(const void *data, size_t len, char *out)
 {
     const unsigned char *p = data;
     size_t i = 0, o = 0;
@@ -47,7 +47,7 @@ static int value(unsigned char c)
     return -1;
 }
 
-long sbx_b64_decode(const char *in, size_t inlen, unsigned char *out)
+long sbxp_b64_decode(const char *in, size_t inlen, unsigned char *out)
 {
     uint32_t acc = 0;
     int bits = 0;

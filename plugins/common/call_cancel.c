@@ -5,12 +5,12 @@
 
 static int cancel_check(void *ctx)
 {
-    struct sbx_call_cancel *c = ctx;
+    struct sbxp_call_cancel *c = ctx;
     return c->call && c->host->cancelled && c->host->cancelled(c->host, c->call);
 }
 
-void sbx_call_cancel_init(struct sbx_call_cancel *c, const struct sbx_host *host,
-                          sbx_call *call)
+void sbxp_call_cancel_init(struct sbxp_call_cancel *c, const struct sbx_host *host,
+                           sbx_call *call)
 {
     c->host = host;
     c->call = call;

@@ -47,17 +47,17 @@ static int open_resolve(int dirfd, const char *path, int flags, mode_t mode,
     }
 }
 
-int confine_open(int dirfd, const char *path, int flags, mode_t mode)
+int sbxp_confine_open(int dirfd, const char *path, int flags, mode_t mode)
 {
     return open_resolve(dirfd, path, flags, mode, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
 }
 
-int confine_open_strict(int dirfd, const char *path, int flags, mode_t mode)
+int sbxp_confine_open_strict(int dirfd, const char *path, int flags, mode_t mode)
 {
     return open_resolve(dirfd, path, flags, mode, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
 }
 
-int confine_reopen(int fd, int flags)
+int sbxp_confine_reopen(int fd, int flags)
 {
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
@@ -65,7 +65,7 @@ int confine_reopen(int fd, int flags)
     return r >= 0 ? r : -errno;
 }
 
-int confine_fchmod(int fd, mode_t mode)
+int sbxp_confine_fchmod(int fd, mode_t mode)
 {
     struct stat s;
     if (fstat(fd, &s) != 0)
@@ -82,7 +82,7 @@ int confine_fchmod(int fd, mode_t mode)
     return chmod(proc, mode) == 0 ? 0 : -errno;
 }
 
-int confine_check_path(const char *path)
+int sbxp_confine_check_path(const char *path)
 {
     if (path == NULL || path[0] == '\0')
         return -EINVAL;
@@ -106,11 +106,11 @@ int confine_check_path(const char *path)
     return 0;
 }
 
-int confine_mkdirs(int dirfd, const char *path, mode_t mode)
+int sbxp_confine_mkdirs(int dirfd, const char *path, mode_t mode)
 {
     if (path == NULL || path[0] == '\0')
         path = ".";
-    int fd = confine_open(dirfd, path, O_PATH | O_DIRECTORY, 0);
+    int fd = sbxp_confine_open(dirfd, path, O_PATH | O_DIRECTORY, 0);
     if (fd != -ENOENT)
         return fd;
 
@@ -123,7 +123,7 @@ int confine_mkdirs(int dirfd, const char *path, mode_t mode)
         return -ENOMEM;
     memcpy(prefix, path, len + 1);
 
-    int parent = confine_open(dirfd, ".", O_PATH | O_DIRECTORY, 0);
+    int parent = sbxp_confine_open(dirfd, ".", O_PATH | O_DIRECTORY, 0);
     if (parent < 0) {
         free(prefix);
         return parent;
@@ -139,12 +139,12 @@ int confine_mkdirs(int dirfd, const char *path, mode_t mode)
             pos++;
 
         prefix[pos] = '\0';
-        int next = confine_open(dirfd, prefix, O_PATH | O_DIRECTORY, 0);
+        int next = sbxp_confine_open(dirfd, prefix, O_PATH | O_DIRECTORY, 0);
         if (next == -ENOENT) {
             if (mkdirat(parent, prefix + start, mode) < 0 && errno != EEXIST) {
                 next = -errno;
             } else {
-                next = confine_open(dirfd, prefix, O_PATH | O_DIRECTORY, 0);
+                next = sbxp_confine_open(dirfd, prefix, O_PATH | O_DIRECTORY, 0);
             }
         }
         prefix[pos] = path[pos];
@@ -159,7 +159,7 @@ int confine_mkdirs(int dirfd, const char *path, mode_t mode)
     return parent;
 }
 
-int confine_remove_tree(int dirfd, const char *name)
+int sbxp_confine_remove_tree(int dirfd, const char *name)
 {
     /* one implementation for host and plugins: any depth, two descriptors */
     return sbxs_remove_tree(dirfd, name);

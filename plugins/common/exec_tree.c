@@ -1,8 +1,8 @@
 /* exec_tree.c - see exec_tree.h. */
 #include "exec_tree.h"
 
-const char sbx_exec_tree_kill_sh[] =
-    "tok=$1; me=$$; t=' '; grew=1; [ -n \"$tok\" ] || exit 0; want=\"" SBX_EXEC_TAG_VAR "=$tok\"; "
+const char sbxp_exec_tree_kill_sh[] =
+    "tok=$1; me=$$; t=' '; grew=1; [ -n \"$tok\" ] || exit 0; want=\"" SBXP_EXEC_TAG_VAR "=$tok\"; "
     /* a grep that reads past NUL bytes does it in one go; else (busybox)
      * one tr | grep per process */
     "fast=; printf 'x\\000y\\n' | grep -qF y 2>/dev/null && fast=1; "

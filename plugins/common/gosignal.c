@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sbx_go_signal_number(const char *status)
+int sbxp_go_signal_number(const char *status)
 {
     static const struct {
         const char *name;

@@ -3,10 +3,10 @@
  * os.ProcessState.String), as daemons written in Go report it (E2B's envd,
  * OpenSandbox's execd).
  */
-#ifndef SBX_PLUGIN_GOSIGNAL_H
-#define SBX_PLUGIN_GOSIGNAL_H
+#ifndef SBXP_GOSIGNAL_H
+#define SBXP_GOSIGNAL_H
 
 /* The signal number named after "signal: " in status, or 0 when none. */
-int sbx_go_signal_number(const char *status);
+int sbxp_go_signal_number(const char *status);
 
-#endif /* SBX_PLUGIN_GOSIGNAL_H */
+#endif /* SBXP_GOSIGNAL_H */

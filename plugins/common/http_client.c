@@ -7,13 +7,15 @@
  * idle connection for the next request. Idle slots are pooled per client.
  *
  * The response body reaches the caller in one of two ways:
- *  - push (sbx_http_xfer_pump): curl's write callback hands each chunk to
+ *  - push (sbxp_http_xfer_pump): curl's write callback hands each chunk to
  *    the caller's sink as it arrives;
- *  - pull (sbx_http_xfer_read): chunks are parked in a bounded buffer and
+ *  - pull (sbxp_http_xfer_read): chunks are parked in a bounded buffer and
  *    the write callback pauses the transfer while that buffer is full, so a
  *    slow reader (libarchive parsing a tar) never makes us buffer more.
  */
 #include "http_client.h"
+
+#include "clock.h"
 
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -47,7 +49,7 @@ struct slot {
     int held_closed;       /* curl wanted to close held_fd */
 };
 
-struct sbx_http {
+struct sbxp_http {
     char *endpoint;
     char *base_url;  /* scheme://authority[/base], no trailing slash */
     char *unix_path; /* socket path for unix endpoints, else NULL */
@@ -56,14 +58,14 @@ struct sbx_http {
     size_t idle_count;
 };
 
-struct sbx_http_xfer {
-    sbx_http *h;
+struct sbxp_http_xfer {
+    sbxp_http *h;
     struct slot *s;
     struct curl_slist *headers;
     char *url;
     const char *method;
     const char *path;
-    const struct sbx_http_request *req; /* borrowed for the transfer */
+    const struct sbxp_http_request *req; /* borrowed for the transfer */
 
     int64_t deadline; /* monotonic ms, 0: none */
     int64_t last_progress; /* monotonic ms of the last byte moved */
@@ -92,14 +94,7 @@ struct sbx_http_xfer {
     curl_socket_t sock;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int sbx_http_fail(sbx_http_error *err, int status, const char *fmt, ...)
+int sbxp_http_fail(sbxp_http_error *err, int status, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
@@ -111,7 +106,7 @@ int sbx_http_fail(sbx_http_error *err, int status, const char *fmt, ...)
     return status;
 }
 
-int sbx_http_status_map(long code)
+int sbxp_http_status_map(long code)
 {
     if (code < 400)
         return SBX_OK;
@@ -129,7 +124,7 @@ int sbx_http_status_map(long code)
     return code >= 500 ? SBX_E_UNAVAILABLE : SBX_E_INVALID;
 }
 
-char *sbx_http_escape(const char *s)
+char *sbxp_http_escape(const char *s)
 {
     char *e = curl_easy_escape(NULL, s, 0);
     if (!e)
@@ -143,23 +138,23 @@ char *sbx_http_escape(const char *s)
 /* Client                                                                  */
 /* ---------------------------------------------------------------------- */
 
-static int global_init(sbx_http_error *err)
+static int global_init(sbxp_http_error *err)
 {
     /* curl_global_init is reference counted and thread-safe in the libcurl
      * versions we build against (>= 7.84). */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return sbx_http_fail(err, SBX_E_INTERNAL, "libcurl initialization failed");
+        return sbxp_http_fail(err, SBX_E_INTERNAL, "libcurl initialization failed");
     return SBX_OK;
 }
 
-int sbx_http_new(const char *endpoint, sbx_http **out, sbx_http_error *err)
+int sbxp_http_new(const char *endpoint, sbxp_http **out, sbxp_http_error *err)
 {
     *out = NULL;
     if (!endpoint || !*endpoint)
-        return sbx_http_fail(err, SBX_E_CONFIG, "empty endpoint");
-    sbx_http *h = calloc(1, sizeof *h);
+        return sbxp_http_fail(err, SBX_E_CONFIG, "empty endpoint");
+    sbxp_http *h = calloc(1, sizeof *h);
     if (!h)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     h->endpoint = strdup(endpoint);
     if (!h->endpoint)
         goto nomem;
@@ -169,9 +164,9 @@ int sbx_http_new(const char *endpoint, sbx_http **out, sbx_http_error *err)
         if (*p != '/') {
             free(h->endpoint);
             free(h);
-            return sbx_http_fail(err, SBX_E_CONFIG,
-                                 "endpoint %s: unix socket path must be absolute",
-                                 endpoint);
+            return sbxp_http_fail(err, SBX_E_CONFIG,
+                                  "endpoint %s: unix socket path must be absolute",
+                                  endpoint);
         }
         h->unix_path = strdup(p);
         h->base_url = strdup("http://localhost");
@@ -181,8 +176,8 @@ int sbx_http_new(const char *endpoint, sbx_http **out, sbx_http_error *err)
         if (n == 0 || p[n] != '\0') {
             free(h->endpoint);
             free(h);
-            return sbx_http_fail(err, SBX_E_CONFIG,
-                                 "endpoint %s: expected tcp://host:port", endpoint);
+            return sbxp_http_fail(err, SBX_E_CONFIG,
+                                  "endpoint %s: expected tcp://host:port", endpoint);
         }
         size_t len = strlen("http://") + n + 1;
         h->base_url = malloc(len);
@@ -199,10 +194,10 @@ int sbx_http_new(const char *endpoint, sbx_http **out, sbx_http_error *err)
     } else {
         free(h->endpoint);
         free(h);
-        return sbx_http_fail(err, SBX_E_CONFIG,
-                             "endpoint %s: unsupported scheme (use unix://, "
-                             "tcp://, http:// or https://)",
-                             endpoint);
+        return sbxp_http_fail(err, SBX_E_CONFIG,
+                              "endpoint %s: unsupported scheme (use unix://, "
+                              "tcp://, http:// or https://)",
+                              endpoint);
     }
     if (!h->base_url || (strncmp(endpoint, "unix://", 7) == 0 && !h->unix_path))
         goto nomem;
@@ -223,7 +218,7 @@ nomem:
     free(h->base_url);
     free(h->endpoint);
     free(h);
-    return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
 }
 
 static void slot_destroy(struct slot *s)
@@ -242,7 +237,7 @@ static void slot_destroy(struct slot *s)
     free(s);
 }
 
-void sbx_http_free(sbx_http *h)
+void sbxp_http_free(sbxp_http *h)
 {
     if (!h)
         return;
@@ -260,12 +255,12 @@ void sbx_http_free(sbx_http *h)
     curl_global_cleanup();
 }
 
-const char *sbx_http_endpoint(const sbx_http *h)
+const char *sbxp_http_endpoint(const sbxp_http *h)
 {
     return h->endpoint;
 }
 
-static struct slot *slot_take(sbx_http *h, int fresh)
+static struct slot *slot_take(sbxp_http *h, int fresh)
 {
     struct slot *s = NULL;
     if (!fresh) {
@@ -307,7 +302,7 @@ static struct slot *slot_take(sbx_http *h, int fresh)
     return s;
 }
 
-static void slot_give_back(sbx_http *h, struct slot *s)
+static void slot_give_back(sbxp_http *h, struct slot *s)
 {
     pthread_mutex_lock(&h->lock);
     if (h->idle_count < SLOT_POOL_MAX) {
@@ -361,9 +356,9 @@ static char *trim(char *s, char *end)
 
 static size_t on_header(char *data, size_t size, size_t n, void *ud)
 {
-    struct sbx_http_xfer *x = ud;
+    struct sbxp_http_xfer *x = ud;
     size_t len = size * n;
-    x->last_progress = now_ms();
+    x->last_progress = sbxs_now_ms();
     if (len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')) {
         long code = 0;
         curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -401,9 +396,9 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
 
 static size_t on_body(char *data, size_t size, size_t n, void *ud)
 {
-    struct sbx_http_xfer *x = ud;
+    struct sbxp_http_xfer *x = ud;
     size_t len = size * n;
-    x->last_progress = now_ms();
+    x->last_progress = sbxs_now_ms();
     if (x->errmode) {
         size_t room = ERROR_BODY_MAX - x->errbody_len;
         size_t take = len < room ? len : room;
@@ -449,10 +444,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 
 static size_t on_upload(char *buf, size_t size, size_t n, void *ud)
 {
-    struct sbx_http_xfer *x = ud;
+    struct sbxp_http_xfer *x = ud;
     const struct sbx_source *src = x->req->body_src;
     long got = src->read(src->ctx, buf, size * n);
-    x->last_progress = now_ms(); /* curl asked for more: the last part went */
+    x->last_progress = sbxs_now_ms(); /* curl asked for more: the last part went */
     if (got < 0) {
         x->cb_status = SBX_E_IO;
         x->cb_is_source = 1;
@@ -466,7 +461,7 @@ static size_t on_upload(char *buf, size_t size, size_t n, void *ud)
 /* ---------------------------------------------------------------------- */
 
 /* The request named for messages: method and path without the query. */
-static void describe(const struct sbx_http_xfer *x, char *buf, size_t cap)
+static void describe(const struct sbxp_http_xfer *x, char *buf, size_t cap)
 {
     size_t plen = strcspn(x->path, "?");
     snprintf(buf, cap, "%s %.*s", x->method, (int)(plen > 200 ? 200 : plen),
@@ -516,20 +511,20 @@ static void error_text(const char *body, size_t len, char *out, size_t cap)
     sanitize(out, cap, body, len > 300 ? 300 : len);
 }
 
-static int fail_http(struct sbx_http_xfer *x, sbx_http_error *err)
+static int fail_http(struct sbxp_http_xfer *x, sbxp_http_error *err)
 {
     char what[256], text[512];
     describe(x, what, sizeof what);
     error_text(x->errbody, x->errbody_len, text, sizeof text);
-    int st = sbx_http_status_map(x->http_status);
+    int st = sbxp_http_status_map(x->http_status);
     if (err) {
         err->http_status = x->http_status;
     }
-    return sbx_http_fail(err, st, "%s: HTTP %ld%s%s", what, x->http_status,
-                         text[0] ? ": " : "", text);
+    return sbxp_http_fail(err, st, "%s: HTTP %ld%s%s", what, x->http_status,
+                          text[0] ? ": " : "", text);
 }
 
-static int fail_curl(struct sbx_http_xfer *x, CURLcode rc, sbx_http_error *err)
+static int fail_curl(struct sbxp_http_xfer *x, CURLcode rc, sbxp_http_error *err)
 {
     char what[256];
     describe(x, what, sizeof what);
@@ -539,10 +534,10 @@ static int fail_curl(struct sbx_http_xfer *x, CURLcode rc, sbx_http_error *err)
             err->http_status = x->http_status;
         }
         if (x->cb_is_source)
-            return sbx_http_fail(err, x->cb_status,
-                                 "%s: reading the request body failed", what);
-        return sbx_http_fail(err, x->cb_status, "%s: stopped by the receiver (%s)",
-                             what, sbx_strerror((sbx_status)x->cb_status));
+            return sbxp_http_fail(err, x->cb_status,
+                                  "%s: reading the request body failed", what);
+        return sbxp_http_fail(err, x->cb_status, "%s: stopped by the receiver (%s)",
+                              what, sbx_strerror((sbx_status)x->cb_status));
     }
     long oserr = 0;
     curl_easy_getinfo(x->s->easy, CURLINFO_OS_ERRNO, &oserr);
@@ -554,48 +549,48 @@ static int fail_curl(struct sbx_http_xfer *x, CURLcode rc, sbx_http_error *err)
     switch (rc) {
     case CURLE_COULDNT_CONNECT:
         if (oserr == EACCES || oserr == EPERM)
-            return sbx_http_fail(err, SBX_E_DENIED,
-                                 "%s: permission denied connecting to %s", what,
-                                 where);
-        return sbx_http_fail(err, SBX_E_UNAVAILABLE, "%s: cannot connect to %s: %s",
-                             what, where,
-                             oserr ? strerror((int)oserr) : curl_easy_strerror(rc));
+            return sbxp_http_fail(err, SBX_E_DENIED,
+                                  "%s: permission denied connecting to %s", what,
+                                  where);
+        return sbxp_http_fail(err, SBX_E_UNAVAILABLE, "%s: cannot connect to %s: %s",
+                              what, where,
+                              oserr ? strerror((int)oserr) : curl_easy_strerror(rc));
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-        return sbx_http_fail(err, SBX_E_UNAVAILABLE, "%s: cannot resolve %s", what,
-                             where);
+        return sbxp_http_fail(err, SBX_E_UNAVAILABLE, "%s: cannot resolve %s", what,
+                              where);
     case CURLE_OPERATION_TIMEDOUT:
-        return sbx_http_fail(err, SBX_E_TIMEOUT, "%s: %s timed out", what, where);
+        return sbxp_http_fail(err, SBX_E_TIMEOUT, "%s: %s timed out", what, where);
     case CURLE_GOT_NOTHING:
     case CURLE_SEND_ERROR:
-        return sbx_http_fail(err, SBX_E_UNAVAILABLE,
-                             "%s: %s closed the connection without answering", what,
-                             where);
+        return sbxp_http_fail(err, SBX_E_UNAVAILABLE,
+                              "%s: %s closed the connection without answering", what,
+                              where);
     case CURLE_RECV_ERROR:
         if (!x->headers_done)
-            return sbx_http_fail(err, SBX_E_UNAVAILABLE,
-                                 "%s: %s closed the connection without answering",
-                                 what, where);
-        return sbx_http_fail(err, SBX_E_PROTOCOL,
-                             "%s: the response from %s was cut short (%s)", what,
-                             where, curl_easy_strerror(rc));
+            return sbxp_http_fail(err, SBX_E_UNAVAILABLE,
+                                  "%s: %s closed the connection without answering",
+                                  what, where);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL,
+                              "%s: the response from %s was cut short (%s)", what,
+                              where, curl_easy_strerror(rc));
     case CURLE_PARTIAL_FILE:
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_HTTP2:
     case CURLE_BAD_CONTENT_ENCODING:
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "%s: bad or truncated response from %s: %s",
-                             what, where, curl_easy_strerror(rc));
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "%s: bad or truncated response from %s: %s",
+                              what, where, curl_easy_strerror(rc));
     case CURLE_OUT_OF_MEMORY:
-        return sbx_http_fail(err, SBX_E_NOMEM, "%s: out of memory", what);
+        return sbxp_http_fail(err, SBX_E_NOMEM, "%s: out of memory", what);
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CONNECT_ERROR:
-        return sbx_http_fail(err, SBX_E_UNAVAILABLE, "%s: TLS with %s failed: %s",
-                             what, where, curl_easy_strerror(rc));
+        return sbxp_http_fail(err, SBX_E_UNAVAILABLE, "%s: TLS with %s failed: %s",
+                              what, where, curl_easy_strerror(rc));
     default:
         break;
     }
-    return sbx_http_fail(err, SBX_E_IO, "%s: %s: %s", what, where,
-                         curl_easy_strerror(rc));
+    return sbxp_http_fail(err, SBX_E_IO, "%s: %s: %s", what, where,
+                          curl_easy_strerror(rc));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -604,7 +599,7 @@ static int fail_curl(struct sbx_http_xfer *x, CURLcode rc, sbx_http_error *err)
 
 enum until { UNTIL_HEADERS, UNTIL_DATA, UNTIL_DONE };
 
-static int reached(const struct sbx_http_xfer *x, enum until u)
+static int reached(const struct sbxp_http_xfer *x, enum until u)
 {
     if (x->done)
         return 1;
@@ -616,7 +611,7 @@ static int reached(const struct sbx_http_xfer *x, enum until u)
     return 1;
 }
 
-static void collect_done(struct sbx_http_xfer *x)
+static void collect_done(struct sbxp_http_xfer *x)
 {
     CURLMsg *m;
     int left;
@@ -628,51 +623,51 @@ static void collect_done(struct sbx_http_xfer *x)
     }
 }
 
-static int cancelled(const struct sbx_http_xfer *x)
+static int cancelled(const struct sbxp_http_xfer *x)
 {
-    const struct sbx_http_cancel *c = x->req->cancel;
+    const struct sbxp_http_cancel *c = x->req->cancel;
     return c && c->check && c->check(c->ctx);
 }
 
-static int drive(struct sbx_http_xfer *x, enum until u, sbx_http_error *err)
+static int drive(struct sbxp_http_xfer *x, enum until u, sbxp_http_error *err)
 {
     /* the stall clock runs only while we wait here */
-    int64_t entered = now_ms();
+    int64_t entered = sbxs_now_ms();
     for (;;) {
         int running = 0;
         CURLMcode mc = curl_multi_perform(x->s->multi, &running);
         if (mc != CURLM_OK)
-            return sbx_http_fail(err, SBX_E_INTERNAL, "curl_multi_perform: %s",
-                                 curl_multi_strerror(mc));
+            return sbxp_http_fail(err, SBX_E_INTERNAL, "curl_multi_perform: %s",
+                                  curl_multi_strerror(mc));
         collect_done(x);
         if (reached(x, u))
             return SBX_OK;
         if (cancelled(x)) {
             char what[256];
             describe(x, what, sizeof what);
-            return sbx_http_fail(err, SBX_E_CANCELLED, "%s: cancelled", what);
+            return sbxp_http_fail(err, SBX_E_CANCELLED, "%s: cancelled", what);
         }
         int wait = POLL_SLICE_MS;
         if (x->deadline) {
-            int64_t left_ms = x->deadline - now_ms();
+            int64_t left_ms = x->deadline - sbxs_now_ms();
             if (left_ms <= 0) {
                 char what[256];
                 describe(x, what, sizeof what);
-                return sbx_http_fail(err, SBX_E_TIMEOUT, "%s: timed out", what);
+                return sbxp_http_fail(err, SBX_E_TIMEOUT, "%s: timed out", what);
             }
             if (left_ms < wait)
                 wait = (int)left_ms;
         }
         if (x->req->stall_timeout_ms > 0) {
             int64_t since = x->last_progress > entered ? x->last_progress : entered;
-            int64_t left_ms = since + x->req->stall_timeout_ms - now_ms();
+            int64_t left_ms = since + x->req->stall_timeout_ms - sbxs_now_ms();
             if (left_ms <= 0) {
                 char what[256];
                 describe(x, what, sizeof what);
-                return sbx_http_fail(err, SBX_E_TIMEOUT,
-                                     "%s: %s sent and accepted nothing for %lld ms",
-                                     what, x->h->endpoint,
-                                     (long long)x->req->stall_timeout_ms);
+                return sbxp_http_fail(err, SBX_E_TIMEOUT,
+                                      "%s: %s sent and accepted nothing for %lld ms",
+                                      what, x->h->endpoint,
+                                      (long long)x->req->stall_timeout_ms);
             }
             if (left_ms < wait)
                 wait = (int)left_ms;
@@ -686,19 +681,19 @@ static int drive(struct sbx_http_xfer *x, enum until u, sbx_http_error *err)
         }
         mc = curl_multi_poll(x->s->multi, nextra ? &extra : NULL, nextra, wait, NULL);
         if (mc != CURLM_OK)
-            return sbx_http_fail(err, SBX_E_INTERNAL, "curl_multi_poll: %s",
-                                 curl_multi_strerror(mc));
+            return sbxp_http_fail(err, SBX_E_INTERNAL, "curl_multi_poll: %s",
+                                  curl_multi_strerror(mc));
     }
 }
 
-static int setup(sbx_http *h, struct sbx_http_xfer *x, sbx_http_error *err)
+static int setup(sbxp_http *h, struct sbxp_http_xfer *x, sbxp_http_error *err)
 {
-    const struct sbx_http_request *req = x->req;
+    const struct sbxp_http_request *req = x->req;
     CURL *e = x->s->easy;
     size_t ulen = strlen(h->base_url) + strlen(req->path) + 1;
     x->url = malloc(ulen);
     if (!x->url)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     snprintf(x->url, ulen, "%s%s", h->base_url, req->path);
 
     struct curl_slist *l = NULL, *t;
@@ -762,15 +757,15 @@ static int setup(sbx_http *h, struct sbx_http_xfer *x, sbx_http_error *err)
         curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
     }
     if (curl_multi_add_handle(x->s->multi, e) != CURLM_OK)
-        return sbx_http_fail(err, SBX_E_INTERNAL, "curl_multi_add_handle failed");
+        return sbxp_http_fail(err, SBX_E_INTERNAL, "curl_multi_add_handle failed");
     return SBX_OK;
 
 nomem:
     curl_slist_free_all(l);
-    return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
 }
 
-static int finish_result(struct sbx_http_xfer *x, sbx_http_error *err)
+static int finish_result(struct sbxp_http_xfer *x, sbxp_http_error *err)
 {
     if (x->result != CURLE_OK || x->cb_status)
         return fail_curl(x, x->result, err);
@@ -779,15 +774,15 @@ static int finish_result(struct sbx_http_xfer *x, sbx_http_error *err)
     return SBX_OK;
 }
 
-int sbx_http_start(sbx_http *h, const struct sbx_http_request *req,
-                   sbx_http_xfer **out, sbx_http_error *err)
+int sbxp_http_start(sbxp_http *h, const struct sbxp_http_request *req,
+                    sbxp_http_xfer **out, sbxp_http_error *err)
 {
     *out = NULL;
     if (err)
         memset(err, 0, sizeof *err);
-    struct sbx_http_xfer *x = calloc(1, sizeof *x);
+    struct sbxp_http_xfer *x = calloc(1, sizeof *x);
     if (!x)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     x->h = h;
     x->req = req;
     x->method = req->method;
@@ -798,11 +793,11 @@ int sbx_http_start(sbx_http *h, const struct sbx_http_request *req,
     x->pend = malloc(x->pend_cap);
     x->s = slot_take(h, req->hijack);
     if (!x->pend || !x->s) {
-        sbx_http_xfer_free(x);
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        sbxp_http_xfer_free(x);
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
     if (req->timeout_ms > 0)
-        x->deadline = now_ms() + req->timeout_ms;
+        x->deadline = sbxs_now_ms() + req->timeout_ms;
     int rc = setup(h, x, err);
     if (rc == SBX_OK)
         rc = drive(x, UNTIL_HEADERS, err);
@@ -815,10 +810,10 @@ int sbx_http_start(sbx_http *h, const struct sbx_http_request *req,
         rc = finish_result(x, err);
     }
     if (rc == SBX_OK && !x->headers_done)
-        rc = sbx_http_fail(err, SBX_E_PROTOCOL, "%s %s: no response from %s",
-                           req->method, req->path, h->endpoint);
+        rc = sbxp_http_fail(err, SBX_E_PROTOCOL, "%s %s: no response from %s",
+                            req->method, req->path, h->endpoint);
     if (rc != SBX_OK) {
-        sbx_http_xfer_free(x);
+        sbxp_http_xfer_free(x);
         return rc;
     }
     if (x->hijack) {
@@ -829,18 +824,18 @@ int sbx_http_start(sbx_http *h, const struct sbx_http_request *req,
     return SBX_OK;
 }
 
-long sbx_http_xfer_status(const sbx_http_xfer *x)
+long sbxp_http_xfer_status(const sbxp_http_xfer *x)
 {
     return x->http_status;
 }
 
-int sbx_http_xfer_socket(const sbx_http_xfer *x)
+int sbxp_http_xfer_socket(const sbxp_http_xfer *x)
 {
     return x->sock;
 }
 
-int sbx_http_xfer_read(sbx_http_xfer *x, void *buf, size_t cap, size_t *got,
-                       sbx_http_error *err)
+int sbxp_http_xfer_read(sbxp_http_xfer *x, void *buf, size_t cap, size_t *got,
+                        sbxp_http_error *err)
 {
     *got = 0;
     if (x->pend_len == x->pend_off) {
@@ -867,8 +862,8 @@ int sbx_http_xfer_read(sbx_http_xfer *x, void *buf, size_t cap, size_t *got,
     return SBX_OK;
 }
 
-int sbx_http_xfer_pump(sbx_http_xfer *x, const struct sbx_sink *sink,
-                       sbx_http_error *err)
+int sbxp_http_xfer_pump(sbxp_http_xfer *x, const struct sbx_sink *sink,
+                        sbxp_http_error *err)
 {
     /* hand over what was parked while the headers arrived */
     if (x->pend_len > x->pend_off && sink && sink->write) {
@@ -892,12 +887,12 @@ int sbx_http_xfer_pump(sbx_http_xfer *x, const struct sbx_sink *sink,
     return finish_result(x, err);
 }
 
-void sbx_http_xfer_set_timeout(sbx_http_xfer *x, int64_t ms)
+void sbxp_http_xfer_set_timeout(sbxp_http_xfer *x, int64_t ms)
 {
-    x->deadline = ms > 0 ? now_ms() + ms : 0;
+    x->deadline = ms > 0 ? sbxs_now_ms() + ms : 0;
 }
 
-void sbx_http_xfer_free(sbx_http_xfer *x)
+void sbxp_http_xfer_free(sbxp_http_xfer *x)
 {
     if (!x)
         return;
@@ -916,17 +911,17 @@ void sbx_http_xfer_free(sbx_http_xfer *x)
     free(x);
 }
 
-int sbx_http_request(sbx_http *h, const struct sbx_http_request *req,
-                     const struct sbx_sink *sink, long *http_status,
-                     sbx_http_error *err)
+int sbxp_http_request(sbxp_http *h, const struct sbxp_http_request *req,
+                      const struct sbx_sink *sink, long *http_status,
+                      sbxp_http_error *err)
 {
-    sbx_http_xfer *x = NULL;
-    int rc = sbx_http_start(h, req, &x, err);
+    sbxp_http_xfer *x = NULL;
+    int rc = sbxp_http_start(h, req, &x, err);
     if (http_status)
         *http_status = x ? x->http_status : (err ? err->http_status : 0);
     if (rc != SBX_OK)
         return rc;
-    rc = sbx_http_xfer_pump(x, sink, err);
-    sbx_http_xfer_free(x);
+    rc = sbxp_http_xfer_pump(x, sink, err);
+    sbxp_http_xfer_free(x);
     return rc;
 }

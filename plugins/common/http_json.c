@@ -37,7 +37,7 @@ static int feed(void *ud, const void *buf, size_t len)
             return SBX_E_PROTOCOL;
         }
         size_t chunk = len > (1u << 20) ? (1u << 20) : len;
-        if (a->bytes + chunk > SBX_HTTP_JSON_MAX) {
+        if (a->bytes + chunk > SBXP_HTTP_JSON_MAX) {
             a->bad = 2;
             return SBX_E_PROTOCOL;
         }
@@ -102,8 +102,8 @@ static int finish(struct json_acc *a)
     return 0;
 }
 
-static int protocol_error(const struct sbx_http_request *req, int bad,
-                          sbx_http_error *err)
+static int protocol_error(const struct sbxp_http_request *req, int bad,
+                          sbxp_http_error *err)
 {
     size_t plen = strcspn(req->path, "?");
     const char *why = bad == 2   ? "larger than the accepted bound"
@@ -111,18 +111,18 @@ static int protocol_error(const struct sbx_http_request *req, int bad,
                                  : "not valid JSON";
     if (err)
         err->from_callback = 0;
-    return sbx_http_fail(err, SBX_E_PROTOCOL, "%s %.*s: response body is %s",
-                         req->method, (int)plen, req->path, why);
+    return sbxp_http_fail(err, SBX_E_PROTOCOL, "%s %.*s: response body is %s",
+                          req->method, (int)plen, req->path, why);
 }
 
-static int run(sbx_http *h, const struct sbx_http_request *req,
-               struct json_acc *a, long *http_status, sbx_http_error *err)
+static int run(sbxp_http *h, const struct sbxp_http_request *req,
+               struct json_acc *a, long *http_status, sbxp_http_error *err)
 {
     a->tok = json_tokener_new_ex(JSON_TOKENER_DEFAULT_DEPTH);
     if (!a->tok)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     struct sbx_sink sink = SBX_SINK_INIT(a, feed);
-    int rc = sbx_http_request(h, req, &sink, http_status, err);
+    int rc = sbxp_http_request(h, req, &sink, http_status, err);
     if (rc == SBX_OK)
         rc = finish(a);
     json_tokener_free(a->tok);
@@ -134,8 +134,8 @@ static int run(sbx_http *h, const struct sbx_http_request *req,
     return rc;
 }
 
-int sbx_http_json(sbx_http *h, const struct sbx_http_request *req,
-                  json_object **out, long *http_status, sbx_http_error *err)
+int sbxp_http_json(sbxp_http *h, const struct sbxp_http_request *req,
+                   json_object **out, long *http_status, sbxp_http_error *err)
 {
     struct json_acc a = {0};
     *out = NULL;
@@ -148,27 +148,27 @@ int sbx_http_json(sbx_http *h, const struct sbx_http_request *req,
     return SBX_OK;
 }
 
-int sbx_http_json_body(sbx_http *h, const struct sbx_http_request *req,
-                       json_object *body, json_object **out, long *http_status,
-                       sbx_http_error *err)
+int sbxp_http_json_body(sbxp_http *h, const struct sbxp_http_request *req,
+                        json_object *body, json_object **out, long *http_status,
+                        sbxp_http_error *err)
 {
-    struct sbx_http_request r = *req;
+    struct sbxp_http_request r = *req;
     if (body) {
         size_t len = 0;
         const char *text =
             json_object_to_json_string_length(body, JSON_C_TO_STRING_PLAIN, &len);
         if (!text)
-            return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+            return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
         r.body = text;
         r.body_len = len;
         r.content_type = "application/json";
     }
-    return sbx_http_json(h, &r, out, http_status, err);
+    return sbxp_http_json(h, &r, out, http_status, err);
 }
 
-int sbx_http_json_each(sbx_http *h, const struct sbx_http_request *req,
-                       int (*fn)(void *ctx, json_object *value), void *ctx,
-                       sbx_http_error *err)
+int sbxp_http_json_each(sbxp_http *h, const struct sbxp_http_request *req,
+                        int (*fn)(void *ctx, json_object *value), void *ctx,
+                        sbxp_http_error *err)
 {
     struct json_acc a = {0};
     a.fn = fn;
@@ -176,7 +176,7 @@ int sbx_http_json_each(sbx_http *h, const struct sbx_http_request *req,
     return run(h, req, &a, NULL, err);
 }
 
-const char *sbx_json_str(json_object *obj, const char *key)
+const char *sbxp_json_str(json_object *obj, const char *key)
 {
     json_object *v;
     if (!obj || !json_object_object_get_ex(obj, key, &v) ||
@@ -185,7 +185,7 @@ const char *sbx_json_str(json_object *obj, const char *key)
     return json_object_get_string(v);
 }
 
-json_object *sbx_json_obj(json_object *obj, const char *key)
+json_object *sbxp_json_obj(json_object *obj, const char *key)
 {
     json_object *v;
     if (!obj || !json_object_object_get_ex(obj, key, &v) ||
@@ -194,7 +194,7 @@ json_object *sbx_json_obj(json_object *obj, const char *key)
     return v;
 }
 
-int64_t sbx_json_int(json_object *obj, const char *key, int64_t def)
+int64_t sbxp_json_int(json_object *obj, const char *key, int64_t def)
 {
     json_object *v;
     if (!obj || !json_object_object_get_ex(obj, key, &v) ||
@@ -203,7 +203,7 @@ int64_t sbx_json_int(json_object *obj, const char *key, int64_t def)
     return json_object_get_int64(v);
 }
 
-int sbx_json_bool(json_object *obj, const char *key, int def)
+int sbxp_json_bool(json_object *obj, const char *key, int def)
 {
     json_object *v;
     if (!obj || !json_object_object_get_ex(obj, key, &v) ||

@@ -2,11 +2,11 @@
  * http_json.h - JSON requests and responses on top of http_client.h.
  *
  * Bodies are parsed incrementally with json-c as they arrive; a document is
- * bounded by SBX_HTTP_JSON_MAX bytes so a misbehaving service cannot make a
+ * bounded by SBXP_HTTP_JSON_MAX bytes so a misbehaving service cannot make a
  * provider allocate without limit.
  */
-#ifndef SBX_PLUGIN_HTTP_JSON_H
-#define SBX_PLUGIN_HTTP_JSON_H
+#ifndef SBXP_HTTP_JSON_H
+#define SBXP_HTTP_JSON_H
 
 #include "http_client.h"
 
@@ -17,46 +17,46 @@ extern "C" {
 #endif
 
 /* Largest JSON response accepted, in bytes. */
-#define SBX_HTTP_JSON_MAX (8u * 1024u * 1024u)
+#define SBXP_HTTP_JSON_MAX (8u * 1024u * 1024u)
 
 /*
  * Run a request (set req->body/content_type yourself, or use
- * sbx_http_json_body) and parse the response as one JSON document. *out
+ * sbxp_http_json_body) and parse the response as one JSON document. *out
  * receives the document, owned by the caller (json_object_put), or NULL when
  * the body was empty. A body that is not JSON, or larger than the bound, is
  * SBX_E_PROTOCOL. *http_status (may be NULL) receives the status.
  */
-int sbx_http_json(sbx_http *h, const struct sbx_http_request *req,
-                  json_object **out, long *http_status, sbx_http_error *err);
+int sbxp_http_json(sbxp_http *h, const struct sbxp_http_request *req,
+                   json_object **out, long *http_status, sbxp_http_error *err);
 
 /*
  * Serialize `body` (borrowed; NULL sends no body) as the request's JSON body
- * and run sbx_http_json. The request struct is copied, not modified.
+ * and run sbxp_http_json. The request struct is copied, not modified.
  */
-int sbx_http_json_body(sbx_http *h, const struct sbx_http_request *req,
-                       json_object *body, json_object **out, long *http_status,
-                       sbx_http_error *err);
+int sbxp_http_json_body(sbxp_http *h, const struct sbxp_http_request *req,
+                        json_object *body, json_object **out, long *http_status,
+                        sbxp_http_error *err);
 
 /*
  * Run a request whose response is a stream of JSON values (newline
  * delimited or simply concatenated, as Docker's progress streams) and call
  * fn for each value as it completes. The value is borrowed for the call.
  * fn returns 0 to continue or an sbx_status to stop with (its caller then
- * owns the message). Each value is bounded by SBX_HTTP_JSON_MAX.
+ * owns the message). Each value is bounded by SBXP_HTTP_JSON_MAX.
  */
-int sbx_http_json_each(sbx_http *h, const struct sbx_http_request *req,
-                       int (*fn)(void *ctx, json_object *value), void *ctx,
-                       sbx_http_error *err);
+int sbxp_http_json_each(sbxp_http *h, const struct sbxp_http_request *req,
+                        int (*fn)(void *ctx, json_object *value), void *ctx,
+                        sbxp_http_error *err);
 
 /* Convenience getters: NULL/0/def when the member is absent or of another
  * type. Strings are borrowed from obj. */
-const char *sbx_json_str(json_object *obj, const char *key);
-json_object *sbx_json_obj(json_object *obj, const char *key);
-int64_t sbx_json_int(json_object *obj, const char *key, int64_t def);
-int sbx_json_bool(json_object *obj, const char *key, int def);
+const char *sbxp_json_str(json_object *obj, const char *key);
+json_object *sbxp_json_obj(json_object *obj, const char *key);
+int64_t sbxp_json_int(json_object *obj, const char *key, int64_t def);
+int sbxp_json_bool(json_object *obj, const char *key, int def);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* SBX_PLUGIN_HTTP_JSON_H */
+#endif /* SBXP_HTTP_JSON_H */

@@ -3,6 +3,8 @@
 #include "http_retry.h"
 #include "http_json.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -10,7 +12,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-int sbx_http_transient(const sbx_http_error *err)
+int sbxp_http_transient(const sbxp_http_error *err)
 {
     if (err->from_callback)
         return 0;
@@ -30,15 +32,8 @@ int sbx_http_transient(const sbx_http_error *err)
     }
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
-                 const struct sbx_http_cancel *cancel)
+int sbxp_http_backoff(const struct sbxp_http_retry *r, int attempt,
+                 const struct sbxp_http_cancel *cancel)
 {
     int64_t ceiling = r->base_ms;
     for (int i = 1; i < attempt && ceiling < r->cap_ms; i++)
@@ -47,15 +42,15 @@ int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
         ceiling = r->cap_ms;
     uint32_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
-        rnd = (uint32_t)now_ms();
+        rnd = (uint32_t)sbxs_now_ms();
     /* Full jitter: anywhere between half the ceiling and the ceiling, so
      * that clients that failed together do not come back together. */
     int64_t wait = ceiling / 2 + (ceiling > 1 ? (int64_t)(rnd % (uint32_t)(ceiling / 2 + 1)) : 0);
-    int64_t end = now_ms() + wait;
+    int64_t end = sbxs_now_ms() + wait;
     for (;;) {
         if (cancel && cancel->check && cancel->check(cancel->ctx))
             return SBX_E_CANCELLED;
-        int64_t left = end - now_ms();
+        int64_t left = end - sbxs_now_ms();
         if (left <= 0)
             return SBX_OK;
         struct pollfd p = {cancel ? cancel->fd : -1, POLLIN, 0};
@@ -67,16 +62,16 @@ int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
     }
 }
 
-int sbx_http_json_retry(sbx_http *h, const struct sbx_http_request *req,
+int sbxp_http_json_retry(sbxp_http *h, const struct sbxp_http_request *req,
                     json_object *body, json_object **out, long *http_status,
-                    sbx_http_error *err, const struct sbx_http_retry *r)
+                    sbxp_http_error *err, const struct sbxp_http_retry *r)
 {
     int attempts = r && r->attempts > 1 ? r->attempts : 1;
     int rc = SBX_OK;
     for (int a = 1;; a++) {
         json_object *doc = NULL;
         memset(err, 0, sizeof *err);
-        rc = sbx_http_json_body(h, req, body, &doc, http_status, err);
+        rc = sbxp_http_json_body(h, req, body, &doc, http_status, err);
         if (rc == SBX_OK) {
             if (out)
                 *out = doc;
@@ -85,13 +80,13 @@ int sbx_http_json_retry(sbx_http *h, const struct sbx_http_request *req,
             return SBX_OK;
         }
         json_object_put(doc);
-        if (a >= attempts || !sbx_http_transient(err))
+        if (a >= attempts || !sbxp_http_transient(err))
             return rc;
-        sbx_http_error keep = *err;
-        if (sbx_http_backoff(r, a, req->cancel) != SBX_OK) {
+        sbxp_http_error keep = *err;
+        if (sbxp_http_backoff(r, a, req->cancel) != SBX_OK) {
             *err = keep;
-            return sbx_http_fail(err, SBX_E_CANCELLED, "cancelled while retrying: %s",
-                                 keep.message);
+            return sbxp_http_fail(err, SBX_E_CANCELLED, "cancelled while retrying: %s",
+                                  keep.message);
         }
     }
 }

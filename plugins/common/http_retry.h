@@ -2,8 +2,8 @@
  * http_retry.h - retrying idempotent HTTP calls of the remote providers:
  * which failures are transient, capped exponential backoff with jitter.
  */
-#ifndef SBX_PLUGIN_HTTP_RETRY_H
-#define SBX_PLUGIN_HTTP_RETRY_H
+#ifndef SBXP_HTTP_RETRY_H
+#define SBXP_HTTP_RETRY_H
 
 #include "http_client.h"
 
@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* Retry policy for idempotent calls. */
-struct sbx_http_retry {
+struct sbxp_http_retry {
     int attempts;     /* total attempts, >= 1 */
     int64_t base_ms;  /* first backoff */
     int64_t cap_ms;   /* longest backoff */
@@ -20,23 +20,23 @@ struct sbx_http_retry {
 /* Whether a failed request is worth repeating unchanged: refused or reset
  * connections, 429, 502, 503, 504. A caller's own stop (cancellation,
  * callback) never is. */
-int sbx_http_transient(const sbx_http_error *err);
+int sbxp_http_transient(const sbxp_http_error *err);
 
 /*
  * Sleep before attempt number `attempt` (1 for the first retry): capped
  * exponential backoff with full jitter. Returns SBX_OK, or SBX_E_CANCELLED
  * when the cancellation fired during the wait.
  */
-int sbx_http_backoff(const struct sbx_http_retry *r, int attempt,
-                 const struct sbx_http_cancel *cancel);
+int sbxp_http_backoff(const struct sbxp_http_retry *r, int attempt,
+                 const struct sbxp_http_cancel *cancel);
 
 /*
  * A JSON request (body may be NULL) repeated per policy r (NULL: once)
  * while it fails transiently. *out (may be NULL to discard) receives the
  * parsed response of the successful attempt. *http_status may be NULL.
  */
-int sbx_http_json_retry(sbx_http *h, const struct sbx_http_request *req,
+int sbxp_http_json_retry(sbxp_http *h, const struct sbxp_http_request *req,
                     json_object *body, json_object **out, long *http_status,
-                    sbx_http_error *err, const struct sbx_http_retry *r);
+                    sbxp_http_error *err, const struct sbxp_http_retry *r);
 
-#endif /* SBX_PLUGIN_HTTP_RETRY_H */
+#endif /* SBXP_HTTP_RETRY_H */

@@ -35,6 +35,10 @@
 #include "remote_memory.h"
 
 #include "archive_sink.h"
+#include "call_error.h"
+#include "fd_source.h"
+#include "memory_slug.h"
+#include "path_list.h"
 
 #include "archive_check.h"
 #include "archive_pax.h"
@@ -49,39 +53,25 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SBX_RMEM_ROOT "/mnt/memory"
+#define SBXP_RMEM_ROOT "/mnt/memory"
 /* Most stores one sandbox attaches (as the docker provider). */
 #define MEMORY_MAX 64
 /* Bound of a tree's listing (a hostile sandbox could print forever). */
 #define LIST_MAX (64u * 1024u * 1024u)
 
-/* Set the call's error (or log it without a call) and return status. */
-static int rm_error(struct sbx_rmem *m, sbx_call *call, int status, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
+/* Set the call's error (or log it without a call) and return status
+ * (call_error.c). */
+#define rm_error(m, call, ...) sbxp_call_error((m)->host, (call), __VA_ARGS__)
 
-static int rm_error(struct sbx_rmem *m, sbx_call *call, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (call)
-        return m->host->set_error(m->host, call, status, "%s", msg);
-    m->host->log(m->host, SBX_LOG_WARN, "%s", msg);
-    return status;
-}
-
-void sbx_rmem_init(struct sbx_rmem *m, const struct sbx_host *host, const char *provider,
-                   const char *state_dir, const char *id, const struct sbx_rmem_ops *ops,
-                   void *ctx)
+void sbxp_rmem_init(struct sbxp_rmem *m, const struct sbx_host *host, const char *provider,
+                    const char *state_dir, const char *id, const struct sbxp_rmem_ops *ops,
+                    void *ctx)
 {
     memset(m, 0, sizeof *m);
     m->host = host;
@@ -92,8 +82,8 @@ void sbx_rmem_init(struct sbx_rmem *m, const struct sbx_host *host, const char *
     m->ctx = ctx;
 }
 
-int sbx_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *provider,
-                       const char *configured, char **out)
+int sbxp_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *provider,
+                        const char *configured, char **out)
 {
     char def[4096];
     const char *sd = configured;
@@ -115,8 +105,8 @@ int sbx_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *
     return SBX_OK;
 }
 
-int sbx_rmem_script(struct sbx_rmem *m, sbx_call *call, const char *what,
-                    const char *const *argv)
+int sbxp_rmem_script(struct sbxp_rmem *m, sbx_call *call, const char *what,
+                     const char *const *argv)
 {
     char msg[512];
     int code = -1;
@@ -136,14 +126,14 @@ int sbx_rmem_script(struct sbx_rmem *m, sbx_call *call, const char *what,
 /* Run argv as root with its stdout byte-exact in out: read from the
  * command, or (ops->download) written to a file beside the trees,
  * downloaded and removed. */
-static int run_out(struct sbx_rmem *m, sbx_call *call, const char *slug,
+static int run_out(struct sbxp_rmem *m, sbx_call *call, const char *slug,
                    const char *const *argv, const struct sbx_sink *out, int *code, char *msg,
                    size_t cap)
 {
     if (!m->ops->download)
         return m->ops->run(m->ctx, call, argv, out, 0, code, msg, cap);
     char file[128];
-    snprintf(file, sizeof file, SBX_RMEM_ROOT "/.sbx-out-%s", slug);
+    snprintf(file, sizeof file, SBXP_RMEM_ROOT "/.sbx-out-%s", slug);
     const char *wrap[16] = {"sh", "-c", "o=$1; shift; \"$@\" >\"$o\"", "sh", file};
     size_t n = 5;
     for (size_t i = 0; argv[i] && n < 15; i++)
@@ -159,70 +149,47 @@ static int run_out(struct sbx_rmem *m, sbx_call *call, const char *slug,
     return rc;
 }
 
+/* A record of path_list.h: path comes first. */
 struct rm_file {
     char *path;
     int64_t size;
     char sha[65]; /* "" when the sandbox gave no hash */
 };
 
-struct sbx_rmem_list {
+struct sbxp_rmem_list {
     struct rm_file *v;
     size_t n, cap;
 };
 
-static void list_free(struct sbx_rmem_list *l)
+static void list_free(struct sbxp_rmem_list *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].path);
-    free(l->v);
+    sbxp_path_list_free(l->v, l->n, sizeof *l->v);
     memset(l, 0, sizeof *l);
 }
 
-static int list_add(struct sbx_rmem_list *l, const char *path, int64_t size, const char *sha)
+static int list_add(struct sbxp_rmem_list *l, const char *path, int64_t size, const char *sha)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct rm_file *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    struct rm_file *f = &l->v[l->n];
-    if (!(f->path = strdup(path)))
+    struct rm_file *v = sbxp_path_list_append(l->v, l->n, &l->cap, sizeof *v, path);
+    if (!v)
         return -1;
+    l->v = v;
+    struct rm_file *f = &l->v[l->n];
     f->size = size;
     snprintf(f->sha, sizeof f->sha, "%s", sha ? sha : "");
     l->n++;
     return 0;
 }
 
-static int by_path(const void *a, const void *b)
+static void list_sort(struct sbxp_rmem_list *l)
 {
-    return strcmp(((const struct rm_file *)a)->path, ((const struct rm_file *)b)->path);
+    sbxp_path_list_sort(l->v, l->n, sizeof *l->v);
 }
 
-static void list_sort(struct sbx_rmem_list *l)
+static struct rm_file *list_find(const struct sbxp_rmem_list *l, const char *path)
 {
-    if (l->n > 1)
-        qsort(l->v, l->n, sizeof *l->v, by_path);
-}
-
-static struct rm_file *list_find(const struct sbx_rmem_list *l, const char *path)
-{
-    struct rm_file key = {.path = (char *)path};
-    return l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, by_path) : NULL;
-}
-
-static int slug_valid(const char *s)
-{
-    size_t n = 0;
-    for (; s && s[n]; n++)
-        if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '-'))
-            return 0;
-    return n >= 1 && n <= 63;
+    return sbxp_path_list_find(l->v, l->n, sizeof *l->v, path);
 }
 
 /* A name the host commits: UTF-8 without control characters. */
@@ -247,14 +214,14 @@ static int id_safe(const char *id)
     return n > 0;
 }
 
-static void state_path(const struct sbx_rmem *m, const char *leaf, char *buf, size_t cap)
+static void state_path(const struct sbxp_rmem *m, const char *leaf, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s/%s%s%s", m->state_dir, m->id, leaf ? "/" : "",
              leaf ? leaf : "");
 }
 
 /* Write path atomically (temporary file, fsync, rename). */
-static int write_atomic(struct sbx_rmem *m, sbx_call *call, const char *path,
+static int write_atomic(struct sbxp_rmem *m, sbx_call *call, const char *path,
                         int (*fill)(FILE *f, const void *ud), const void *ud)
 {
     char tmp[4200];
@@ -277,7 +244,7 @@ static int write_atomic(struct sbx_rmem *m, sbx_call *call, const char *path,
 
 static int fill_attachments(FILE *f, const void *ud)
 {
-    const struct sbx_rmem *m = ud;
+    const struct sbxp_rmem *m = ud;
     for (size_t i = 0; i < m->n; i++)
         if (fprintf(f, "%s %s\n", m->v[i].read_write ? "rw" : "ro", m->v[i].slug) < 0)
             return -1;
@@ -286,7 +253,7 @@ static int fill_attachments(FILE *f, const void *ud)
 
 static int fill_baseline(FILE *f, const void *ud)
 {
-    const struct sbx_rmem_list *l = ud;
+    const struct sbxp_rmem_list *l = ud;
     for (size_t i = 0; i < l->n; i++) {
         const struct rm_file *m = &l->v[i];
         /* never committed (control characters): never a base */
@@ -298,8 +265,8 @@ static int fill_baseline(FILE *f, const void *ud)
     return 0;
 }
 
-static int baseline_write(struct sbx_rmem *m, sbx_call *call, const char *slug,
-                          const struct sbx_rmem_list *l)
+static int baseline_write(struct sbxp_rmem *m, sbx_call *call, const char *slug,
+                          const struct sbxp_rmem_list *l)
 {
     char leaf[80], path[4200];
     snprintf(leaf, sizeof leaf, "%s.base", slug);
@@ -308,8 +275,8 @@ static int baseline_write(struct sbx_rmem *m, sbx_call *call, const char *slug,
 }
 
 /* The baseline, sorted; a missing file is an empty one (never loaded). */
-static int baseline_read(struct sbx_rmem *m, sbx_call *call, const char *slug,
-                         struct sbx_rmem_list *l)
+static int baseline_read(struct sbxp_rmem *m, sbx_call *call, const char *slug,
+                         struct sbxp_rmem_list *l)
 {
         char leaf[80], path[4200];
     snprintf(leaf, sizeof leaf, "%s.base", slug);
@@ -343,7 +310,7 @@ static int baseline_read(struct sbx_rmem *m, sbx_call *call, const char *slug,
 }
 
 /* An unlinked temporary file beside the sandbox's state. */
-static int temp_file(struct sbx_rmem *m, sbx_call *call)
+static int temp_file(struct sbxp_rmem *m, sbx_call *call)
 {
     char dir[4200];
     state_path(m, NULL, dir, sizeof dir);
@@ -363,7 +330,7 @@ static int temp_file(struct sbx_rmem *m, sbx_call *call)
 
 /* ---- attachments ---------------------------------------------------------- */
 
-void sbx_rmem_free(struct sbx_rmem *m)
+void sbxp_rmem_free(struct sbxp_rmem *m)
 {
     for (size_t i = 0; i < m->n; i++) {
         list_free(m->v[i].last);
@@ -374,7 +341,8 @@ void sbx_rmem_free(struct sbx_rmem *m)
     m->n = 0;
 }
 
-static struct sbx_rmem_attachment *memory_find(struct sbx_rmem *m, sbx_call *call, const char *slug)
+static struct sbxp_rmem_attachment *memory_find(struct sbxp_rmem *m, sbx_call *call,
+                                                const char *slug)
 {
     for (size_t i = 0; i < m->n; i++)
         if (slug && strcmp(m->v[i].slug, slug) == 0)
@@ -386,22 +354,22 @@ static struct sbx_rmem_attachment *memory_find(struct sbx_rmem *m, sbx_call *cal
     return NULL;
 }
 
-static int memory_add(struct sbx_rmem *m, const char *slug, int rw)
+static int memory_add(struct sbxp_rmem *m, const char *slug, int rw)
 {
-    struct sbx_rmem_attachment *grown = realloc(m->v, (m->n + 1) * sizeof *grown);
+    struct sbxp_rmem_attachment *grown = realloc(m->v, (m->n + 1) * sizeof *grown);
     if (!grown)
         return -1;
     m->v = grown;
-    struct sbx_rmem_attachment *a = &m->v[m->n++];
+    struct sbxp_rmem_attachment *a = &m->v[m->n++];
     memset(a, 0, sizeof *a);
     snprintf(a->slug, sizeof a->slug, "%s", slug);
     a->read_write = rw;
     return 0;
 }
 
-int sbx_rmem_create(struct sbx_rmem *m, sbx_call *call, const struct sbx_create_args *args)
+int sbxp_rmem_create(struct sbxp_rmem *m, sbx_call *call, const struct sbx_create_args *args)
 {
-        sbx_rmem_free(m);
+        sbxp_rmem_free(m);
     if (args->size < SBX_CREATE_ARGS_SIZE_MEMORY_1_1 || !args->memory || !args->memory[0])
         return SBX_OK;
     for (size_t n = 0; args->memory[n]; n++) {
@@ -410,7 +378,7 @@ int sbx_rmem_create(struct sbx_rmem *m, sbx_call *call, const struct sbx_create_
             return rm_error(m, call, SBX_E_INVALID, "%s: at most %d memory stores per sandbox",
                              m->provider, MEMORY_MAX);
         if (a->size < offsetof(struct sbx_memory_attachment, slug) + sizeof a->slug ||
-            !slug_valid(a->slug) || a->access > SBX_MEMORY_READ_WRITE)
+            !sbxp_memory_slug_valid(a->slug) || a->access > SBX_MEMORY_READ_WRITE)
             return rm_error(m, call, SBX_E_INVALID, "%s: memory attachment %zu is malformed",
                              m->provider, n);
         for (size_t j = 0; j < m->n; j++)
@@ -437,18 +405,18 @@ int sbx_rmem_create(struct sbx_rmem *m, sbx_call *call, const struct sbx_create_
     /* root-owned trees: read-only ones are not writable by the sandbox
      * user, read-write ones by every user (they share the attachment) */
     char script[8192];
-    size_t off = (size_t)snprintf(script, sizeof script, "set -e; mkdir -p " SBX_RMEM_ROOT "%s",
-                                  m->ops->shared_root ? "" : "; chmod 755 " SBX_RMEM_ROOT);
+    size_t off = (size_t)snprintf(script, sizeof script, "set -e; mkdir -p " SBXP_RMEM_ROOT "%s",
+                                  m->ops->shared_root ? "" : "; chmod 755 " SBXP_RMEM_ROOT);
     for (size_t i = 0; i < m->n && off < sizeof script; i++)
         off += (size_t)snprintf(script + off, sizeof script - off,
-                                "; mkdir -p " SBX_RMEM_ROOT "/%s; chmod %s " SBX_RMEM_ROOT "/%s",
+                                "; mkdir -p " SBXP_RMEM_ROOT "/%s; chmod %s " SBXP_RMEM_ROOT "/%s",
                                 m->v[i].slug, m->v[i].read_write ? "777" : "755",
                                 m->v[i].slug);
     const char *argv[] = {"sh", "-c", script, NULL};
-    return sbx_rmem_script(m, call, "creating the memory trees", argv);
+    return sbxp_rmem_script(m, call, "creating the memory trees", argv);
 }
 
-int sbx_rmem_open(struct sbx_rmem *m, sbx_call *call)
+int sbxp_rmem_open(struct sbxp_rmem *m, sbx_call *call)
 {
         char path[4300];
     if (!id_safe(m->id))
@@ -464,7 +432,7 @@ int sbx_rmem_open(struct sbx_rmem *m, sbx_call *call)
     while (rc == SBX_OK && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
         int rw = !strncmp(line, "rw ", 3);
-        if ((!rw && strncmp(line, "ro ", 3)) || !slug_valid(line + 3) ||
+        if ((!rw && strncmp(line, "ro ", 3)) || !sbxp_memory_slug_valid(line + 3) ||
             m->n == MEMORY_MAX)
             rc = rm_error(m, call, SBX_E_IO, "%s: %s is damaged", m->provider, path);
         else if (memory_add(m, line + 3, rw) != 0)
@@ -474,8 +442,8 @@ int sbx_rmem_open(struct sbx_rmem *m, sbx_call *call)
     return rc;
 }
 
-void sbx_rmem_forget(const struct sbx_host *host, const char *provider, const char *state_dir,
-                     const char *id)
+void sbxp_rmem_forget(const struct sbx_host *host, const char *provider, const char *state_dir,
+                      const char *id)
 {
     if (!id || !id_safe(id))
         return; /* never had a state directory */
@@ -541,8 +509,8 @@ static void sha_hex(EVP_MD_CTX *md, char out[65])
 
 /* Validate the host's archive and rewrite it into fd as a plain tar with
  * the tree's modes, hashing every file into files. */
-static int load_rewrite(struct sbx_rmem *m, sbx_call *call, const char *slug, int rw,
-                        const struct sbx_source *tar, int fd, struct sbx_rmem_list *files)
+static int load_rewrite(struct sbxp_rmem *m, sbx_call *call, const char *slug, int rw,
+                        const struct sbx_source *tar, int fd, struct sbxp_rmem_list *files)
 {
         struct src_reader *r = malloc(sizeof *r);
     struct archive *in = archive_read_new(), *outa = archive_write_new();
@@ -656,41 +624,19 @@ out:
     return rc;
 }
 
-struct fd_src {
-    int fd;
-    int64_t left;
-};
-
-static long fd_src_read(void *ctx, void *buf, size_t cap)
-{
-    struct fd_src *s = ctx;
-    ssize_t n;
-    do
-        n = read(s->fd, buf, cap);
-    while (n < 0 && errno == EINTR);
-    if (n > 0)
-        s->left -= n;
-    return n < 0 ? -1 : (long)n;
-}
-
-static int64_t fd_src_length(void *ctx)
-{
-    return ((struct fd_src *)ctx)->left;
-}
-
 
 /* Extract the uploaded archive into a staging tree and swap it in. */
 static const char LOAD_SCRIPT[] =
-    "m=" SBX_RMEM_ROOT "; s=$1; t=$m/.sbx-load-$s; a=$m/.sbx-load-$s.tar\n"
+    "m=" SBXP_RMEM_ROOT "; s=$1; t=$m/.sbx-load-$s; a=$m/.sbx-load-$s.tar\n"
     "rm -rf \"$t\" && mkdir \"$t\" && tar -xf \"$a\" -C \"$t\" --no-same-owner || { rm -rf \"$t\" \"$a\"; exit 1; }\n"
     "rm -f \"$a\"\n"
     "if [ \"$2\" = rw ]; then chmod 777 \"$t\"; else chmod 755 \"$t\"; fi\n"
     "rm -rf \"$m/$s\" && mv \"$t\" \"$m/$s\"\n";
 
-int sbx_rmem_load(struct sbx_rmem *m, sbx_call *call, const char *slug,
+int sbxp_rmem_load(struct sbxp_rmem *m, sbx_call *call, const char *slug,
                     const struct sbx_source *tar)
 {
-        struct sbx_rmem_attachment *mem = memory_find(m, call, slug);
+        struct sbxp_rmem_attachment *mem = memory_find(m, call, slug);
     if (!mem)
         return SBX_E_NOT_FOUND;
     list_free(mem->last);
@@ -701,18 +647,17 @@ int sbx_rmem_load(struct sbx_rmem *m, sbx_call *call, const char *slug,
     int fd = temp_file(m, call);
     if (fd < 0)
         return SBX_E_IO;
-    struct sbx_rmem_list files = {0};
+    struct sbxp_rmem_list files = {0};
     int rc = load_rewrite(m, call, slug, mem->read_write, tar, fd, &files);
     struct stat s;
     if (rc == SBX_OK && (fstat(fd, &s) != 0 || lseek(fd, 0, SEEK_SET) != 0))
         rc = rm_error(m, call, SBX_E_IO, "%s: staging memory store \"%s\": %s",
                        m->provider, slug, strerror(errno));
     char remote[128];
-    snprintf(remote, sizeof remote, SBX_RMEM_ROOT "/.sbx-load-%s.tar", slug);
+    snprintf(remote, sizeof remote, SBXP_RMEM_ROOT "/.sbx-load-%s.tar", slug);
     if (rc == SBX_OK) {
-        struct fd_src fs = {fd, (int64_t)s.st_size};
-        struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_src_read);
-        src.length = fd_src_length;
+        struct sbxp_fd_source fs;
+        struct sbx_source src = sbxp_fd_source(&fs, fd, (int64_t)s.st_size);
         char what[128];
         snprintf(what, sizeof what, "uploading memory store \"%s\"", slug);
         rc = m->ops->upload(m->ctx, call, remote, &src, what);
@@ -721,7 +666,7 @@ int sbx_rmem_load(struct sbx_rmem *m, sbx_call *call, const char *slug,
     if (rc == SBX_OK) {
         const char *argv[] = {"sh", "-c", LOAD_SCRIPT, "sh", slug,
                               mem->read_write ? "rw" : "ro", NULL};
-        rc = sbx_rmem_script(m, call, "loading a memory store", argv);
+        rc = sbxp_rmem_script(m, call, "loading a memory store", argv);
     }
     list_sort(&files);
     if (rc == SBX_OK)
@@ -736,7 +681,7 @@ int sbx_rmem_load(struct sbx_rmem *m, sbx_call *call, const char *slug,
  * target, path; then "E"; then sha256sum -z lines "<hex> *./<path>". A
  * tree replaced by a symlink is refused, never followed. */
 static const char LIST_SCRIPT[] =
-    "d=" SBX_RMEM_ROOT "/$1\n"
+    "d=" SBXP_RMEM_ROOT "/$1\n"
     "[ -L \"$d\" ] && exit 6\n"
     "[ -d \"$d\" ] || exit 3\n"
     "cd \"$d\" || exit 3\n"
@@ -782,7 +727,7 @@ struct other {
 };
 
 struct listing {
-    struct sbx_rmem_list files; /* sorted, with the sandbox's hashes */
+    struct sbxp_rmem_list files; /* sorted, with the sandbox's hashes */
     struct other *others;
     size_t nothers;
 };
@@ -809,7 +754,7 @@ static const char *field(const char **p, const char *end)
     return s;
 }
 
-static int list_tree(struct sbx_rmem *m, sbx_call *call, const char *slug, struct listing *out)
+static int list_tree(struct sbxp_rmem *m, sbx_call *call, const char *slug, struct listing *out)
 {
         memset(out, 0, sizeof *out);
     struct capture c = {0};
@@ -827,7 +772,7 @@ static int list_tree(struct sbx_rmem *m, sbx_call *call, const char *slug, struc
         if (rc != SBX_OK)
             return rc;
         return rm_error(m, call, SBX_E_IO, "%s: memory store \"%s\": listing %s/%s: %s",
-                         m->provider, slug, SBX_RMEM_ROOT, slug,
+                         m->provider, slug, SBXP_RMEM_ROOT, slug,
                          code == 6   ? "the tree was replaced by a symlink"
                          : code == 3 ? "the tree is gone"
                                      : msg);
@@ -906,11 +851,11 @@ static int fd_sink_write(void *ctx, const void *buf, size_t len)
 }
 
 struct diff {
-    struct sbx_rmem *m;
+    struct sbxp_rmem *m;
     sbx_call *call;
     const char *slug;
     struct archive *a;
-    struct sbx_archive_sink out;
+    struct sbxp_archive_sink out;
 };
 
 static int diff_fail(struct diff *d, const char *path)
@@ -955,7 +900,7 @@ static int diff_other(struct diff *d, const struct other *o)
  * archived as symlinks, hard links as the files they are, a name gone
  * since the listing skipped. */
 static const char FETCH_SCRIPT[] =
-    "d=" SBX_RMEM_ROOT "/$1; l=" SBX_RMEM_ROOT "/.sbx-diff-$1.list\n"
+    "d=" SBXP_RMEM_ROOT "/$1; l=" SBXP_RMEM_ROOT "/.sbx-diff-$1.list\n"
     "if [ -L \"$d\" ] || ! cd \"$d\"; then rm -f \"$l\"; exit 3; fi\n"
     "tar -c -f - --format=posix --null --verbatim-files-from --no-unquote "
     "--no-recursion --hard-dereference --ignore-failed-read -T \"$l\" 2>/dev/null\n"
@@ -964,10 +909,10 @@ static const char FETCH_SCRIPT[] =
 /* Fetch the files of want (sorted) in one archive made in the sandbox,
  * spooled to a host temporary file, and copy them into the diff's archive
  * hashed on the way; last receives what was received. */
-static int fetch_files(struct diff *d, const struct sbx_rmem_list *want,
-                       struct sbx_rmem_list *last)
+static int fetch_files(struct diff *d, const struct sbxp_rmem_list *want,
+                       struct sbxp_rmem_list *last)
 {
-    struct sbx_rmem *m = d->m;
+    struct sbxp_rmem *m = d->m;
         int list_fd = temp_file(m, d->call);
     if (list_fd < 0)
         return SBX_E_IO;
@@ -981,10 +926,9 @@ static int fetch_files(struct diff *d, const struct sbx_rmem_list *want,
                          m->provider, strerror(errno));
     }
     char remote[128];
-    snprintf(remote, sizeof remote, SBX_RMEM_ROOT "/.sbx-diff-%s.list", d->slug);
-    struct fd_src fs = {list_fd, (int64_t)s.st_size};
-    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_src_read);
-    src.length = fd_src_length;
+    snprintf(remote, sizeof remote, SBXP_RMEM_ROOT "/.sbx-diff-%s.list", d->slug);
+    struct sbxp_fd_source fs;
+    struct sbx_source src = sbxp_fd_source(&fs, list_fd, (int64_t)s.st_size);
     char what[128];
     snprintf(what, sizeof what, "uploading the memory file list of \"%s\"", d->slug);
     rc = m->ops->upload(m->ctx, d->call, remote, &src, what);
@@ -1016,8 +960,8 @@ static int fetch_files(struct diff *d, const struct sbx_rmem_list *want,
 
     struct archive *in = archive_read_new();
     struct src_reader *r = malloc(sizeof *r);
-    struct fd_src ts = {tar_fd, -1};
-    struct sbx_source tsrc = SBX_SOURCE_INIT(&ts, fd_src_read);
+    struct sbxp_fd_source ts;
+    struct sbx_source tsrc = sbxp_fd_source(&ts, tar_fd, -1);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     char *buf = malloc(65536);
     /* each wanted name at most once, whatever the archive repeats */
@@ -1114,10 +1058,10 @@ out:
     return rc;
 }
 
-int sbx_rmem_diff(struct sbx_rmem *m, sbx_call *call, const char *slug, uint32_t flags,
+int sbxp_rmem_diff(struct sbxp_rmem *m, sbx_call *call, const char *slug, uint32_t flags,
                     const struct sbx_memory_changes *out)
 {
-        struct sbx_rmem_attachment *mem = memory_find(m, call, slug);
+        struct sbxp_rmem_attachment *mem = memory_find(m, call, slug);
     if (!mem)
         return SBX_E_NOT_FOUND;
     if (!out || out->size < offsetof(struct sbx_memory_changes, removed) + sizeof out->removed)
@@ -1129,7 +1073,7 @@ int sbx_rmem_diff(struct sbx_rmem *m, sbx_call *call, const char *slug, uint32_t
     mem->last = NULL;
     if (m->ops->keep_alive)
         m->ops->keep_alive(m->ctx, call);
-    struct sbx_rmem_list base = {0}, want = {0};
+    struct sbxp_rmem_list base = {0}, want = {0};
     struct listing cur;
     int rc = baseline_read(m, call, slug, &base);
     if (rc != SBX_OK) {
@@ -1142,8 +1086,8 @@ int sbx_rmem_diff(struct sbx_rmem *m, sbx_call *call, const char *slug, uint32_t
         return rc;
     }
     struct diff d = {.m = m, .call = call, .slug = slug, .out = {out->tar, SBX_OK}};
-    struct sbx_rmem_list *last = calloc(1, sizeof *last);
-    d.a = sbx_archive_sink_open(&d.out);
+    struct sbxp_rmem_list *last = calloc(1, sizeof *last);
+    d.a = sbxp_archive_sink_open(&d.out);
     if (!last || !d.a) {
         rc = rm_error(m, call, SBX_E_NOMEM, "%s: cannot start the memory archive",
                        m->provider);
@@ -1192,9 +1136,9 @@ out:
 
 /* ---- memory_accept -------------------------------------------------------- */
 
-int sbx_rmem_accept(struct sbx_rmem *m, sbx_call *call, const char *slug)
+int sbxp_rmem_accept(struct sbxp_rmem *m, sbx_call *call, const char *slug)
 {
-    struct sbx_rmem_attachment *mem = memory_find(m, call, slug);
+    struct sbxp_rmem_attachment *mem = memory_find(m, call, slug);
     if (!mem)
         return SBX_E_NOT_FOUND;
     int rc;

@@ -7,16 +7,16 @@
  *
  * What differs between providers is only how a command runs in the
  * sandbox and how a file travels to and from it: the provider fills a
- * struct sbx_rmem_ops and embeds a struct sbx_rmem in its sandbox handle.
+ * struct sbxp_rmem_ops and embeds a struct sbxp_rmem in its sandbox handle.
  * Everything else (the attachments file, the baselines, validating and
  * re-encoding the host's archive, parsing the tree's NUL-separated listing,
  * re-encoding and hashing the fetched files) is here.
  *
  * Threads: the host never runs two memory ops of one sandbox at once; one
- * struct sbx_rmem is used by one op at a time.
+ * struct sbxp_rmem is used by one op at a time.
  */
-#ifndef SBX_REMOTE_MEMORY_H
-#define SBX_REMOTE_MEMORY_H
+#ifndef SBXP_REMOTE_MEMORY_H
+#define SBXP_REMOTE_MEMORY_H
 
 #include <sbx/provider.h>
 
@@ -24,10 +24,10 @@
 #include <stdint.h>
 
 /* Where the trees live in the sandbox. */
-#define SBX_RMEM_ROOT "/mnt/memory"
+#define SBXP_RMEM_ROOT "/mnt/memory"
 
 /* How one provider reaches its sandbox. ctx is the provider's handle. */
-struct sbx_rmem_ops {
+struct sbxp_rmem_ops {
     /* Run argv as root (or the sandbox's most privileged user) in "/",
      * no stdin, stdout to out (may be NULL: discarded), timeout_ms (0:
      * none), up to cap-1 bytes of stderr in msg, exit code in *code; call
@@ -48,94 +48,94 @@ struct sbx_rmem_ops {
     int (*download)(void *ctx, sbx_call *call, const char *abs, const struct sbx_sink *sink,
                     const char *what);
     /* Set when run's commands are not root: the provider made
-     * SBX_RMEM_ROOT (mode 777) before sbx_rmem_create, which then leaves
+     * SBXP_RMEM_ROOT (mode 777) before sbxp_rmem_create, which then leaves
      * its mode alone. */
     int shared_root;
     /* Optional: keep the sandbox from expiring during a long memory op. */
     void (*keep_alive)(void *ctx, sbx_call *call);
 };
 
-struct sbx_rmem_list;
+struct sbxp_rmem_list;
 
 /* A store attached at create. */
-struct sbx_rmem_attachment {
+struct sbxp_rmem_attachment {
     char slug[64];
     int read_write;
-    struct sbx_rmem_list *last; /* the last diff's tree, for accept; or NULL */
+    struct sbxp_rmem_list *last; /* the last diff's tree, for accept; or NULL */
 };
 
 /* The memory state of one sandbox handle. */
-struct sbx_rmem {
+struct sbxp_rmem {
     const struct sbx_host *host;
     const char *provider;  /* for messages and the config key's name */
     const char *state_dir; /* absolute host directory (borrowed) */
     const char *id;        /* the sandbox's id (borrowed) */
-    const struct sbx_rmem_ops *ops;
+    const struct sbxp_rmem_ops *ops;
     void *ctx;
-    struct sbx_rmem_attachment *v;
+    struct sbxp_rmem_attachment *v;
     size_t n;
 };
 
 /* Set up m (no attachments); every pointer is borrowed for m's life. */
-void sbx_rmem_init(struct sbx_rmem *m, const struct sbx_host *host, const char *provider,
-                   const char *state_dir, const char *id, const struct sbx_rmem_ops *ops,
-                   void *ctx);
+void sbxp_rmem_init(struct sbxp_rmem *m, const struct sbx_host *host, const char *provider,
+                    const char *state_dir, const char *id, const struct sbxp_rmem_ops *ops,
+                    void *ctx);
 
 /* Free m's attachments (m stays usable). */
-void sbx_rmem_free(struct sbx_rmem *m);
+void sbxp_rmem_free(struct sbxp_rmem *m);
 
 /* At create: check args' attachments (SBX_E_INVALID naming the bad one),
  * record them in <state_dir>/<id>/attachments and make their trees in the
  * sandbox (read-only ones mode 755, read-write ones 777, root-owned). */
-int sbx_rmem_create(struct sbx_rmem *m, sbx_call *call, const struct sbx_create_args *args);
+int sbxp_rmem_create(struct sbxp_rmem *m, sbx_call *call, const struct sbx_create_args *args);
 
 /* At attach: read the attachments recorded at create (none: none). */
-int sbx_rmem_open(struct sbx_rmem *m, sbx_call *call);
+int sbxp_rmem_open(struct sbxp_rmem *m, sbx_call *call);
 
 /* At destroy: remove <state_dir>/<id> (failures are logged). */
-void sbx_rmem_forget(const struct sbx_host *host, const char *provider, const char *state_dir,
-                     const char *id);
+void sbxp_rmem_forget(const struct sbx_host *host, const char *provider, const char *state_dir,
+                      const char *id);
 
 /* The ops of the ABI (see abi/sbx/provider.h, "Memory stores"). */
-int sbx_rmem_load(struct sbx_rmem *m, sbx_call *call, const char *slug,
-                  const struct sbx_source *tar);
-int sbx_rmem_diff(struct sbx_rmem *m, sbx_call *call, const char *slug, uint32_t flags,
-                  const struct sbx_memory_changes *out);
-int sbx_rmem_accept(struct sbx_rmem *m, sbx_call *call, const char *slug);
+int sbxp_rmem_load(struct sbxp_rmem *m, sbx_call *call, const char *slug,
+                   const struct sbx_source *tar);
+int sbxp_rmem_diff(struct sbxp_rmem *m, sbx_call *call, const char *slug, uint32_t flags,
+                   const struct sbx_memory_changes *out);
+int sbxp_rmem_accept(struct sbxp_rmem *m, sbx_call *call, const char *slug);
 
 /* Run argv through m's ops as root in "/" (120 s at most); a nonzero
  * exit is SBX_E_IO (SBX_E_INVALID for exit 3: the script refused) with
  * its stderr and exit code in the message. m needs only host, provider,
  * id, ops and ctx (no attachments). */
-int sbx_rmem_script(struct sbx_rmem *m, sbx_call *call, const char *what,
-                    const char *const *argv);
+int sbxp_rmem_script(struct sbxp_rmem *m, sbx_call *call, const char *what,
+                     const char *const *argv);
 
 /* The state_dir a provider uses: configured (must be absolute, at most
  * 3000 bytes: SBX_E_CONFIG naming providers.<provider>.state_dir), or
  * $XDG_STATE_HOME/sbx/<provider>, ~/.local/state/sbx/<provider>,
  * /var/lib/sbx/<provider>. *out is malloc'd. */
-int sbx_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *provider,
-                       const char *configured, char **out);
+int sbxp_rmem_state_dir(const struct sbx_host *host, sbx_call *call, const char *provider,
+                        const char *configured, char **out);
 
 /*
- * SBX_RMEM_DEFINE_OPS(prefix, member) - define the provider's three ABI
+ * SBXP_RMEM_DEFINE_OPS(prefix, member) - define the provider's three ABI
  * memory ops, prefix##_memory_load, _diff and _accept, on the struct
- * sbx_rmem at sb->member of its sandbox handle.
+ * sbxp_rmem at sb->member of its sandbox handle.
  */
-#define SBX_RMEM_DEFINE_OPS(prefix, member)                                              \
+#define SBXP_RMEM_DEFINE_OPS(prefix, member)                                              \
     int prefix##_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,          \
                              const struct sbx_source *tar)                               \
     {                                                                                    \
-        return sbx_rmem_load(&sb->member, call, slug, tar);                              \
+        return sbxp_rmem_load(&sb->member, call, slug, tar);                              \
     }                                                                                    \
     int prefix##_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug,          \
                              uint32_t flags, const struct sbx_memory_changes *out)       \
     {                                                                                    \
-        return sbx_rmem_diff(&sb->member, call, slug, flags, out);                       \
+        return sbxp_rmem_diff(&sb->member, call, slug, flags, out);                       \
     }                                                                                    \
     int prefix##_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug)        \
     {                                                                                    \
-        return sbx_rmem_accept(&sb->member, call, slug);                                 \
+        return sbxp_rmem_accept(&sb->member, call, slug);                                 \
     }
 
-#endif /* SBX_REMOTE_MEMORY_H */
+#endif /* SBXP_REMOTE_MEMORY_H */

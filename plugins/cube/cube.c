@@ -53,8 +53,8 @@ static int cube_init(const struct sbx_host *host, sbx_call *call, void **state)
         e2b_conf_free(&cfg);
         return rc;
     }
-    const char *addr = e2b_conf_get(host, "proxy_address");
-    const char *port = e2b_conf_get(host, "proxy_port");
+    const char *addr = sbxp_config_get(host, "proxy_address");
+    const char *port = sbxp_config_get(host, "proxy_port");
     if (port && !addr) {
         e2b_conf_free(&cfg);
         return host->set_error(host, call, SBX_E_CONFIG,

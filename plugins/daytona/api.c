@@ -10,39 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int api_call(struct dt_state *st, sbx_call *call, const char *method, const char *path,
-                    json_object *body, json_object **out, int idempotent, sbx_http_error *err)
-{
-    struct dt_cancel c;
-    dt_cancel_init(&c, st->host, call);
-    const char *headers[] = {st->auth, NULL};
-    struct sbx_http_request req;
-    memset(&req, 0, sizeof req);
-    req.method = method;
-    req.path = path;
-    req.headers = headers;
-    req.timeout_ms = st->cfg.request_timeout_ms;
-    req.connect_timeout_ms = st->cfg.connect_timeout_ms;
-    req.cancel = &c.c;
-    return sbx_http_json_retry(st->api, &req, body, out, NULL, err,
-                           idempotent ? &st->cfg.retry : NULL);
-}
+/* "/sandbox/<escaped id><suffix>" into buf. */
+#define sandbox_path(buf, cap, id, suffix, err) \
+    sbxp_api_path((buf), (cap), "/sandbox/", (id), (suffix), (err))
 
-static int sandbox_path(char *buf, size_t cap, const char *id, const char *suffix,
-                        sbx_http_error *err)
-{
-    char *e = sbx_http_escape(id);
-    if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    int n = snprintf(buf, cap, "/sandbox/%s%s", e, suffix);
-    free(e);
-    if (n < 0 || (size_t)n >= cap)
-        return sbx_http_fail(err, SBX_E_INVALID, "sandbox id too long");
-    return SBX_OK;
-}
-
-int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json_object **out,
-               sbx_http_error *err)
+int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_name,
+                    json_object **out, sbxp_http_error *err)
 {
     *out = NULL;
     char path[256];
@@ -50,30 +23,28 @@ int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name, json
     if (rc != SBX_OK)
         return rc;
     json_object *doc = NULL;
-    rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
+    rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
     if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object) ||
-                         !sbx_json_str(doc, "id"))) {
+                         !sbxp_json_str(doc, "id"))) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandbox/%s: not a Sandbox", id_or_name);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /sandbox/%s: not a Sandbox", id_or_name);
     }
     *out = doc;
     return rc;
 }
 
-int dt_api_create(struct dt_state *st, sbx_call *call, const char *name, const char *key_hash,
-                  const char *spec_hash, json_object **out, sbx_http_error *err)
+int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *name,
+                       const char *key_hash, const char *spec_hash, json_object **out,
+                       sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
-    json_object *labels = json_object_new_object();
+    json_object *labels = sbxp_api_owner_labels(DT_LABEL_MANAGED, DT_LABEL_OWNER, DT_LABEL_SPEC,
+                                                key_hash, spec_hash, 0);
     if (!body || !labels) {
         json_object_put(body);
         json_object_put(labels);
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
-    json_object_object_add(labels, DT_LABEL_MANAGED, json_object_new_string("true"));
-    json_object_object_add(labels, DT_LABEL_OWNER, json_object_new_string(key_hash));
-    if (spec_hash && *spec_hash)
-        json_object_object_add(labels, DT_LABEL_SPEC, json_object_new_string(spec_hash));
     json_object_object_add(body, "name", json_object_new_string(name));
     json_object_object_add(body, "labels", labels);
     if (st->cfg.snapshot)
@@ -95,35 +66,28 @@ int dt_api_create(struct dt_state *st, sbx_call *call, const char *name, const c
                            json_object_new_int64(st->cfg.auto_stop_min));
     json_object_object_add(body, "networkBlockAll", json_object_new_boolean(!st->cfg.network));
     json_object_object_add(body, "public", json_object_new_boolean(0));
-    int rc = api_call(st, call, "POST", "/sandbox", body, out, 0, err);
+    int rc = sbxp_api_json(&st->ctl, call, "POST", "/sandbox", body, out, 0, err);
     json_object_put(body);
     return rc;
 }
 
-int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id,
+                      sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/start", err);
-    if (rc != SBX_OK)
-        return rc;
-    return api_call(st, call, "POST", path, NULL, NULL, 1, err);
+    return sbxp_api_sandbox(&st->ctl, call, "POST", "/sandbox/", id, "/start", NULL, NULL, err);
 }
 
-int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id,
+                       sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = api_call(st, call, "DELETE", path, NULL, NULL, 1, err);
-    return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
+    return sbxp_api_sandbox(&st->ctl, call, "DELETE", "/sandbox/", id, "", NULL, NULL, err);
 }
 
 /* Sleep ms, or less when the call is cancelled: SBX_E_CANCELLED then. */
-static int nap(struct dt_state *st, sbx_call *call, int64_t ms)
+static int nap(struct daytona_state *st, sbx_call *call, int64_t ms)
 {
-    struct dt_cancel c;
-    dt_cancel_init(&c, st->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
     if (c.c.check(c.c.ctx))
         return SBX_E_CANCELLED;
     struct pollfd p = {c.c.fd, POLLIN, 0};
@@ -145,23 +109,24 @@ static int transitional(const char *s)
     return 0;
 }
 
-int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, json_object **out)
+int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id,
+                             json_object **out)
 {
     if (out)
         *out = NULL;
-    int64_t end = dt_now_ms() + st->cfg.start_timeout_ms;
+    int64_t end = sbxs_now_ms() + st->cfg.start_timeout_ms;
     int64_t wait = 50;
     int started_once = 0;
     char last[64] = "?";
     for (;;) {
         json_object *doc = NULL;
-        sbx_http_error err;
-        int rc = dt_api_get(st, call, id, &doc, &err);
+        sbxp_http_error err;
+        int rc = daytona_api_get(st, call, id, &doc, &err);
         if (rc == SBX_E_NOT_FOUND)
-            return dt_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
+            return daytona_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
         if (rc != SBX_OK)
-            return dt_report(st, call, &err, "looking up sandbox %s", id);
-        const char *s = sbx_json_str(doc, "state");
+            return daytona_report(st, call, &err, "looking up sandbox %s", id);
+        const char *s = sbxp_json_str(doc, "state");
         snprintf(last, sizeof last, "%s", s ? s : "?");
         if (s && !strcmp(s, "started")) {
             if (out)
@@ -173,58 +138,58 @@ int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id, jso
         if (s && (!strcmp(s, "stopped") || !strcmp(s, "paused") || !strcmp(s, "archived")) &&
             !started_once) {
             started_once = 1;
-            rc = dt_api_start(st, call, id, &err);
+            rc = daytona_api_start(st, call, id, &err);
             if (rc != SBX_OK && rc != SBX_E_EXISTS) {
                 json_object_put(doc);
-                return dt_report(st, call, &err, "starting sandbox %s (it was %s)", id, last);
+                return daytona_report(st, call, &err, "starting sandbox %s (it was %s)", id, last);
             }
         } else if (!s || (!transitional(s) && !started_once)) {
-            const char *why = sbx_json_str(doc, "errorReason");
-            rc = dt_error(st, call, SBX_E_UNAVAILABLE, DT ": sandbox %s is %s%s%s", id, last,
-                          why ? ": " : "", why ? why : "");
+            const char *why = sbxp_json_str(doc, "errorReason");
+            rc = daytona_error(st, call, SBX_E_UNAVAILABLE, DT ": sandbox %s is %s%s%s", id, last,
+                               why ? ": " : "", why ? why : "");
             json_object_put(doc);
             return rc;
         }
         json_object_put(doc);
-        int64_t left = end - dt_now_ms();
+        int64_t left = end - sbxs_now_ms();
         if (left <= 0)
-            return dt_error(st, call, SBX_E_TIMEOUT,
-                            DT ": sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
-                            last, (long long)st->cfg.start_timeout_ms);
+            return daytona_error(st, call, SBX_E_TIMEOUT,
+                                 DT ": sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
+                                 last, (long long)st->cfg.start_timeout_ms);
         if (nap(st, call, wait < left ? wait : left) != SBX_OK)
-            return dt_error(st, call, SBX_E_CANCELLED,
-                            DT ": cancelled while sandbox %s was %s", id, last);
+            return daytona_error(st, call, SBX_E_CANCELLED,
+                                 DT ": cancelled while sandbox %s was %s", id, last);
         if (wait < 1000)
             wait *= 2;
     }
 }
 
-int dt_api_wait_gone(struct dt_state *st, sbx_call *call, const char *id)
+int daytona_api_wait_gone(struct daytona_state *st, sbx_call *call, const char *id)
 {
-    int64_t end = dt_now_ms() + st->cfg.start_timeout_ms;
+    int64_t end = sbxs_now_ms() + st->cfg.start_timeout_ms;
     int64_t wait = 50;
     for (;;) {
         json_object *doc = NULL;
-        sbx_http_error err;
-        int rc = dt_api_get(st, call, id, &doc, &err);
+        sbxp_http_error err;
+        int rc = daytona_api_get(st, call, id, &doc, &err);
         if (rc == SBX_E_NOT_FOUND)
             return SBX_OK;
         if (rc != SBX_OK)
-            return dt_report(st, call, &err, "waiting for sandbox %s to go", id);
-        const char *s = sbx_json_str(doc, "state");
+            return daytona_report(st, call, &err, "waiting for sandbox %s to go", id);
+        const char *s = sbxp_json_str(doc, "state");
         int gone = s && !strcmp(s, "destroyed");
         char last[64];
         snprintf(last, sizeof last, "%s", s ? s : "?");
         json_object_put(doc);
         if (gone)
             return SBX_OK;
-        int64_t left = end - dt_now_ms();
+        int64_t left = end - sbxs_now_ms();
         if (left <= 0)
-            return dt_error(st, call, SBX_E_TIMEOUT,
-                            DT ": sandbox %s is still %s %lld ms after its deletion", id, last,
-                            (long long)st->cfg.start_timeout_ms);
+            return daytona_error(st, call, SBX_E_TIMEOUT,
+                                 DT ": sandbox %s is still %s %lld ms after its deletion", id, last,
+                                 (long long)st->cfg.start_timeout_ms);
         if (nap(st, call, wait < left ? wait : left) != SBX_OK)
-            return dt_error(st, call, SBX_E_CANCELLED, DT ": cancelled while deleting %s", id);
+            return daytona_error(st, call, SBX_E_CANCELLED, DT ": cancelled while deleting %s", id);
         if (wait < 1000)
             wait *= 2;
     }

@@ -26,9 +26,16 @@
 
 #include <sbx/provider.h>
 
-#include "e2bproto.h"
+#include "api_call.h"
+#include "call_cancel.h"
+#include "call_error.h"
+#include "clock.h"
 #include "http_client.h"
+#include "http_config.h"
 #include "http_json.h"
+#include "http_report.h"
+#include "http_retry.h"
+#include "provider_config.h"
 #include "remote_memory.h"
 
 #include <pthread.h>
@@ -51,7 +58,7 @@
 #define DT_NAME_HASH 32
 
 /* A resolved configuration; strings malloc'd. */
-struct dt_conf {
+struct daytona_conf {
     char *api_key;
     char *api_url;
     char *target;      /* region, or NULL: the organization's default */
@@ -65,179 +72,175 @@ struct dt_conf {
     int64_t request_timeout_ms;
     int64_t connect_timeout_ms;
     int64_t start_timeout_ms;
-    struct sbx_http_retry retry;
+    struct sbxp_http_retry retry;
 };
 
 /* A provider instance. */
-struct dt_state {
+struct daytona_state {
     const struct sbx_host *host;
-    struct dt_conf cfg;
-    sbx_http *api;
+    struct daytona_conf cfg;
+    sbxp_http *api;
     char auth[600];         /* "Authorization: Bearer ..." */
+    struct sbxp_api ctl;    /* the API's calls (api.c) */
     pthread_mutex_t lock;   /* guards toolbox/toolbox_url */
-    sbx_http *toolbox;      /* pool for the first toolboxProxyUrl seen */
+    sbxp_http *toolbox;      /* pool for the first toolboxProxyUrl seen */
     char *toolbox_url;
 };
 
 /* A sandbox handle. Immutable after attach. */
 struct sbx_sandbox {
-    struct dt_state *st;
+    struct daytona_state *st;
     char id[128];
     char key_hash[SBX_KEY_HASH_LEN + 1];
-    sbx_http *tb;       /* toolbox pool: st->toolbox or owned */
+    sbxp_http *tb;       /* toolbox pool: st->toolbox or owned */
     int owns_tb;
     char prefix[200];   /* "/<escaped id>", prepended to toolbox paths */
-    struct sbx_rmem mem; /* memory attachments, from create or state_dir */
-};
-
-/* Cancellation bridge from a host call to the HTTP helper. */
-struct dt_cancel {
-    const struct sbx_host *host;
-    sbx_call *call;
-    struct sbx_http_cancel c;
+    struct sbxp_rmem mem; /* memory attachments, from create or state_dir */
 };
 
 /* ---- provider.c -------------------------------------------------------- */
 
-void dt_cancel_init(struct dt_cancel *c, const struct sbx_host *host, sbx_call *call);
+/* Set the call's error (or log it when call is NULL) and return status:
+ * plugins/common/call_error.c on the state's host. */
+#define daytona_error(st, call, ...) sbxp_call_error((st)->host, (call), __VA_ARGS__)
 
-/* Set the call's error (or log it when call is NULL) and return status. */
-int dt_error(struct dt_state *st, sbx_call *call, int status, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
+/* How daytona_report names the provider and its key. */
+extern const struct sbxp_reporter daytona_reporter;
 
 /* Report a failed request, prefixed with what was attempted; 401/403
- * become SBX_E_CONFIG naming DAYTONA_API_KEY (never its value). */
-int dt_report(struct dt_state *st, sbx_call *call, const sbx_http_error *err,
-              const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
-
-int64_t dt_now_ms(void);
+ * become SBX_E_CONFIG naming DAYTONA_API_KEY (never its value):
+ * plugins/common/http_report.c. */
+#define daytona_report(st, call, err, ...) \
+    sbxp_http_report((st)->host, (call), &daytona_reporter, (err), __VA_ARGS__)
 
 /* ---- api.c ------------------------------------------------------------- */
 
 /* GET /sandbox/{idOrName}: the Sandbox; SBX_E_NOT_FOUND when gone. */
-int dt_api_get(struct dt_state *st, sbx_call *call, const char *id_or_name,
-               json_object **out, sbx_http_error *err);
+int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_name,
+                    json_object **out, sbxp_http_error *err);
 
 /* POST /sandbox with the deterministic name, labels and settings. */
-int dt_api_create(struct dt_state *st, sbx_call *call, const char *name,
-                  const char *key_hash, const char *spec_hash, json_object **out,
-                  sbx_http_error *err);
+int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *name,
+                       const char *key_hash, const char *spec_hash, json_object **out,
+                       sbxp_http_error *err);
 
 /* POST /sandbox/{id}/start (resumes a stopped or paused sandbox). */
-int dt_api_start(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err);
+int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id,
+                      sbxp_http_error *err);
 
 /* DELETE /sandbox/{id}; 404 is SBX_OK. */
-int dt_api_delete(struct dt_state *st, sbx_call *call, const char *id, sbx_http_error *err);
+int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id,
+                       sbxp_http_error *err);
 
 /* Poll until the sandbox is `started` (starting it when stopped, paused
  * or archived) within start_timeout_ms; *out (may be NULL) receives the
  * last Sandbox. Reports its own errors, naming the last state. */
-int dt_api_wait_started(struct dt_state *st, sbx_call *call, const char *id,
-                        json_object **out);
+int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id,
+                             json_object **out);
 
 /* Poll until GET answers 404 (or state destroyed), bounded likewise. */
-int dt_api_wait_gone(struct dt_state *st, sbx_call *call, const char *id);
+int daytona_api_wait_gone(struct daytona_state *st, sbx_call *call, const char *id);
 
 /* ---- lifecycle.c ------------------------------------------------------- */
 
-int dt_create(void *state, sbx_call *call, const struct sbx_create_args *args, char *ref,
-              sbx_sandbox **out);
-int dt_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
-              sbx_sandbox **out);
-int dt_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
-const char *dt_root(sbx_sandbox *sb);
-void dt_release(sbx_sandbox *sb);
+int daytona_create(void *state, sbx_call *call, const struct sbx_create_args *args, char *ref,
+                   sbx_sandbox **out);
+int daytona_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
+                   sbx_sandbox **out);
+int daytona_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
+const char *daytona_root(sbx_sandbox *sb);
+void daytona_release(sbx_sandbox *sb);
 
 /* ---- toolbox.c --------------------------------------------------------- */
 
 /* Bind a handle to its toolbox from the Sandbox answer's toolboxProxyUrl
  * (asking GET /sandbox/{id}/toolbox-proxy-url when it is absent). */
-int dt_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
+int daytona_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
 
 /* A JSON call to the toolbox at path (relative to the sandbox's base,
  * e.g. "/process/session"); body and out may be NULL. */
-int dt_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
-               json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
-               sbx_http_error *err);
+int daytona_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
+                    json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
+                    sbxp_http_error *err);
 
 /* A session command (POST path, body) whose answer carries stdout and
  * stderr apart, as the toolbox gives them to SDKs from 0.167.0 on. Not
  * repeated. */
-int dt_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
-                     json_object **out, int64_t timeout_ms, sbx_http_error *err);
+int daytona_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
+                          json_object **out, int64_t timeout_ms, sbxp_http_error *err);
 
 /* "<path>?<name>=<escaped value>[&<name2>=<escaped value2>]" (malloc'd). */
-char *dt_tb_query(const char *path, const char *name, const char *value,
-                  const char *name2, const char *value2);
+char *daytona_tb_query(const char *path, const char *name, const char *value,
+                       const char *name2, const char *value2);
 
 /* GET /files/download?path=abs into sink. */
-int dt_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs,
-                   const struct sbx_sink *sink, sbx_http_error *err);
+int daytona_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs,
+                        const struct sbx_sink *sink, sbxp_http_error *err);
 
 /* POST /files/upload?path=abs, multipart field "file" streamed from src. */
-int dt_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
-                 const struct sbx_source *src, sbx_http_error *err);
+int daytona_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
+                      const struct sbx_source *src, sbxp_http_error *err);
 
 /* POST /files/folder?path=abs&mode=<octal> (parents too; existing is fine). */
-int dt_tb_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbx_http_error *err);
+int daytona_tb_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
+                     sbxp_http_error *err);
 
 /* POST /files/permissions?path=abs&mode=<octal>. */
-int dt_tb_chmod(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbx_http_error *err);
+int daytona_tb_chmod(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
+                     sbxp_http_error *err);
 
 /* POST /files/move?source=&destination= (rename over the destination). */
-int dt_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
-               sbx_http_error *err);
+int daytona_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                    sbxp_http_error *err);
 
 /* DELETE /files?path=abs[&recursive=true]; missing is SBX_OK. */
-int dt_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
-                 sbx_http_error *err);
+int daytona_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
+                      sbxp_http_error *err);
 
 /* POST /process/session {sessionId: sid} (a retry finding it made is
  * fine); reports its own errors, naming the command `what`. */
-int dt_tb_session_create(sbx_sandbox *sb, sbx_call *call, const char *sid, const char *what);
+int daytona_tb_session_create(sbx_sandbox *sb, sbx_call *call, const char *sid, const char *what);
 
 /* DELETE /process/session/{sid}: the toolbox ends the session's process
  * group (SIGTERM, then SIGKILL). Runs even after a cancellation; failures
  * are logged. */
-void dt_tb_session_delete(sbx_sandbox *sb, const char *sid);
+void daytona_tb_session_delete(sbx_sandbox *sb, const char *sid);
 
 /* Report a toolbox failure; a failure that may mean the sandbox is gone or
  * not running is checked with the API: SBX_E_NOT_FOUND when it is gone,
  * SBX_E_UNAVAILABLE naming the state when it is not `started`. */
-int dt_tb_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, const char *fmt, ...)
+int daytona_tb_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, const char *fmt, ...)
     SBX_PRINTF_LIKE(4, 5);
 
 /* ---- exec.c ------------------------------------------------------------ */
 
-int dt_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
-            struct sbx_exec_result *res);
+int daytona_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                 struct sbx_exec_result *res);
 
 /* Run argv in the absolute directory cwd (NULL: the workspace), stdout to
- * out (NULL: discarded, and the command runs as dt_exec_small), up to
+ * out (NULL: discarded, and the command runs as daytona_exec_small), up to
  * cap-1 bytes of stderr kept in msg; *exit_code is 128+N after a death by
  * signal N. timeout 0: none. call may be NULL. */
-int dt_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
-                   const char *const *argv, const struct sbx_sink *out, int64_t timeout_ms,
-                   int *exit_code, char *msg, size_t cap);
+int daytona_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
+                        const char *const *argv, const struct sbx_sink *out, int64_t timeout_ms,
+                        int *exit_code, char *msg, size_t cap);
 
 /* SBX_E_INVALID (reported) when the cwd, an argument or an environment
  * entry is not valid UTF-8: commands travel as JSON text. */
-int dt_exec_check_text(struct dt_state *st, sbx_call *call, const char *cwd,
-                       const char *const *argv, const char *const *env);
+int daytona_exec_check_text(struct daytona_state *st, sbx_call *call, const char *cwd,
+                            const char *const *argv, const char *const *env);
 
 /* ---- exec_stdin.c ------------------------------------------------------ */
 
 /* Feed a running command's stdin from in through files of dir (see
  * exec_stdin.c). */
-struct dt_feed;
-int dt_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in, const char *dir,
-                  struct dt_feed **out);
+struct daytona_feed;
+int daytona_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in,
+                       const char *dir, struct daytona_feed **out);
 
 /* Stop feeding and free f (NULL is ignored); 1 when the source failed
  * (it has set the call's error), else 0. */
-int dt_feed_stop(struct dt_feed *f);
+int daytona_feed_stop(struct daytona_feed *f);
 
 /* ---- exec_small.c ------------------------------------------------------ */
 
@@ -245,14 +248,14 @@ int dt_feed_stop(struct dt_feed *f);
  * code and its stdout (into out, out_cap > 0) and stderr (into msg) taken
  * from the session's JSON answer, no files. SBX_E_EXISTS (nothing set on
  * the call) when stdout did not fit, was not valid UTF-8 or the toolbox
- * did not split it: then use dt_exec_helper, which is byte-exact. */
-int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
-                  int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
-                  size_t cap);
+ * did not split it: then use daytona_exec_helper, which is byte-exact. */
+int daytona_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
+                       int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
+                       size_t cap);
 
 /* ---- paths.c ----------------------------------------------------------- */
 
-enum dt_ftype { DT_FT_NONE = 0, DT_FT_FILE, DT_FT_DIR, DT_FT_OTHER };
+enum daytona_ftype { DT_FT_NONE = 0, DT_FT_FILE, DT_FT_DIR, DT_FT_OTHER };
 
 /*
  * Resolve a workspace-relative path (or an absolute one below DT_OUTPUTS)
@@ -260,39 +263,39 @@ enum dt_ftype { DT_FT_NONE = 0, DT_FT_FILE, DT_FT_DIR, DT_FT_OTHER };
  * that leads out of its root. *abs (malloc'd) is the resolved path, *type
  * the final entry's type. allow_root lets "" mean the root itself.
  */
-int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
-               int allow_root, char **abs, int *type);
+int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
+                    int allow_root, char **abs, int *type);
 
 /* Quote s for a POSIX shell and append it to *buf (grown), after a space
  * unless *buf is empty. 0, or -1 when out of memory. */
-int dt_sh_quote(char **buf, size_t *len, size_t *cap, const char *s);
+int daytona_sh_quote(char **buf, size_t *len, size_t *cap, const char *s);
 
 /* ---- files.c ----------------------------------------------------------- */
 
-int dt_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
-                 const struct sbx_sink *sink);
-int dt_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
-                  const struct sbx_source *src, unsigned mode);
+int daytona_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                      const struct sbx_sink *sink);
+int daytona_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                       const struct sbx_source *src, unsigned mode);
 
 /* ---- outputs.c / skills.c ---------------------------------------------- */
 
 /* Make a directory outside the user's reach (below /mnt, /workspace) with
  * mode: through the toolbox, else as the sandbox user with sudo -n. */
-int dt_shared_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode);
+int daytona_shared_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode);
 
-int dt_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
-int dt_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
-int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
-                     const struct sbx_blob *bundle);
+int daytona_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
+int daytona_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
+int daytona_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
+                          const struct sbx_blob *bundle);
 
 /* ---- memory.c ---------------------------------------------------------- */
 
 /* At create (args set) or attach (args NULL): the memory attachments. */
-int dt_memory_setup(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args);
-int dt_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
-                   const struct sbx_source *tar);
-int dt_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
-                   const struct sbx_memory_changes *out);
-int dt_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug);
+int daytona_memory_setup(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args);
+int daytona_memory_load(sbx_sandbox *sb, sbx_call *call, const char *slug,
+                        const struct sbx_source *tar);
+int daytona_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32_t flags,
+                        const struct sbx_memory_changes *out);
+int daytona_memory_accept(sbx_sandbox *sb, sbx_call *call, const char *slug);
 
 #endif /* SBX_DAYTONA_H */

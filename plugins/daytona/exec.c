@@ -32,6 +32,7 @@
 #include "daytona.h"
 
 #include "exec_tree.h"
+#include "helper_exec.h"
 #include "hex.h"
 #include "utf8.h"
 
@@ -79,13 +80,13 @@ static int deliver(sbx_sandbox *sb, sbx_call *call, const char *path,
 {
     struct counted c = {sink, count, 0};
     struct sbx_sink s = SBX_SINK_INIT(&c, counted_write);
-    sbx_http_error err;
-    int rc = dt_tb_download(sb, call, path, &s, &err);
+    sbxp_http_error err;
+    int rc = daytona_tb_download(sb, call, path, &s, &err);
     if (rc == SBX_OK || (rc == SBX_E_NOT_FOUND && err.http_status == 404))
         return SBX_OK;
     if (c.status)
         return c.status; /* the sink set the call's error */
-    return dt_tb_report(sb, call, &err, "exec: reading the command's output");
+    return daytona_tb_report(sb, call, &err, "exec: reading the command's output");
 }
 
 /* ---- one command ------------------------------------------------------ */
@@ -97,25 +98,25 @@ static char *command_line(const struct sbx_exec_args *args, const char *dir, con
     size_t len = 0, cap = 0;
     const char *mode = args->in ? "1" : "0";
     char assign[64];
-    snprintf(assign, sizeof assign, SBX_EXEC_TAG_VAR "=%s", token);
+    snprintf(assign, sizeof assign, SBXP_EXEC_TAG_VAR "=%s", token);
     /* an assignment word before the command: in the wrapper's environment */
     if (!(b = malloc(cap = 256)))
         return NULL;
     len = (size_t)snprintf(b, cap, "%s", assign);
-    if (dt_sh_quote(&b, &len, &cap, "sh") || dt_sh_quote(&b, &len, &cap, "-c") ||
-        dt_sh_quote(&b, &len, &cap, WRAP_SH) || dt_sh_quote(&b, &len, &cap, "sbx") ||
-        dt_sh_quote(&b, &len, &cap, dir) || dt_sh_quote(&b, &len, &cap, cwd) ||
-        dt_sh_quote(&b, &len, &cap, mode))
+    if (daytona_sh_quote(&b, &len, &cap, "sh") || daytona_sh_quote(&b, &len, &cap, "-c") ||
+        daytona_sh_quote(&b, &len, &cap, WRAP_SH) || daytona_sh_quote(&b, &len, &cap, "sbx") ||
+        daytona_sh_quote(&b, &len, &cap, dir) || daytona_sh_quote(&b, &len, &cap, cwd) ||
+        daytona_sh_quote(&b, &len, &cap, mode))
         goto fail;
     if (args->env) {
-        if (dt_sh_quote(&b, &len, &cap, "env") || dt_sh_quote(&b, &len, &cap, "--"))
+        if (daytona_sh_quote(&b, &len, &cap, "env") || daytona_sh_quote(&b, &len, &cap, "--"))
             goto fail;
         for (size_t i = 0; args->env[i]; i++)
-            if (strchr(args->env[i], '=') && dt_sh_quote(&b, &len, &cap, args->env[i]))
+            if (strchr(args->env[i], '=') && daytona_sh_quote(&b, &len, &cap, args->env[i]))
                 goto fail;
     }
     for (size_t i = 0; args->argv[i]; i++)
-        if (dt_sh_quote(&b, &len, &cap, args->argv[i]))
+        if (daytona_sh_quote(&b, &len, &cap, args->argv[i]))
             goto fail;
     return b;
 fail:
@@ -125,23 +126,23 @@ fail:
 
 /* Commands travel as JSON text, which cannot carry bytes that are not
  * UTF-8 (the service would replace them): refuse those up front. */
-int dt_exec_check_text(struct dt_state *st, sbx_call *call, const char *cwd,
-                       const char *const *argv, const char *const *env)
+int daytona_exec_check_text(struct daytona_state *st, sbx_call *call, const char *cwd,
+                            const char *const *argv, const char *const *env)
 {
     if (cwd && !sbxs_utf8_valid(cwd, strlen(cwd)))
-        return dt_error(st, call, SBX_E_INVALID,
-                        DT ": exec: the working directory is not valid UTF-8 (the toolbox "
+        return daytona_error(st, call, SBX_E_INVALID,
+                             DT ": exec: the working directory is not valid UTF-8 (the toolbox "
                            "takes commands as JSON text)");
     for (size_t i = 0; argv[i]; i++)
         if (!sbxs_utf8_valid(argv[i], strlen(argv[i])))
-            return dt_error(st, call, SBX_E_INVALID,
-                            DT ": exec: argument %zu is not valid UTF-8 (the toolbox takes "
+            return daytona_error(st, call, SBX_E_INVALID,
+                                 DT ": exec: argument %zu is not valid UTF-8 (the toolbox takes "
                                "commands as JSON text)",
                             i);
     for (size_t i = 0; env && env[i]; i++)
         if (!sbxs_utf8_valid(env[i], strlen(env[i])))
-            return dt_error(st, call, SBX_E_INVALID,
-                            DT ": exec: environment entry %zu is not valid UTF-8 (the toolbox "
+            return daytona_error(st, call, SBX_E_INVALID,
+                                 DT ": exec: environment entry %zu is not valid UTF-8 (the toolbox "
                                "takes commands as JSON text)",
                             i);
     return SBX_OK;
@@ -150,9 +151,9 @@ int dt_exec_check_text(struct dt_state *st, sbx_call *call, const char *cwd,
 static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
                        const char *cwd, struct sbx_exec_result *res)
 {
-    struct dt_state *st = sb->st;
+    struct daytona_state *st = sb->st;
     char hex[25], sid[40], dir[64];
-    int rc = dt_exec_check_text(st, call, cwd, args->argv, args->env);
+    int rc = daytona_exec_check_text(st, call, cwd, args->argv, args->env);
     if (rc != SBX_OK)
         return rc;
     sbxs_random_hex(hex, 12);
@@ -160,16 +161,16 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     snprintf(dir, sizeof dir, "/tmp/.sbx-exec-%s", hex);
     char *cmd = command_line(args, dir, cwd, hex);
     if (!cmd)
-        return dt_error(st, call, SBX_E_NOMEM, "out of memory");
+        return daytona_error(st, call, SBX_E_NOMEM, "out of memory");
 
-    sbx_http_error err;
-    rc = dt_tb_session_create(sb, call, sid, args->argv[0]);
+    sbxp_http_error err;
+    rc = daytona_tb_session_create(sb, call, sid, args->argv[0]);
     if (rc != SBX_OK) {
         free(cmd);
         return rc;
     }
-    struct dt_feed *feed = NULL;
-    if (args->in && (rc = dt_feed_start(sb, call, args->in, dir, &feed)) != SBX_OK)
+    struct daytona_feed *feed = NULL;
+    if (args->in && (rc = daytona_feed_start(sb, call, args->in, dir, &feed)) != SBX_OK)
         goto out;
 
     json_object *body = json_object_new_object();
@@ -178,31 +179,31 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     char path[128];
     snprintf(path, sizeof path, "/process/session/%s/exec", sid);
     json_object *doc = NULL;
-    int xrc = dt_tb_json(sb, call, "POST", path, body, &doc, 0,
-                         args->timeout_ms > 0 ? args->timeout_ms : 0, &err);
+    int xrc = daytona_tb_json(sb, call, "POST", path, body, &doc, 0,
+                              args->timeout_ms > 0 ? args->timeout_ms : 0, &err);
     json_object_put(body);
     int timed_out = 0, code = -1;
     if (xrc == SBX_OK) {
         json_object *ec = NULL;
         if (!doc || !json_object_object_get_ex(doc, "exitCode", &ec) ||
             !json_object_is_type(ec, json_type_int))
-            rc = dt_error(st, call, SBX_E_PROTOCOL,
-                          DT ": exec: the session answered without an exit code");
+            rc = daytona_error(st, call, SBX_E_PROTOCOL,
+                               DT ": exec: the session answered without an exit code");
         else
             code = json_object_get_int(ec);
     } else if (xrc == SBX_E_TIMEOUT && args->timeout_ms > 0 && err.http_status == 0) {
         timed_out = 1;
     } else if (xrc == SBX_E_CANCELLED) {
-        rc = dt_error(st, call, SBX_E_CANCELLED, DT ": exec cancelled");
+        rc = daytona_error(st, call, SBX_E_CANCELLED, DT ": exec cancelled");
     } else {
-        rc = dt_tb_report(sb, call, &err, "exec %s", args->argv[0]);
+        rc = daytona_tb_report(sb, call, &err, "exec %s", args->argv[0]);
     }
     json_object_put(doc);
 
     /* Feeding ends with the command, whether or not the source did. */
-    int source_failed = dt_feed_stop(feed);
+    int source_failed = daytona_feed_stop(feed);
     feed = NULL;
-    dt_tb_session_delete(sb, sid);
+    daytona_tb_session_delete(sb, sid);
     sid[0] = '\0';
     if (rc == SBX_OK && source_failed)
         rc = SBX_E_IO; /* the source has set the call's error */
@@ -227,38 +228,38 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         }
     }
 out:
-    dt_feed_stop(feed);
+    daytona_feed_stop(feed);
     /* The session's end kills whatever the command left behind, and the
      * command itself after a timeout or cancellation. */
     if (sid[0])
-        dt_tb_session_delete(sb, sid);
-    const char *kill_argv[] = {"sh", "-c", sbx_exec_tree_kill_sh, "sh", hex, NULL};
+        daytona_tb_session_delete(sb, sid);
+    const char *kill_argv[] = {"sh", "-c", sbxp_exec_tree_kill_sh, "sh", hex, NULL};
     int kcode = 0;
-    if (dt_exec_small(sb, NULL, "/", kill_argv, 10000, &kcode, NULL, 0, NULL, 0) != SBX_OK ||
+    if (daytona_exec_small(sb, NULL, "/", kill_argv, 10000, &kcode, NULL, 0, NULL, 0) != SBX_OK ||
         kcode != 0)
         st->host->log(st->host, SBX_LOG_WARN, DT ": killing what a command left in %s failed",
                       sb->id);
-    dt_tb_remove(sb, NULL, dir, 1, &err);
+    daytona_tb_remove(sb, NULL, dir, 1, &err);
     free(cmd);
     return rc;
 }
 
-int dt_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
-            struct sbx_exec_result *res)
+int daytona_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                 struct sbx_exec_result *res)
 {
-    struct dt_state *st = sb->st;
+    struct daytona_state *st = sb->st;
     if (!args->argv || !args->argv[0] || !args->argv[0][0])
-        return dt_error(st, call, SBX_E_INVALID, DT ": exec: empty argv");
+        return daytona_error(st, call, SBX_E_INVALID, DT ": exec: empty argv");
     char *cwd = NULL;
     if (args->cwd && *args->cwd) {
         int type;
-        int rc = dt_resolve(sb, call, "exec cwd", args->cwd, 1, &cwd, &type);
+        int rc = daytona_resolve(sb, call, "exec cwd", args->cwd, 1, &cwd, &type);
         if (rc != SBX_OK)
             return rc;
         if (type != DT_FT_DIR) {
             free(cwd);
-            return dt_error(st, call, SBX_E_INVALID, DT ": exec: cwd %s is not a directory",
-                            args->cwd);
+            return daytona_error(st, call, SBX_E_INVALID, DT ": exec: cwd %s is not a directory",
+                                 args->cwd);
         }
     }
     uint32_t size = res->size;
@@ -269,44 +270,16 @@ int dt_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     return rc;
 }
 
-struct keep {
-    char *buf;
-    size_t cap, len;
-};
-
-static int keep_write(void *ctx, const void *data, size_t len)
-{
-    struct keep *k = ctx;
-    size_t room = k->cap ? k->cap - 1 - k->len : 0;
-    size_t n = len < room ? len : room;
-    memcpy(k->buf + k->len, data, n);
-    k->len += n;
-    k->buf[k->len] = '\0';
-    return 0;
-}
-
-int dt_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
-                   const struct sbx_sink *out, int64_t timeout_ms, int *exit_code, char *msg,
-                   size_t cap)
+int daytona_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
+                        const struct sbx_sink *out, int64_t timeout_ms, int *exit_code, char *msg,
+                        size_t cap)
 {
     if (!out) /* nothing to stream: the light way */
-        return dt_exec_small(sb, call, cwd ? cwd : sb->st->cfg.workspace, argv, timeout_ms,
-                             exit_code, NULL, 0, msg, cap);
-    struct keep k = {msg, cap, 0};
-    if (cap)
-        msg[0] = '\0';
-    struct sbx_sink errs = SBX_SINK_INIT(&k, keep_write);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = timeout_ms;
-    a.out = out;
-    a.err = cap ? &errs : NULL;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, &res);
-    *exit_code = res.term_signal ? 128 + res.term_signal : res.exit_code;
+        return daytona_exec_small(sb, call, cwd ? cwd : sb->st->cfg.workspace, argv, timeout_ms,
+                                  exit_code, NULL, 0, msg, cap);
+    struct sbxp_helper_exec h;
+    sbxp_helper_exec_init(&h, argv, out, timeout_ms, msg, cap);
+    int rc = run_command(sb, call, &h.args, cwd ? cwd : sb->st->cfg.workspace, &h.res);
+    *exit_code = sbxp_helper_exec_code(&h);
     return rc;
 }

@@ -18,7 +18,7 @@
  * with U+FFFD): the caller then takes the byte-exact path. */
 static int text_member(json_object *doc, const char *key, char *buf, size_t cap)
 {
-    const char *v = sbx_json_str(doc, key);
+    const char *v = sbxp_json_str(doc, key);
     size_t n = v ? strlen(v) : 0;
     buf[0] = '\0';
     if (n >= cap || (v && strstr(v, "\xef\xbf\xbd")))
@@ -28,13 +28,13 @@ static int text_member(json_object *doc, const char *key, char *buf, size_t cap)
     return 0;
 }
 
-int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
-                  int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
-                  size_t cap)
+int daytona_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *const *argv,
+                       int64_t timeout_ms, int *exit_code, char *out, size_t out_cap, char *msg,
+                       size_t cap)
 {
-    struct dt_state *st = sb->st;
+    struct daytona_state *st = sb->st;
     char hex[25], sid[40];
-    int rc = dt_exec_check_text(st, call, cwd, argv, NULL);
+    int rc = daytona_exec_check_text(st, call, cwd, argv, NULL);
     if (rc != SBX_OK)
         return rc;
     sbxs_random_hex(hex, 12);
@@ -42,9 +42,9 @@ int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *
     /* cd DIR && exec ARGV </dev/null: no wrapper, no files */
     char *dir = NULL, *words = NULL;
     size_t dl = 0, dc = 0, wl = 0, wc = 0;
-    int bad = dt_sh_quote(&dir, &dl, &dc, cwd);
+    int bad = daytona_sh_quote(&dir, &dl, &dc, cwd);
     for (size_t i = 0; !bad && argv[i]; i++)
-        bad = dt_sh_quote(&words, &wl, &wc, argv[i]);
+        bad = daytona_sh_quote(&words, &wl, &wc, argv[i]);
     size_t fl = dl + wl + 32;
     char *full = bad ? NULL : malloc(fl);
     if (full)
@@ -52,10 +52,10 @@ int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *
     free(dir);
     free(words);
     if (!full)
-        return dt_error(st, call, SBX_E_NOMEM, "out of memory");
+        return daytona_error(st, call, SBX_E_NOMEM, "out of memory");
 
-    sbx_http_error err;
-    rc = dt_tb_session_create(sb, call, sid, argv[0]);
+    sbxp_http_error err;
+    rc = daytona_tb_session_create(sb, call, sid, argv[0]);
     if (rc != SBX_OK) {
         free(full);
         return rc;
@@ -66,29 +66,29 @@ int dt_exec_small(sbx_sandbox *sb, sbx_call *call, const char *cwd, const char *
     char path[128];
     snprintf(path, sizeof path, "/process/session/%s/exec", sid);
     json_object *doc = NULL;
-    rc = dt_tb_json_split(sb, call, path, body, &doc, timeout_ms, &err);
+    rc = daytona_tb_json_split(sb, call, path, body, &doc, timeout_ms, &err);
     json_object_put(body);
     free(full);
-    dt_tb_session_delete(sb, sid);
+    daytona_tb_session_delete(sb, sid);
     if (rc == SBX_E_TIMEOUT && err.http_status == 0) {
         json_object_put(doc);
-        return dt_error(st, call, SBX_E_TIMEOUT, DT ": %s timed out in sandbox %s", argv[0],
-                        sb->id);
+        return daytona_error(st, call, SBX_E_TIMEOUT, DT ": %s timed out in sandbox %s", argv[0],
+                             sb->id);
     }
     if (rc != SBX_OK) {
         json_object_put(doc);
-        return dt_tb_report(sb, call, &err, "exec %s", argv[0]);
+        return daytona_tb_report(sb, call, &err, "exec %s", argv[0]);
     }
     json_object *ec = NULL;
     if (!json_object_object_get_ex(doc, "exitCode", &ec) || !json_object_is_type(ec, json_type_int)) {
         json_object_put(doc);
-        return dt_error(st, call, SBX_E_PROTOCOL, DT ": exec: the session answered without an exit code");
+        return daytona_error(st, call, SBX_E_PROTOCOL, DT ": exec: the session answered without an exit code");
     }
     *exit_code = json_object_get_int(ec);
     int usable = !out_cap || (json_object_object_get_ex(doc, "stdout", NULL) &&
                               text_member(doc, "stdout", out, out_cap) == 0);
     if (cap) {
-        const char *e = sbx_json_str(doc, "stderr");
+        const char *e = sbxp_json_str(doc, "stderr");
         snprintf(msg, cap, "%s", e ? e : "");
     }
     json_object_put(doc);

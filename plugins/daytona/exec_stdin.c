@@ -21,7 +21,7 @@
 
 #define FEED_CHUNK (256 * 1024)
 
-struct dt_feed {
+struct daytona_feed {
     sbx_sandbox *sb;
     const struct sbx_source *in;
     const char *dir;
@@ -54,7 +54,7 @@ static int64_t mem_length(void *ctx)
 /* Poll the source's fd (when it has one) next to the stop pipe: 1 when
  * readable, 0 to stop, within wait_ms (-1: forever; 0 returns 2 when
  * nothing is ready yet). */
-static int readable(struct dt_feed *f, int wait_ms)
+static int readable(struct daytona_feed *f, int wait_ms)
 {
     int fd = f->in->size >= SBX_SOURCE_SIZE_1_0 && f->in->poll_fd ? f->in->poll_fd(f->in->ctx)
                                                                    : -1;
@@ -72,8 +72,8 @@ static int readable(struct dt_feed *f, int wait_ms)
 }
 
 /* Upload len bytes as <dir>/<name>, complete before it is visible. */
-static int put_chunk(struct dt_feed *f, const unsigned char *data, size_t len, const char *name,
-                     int seq)
+static int put_chunk(struct daytona_feed *f, const unsigned char *data, size_t len,
+                     const char *name, int seq)
 {
     char tmp[160], fin[160];
     snprintf(tmp, sizeof tmp, "%s/p.%d", f->dir, seq);
@@ -81,21 +81,21 @@ static int put_chunk(struct dt_feed *f, const unsigned char *data, size_t len, c
     struct membuf m = {data, len, 0};
     struct sbx_source src = SBX_SOURCE_INIT(&m, mem_read);
     src.length = mem_length;
-    sbx_http_error err;
-    int rc = dt_tb_upload(f->sb, NULL, tmp, &src, &err);
+    sbxp_http_error err;
+    int rc = daytona_tb_upload(f->sb, NULL, tmp, &src, &err);
     if (rc == SBX_OK)
-        rc = dt_tb_move(f->sb, NULL, tmp, fin, &err);
+        rc = daytona_tb_move(f->sb, NULL, tmp, fin, &err);
     return rc;
 }
 
 static void *feeder(void *arg)
 {
-    struct dt_feed *f = arg;
+    struct daytona_feed *f = arg;
     unsigned char *buf = malloc(FEED_CHUNK);
     if (!buf)
         return NULL;
-    sbx_http_error err;
-    if (dt_tb_mkdir(f->sb, NULL, f->dir, 0700, &err) != SBX_OK) {
+    sbxp_http_error err;
+    if (daytona_tb_mkdir(f->sb, NULL, f->dir, 0700, &err) != SBX_OK) {
         free(buf);
         return NULL;
     }
@@ -138,14 +138,13 @@ static void *feeder(void *arg)
     return NULL;
 }
 
-
-int dt_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in, const char *dir,
-                  struct dt_feed **out)
+int daytona_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in,
+                       const char *dir, struct daytona_feed **out)
 {
     *out = NULL;
-    struct dt_feed *f = calloc(1, sizeof *f);
+    struct daytona_feed *f = calloc(1, sizeof *f);
     if (!f)
-        return dt_error(sb->st, call, SBX_E_NOMEM, "out of memory");
+        return daytona_error(sb->st, call, SBX_E_NOMEM, "out of memory");
     f->sb = sb;
     f->in = in;
     snprintf(f->dirbuf, sizeof f->dirbuf, "%s", dir);
@@ -153,19 +152,19 @@ int dt_feed_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_source *in, 
     if (pipe2(f->stop_pipe, O_CLOEXEC) != 0) {
         int e = errno;
         free(f);
-        return dt_error(sb->st, call, SBX_E_IO, DT ": exec: pipe: %s", strerror(e));
+        return daytona_error(sb->st, call, SBX_E_IO, DT ": exec: pipe: %s", strerror(e));
     }
     if (pthread_create(&f->thread, NULL, feeder, f) != 0) {
         close(f->stop_pipe[0]);
         close(f->stop_pipe[1]);
         free(f);
-        return dt_error(sb->st, call, SBX_E_INTERNAL, DT ": exec: cannot start a thread");
+        return daytona_error(sb->st, call, SBX_E_INTERNAL, DT ": exec: cannot start a thread");
     }
     *out = f;
     return SBX_OK;
 }
 
-int dt_feed_stop(struct dt_feed *f)
+int daytona_feed_stop(struct daytona_feed *f)
 {
     if (!f)
         return 0;

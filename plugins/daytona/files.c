@@ -16,30 +16,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-int dt_read_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struct sbx_sink *sink)
+int daytona_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                      const struct sbx_sink *sink)
 {
-    struct dt_state *st = sb->st;
+    struct daytona_state *st = sb->st;
     char *abs = NULL;
     int type;
-    int rc = dt_resolve(sb, call, "read_file", path, 0, &abs, &type);
+    int rc = daytona_resolve(sb, call, "read_file", path, 0, &abs, &type);
     if (rc != SBX_OK)
         return rc;
     if (type == DT_FT_NONE)
-        rc = dt_error(st, call, SBX_E_NOT_FOUND, DT ": read_file: %s does not exist", path);
+        rc = daytona_error(st, call, SBX_E_NOT_FOUND, DT ": read_file: %s does not exist", path);
     else if (type != DT_FT_FILE)
-        rc = dt_error(st, call, SBX_E_INVALID, DT ": read_file: %s is not a regular file", path);
+        rc = daytona_error(st, call, SBX_E_INVALID, DT ": read_file: %s is not a regular file",
+                           path);
     if (rc != SBX_OK) {
         free(abs);
         return rc;
     }
-    sbx_http_error err;
-    rc = dt_tb_download(sb, call, abs, sink, &err);
+    sbxp_http_error err;
+    rc = daytona_tb_download(sb, call, abs, sink, &err);
     free(abs);
     if (rc == SBX_OK || err.from_callback)
         return rc; /* a sink's stop: the sink said why */
     if (rc == SBX_E_NOT_FOUND && err.http_status == 404)
-        return dt_error(st, call, SBX_E_NOT_FOUND, DT ": read_file: %s does not exist", path);
-    return dt_tb_report(sb, call, &err, "read_file %s", path);
+        return daytona_error(st, call, SBX_E_NOT_FOUND, DT ": read_file: %s does not exist", path);
+    return daytona_tb_report(sb, call, &err, "read_file %s", path);
 }
 
 /* "<dir>/.<base>.sbx-<hex>" beside abs (malloc'd). */
@@ -55,73 +57,73 @@ static char *temp_name(const char *abs)
     return t;
 }
 
-int dt_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const struct sbx_source *src,
-                  unsigned mode)
+int daytona_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
+                       const struct sbx_source *src, unsigned mode)
 {
-    struct dt_state *st = sb->st;
+    struct daytona_state *st = sb->st;
     if (mode & ~0777u)
-        return dt_error(st, call, SBX_E_INVALID, DT ": write_file: mode %o has bits outside 0777",
-                        mode);
+        return daytona_error(st, call, SBX_E_INVALID,
+                             DT ": write_file: mode %o has bits outside 0777", mode);
     if (mode == 0)
         mode = 0644;
     char *abs = NULL;
     int type;
-    int rc = dt_resolve(sb, call, "write_file", path, 0, &abs, &type);
+    int rc = daytona_resolve(sb, call, "write_file", path, 0, &abs, &type);
     if (rc != SBX_OK)
         return rc;
     if (type != DT_FT_NONE && type != DT_FT_FILE) {
         free(abs);
-        return dt_error(st, call, SBX_E_INVALID, DT ": write_file: %s is not a regular file",
-                        path);
+        return daytona_error(st, call, SBX_E_INVALID, DT ": write_file: %s is not a regular file",
+                             path);
     }
     char *tmp = temp_name(abs);
     if (!tmp) {
         free(abs);
-        return dt_error(st, call, SBX_E_NOMEM, "out of memory");
+        return daytona_error(st, call, SBX_E_NOMEM, "out of memory");
     }
-    sbx_http_error err;
+    sbxp_http_error err;
     char *slash = strrchr(abs, '/');
     *slash = '\0';
-    rc = abs[0] ? dt_tb_mkdir(sb, call, abs, 0755, &err) : SBX_OK;
+    rc = abs[0] ? daytona_tb_mkdir(sb, call, abs, 0755, &err) : SBX_OK;
     *slash = '/';
     if (rc != SBX_OK) {
-        rc = dt_tb_report(sb, call, &err, "write_file %s: creating its directory", path);
+        rc = daytona_tb_report(sb, call, &err, "write_file %s: creating its directory", path);
         goto out;
     }
-    rc = dt_tb_upload(sb, call, tmp, src, &err);
+    rc = daytona_tb_upload(sb, call, tmp, src, &err);
     if (rc != SBX_OK) {
         if (!err.from_callback)
-            rc = dt_tb_report(sb, call, &err, "write_file %s", path);
+            rc = daytona_tb_report(sb, call, &err, "write_file %s", path);
         goto fail;
     }
-    rc = dt_tb_chmod(sb, call, tmp, mode, &err);
+    rc = daytona_tb_chmod(sb, call, tmp, mode, &err);
     if (rc != SBX_OK) {
-        rc = dt_tb_report(sb, call, &err, "write_file %s: setting mode %04o", path, mode);
+        rc = daytona_tb_report(sb, call, &err, "write_file %s: setting mode %04o", path, mode);
         goto fail;
     }
     /* The toolbox's move refuses to replace a file (409), so a file that
      * exists is replaced by rename(2) in the sandbox (mv -f on one file
      * system), a new one moved by the toolbox. */
-    rc = type == DT_FT_NONE ? dt_tb_move(sb, call, tmp, abs, &err) : SBX_E_EXISTS;
+    rc = type == DT_FT_NONE ? daytona_tb_move(sb, call, tmp, abs, &err) : SBX_E_EXISTS;
     if (rc == SBX_E_EXISTS) {
         const char *argv[] = {"mv", "-f", "--", tmp, abs, NULL};
         char msg[256];
         int code = -1;
-        rc = dt_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
-                            sizeof msg);
+        rc = daytona_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
+                                 sizeof msg);
         if (rc == SBX_OK && code != 0)
-            rc = dt_error(st, call, SBX_E_IO, DT ": write_file %s: renaming into place: %s",
-                          path, msg);
+            rc = daytona_error(st, call, SBX_E_IO, DT ": write_file %s: renaming into place: %s",
+                               path, msg);
         if (rc != SBX_OK)
             goto fail;
     } else if (rc != SBX_OK) {
-        rc = dt_tb_report(sb, call, &err, "write_file %s: renaming into place", path);
+        rc = daytona_tb_report(sb, call, &err, "write_file %s: renaming into place", path);
         goto fail;
     }
     goto out;
 fail: {
-    sbx_http_error e2;
-    dt_tb_remove(sb, NULL, tmp, 0, &e2);
+    sbxp_http_error e2;
+    daytona_tb_remove(sb, NULL, tmp, 0, &e2);
 }
 out:
     free(tmp);

@@ -18,49 +18,50 @@ static const char SHARED_DIR_SH[] =
     "{ sudo -n mkdir -p \"$1\" && sudo -n chown \"$(id -u):$(id -g)\" \"$1\" && "
     "chmod \"$2\" \"$1\"; }";
 
-int dt_shared_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode)
+int daytona_shared_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode)
 {
-    sbx_http_error err;
-    int rc = dt_tb_mkdir(sb, call, abs, mode, &err);
+    sbxp_http_error err;
+    int rc = daytona_tb_mkdir(sb, call, abs, mode, &err);
     if (rc == SBX_OK)
-        rc = dt_tb_chmod(sb, call, abs, mode, &err);
+        rc = daytona_tb_chmod(sb, call, abs, mode, &err);
     if (rc == SBX_OK || rc == SBX_E_CANCELLED)
-        return rc == SBX_OK ? SBX_OK : dt_error(sb->st, call, rc, DT ": cancelled");
+        return rc == SBX_OK ? SBX_OK : daytona_error(sb->st, call, rc, DT ": cancelled");
     /* The toolbox may run with no more rights than the sandbox user. */
-    char first[SBX_HTTP_MSG_MAX];
+    char first[SBXP_HTTP_MSG_MAX];
     snprintf(first, sizeof first, "%s", err.message);
     char m[8], msg[256];
     snprintf(m, sizeof m, "%04o", mode);
     const char *argv[] = {"sh", "-c", SHARED_DIR_SH, "sbx", abs, m, NULL};
     int code = -1;
-    rc = dt_exec_helper(sb, call, "/", argv, NULL, sb->st->cfg.request_timeout_ms, &code, msg,
-                        sizeof msg);
+    rc = daytona_exec_helper(sb, call, "/", argv, NULL, sb->st->cfg.request_timeout_ms, &code, msg,
+                             sizeof msg);
     if (rc != SBX_OK)
         return rc;
     if (code != 0)
-        return dt_error(sb->st, call, SBX_E_IO,
-                        DT ": creating %s in sandbox %s: the toolbox refused (%s) and so did "
+        return daytona_error(sb->st, call, SBX_E_IO,
+                             DT ": creating %s in sandbox %s: the toolbox refused (%s) and so did "
                            "the sandbox user, with and without sudo (exit %d: %s)",
                         abs, sb->id, first, code, msg);
     return SBX_OK;
 }
 
-int dt_outputs_prepare(sbx_sandbox *sb, sbx_call *call)
+int daytona_outputs_prepare(sbx_sandbox *sb, sbx_call *call)
 {
-    return dt_shared_dir(sb, call, DT_OUTPUTS, 0777);
+    return daytona_shared_dir(sb, call, DT_OUTPUTS, 0777);
 }
 
-int dt_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink)
+int daytona_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink)
 {
     /* "." as the only member: entries come out as "./a", "./sub/b". */
     const char *argv[] = {"tar", "-C", DT_OUTPUTS, "-cf", "-", ".", NULL};
     char msg[512];
     int code = -1;
-    int rc = dt_exec_helper(sb, call, "/", argv, tar_sink, 0, &code, msg, sizeof msg);
+    int rc = daytona_exec_helper(sb, call, "/", argv, tar_sink, 0, &code, msg, sizeof msg);
     if (rc != SBX_OK)
         return rc; /* reported (a sink's stop by the sink) */
     if (code != 0)
-        return dt_error(sb->st, call, SBX_E_IO, DT ": exporting %s of sandbox %s: tar exit %d: %s",
-                        DT_OUTPUTS, sb->id, code, msg);
+        return daytona_error(sb->st, call, SBX_E_IO,
+                             DT ": exporting %s of sandbox %s: tar exit %d: %s", DT_OUTPUTS, sb->id,
+                             code, msg);
     return SBX_OK;
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int dt_sh_quote(char **buf, size_t *len, size_t *cap, const char *s)
+int daytona_sh_quote(char **buf, size_t *len, size_t *cap, const char *s)
 {
     size_t need = *len + 4 * strlen(s) + 4;
     if (need > *cap) {
@@ -76,10 +76,10 @@ static int grab_write(void *ctx, const void *data, size_t len)
     return 0;
 }
 
-int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
-               int allow_root, char **abs, int *type)
+int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
+                    int allow_root, char **abs, int *type)
 {
-    struct dt_state *st = sb->st;
+    struct daytona_state *st = sb->st;
     *abs = NULL;
     *type = DT_FT_NONE;
     if (!rel)
@@ -88,30 +88,30 @@ int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *re
     size_t ol = strlen(DT_OUTPUTS);
     if (rel[0] == '/') {
         if (strncmp(rel, DT_OUTPUTS, ol) != 0 || (rel[ol] != '/' && rel[ol] != '\0'))
-            return dt_error(st, call, SBX_E_INVALID,
-                            DT ": %s: %s is absolute (paths are relative to the workspace)",
-                            what, rel);
+            return daytona_error(st, call, SBX_E_INVALID,
+                                 DT ": %s: %s is absolute (paths are relative to the workspace)",
+                                 what, rel);
         root = DT_OUTPUTS;
         rel += ol;
         while (*rel == '/')
             rel++;
     }
     if (!*rel && !allow_root)
-        return dt_error(st, call, SBX_E_INVALID, DT ": %s: empty path", what);
-    if (*rel && confine_check_path(rel) != 0)
-        return dt_error(st, call, SBX_E_INVALID, DT ": %s: %s leads out of the workspace", what,
-                        rel);
+        return daytona_error(st, call, SBX_E_INVALID, DT ": %s: empty path", what);
+    if (*rel && sbxp_confine_check_path(rel) != 0)
+        return daytona_error(st, call, SBX_E_INVALID, DT ": %s: %s leads out of the workspace",
+                             what, rel);
     if (strchr(rel, '\n'))
-        return dt_error(st, call, SBX_E_INVALID, DT ": %s: a path has no line breaks", what);
+        return daytona_error(st, call, SBX_E_INVALID, DT ": %s: a path has no line breaks", what);
     if (!sbxs_utf8_valid(rel, strlen(rel)))
-        return dt_error(st, call, SBX_E_INVALID,
-                        DT ": %s: the path is not valid UTF-8 (the toolbox takes commands and "
+        return daytona_error(st, call, SBX_E_INVALID,
+                             DT ": %s: the path is not valid UTF-8 (the toolbox takes commands and "
                            "names as JSON text)",
                         what);
     size_t n = strlen(root) + strlen(rel) + 2;
     char *lex = malloc(n);
     if (!lex)
-        return dt_error(st, call, SBX_E_NOMEM, "out of memory");
+        return daytona_error(st, call, SBX_E_NOMEM, "out of memory");
     snprintf(lex, n, "%s%s%s", root, *rel ? "/" : "", rel);
     const char *argv[] = {"sh", "-c", RESOLVE_SH, "sbx", root, lex, NULL};
     struct grab g;
@@ -120,12 +120,12 @@ int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *re
     char msg[256];
     /* Its answer is one short line: the session's JSON carries it, unless
      * it is not valid UTF-8; then through a file, byte-exact. */
-    int rc = dt_exec_small(sb, call, "/", argv, st->cfg.request_timeout_ms, &code, g.buf,
-                           sizeof g.buf, msg, sizeof msg);
+    int rc = daytona_exec_small(sb, call, "/", argv, st->cfg.request_timeout_ms, &code, g.buf,
+                                sizeof g.buf, msg, sizeof msg);
     if (rc == SBX_E_EXISTS) {
         struct sbx_sink out = SBX_SINK_INIT(&g, grab_write);
-        rc = dt_exec_helper(sb, call, "/", argv, &out, st->cfg.request_timeout_ms, &code, msg,
-                            sizeof msg);
+        rc = daytona_exec_helper(sb, call, "/", argv, &out, st->cfg.request_timeout_ms, &code, msg,
+                                 sizeof msg);
     }
     free(lex);
     if (rc != SBX_OK)
@@ -134,13 +134,15 @@ int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *re
     if (g.len && g.buf[g.len - 1] == '\n')
         g.buf[--g.len] = '\0'; /* the toolbox logs output by lines */
     if (code == 4)
-        return dt_error(st, call, SBX_E_INVALID,
-                        DT ": %s: %s leads out of the workspace (through a symlink)", what, rel);
+        return daytona_error(st, call, SBX_E_INVALID,
+                             DT ": %s: %s leads out of the workspace (through a symlink)", what,
+                             rel);
     if (code != 0 || g.over || g.len < 3 || g.buf[1] != ' ' || g.buf[2] != '/')
-        return dt_error(st, call, SBX_E_PROTOCOL, DT ": %s: resolving %s failed (exit %d): %s",
-                        what, rel, code, msg);
+        return daytona_error(st, call, SBX_E_PROTOCOL, DT ": %s: resolving %s failed (exit %d): %s",
+                             what, rel, code, msg);
     if (!allow_root && !strcmp(g.buf + 2, root))
-        return dt_error(st, call, SBX_E_INVALID, DT ": %s: %s is the root directory", what, rel);
+        return daytona_error(st, call, SBX_E_INVALID, DT ": %s: %s is the root directory", what,
+                             rel);
     switch (g.buf[0]) {
     case 'd': *type = DT_FT_DIR; break;
     case 'f': *type = DT_FT_FILE; break;
@@ -148,5 +150,5 @@ int dt_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *re
     default: *type = DT_FT_NONE; break;
     }
     *abs = strdup(g.buf + 2);
-    return *abs ? SBX_OK : dt_error(st, call, SBX_E_NOMEM, "out of memory");
+    return *abs ? SBX_OK : daytona_error(st, call, SBX_E_NOMEM, "out of memory");
 }

@@ -7,17 +7,15 @@
 #include "daytona.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define KEY_VAR "DAYTONA_API_KEY"
 #define URL_VAR "DAYTONA_API_URL"
 #define DEFAULT_API_URL "https://app.daytona.io/api"
 
-static const struct sbx_config_key dt_keys[] = {
+static const struct sbx_config_key daytona_keys[] = {
     SBX_CONFIG_KEY("api_url", SBX_CFG_STRING, "API URL (default $DAYTONA_API_URL, else https://app.daytona.io/api)"),
     SBX_CONFIG_KEY("target", SBX_CFG_STRING, "region of new sandboxes (default: the organization's)"),
     SBX_CONFIG_KEY("snapshot", SBX_CFG_STRING, "snapshot of new sandboxes"),
@@ -33,79 +31,8 @@ static const struct sbx_config_key dt_keys[] = {
     SBX_CONFIG_KEY("state_dir", SBX_CFG_STRING, "absolute host directory of memory attachments and baselines (default $XDG_STATE_HOME/sbx/daytona)"),
     SBX_CONFIG_KEYS_END};
 
-int64_t dt_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int cancel_check(void *ctx)
-{
-    struct dt_cancel *c = ctx;
-    return c->call && c->host->cancelled && c->host->cancelled(c->host, c->call);
-}
-
-void dt_cancel_init(struct dt_cancel *c, const struct sbx_host *host, sbx_call *call)
-{
-    c->host = host;
-    c->call = call;
-    c->c.fd = call && host->cancel_fd ? host->cancel_fd(host, call) : -1;
-    c->c.check = cancel_check;
-    c->c.ctx = c;
-}
-
-int dt_error(struct dt_state *st, sbx_call *call, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (call)
-        return st->host->set_error(st->host, call, status, "%s", msg);
-    st->host->log(st->host, SBX_LOG_WARN, "%s", msg);
-    return status;
-}
-
-int dt_report(struct dt_state *st, sbx_call *call, const sbx_http_error *err, const char *fmt,
-              ...)
-{
-    char what[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    if (err->http_status == 401 || err->http_status == 403)
-        return dt_error(st, call, SBX_E_CONFIG,
-                        DT ": %s: %s; the service refused the credentials: set " KEY_VAR
-                           " to a valid API key",
-                        what, err->message);
-    return dt_error(st, call, err->status, DT ": %s: %s", what, err->message);
-}
-
-static const char *cfg(const struct sbx_host *host, const char *key)
-{
-    return host->config_get ? host->config_get(host, key) : NULL;
-}
-
-static int int_key(const struct sbx_host *host, sbx_call *call, const char *key, int64_t def,
-                   int64_t min, int64_t max, int64_t *out)
-{
-    const char *v = cfg(host, key);
-    *out = def;
-    if (!v)
-        return SBX_OK;
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (errno || end == v || *end || n < min || n > max)
-        return host->set_error(host, call, SBX_E_CONFIG,
-                               "providers." DT ".%s: want an integer from %lld to %lld", key,
-                               (long long)min, (long long)max);
-    *out = n;
-    return SBX_OK;
-}
+const struct sbxp_reporter daytona_reporter = {
+    .who = DT, .service = "service", .key = KEY_VAR, .key_noun = "API key"};
 
 static int dup_opt(const struct sbx_host *host, sbx_call *call, const char *v, char **out)
 {
@@ -124,7 +51,7 @@ static int header_safe(const char *s)
     return 1;
 }
 
-static void conf_free(struct dt_conf *c)
+static void conf_free(struct daytona_conf *c)
 {
     if (c->api_key) {
         volatile char *p = c->api_key; /* a credential: wipe before free */
@@ -142,7 +69,7 @@ static void conf_free(struct dt_conf *c)
     memset(c, 0, sizeof *c);
 }
 
-static int conf_load(const struct sbx_host *host, sbx_call *call, struct dt_conf *c)
+static int conf_load(const struct sbx_host *host, sbx_call *call, struct daytona_conf *c)
 {
     memset(c, 0, sizeof *c);
     const char *key = getenv(KEY_VAR);
@@ -152,16 +79,16 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct dt_conf
         return host->set_error(host, call, SBX_E_CONFIG,
                                DT ": the API key in " KEY_VAR " has spaces or control characters");
     int rc;
-    const char *url = cfg(host, "api_url");
+    const char *url = sbxp_config_get(host, "api_url");
     if (!url)
         url = getenv(URL_VAR);
     if (!url || !*url)
         url = DEFAULT_API_URL;
     if ((rc = dup_opt(host, call, key, &c->api_key)) || (rc = dup_opt(host, call, url, &c->api_url)) ||
-        (rc = dup_opt(host, call, cfg(host, "target"), &c->target)) ||
-        (rc = dup_opt(host, call, cfg(host, "snapshot"), &c->snapshot)) ||
-        (rc = dup_opt(host, call, cfg(host, "image"), &c->image)) ||
-        (rc = dup_opt(host, call, cfg(host, "user"), &c->user)))
+        (rc = dup_opt(host, call, sbxp_config_get(host, "target"), &c->target)) ||
+        (rc = dup_opt(host, call, sbxp_config_get(host, "snapshot"), &c->snapshot)) ||
+        (rc = dup_opt(host, call, sbxp_config_get(host, "image"), &c->image)) ||
+        (rc = dup_opt(host, call, sbxp_config_get(host, "user"), &c->user)))
         return rc;
     if (c->snapshot && c->image)
         return host->set_error(host, call, SBX_E_CONFIG,
@@ -169,8 +96,9 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct dt_conf
     if (c->image && strpbrk(c->image, "\n\r \t"))
         return host->set_error(host, call, SBX_E_CONFIG,
                                "providers." DT ".image: an image reference has no spaces");
-    const char *ws = cfg(host, "workspace");
-    if ((rc = sbx_rmem_state_dir(host, call, DT, cfg(host, "state_dir"), &c->state_dir)) ||
+    const char *ws = sbxp_config_get(host, "workspace");
+    if ((rc = sbxp_rmem_state_dir(host, call, DT, sbxp_config_get(host, "state_dir"),
+                                  &c->state_dir)) ||
         (rc = dup_opt(host, call, ws ? ws : "/home/daytona/workspace", &c->workspace)))
         return rc;
     size_t wl = strlen(c->workspace);
@@ -180,30 +108,24 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct dt_conf
         strpbrk(c->workspace, "\n'"))
         return host->set_error(host, call, SBX_E_CONFIG,
                                "providers." DT ".workspace: want an absolute path below /");
-    int64_t retries;
-    if ((rc = int_key(host, call, "auto_stop_minutes", 15, 0, 60 * 24 * 30, &c->auto_stop_min)) ||
-        (rc = int_key(host, call, "request_timeout_ms", 60000, 100, 3600000,
-                      &c->request_timeout_ms)) ||
-        (rc = int_key(host, call, "connect_timeout_ms", 10000, 100, 600000,
-                      &c->connect_timeout_ms)) ||
-        (rc = int_key(host, call, "start_timeout_ms", 180000, 100, 3600000,
-                      &c->start_timeout_ms)) ||
-        (rc = int_key(host, call, "retries", 4, 0, 20, &retries)))
+    if ((rc = sbxp_config_int(host, call, DT, "auto_stop_minutes", 15, 0, 60 * 24 * 30,
+                              &c->auto_stop_min)) ||
+        (rc = sbxp_http_config(host, call, DT, &c->request_timeout_ms, &c->connect_timeout_ms,
+                               &c->retry)) ||
+        (rc = sbxp_config_int(host, call, DT, "start_timeout_ms", 180000, 100, 3600000,
+                              &c->start_timeout_ms)))
         return rc;
-    c->retry.attempts = (int)retries + 1;
-    c->retry.base_ms = 200;
-    c->retry.cap_ms = 5000;
-    const char *net = cfg(host, "network");
+    const char *net = sbxp_config_get(host, "network");
     c->network = net && !strcmp(net, "true");
     return SBX_OK;
 }
 
-static void state_free(struct dt_state *st)
+static void state_free(struct daytona_state *st)
 {
     if (!st)
         return;
-    sbx_http_free(st->api);
-    sbx_http_free(st->toolbox);
+    sbxp_http_free(st->api);
+    sbxp_http_free(st->toolbox);
     free(st->toolbox_url);
     conf_free(&st->cfg);
     volatile char *p = st->auth;
@@ -213,10 +135,10 @@ static void state_free(struct dt_state *st)
     free(st);
 }
 
-static int dt_init(const struct sbx_host *host, sbx_call *call, void **state)
+static int daytona_init(const struct sbx_host *host, sbx_call *call, void **state)
 {
     *state = NULL;
-    struct dt_state *st = calloc(1, sizeof *st);
+    struct daytona_state *st = calloc(1, sizeof *st);
     if (!st)
         return host->set_error(host, call, SBX_E_NOMEM, "out of memory");
     st->host = host;
@@ -227,8 +149,8 @@ static int dt_init(const struct sbx_host *host, sbx_call *call, void **state)
             (int)sizeof st->auth)
         rc = host->set_error(host, call, SBX_E_CONFIG, DT ": the key in " KEY_VAR " is too long");
     if (rc == SBX_OK) {
-        sbx_http_error err;
-        if (sbx_http_new(st->cfg.api_url, &st->api, &err) != SBX_OK)
+        sbxp_http_error err;
+        if (sbxp_http_new(st->cfg.api_url, &st->api, &err) != SBX_OK)
             rc = host->set_error(host, call, SBX_E_CONFIG, DT ": providers." DT ".api_url: %s",
                                  err.message);
     }
@@ -236,34 +158,36 @@ static int dt_init(const struct sbx_host *host, sbx_call *call, void **state)
         state_free(st);
         return rc;
     }
+    st->ctl = (struct sbxp_api){st->api, host, st->auth, st->cfg.request_timeout_ms,
+                                st->cfg.connect_timeout_ms, &st->cfg.retry};
     *state = st;
     return SBX_OK;
 }
 
-static void dt_fini(void *state)
+static void daytona_fini(void *state)
 {
     state_free(state);
 }
 
-static const struct sbx_provider_ops dt_ops = {
-    .init = dt_init,
-    .fini = dt_fini,
-    .create = dt_create,
-    .attach = dt_attach,
-    .exec = dt_exec,
-    .read_file = dt_read_file,
-    .write_file = dt_write_file,
-    .root = dt_root,
-    .release = dt_release,
-    .destroy = dt_destroy,
-    .export_outputs = dt_export_outputs,
-    .skill_install = dt_skill_install,
-    .memory_load = dt_memory_load,
-    .memory_diff = dt_memory_diff,
-    .memory_accept = dt_memory_accept,
+static const struct sbx_provider_ops daytona_ops = {
+    .init = daytona_init,
+    .fini = daytona_fini,
+    .create = daytona_create,
+    .attach = daytona_attach,
+    .exec = daytona_exec,
+    .read_file = daytona_read_file,
+    .write_file = daytona_write_file,
+    .root = daytona_root,
+    .release = daytona_release,
+    .destroy = daytona_destroy,
+    .export_outputs = daytona_export_outputs,
+    .skill_install = daytona_skill_install,
+    .memory_load = daytona_memory_load,
+    .memory_diff = daytona_memory_diff,
+    .memory_accept = daytona_memory_accept,
 };
 
 SBX_PROVIDER_DEFINE("daytona", "0.1.0", "Daytona sandboxes over the Daytona API and toolbox",
                     SBX_ISOLATION_CONTAINER,
-                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_MEMORY, &dt_ops,
-                    dt_keys)
+                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_MEMORY, &daytona_ops,
+                    daytona_keys)

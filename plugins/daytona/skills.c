@@ -18,7 +18,9 @@
 
 #include "archive_check.h"
 #include "archive_pax.h"
+#include "fd_source.h"
 #include "hex.h"
+#include "skill_name.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -31,21 +33,6 @@
 #include <unistd.h>
 
 #define CHUNK (64 * 1024)
-#define SKILL_NAME_MAX 64
-
-static int valid_name(const char *n)
-{
-    size_t len = n ? strlen(n) : 0;
-    if (len == 0 || len > SKILL_NAME_MAX || n[0] == '.' || n[0] == '-')
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = n[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
 
 static int tmpfile_fd(void)
 {
@@ -55,20 +42,20 @@ static int tmpfile_fd(void)
 }
 
 /* Copy the blob into fd, checking length and SHA-256. */
-static int spool(struct dt_state *st, sbx_call *call, const char *name,
+static int spool(struct daytona_state *st, sbx_call *call, const char *name,
                  const struct sbx_blob *b, int fd)
 {
     unsigned char *buf = malloc(CHUNK);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     int rc = SBX_OK;
     if (!buf || !md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        rc = dt_error(st, call, SBX_E_NOMEM, "out of memory");
+        rc = daytona_error(st, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
     uint64_t total = 0;
     for (;;) {
         if (st->host->cancelled && call && st->host->cancelled(st->host, call)) {
-            rc = dt_error(st, call, SBX_E_CANCELLED, DT ": skill_install %s cancelled", name);
+            rc = daytona_error(st, call, SBX_E_CANCELLED, DT ": skill_install %s cancelled", name);
             goto out;
         }
         long n = b->src->read(b->src->ctx, buf, CHUNK);
@@ -80,8 +67,8 @@ static int spool(struct dt_state *st, sbx_call *call, const char *name,
             break;
         total += (uint64_t)n;
         if (total > b->length) {
-            rc = dt_error(st, call, SBX_E_INVALID,
-                          DT ": skill_install %s: the bundle is longer than its pinned %llu "
+            rc = daytona_error(st, call, SBX_E_INVALID,
+                               DT ": skill_install %s: the bundle is longer than its pinned %llu "
                              "bytes",
                           name, (unsigned long long)b->length);
             goto out;
@@ -92,17 +79,17 @@ static int spool(struct dt_state *st, sbx_call *call, const char *name,
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0) {
-                rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: spooling: %s", name,
-                              strerror(errno));
+                rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: spooling: %s", name,
+                                   strerror(errno));
                 goto out;
             }
             off += w;
         }
     }
     if (total != b->length) {
-        rc = dt_error(st, call, SBX_E_INVALID,
-                      DT ": skill_install %s: the bundle has %llu bytes, pinned %llu", name,
-                      (unsigned long long)total, (unsigned long long)b->length);
+        rc = daytona_error(st, call, SBX_E_INVALID,
+                           DT ": skill_install %s: the bundle has %llu bytes, pinned %llu", name,
+                           (unsigned long long)total, (unsigned long long)b->length);
         goto out;
     }
     unsigned char dig[EVP_MAX_MD_SIZE];
@@ -112,9 +99,9 @@ static int spool(struct dt_state *st, sbx_call *call, const char *name,
     for (unsigned i = 0; i < dl; i++)
         snprintf(hex + 2 * i, 3, "%02x", dig[i]);
     if (!b->sha256 || strcmp(hex, b->sha256) != 0)
-        rc = dt_error(st, call, SBX_E_INVALID,
-                      DT ": skill_install %s: SHA-256 mismatch: the bundle's is %s, pinned %s",
-                      name, hex, b->sha256 ? b->sha256 : "(none)");
+        rc = daytona_error(st, call, SBX_E_INVALID,
+                           DT ": skill_install %s: SHA-256 mismatch: the bundle's is %s, pinned %s",
+                           name, hex, b->sha256 ? b->sha256 : "(none)");
 out:
     EVP_MD_CTX_free(md);
     free(buf);
@@ -123,7 +110,7 @@ out:
 
 /* Read the verified bundle from in_fd, check every entry and write the
  * entries as a plain tar to out_fd. */
-static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const char *format,
+static int rewrite(struct daytona_state *st, sbx_call *call, const char *name, const char *format,
                    int in_fd, int out_fd)
 {
     struct archive *r = archive_read_new(), *w = archive_write_new();
@@ -134,7 +121,7 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
     unsigned char *buf = malloc(CHUNK);
     int rc = SBX_OK;
     if (!r || !w || !oe || !buf || sbxs_archive_check_new(NULL, &chk, &se) != SBX_OK) {
-        rc = dt_error(st, call, SBX_E_NOMEM, "out of memory");
+        rc = daytona_error(st, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
     if (format && !strcmp(format, "zip")) {
@@ -148,8 +135,8 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
     sbxs_archive_write_pax_bytes(w);
     if (archive_read_open_fd(r, in_fd, CHUNK) != ARCHIVE_OK ||
         archive_write_open_fd(w, out_fd) != ARCHIVE_OK) {
-        rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: not a %s archive: %s",
-                      name, format ? format : "tar/zip", archive_error_string(r));
+        rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: not a %s archive: %s",
+                           name, format ? format : "tar/zip", archive_error_string(r));
         goto out;
     }
     for (;;) {
@@ -158,14 +145,15 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
         if (h == ARCHIVE_EOF)
             break;
         if (h != ARCHIVE_OK && h != ARCHIVE_WARN) {
-            rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: bad archive: %s",
-                          name, archive_error_string(r));
+            rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: bad archive: %s",
+                               name, archive_error_string(r));
             goto out;
         }
         char ename[4096];
         int is_dir = 0;
         if (sbxs_archive_check_entry(chk, e, ename, sizeof ename, &is_dir, &se) != SBX_OK) {
-            rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name, se.message);
+            rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name,
+                               se.message);
             goto out;
         }
         if (!ename[0])
@@ -181,8 +169,8 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
             archive_entry_set_size(oe, archive_entry_size(e));
         }
         if (archive_write_header(w, oe) != ARCHIVE_OK) {
-            rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
-                          archive_error_string(w));
+            rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
+                               archive_error_string(w));
             goto out;
         }
         if (is_dir)
@@ -190,27 +178,27 @@ static int rewrite(struct dt_state *st, sbx_call *call, const char *name, const 
         for (;;) {
             la_ssize_t n = archive_read_data(r, buf, CHUNK);
             if (n < 0) {
-                rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s: %s", name,
-                              ename, archive_error_string(r));
+                rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s: %s", name,
+                                   ename, archive_error_string(r));
                 goto out;
             }
             if (n == 0)
                 break;
             if (sbxs_archive_check_data(chk, (uint64_t)n, &se) != SBX_OK) {
-                rc = dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name,
-                              se.message);
+                rc = daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: %s", name,
+                                   se.message);
                 goto out;
             }
             if (archive_write_data(w, buf, (size_t)n) != n) {
-                rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
-                              archive_error_string(w));
+                rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
+                                   archive_error_string(w));
                 goto out;
             }
         }
     }
     if (archive_write_close(w) != ARCHIVE_OK)
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
-                      archive_error_string(w));
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name,
+                           archive_error_string(w));
 out:
     sbxs_archive_check_free(chk);
     if (r)
@@ -220,30 +208,6 @@ out:
     archive_entry_free(oe);
     free(buf);
     return rc;
-}
-
-struct fd_src {
-    int fd;
-    int64_t left;
-};
-
-static long fd_read(void *ctx, void *buf, size_t cap)
-{
-    struct fd_src *s = ctx;
-    for (;;) {
-        ssize_t n = read(s->fd, buf, cap);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n > 0)
-            s->left -= n;
-        return n < 0 ? -1 : (long)n;
-    }
-}
-
-static int64_t fd_length(void *ctx)
-{
-    struct fd_src *s = ctx;
-    return s->left;
 }
 
 /* $1 name, $2 uploaded tar, $3 unique suffix, $4 the skills directory. */
@@ -257,65 +221,65 @@ static const char PUBLISH_SH[] =
     "if [ -e \"$o\" ]; then chmod -R u+w \"$o\"; rm -rf \"$o\"; fi; "
     "chmod a-w \"$s\"; exit $c";
 
-int dt_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
-                     const struct sbx_blob *bundle)
+int daytona_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
+                          const struct sbx_blob *bundle)
 {
-    struct dt_state *st = sb->st;
-    if (!valid_name(name))
-        return dt_error(st, call, SBX_E_INVALID,
-                        DT ": skill_install: bad skill name \"%s\" (letters, digits, . _ -; "
+    struct daytona_state *st = sb->st;
+    if (!sbxp_skill_name_valid(name))
+        return daytona_error(st, call, SBX_E_INVALID,
+                             DT ": skill_install: bad skill name \"%s\" (letters, digits, . _ -; "
                            "no slash, not starting with . or -)",
                         name ? name : "");
     const char *fmt = bundle->format;
-    if (fmt && strcmp(fmt, "tar") && strcmp(fmt, "tar.gz") && strcmp(fmt, "zip"))
-        return dt_error(st, call, SBX_E_INVALID, DT ": skill_install %s: unknown format %s", name,
-                        fmt);
+    if (fmt && !sbxp_skill_format(fmt))
+        return daytona_error(st, call, SBX_E_INVALID, DT ": skill_install %s: unknown format %s",
+                             name, fmt);
     int in = tmpfile_fd(), out = in >= 0 ? tmpfile_fd() : -1;
     int rc;
     if (in < 0 || out < 0) {
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: temporary file: %s", name,
-                      strerror(in < 0 ? -in : -out));
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: temporary file: %s", name,
+                           strerror(in < 0 ? -in : -out));
         goto done;
     }
     if ((rc = spool(st, call, name, bundle, in)) != SBX_OK)
         goto done;
     if (lseek(in, 0, SEEK_SET) != 0) {
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name, strerror(errno));
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name, strerror(errno));
         goto done;
     }
     if ((rc = rewrite(st, call, name, fmt, in, out)) != SBX_OK)
         goto done;
     off_t len = lseek(out, 0, SEEK_END);
     if (len < 0 || lseek(out, 0, SEEK_SET) != 0) {
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name, strerror(errno));
+        rc = daytona_error(st, call, SBX_E_IO, DT ": skill_install %s: %s", name, strerror(errno));
         goto done;
     }
     char hex[17], tarpath[64];
     sbxs_random_hex(hex, 8);
     snprintf(tarpath, sizeof tarpath, "/tmp/.sbx-skill-%s.tar", hex);
-    sbx_http_error err;
+    sbxp_http_error err;
     char skills[4200];
     snprintf(skills, sizeof skills, "%s/" DT_SKILLS_DIR, st->cfg.workspace);
-    if ((rc = dt_shared_dir(sb, call, skills, 0555)) != SBX_OK)
+    if ((rc = daytona_shared_dir(sb, call, skills, 0555)) != SBX_OK)
         goto done;
-    struct fd_src fs = {out, (int64_t)len};
-    struct sbx_source src = SBX_SOURCE_INIT(&fs, fd_read);
-    src.length = fd_length;
-    rc = dt_tb_upload(sb, call, tarpath, &src, &err);
+    struct sbxp_fd_source fs;
+    struct sbx_source src = sbxp_fd_source(&fs, out, (int64_t)len);
+    rc = daytona_tb_upload(sb, call, tarpath, &src, &err);
     if (rc != SBX_OK) {
-        rc = dt_tb_report(sb, call, &err, "skill_install %s: uploading", name);
-        dt_tb_remove(sb, NULL, tarpath, 0, &err);
+        rc = daytona_tb_report(sb, call, &err, "skill_install %s: uploading", name);
+        daytona_tb_remove(sb, NULL, tarpath, 0, &err);
         goto done;
     }
     const char *argv[] = {"sh", "-c", PUBLISH_SH, "sbx", name, tarpath, hex, skills, NULL};
     char msg[512];
     int code = -1;
-    rc = dt_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
-                        sizeof msg);
-    dt_tb_remove(sb, NULL, tarpath, 0, &err);
+    rc = daytona_exec_helper(sb, call, "/", argv, NULL, st->cfg.request_timeout_ms, &code, msg,
+                             sizeof msg);
+    daytona_tb_remove(sb, NULL, tarpath, 0, &err);
     if (rc == SBX_OK && code != 0)
-        rc = dt_error(st, call, SBX_E_IO, DT ": skill_install %s: publishing failed (exit %d): %s",
-                      name, code, msg);
+        rc = daytona_error(st, call, SBX_E_IO,
+                           DT ": skill_install %s: publishing failed (exit %d): %s", name, code,
+                           msg);
 done:
     if (in >= 0)
         close(in);

@@ -15,22 +15,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-int dt_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
+int daytona_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
 {
-    struct dt_state *st = sb->st;
-    const char *url = sbx_json_str(sandbox, "toolboxProxyUrl");
+    struct daytona_state *st = sb->st;
+    const char *url = sbxp_json_str(sandbox, "toolboxProxyUrl");
     json_object *doc = NULL;
     if (!url || !*url) {
         char path[256];
-        char *e = sbx_http_escape(sb->id);
+        char *e = sbxp_http_escape(sb->id);
         if (!e)
-            return dt_error(st, call, SBX_E_NOMEM, "out of memory");
+            return daytona_error(st, call, SBX_E_NOMEM, "out of memory");
         snprintf(path, sizeof path, "/sandbox/%s/toolbox-proxy-url", e);
         free(e);
-        struct dt_cancel c;
-        dt_cancel_init(&c, st->host, call);
+        struct sbxp_call_cancel c;
+        sbxp_call_cancel_init(&c, st->host, call);
         const char *headers[] = {st->auth, NULL};
-        struct sbx_http_request req;
+        struct sbxp_http_request req;
         memset(&req, 0, sizeof req);
         req.method = "GET";
         req.path = path;
@@ -38,22 +38,22 @@ int dt_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
         req.timeout_ms = st->cfg.request_timeout_ms;
         req.connect_timeout_ms = st->cfg.connect_timeout_ms;
         req.cancel = &c.c;
-        sbx_http_error err;
-        int rc = sbx_http_json_retry(st->api, &req, NULL, &doc, NULL, &err, &st->cfg.retry);
+        sbxp_http_error err;
+        int rc = sbxp_http_json_retry(st->api, &req, NULL, &doc, NULL, &err, &st->cfg.retry);
         if (rc != SBX_OK)
-            return dt_report(st, call, &err, "asking for the toolbox URL of %s", sb->id);
-        url = sbx_json_str(doc, "url");
+            return daytona_report(st, call, &err, "asking for the toolbox URL of %s", sb->id);
+        url = sbxp_json_str(doc, "url");
         if (!url || !*url) {
             json_object_put(doc);
-            return dt_error(st, call, SBX_E_PROTOCOL, DT ": sandbox %s has no toolbox URL",
-                            sb->id);
+            return daytona_error(st, call, SBX_E_PROTOCOL, DT ": sandbox %s has no toolbox URL",
+                                 sb->id);
         }
     }
-    char *e = sbx_http_escape(sb->id);
+    char *e = sbxp_http_escape(sb->id);
     if (!e || snprintf(sb->prefix, sizeof sb->prefix, "/%s", e) >= (int)sizeof sb->prefix) {
         free(e);
         json_object_put(doc);
-        return dt_error(st, call, SBX_E_INVALID, DT ": sandbox id too long");
+        return daytona_error(st, call, SBX_E_INVALID, DT ": sandbox id too long");
     }
     free(e);
     size_t ul = strlen(url);
@@ -62,12 +62,12 @@ int dt_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
     int rc = SBX_OK;
     pthread_mutex_lock(&st->lock);
     if (!st->toolbox) {
-        sbx_http_error err;
+        sbxp_http_error err;
         char *u = strndup(url, ul);
-        if (!u || sbx_http_new(u, &st->toolbox, &err) != SBX_OK) {
+        if (!u || sbxp_http_new(u, &st->toolbox, &err) != SBX_OK) {
             free(u);
-            rc = dt_error(st, call, SBX_E_PROTOCOL, DT ": bad toolboxProxyUrl of sandbox %s",
-                          sb->id);
+            rc = daytona_error(st, call, SBX_E_PROTOCOL, DT ": bad toolboxProxyUrl of sandbox %s",
+                               sb->id);
         } else {
             st->toolbox_url = u;
         }
@@ -76,10 +76,10 @@ int dt_tb_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
         sb->tb = st->toolbox;
     } else if (rc == SBX_OK) {
         char *u = strndup(url, ul);
-        sbx_http_error err;
-        if (!u || sbx_http_new(u, &sb->tb, &err) != SBX_OK)
-            rc = dt_error(st, call, SBX_E_PROTOCOL, DT ": bad toolboxProxyUrl of sandbox %s",
-                          sb->id);
+        sbxp_http_error err;
+        if (!u || sbxp_http_new(u, &sb->tb, &err) != SBX_OK)
+            rc = daytona_error(st, call, SBX_E_PROTOCOL, DT ": bad toolboxProxyUrl of sandbox %s",
+                               sb->id);
         else
             sb->owns_tb = 1;
         free(u);
@@ -99,8 +99,8 @@ static char *full_path(sbx_sandbox *sb, const char *path)
     return p;
 }
 
-static void tb_request(sbx_sandbox *sb, struct sbx_http_request *req, const char **headers,
-                       struct dt_cancel *c, const char *method, const char *path)
+static void tb_request(sbx_sandbox *sb, struct sbxp_http_request *req, const char **headers,
+                       struct sbxp_call_cancel *c, const char *method, const char *path)
 {
     memset(req, 0, sizeof *req);
     headers[0] = sb->st->auth;
@@ -118,42 +118,42 @@ static void tb_request(sbx_sandbox *sb, struct sbx_http_request *req, const char
 
 static int tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
                    json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
-                   const char *extra, sbx_http_error *err)
+                   const char *extra, sbxp_http_error *err)
 {
     char *fp = full_path(sb, path);
     if (!fp)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct dt_cancel c;
-    dt_cancel_init(&c, sb->st->host, call);
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, sb->st->host, call);
     const char *headers[3];
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     tb_request(sb, &req, headers, &c, method, fp);
     headers[1] = extra;
     headers[2] = NULL;
     req.timeout_ms = timeout_ms;
-    int rc = sbx_http_json_retry(sb->tb, &req, body, out, NULL, err,
+    int rc = sbxp_http_json_retry(sb->tb, &req, body, out, NULL, err,
                              idempotent ? &sb->st->cfg.retry : NULL);
     free(fp);
     return rc;
 }
 
-int dt_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
-               json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
-               sbx_http_error *err)
+int daytona_tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
+                    json_object *body, json_object **out, int idempotent, int64_t timeout_ms,
+                    sbxp_http_error *err)
 {
     return tb_json(sb, call, method, path, body, out, idempotent, timeout_ms, NULL, err);
 }
 
-int dt_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
-                     json_object **out, int64_t timeout_ms, sbx_http_error *err)
+int daytona_tb_json_split(sbx_sandbox *sb, sbx_call *call, const char *path, json_object *body,
+                          json_object **out, int64_t timeout_ms, sbxp_http_error *err)
 {
     return tb_json(sb, call, "POST", path, body, out, 0, timeout_ms, SPLIT_SDK_HEADER, err);
 }
 
-char *dt_tb_query(const char *path, const char *name, const char *value, const char *name2,
-                  const char *value2)
+char *daytona_tb_query(const char *path, const char *name, const char *value, const char *name2,
+                       const char *value2)
 {
-    char *a = sbx_http_escape(value), *b = value2 ? sbx_http_escape(value2) : NULL;
+    char *a = sbxp_http_escape(value), *b = value2 ? sbxp_http_escape(value2) : NULL;
     char *out = NULL;
     if (a && (!value2 || b)) {
         size_t n = strlen(path) + strlen(name) + strlen(a) + (b ? strlen(b) + strlen(name2) : 0) +
@@ -169,24 +169,24 @@ char *dt_tb_query(const char *path, const char *name, const char *value, const c
     return out;
 }
 
-int dt_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const struct sbx_sink *sink,
-                   sbx_http_error *err)
+int daytona_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs,
+                        const struct sbx_sink *sink, sbxp_http_error *err)
 {
-    char *q = dt_tb_query("/files/download", "path", abs, NULL, NULL);
+    char *q = daytona_tb_query("/files/download", "path", abs, NULL, NULL);
     char *fp = q ? full_path(sb, q) : NULL;
     free(q);
     if (!fp)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct dt_cancel c;
-    dt_cancel_init(&c, sb->st->host, call);
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, sb->st->host, call);
     const char *headers[2];
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     tb_request(sb, &req, headers, &c, "GET", fp);
     /* A body may be large: no whole-request deadline, but a stalled one
      * fails. */
     req.stall_timeout_ms = sb->st->cfg.request_timeout_ms;
     memset(err, 0, sizeof *err);
-    int rc = sbx_http_request(sb->tb, &req, sink, NULL, err);
+    int rc = sbxp_http_request(sb->tb, &req, sink, NULL, err);
     free(fp);
     return rc;
 }
@@ -224,8 +224,8 @@ static long mp_read(void *ctx, void *buf, size_t cap)
     return (long)n;
 }
 
-int dt_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const struct sbx_source *src,
-                 sbx_http_error *err)
+int daytona_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
+                      const struct sbx_source *src, sbxp_http_error *err)
 {
     char bnd[40];
     sbxs_random_hex(bnd, 16);
@@ -250,15 +250,15 @@ int dt_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const struct 
     char ctype[96];
     snprintf(ctype, sizeof ctype, "multipart/form-data; boundary=%s", bnd);
 
-    char *q = dt_tb_query("/files/upload", "path", abs, NULL, NULL);
+    char *q = daytona_tb_query("/files/upload", "path", abs, NULL, NULL);
     char *fp = q ? full_path(sb, q) : NULL;
     free(q);
     if (!fp)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct dt_cancel c;
-    dt_cancel_init(&c, sb->st->host, call);
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, sb->st->host, call);
     const char *headers[2];
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     tb_request(sb, &req, headers, &c, "POST", fp);
     req.content_type = ctype;
     req.body_src = &body;
@@ -270,90 +270,91 @@ int dt_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const struct 
     }
     req.stall_timeout_ms = sb->st->cfg.request_timeout_ms;
     memset(err, 0, sizeof *err);
-    int rc = sbx_http_request(sb->tb, &req, NULL, NULL, err);
+    int rc = sbxp_http_request(sb->tb, &req, NULL, NULL, err);
     free(fp);
     return rc;
 }
 
 /* A bodiless toolbox call on a query path. */
 static int simple(sbx_sandbox *sb, sbx_call *call, const char *method, char *q, int idempotent,
-                  sbx_http_error *err)
+                  sbxp_http_error *err)
 {
     if (!q)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    int rc = dt_tb_json(sb, call, method, q, NULL, NULL, idempotent,
-                        sb->st->cfg.request_timeout_ms, err);
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    int rc = daytona_tb_json(sb, call, method, q, NULL, NULL, idempotent,
+                             sb->st->cfg.request_timeout_ms, err);
     free(q);
     return rc;
 }
 
-int dt_tb_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbx_http_error *err)
+int daytona_tb_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
+                     sbxp_http_error *err)
 {
     char m[8];
     snprintf(m, sizeof m, "%04o", mode);
-    int rc = simple(sb, call, "POST", dt_tb_query("/files/folder", "path", abs, "mode", m), 1, err);
+    int rc =
+        simple(sb, call, "POST", daytona_tb_query("/files/folder", "path", abs, "mode", m), 1, err);
     return rc == SBX_E_EXISTS ? SBX_OK : rc;
 }
 
-int dt_tb_chmod(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-                sbx_http_error *err)
+int daytona_tb_chmod(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
+                     sbxp_http_error *err)
 {
     char m[8];
     snprintf(m, sizeof m, "%04o", mode);
-    return simple(sb, call, "POST", dt_tb_query("/files/permissions", "path", abs, "mode", m), 1,
-                  err);
+    return simple(sb, call, "POST", daytona_tb_query("/files/permissions", "path", abs, "mode", m),
+                  1, err);
 }
 
-int dt_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
-               sbx_http_error *err)
+int daytona_tb_move(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                    sbxp_http_error *err)
 {
     return simple(sb, call, "POST",
-                  dt_tb_query("/files/move", "source", from, "destination", to), 0, err);
+                  daytona_tb_query("/files/move", "source", from, "destination", to), 0, err);
 }
 
-int dt_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
-                 sbx_http_error *err)
+int daytona_tb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, int recursive,
+                      sbxp_http_error *err)
 {
     int rc = simple(sb, call, "DELETE",
-                    dt_tb_query("/files", "path", abs, recursive ? "recursive" : NULL,
-                                recursive ? "true" : NULL),
+                    daytona_tb_query("/files", "path", abs, recursive ? "recursive" : NULL,
+                                     recursive ? "true" : NULL),
                     1, err);
     return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
 }
 
-int dt_tb_session_create(sbx_sandbox *sb, sbx_call *call, const char *sid, const char *what)
+int daytona_tb_session_create(sbx_sandbox *sb, sbx_call *call, const char *sid, const char *what)
 {
-    sbx_http_error err;
+    sbxp_http_error err;
     json_object *body = json_object_new_object();
     if (!body)
-        return dt_error(sb->st, call, SBX_E_NOMEM, "out of memory");
+        return daytona_error(sb->st, call, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "sessionId", json_object_new_string(sid));
-    int rc = dt_tb_json(sb, call, "POST", "/process/session", body, NULL, 1,
-                        sb->st->cfg.request_timeout_ms, &err);
+    int rc = daytona_tb_json(sb, call, "POST", "/process/session", body, NULL, 1,
+                             sb->st->cfg.request_timeout_ms, &err);
     json_object_put(body);
     if (rc == SBX_E_EXISTS)
         rc = SBX_OK; /* a retry after a lost answer */
     if (rc != SBX_OK)
-        return dt_tb_report(sb, call, &err, "exec %s: creating a session", what);
+        return daytona_tb_report(sb, call, &err, "exec %s: creating a session", what);
     return SBX_OK;
 }
 
-void dt_tb_session_delete(sbx_sandbox *sb, const char *sid)
+void daytona_tb_session_delete(sbx_sandbox *sb, const char *sid)
 {
     char path[128];
     snprintf(path, sizeof path, "/process/session/%s", sid);
-    sbx_http_error err;
-    int rc = dt_tb_json(sb, NULL, "DELETE", path, NULL, NULL, 1, sb->st->cfg.request_timeout_ms,
-                        &err);
+    sbxp_http_error err;
+    int rc = daytona_tb_json(sb, NULL, "DELETE", path, NULL, NULL, 1,
+                             sb->st->cfg.request_timeout_ms, &err);
     if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
         sb->st->host->log(sb->st->host, SBX_LOG_WARN, DT ": deleting session %s of %s: %s", sid,
                           sb->id, err.message);
 }
 
-int dt_tb_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, const char *fmt, ...)
+int daytona_tb_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, const char *fmt, ...)
 {
-    struct dt_state *st = sb->st;
+    struct daytona_state *st = sb->st;
     char what[256];
     va_list ap;
     va_start(ap, fmt);
@@ -365,20 +366,20 @@ int dt_tb_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, const cha
         /* The proxy refuses calls to a sandbox that is not running (one
          * that stopped after auto_stop_minutes idle, say) or gone. */
         json_object *doc = NULL;
-        sbx_http_error e2;
-        int rc = dt_api_get(st, NULL, sb->id, &doc, &e2);
-        const char *s = rc == SBX_OK ? sbx_json_str(doc, "state") : NULL;
+        sbxp_http_error e2;
+        int rc = daytona_api_get(st, NULL, sb->id, &doc, &e2);
+        const char *s = rc == SBX_OK ? sbxp_json_str(doc, "state") : NULL;
         int gone = rc == SBX_E_NOT_FOUND || (s && !strcmp(s, "destroyed"));
         int down = s && strcmp(s, "started") != 0;
         char state[64];
         snprintf(state, sizeof state, "%s", s ? s : "");
         json_object_put(doc);
         if (gone)
-            return dt_error(st, call, SBX_E_NOT_FOUND, DT ": %s: sandbox %s no longer exists",
-                            what, sb->id);
+            return daytona_error(st, call, SBX_E_NOT_FOUND, DT ": %s: sandbox %s no longer exists",
+                                 what, sb->id);
         if (down)
-            return dt_error(st, call, SBX_E_UNAVAILABLE, DT ": %s: sandbox %s is %s", what,
-                            sb->id, state);
+            return daytona_error(st, call, SBX_E_UNAVAILABLE, DT ": %s: sandbox %s is %s", what,
+                                 sb->id, state);
     }
-    return dt_report(st, call, err, "%s", what);
+    return daytona_report(st, call, err, "%s", what);
 }

@@ -226,7 +226,7 @@ static int open_in_run(const sbx_sandbox *sb, const char *name, struct stat *st)
     int dfd = open(sb->agent_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return -1;
-    int fd = confine_open_strict(dfd, name, O_PATH | O_NOFOLLOW, 0);
+    int fd = sbxp_confine_open_strict(dfd, name, O_PATH | O_NOFOLLOW, 0);
     close(dfd);
     if (fd < 0) {
         errno = -fd;
@@ -263,7 +263,7 @@ static void agent_err(const sbx_sandbox *sb, char *buf, size_t cap)
     int pfd = open_in_run(sb, DOCKER_AGENT_SOCK ".err", &s);
     if (pfd < 0)
         return;
-    int fd = S_ISREG(s.st_mode) ? confine_reopen(pfd, O_RDONLY | O_NONBLOCK) : -1;
+    int fd = S_ISREG(s.st_mode) ? sbxp_confine_reopen(pfd, O_RDONLY | O_NONBLOCK) : -1;
     close(pfd);
     if (fd < 0)
         return;
@@ -282,7 +282,7 @@ static int diagnose(struct docker_agent_conn *c, int e, int *running)
     struct docker_state *st = sb->st;
     int64_t t = st->cfg.request_timeout_ms < 5000 ? st->cfg.request_timeout_ms : 5000;
     json_object *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     *running = 0;
     int rc = docker_json_within(st, NULL, t, "GET", NULL, &info, &err, "/containers/%s/json",
                                 sb->id);
@@ -296,9 +296,9 @@ static int diagnose(struct docker_agent_conn *c, int e, int *running)
                              "the sbx agent of container %.12s does not answer (%s); "
                              "inspecting the container",
                              sb->id, strerror(e));
-    json_object *state = sbx_json_obj(info, "State");
-    *running = sbx_json_bool(state, "Running", 0);
-    int64_t code = sbx_json_int(state, "ExitCode", -1);
+    json_object *state = sbxp_json_obj(info, "State");
+    *running = sbxp_json_bool(state, "Running", 0);
+    int64_t code = sbxp_json_int(state, "ExitCode", -1);
     json_object_put(info);
     char why[512];
     agent_err(sb, why, sizeof why);
@@ -402,7 +402,7 @@ static int init_pid(struct docker_agent_conn *c, int *pid)
     struct docker_state *st = c->sb->st;
     int64_t t = st->cfg.request_timeout_ms < 5000 ? st->cfg.request_timeout_ms : 5000;
     json_object *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = docker_json_within(st, c->call, t, "GET", NULL, &info, &err,
                                 "/containers/%s/json", c->sb->id);
     if (rc == SBX_E_NOT_FOUND)
@@ -414,8 +414,8 @@ static int init_pid(struct docker_agent_conn *c, int *pid)
         return docker_report(st, c->call, &err,
                              "inspecting container %.12s to authenticate its agent",
                              c->sb->id);
-    json_object *state = sbx_json_obj(info, "State");
-    *pid = sbx_json_bool(state, "Running", 0) ? (int)sbx_json_int(state, "Pid", 0) : 0;
+    json_object *state = sbxp_json_obj(info, "State");
+    *pid = sbxp_json_bool(state, "Running", 0) ? (int)sbxp_json_int(state, "Pid", 0) : 0;
     json_object_put(info);
     return SBX_OK;
 }

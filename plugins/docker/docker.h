@@ -38,8 +38,12 @@
 
 #include <sbx/provider.h>
 
+#include "call_cancel.h"
+#include "call_error.h"
+#include "clock.h"
 #include "http_client.h"
 #include "http_json.h"
+#include "http_report.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -118,7 +122,7 @@ struct docker_config {
 struct docker_state {
     const struct sbx_host *host;
     struct docker_config cfg;
-    sbx_http *http;
+    sbxp_http *http;
     pthread_mutex_t lock;  /* guards api_prefix negotiation */
     int negotiated;
     char api_prefix[16];   /* "/v1.41" */
@@ -126,7 +130,7 @@ struct docker_state {
 
 /* One regular file of a memory tree as a walk saw it (memory.c). */
 struct docker_mem_file {
-    char *path;
+    char *path; /* first: a record of plugins/common/path_list.h */
     uint64_t ino;
     int64_t size;
     int64_t mtime_ns, ctime_ns;
@@ -194,13 +198,6 @@ struct sbx_sandbox {
     size_t nmemory;
 };
 
-/* A cancellation bridge from a host call to the HTTP helper. */
-struct docker_cancel {
-    const struct sbx_host *host;
-    sbx_call *call;
-    struct sbx_http_cancel c;
-};
-
 /* ---- config.c --------------------------------------------------------- */
 
 /* Read the section through the host table into cfg. SBX_E_CONFIG with a
@@ -216,14 +213,8 @@ const char *docker_upload_owner(const struct docker_config *cfg, int64_t *uid,
 
 /* ---- engine.c --------------------------------------------------------- */
 
-/* Prepare the bridge for call (c->c is what requests take). call may be
- * NULL for requests that must run even after the caller cancelled (cleanup
- * after a cancellation). */
-void docker_cancel_init(struct docker_cancel *c, const struct sbx_host *host,
-                        sbx_call *call);
-
-/* Milliseconds on the monotonic clock. */
-int64_t docker_now_ms(void);
+/* Milliseconds on the monotonic clock (shared/clock.h). */
+#define docker_now_ms() sbxs_now_ms()
 
 /* 2*bytes lowercase hex digits of random bytes (at most 32) and a NUL. */
 void docker_random_hex(char *out, size_t bytes);
@@ -239,33 +230,35 @@ int docker_negotiate(struct docker_state *st, sbx_call *call);
  * NULL: the request then ignores cancellation.
  */
 int docker_json(struct docker_state *st, sbx_call *call, const char *method,
-                json_object *body, json_object **out, sbx_http_error *err,
+                json_object *body, json_object **out, sbxp_http_error *err,
                 const char *fmt, ...) SBX_PRINTF_LIKE(7, 8);
 
 /* docker_json with its own deadline (ms from now, > 0) instead of the
  * configured request timeout. */
 int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
                        const char *method, json_object *body, json_object **out,
-                       sbx_http_error *err, const char *fmt, ...)
+                       sbxp_http_error *err, const char *fmt, ...)
     SBX_PRINTF_LIKE(8, 9);
 
 /* GET /_ping within timeout_ms: is the daemon still answering? */
-int docker_ping(struct docker_state *st, int64_t timeout_ms, sbx_http_error *err);
+int docker_ping(struct docker_state *st, int64_t timeout_ms, sbxp_http_error *err);
 
 /* Build "/v1.41" + path into buf (printf-style). 0, or -1 when too long. */
 int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
                 ...) SBX_PRINTF_LIKE(4, 5);
 
+/* How docker_report names the provider and its hints (engine.c). */
+extern const struct sbxp_reporter docker_reporter;
+
 /* Report a failed request to the host, prefixed with what was attempted,
  * with a hint for an unreachable daemon or a refused socket. Returns the
- * status. */
-int docker_report(struct docker_state *st, sbx_call *call,
-                  const sbx_http_error *err, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
+ * status (plugins/common/http_report.c). */
+#define docker_report(st, call, err, ...) \
+    sbxp_http_report((st)->host, (call), &docker_reporter, (err), __VA_ARGS__)
 
-/* Set the call's error (or, with no call, log it) and return status. */
-int docker_error(struct docker_state *st, sbx_call *call, int status,
-                 const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+/* Set the call's error (or, with no call, log it) and return status
+ * (plugins/common/call_error.c on the state's host). */
+#define docker_error(st, call, ...) sbxp_call_error((st)->host, (call), __VA_ARGS__)
 
 /* ---- image.c ---------------------------------------------------------- */
 
@@ -352,7 +345,7 @@ int docker_stat_parse(const char *header_value, struct docker_stat *st);
 /* HEAD the archive endpoint for an absolute container path. A missing path
  * is SBX_OK with exists == 0. */
 int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
-                     struct docker_stat *out, sbx_http_error *err);
+                     struct docker_stat *out, sbxp_http_error *err);
 
 /*
  * Resolve the path rel (relative to root: the workspace or the outputs

@@ -20,57 +20,22 @@
 #include <time.h>
 #include <unistd.h>
 
-static int cancel_check(void *ctx)
+/* The operator hint of a request that got no answer from the daemon. */
+static const char *daemon_hint(const sbxp_http_error *err)
 {
-    struct docker_cancel *c = ctx;
-    return c->call && c->host->cancelled && c->host->cancelled(c->host, c->call);
-}
-
-void docker_cancel_init(struct docker_cancel *c, const struct sbx_host *host,
-                        sbx_call *call)
-{
-    c->host = host;
-    c->call = call;
-    c->c.fd = call && host->cancel_fd ? host->cancel_fd(host, call) : -1;
-    c->c.check = cancel_check;
-    c->c.ctx = c;
-}
-
-int docker_report(struct docker_state *st, sbx_call *call,
-                  const sbx_http_error *err, const char *fmt, ...)
-{
-    char what[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    const char *hint = "";
     if (err->status == SBX_E_UNAVAILABLE && err->http_status == 0)
-        hint = " (is the Docker daemon running? check providers.docker.host "
+        return " (is the Docker daemon running? check providers.docker.host "
                "or DOCKER_HOST)";
-    else if (err->status == SBX_E_TIMEOUT && err->http_status == 0)
-        hint = " (the daemon did not answer in time: is it stopped or overloaded? "
+    if (err->status == SBX_E_TIMEOUT && err->http_status == 0)
+        return " (the daemon did not answer in time: is it stopped or overloaded? "
                "providers.docker.request_timeout sets the deadline)";
-    else if (err->status == SBX_E_DENIED && err->http_status == 0)
-        hint = " (this user may not use the Docker socket: run as root or "
+    if (err->status == SBX_E_DENIED && err->http_status == 0)
+        return " (this user may not use the Docker socket: run as root or "
                "join the socket's group)";
-    return docker_error(st, call, err->status, "docker: %s: %s%s", what,
-                        err->message, hint);
+    return NULL;
 }
 
-int docker_error(struct docker_state *st, sbx_call *call, int status,
-                 const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (call)
-        return st->host->set_error(st->host, call, status, "%s", msg);
-    st->host->log(st->host, SBX_LOG_WARN, "%s", msg);
-    return status;
-}
+const struct sbxp_reporter docker_reporter = {.who = "docker", .hint = daemon_hint};
 
 static int vpath(struct docker_state *st, char *buf, size_t cap, const char *fmt,
                  va_list ap)
@@ -93,13 +58,6 @@ int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
     return rc;
 }
 
-int64_t docker_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void docker_random_hex(char *out, size_t bytes)
 {
     sbxs_random_hex(out, bytes);
@@ -107,22 +65,22 @@ void docker_random_hex(char *out, size_t bytes)
 
 static int vjson(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
                  const char *method, json_object *body, json_object **out,
-                 sbx_http_error *err, const char *fmt, va_list ap)
+                 sbxp_http_error *err, const char *fmt, va_list ap)
 {
     if (out)
         *out = NULL;
     char path[2048];
     if (vpath(st, path, sizeof path, fmt, ap) != 0)
-        return sbx_http_fail(err, SBX_E_INVALID, "request path too long");
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+        return sbxp_http_fail(err, SBX_E_INVALID, "request path too long");
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = method;
     req.path = path;
     req.cancel = &dc.c;
     req.timeout_ms = timeout_ms;
     json_object *doc = NULL;
-    int rc = sbx_http_json_body(st->http, &req, body, &doc, NULL, err);
+    int rc = sbxp_http_json_body(st->http, &req, body, &doc, NULL, err);
     if (out)
         *out = doc;
     else
@@ -131,7 +89,7 @@ static int vjson(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
 }
 
 int docker_json(struct docker_state *st, sbx_call *call, const char *method,
-                json_object *body, json_object **out, sbx_http_error *err,
+                json_object *body, json_object **out, sbxp_http_error *err,
                 const char *fmt, ...)
 {
     va_list ap;
@@ -144,7 +102,7 @@ int docker_json(struct docker_state *st, sbx_call *call, const char *method,
 
 int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_ms,
                        const char *method, json_object *body, json_object **out,
-                       sbx_http_error *err, const char *fmt, ...)
+                       sbxp_http_error *err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -155,13 +113,13 @@ int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_
     return rc;
 }
 
-int docker_ping(struct docker_state *st, int64_t timeout_ms, sbx_http_error *err)
+int docker_ping(struct docker_state *st, int64_t timeout_ms, sbxp_http_error *err)
 {
-    struct sbx_http_request req = {0};
+    struct sbxp_http_request req = {0};
     req.method = "GET";
     req.path = "/_ping";
     req.timeout_ms = timeout_ms;
-    return sbx_http_request(st->http, &req, NULL, NULL, err);
+    return sbxp_http_request(st->http, &req, NULL, NULL, err);
 }
 
 /* "1.41" -> 41 (major must be 1); -1 when unparsable. */
@@ -181,23 +139,23 @@ int docker_negotiate(struct docker_state *st, sbx_call *call)
         pthread_mutex_unlock(&st->lock);
         return SBX_OK;
     }
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = "GET";
     req.path = "/version";
     req.cancel = &dc.c;
     req.timeout_ms = st->cfg.request_timeout_ms;
     json_object *ver = NULL;
-    sbx_http_error err;
-    int rc = sbx_http_json(st->http, &req, &ver, NULL, &err);
+    sbxp_http_error err;
+    int rc = sbxp_http_json(st->http, &req, &ver, NULL, &err);
     if (rc != SBX_OK) {
         pthread_mutex_unlock(&st->lock);
         return docker_report(st, call, &err, "contacting the daemon at %s",
                              st->cfg.host);
     }
-    const char *api = sbx_json_str(ver, "ApiVersion");
-    const char *min_api = sbx_json_str(ver, "MinAPIVersion");
+    const char *api = sbxp_json_str(ver, "ApiVersion");
+    const char *min_api = sbxp_json_str(ver, "MinAPIVersion");
     int have = api_minor(api);
     int floor_minor = min_api ? api_minor(min_api) : 0;
     if (have < 0) {
@@ -222,7 +180,7 @@ int docker_negotiate(struct docker_state *st, sbx_call *call)
     snprintf(st->api_prefix, sizeof st->api_prefix, "/v1.%d", use);
     st->negotiated = 1;
     st->host->log(st->host, SBX_LOG_DEBUG, "docker: daemon %s, API %s, using %s",
-                  sbx_json_str(ver, "Version") ? sbx_json_str(ver, "Version") : "?",
+                  sbxp_json_str(ver, "Version") ? sbxp_json_str(ver, "Version") : "?",
                   api, st->api_prefix + 1);
     json_object_put(ver);
     pthread_mutex_unlock(&st->lock);

@@ -93,7 +93,7 @@ int docker_exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spe
  * daemon's host (0 when it never got one), *running, *exit_code (-1 when
  * not recorded yet). */
 int docker_exec_inspect_once(struct docker_state *st, const char *eid, int64_t timeout_ms,
-                      int *pid, int *running, int *exit_code, sbx_http_error *err);
+                      int *pid, int *running, int *exit_code, sbxp_http_error *err);
 
 /* ---- exec_stream.c ------------------------------------------------------ */
 

@@ -293,7 +293,7 @@ static void add_exec_session(struct exec_killer *k, struct scan *s)
     if (left <= 0)
         return;
     int pid = 0, running = 0, code = -1;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (docker_exec_inspect_once(st, k->eid, left, &pid, &running, &code, &err) != SBX_OK) {
         snprintf(k->msg, sizeof k->msg, "exec inspect failed (%.300s)", err.message);
         return;

@@ -35,7 +35,7 @@
 static int exists(sbx_sandbox *sb, sbx_call *call, const char *path, int *dir)
 {
     struct docker_stat s;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (docker_stat_path(sb, call, path, &s, &err) != SBX_OK)
         return -1;
     if (s.exists && (s.mode & DOCKER_MODE_SYMLINK)) {
@@ -68,12 +68,12 @@ static char *search_path(sbx_sandbox *sb, sbx_call *call, const char *const *env
         if (strncmp(*e, "PATH=", 5) == 0)
             return strdup(*e + 5);
     json_object *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (docker_json(sb->st, call, "GET", NULL, &info, &err, "/containers/%s/json",
                     sb->id) != SBX_OK)
         return NULL;
     char *found = NULL;
-    json_object *cenv = sbx_json_obj(sbx_json_obj(info, "Config"), "Env");
+    json_object *cenv = sbxp_json_obj(sbxp_json_obj(info, "Config"), "Env");
     size_t n = cenv && json_object_is_type(cenv, json_type_array)
                    ? json_object_array_length(cenv)
                    : 0;

@@ -49,11 +49,11 @@ struct run {
     char eid[65];
     char tag_env[EXEC_TAG_ENV_LEN];
     int64_t deadline;          /* the command's (absolute), 0: none */
-    struct docker_cancel dc;   /* cancellation of the start and the read */
+    struct sbxp_call_cancel dc;   /* cancellation of the start and the read */
     int cancel_off;            /* the stop has begun: no more cancelling */
     char start_path[256];
-    struct sbx_http_request req;
-    sbx_http_xfer *x;
+    struct sbxp_http_request req;
+    sbxp_http_xfer *x;
     struct sbxs_feeder *feeder; /* NULL without stdin */
     struct exec_demux demux;
     char *buf;
@@ -116,7 +116,7 @@ static int exec_create(struct run *r)
     if (spec->user)
         json_object_object_add(body, "User", json_object_new_string(spec->user));
     json_object *resp = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = docker_json_within(st, spec->cancellable ? r->call : NULL,
                                 request_budget(r), "POST", body, &resp, &err,
                                 "/containers/%s/exec", r->sb->id);
@@ -134,7 +134,7 @@ static int exec_create(struct run *r)
         return docker_report(st, r->call, &err, "creating an exec in container %.12s",
                              r->sb->id);
     }
-    const char *id = sbx_json_str(resp, "Id");
+    const char *id = sbxp_json_str(resp, "Id");
     if (!id || strlen(id) >= sizeof r->eid) {
         json_object_put(resp);
         return docker_error(st, r->call, SBX_E_PROTOCOL,
@@ -161,7 +161,7 @@ static enum stop_reason exec_start(struct run *r, int *rc)
     struct docker_state *st = r->st;
     docker_path(st, r->start_path, sizeof r->start_path, "/exec/%s/start", r->eid);
     static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
-    docker_cancel_init(&r->dc, st->host, r->spec->cancellable ? r->call : NULL);
+    sbxp_call_cancel_init(&r->dc, st->host, r->spec->cancellable ? r->call : NULL);
     r->dc.c.check = exec_cancel_check;
     r->dc.c.ctx = r;
     r->req.method = "POST";
@@ -176,8 +176,8 @@ static enum stop_reason exec_start(struct run *r, int *rc)
     if (r->deadline && r->deadline - now < headers)
         headers = r->deadline > now ? r->deadline - now : 1;
     r->req.timeout_ms = headers;
-    sbx_http_error err;
-    *rc = sbx_http_start(st->http, &r->req, &r->x, &err);
+    sbxp_http_error err;
+    *rc = sbxp_http_start(st->http, &r->req, &r->x, &err);
     if (*rc == SBX_OK)
         return STOP_NONE;
     /* the command may run already: stop it as for any other reason */
@@ -201,7 +201,7 @@ static int started(void *ctx)
 {
     struct run *r = ctx;
     int pid = 0, running = 0, code = -1;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (docker_exec_inspect_once(r->st, r->eid, r->st->cfg.request_timeout_ms, &pid, &running,
                           &code, &err) != SBX_OK)
         return 1; /* cannot tell: never hold output back on a guess */
@@ -212,7 +212,7 @@ static int started(void *ctx)
  * there? SBX_OK, or STOP_FAILED with the reason kept. */
 static int still_answering(struct run *r)
 {
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = docker_ping(r->st, r->st->cfg.request_timeout_ms, &err);
     if (rc == SBX_OK)
         return SBX_OK;
@@ -233,10 +233,10 @@ static enum stop_reason read_stream(struct run *r)
             if (r->deadline - now < slice)
                 slice = r->deadline - now;
         }
-        sbx_http_xfer_set_timeout(r->x, slice);
+        sbxp_http_xfer_set_timeout(r->x, slice);
         size_t got = 0;
-        sbx_http_error err;
-        int rc = sbx_http_xfer_read(r->x, r->buf, READ_CHUNK, &got, &err);
+        sbxp_http_error err;
+        int rc = sbxp_http_xfer_read(r->x, r->buf, READ_CHUNK, &got, &err);
         if (rc == SBX_OK && got == 0)
             return STOP_NONE;
         if (rc == SBX_OK) {
@@ -278,10 +278,10 @@ static void drain(struct run *r, int64_t deadline)
         int64_t left = deadline - docker_now_ms();
         if (left <= 0)
             return;
-        sbx_http_xfer_set_timeout(r->x, left);
+        sbxp_http_xfer_set_timeout(r->x, left);
         size_t got = 0;
-        sbx_http_error err;
-        if (sbx_http_xfer_read(r->x, r->buf, READ_CHUNK, &got, &err) != SBX_OK ||
+        sbxp_http_error err;
+        if (sbxp_http_xfer_read(r->x, r->buf, READ_CHUNK, &got, &err) != SBX_OK ||
             got == 0)
             return;
         if (docker_exec_demux_feed(&r->demux, r->buf, got) != 0)
@@ -322,15 +322,15 @@ static void stop_exec(struct run *r, enum stop_reason why)
 /* ---- 5. inspect ------------------------------------------------------ */
 
 int docker_exec_inspect_once(struct docker_state *st, const char *eid, int64_t timeout_ms,
-                      int *pid, int *running, int *exit_code, sbx_http_error *err)
+                      int *pid, int *running, int *exit_code, sbxp_http_error *err)
 {
     json_object *info = NULL;
     int rc = docker_json_within(st, NULL, timeout_ms, "GET", NULL, &info, err,
                                 "/exec/%s/json", eid);
     if (rc != SBX_OK)
         return rc;
-    *pid = (int)sbx_json_int(info, "Pid", 0);
-    *running = sbx_json_bool(info, "Running", 0);
+    *pid = (int)sbxp_json_int(info, "Pid", 0);
+    *running = sbxp_json_bool(info, "Running", 0);
     json_object *ec;
     *exit_code = json_object_object_get_ex(info, "ExitCode", &ec) &&
                          json_object_is_type(ec, json_type_int)
@@ -349,7 +349,7 @@ static int exec_wait_exit(struct run *r, int *pid, int *code)
     long delay_us = 500;
     for (;;) {
         int running = 0;
-        sbx_http_error err;
+        sbxp_http_error err;
         int rc = docker_exec_inspect_once(st, r->eid, request_budget(r), pid, &running, code,
                                    &err);
         if (rc != SBX_OK)
@@ -377,7 +377,7 @@ static int finish(struct run *r, enum stop_reason why)
     if (r->x) {
         /* wake the feeder if it still waits (the command exited early) */
         sbxs_feeder_stop(r->feeder);
-        int sock = sbx_http_xfer_socket(r->x);
+        int sock = sbxp_http_xfer_socket(r->x);
         if (sock >= 0)
             shutdown(sock, SHUT_RDWR);
     }
@@ -385,7 +385,7 @@ static int finish(struct run *r, enum stop_reason why)
     oc->source_failed = sbxs_feeder_finish(r->feeder, &complete);
     r->feeder = NULL;
     oc->input_complete = complete || !r->spec->in;
-    sbx_http_xfer_free(r->x);
+    sbxp_http_xfer_free(r->x);
     r->x = NULL;
     if (why == STOP_FAILED) {
         if (oc->kill_failed)
@@ -473,7 +473,7 @@ int docker_exec_run(sbx_sandbox *sb, sbx_call *call, const struct exec_spec *spe
     enum stop_reason why = exec_start(&r, &rc);
     if (why == STOP_NONE) {
         r.buf = malloc(READ_CHUNK);
-        int sock = sbx_http_xfer_socket(r.x);
+        int sock = sbxp_http_xfer_socket(r.x);
         if (!r.buf) {
             fail(&r, SBX_E_NOMEM, "out of memory");
             why = STOP_FAILED;

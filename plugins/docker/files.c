@@ -20,10 +20,10 @@
 #define CHUNK (64 * 1024)
 
 struct pull {
-    sbx_http_xfer *x;
+    sbxp_http_xfer *x;
     char buf[CHUNK];
     int rc;
-    sbx_http_error err;
+    sbxp_http_error err;
 };
 
 static la_ssize_t pull_read(struct archive *a, void *ud, const void **out)
@@ -31,7 +31,7 @@ static la_ssize_t pull_read(struct archive *a, void *ud, const void **out)
     struct pull *p = ud;
     size_t got = 0;
     (void)a;
-    p->rc = sbx_http_xfer_read(p->x, p->buf, sizeof p->buf, &got, &p->err);
+    p->rc = sbxp_http_xfer_read(p->x, p->buf, sizeof p->buf, &got, &p->err);
     if (p->rc != SBX_OK)
         return -1;
     *out = p->buf;
@@ -78,7 +78,7 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         goto out;
     }
 
-    char *esc = sbx_http_escape(resolved);
+    char *esc = sbxp_http_escape(resolved);
     if (!esc) {
         rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
         goto out;
@@ -86,9 +86,9 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     char url[3 * 8192 + 256];
     docker_path(st, url, sizeof url, "/containers/%s/archive?path=%s", sb->id, esc);
     free(esc);
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = "GET";
     req.path = url;
     req.cancel = &dc.c;
@@ -98,7 +98,7 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
-    rc = sbx_http_start(st->http, &req, &p->x, &p->err);
+    rc = sbxp_http_start(st->http, &req, &p->x, &p->err);
     if (rc != SBX_OK) {
         if (rc == SBX_E_NOT_FOUND)
             rc = st->host->set_error(st->host, call, SBX_E_NOT_FOUND,
@@ -111,7 +111,7 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     }
     struct archive *a = archive_read_new();
     if (!a) {
-        sbx_http_xfer_free(p->x);
+        sbxp_http_xfer_free(p->x);
         free(p);
         rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
         goto out;
@@ -164,7 +164,7 @@ int docker_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     free(buf);
 close:
     archive_read_free(a);
-    sbx_http_xfer_free(p->x);
+    sbxp_http_xfer_free(p->x);
     free(p);
 out:
     free(rel);

@@ -21,15 +21,15 @@ struct pull_ctx {
 static int on_progress(void *ctx, json_object *v)
 {
     struct pull_ctx *p = ctx;
-    const char *error = sbx_json_str(v, "error");
+    const char *error = sbxp_json_str(v, "error");
     if (!error)
-        error = sbx_json_str(sbx_json_obj(v, "errorDetail"), "message");
+        error = sbxp_json_str(sbxp_json_obj(v, "errorDetail"), "message");
     if (error) {
         snprintf(p->error, sizeof p->error, "%s", error);
         return SBX_E_UNAVAILABLE;
     }
-    const char *status = sbx_json_str(v, "status");
-    const char *id = sbx_json_str(v, "id");
+    const char *status = sbxp_json_str(v, "status");
+    const char *id = sbxp_json_str(v, "id");
     if (!status)
         return 0;
     char line[256];
@@ -55,7 +55,7 @@ int docker_image_pull(struct docker_state *st, sbx_call *call)
     const char *image = st->cfg.image;
     st->host->log(st->host, SBX_LOG_INFO,
                   "docker: image %s is not on the daemon; pulling it", image);
-    char *esc = sbx_http_escape(image);
+    char *esc = sbxp_http_escape(image);
     if (!esc)
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
     char path[1024];
@@ -65,17 +65,17 @@ int docker_image_pull(struct docker_state *st, sbx_call *call)
     if (bad)
         return st->host->set_error(st->host, call, SBX_E_CONFIG,
                                    "docker: image name too long: %s", image);
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = "POST";
     req.path = path;
     req.cancel = &dc.c;
     /* a pull may take long, but not without a progress message */
     req.stall_timeout_ms = st->cfg.request_timeout_ms;
     struct pull_ctx p = {.st = st};
-    sbx_http_error err;
-    int rc = sbx_http_json_each(st->http, &req, on_progress, &p, &err);
+    sbxp_http_error err;
+    int rc = sbxp_http_json_each(st->http, &req, on_progress, &p, &err);
     if (rc == SBX_OK)
         return SBX_OK;
     const char *why = p.error[0] ? p.error : err.message;

@@ -34,13 +34,13 @@
 
 static const char *owner_of(json_object *info)
 {
-    return sbx_json_str(sbx_json_obj(sbx_json_obj(info, "Config"), "Labels"),
+    return sbxp_json_str(sbxp_json_obj(sbxp_json_obj(info, "Config"), "Labels"),
                         DOCKER_LABEL_OWNER);
 }
 
 static const char *label_of(json_object *info, const char *key)
 {
-    return sbx_json_str(sbx_json_obj(sbx_json_obj(info, "Config"), "Labels"), key);
+    return sbxp_json_str(sbxp_json_obj(sbxp_json_obj(info, "Config"), "Labels"), key);
 }
 
 static int valid_ref(const char *ref)
@@ -63,11 +63,11 @@ static int mounts_canon(json_object *mounts, int from_inspect, char *out, size_t
     size_t n = mounts ? json_object_array_length(mounts) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(mounts, i);
-        const char *type = sbx_json_str(m, "Type");
-        const char *dst = sbx_json_str(m, from_inspect ? "Destination" : "Target");
-        const char *src = sbx_json_str(m, "Source");
-        int rw = from_inspect ? sbx_json_bool(m, "RW", 0)
-                              : !sbx_json_bool(m, "ReadOnly", 0);
+        const char *type = sbxp_json_str(m, "Type");
+        const char *dst = sbxp_json_str(m, from_inspect ? "Destination" : "Target");
+        const char *src = sbxp_json_str(m, "Source");
+        int rw = from_inspect ? sbxp_json_bool(m, "RW", 0)
+                              : !sbxp_json_bool(m, "ReadOnly", 0);
         if (!type || !dst)
             return -1;
         if (strcmp(type, "volume") == 0)
@@ -101,8 +101,8 @@ static int mounts_of_inspect(json_object *info, char *out, size_t cap)
         for (size_t j = i; j > 0; j--) {
             json_object *a = json_object_array_get_idx(sorted, j - 1);
             json_object *b = json_object_array_get_idx(sorted, j);
-            const char *da = sbx_json_str(a, "Destination");
-            const char *db = sbx_json_str(b, "Destination");
+            const char *da = sbxp_json_str(a, "Destination");
+            const char *db = sbxp_json_str(b, "Destination");
             if (!da || !db || strcmp(da, db) <= 0)
                 break;
             json_object_get(a);
@@ -276,10 +276,10 @@ static const char *bind_source(json_object *mounts, int from_inspect,
                    : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(mounts, i);
-        const char *type = sbx_json_str(m, "Type");
-        const char *dst = sbx_json_str(m, from_inspect ? "Destination" : "Target");
+        const char *type = sbxp_json_str(m, "Type");
+        const char *dst = sbxp_json_str(m, from_inspect ? "Destination" : "Target");
         if (type && dst && strcmp(type, "bind") == 0 && strcmp(dst, target) == 0)
-            return sbx_json_str(m, "Source");
+            return sbxp_json_str(m, "Source");
     }
     return NULL;
 }
@@ -344,7 +344,7 @@ static json_object *inspect_mounts(json_object *info)
 }
 
 static int inspect(struct docker_state *st, sbx_call *call, const char *id_or_name,
-                   json_object **info, sbx_http_error *err)
+                   json_object **info, sbxp_http_error *err)
 {
     return docker_json(st, call, "GET", NULL, info, err, "/containers/%s/json",
                        id_or_name);
@@ -357,8 +357,8 @@ static int inspect(struct docker_state *st, sbx_call *call, const char *id_or_na
 static int verify_and_start(struct docker_state *st, sbx_call *call,
                             json_object *info, const char *key_hash)
 {
-    const char *id = sbx_json_str(info, "Id");
-    const char *name = sbx_json_str(info, "Name");
+    const char *id = sbxp_json_str(info, "Id");
+    const char *name = sbxp_json_str(info, "Name");
     const char *managed = label_of(info, DOCKER_LABEL_MANAGED);
     const char *owner = owner_of(info);
     if (!id)
@@ -376,14 +376,14 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
                                    id, owner, key_hash);
     /* Network: the mode it was created with, and no network attached since. */
     const char *want_net = label_of(info, DOCKER_LABEL_NETWORK);
-    const char *mode = sbx_json_str(sbx_json_obj(info, "HostConfig"), "NetworkMode");
+    const char *mode = sbxp_json_str(sbxp_json_obj(info, "HostConfig"), "NetworkMode");
     if (!want_net || !mode || strcmp(want_net, mode) != 0)
         return st->host->set_error(st->host, call, SBX_E_DENIED,
                                    "docker: container %.12s has network mode %s; it "
                                    "was created with %s",
                                    id, mode ? mode : "?", want_net ? want_net : "?");
     json_object *nets =
-        sbx_json_obj(sbx_json_obj(info, "NetworkSettings"), "Networks");
+        sbxp_json_obj(sbxp_json_obj(info, "NetworkSettings"), "Networks");
     if (nets) {
         json_object_object_foreach(nets, net_name, net_val) {
             (void)net_val;
@@ -419,8 +419,8 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
     json_object *ms = inspect_mounts(info);
     for (size_t i = 0, n = ms ? json_object_array_length(ms) : 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(ms, i);
-        const char *dst = sbx_json_str(m, "Destination");
-        const char *src = sbx_json_str(m, "Source");
+        const char *dst = sbxp_json_str(m, "Destination");
+        const char *src = sbxp_json_str(m, "Source");
         if (dst && src && strncmp(dst, DOCKER_MEMORY "/", sizeof DOCKER_MEMORY) == 0 &&
             docker_res_mkdirs(src, 0755) != 0)
             return st->host->set_error(st->host, call, SBX_E_IO,
@@ -435,19 +435,19 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
                                    "directory %s: %s",
                                    id, run, strerror(errno));
 
-    json_object *state = sbx_json_obj(info, "State");
-    const char *status = sbx_json_str(state, "Status");
-    sbx_http_error err;
+    json_object *state = sbxp_json_obj(info, "State");
+    const char *status = sbxp_json_str(state, "Status");
+    sbxp_http_error err;
     int rc = SBX_OK;
     if (status && (strcmp(status, "removing") == 0 || strcmp(status, "dead") == 0))
         return st->host->set_error(st->host, call, SBX_E_NOT_FOUND,
                                    "docker: container %.12s is being removed", id);
-    if (sbx_json_bool(state, "Paused", 0)) {
+    if (sbxp_json_bool(state, "Paused", 0)) {
         rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/unpause",
                          id);
         if (rc != SBX_OK)
             return docker_report(st, call, &err, "unpausing container %.12s", id);
-    } else if (!sbx_json_bool(state, "Running", 0)) {
+    } else if (!sbxp_json_bool(state, "Running", 0)) {
         rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/start",
                          id);
         if (rc != SBX_OK && err.http_status != 304)
@@ -463,7 +463,7 @@ static void forget_resources(struct docker_state *st, const char *name,
                              const char *key_hash)
 {
     json_object *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = inspect(st, NULL, name, &info, &err);
     const char *owner = rc == SBX_OK ? owner_of(info) : NULL;
     int ours = owner && strcmp(owner, key_hash) == 0;
@@ -482,7 +482,7 @@ static int own_workspace(struct docker_state *st, sbx_call *call, const char *id
  * behind. Runs even after a cancellation (no call), and only logs. */
 static void discard_fresh(struct docker_state *st, const char *id, const char *name)
 {
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = docker_json(st, NULL, "DELETE", NULL, NULL, &err,
                          "/containers/%s?force=true&v=true", id);
     if (rc != SBX_OK && rc != SBX_E_NOT_FOUND) {
@@ -502,7 +502,7 @@ static void discard_fresh(struct docker_state *st, const char *id, const char *n
 /* POST /containers/create, pulling the image once when the Engine API
  * says it is missing (404 is its only 404 for this call). */
 static int post_create(struct docker_state *st, sbx_call *call, const char *name,
-                       json_object *body, json_object **created, sbx_http_error *err)
+                       json_object *body, json_object **created, sbxp_http_error *err)
 {
     int rc = SBX_OK;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -526,11 +526,11 @@ static int post_create(struct docker_state *st, sbx_call *call, const char *name
 static int adopt_existing(struct docker_state *st, sbx_call *call, const char *name,
                           const char *key_hash, json_object **info, char id[65])
 {
-    sbx_http_error err;
+    sbxp_http_error err;
     if (inspect(st, call, name, info, &err) != SBX_OK)
         return docker_report(st, call, &err, "inspecting existing container %s", name);
     const char *owner = owner_of(*info);
-    const char *cid = sbx_json_str(*info, "Id");
+    const char *cid = sbxp_json_str(*info, "Id");
     if (!owner || strcmp(owner, key_hash) != 0 || !cid || !valid_ref(cid)) {
         forget_resources(st, name, key_hash);
         return st->host->set_error(st->host, call, SBX_E_EXISTS,
@@ -562,7 +562,7 @@ static int agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb)
                            : "docker: the sbx agent of container %.12s does not answer; "
                              "restarting the container",
                   sb->id);
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/restart?t=1",
                      sb->id);
     if (rc != SBX_OK)
@@ -580,11 +580,11 @@ static int agent_user_of(struct docker_state *st, sbx_call *call, char **out)
         *out = strdup(st->cfg.user);
         return *out ? SBX_OK : docker_error(st, call, SBX_E_NOMEM, "out of memory");
     }
-    char *esc = sbx_http_escape(st->cfg.image);
+    char *esc = sbxp_http_escape(st->cfg.image);
     if (!esc)
         return docker_error(st, call, SBX_E_NOMEM, "out of memory");
     json_object *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = SBX_OK;
     for (int attempt = 0; attempt < 2; attempt++) {
         rc = docker_json(st, call, "GET", NULL, &info, &err, "/images/%s/json", esc);
@@ -599,7 +599,7 @@ static int agent_user_of(struct docker_state *st, sbx_call *call, char **out)
     }
     free(esc);
     if (rc == SBX_OK) {
-        const char *u = sbx_json_str(sbx_json_obj(info, "Config"), "User");
+        const char *u = sbxp_json_str(sbxp_json_obj(info, "Config"), "User");
         *out = strdup(u ? u : "");
         if (!*out)
             rc = docker_error(st, call, SBX_E_NOMEM, "out of memory");
@@ -635,7 +635,7 @@ static int start_fresh(struct docker_state *st, sbx_call *call, const char *name
         rc = docker_res_own_outputs(st, call, name);
     if (rc != SBX_OK)
         return rc;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/start", id);
     if (rc != SBX_OK && err.http_status != 304)
         return docker_report(st, call, &err, "starting container %s", name);
@@ -706,12 +706,12 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     }
 
     json_object *created = NULL, *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     char id[65] = "";
     int fresh = 0;
     rc = post_create(st, call, name, body, &created, &err);
     if (rc == SBX_OK) {
-        const char *cid = sbx_json_str(created, "Id");
+        const char *cid = sbxp_json_str(created, "Id");
         if (cid && valid_ref(cid)) {
             snprintf(id, sizeof id, "%s", cid);
             fresh = 1;
@@ -773,7 +773,7 @@ int docker_attach(void *state, sbx_call *call, const struct sbx_attach_args *arg
     if (rc != SBX_OK)
         return rc;
     json_object *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = inspect(st, call, ref, &info, &err);
     if (rc == SBX_E_NOT_FOUND)
         return st->host->set_error(st->host, call, SBX_E_NOT_FOUND,
@@ -810,10 +810,10 @@ static int remove_resources(struct docker_state *st, sbx_call *call, const char 
                             const char *ref)
 {
     json_object *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = inspect(st, call, name, &info, &err);
     if (rc == SBX_OK) {
-        const char *id = sbx_json_str(info, "Id");
+        const char *id = sbxp_json_str(info, "Id");
         int newer = id && strcmp(id, ref) != 0;
         json_object_put(info);
         if (newer)
@@ -834,7 +834,7 @@ int docker_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *a
     char name[sizeof NAME_PREFIX + NAME_HASH_LEN];
     snprintf(name, sizeof name, NAME_PREFIX "%.*s", NAME_HASH_LEN, key_hash);
     json_object *info = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = inspect(st, call, ref, &info, &err);
     if (rc == SBX_E_NOT_FOUND)
         return remove_resources(st, call, name, ref); /* already gone */
@@ -937,9 +937,9 @@ static int own_workspace(struct docker_state *st, sbx_call *call, const char *id
     char path[256];
     docker_path(st, path, sizeof path, "/containers/%s/archive?path=%%2F%s", id,
                 owner_query);
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = "PUT";
     req.path = path;
     req.content_type = "application/x-tar";
@@ -947,8 +947,8 @@ static int own_workspace(struct docker_state *st, sbx_call *call, const char *id
     req.body_len = used;
     req.cancel = &dc.c;
     req.timeout_ms = st->cfg.request_timeout_ms;
-    sbx_http_error err;
-    int rc = sbx_http_request(st->http, &req, NULL, NULL, &err);
+    sbxp_http_error err;
+    int rc = sbxp_http_request(st->http, &req, NULL, NULL, &err);
     free(buf);
     if (rc != SBX_OK)
         return docker_report(st, call, &err, "giving %s to user %s in container %.12s",

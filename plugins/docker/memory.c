@@ -28,6 +28,7 @@
 
 #include "archive_check.h"
 #include "confine.h"
+#include "memory_slug.h"
 #include "mkdirs.h"
 #include "tree_remove.h"
 
@@ -47,25 +48,17 @@
 
 void docker_list_free(struct docker_mem_list *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].path);
-    free(l->v);
+    sbxp_path_list_free(l->v, l->n, sizeof *l->v);
     memset(l, 0, sizeof *l);
 }
 
 int docker_list_add(struct docker_mem_list *l, const char *path, const struct stat *s)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct docker_mem_file *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    struct docker_mem_file *f = &l->v[l->n];
-    if (!(f->path = strdup(path)))
+    struct docker_mem_file *v = sbxp_path_list_append(l->v, l->n, &l->cap, sizeof *v, path);
+    if (!v)
         return -1;
+    l->v = v;
+    struct docker_mem_file *f = &l->v[l->n];
     f->ino = (uint64_t)s->st_ino;
     f->size = (int64_t)s->st_size;
     f->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec;
@@ -90,15 +83,9 @@ int docker_list_add_file(struct docker_mem_list *l, const struct docker_mem_file
     return docker_list_add(l, f->path, &s);
 }
 
-int docker_by_path(const void *a, const void *b)
-{
-    return strcmp(((const struct docker_mem_file *)a)->path, ((const struct docker_mem_file *)b)->path);
-}
-
 const struct docker_mem_file *docker_list_find(const struct docker_mem_list *l, const char *path)
 {
-    struct docker_mem_file key = {.path = (char *)path};
-    return l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, docker_by_path) : NULL;
+    return sbxp_path_list_find(l->v, l->n, sizeof *l->v, path);
 }
 
 int docker_same_stat(const struct docker_mem_file *a, const struct docker_mem_file *b)
@@ -122,15 +109,6 @@ struct docker_memory *docker_memory_find(sbx_sandbox *sb, sbx_call *call,
     return NULL;
 }
 
-static int slug_valid(const char *s)
-{
-    size_t n = 0;
-    for (; s && s[n]; n++)
-        if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '-'))
-            return 0;
-    return n >= 1 && n <= 63;
-}
-
 int docker_memory_binds(struct docker_state *st, sbx_call *call, const char *name,
                         const struct sbx_create_args *args, json_object *mounts)
 {
@@ -150,7 +128,7 @@ int docker_memory_binds(struct docker_state *st, sbx_call *call, const char *nam
             return st->host->set_error(st->host, call, SBX_E_INVALID,
                                        "docker: at most 64 memory stores per sandbox");
         if (a->size < offsetof(struct sbx_memory_attachment, slug) + sizeof a->slug ||
-            !slug_valid(a->slug) || a->access > SBX_MEMORY_READ_WRITE)
+            !sbxp_memory_slug_valid(a->slug) || a->access > SBX_MEMORY_READ_WRITE)
             return st->host->set_error(st->host, call, SBX_E_INVALID,
                                        "docker: memory attachment %zu is malformed", n);
         size_t j = n;
@@ -193,10 +171,10 @@ int docker_memory_from_mounts(sbx_sandbox *sb, json_object *mounts, int from_ins
     size_t n = mounts ? json_object_array_length(mounts) : 0;
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(mounts, i);
-        const char *dst = sbx_json_str(m, from_inspect ? "Destination" : "Target");
-        const char *src = sbx_json_str(m, "Source");
+        const char *dst = sbxp_json_str(m, from_inspect ? "Destination" : "Target");
+        const char *src = sbxp_json_str(m, "Source");
         if (!dst || !src || strncmp(dst, DOCKER_MEMORY "/", sizeof DOCKER_MEMORY) != 0 ||
-            !slug_valid(dst + sizeof DOCKER_MEMORY))
+            !sbxp_memory_slug_valid(dst + sizeof DOCKER_MEMORY))
             continue;
         json_object *v;
         int rw = from_inspect ? (json_object_object_get_ex(m, "RW", &v) &&

@@ -33,7 +33,7 @@
 
 struct diff {
     struct archive *a;
-    struct sbx_archive_sink out;
+    struct sbxp_archive_sink out;
 };
 
 static int tar_fail(struct walk *w, const char *path)
@@ -83,7 +83,7 @@ static int diff_file(struct walk *w, int treefd, const struct docker_mem_file *f
     /* The entry as it is now (the walk saw it a moment ago), no symlink
      * followed anywhere on its path. O_PATH opens nothing: a FIFO or a
      * device swapped in since is looked at, never opened. */
-    int pfd = confine_open_strict(treefd, f->path, O_PATH | O_NOFOLLOW, 0);
+    int pfd = sbxp_confine_open_strict(treefd, f->path, O_PATH | O_NOFOLLOW, 0);
     if (pfd == -ENOENT || pfd == -ENOTDIR)
         return SBX_OK; /* gone since the walk: reported as removed next time */
     if (pfd < 0)
@@ -107,7 +107,7 @@ static int diff_file(struct walk *w, int treefd, const struct docker_mem_file *f
         close(pfd);
         return rc;
     }
-    int fd = confine_reopen(pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    int fd = sbxp_confine_reopen(pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
     close(pfd);
     if (fd < 0)
         return w->st->host->set_error(w->st->host, w->call, SBX_E_IO,
@@ -311,7 +311,7 @@ static int diff_events(struct diff_run *r, struct events *e)
         const char *name = slash ? slash + 1 : path;
         char dir[4096];
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-        int dfd = confine_open_strict(r->treefd, dir,
+        int dfd = sbxp_confine_open_strict(r->treefd, dir,
                                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK, 0);
         struct stat s;
         const struct docker_mem_file *b = docker_list_find(&mem->base, path);
@@ -357,7 +357,7 @@ static int diff_events(struct diff_run *r, struct events *e)
                       (!strncmp(e->dirs[i], outer, ol) && e->dirs[i][ol] == '/')))
             continue;
         outer = e->dirs[i];
-        int dfd = confine_open_strict(r->treefd, e->dirs[i],
+        int dfd = sbxp_confine_open_strict(r->treefd, e->dirs[i],
                                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK, 0);
         if (dfd < 0)
             continue; /* gone again (or not a directory now): its files with it */
@@ -431,7 +431,7 @@ int docker_memory_diff(sbx_sandbox *sb, sbx_call *call, const char *slug, uint32
     r.d.out.status = SBX_OK;
     r.w = (struct walk){.st = st, .call = call, .inotify_fd = -1, .on_other = diff_other,
                         .ud = &r.d};
-    r.d.a = sbx_archive_sink_open(&r.d.out);
+    r.d.a = sbxp_archive_sink_open(&r.d.out);
     if (!r.d.a) {
         events_free(&e);
         return st->host->set_error(st->host, call, SBX_E_NOMEM,
@@ -496,7 +496,7 @@ static int apply_changes(struct docker_memory *mem)
     }
     mem->base.n = kept;
     if (added.n) {
-        qsort(added.v, added.n, sizeof *added.v, docker_by_path);
+        sbxp_path_list_sort(added.v, added.n, sizeof *added.v);
         size_t total = kept + added.n;
         struct docker_mem_file *v = malloc(total * sizeof *v);
         if (!v) {

@@ -7,6 +7,7 @@
 #define SBX_DOCKER_MEMORY_INTERNAL_H
 
 #include "docker.h"
+#include "path_list.h"
 
 #include <sys/stat.h>
 
@@ -14,12 +15,11 @@
  * so anything deeper cannot be committed and is refused by name. */
 #define MEMORY_MAX_DEPTH 128
 
-/* Lists of files (sorted by path where they are searched). */
+/* Lists of files (sorted by path where they are searched: path_list.h). */
 void docker_list_free(struct docker_mem_list *l);
 int docker_list_add(struct docker_mem_list *l, const char *path, const struct stat *s);
 /* docker_list_add of a file as a list holds it. */
 int docker_list_add_file(struct docker_mem_list *l, const struct docker_mem_file *f);
-int docker_by_path(const void *a, const void *b);
 const struct docker_mem_file *docker_list_find(const struct docker_mem_list *l, const char *path);
 int docker_same_stat(const struct docker_mem_file *a, const struct docker_mem_file *b);
 

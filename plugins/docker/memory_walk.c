@@ -111,7 +111,7 @@ static int walk_entry(struct walk *w, int dirfd, const char *name, char *path, s
                 continue; /* swapped since the lstat */
             }
             docker_memory_race_point("walk-entry", path, dirfd, name);
-            int e = confine_fchmod(fd, 0666);
+            int e = sbxp_confine_fchmod(fd, 0666);
             if (e == 0)
                 e = fstat(fd, &s) == 0 ? 0 : -errno;
             close(fd);
@@ -203,7 +203,7 @@ int docker_walk_tree(struct walk *w, const char *tree)
     int rc = docker_walk_dir(w, fd, path, 0, 0);
     close(fd);
     if (rc == SBX_OK && w->files.n)
-        qsort(w->files.v, w->files.n, sizeof *w->files.v, docker_by_path);
+        sbxp_path_list_sort(w->files.v, w->files.n, sizeof *w->files.v);
     return rc;
 }
 

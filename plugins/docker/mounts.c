@@ -85,7 +85,7 @@ int docker_mount_put(sbx_sandbox *sb, sbx_call *call, const char *path,
 
     char *dir, *base;
     split(rel, &dir, &base);
-    pfd = dir ? confine_mkdirs(upfd, dir, 0755) : dup(upfd);
+    pfd = dir ? sbxp_confine_mkdirs(upfd, dir, 0755) : dup(upfd);
     if (pfd < 0) {
         int e = dir ? -pfd : errno;
         rc = st->host->set_error(st->host, call, e == EXDEV || e == ENOTDIR
@@ -135,7 +135,7 @@ int docker_mount_remove(sbx_sandbox *sb, sbx_call *call, const char *path)
     docker_staging_sweep(sdfd);
     char *dir, *base;
     split(rel, &dir, &base);
-    pfd = dir ? confine_open(upfd, dir, O_PATH | O_DIRECTORY, 0) : dup(upfd);
+    pfd = dir ? sbxp_confine_open(upfd, dir, O_PATH | O_DIRECTORY, 0) : dup(upfd);
     if (pfd < 0) {
         int e = dir ? -pfd : errno;
         if (e == ENOENT || e == ENOTDIR) {
@@ -148,7 +148,7 @@ int docker_mount_remove(sbx_sandbox *sb, sbx_call *call, const char *path)
         }
         goto out;
     }
-    int r = confine_remove_tree(pfd, base);
+    int r = sbxp_confine_remove_tree(pfd, base);
     rc = r == 0 ? SBX_OK
                 : st->host->set_error(st->host, call, SBX_E_IO,
                                       "docker: mount_remove %.200s: %s", rel,

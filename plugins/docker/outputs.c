@@ -49,17 +49,17 @@ int docker_export_outputs(sbx_sandbox *sb, sbx_call *call,
                     "%2Fmnt%2Fsession%2Foutputs%2F.") != 0)
         return st->host->set_error(st->host, call, SBX_E_INTERNAL,
                                    "docker: export path too long");
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = "GET";
     req.path = path;
     req.cancel = &dc.c;
     req.stall_timeout_ms = st->cfg.request_timeout_ms;
     struct relay r = {tar_sink, 0};
     struct sbx_sink sink = SBX_SINK_INIT(&r, relay_write);
-    sbx_http_error err;
-    int rc = sbx_http_request(st->http, &req, &sink, NULL, &err);
+    sbxp_http_error err;
+    int rc = sbxp_http_request(st->http, &req, &sink, NULL, &err);
     if (rc == SBX_OK)
         return SBX_OK;
     if (r.status != 0)

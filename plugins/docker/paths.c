@@ -119,9 +119,9 @@ int docker_stat_parse(const char *value, struct docker_stat *out)
         return -1;
     }
     out->exists = 1;
-    out->mode = (uint32_t)sbx_json_int(obj, "mode", 0);
-    out->size = sbx_json_int(obj, "size", 0);
-    const char *lt = sbx_json_str(obj, "linkTarget");
+    out->mode = (uint32_t)sbxp_json_int(obj, "mode", 0);
+    out->size = sbxp_json_int(obj, "size", 0);
+    const char *lt = sbxp_json_str(obj, "linkTarget");
     snprintf(out->link_target, sizeof out->link_target, "%s", lt ? lt : "");
     json_object_put(obj);
     return 0;
@@ -145,23 +145,23 @@ static int on_stat_header(void *ctx, const char *name, const char *value)
 }
 
 int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
-                     struct docker_stat *out, sbx_http_error *err)
+                     struct docker_stat *out, sbxp_http_error *err)
 {
     struct docker_state *st = sb->st;
     memset(out, 0, sizeof *out);
-    char *esc = sbx_http_escape(abs_path);
+    char *esc = sbxp_http_escape(abs_path);
     if (!esc)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     char path[PATH_MAX_LEN * 3 + 256];
     int bad = docker_path(st, path, sizeof path, "/containers/%s/archive?path=%s",
                           sb->id, esc);
     free(esc);
     if (bad)
-        return sbx_http_fail(err, SBX_E_INVALID, "path too long");
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
+        return sbxp_http_fail(err, SBX_E_INVALID, "path too long");
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
     struct stat_hdr h = {out, 0, 0};
-    struct sbx_http_request req = {0};
+    struct sbxp_http_request req = {0};
     req.method = "HEAD";
     req.path = path;
     req.cancel = &dc.c;
@@ -169,17 +169,17 @@ int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
     req.header_ctx = &h;
     req.timeout_ms = st->cfg.request_timeout_ms;
     long status = 0;
-    int rc = sbx_http_request(st->http, &req, NULL, &status, err);
+    int rc = sbxp_http_request(st->http, &req, NULL, &status, err);
     if (rc == SBX_E_NOT_FOUND) {
         /* a missing path; a missing container says so in the body, but HEAD
          * has none: tell them apart by asking for the container */
         json_object *info = NULL;
-        sbx_http_error e2;
+        sbxp_http_error e2;
         int rc2 = docker_json(st, call, "GET", NULL, &info, &e2, "/containers/%s/json",
                               sb->id);
         json_object_put(info);
         if (rc2 == SBX_E_NOT_FOUND)
-            return sbx_http_fail(err, SBX_E_NOT_FOUND,
+            return sbxp_http_fail(err, SBX_E_NOT_FOUND,
                                  "container %.12s no longer exists", sb->id);
         memset(out, 0, sizeof *out);
         return SBX_OK;
@@ -187,7 +187,7 @@ int docker_stat_path(sbx_sandbox *sb, sbx_call *call, const char *abs_path,
     if (rc != SBX_OK)
         return rc;
     if (!h.seen || h.bad)
-        return sbx_http_fail(err, SBX_E_PROTOCOL,
+        return sbxp_http_fail(err, SBX_E_PROTOCOL,
                              "HEAD archive: missing or malformed path stat header");
     return SBX_OK;
 }
@@ -252,7 +252,7 @@ int docker_resolve(sbx_sandbox *sb, sbx_call *call, const char *root, const char
         int last = *p == '\0';
 
         struct docker_stat s;
-        sbx_http_error err;
+        sbxp_http_error err;
         int rc = docker_stat_path(sb, call, cur, &s, &err);
         if (rc != SBX_OK) {
             free(cur);

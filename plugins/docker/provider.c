@@ -44,8 +44,8 @@ static int docker_init(const struct sbx_host *host, sbx_call *call, void **state
         free(st);
         return rc;
     }
-    sbx_http_error err;
-    rc = sbx_http_new(st->cfg.host, &st->http, &err);
+    sbxp_http_error err;
+    rc = sbxp_http_new(st->cfg.host, &st->http, &err);
     if (rc != SBX_OK) {
         rc = host->set_error(host, call, rc, "docker: providers.docker.host: %s",
                              err.message);
@@ -64,7 +64,7 @@ static void docker_fini(void *state)
     struct docker_state *st = state;
     if (!st)
         return;
-    sbx_http_free(st->http);
+    sbxp_http_free(st->http);
     pthread_mutex_destroy(&st->lock);
     docker_config_free(&st->cfg);
     free(st);

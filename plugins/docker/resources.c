@@ -77,7 +77,7 @@ static int empty_dir(const char *path)
     while (rc == 0 && (de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        rc = confine_remove_tree(dirfd(d), de->d_name);
+        rc = sbxp_confine_remove_tree(dirfd(d), de->d_name);
     }
     closedir(d);
     return rc;
@@ -156,7 +156,7 @@ int docker_res_remove(struct docker_state *st, sbx_call *call, const char *name)
                             "docker: cannot open the resource directory %s: %s",
                             st->cfg.resource_dir, strerror(errno));
     }
-    int rc = confine_remove_tree(fd, name);
+    int rc = sbxp_confine_remove_tree(fd, name);
     close(fd);
     if (rc < 0)
         return docker_error(st, call, SBX_E_IO,

@@ -36,6 +36,8 @@
 
 #include "archive_check.h"
 #include "confine.h"
+#include "fd_source.h"
+#include "skill_name.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,30 +51,6 @@
 #include <unistd.h>
 
 #define CHUNK (64 * 1024)
-#define SKILL_NAME_MAX 64
-
-static int valid_name(const char *n)
-{
-    size_t len = n ? strlen(n) : 0;
-    if (len == 0 || len > SKILL_NAME_MAX || n[0] == '.' || n[0] == '-')
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = n[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
-static const char *bundle_format(const char *f)
-{
-    if (!f)
-        return NULL;
-    if (strcmp(f, "tar") == 0 || strcmp(f, "tar.gz") == 0 || strcmp(f, "zip") == 0)
-        return f;
-    return NULL;
-}
 
 /* ---- tree digest ---------------------------------------------------------- */
 
@@ -205,21 +183,6 @@ static int tree_digest_at(int dirfd, const char *name, char hex[65])
 
 /* ---- extraction and publication --------------------------------------- */
 
-struct fd_src {
-    int fd;
-};
-
-static long fd_read(void *ctx, void *buf, size_t cap)
-{
-    struct fd_src *s = ctx;
-    for (;;) {
-        ssize_t n = read(s->fd, buf, cap);
-        if (n < 0 && errno == EINTR)
-            continue;
-        return (long)n;
-    }
-}
-
 /* A fresh locked directory in staging: its name into name, its fd (which
  * holds the lock) into *fd. */
 static int staging_dir(struct docker_state *st, sbx_call *call, int sdfd,
@@ -252,8 +215,8 @@ static int extract(struct docker_state *st, sbx_call *call, const char *name,
     if (lseek(bundle_fd, 0, SEEK_SET) != 0)
         return st->host->set_error(st->host, call, SBX_E_IO, "docker: skill %s: %s",
                                    name, strerror(errno));
-    struct fd_src fs = {bundle_fd};
-    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &fs, .read = fd_read};
+    struct sbxp_fd_source fs;
+    struct sbx_source src = sbxp_fd_source(&fs, bundle_fd, -1);
     struct sbxs_error e;
     sbxs_error_clear(&e);
     int rc = sbxs_archive_extract(&src, format, tfd, NULL, &e);
@@ -272,7 +235,7 @@ static int publish(struct docker_state *st, sbx_call *call, int sdfd, const char
     if (renameat2(sdfd, tmp, dirfd, name, RENAME_NOREPLACE) == 0)
         return SBX_OK;
     if (errno == EEXIST && renameat2(sdfd, tmp, dirfd, name, RENAME_EXCHANGE) == 0) {
-        int r = confine_remove_tree(sdfd, tmp); /* the previous version */
+        int r = sbxp_confine_remove_tree(sdfd, tmp); /* the previous version */
         if (r < 0)
             st->host->log(st->host, SBX_LOG_WARN,
                           "docker: removing the previous %s of %s: %s", what, name,
@@ -310,7 +273,7 @@ static int extract_staged(struct docker_state *st, sbx_call *call, int sdfd,
                                  "tree",
                                  name);
     if (rc != SBX_OK) {
-        confine_remove_tree(sdfd, tmp);
+        sbxp_confine_remove_tree(sdfd, tmp);
         close(*tfd);
         *tfd = -1;
     }
@@ -326,7 +289,7 @@ static int publish_files(sbx_sandbox *sb, sbx_call *call, int sdfd, const char *
     if (rc == SBX_OK)
         rc = publish(sb->st, call, sdfd, tmp, skfd, name, "files");
     if (rc != SBX_OK)
-        confine_remove_tree(sdfd, tmp);
+        sbxp_confine_remove_tree(sdfd, tmp);
     if (skfd >= 0)
         close(skfd);
     close(tfd);
@@ -368,7 +331,7 @@ static int meta_read(int dirfd, struct meta *m)
     buf[n] = '\0';
     if (sscanf(buf, "sha256 %64s\nformat %7s\nlength %llu\ntree %64s", m->sha256,
                m->format, &m->length, m->tree) != 4 ||
-        !bundle_format(m->format))
+        !sbxp_skill_format(m->format))
         return -1;
     return 0;
 }
@@ -377,17 +340,17 @@ int docker_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
                          const struct sbx_blob *bundle)
 {
     struct docker_state *st = sb->st;
-    if (!valid_name(name))
+    if (!sbxp_skill_name_valid(name))
         return st->host->set_error(st->host, call, SBX_E_INVALID,
                                    "docker: skill name \"%.80s\" is not valid (1 to %d "
                                    "of A-Z a-z 0-9 . _ -, not starting with . or -)",
-                                   name ? name : "", SKILL_NAME_MAX);
+                                   name ? name : "", SBXP_SKILL_NAME_MAX);
     char what[128];
     snprintf(what, sizeof what, "skill %s", name);
     int rc = docker_blob_args(st, call, what, bundle);
     if (rc != SBX_OK)
         return rc;
-    const char *format = bundle_format(bundle->size > offsetof(struct sbx_blob, format)
+    const char *format = sbxp_skill_format(bundle->size > offsetof(struct sbx_blob, format)
                                            ? bundle->format
                                            : NULL);
     if (!format)
@@ -454,13 +417,13 @@ int docker_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
     tmp[0] = '\0';
 out:
     if (tfd >= 0) {
-        confine_remove_tree(sdfd, tmp);
+        sbxp_confine_remove_tree(sdfd, tmp);
         close(tfd);
     }
     if (bname[0])
         unlinkat(sdfd, bname, 0);
     if (stname[0])
-        confine_remove_tree(sdfd, stname);
+        sbxp_confine_remove_tree(sdfd, stname);
     if (bfd >= 0)
         close(bfd);
     if (stfd >= 0)
@@ -484,8 +447,8 @@ static int reinstall(sbx_sandbox *sb, sbx_call *call, int sdfd, int ssfd,
         close(dfd);
     if (bfd < 0)
         return SBX_E_NOT_FOUND;
-    struct fd_src fs = {bfd};
-    struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &fs, .read = fd_read};
+    struct sbxp_fd_source fs;
+    struct sbx_source src = sbxp_fd_source(&fs, bfd, -1);
     struct sbx_blob b = {sizeof b, &src, m->length, m->sha256, m->format};
     /* check the kept bundle the way a new one is checked, into a scratch
      * file (bounded memory: streamed) */
@@ -502,7 +465,7 @@ static int reinstall(sbx_sandbox *sb, sbx_call *call, int sdfd, int ssfd,
         int tfd = -1;
         rc = extract_staged(st, call, sdfd, name, bfd, m->format, tmp, &tfd, digest);
         if (rc == SBX_OK && strcmp(digest, m->tree) != 0) {
-            confine_remove_tree(sdfd, tmp);
+            sbxp_confine_remove_tree(sdfd, tmp);
             close(tfd);
             rc = SBX_E_PROTOCOL;
         } else if (rc == SBX_OK) {
@@ -545,7 +508,7 @@ int docker_skills_repair(sbx_sandbox *sb, sbx_call *call)
                           "docker: container %.12s: removing skill %s, which has no "
                           "recorded bundle",
                           sb->id, de->d_name);
-            confine_remove_tree(skfd, de->d_name);
+            sbxp_confine_remove_tree(skfd, de->d_name);
         }
     }
     if (d)
@@ -562,10 +525,10 @@ int docker_skills_repair(sbx_sandbox *sb, sbx_call *call)
         if (sfd >= 0)
             close(sfd);
         char have[65];
-        if (ok && valid_name(name) && tree_digest_at(skfd, name, have) == 0 &&
+        if (ok && sbxp_skill_name_valid(name) && tree_digest_at(skfd, name, have) == 0 &&
             strcmp(have, m.tree) == 0)
             continue; /* intact */
-        int r = ok && valid_name(name) ? reinstall(sb, call, sdfd, ssfd, name, &m)
+        int r = ok && sbxp_skill_name_valid(name) ? reinstall(sb, call, sdfd, ssfd, name, &m)
                                        : SBX_E_NOT_FOUND;
         if (r == SBX_OK) {
             st->host->log(st->host, SBX_LOG_INFO,
@@ -583,8 +546,8 @@ int docker_skills_repair(sbx_sandbox *sb, sbx_call *call)
                       "docker: container %.12s: skill %s is damaged and its bundle "
                       "cannot restore it; removed (install it again)",
                       sb->id, name);
-        confine_remove_tree(skfd, name);
-        confine_remove_tree(ssfd, name);
+        sbxp_confine_remove_tree(skfd, name);
+        sbxp_confine_remove_tree(ssfd, name);
     }
     if (d)
         closedir(d);

@@ -60,7 +60,7 @@ static void sweep_one(int dfd, const char *name)
         return;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-        confine_remove_tree(dfd, name);
+        sbxp_confine_remove_tree(dfd, name);
     close(fd);
 }
 

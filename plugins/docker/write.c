@@ -153,7 +153,7 @@ static int make_dirs(sbx_sandbox *sb, sbx_call *call, const char *rel,
                                    "archive failed",
                                    rel);
     }
-    char *esc = sbx_http_escape(t->base);
+    char *esc = sbxp_http_escape(t->base);
     if (!esc) {
         free(m.data);
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
@@ -163,9 +163,9 @@ static int make_dirs(sbx_sandbox *sb, sbx_call *call, const char *rel,
                 "/containers/%s/archive?path=%s&noOverwriteDirNonDir=true%s", sb->id,
                 esc, owner_query);
     free(esc);
-    struct docker_cancel dc;
-    docker_cancel_init(&dc, st->host, call);
-    struct sbx_http_request req = {0};
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
     req.method = "PUT";
     req.path = url;
     req.content_type = "application/x-tar";
@@ -173,8 +173,8 @@ static int make_dirs(sbx_sandbox *sb, sbx_call *call, const char *rel,
     req.body_len = m.len;
     req.cancel = &dc.c;
     req.timeout_ms = st->cfg.request_timeout_ms;
-    sbx_http_error err;
-    int rc = sbx_http_request(st->http, &req, NULL, NULL, &err);
+    sbxp_http_error err;
+    int rc = sbxp_http_request(st->http, &req, NULL, NULL, &err);
     free(m.data);
     if (rc != SBX_OK)
         return docker_report(st, call, &err, "making the directories of %.200s", rel);

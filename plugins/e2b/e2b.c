@@ -47,7 +47,7 @@ static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
         e2b_conf_free(&cfg);
         return rc;
     }
-    const char *envd = e2b_conf_get(host, "envd_url");
+    const char *envd = sbxp_config_get(host, "envd_url");
     if (envd) {
         cfg.route = E2B_ROUTE_HEADERS;
         cfg.envd_url = strdup(envd);

@@ -5,54 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One JSON call to the control plane; retried per policy when idempotent. */
-static int api_call(struct e2b_state *st, sbx_call *call, const char *method,
-                    const char *path, json_object *body, json_object **out,
-                    int idempotent, sbx_http_error *err)
-{
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    const char *headers[2] = {st->key_header[0] ? st->key_header : NULL, NULL};
-    struct sbx_http_request req;
-    memset(&req, 0, sizeof req);
-    req.method = method;
-    req.path = path;
-    req.headers = headers;
-    req.timeout_ms = st->cfg.request_timeout_ms;
-    req.connect_timeout_ms = st->cfg.connect_timeout_ms;
-    req.cancel = &c.c;
-    return sbx_http_json_retry(st->api, &req, body, out, NULL, err,
-                           idempotent ? &st->cfg.retry : NULL);
-}
-
-/* "/sandboxes/<escaped id><suffix>" into buf. */
-static int sandbox_path(char *buf, size_t cap, const char *id, const char *suffix,
-                        sbx_http_error *err)
-{
-    char *e = sbx_http_escape(id);
-    if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    int n = snprintf(buf, cap, "/sandboxes/%s%s", e, suffix);
-    free(e);
-    if (n < 0 || (size_t)n >= cap)
-        return sbx_http_fail(err, SBX_E_INVALID, "sandbox id too long");
-    return SBX_OK;
-}
-
 int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                   const char *spec_hash, json_object **out, sbx_http_error *err)
+                   const char *spec_hash, json_object **out, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
-    json_object *meta = json_object_new_object();
+    json_object *meta = sbxp_api_owner_labels(E2B_META_MANAGED, E2B_META_OWNER, E2B_META_SPEC,
+                                              key_hash, spec_hash, 0);
     if (!body || !meta) {
         json_object_put(body);
         json_object_put(meta);
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
-    json_object_object_add(meta, E2B_META_MANAGED, json_object_new_string("true"));
-    json_object_object_add(meta, E2B_META_OWNER, json_object_new_string(key_hash));
-    if (spec_hash && *spec_hash)
-        json_object_object_add(meta, E2B_META_SPEC, json_object_new_string(spec_hash));
     json_object_object_add(body, "templateID", json_object_new_string(st->cfg.template_id));
     json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
     json_object_object_add(body, "autoPause", json_object_new_boolean(st->cfg.auto_pause));
@@ -62,97 +25,67 @@ int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
     json_object_object_add(body, "metadata", meta);
     /* Not idempotent: a lost answer is recovered by the find that create
      * runs afterwards, never by posting again. */
-    int rc = api_call(st, call, "POST", "/sandboxes", body, out, 0, err);
+    int rc = sbxp_api_json(&st->ctl, call, "POST", "/sandboxes", body, out, 0, err);
     json_object_put(body);
     return rc;
 }
 
 int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                 json_object **out, sbx_http_error *err)
+                 json_object **out, sbxp_http_error *err)
 {
     char kv[128], path[512];
     snprintf(kv, sizeof kv, "%s=%s", E2B_META_OWNER, key_hash);
-    char *e = sbx_http_escape(kv);
+    char *e = sbxp_http_escape(kv);
     if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     snprintf(path, sizeof path, "/v2/sandboxes?metadata=%s&state=running,paused", e);
     free(e);
     json_object *doc = NULL;
-    int rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
+    int rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
     if (rc != SBX_OK)
         return rc;
     if (!doc || !json_object_is_type(doc, json_type_array)) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL,
-                             "GET /v2/sandboxes: the answer is not an array");
+        return sbxp_http_fail(err, SBX_E_PROTOCOL,
+                              "GET /v2/sandboxes: the answer is not an array");
     }
     *out = doc;
     return SBX_OK;
 }
 
 int e2b_api_get(struct e2b_state *st, sbx_call *call, const char *id, json_object **out,
-                sbx_http_error *err)
+                sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    json_object *doc = NULL;
-    rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
-    if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
-        json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
-    }
-    *out = doc;
+    return sbxp_api_sandbox(&st->ctl, call, "GET", "/sandboxes/", id, "", NULL, out, err);
+}
+
+/* POST {"timeout": lifetime} to /sandboxes/<id><suffix>. */
+static int post_lifetime(struct e2b_state *st, sbx_call *call, const char *id,
+                         const char *suffix, json_object **out, sbxp_http_error *err)
+{
+    json_object *body = json_object_new_object();
+    if (!body)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
+    int rc = sbxp_api_sandbox(&st->ctl, call, "POST", "/sandboxes/", id, suffix, body, out, err);
+    json_object_put(body);
     return rc;
 }
 
 int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
-                    json_object **out, sbx_http_error *err)
+                    json_object **out, sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/connect", err);
-    if (rc != SBX_OK)
-        return rc;
-    json_object *body = json_object_new_object();
-    if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
-    json_object *doc = NULL;
-    rc = api_call(st, call, "POST", path, body, &doc, 1, err);
-    json_object_put(body);
-    if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
-        json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "POST /sandboxes/%s/connect: not an object",
-                             id);
-    }
-    *out = doc;
-    return rc;
+    return post_lifetime(st, call, id, "/connect", out, err);
 }
 
 int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
-                        sbx_http_error *err)
+                        sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/timeout", err);
-    if (rc != SBX_OK)
-        return rc;
-    json_object *body = json_object_new_object();
-    if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
-    rc = api_call(st, call, "POST", path, body, NULL, 1, err);
-    json_object_put(body);
-    return rc;
+    return post_lifetime(st, call, id, "/timeout", NULL, err);
 }
 
 int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
-                   sbx_http_error *err)
+                   sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = api_call(st, call, "DELETE", path, NULL, NULL, 1, err);
-    return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
+    return sbxp_api_sandbox(&st->ctl, call, "DELETE", "/sandboxes/", id, "", NULL, NULL, err);
 }

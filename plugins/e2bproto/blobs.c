@@ -9,6 +9,7 @@
  */
 #include "e2b_core.h"
 #include "hex.h"
+#include "text_sink.h"
 
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -70,21 +71,6 @@ static long tee_read(void *ctx, void *buf, size_t cap)
     return n;
 }
 
-struct keep_out {
-    char buf[256];
-    size_t len;
-};
-
-static int keep_out_write(void *ctx, const void *data, size_t len)
-{
-    struct keep_out *k = ctx;
-    size_t n = len < sizeof k->buf - 1 - k->len ? len : sizeof k->buf - 1 - k->len;
-    memcpy(k->buf + k->len, data, n);
-    k->len += n;
-    k->buf[k->len] = '\0';
-    return 0;
-}
-
 /* sha256sum and size of abs as the sandbox sees them, against the pin. */
 static int check_landed(sbx_sandbox *sb, sbx_call *call, const char *what, const char *abs,
                         const struct sbx_blob *b)
@@ -92,11 +78,12 @@ static int check_landed(sbx_sandbox *sb, sbx_call *call, const char *what, const
     struct e2b_state *st = sb->st;
     const char *argv[] = {"sh", "-c", "sha256sum < \"$1\" && stat -c %s \"$1\"", "sh", abs,
                           NULL};
-    struct keep_out k = {"", 0};
-    struct sbx_sink out = SBX_SINK_INIT(&k, keep_out_write);
+    char answer[256];
+    struct sbxp_text_sink k;
+    sbxp_text_sink_init(&k, answer, sizeof answer);
     char msg[256];
     int code = -1;
-    int rc = e2b_exec_helper_as(sb, call, "root", "/", argv, &out, 60000, &code, msg,
+    int rc = e2b_exec_helper_as(sb, call, "root", "/", argv, &k.sink, 60000, &code, msg,
                                 sizeof msg);
     if (rc != SBX_OK)
         return rc;
@@ -127,7 +114,7 @@ int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
     /* No length: the body goes chunked, so a source longer than declared
      * is seen (and cut off) instead of silently truncated. */
     struct sbx_source src = {.size = sizeof(struct sbx_source), .ctx = &t, .read = tee_read};
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_files_upload(sb, call, abs, "root", &src, &err);
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned dlen = 0;

@@ -13,32 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *e2b_conf_get(const struct sbx_host *host, const char *key)
-{
-    return host->config_get ? host->config_get(host, key) : NULL;
-}
-
-static int int_key(const struct sbx_host *host, sbx_call *call, const char *prov,
-                   const char *key, int64_t def, int64_t min, int64_t max, int64_t *out)
-{
-    const char *v = e2b_conf_get(host, key);
-    *out = def;
-    if (!v)
-        return SBX_OK;
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (errno || end == v || *end || n < min || n > max)
-        return host->set_error(host, call, SBX_E_CONFIG,
-                               "providers.%s.%s: want an integer from %lld to %lld", prov,
-                               key, (long long)min, (long long)max);
-    *out = n;
-    return SBX_OK;
-}
 
 static int bool_key(const struct sbx_host *host, const char *key, int def)
 {
-    const char *v = e2b_conf_get(host, key);
+    const char *v = sbxp_config_get(host, key);
     return v ? !strcmp(v, "true") : def;
 }
 
@@ -100,7 +78,7 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     cfg->key_source = d->key_var;
     cfg->missing_http = d->missing_http;
     int rc;
-    const char *kf = e2b_conf_get(host, "key_file");
+    const char *kf = sbxp_config_get(host, "key_file");
     const char *env = getenv(d->key_var);
     if (env && *env) {
         rc = dup_key(host, call, env, NULL, &cfg->api_key);
@@ -121,10 +99,10 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
                                "%s: the API key in %s has spaces or control characters", p,
                                env && *env ? d->key_var : "key_file");
 
-    const char *domain = e2b_conf_get(host, "domain");
+    const char *domain = sbxp_config_get(host, "domain");
     if ((rc = dup_key(host, call, domain, d->domain, &cfg->domain)) != SBX_OK)
         return rc;
-    const char *api = e2b_conf_get(host, "api_url");
+    const char *api = sbxp_config_get(host, "api_url");
     if (api) {
         rc = dup_key(host, call, api, NULL, &cfg->api_url);
     } else if (cfg->domain && !d->api_url_required) {
@@ -138,29 +116,21 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
         return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.api_url is required", p);
     if (!cfg->domain)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.domain is required", p);
-    const char *tmpl = e2b_conf_get(host, "template");
+    const char *tmpl = sbxp_config_get(host, "template");
     if ((rc = dup_key(host, call, tmpl, d->template_id, &cfg->template_id)) != SBX_OK)
         return rc;
     if (!cfg->template_id || !*cfg->template_id)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.template is required", p);
-    if ((rc = int_key(host, call, p, "lifetime", 3600, 2, 86400 * 30, &cfg->lifetime_s)) ||
-        (rc = int_key(host, call, p, "request_timeout_ms", 60000, 100, 3600000,
-                      &cfg->request_timeout_ms)) ||
-        (rc = int_key(host, call, p, "connect_timeout_ms", 10000, 100, 600000,
-                      &cfg->connect_timeout_ms)))
+    if ((rc = sbxp_config_int(host, call, p, "lifetime", 3600, 2, 86400 * 30, &cfg->lifetime_s)) ||
+        (rc = sbxp_http_config(host, call, p, &cfg->request_timeout_ms, &cfg->connect_timeout_ms,
+                               &cfg->retry)))
         return rc;
-    int64_t retries;
-    if ((rc = int_key(host, call, p, "retries", 4, 0, 20, &retries)))
-        return rc;
-    cfg->retry.attempts = (int)retries + 1;
-    cfg->retry.base_ms = 200;
-    cfg->retry.cap_ms = 5000;
     cfg->auto_pause = bool_key(host, "auto_pause", 0);
     cfg->internet = bool_key(host, "internet", 0);
     cfg->envd_https = bool_key(host, "envd_tls", d->envd_tls);
-    if ((rc = dup_key(host, call, e2b_conf_get(host, "user"), "user", &cfg->user)))
+    if ((rc = dup_key(host, call, sbxp_config_get(host, "user"), "user", &cfg->user)))
         return rc;
-    const char *ws = e2b_conf_get(host, "workspace");
+    const char *ws = sbxp_config_get(host, "workspace");
     if ((rc = dup_key(host, call, ws, "/home/user/workspace", &cfg->workspace)))
         return rc;
     size_t wl = strlen(cfg->workspace);
@@ -171,8 +141,8 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
                                "providers.%s.workspace: want an absolute path below /", p);
     /* Per-sandbox state (memory attachments and baselines) lives on this
      * machine, out of the sandbox's reach. */
-    if ((rc = sbx_rmem_state_dir(host, call, p, e2b_conf_get(host, "state_dir"),
-                                 &cfg->state_dir)))
+    if ((rc = sbxp_rmem_state_dir(host, call, p, sbxp_config_get(host, "state_dir"),
+                                  &cfg->state_dir)))
         return rc;
     if (!*cfg->user || strchr(cfg->user, ':'))
         return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.user: bad user name", p);

@@ -5,23 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-void e2bp_frames_init(struct e2bp_frames *f)
+void e2b_frames_init(struct e2b_frames *f)
 {
     memset(f, 0, sizeof *f);
 }
 
-void e2bp_frames_free(struct e2bp_frames *f)
+void e2b_frames_free(struct e2b_frames *f)
 {
     free(f->buf);
     memset(f, 0, sizeof *f);
 }
 
-int e2bp_frames_partial(const struct e2bp_frames *f)
+int e2b_frames_partial(const struct e2b_frames *f)
 {
     return f->hdr_got > 0;
 }
 
-json_object *e2bp_json_parse(const char *payload, size_t len)
+json_object *e2b_json_parse(const char *payload, size_t len)
 {
     if (len == 0)
         return json_object_new_object();
@@ -42,19 +42,19 @@ json_object *e2bp_json_parse(const char *payload, size_t len)
 }
 
 /* Hand over one complete envelope, then reset for the next. */
-static int deliver(struct e2bp_frames *f, e2bp_frame_fn fn, void *ctx)
+static int deliver(struct e2b_frames *f, e2b_frame_fn fn, void *ctx)
 {
     unsigned flags = f->hdr[0];
     size_t len = f->need;
     f->hdr_got = 0;
     f->len = f->need = 0;
-    if (flags & E2BP_FLAG_END)
+    if (flags & E2B_FLAG_END)
         f->ended = 1;
     return fn ? fn(ctx, flags, (const char *)f->buf, len) : 0;
 }
 
-int e2bp_frames_feed(struct e2bp_frames *f, const void *data, size_t len,
-                     e2bp_frame_fn fn, void *ctx)
+int e2b_frames_feed(struct e2b_frames *f, const void *data, size_t len,
+                    e2b_frame_fn fn, void *ctx)
 {
     const unsigned char *p = data;
     while (len > 0) {
@@ -72,7 +72,7 @@ int e2bp_frames_feed(struct e2bp_frames *f, const void *data, size_t len,
                 break;
             f->need = (size_t)f->hdr[1] << 24 | (size_t)f->hdr[2] << 16 |
                       (size_t)f->hdr[3] << 8 | (size_t)f->hdr[4];
-            if (f->need > E2BP_FRAME_MAX || (f->hdr[0] & E2BP_FLAG_COMPRESSED))
+            if (f->need > E2B_FRAME_MAX || (f->hdr[0] & E2B_FLAG_COMPRESSED))
                 return SBX_E_PROTOCOL;
             f->len = 0;
             if (f->need > f->cap) {
@@ -104,7 +104,7 @@ int e2bp_frames_feed(struct e2bp_frames *f, const void *data, size_t len,
     return SBX_OK;
 }
 
-unsigned char *e2bp_envelope(json_object *msg, unsigned flags, size_t *len)
+unsigned char *e2b_envelope(json_object *msg, unsigned flags, size_t *len)
 {
     size_t n = 0;
     const char *s = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN, &n);
@@ -123,7 +123,7 @@ unsigned char *e2bp_envelope(json_object *msg, unsigned flags, size_t *len)
     return b;
 }
 
-int e2bp_code_status(const char *code)
+int e2b_code_status(const char *code)
 {
     static const struct {
         const char *code;

@@ -29,10 +29,15 @@
 
 #include <sbx/provider.h>
 
+#include "api_call.h"
 #include "call_cancel.h"
+#include "call_error.h"
 #include "e2bproto.h"
 #include "http_client.h"
+#include "http_config.h"
 #include "http_json.h"
+#include "http_report.h"
+#include "provider_config.h"
 #include "remote_memory.h"
 
 #include <pthread.h>
@@ -79,7 +84,7 @@ struct e2b_conf {
     char *workspace;        /* absolute path of the workspace */
     char *state_dir;        /* host directory of per-sandbox state (memory) */
     int missing_http;       /* status envd's proxy gives for a gone sandbox */
-    struct sbx_http_retry retry;
+    struct sbxp_http_retry retry;
 };
 
 void e2b_conf_free(struct e2b_conf *c);
@@ -88,9 +93,11 @@ void e2b_conf_free(struct e2b_conf *c);
 struct e2b_state {
     const struct sbx_host *host;
     struct e2b_conf cfg;
-    sbx_http *api;          /* control plane pool */
-    sbx_http *envd;         /* shared envd pool (HEADERS, PROXY) or NULL */
+    sbxp_http *api;          /* control plane pool */
+    sbxp_http *envd;         /* shared envd pool (HEADERS, PROXY) or NULL */
     char key_header[512];   /* "X-API-Key: ..." or "" */
+    struct sbxp_api ctl;    /* the control plane's calls (api.c) */
+    struct sbxp_reporter report; /* how e2b_report names the provider */
 };
 
 /* A sandbox handle. Immutable after attach except the lifetime stamp and
@@ -100,7 +107,7 @@ struct sbx_sandbox {
     struct e2b_state *st;
     char id[128];
     char key_hash[SBX_KEY_HASH_LEN + 1];
-    sbx_http *envd;          /* borrowed from st or owned (E2B_ROUTE_HOST) */
+    sbxp_http *envd;          /* borrowed from st or owned (E2B_ROUTE_HOST) */
     int owns_envd;
     char route1[256];        /* E2b-Sandbox-Id / Host header, or "" */
     char route2[64];         /* E2b-Sandbox-Port header, or "" */
@@ -108,7 +115,7 @@ struct sbx_sandbox {
     char auth[256];          /* "Authorization: Basic ..." */
     pthread_mutex_t lock;    /* guards extended_ms */
     int64_t extended_ms;     /* when the TTL was last set */
-    struct sbx_rmem mem;     /* memory attachments, from create or state_dir */
+    struct sbxp_rmem mem;     /* memory attachments, from create or state_dir */
 };
 
 
@@ -135,9 +142,6 @@ struct e2b_conf_defaults {
 int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
                   const struct e2b_conf_defaults *d, struct e2b_conf *cfg);
 
-/* Config getters: the value of key, or NULL. */
-const char *e2b_conf_get(const struct sbx_host *host, const char *key);
-
 /* ---- state.c ----------------------------------------------------------- */
 
 /* Create an instance from cfg (moved in: the caller no longer frees it). */
@@ -147,41 +151,42 @@ void e2b_state_free(struct e2b_state *st);
 
 
 /* Report a failed request: prefix what was attempted; 401/403 become
- * SBX_E_CONFIG naming the variable that holds the key (never its value). */
-int e2b_report(struct e2b_state *st, sbx_call *call, const sbx_http_error *err,
-               const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+ * SBX_E_CONFIG naming the variable that holds the key (never its value).
+ * plugins/common/http_report.c, with the state's reporter. */
+#define e2b_report(st, call, err, ...) \
+    sbxp_http_report((st)->host, (call), &(st)->report, (err), __VA_ARGS__)
 
-/* Set the call's error (or log it without a call) and return status. */
-int e2b_error(struct e2b_state *st, sbx_call *call, int status, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
+/* Set the call's error (or log it without a call) and return status:
+ * plugins/common/call_error.c on the state's host. */
+#define e2b_error(st, call, ...) sbxp_call_error((st)->host, (call), __VA_ARGS__)
 
 
 /* ---- api.c ------------------------------------------------------------- */
 
 /* POST /sandboxes with ownership metadata; *out is the Sandbox answer. */
 int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                   const char *spec_hash, json_object **out, sbx_http_error *err);
+                   const char *spec_hash, json_object **out, sbxp_http_error *err);
 
 /* GET /v2/sandboxes?metadata=sbx.owner=<hash>&state=running,paused:
  * *out is the array of ListedSandbox. */
 int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                 json_object **out, sbx_http_error *err);
+                 json_object **out, sbxp_http_error *err);
 
 /* GET /sandboxes/{id}: SandboxDetail, SBX_E_NOT_FOUND when gone. */
 int e2b_api_get(struct e2b_state *st, sbx_call *call, const char *id,
-                json_object **out, sbx_http_error *err);
+                json_object **out, sbxp_http_error *err);
 
 /* POST /sandboxes/{id}/connect {timeout} (resumes a paused one). */
 int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
-                    json_object **out, sbx_http_error *err);
+                    json_object **out, sbxp_http_error *err);
 
 /* POST /sandboxes/{id}/timeout {timeout}. */
 int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
-                        sbx_http_error *err);
+                        sbxp_http_error *err);
 
 /* DELETE /sandboxes/{id}; 404 is SBX_OK. */
 int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
-                   sbx_http_error *err);
+                   sbxp_http_error *err);
 
 /* ---- envd.c ------------------------------------------------------------ */
 
@@ -190,27 +195,27 @@ int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
 int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox);
 
 /* The handle's envd headers (routing, token, user), for a request. */
-void e2b_envd_headers(sbx_sandbox *sb, struct e2bp_headers *hs);
+void e2b_envd_headers(sbx_sandbox *sb, struct e2b_headers *hs);
 
 /* A unary RPC to envd, e.g. "filesystem.Filesystem/Stat"; retried when
  * idempotent. */
 int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object *body,
-                   json_object **out, int idempotent, sbx_http_error *err);
+                   json_object **out, int idempotent, sbxp_http_error *err);
 
 /* After an envd request failed with the proxy's answer for a sandbox it
  * cannot reach (E2B 502, CubeProxy 500): when the control plane says the
  * sandbox is paused (auto-pause, or paused by someone), resume it through
  * connect. SBX_OK: it runs again and the request, which never reached
  * envd, may be repeated; otherwise nothing changed. */
-int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbx_http_error *err);
+int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbxp_http_error *err);
 
 /* After an envd failure: when the proxy's answer may mean that the sandbox
  * is gone, ask the control plane and turn the error into SBX_E_NOT_FOUND if
  * so. Returns the (possibly changed) status. */
-int e2b_envd_gone(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err);
+int e2b_envd_gone(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err);
 
 /* Report an envd failure (e2b_envd_gone, then e2b_report). */
-int e2b_envd_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err,
+int e2b_envd_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err,
                     const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
 
 /* Extend the sandbox's TTL when half of it has passed since it was set,
@@ -261,7 +266,7 @@ enum e2b_ftype { E2B_FT_NONE = 0, E2B_FT_FILE, E2B_FT_DIR, E2B_FT_LINK, E2B_FT_O
 /* filesystem.Stat of an absolute path; a missing one is SBX_OK with
  * *type E2B_FT_NONE. target (may be NULL) receives a symlink's target. */
 int e2b_stat(sbx_sandbox *sb, sbx_call *call, const char *abs, int *type,
-             char *target, size_t cap, sbx_http_error *err);
+             char *target, size_t cap, sbxp_http_error *err);
 
 /*
  * Resolve a workspace-relative path, component by component, following
@@ -293,16 +298,16 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                    const struct sbx_source *src, unsigned mode);
 
 /* filesystem.MakeDir of an absolute path (existing is fine). */
-int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err);
+int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error *err);
 
 /* filesystem.Remove of an absolute path (missing is fine). */
-int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err);
+int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error *err);
 
 /* POST /files: src streamed to the absolute path abs, created (with its
  * parents) as user (NULL: the configured one), who owns it. Not reported:
  * the caller says what failed (err->from_callback: the source's own). */
 int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
-                     const struct sbx_source *src, sbx_http_error *err);
+                     const struct sbx_source *src, sbxp_http_error *err);
 
 /* ---- memory.c ---------------------------------------------------------- */
 
@@ -340,7 +345,7 @@ int e2b_blob_args(struct e2b_state *st, sbx_call *call, const char *what,
 int e2b_blob_upload(sbx_sandbox *sb, sbx_call *call, const char *what,
                     const struct sbx_blob *b, const char *abs, const struct sbx_sink *tap);
 
-/* Run argv as root in "/" (memory.c, through sbx_rmem_script); a nonzero exit is SBX_E_IO (SBX_E_INVALID for
+/* Run argv as root in "/" (memory.c, through sbxp_rmem_script); a nonzero exit is SBX_E_IO (SBX_E_INVALID for
  * exit 3: the script refused) with its stderr in the message. */
 int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
                     const char *const *argv);

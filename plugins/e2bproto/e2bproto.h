@@ -23,17 +23,17 @@
 #include <stdint.h>
 
 /* Envelope flags. */
-#define E2BP_FLAG_COMPRESSED 0x01u
-#define E2BP_FLAG_END 0x02u
+#define E2B_FLAG_COMPRESSED 0x01u
+#define E2B_FLAG_END 0x02u
 
 /* Largest envelope accepted from a service (envd's data events are 32 KiB
  * or so; this bounds a misbehaving one). */
-#define E2BP_FRAME_MAX (4u * 1024u * 1024u)
+#define E2B_FRAME_MAX (4u * 1024u * 1024u)
 
 /* ---- connect.c --------------------------------------------------------- */
 
 /* Incremental decoder of a stream of envelopes. */
-struct e2bp_frames {
+struct e2b_frames {
     unsigned char hdr[5];
     size_t hdr_got;
     unsigned char *buf;
@@ -45,37 +45,37 @@ struct e2bp_frames {
 
 /*
  * Called once per complete envelope with its flags and raw JSON payload
- * (borrowed for the call; parse it with e2bp_json_parse, or look at it
+ * (borrowed for the call; parse it with e2b_json_parse, or look at it
  * directly for a hot path). Returns 0 to go on or an sbx_status to stop.
  */
-typedef int (*e2bp_frame_fn)(void *ctx, unsigned flags, const char *payload, size_t len);
+typedef int (*e2b_frame_fn)(void *ctx, unsigned flags, const char *payload, size_t len);
 
 /* Parse a payload as one JSON object (an empty payload is {}). NULL when
  * it is not one; the caller owns the result. */
-json_object *e2bp_json_parse(const char *payload, size_t len);
+json_object *e2b_json_parse(const char *payload, size_t len);
 
-void e2bp_frames_init(struct e2bp_frames *f);
-void e2bp_frames_free(struct e2bp_frames *f);
+void e2b_frames_init(struct e2b_frames *f);
+void e2b_frames_free(struct e2b_frames *f);
 
 /*
  * Feed received bytes. Returns SBX_OK, the callback's status, or
  * SBX_E_PROTOCOL for an oversized or compressed envelope, or bytes after
  * the end-of-stream envelope.
  */
-int e2bp_frames_feed(struct e2bp_frames *f, const void *data, size_t len,
-                     e2bp_frame_fn fn, void *ctx);
+int e2b_frames_feed(struct e2b_frames *f, const void *data, size_t len,
+                    e2b_frame_fn fn, void *ctx);
 
 /* Nonzero while an envelope has started but not completed (a stream cut
  * there was truncated). */
-int e2bp_frames_partial(const struct e2bp_frames *f);
+int e2b_frames_partial(const struct e2b_frames *f);
 
 /* One envelope holding msg serialized compactly. Returns a malloc'd buffer
  * of *len bytes, or NULL when out of memory. */
-unsigned char *e2bp_envelope(json_object *msg, unsigned flags, size_t *len);
+unsigned char *e2b_envelope(json_object *msg, unsigned flags, size_t *len);
 
 /* The sbx_status a Connect error code ("not_found", "deadline_exceeded",
  * ...) stands for. Unknown codes are SBX_E_PROTOCOL. */
-int e2bp_code_status(const char *code);
+int e2b_code_status(const char *code);
 
 /* ---- rpc.c ------------------------------------------------------------- */
 
@@ -83,21 +83,21 @@ int e2bp_code_status(const char *code);
  * A unary Connect call: POST /<service>/<method> with a JSON body and the
  * Connect-Protocol-Version header added to extra (NULL-terminated "Name:
  * value" lines, may be NULL). A Connect error answer is reported with its
- * code mapped (e2bp_code_status) and its message; err->http_status keeps
+ * code mapped (e2b_code_status) and its message; err->http_status keeps
  * the HTTP status.
  */
-int e2bp_unary(sbx_http *h, const char *const *extra, const char *rpc,
-               json_object *body, json_object **out, int64_t timeout_ms,
-               int64_t connect_timeout_ms, const struct sbx_http_cancel *cancel,
-               const struct sbx_http_retry *retry, sbx_http_error *err);
+int e2b_unary(sbxp_http *h, const char *const *extra, const char *rpc,
+              json_object *body, json_object **out, int64_t timeout_ms,
+              int64_t connect_timeout_ms, const struct sbxp_http_cancel *cancel,
+              const struct sbxp_http_retry *retry, sbxp_http_error *err);
 
-/* Headers of a call: collect up to E2BP_HDR_MAX lines. */
-#define E2BP_HDR_MAX 12
-struct e2bp_headers {
-    const char *v[E2BP_HDR_MAX + 1];
+/* Headers of a call: collect up to E2B_HDR_MAX lines. */
+#define E2B_HDR_MAX 12
+struct e2b_headers {
+    const char *v[E2B_HDR_MAX + 1];
     size_t n;
 };
-void e2bp_headers_add(struct e2bp_headers *hs, const char *line);
-void e2bp_headers_add_all(struct e2bp_headers *hs, const char *const *lines);
+void e2b_headers_add(struct e2b_headers *hs, const char *line);
+void e2b_headers_add_all(struct e2b_headers *hs, const char *const *lines);
 
 #endif /* SBX_E2BPROTO_H */

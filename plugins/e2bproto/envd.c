@@ -11,10 +11,10 @@
 int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
 {
     struct e2b_state *st = sb->st;
-    const char *domain = sbx_json_str(sandbox, "domain");
+    const char *domain = sbxp_json_str(sandbox, "domain");
     if (!domain || !*domain)
         domain = st->cfg.domain;
-    const char *token = sbx_json_str(sandbox, "envdAccessToken");
+    const char *token = sbxp_json_str(sandbox, "envdAccessToken");
     if (token && *token &&
         snprintf(sb->token, sizeof sb->token, "X-Access-Token: %s", token) >=
             (int)sizeof sb->token)
@@ -25,9 +25,9 @@ int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
     if (snprintf(userpass, sizeof userpass, "%s:", st->cfg.user) >= (int)sizeof userpass)
         return e2b_error(st, call, SBX_E_CONFIG, "%s: user name too long", st->cfg.provider);
     char b64[176];
-    if (sbx_b64_len(strlen(userpass)) > sizeof b64)
+    if (sbxp_b64_len(strlen(userpass)) > sizeof b64)
         return e2b_error(st, call, SBX_E_CONFIG, "%s: user name too long", st->cfg.provider);
-    sbx_b64_encode(userpass, strlen(userpass), b64);
+    sbxp_b64_encode(userpass, strlen(userpass), b64);
     snprintf(sb->auth, sizeof sb->auth, "Authorization: Basic %s", b64);
 
     switch (st->cfg.route) {
@@ -51,8 +51,8 @@ int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
                      E2B_ENVD_PORT, sb->id, domain) >= (int)sizeof url)
             return e2b_error(st, call, SBX_E_CONFIG, "%s: sandbox domain too long",
                              st->cfg.provider);
-        sbx_http_error err;
-        int rc = sbx_http_new(url, &sb->envd, &err);
+        sbxp_http_error err;
+        int rc = sbxp_http_new(url, &sb->envd, &err);
         if (rc != SBX_OK)
             return e2b_error(st, call, rc, "%s: envd address: %s", st->cfg.provider,
                              err.message);
@@ -62,26 +62,26 @@ int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
     }
 }
 
-void e2b_envd_headers(sbx_sandbox *sb, struct e2bp_headers *hs)
+void e2b_envd_headers(sbx_sandbox *sb, struct e2b_headers *hs)
 {
     if (sb->route1[0])
-        e2bp_headers_add(hs, sb->route1);
+        e2b_headers_add(hs, sb->route1);
     if (sb->route2[0])
-        e2bp_headers_add(hs, sb->route2);
+        e2b_headers_add(hs, sb->route2);
     if (sb->token[0])
-        e2bp_headers_add(hs, sb->token);
-    e2bp_headers_add(hs, sb->auth);
+        e2b_headers_add(hs, sb->token);
+    e2b_headers_add(hs, sb->auth);
 }
 
-int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbx_http_error *err)
+int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbxp_http_error *err)
 {
     struct e2b_state *st = sb->st;
     if (err->from_callback || err->http_status != st->cfg.missing_http)
         return SBX_E_UNAVAILABLE;
     json_object *doc = NULL;
-    sbx_http_error e2;
+    sbxp_http_error e2;
     int rc = e2b_api_get(st, call, sb->id, &doc, &e2);
-    const char *state = rc == SBX_OK ? sbx_json_str(doc, "state") : NULL;
+    const char *state = rc == SBX_OK ? sbxp_json_str(doc, "state") : NULL;
     int paused = state && !strcmp(state, "paused");
     json_object_put(doc);
     if (!paused)
@@ -105,26 +105,26 @@ int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbx_http_error *err)
 }
 
 int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object *body,
-                   json_object **out, int idempotent, sbx_http_error *err)
+                   json_object **out, int idempotent, sbxp_http_error *err)
 {
     struct e2b_state *st = sb->st;
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    struct e2bp_headers hs = {{NULL}, 0};
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
+    struct e2b_headers hs = {{NULL}, 0};
     e2b_envd_headers(sb, &hs);
-    int rc = e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
-                        st->cfg.connect_timeout_ms, &c.c,
-                        idempotent ? &st->cfg.retry : NULL, err);
+    int rc = e2b_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
+                       st->cfg.connect_timeout_ms, &c.c,
+                       idempotent ? &st->cfg.retry : NULL, err);
     /* The proxy's answer: the call never reached envd, so it is repeated
      * once the sandbox runs again, idempotent or not. */
     if (rc != SBX_OK && e2b_envd_resume(sb, call, err) == SBX_OK)
-        rc = e2bp_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
-                        st->cfg.connect_timeout_ms, &c.c,
-                        idempotent ? &st->cfg.retry : NULL, err);
+        rc = e2b_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
+                       st->cfg.connect_timeout_ms, &c.c,
+                       idempotent ? &st->cfg.retry : NULL, err);
     return rc;
 }
 
-int e2b_envd_gone(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err)
+int e2b_envd_gone(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err)
 {
     struct e2b_state *st = sb->st;
     /* E2B's proxy answers 502 for a sandbox it does not know, CubeProxy
@@ -135,19 +135,19 @@ int e2b_envd_gone(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err)
          !(err->http_status == 0 && err->status == SBX_E_UNAVAILABLE)))
         return err->status;
     json_object *doc = NULL;
-    sbx_http_error e2;
+    sbxp_http_error e2;
     int rc = e2b_api_get(st, call, sb->id, &doc, &e2);
     json_object_put(doc);
     if (rc == SBX_E_NOT_FOUND) {
-        char keep[SBX_HTTP_MSG_MAX];
+        char keep[SBXP_HTTP_MSG_MAX];
         snprintf(keep, sizeof keep, "%s", err->message);
-        sbx_http_fail(err, SBX_E_NOT_FOUND, "sandbox %s no longer exists (%s)", sb->id,
-                      keep);
+        sbxp_http_fail(err, SBX_E_NOT_FOUND, "sandbox %s no longer exists (%s)", sb->id,
+                       keep);
     }
     return err->status;
 }
 
-int e2b_envd_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err,
+int e2b_envd_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err,
                     const char *fmt, ...)
 {
     char what[256];
@@ -170,7 +170,7 @@ void e2b_keep_alive(sbx_sandbox *sb, sbx_call *call)
     pthread_mutex_unlock(&sb->lock);
     if (!due)
         return;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (e2b_api_set_timeout(st, call, sb->id, &err) != SBX_OK)
         st->host->log(st->host, SBX_LOG_WARN, "%s: extending the lifetime of %s: %s",
                       st->cfg.provider, sb->id, err.message);

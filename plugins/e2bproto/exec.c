@@ -10,7 +10,9 @@
  */
 #include "e2b_core.h"
 #include "hex.h"
+#include "exec_env.h"
 #include "gosignal.h"
+#include "helper_exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,7 +61,7 @@ struct run {
 static int deliver(struct run *r, const struct sbx_sink *sink, uint64_t *count,
                    const char *b64, size_t inl)
 {
-    long n = sbx_b64_decode(b64, inl, r->dec);
+    long n = sbxp_b64_decode(b64, inl, r->dec);
     if (n < 0)
         return SBX_E_PROTOCOL;
     *count += (uint64_t)n;
@@ -104,9 +106,9 @@ static int on_frame(void *ctx, unsigned flags, const char *payload, size_t len)
 {
     struct run *r = ctx;
     int rc;
-    if (!(flags & E2BP_FLAG_END) && fast_data(r, payload, len, &rc))
+    if (!(flags & E2B_FLAG_END) && fast_data(r, payload, len, &rc))
         return rc;
-    json_object *msg = e2bp_json_parse(payload, len);
+    json_object *msg = e2b_json_parse(payload, len);
     if (!msg)
         return SBX_E_PROTOCOL;
     rc = on_event(r, flags, msg);
@@ -116,47 +118,47 @@ static int on_frame(void *ctx, unsigned flags, const char *payload, size_t len)
 
 static int on_event(struct run *r, unsigned flags, json_object *msg)
 {
-    if (flags & E2BP_FLAG_END) {
+    if (flags & E2B_FLAG_END) {
         r->stream_end = 1;
-        json_object *e = sbx_json_obj(msg, "error");
+        json_object *e = sbxp_json_obj(msg, "error");
         if (e) {
             snprintf(r->err_code, sizeof r->err_code, "%s",
-                     sbx_json_str(e, "code") ? sbx_json_str(e, "code") : "unknown");
+                     sbxp_json_str(e, "code") ? sbxp_json_str(e, "code") : "unknown");
             snprintf(r->err_msg, sizeof r->err_msg, "%s",
-                     sbx_json_str(e, "message") ? sbx_json_str(e, "message") : "");
+                     sbxp_json_str(e, "message") ? sbxp_json_str(e, "message") : "");
         }
         return SBX_OK;
     }
-    json_object *ev = sbx_json_obj(msg, "event");
+    json_object *ev = sbxp_json_obj(msg, "event");
     if (!ev)
         return SBX_OK;
     json_object *o;
-    if (sbx_json_obj(ev, "keepalive")) {
+    if (sbxp_json_obj(ev, "keepalive")) {
         /* A command still running is use: the sandbox must outlive it. */
         e2b_keep_alive(r->sb, NULL);
         return SBX_OK;
     }
-    if ((o = sbx_json_obj(ev, "start"))) {
+    if ((o = sbxp_json_obj(ev, "start"))) {
         pthread_mutex_lock(&r->mu);
-        r->pid = (uint32_t)sbx_json_int(o, "pid", 0);
+        r->pid = (uint32_t)sbxp_json_int(o, "pid", 0);
         r->have_pid = 1;
         pthread_cond_broadcast(&r->cv);
         pthread_mutex_unlock(&r->mu);
-    } else if ((o = sbx_json_obj(ev, "data"))) {
+    } else if ((o = sbxp_json_obj(ev, "data"))) {
         const char *s;
-        if ((s = sbx_json_str(o, "stdout")))
+        if ((s = sbxp_json_str(o, "stdout")))
             return deliver(r, r->out, &r->res->out_bytes, s, strlen(s));
-        if ((s = sbx_json_str(o, "stderr")))
+        if ((s = sbxp_json_str(o, "stderr")))
             return deliver(r, r->err, &r->res->err_bytes, s, strlen(s));
-    } else if ((o = sbx_json_obj(ev, "end"))) {
+    } else if ((o = sbxp_json_obj(ev, "end"))) {
         r->ended = 1;
         /* proto3 JSON leaves out zero values: exitCode 0, exited false. */
-        r->exit_code = (int)sbx_json_int(o, "exitCode", 0);
-        r->exited = sbx_json_bool(o, "exited", 0);
+        r->exit_code = (int)sbxp_json_int(o, "exitCode", 0);
+        r->exited = sbxp_json_bool(o, "exited", 0);
         snprintf(r->status, sizeof r->status, "%s",
-                 sbx_json_str(o, "status") ? sbx_json_str(o, "status") : "");
+                 sbxp_json_str(o, "status") ? sbxp_json_str(o, "status") : "");
         snprintf(r->end_error, sizeof r->end_error, "%s",
-                 sbx_json_str(o, "error") ? sbx_json_str(o, "error") : "");
+                 sbxp_json_str(o, "error") ? sbxp_json_str(o, "error") : "");
     }
     return SBX_OK;
 }
@@ -178,7 +180,7 @@ static void kill_process(struct run *r, sbx_call *call)
     json_object_object_add(sel, "pid", json_object_new_int64(pid));
     json_object_object_add(body, "process", sel);
     json_object_object_add(body, "signal", json_object_new_string("SIGNAL_SIGKILL"));
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_envd_unary(r->sb, call, "process.Process/SendSignal", body, NULL, 1, &err);
     json_object_put(body);
     if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
@@ -196,17 +198,17 @@ static int send_input(struct run *r, uint32_t pid, const void *data, size_t len)
     json_object_object_add(body, "process", sel);
     char *b64 = NULL;
     if (data) {
-        b64 = malloc(sbx_b64_len(len));
+        b64 = malloc(sbxp_b64_len(len));
         if (!b64) {
             json_object_put(body);
             return SBX_E_NOMEM;
         }
-        sbx_b64_encode(data, len, b64);
+        sbxp_b64_encode(data, len, b64);
         json_object *in = json_object_new_object();
         json_object_object_add(in, "stdin", json_object_new_string(b64));
         json_object_object_add(body, "input", in);
     }
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_envd_unary(r->sb, NULL,
                             data ? "process.Process/SendInput" : "process.Process/CloseStdin",
                             body, NULL, 0, &err);
@@ -292,14 +294,7 @@ static json_object *start_body(const struct sbx_exec_args *args, const char *cwd
         json_object *envs = json_object_new_object();
         if (token)
             json_object_object_add(envs, "SBX_EXEC_TAG", json_object_new_string(token));
-        for (size_t i = 0; args->env && args->env[i]; i++) {
-            const char *eq = strchr(args->env[i], '=');
-            if (!eq)
-                continue;
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - args->env[i]), args->env[i]);
-            json_object_object_add(envs, name, json_object_new_string(eq + 1));
-        }
+        sbxp_exec_env_json(envs, args->env);
         json_object_object_add(proc, "envs", envs);
     }
     json_object_object_add(proc, "cwd", json_object_new_string(cwd));
@@ -317,21 +312,21 @@ static int start_failure(struct run *r)
         return e2b_error(st, r->call, SBX_E_NO_COMMAND, "%s: exec: %s", st->cfg.provider, m);
     if (strstr(m, "permission denied") || strstr(m, "exec format error"))
         return e2b_error(st, r->call, SBX_E_NOT_EXEC, "%s: exec: %s", st->cfg.provider, m);
-    return e2b_error(st, r->call, e2bp_code_status(r->err_code), "%s: exec: envd: %s: %s",
+    return e2b_error(st, r->call, e2b_code_status(r->err_code), "%s: exec: envd: %s: %s",
                      st->cfg.provider, r->err_code, m);
 }
 
 /* The body sink of the Start stream: bytes into the envelope decoder. */
 struct frame_sink {
     struct run *r;
-    struct e2bp_frames fr;
+    struct e2b_frames fr;
     int status; /* the decoder's failure, SBX_E_PROTOCOL etc. */
 };
 
 static int frame_write(void *ctx, const void *buf, size_t len)
 {
     struct frame_sink *fs = ctx;
-    int rc = e2bp_frames_feed(&fs->fr, buf, len, on_frame, fs->r);
+    int rc = e2b_frames_feed(&fs->fr, buf, len, on_frame, fs->r);
     if (rc == SBX_OK && fs->r->sink_rc)
         rc = fs->r->sink_rc; /* a caller's sink stopped: stop the transfer */
     if (rc != SBX_OK && !fs->r->sink_rc)
@@ -345,21 +340,21 @@ static int frame_write(void *ctx, const void *buf, size_t len)
  * Handles timeout (kill, then drain), cancellation (kill, return) and a
  * sink's stop (kill, return its status).
  */
-static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_out)
+static int pump(struct run *r, sbxp_http_xfer *x, int64_t timeout_ms, int *timed_out)
 {
     struct e2b_state *st = r->sb->st;
     struct frame_sink fs = {r, {{0}, 0, NULL, 0, 0, 0, 0}, 0};
-    e2bp_frames_init(&fs.fr);
+    e2b_frames_init(&fs.fr);
     struct sbx_sink sink = SBX_SINK_INIT(&fs, frame_write);
     int rc = SBX_OK, killed = 0;
     if (timeout_ms > 0)
-        sbx_http_xfer_set_timeout(x, timeout_ms);
+        sbxp_http_xfer_set_timeout(x, timeout_ms);
     for (;;) {
-        sbx_http_error err;
+        sbxp_http_error err;
         memset(&err, 0, sizeof err);
-        int s = sbx_http_xfer_pump(x, &sink, &err);
+        int s = sbxp_http_xfer_pump(x, &sink, &err);
         if (s == SBX_OK) {
-            if (e2bp_frames_partial(&fs.fr))
+            if (e2b_frames_partial(&fs.fr))
                 rc = e2b_error(st, r->call, SBX_E_PROTOCOL,
                                "%s: exec: the output stream of %s ended inside an envelope",
                                st->cfg.provider, r->sb->id);
@@ -389,7 +384,7 @@ static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_
             *timed_out = 1;
             killed = 1;
             kill_process(r, r->call);
-            sbx_http_xfer_set_timeout(x, KILL_GRACE_MS);
+            sbxp_http_xfer_set_timeout(x, KILL_GRACE_MS);
             continue;
         }
         if (s == SBX_E_TIMEOUT && killed) {
@@ -405,7 +400,7 @@ static int pump(struct run *r, sbx_http_xfer *x, int64_t timeout_ms, int *timed_
             kill_process(r, NULL);
         break;
     }
-    e2bp_frames_free(&fs.fr);
+    e2b_frames_free(&fs.fr);
     return rc;
 }
 
@@ -425,10 +420,10 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     r.token = token;
     r.in = args->in;
     r.stop_pipe[0] = r.stop_pipe[1] = -1;
-    r.dec = malloc(E2BP_FRAME_MAX);
+    r.dec = malloc(E2B_FRAME_MAX);
     json_object *body = start_body(args, cwd, args->in != NULL, token);
     size_t blen = 0;
-    unsigned char *env = body ? e2bp_envelope(body, 0, &blen) : NULL;
+    unsigned char *env = body ? e2b_envelope(body, 0, &blen) : NULL;
     json_object_put(body);
     if (!r.dec || !env) {
         free(r.dec);
@@ -439,37 +434,37 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     pthread_cond_init(&r.cv, NULL);
 
     char deadline[64] = "";
-    struct e2bp_headers hs = {{NULL}, 0};
-    e2bp_headers_add(&hs, "Connect-Protocol-Version: 1");
+    struct e2b_headers hs = {{NULL}, 0};
+    e2b_headers_add(&hs, "Connect-Protocol-Version: 1");
     /* Keepalives come often enough to extend the TTL in time during a long
      * command (e2b_keep_alive extends once half of it has passed). */
     char ka[64];
     int64_t ka_s = st->cfg.lifetime_s / 4;
     snprintf(ka, sizeof ka, "Keepalive-Ping-Interval: %lld",
              (long long)(ka_s < 1 ? 1 : ka_s > 50 ? 50 : ka_s));
-    e2bp_headers_add(&hs, ka);
+    e2b_headers_add(&hs, ka);
     if (args->timeout_ms > 0) {
         /* envd's deadline is the backstop: exec's own timer fires first,
          * while the command still lives and its tree can be found. */
         snprintf(deadline, sizeof deadline, "Connect-Timeout-Ms: %lld",
                  (long long)args->timeout_ms + ENVD_DEADLINE_SLACK_MS);
-        e2bp_headers_add(&hs, deadline);
+        e2b_headers_add(&hs, deadline);
     }
     /* Another user than the configured one: its own basic auth line. */
     char auth[200] = "";
     if (user) {
         char up[96], b64[160];
         snprintf(up, sizeof up, "%s:", user);
-        sbx_b64_encode(up, strlen(up), b64);
+        sbxp_b64_encode(up, strlen(up), b64);
         snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
     }
-    struct e2bp_headers all = {{NULL}, 0};
+    struct e2b_headers all = {{NULL}, 0};
     e2b_envd_headers(sb, &all);
     for (size_t i = 0; i < all.n; i++)
-        e2bp_headers_add(&hs, user && all.v[i] == sb->auth ? auth : all.v[i]);
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    struct sbx_http_request req;
+        e2b_headers_add(&hs, user && all.v[i] == sb->auth ? auth : all.v[i]);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
+    struct sbxp_http_request req;
     memset(&req, 0, sizeof req);
     req.method = "POST";
     req.path = "/process.Process/Start";
@@ -480,14 +475,14 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     req.connect_timeout_ms = st->cfg.connect_timeout_ms;
     req.cancel = &c.c;
 
-    sbx_http_xfer *x = NULL;
-    sbx_http_error err;
+    sbxp_http_xfer *x = NULL;
+    sbxp_http_error err;
     memset(&err, 0, sizeof err);
-    int rc = sbx_http_start(sb->envd, &req, &x, &err);
+    int rc = sbxp_http_start(sb->envd, &req, &x, &err);
     /* The proxy answered (nothing started): run it once the sandbox is
      * resumed. */
     if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)
-        rc = sbx_http_start(sb->envd, &req, &x, &err);
+        rc = sbxp_http_start(sb->envd, &req, &x, &err);
     pthread_t th;
     int feeding = 0;
     if (rc != SBX_OK) {
@@ -535,7 +530,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
             res->term_signal = 0;
         } else {
             res->exit_code = -1;
-            res->term_signal = sbx_go_signal_number(r.status);
+            res->term_signal = sbxp_go_signal_number(r.status);
             if (!res->term_signal)
                 res->term_signal = 9;
         }
@@ -559,7 +554,7 @@ out:
         pthread_mutex_unlock(&r.mu);
         pthread_join(th, NULL);
     }
-    sbx_http_xfer_free(x);
+    sbxp_http_xfer_free(x);
     if (r.stop_pipe[0] >= 0) {
         close(r.stop_pipe[0]);
         close(r.stop_pipe[1]);
@@ -600,44 +595,15 @@ int e2b_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     return rc;
 }
 
-struct keep {
-    char *buf;
-    size_t cap, len;
-};
-
-static int keep_write(void *ctx, const void *data, size_t len)
-{
-    struct keep *k = ctx;
-    size_t room = k->cap ? k->cap - 1 - k->len : 0;
-    size_t n = len < room ? len : room;
-    memcpy(k->buf + k->len, data, n);
-    k->len += n;
-    k->buf[k->len] = '\0';
-    return 0;
-}
-
 int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const char *cwd,
                        const char *const *argv, const struct sbx_sink *out,
                        int64_t timeout_ms, int *exit_code, char *msg, size_t cap)
 {
-    struct keep k = {msg, cap, 0};
-    if (cap)
-        msg[0] = '\0';
-    struct sbx_sink errs = SBX_SINK_INIT(&k, keep_write);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = timeout_ms;
-    a.out = out;
-    a.err = cap ? &errs : NULL;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    int rc = run_command(sb, call, &a, cwd ? cwd : sb->st->cfg.workspace, user, NULL, &res);
-    *exit_code = res.exit_code;
-    if (rc == SBX_OK && res.term_signal)
-        *exit_code = 128 + res.term_signal;
+    struct sbxp_helper_exec h;
+    sbxp_helper_exec_init(&h, argv, out, timeout_ms, msg, cap);
+    int rc = run_command(sb, call, &h.args, cwd ? cwd : sb->st->cfg.workspace, user, NULL,
+                         &h.res);
+    *exit_code = rc == SBX_OK ? sbxp_helper_exec_code(&h) : h.res.exit_code;
     return rc;
 }
 

@@ -12,22 +12,22 @@
 #include <string.h>
 #include <sys/random.h>
 
-int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err)
+int e2b_mkdir(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "path", json_object_new_string(abs));
     int rc = e2b_envd_unary(sb, call, "filesystem.Filesystem/MakeDir", body, NULL, 1, err);
     json_object_put(body);
     return rc == SBX_E_EXISTS ? SBX_OK : rc;
 }
 
-int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err)
+int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "path", json_object_new_string(abs));
     int rc = e2b_envd_unary(sb, call, "filesystem.Filesystem/Remove", body, NULL, 1, err);
     json_object_put(body);
@@ -37,7 +37,7 @@ int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error 
 /* "/files?path=<abs>&username=<user>" (malloc'd) or NULL. */
 static char *files_path(const char *abs, const char *user)
 {
-    char *p = sbx_http_escape(abs), *u = sbx_http_escape(user);
+    char *p = sbxp_http_escape(abs), *u = sbxp_http_escape(user);
     char *out = NULL;
     if (p && u) {
         size_t len = strlen(p) + strlen(u) + 32;
@@ -51,8 +51,8 @@ static char *files_path(const char *abs, const char *user)
 }
 
 /* A /files request with the handle's headers. */
-static void files_request(sbx_sandbox *sb, struct sbx_http_request *req,
-                          struct e2bp_headers *hs, struct sbx_call_cancel *c, const char *method,
+static void files_request(sbx_sandbox *sb, struct sbxp_http_request *req,
+                          struct e2b_headers *hs, struct sbxp_call_cancel *c, const char *method,
                           const char *path)
 {
     memset(req, 0, sizeof *req);
@@ -89,17 +89,17 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    struct e2bp_headers hs = {{NULL}, 0};
-    struct sbx_http_request req;
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
+    struct e2b_headers hs = {{NULL}, 0};
+    struct sbxp_http_request req;
     files_request(sb, &req, &hs, &c, "GET", rp);
-    sbx_http_error err;
+    sbxp_http_error err;
     memset(&err, 0, sizeof err);
-    rc = sbx_http_request(sb->envd, &req, sink, NULL, &err);
+    rc = sbxp_http_request(sb->envd, &req, sink, NULL, &err);
     /* An error status delivers nothing to the sink: safe to repeat. */
     if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)
-        rc = sbx_http_request(sb->envd, &req, sink, NULL, &err);
+        rc = sbxp_http_request(sb->envd, &req, sink, NULL, &err);
     free(rp);
     if (rc != SBX_OK && err.from_callback)
         goto out; /* the sink said why */
@@ -133,11 +133,11 @@ static char *temp_name(const char *abs)
 
 /* filesystem.Move from -> to (rename, replacing to). */
 static int move_path(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
-                     sbx_http_error *err)
+                     sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "source", json_object_new_string(from));
     json_object_object_add(body, "destination", json_object_new_string(to));
     int rc = e2b_envd_unary(sb, call, "filesystem.Filesystem/Move", body, NULL, 0, err);
@@ -146,16 +146,16 @@ static int move_path(sbx_sandbox *sb, sbx_call *call, const char *from, const ch
 }
 
 int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
-                     const struct sbx_source *src, sbx_http_error *err)
+                     const struct sbx_source *src, sbxp_http_error *err)
 {
     struct e2b_state *st = sb->st;
     char *rp = files_path(abs, user ? user : st->cfg.user);
     if (!rp)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    struct e2bp_headers hs = {{NULL}, 0};
-    struct sbx_http_request req;
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
+    struct e2b_headers hs = {{NULL}, 0};
+    struct sbxp_http_request req;
     files_request(sb, &req, &hs, &c, "POST", rp);
     req.content_type = "application/octet-stream";
     req.body_src = src;
@@ -166,7 +166,7 @@ int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const cha
             req.body_src_len = l;
     }
     memset(err, 0, sizeof *err);
-    int rc = sbx_http_request(sb->envd, &req, NULL, NULL, err);
+    int rc = sbxp_http_request(sb->envd, &req, NULL, NULL, err);
     free(rp);
     return rc;
 }
@@ -205,10 +205,10 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         rc = e2b_error(st, call, SBX_E_NOMEM, "out of memory");
         goto out;
     }
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = e2b_files_upload(sb, call, tmp, NULL, src, &err);
     if (rc != SBX_OK) {
-        sbx_http_error e2;
+        sbxp_http_error e2;
         e2b_remove(sb, NULL, tmp, &e2);
         if (!err.from_callback)
             rc = e2b_envd_report(sb, call, &err, "write_file %s", path);
@@ -233,7 +233,7 @@ int e2b_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
             rc = e2b_envd_report(sb, call, &err, "write_file %s: renaming into place", path);
     }
     if (rc != SBX_OK) {
-        sbx_http_error e2;
+        sbxp_http_error e2;
         e2b_remove(sb, NULL, tmp, &e2);
     }
 out:

@@ -39,9 +39,9 @@ static int parse_ref(struct e2b_state *st, sbx_call *call, const char *ref, char
 /* Whether a sandbox's metadata names this owner (and this provider made it). */
 static int owned_by(json_object *sandbox, const char *key_hash)
 {
-    json_object *meta = sbx_json_obj(sandbox, "metadata");
-    const char *owner = sbx_json_str(meta, E2B_META_OWNER);
-    const char *managed = sbx_json_str(meta, E2B_META_MANAGED);
+    json_object *meta = sbxp_json_obj(sandbox, "metadata");
+    const char *owner = sbxp_json_str(meta, E2B_META_OWNER);
+    const char *managed = sbxp_json_str(meta, E2B_META_MANAGED);
     return owner && managed && !strcmp(owner, key_hash) && !strcmp(managed, "true");
 }
 
@@ -53,16 +53,16 @@ static json_object *oldest_owned(json_object *list, const char *key_hash)
     size_t n = json_object_array_length(list);
     for (size_t i = 0; i < n; i++) {
         json_object *s = json_object_array_get_idx(list, i);
-        const char *id = sbx_json_str(s, "sandboxID");
+        const char *id = sbxp_json_str(s, "sandboxID");
         if (!id || !owned_by(s, key_hash))
             continue;
         if (!best) {
             best = s;
             continue;
         }
-        const char *a = sbx_json_str(s, "startedAt"), *b = sbx_json_str(best, "startedAt");
+        const char *a = sbxp_json_str(s, "startedAt"), *b = sbxp_json_str(best, "startedAt");
         int c = strcmp(a ? a : "", b ? b : "");
-        if (c < 0 || (c == 0 && strcmp(id, sbx_json_str(best, "sandboxID")) < 0))
+        if (c < 0 || (c == 0 && strcmp(id, sbxp_json_str(best, "sandboxID")) < 0))
             best = s;
     }
     return best;
@@ -73,7 +73,7 @@ static int open_handle(struct e2b_state *st, sbx_call *call, const char *id,
                        const char *key_hash, sbx_sandbox **out)
 {
     json_object *doc = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_api_connect(st, call, id, &doc, &err);
     if (rc != SBX_OK)
         return e2b_report(st, call, &err, "connecting to sandbox %s", id);
@@ -103,14 +103,14 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
     struct e2b_state *st = state;
     *out = NULL;
     json_object *list = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_api_find(st, call, args->key_hash, &list, &err);
     if (rc != SBX_OK)
         return e2b_report(st, call, &err, "looking for the session's sandbox");
     char id[128] = "";
     json_object *found = oldest_owned(list, args->key_hash);
     if (found)
-        snprintf(id, sizeof id, "%s", sbx_json_str(found, "sandboxID"));
+        snprintf(id, sizeof id, "%s", sbxp_json_str(found, "sandboxID"));
     json_object_put(list);
     list = NULL;
 
@@ -120,7 +120,7 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
         if (rc != SBX_OK)
             return e2b_report(st, call, &err, "creating a sandbox of template %s",
                               st->cfg.template_id);
-        const char *mid = sbx_json_str(made, "sandboxID");
+        const char *mid = sbxp_json_str(made, "sandboxID");
         if (!mid || strlen(mid) >= sizeof id) {
             json_object_put(made);
             return e2b_error(st, call, SBX_E_PROTOCOL,
@@ -133,7 +133,7 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
          * the oldest wins everywhere, the younger is deleted by its maker. */
         if (e2b_api_find(st, call, args->key_hash, &list, &err) == SBX_OK) {
             json_object *first = oldest_owned(list, args->key_hash);
-            const char *fid = first ? sbx_json_str(first, "sandboxID") : NULL;
+            const char *fid = first ? sbxp_json_str(first, "sandboxID") : NULL;
             if (fid && strcmp(fid, id) != 0) {
                 char mine[128];
                 snprintf(mine, sizeof mine, "%s", id);
@@ -179,7 +179,7 @@ static int check_owner(struct e2b_state *st, sbx_call *call, const char *ref,
     if (rc != SBX_OK)
         return rc;
     json_object *doc = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = e2b_api_get(st, call, id, &doc, &err);
     if (rc == SBX_E_NOT_FOUND)
         return e2b_error(st, call, SBX_E_NOT_FOUND, "%s: sandbox %s no longer exists",
@@ -226,7 +226,7 @@ int e2b_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args
     }
     if (rc != SBX_OK)
         return rc;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = e2b_api_delete(st, call, id, &err);
     if (rc != SBX_OK)
         return e2b_report(st, call, &err, "deleting sandbox %s", id);
@@ -244,7 +244,7 @@ void e2b_release(sbx_sandbox *sb)
     if (!sb)
         return;
     if (sb->owns_envd)
-        sbx_http_free(sb->envd);
+        sbxp_http_free(sb->envd);
     e2b_memory_free(sb);
     pthread_mutex_destroy(&sb->lock);
     volatile char *p = sb->token;

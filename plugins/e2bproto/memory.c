@@ -16,7 +16,7 @@ static int mem_run(void *ctx, sbx_call *call, const char *const *argv,
 static int mem_upload(void *ctx, sbx_call *call, const char *abs, const struct sbx_source *src,
                       const char *what)
 {
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = e2b_files_upload(ctx, call, abs, "root", src, &err);
     return rc == SBX_OK ? SBX_OK : e2b_envd_report(ctx, call, &err, "%s", what);
 }
@@ -26,7 +26,7 @@ static void mem_keep_alive(void *ctx, sbx_call *call)
     e2b_keep_alive(ctx, call);
 }
 
-static const struct sbx_rmem_ops mem_ops = {
+static const struct sbxp_rmem_ops mem_ops = {
     .run = mem_run,
     .upload = mem_upload,
     .download = NULL,
@@ -36,39 +36,39 @@ static const struct sbx_rmem_ops mem_ops = {
 int e2b_root_script(sbx_sandbox *sb, sbx_call *call, const char *what,
                     const char *const *argv)
 {
-    struct sbx_rmem m;
-    sbx_rmem_init(&m, sb->st->host, sb->st->cfg.provider, sb->st->cfg.state_dir, sb->id,
-                  &mem_ops, sb);
-    return sbx_rmem_script(&m, call, what, argv);
+    struct sbxp_rmem m;
+    sbxp_rmem_init(&m, sb->st->host, sb->st->cfg.provider, sb->st->cfg.state_dir, sb->id,
+                   &mem_ops, sb);
+    return sbxp_rmem_script(&m, call, what, argv);
 }
 
 static void mem_init(sbx_sandbox *sb)
 {
-    sbx_rmem_free(&sb->mem);
-    sbx_rmem_init(&sb->mem, sb->st->host, sb->st->cfg.provider, sb->st->cfg.state_dir, sb->id,
-                  &mem_ops, sb);
+    sbxp_rmem_free(&sb->mem);
+    sbxp_rmem_init(&sb->mem, sb->st->host, sb->st->cfg.provider, sb->st->cfg.state_dir, sb->id,
+                   &mem_ops, sb);
 }
 
 int e2b_memory_create(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args)
 {
     mem_init(sb);
-    return sbx_rmem_create(&sb->mem, call, args);
+    return sbxp_rmem_create(&sb->mem, call, args);
 }
 
 int e2b_memory_open(sbx_sandbox *sb, sbx_call *call)
 {
     mem_init(sb);
-    return sbx_rmem_open(&sb->mem, call);
+    return sbxp_rmem_open(&sb->mem, call);
 }
 
 void e2b_memory_forget(struct e2b_state *st, const char *id)
 {
-    sbx_rmem_forget(st->host, st->cfg.provider, st->cfg.state_dir, id);
+    sbxp_rmem_forget(st->host, st->cfg.provider, st->cfg.state_dir, id);
 }
 
 void e2b_memory_free(sbx_sandbox *sb)
 {
-    sbx_rmem_free(&sb->mem);
+    sbxp_rmem_free(&sb->mem);
 }
 
-SBX_RMEM_DEFINE_OPS(e2b, mem)
+SBXP_RMEM_DEFINE_OPS(e2b, mem)

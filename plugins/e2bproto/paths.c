@@ -24,14 +24,14 @@
 #define MAX_PARTS 128
 
 int e2b_stat(sbx_sandbox *sb, sbx_call *call, const char *abs, int *type, char *target,
-             size_t cap, sbx_http_error *err)
+             size_t cap, sbxp_http_error *err)
 {
     *type = E2B_FT_NONE;
     if (target && cap)
         target[0] = '\0';
     json_object *body = json_object_new_object();
     if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "path", json_object_new_string(abs));
     json_object *doc = NULL;
     int rc = e2b_envd_unary(sb, call, "filesystem.Filesystem/Stat", body, &doc, 1, err);
@@ -40,8 +40,8 @@ int e2b_stat(sbx_sandbox *sb, sbx_call *call, const char *abs, int *type, char *
         return SBX_OK;
     if (rc != SBX_OK)
         return rc;
-    json_object *entry = sbx_json_obj(doc, "entry");
-    const char *t = sbx_json_str(entry, "type");
+    json_object *entry = sbxp_json_obj(doc, "entry");
+    const char *t = sbxp_json_str(entry, "type");
     if (!t)
         *type = E2B_FT_OTHER;
     else if (!strcmp(t, "FILE_TYPE_FILE"))
@@ -52,7 +52,7 @@ int e2b_stat(sbx_sandbox *sb, sbx_call *call, const char *abs, int *type, char *
         *type = E2B_FT_LINK;
     else
         *type = E2B_FT_OTHER;
-    const char *lt = sbx_json_str(entry, "symlinkTarget");
+    const char *lt = sbxp_json_str(entry, "symlinkTarget");
     if (*type == E2B_FT_LINK && target && lt)
         snprintf(target, cap, "%s", lt);
     if (*type == E2B_FT_LINK && (!lt || !*lt))
@@ -158,7 +158,7 @@ int e2b_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *r
             goto out;
         }
         char target[4096];
-        sbx_http_error err;
+        sbxp_http_error err;
         int t;
         rc = e2b_stat(sb, call, cand, &t, target, sizeof target, &err);
         if (rc != SBX_OK) {

@@ -27,6 +27,7 @@
 #include "e2b_core.h"
 #include "archive_check.h"
 #include "hex.h"
+#include "skill_name.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -37,22 +38,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SKILL_NAME_MAX 64
 #define CHECK_CHUNK 65536
-
-static int valid_name(const char *n)
-{
-    size_t len = n ? strlen(n) : 0;
-    if (len == 0 || len > SKILL_NAME_MAX || n[0] == '.' || n[0] == '-')
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = n[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
 
 int e2b_in_skill(sbx_sandbox *sb, const char *abs)
 {
@@ -216,11 +202,11 @@ int e2b_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
                       const struct sbx_blob *bundle)
 {
     struct e2b_state *st = sb->st;
-    if (!valid_name(name))
+    if (!sbxp_skill_name_valid(name))
         return e2b_error(st, call, SBX_E_INVALID,
                          "%s: skill name \"%.80s\" is not valid (1 to %d of A-Z a-z 0-9 . "
                          "_ -, not starting with . or -)",
-                         st->cfg.provider, name ? name : "", SKILL_NAME_MAX);
+                         st->cfg.provider, name ? name : "", SBXP_SKILL_NAME_MAX);
     char what[128];
     snprintf(what, sizeof what, "skill %s", name);
     int rc = e2b_blob_args(st, call, what, bundle);

@@ -1,7 +1,6 @@
 /* state.c - instance setup and error reporting. See e2b_core.h. */
 #include "e2b_core.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +44,8 @@ int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *
         e2b_state_free(st);
         return rc;
     }
-    sbx_http_error err;
-    int rc = sbx_http_new(st->cfg.api_url, &st->api, &err);
+    sbxp_http_error err;
+    int rc = sbxp_http_new(st->cfg.api_url, &st->api, &err);
     if (rc != SBX_OK) {
         rc = host->set_error(host, call, SBX_E_CONFIG, "%s: providers.%s.api_url: %s",
                              st->cfg.provider, st->cfg.provider, err.message);
@@ -54,7 +53,7 @@ int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *
         return rc;
     }
     if (st->cfg.route != E2B_ROUTE_HOST) {
-        rc = sbx_http_new(st->cfg.envd_url, &st->envd, &err);
+        rc = sbxp_http_new(st->cfg.envd_url, &st->envd, &err);
         if (rc != SBX_OK) {
             rc = host->set_error(host, call, SBX_E_CONFIG, "%s: envd address %s: %s",
                                  st->cfg.provider, st->cfg.envd_url, err.message);
@@ -62,6 +61,11 @@ int e2b_state_new(const struct sbx_host *host, sbx_call *call, struct e2b_conf *
             return rc;
         }
     }
+    st->ctl = (struct sbxp_api){st->api, host, st->key_header[0] ? st->key_header : NULL,
+                                st->cfg.request_timeout_ms, st->cfg.connect_timeout_ms,
+                                &st->cfg.retry};
+    st->report = (struct sbxp_reporter){.who = st->cfg.provider, .service = "service",
+                                        .key = st->cfg.key_source, .key_noun = "key"};
     *out = st;
     return SBX_OK;
 }
@@ -75,8 +79,8 @@ void e2b_state_free(struct e2b_state *st)
 {
     if (!st)
         return;
-    sbx_http_free(st->api);
-    sbx_http_free(st->envd);
+    sbxp_http_free(st->api);
+    sbxp_http_free(st->envd);
     e2b_conf_free(&st->cfg);
     volatile char *p = st->key_header;
     while (*p)
@@ -84,32 +88,3 @@ void e2b_state_free(struct e2b_state *st)
     free(st);
 }
 
-int e2b_error(struct e2b_state *st, sbx_call *call, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (call)
-        return st->host->set_error(st->host, call, status, "%s", msg);
-    st->host->log(st->host, SBX_LOG_WARN, "%s", msg);
-    return status;
-}
-
-int e2b_report(struct e2b_state *st, sbx_call *call, const sbx_http_error *err,
-               const char *fmt, ...)
-{
-    char what[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    if (err->http_status == 401 || err->http_status == 403)
-        return e2b_error(st, call, SBX_E_CONFIG,
-                         "%s: %s: %s; the service refused the credentials: set %s "
-                         "to a valid key",
-                         st->cfg.provider, what, err->message, st->cfg.key_source);
-    return e2b_error(st, call, err->status, "%s: %s: %s", st->cfg.provider, what,
-                     err->message);
-}

@@ -30,6 +30,8 @@
  */
 #include "local.h"
 
+#include "clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -92,13 +94,6 @@ static void child_run(const struct child_plan *p)
     while (write(p->err_fd, &err, sizeof err) < 0 && errno == EINTR)
         ;
     _exit(127);
-}
-
-static long keeper_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Kill every process of the tree: each child of the keeper, until there
@@ -185,7 +180,7 @@ static void keeper_run(const struct child_plan *p)
     syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0);
 
     int cws = 0, cdone = 0;
-    long grace_end = 0;
+    int64_t grace_end = 0;
     for (;;) {
         int ws;
         pid_t w;
@@ -193,11 +188,11 @@ static void keeper_run(const struct child_plan *p)
             if (w == cmd) {
                 cws = ws;
                 cdone = 1;
-                grace_end = keeper_now_ms() + LOCAL_KEEPER_GRACE_MS;
+                grace_end = sbxs_now_ms() + LOCAL_KEEPER_GRACE_MS;
             }
         if (w < 0 && errno == ECHILD)
             break; /* the whole tree has ended by itself */
-        if (cdone && keeper_now_ms() >= grace_end)
+        if (cdone && sbxs_now_ms() >= grace_end)
             break;
         struct pollfd pfd = {keep, POLLIN, 0};
         if (poll(&pfd, 1, 20) > 0 && pfd.revents)

@@ -28,6 +28,7 @@
  */
 #include "local.h"
 
+#include "clock.h"
 #include "confine.h"
 #include "stdin_feeder.h"
 
@@ -77,13 +78,6 @@ struct run {
     int64_t grace_end, drain_end;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void close_fd(int *fd)
 {
     if (*fd >= 0) {
@@ -131,7 +125,7 @@ static void kill_group(struct run *r)
     if (!r->group_killed) {
         running_remove(r);
         r->group_killed = 1;
-        r->drain_end = now_ms() + LOCAL_KILL_DRAIN_MS;
+        r->drain_end = sbxs_now_ms() + LOCAL_KILL_DRAIN_MS;
     }
 }
 
@@ -141,9 +135,9 @@ static int leader_has_exited(pid_t pid);
  * and exit, then SIGKILL its group (a keeper stopped by the command). */
 static void wait_keeper(struct run *r)
 {
-    int64_t end = now_ms() + LOCAL_KEEPER_WAIT_MS;
+    int64_t end = sbxs_now_ms() + LOCAL_KEEPER_WAIT_MS;
     while (!leader_has_exited(r->pid)) {
-        int64_t left = end - now_ms();
+        int64_t left = end - sbxs_now_ms();
         if (left <= 0) {
             (void)kill(-r->pid, SIGKILL);
             return;
@@ -243,19 +237,19 @@ static void pump(struct run *r)
     int64_t timeout = a->timeout_ms < LOCAL_MAX_TIMEOUT_MS
                           ? a->timeout_ms
                           : LOCAL_MAX_TIMEOUT_MS;
-    int64_t deadline = timeout > 0 ? now_ms() + timeout : -1;
+    int64_t deadline = timeout > 0 ? sbxs_now_ms() + timeout : -1;
 
     for (;;) {
         if (!r->leader_exited && leader_has_exited(r->pid)) {
             r->leader_exited = 1;
-            r->grace_end = now_ms() + LOCAL_LEADER_GRACE_MS;
+            r->grace_end = sbxs_now_ms() + LOCAL_LEADER_GRACE_MS;
         }
         if (r->status != SBX_OK)
             return; /* stopped: the output is no longer wanted */
         if (r->leader_exited && r->out_fd < 0 && r->err_fd < 0)
             return;
 
-        int64_t now = now_ms();
+        int64_t now = sbxs_now_ms();
         if (!r->group_killed) {
             if (cancel_requested(r)) {
                 r->status = SBX_E_CANCELLED;
@@ -368,9 +362,9 @@ static int open_cwd(sbx_sandbox *sb, sbx_call *call, const char *cwd, int *rc)
     }
     if (cwd == NULL || cwd[0] == '\0')
         cwd = ".";
-    int fd = confine_check_path(cwd);
+    int fd = sbxp_confine_check_path(cwd);
     if (fd == 0)
-        fd = confine_open(sb->dirfd, cwd, O_PATH | O_DIRECTORY, 0);
+        fd = sbxp_confine_open(sb->dirfd, cwd, O_PATH | O_DIRECTORY, 0);
     if (fd >= 0)
         return fd;
     switch (-fd) {

@@ -83,7 +83,7 @@ static int path_error(const struct sbx_host *host, sbx_call *call,
 static int check_path(const struct sbx_host *host, sbx_call *call,
                       const char *op, const char *path)
 {
-    int err = confine_check_path(path);
+    int err = sbxp_confine_check_path(path);
     if (err == -EINVAL)
         return host->set_error(host, call, SBX_E_INVALID,
                                "local: %s: empty path", op);
@@ -103,8 +103,8 @@ int local_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     if (rc != SBX_OK)
         return rc;
     /* O_NONBLOCK: opening a FIFO must not hang; it is refused below. */
-    int fd = confine_open(sb->dirfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK,
-                          0);
+    int fd = sbxp_confine_open(sb->dirfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK,
+                               0);
     if (fd < 0)
         return path_error(host, call, "read", path, -fd);
     struct stat st;
@@ -213,7 +213,7 @@ static int copy_source(const struct sbx_host *host, sbx_call *call,
 static int check_target(const struct sbx_host *host, sbx_call *call,
                         const char *path, int dirfd, const char *base)
 {
-    int fd = confine_open(dirfd, base, O_PATH, 0);
+    int fd = sbxp_confine_open(dirfd, base, O_PATH, 0);
     if (fd == -ENOENT)
         return SBX_OK;
     if (fd < 0) {
@@ -254,7 +254,7 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     if (dir == NULL)
         return host->set_error(host, call, SBX_E_NOMEM,
                                "local: out of memory");
-    int dirfd = confine_mkdirs(sb->dirfd, dir, LOCAL_PARENT_MODE);
+    int dirfd = sbxp_confine_mkdirs(sb->dirfd, dir, LOCAL_PARENT_MODE);
     free(dir);
     if (dirfd < 0)
         return path_error(host, call, "write", path, -dirfd);

@@ -239,7 +239,7 @@ int local_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *ar
     struct stat ws;
     if (fstatat(rootfd, hash, &ws, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ws.st_mode))
         local_running_kill(ws.st_dev, ws.st_ino);
-    int err = confine_remove_tree(rootfd, hash);
+    int err = sbxp_confine_remove_tree(rootfd, hash);
     close(rootfd);
     if (err < 0)
         return host->set_error(host, call,

@@ -6,50 +6,24 @@
 #include <string.h>
 #include <time.h>
 
-static int api_call(struct osb_state *st, sbx_call *call, const char *method, const char *path,
-                    json_object *body, json_object **out, int idempotent, sbx_http_error *err)
-{
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
-    const char *headers[2] = {st->key_header[0] ? st->key_header : NULL, NULL};
-    struct sbx_http_request req;
-    memset(&req, 0, sizeof req);
-    req.method = method;
-    req.path = path;
-    req.headers = headers;
-    req.timeout_ms = st->cfg.request_timeout_ms;
-    req.connect_timeout_ms = st->cfg.connect_timeout_ms;
-    req.cancel = &c.c;
-    return sbx_http_json_retry(st->api, &req, body, out, NULL, err,
-                               idempotent ? &st->cfg.retry : NULL);
-}
-
-static int sandbox_path(char *buf, size_t cap, const char *id, const char *suffix,
-                        sbx_http_error *err)
-{
-    char *e = sbx_http_escape(id);
-    if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
-    int n = snprintf(buf, cap, "/sandboxes/%s%s", e, suffix);
-    free(e);
-    if (n < 0 || (size_t)n >= cap)
-        return sbx_http_fail(err, SBX_E_INVALID, "sandbox id too long");
-    return SBX_OK;
-}
+/* "/sandboxes/<escaped id><suffix>" into buf. */
+#define sandbox_path(buf, cap, id, suffix, err) \
+    sbxp_api_path((buf), (cap), "/sandboxes/", (id), (suffix), (err))
 
 const char *osb_state_of(json_object *sandbox)
 {
-    const char *s = sbx_json_str(sbx_json_obj(sandbox, "status"), "state");
+    const char *s = sbxp_json_str(sbxp_json_obj(sandbox, "status"), "state");
     return s ? s : "";
 }
 
 int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
                    const char *spec_hash, const struct sbx_egress_policy *egress,
-                   json_object **out, sbx_http_error *err)
+                   json_object **out, sbxp_http_error *err)
 {
     const struct osb_conf *c = &st->cfg;
     json_object *body = json_object_new_object();
-    json_object *meta = json_object_new_object();
+    json_object *meta = sbxp_api_owner_labels(OSB_META_MANAGED, OSB_META_OWNER, OSB_META_SPEC,
+                                              key_hash, spec_hash, OSB_HASH_LABEL);
     json_object *img = json_object_new_object();
     json_object *ep = json_object_new_array();
     json_object *rl = json_object_new_object();
@@ -59,7 +33,7 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
         json_object_put(img);
         json_object_put(ep);
         json_object_put(rl);
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
     json_object_object_add(img, "uri", json_object_new_string(c->image));
     json_object_object_add(body, "image", img);
@@ -70,12 +44,6 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
     json_object_object_add(rl, "memory", json_object_new_string(c->memory));
     json_object_object_add(body, "resourceLimits", rl);
     json_object_object_add(body, "timeout", json_object_new_int64(c->lifetime_s));
-    json_object_object_add(meta, OSB_META_MANAGED, json_object_new_string("true"));
-    json_object_object_add(meta, OSB_META_OWNER,
-                           json_object_new_string_len(key_hash, OSB_HASH_LABEL));
-    if (spec_hash && strlen(spec_hash) >= OSB_HASH_LABEL)
-        json_object_object_add(meta, OSB_META_SPEC,
-                               json_object_new_string_len(spec_hash, OSB_HASH_LABEL));
     /* Deny by default unless the configuration opens the network; a
      * limited-network spec brings its own allowlist. */
     static const struct sbx_egress_policy closed = {sizeof closed, SBX_EGRESS_DENY, NULL};
@@ -87,38 +55,38 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
     json_object_object_add(body, "metadata", meta);
     /* Not idempotent: a lost answer is found again by the owner lookup
      * that create runs, never by posting twice. */
-    int rc = api_call(st, call, "POST", "/sandboxes", body, out, 0, err);
+    int rc = sbxp_api_json(&st->ctl, call, "POST", "/sandboxes", body, out, 0, err);
     json_object_put(body);
     return rc;
 }
 
 int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash, json_object **out,
-                 sbx_http_error *err)
+                 sbxp_http_error *err)
 {
     char kv[128], path[512];
     snprintf(kv, sizeof kv, "%s=%.*s&%s=true", OSB_META_OWNER, OSB_HASH_LABEL, key_hash,
              OSB_META_MANAGED);
-    char *e = sbx_http_escape(kv);
+    char *e = sbxp_http_escape(kv);
     if (!e)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object *all = json_object_new_array();
-    int rc = all ? SBX_OK : sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+    int rc = all ? SBX_OK : sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     for (int page = 1; rc == SBX_OK && page <= 50; page++) {
         snprintf(path, sizeof path, "/sandboxes?metadata=%s&page=%d&pageSize=50", e, page);
         json_object *doc = NULL;
-        rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
+        rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
         if (rc != SBX_OK)
             break;
         json_object *items = NULL;
         if (!doc || !json_object_object_get_ex(doc, "items", &items) ||
             !json_object_is_type(items, json_type_array)) {
             json_object_put(doc);
-            rc = sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes: no items array");
+            rc = sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes: no items array");
             break;
         }
         for (size_t i = 0; i < json_object_array_length(items); i++)
             json_object_array_add(all, json_object_get(json_object_array_get_idx(items, i)));
-        int more = sbx_json_bool(sbx_json_obj(doc, "pagination"), "hasNextPage", 0);
+        int more = sbxp_json_bool(sbxp_json_obj(doc, "pagination"), "hasNextPage", 0);
         json_object_put(doc);
         if (!more)
             break;
@@ -133,49 +101,26 @@ int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash, jso
 }
 
 int osb_api_get(struct osb_state *st, sbx_call *call, const char *id, json_object **out,
-                sbx_http_error *err)
+                sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    json_object *doc = NULL;
-    rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
-    if (rc == SBX_OK && (!doc || !json_object_is_type(doc, json_type_object))) {
-        json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET /sandboxes/%s: not an object", id);
-    }
-    *out = doc;
-    return rc;
+    return sbxp_api_sandbox(&st->ctl, call, "GET", "/sandboxes/", id, "", NULL, out, err);
 }
 
-int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "", err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = api_call(st, call, "DELETE", path, NULL, NULL, 1, err);
-    return rc == SBX_E_NOT_FOUND ? SBX_OK : rc;
+    return sbxp_api_sandbox(&st->ctl, call, "DELETE", "/sandboxes/", id, "", NULL, NULL, err);
 }
 
 int osb_api_action(struct osb_state *st, sbx_call *call, const char *id, const char *action,
-                   sbx_http_error *err)
+                   sbxp_http_error *err)
 {
-    char path[256], suffix[32];
+    char suffix[32];
     snprintf(suffix, sizeof suffix, "/%s", action);
-    int rc = sandbox_path(path, sizeof path, id, suffix, err);
-    if (rc != SBX_OK)
-        return rc;
-    return api_call(st, call, "POST", path, NULL, NULL, 1, err);
+    return sbxp_api_sandbox(&st->ctl, call, "POST", "/sandboxes/", id, suffix, NULL, NULL, err);
 }
 
-int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err)
+int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/renew-expiration", err);
-    if (rc != SBX_OK)
-        return rc;
     time_t at = time(NULL) + (time_t)st->cfg.lifetime_s;
     struct tm tm;
     gmtime_r(&at, &tm);
@@ -183,25 +128,23 @@ int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http
     strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
     json_object *body = json_object_new_object();
     if (!body)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(body, "expiresAt", json_object_new_string(iso));
-    rc = api_call(st, call, "POST", path, body, NULL, 1, err);
+    int rc = sbxp_api_sandbox(&st->ctl, call, "POST", "/sandboxes/", id, "/renew-expiration",
+                              body, NULL, err);
     json_object_put(body);
     return rc;
 }
 
 int osb_api_metadata(struct osb_state *st, sbx_call *call, const char *id, json_object *patch,
-                     sbx_http_error *err)
+                     sbxp_http_error *err)
 {
-    char path[256];
-    int rc = sandbox_path(path, sizeof path, id, "/metadata", err);
-    if (rc != SBX_OK)
-        return rc;
-    return api_call(st, call, "PATCH", path, patch, NULL, 1, err);
+    return sbxp_api_sandbox(&st->ctl, call, "PATCH", "/sandboxes/", id, "/metadata", patch, NULL,
+                            err);
 }
 
 int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int port,
-                     json_object **out, sbx_http_error *err)
+                     json_object **out, sbxp_http_error *err)
 {
     char path[256], suffix[64];
     snprintf(suffix, sizeof suffix, "/endpoints/%d%s", port,
@@ -210,10 +153,10 @@ int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int p
     if (rc != SBX_OK)
         return rc;
     json_object *doc = NULL;
-    rc = api_call(st, call, "GET", path, NULL, &doc, 1, err);
-    if (rc == SBX_OK && !sbx_json_str(doc, "endpoint")) {
+    rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
+    if (rc == SBX_OK && !sbxp_json_str(doc, "endpoint")) {
         json_object_put(doc);
-        return sbx_http_fail(err, SBX_E_PROTOCOL, "GET %s: no endpoint in the answer", path);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET %s: no endpoint in the answer", path);
     }
     *out = doc;
     return rc;

@@ -6,36 +6,12 @@
 #include "osb.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define KEY_VAR "OPEN_SANDBOX_API_KEY"
 #define DOMAIN_VAR "OPEN_SANDBOX_DOMAIN"
-
-static const char *get(const struct sbx_host *host, const char *key)
-{
-    return host->config_get ? host->config_get(host, key) : NULL;
-}
-
-static int int_key(const struct sbx_host *host, sbx_call *call, const char *key, int64_t def,
-                   int64_t min, int64_t max, int64_t *out)
-{
-    const char *v = get(host, key);
-    *out = def;
-    if (!v)
-        return SBX_OK;
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (errno || end == v || *end || n < min || n > max)
-        return host->set_error(host, call, SBX_E_CONFIG,
-                               "providers.opensandbox.%s: want an integer from %lld to %lld",
-                               key, (long long)min, (long long)max);
-    *out = n;
-    return SBX_OK;
-}
 
 static int dup_to(const struct sbx_host *host, sbx_call *call, const char *v, const char *def,
                   char **out)
@@ -67,7 +43,7 @@ static void conf_free(struct osb_conf *c)
  * with /v1 appended. */
 static int load_url(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
 {
-    const char *url = get(host, "api_url");
+    const char *url = sbxp_config_get(host, "api_url");
     const char *domain = getenv(DOMAIN_VAR);
     char buf[1024];
     if (url) {
@@ -113,12 +89,13 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
             return rc;
     }
     if ((rc = load_url(host, call, c)) ||
-        (rc = dup_to(host, call, get(host, "image"), "ubuntu:22.04", &c->image)) ||
-        (rc = dup_to(host, call, get(host, "cpu"), "500m", &c->cpu)) ||
-        (rc = dup_to(host, call, get(host, "memory"), "512Mi", &c->memory)) ||
-        (rc = dup_to(host, call, get(host, "workspace"), "/workspace", &c->workspace)) ||
-        (rc = sbx_rmem_state_dir(host, call, OSB_PROVIDER, get(host, "state_dir"),
-                                 &c->state_dir)))
+        (rc = dup_to(host, call, sbxp_config_get(host, "image"), "ubuntu:22.04", &c->image)) ||
+        (rc = dup_to(host, call, sbxp_config_get(host, "cpu"), "500m", &c->cpu)) ||
+        (rc = dup_to(host, call, sbxp_config_get(host, "memory"), "512Mi", &c->memory)) ||
+        (rc = dup_to(host, call, sbxp_config_get(host, "workspace"), "/workspace",
+                     &c->workspace)) ||
+        (rc = sbxp_rmem_state_dir(host, call, OSB_PROVIDER, sbxp_config_get(host, "state_dir"),
+                                  &c->state_dir)))
         return rc;
     if (!*c->image)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.opensandbox.image is empty");
@@ -140,22 +117,16 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
         strchr(c->workspace, '\''))
         return host->set_error(host, call, SBX_E_CONFIG,
                                "providers.opensandbox.workspace: want an absolute path below /");
-    int64_t retries;
-    if ((rc = int_key(host, call, "lifetime", 3600, 60, 86400 * 30, &c->lifetime_s)) ||
-        (rc = int_key(host, call, "ready_timeout_ms", 120000, 100, 3600000,
-                      &c->ready_timeout_ms)) ||
-        (rc = int_key(host, call, "request_timeout_ms", 60000, 100, 3600000,
-                      &c->request_timeout_ms)) ||
-        (rc = int_key(host, call, "connect_timeout_ms", 10000, 100, 600000,
-                      &c->connect_timeout_ms)) ||
-        (rc = int_key(host, call, "retries", 4, 0, 20, &retries)))
+    if ((rc = sbxp_config_int(host, call, OSB_PROVIDER, "lifetime", 3600, 60, 86400 * 30,
+                              &c->lifetime_s)) ||
+        (rc = sbxp_config_int(host, call, OSB_PROVIDER, "ready_timeout_ms", 120000, 100, 3600000,
+                              &c->ready_timeout_ms)) ||
+        (rc = sbxp_http_config(host, call, OSB_PROVIDER, &c->request_timeout_ms,
+                               &c->connect_timeout_ms, &c->retry)))
         return rc;
-    c->retry.attempts = (int)retries + 1;
-    c->retry.base_ms = 200;
-    c->retry.cap_ms = 5000;
-    const char *v = get(host, "use_server_proxy");
+    const char *v = sbxp_config_get(host, "use_server_proxy");
     c->use_server_proxy = v && !strcmp(v, "true");
-    v = get(host, "internet");
+    v = sbxp_config_get(host, "internet");
     c->internet = v && !strcmp(v, "true");
     return SBX_OK;
 }
@@ -173,8 +144,8 @@ int osb_init(const struct sbx_host *host, sbx_call *call, void **state)
                  st->cfg.api_key) >= (int)sizeof st->key_header)
         rc = host->set_error(host, call, SBX_E_CONFIG, "opensandbox: " KEY_VAR " is too long");
     if (rc == SBX_OK) {
-        sbx_http_error err;
-        if (sbx_http_new(st->cfg.api_url, &st->api, &err) != SBX_OK)
+        sbxp_http_error err;
+        if (sbxp_http_new(st->cfg.api_url, &st->api, &err) != SBX_OK)
             rc = host->set_error(host, call, SBX_E_CONFIG, "providers.opensandbox.api_url: %s",
                                  err.message);
     }
@@ -182,6 +153,11 @@ int osb_init(const struct sbx_host *host, sbx_call *call, void **state)
         osb_fini(st);
         return rc;
     }
+    st->ctl = (struct sbxp_api){st->api, host, st->key_header[0] ? st->key_header : NULL,
+                                st->cfg.request_timeout_ms, st->cfg.connect_timeout_ms,
+                                &st->cfg.retry};
+    st->report = (struct sbxp_reporter){.who = OSB_PROVIDER, .service = "server",
+                                        .key = st->cfg.key_source, .key_noun = "key"};
     *state = st;
     return SBX_OK;
 }
@@ -191,7 +167,7 @@ void osb_fini(void *state)
     struct osb_state *st = state;
     if (!st)
         return;
-    sbx_http_free(st->api);
+    sbxp_http_free(st->api);
     conf_free(&st->cfg);
     volatile char *p = st->key_header;
     while (*p)
@@ -199,30 +175,3 @@ void osb_fini(void *state)
     free(st);
 }
 
-int osb_error(struct osb_state *st, sbx_call *call, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (call)
-        return st->host->set_error(st->host, call, status, "%s", msg);
-    st->host->log(st->host, SBX_LOG_WARN, "%s", msg);
-    return status;
-}
-
-int osb_report(struct osb_state *st, sbx_call *call, const sbx_http_error *err,
-               const char *fmt, ...)
-{
-    char what[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    if (err->http_status == 401 || err->http_status == 403)
-        return osb_error(st, call, SBX_E_CONFIG,
-                         "opensandbox: %s: %s; the server refused the credentials: set %s "
-                         "to a valid key", what, err->message, st->cfg.key_source);
-    return osb_error(st, call, err->status, "opensandbox: %s: %s", what, err->message);
-}

@@ -82,8 +82,8 @@ void osb_egress_meta(json_object *meta, const struct sbx_egress_policy *p)
  * the sandbox has no recorded policy. */
 static int intended(json_object *sandbox, char **out, size_t *n)
 {
-    json_object *meta = sbx_json_obj(sandbox, "metadata");
-    const char *e = sbx_json_str(meta, OSB_META_EGRESS);
+    json_object *meta = sbxp_json_obj(sandbox, "metadata");
+    const char *e = sbxp_json_str(meta, OSB_META_EGRESS);
     *n = 0;
     if (!e || strcmp(e, "deny"))
         return 0;
@@ -135,12 +135,12 @@ static int read_policy(sbx_sandbox *sb, sbx_call *call, json_object **doc, int *
     int rc = sidecar(sb, call);
     if (rc != SBX_OK)
         return rc;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = osb_service_json(sb, call, &sb->egress, "GET", "/policy", NULL, doc, 1, &err);
     if (rc != SBX_OK)
         return osb_service_report(sb, call, &err, "reading the egress policy of %s", sb->id);
-    json_object *pol = sbx_json_obj(*doc, "policy");
-    const char *def = sbx_json_str(pol, "defaultAction");
+    json_object *pol = sbxp_json_obj(*doc, "policy");
+    const char *def = sbxp_json_str(pol, "defaultAction");
     /* The sidecar's own default for an absent defaultAction is deny. */
     *deny = !def || !strcmp(def, "deny");
     *rules = NULL;
@@ -167,7 +167,7 @@ static int enforce(sbx_sandbox *sb, sbx_call *call, char *const *want, size_t nw
     size_t nr = rules ? json_object_array_length(rules) : 0;
     for (size_t i = 0; i < nr; i++) {
         json_object *r = json_object_array_get_idx(rules, i);
-        const char *t = sbx_json_str(r, "target"), *a = sbx_json_str(r, "action");
+        const char *t = sbxp_json_str(r, "target"), *a = sbxp_json_str(r, "action");
         if (t && (!a || strcmp(a, "allow") || !listed(want, nwant, t)))
             json_object_array_add(stale, json_object_new_string(t));
     }
@@ -175,7 +175,7 @@ static int enforce(sbx_sandbox *sb, sbx_call *call, char *const *want, size_t nw
         int have = 0;
         for (size_t j = 0; j < nr && !have; j++) {
             json_object *r = json_object_array_get_idx(rules, j);
-            const char *t = sbx_json_str(r, "target"), *a = sbx_json_str(r, "action");
+            const char *t = sbxp_json_str(r, "target"), *a = sbxp_json_str(r, "action");
             have = t && a && !strcmp(t, want[i]) && !strcmp(a, "allow");
         }
         if (!have) {
@@ -186,7 +186,7 @@ static int enforce(sbx_sandbox *sb, sbx_call *call, char *const *want, size_t nw
         }
     }
     int rc = SBX_OK;
-    sbx_http_error err;
+    sbxp_http_error err;
     *changes = (int)(json_object_array_length(stale) + json_object_array_length(missing));
     if (json_object_array_length(stale) &&
         (rc = osb_service_json(sb, call, &sb->egress, "DELETE", "/policy", stale, NULL, 1, &err)))
@@ -211,7 +211,7 @@ static int verify(sbx_sandbox *sb, sbx_call *call, char *const *want, size_t nwa
     int ok = deny && nr == nwant;
     for (size_t i = 0; ok && i < nr; i++) {
         json_object *r = json_object_array_get_idx(rules, i);
-        const char *t = sbx_json_str(r, "target"), *a = sbx_json_str(r, "action");
+        const char *t = sbxp_json_str(r, "target"), *a = sbxp_json_str(r, "action");
         ok = t && a && !strcmp(a, "allow") && listed(want, nwant, t);
     }
     json_object_put(doc);
@@ -244,13 +244,13 @@ int osb_egress_set(sbx_sandbox *sb, sbx_call *call, const struct sbx_egress_poli
     }
     /* Record the intent first: a crash after it is repaired on attach. */
     json_object *doc = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     if ((rc = osb_api_get(st, call, sb->id, &doc, &err)) != SBX_OK) {
         json_object_put(pdoc);
         return osb_report(st, call, &err, "looking up sandbox %s", sb->id);
     }
     json_object *patch = json_object_new_object();
-    json_object_object_foreach(sbx_json_obj(doc, "metadata"), k, v)
+    json_object_object_foreach(sbxp_json_obj(doc, "metadata"), k, v)
     {
         (void)v;
         if (!strncmp(k, OSB_META_ALLOW, strlen(OSB_META_ALLOW)) ||
@@ -287,7 +287,7 @@ int osb_egress_get(sbx_sandbox *sb, sbx_call *call, struct sbx_egress_report *ou
     size_t nr = rules ? json_object_array_length(rules) : 0;
     for (size_t i = 0; rc == SBX_OK && i < nr; i++) {
         json_object *r = json_object_array_get_idx(rules, i);
-        const char *t = sbx_json_str(r, "target"), *a = sbx_json_str(r, "action");
+        const char *t = sbxp_json_str(r, "target"), *a = sbxp_json_str(r, "action");
         if (t && a && !strcmp(a, "allow") && out->allow)
             rc = out->allow(out->ctx, t);
     }

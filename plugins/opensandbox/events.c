@@ -40,7 +40,7 @@ static int dispatch(struct osb_events *r)
     json_object *ev = json_tokener_parse(r->ev);
     r->evlen = 0;
     const char *type = ev && json_object_is_type(ev, json_type_object)
-                           ? sbx_json_str(ev, "type")
+                           ? sbxp_json_str(ev, "type")
                            : NULL;
     if (!type) {
         json_object_put(ev);

@@ -21,8 +21,10 @@
  * upload; the upload stops when the command has ended. See osb.h.
  */
 #include "osb.h"
+#include "exec_env.h"
 #include "exec_tree.h"
 #include "gosignal.h"
+#include "helper_exec.h"
 #include "hex.h"
 
 #include <errno.h>
@@ -135,15 +137,15 @@ static int on_output(void *ctx, int is_err, const char *text, size_t len)
 static int on_event(void *ctx, json_object *ev)
 {
     struct run *r = ctx;
-    const char *type = sbx_json_str(ev, "type");
+    const char *type = sbxp_json_str(ev, "type");
     if (!strcmp(type, "init")) {
-        const char *text = sbx_json_str(ev, "text");
+        const char *text = sbxp_json_str(ev, "text");
         snprintf(r->cid, sizeof r->cid, "%s", text ? text : "");
     } else if (!strcmp(type, "execution_complete")) {
         r->done = 1;
         r->exit_code = 0;
     } else if (!strcmp(type, "error")) {
-        const char *v = sbx_json_str(sbx_json_obj(ev, "error"), "evalue");
+        const char *v = sbxp_json_str(sbxp_json_obj(ev, "error"), "evalue");
         r->done = 1;
         snprintf(r->evalue, sizeof r->evalue, "%s", v ? v : "");
         char *end;
@@ -167,11 +169,11 @@ static void interrupt(struct run *r)
 {
     if (!r->cid[0])
         return;
-    char *e = sbx_http_escape(r->cid);
+    char *e = sbxp_http_escape(r->cid);
     char path[256];
     snprintf(path, sizeof path, "/command?id=%s", e ? e : "");
     free(e);
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = osb_service_json(r->sb, NULL, &r->sb->execd, "DELETE", path, NULL, NULL, 1, &err);
     if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
         r->sb->st->host->log(r->sb->st->host, SBX_LOG_WARN,
@@ -206,7 +208,7 @@ static void *feeder(void *arg)
 {
     struct run *r = arg;
     struct sbx_source src = SBX_SOURCE_INIT(r, feed_read);
-    sbx_http_error err;
+    sbxp_http_error err;
     /* mode 0: none sent, the FIFO keeps the 0600 mkfifo gave it. */
     int rc = osb_upload(r->sb, NULL, r->fifo, 0, &src, &err);
     if (rc != SBX_OK && r->feed_failed) {
@@ -276,16 +278,9 @@ static json_object *command_body(const struct sbx_exec_args *args, const char *c
         json_object_object_add(body, "timeout", json_object_new_int64(timeout_ms));
     json_object *envs = json_object_new_object();
     if (token)
-        json_object_object_add(envs, SBX_EXEC_TAG_VAR, json_object_new_string(token));
+        json_object_object_add(envs, SBXP_EXEC_TAG_VAR, json_object_new_string(token));
     if (args->env || token) {
-        for (size_t i = 0; args->env && args->env[i]; i++) {
-            const char *eq = strchr(args->env[i], '=');
-            if (!eq)
-                continue;
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)(eq - args->env[i]), args->env[i]);
-            json_object_object_add(envs, name, json_object_new_string(eq + 1));
-        }
+        sbxp_exec_env_json(envs, args->env);
         json_object_object_add(body, "envs", envs);
     } else {
         json_object_put(envs);
@@ -297,14 +292,14 @@ static json_object *command_body(const struct sbx_exec_args *args, const char *c
 static int signal_of(struct run *r)
 {
     char path[256];
-    char *e = sbx_http_escape(r->cid);
+    char *e = sbxp_http_escape(r->cid);
     snprintf(path, sizeof path, "/command/status/%s", e ? e : "");
     free(e);
     json_object *doc = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int sig = 0;
     if (osb_service_json(r->sb, NULL, &r->sb->execd, "GET", path, NULL, &doc, 1, &err) == SBX_OK)
-        sig = sbx_go_signal_number(sbx_json_str(doc, "error"));
+        sig = sbxp_go_signal_number(sbxp_json_str(doc, "error"));
     json_object_put(doc);
     return sig ? sig : 9;
 }
@@ -349,22 +344,22 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         return osb_error(st, call, SBX_E_NOMEM, "out of memory");
     }
     const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
     const char *hdrs[16];
     static const char *const accept[] = {"Accept: text/event-stream", NULL};
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     osb_service_request(sb, &sb->execd, &req, hdrs, 16, accept, &c);
     req.method = "POST";
     req.path = "/command";
     req.content_type = "application/json";
     req.body = json;
     req.body_len = strlen(json);
-    sbx_http_xfer *x = NULL;
-    sbx_http_error err;
+    sbxp_http_xfer *x = NULL;
+    sbxp_http_error err;
     memset(&err, 0, sizeof err);
     int killed = 0, timed_out = 0;
-    int rc = sbx_http_start(sb->execd.http, &req, &x, &err);
+    int rc = sbxp_http_start(sb->execd.http, &req, &x, &err);
     json_object_put(body);
     if (rc != SBX_OK) {
         rc = osb_service_report(sb, call, &err, "exec %s", args->argv[0]);
@@ -372,10 +367,10 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     }
     struct sbx_sink sink = SBX_SINK_INIT(&r, stream_write);
     if (args->timeout_ms > 0)
-        sbx_http_xfer_set_timeout(x, args->timeout_ms);
+        sbxp_http_xfer_set_timeout(x, args->timeout_ms);
     for (;;) {
         memset(&err, 0, sizeof err);
-        int s = sbx_http_xfer_pump(x, &sink, &err);
+        int s = sbxp_http_xfer_pump(x, &sink, &err);
         if (s == SBX_OK) {
             s = osb_events_end(&r.evs);
             if (s != SBX_OK)
@@ -398,7 +393,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         if (s == SBX_E_TIMEOUT && !killed && args->timeout_ms > 0) {
             timed_out = killed = 1;
             interrupt(&r);
-            sbx_http_xfer_set_timeout(x, KILL_GRACE_MS);
+            sbxp_http_xfer_set_timeout(x, KILL_GRACE_MS);
             continue;
         }
         if (killed)
@@ -416,7 +411,7 @@ out:
         pthread_join(r.feeder, NULL);
     if (r.want_ready && !r.ready && r.fifo[0])
         osb_remove(sb, NULL, r.fifo);
-    sbx_http_xfer_free(x);
+    sbxp_http_xfer_free(x);
     if (r.stop_pipe[0] >= 0) {
         close(r.stop_pipe[0]);
         close(r.stop_pipe[1]);
@@ -474,28 +469,12 @@ int osb_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     free(cwd);
     /* What the command left behind dies before exec returns, also after a
      * timeout or cancellation (execd killed the group only). */
-    const char *kill_argv[] = {"sh", "-c", sbx_exec_tree_kill_sh, "sh", token, NULL};
+    const char *kill_argv[] = {"sh", "-c", sbxp_exec_tree_kill_sh, "sh", token, NULL};
     int code = 0;
     if (osb_helper(sb, NULL, kill_argv, NULL, 10000, &code, NULL, 0) != SBX_OK || code != 0)
         st->host->log(st->host, SBX_LOG_WARN,
                       "opensandbox: killing what a command left in %s failed", sb->id);
     return rc;
-}
-
-struct keep {
-    char *buf;
-    size_t cap, len;
-};
-
-static int keep_write(void *ctx, const void *data, size_t len)
-{
-    struct keep *k = ctx;
-    size_t room = k->cap ? k->cap - 1 - k->len : 0;
-    size_t n = len < room ? len : room;
-    memcpy(k->buf + k->len, data, n);
-    k->len += n;
-    k->buf[k->len] = '\0';
-    return 0;
 }
 
 int osb_sh(sbx_sandbox *sb, sbx_call *call, const char *text, const struct sbx_sink *out,
@@ -508,21 +487,9 @@ int osb_sh(sbx_sandbox *sb, sbx_call *call, const char *text, const struct sbx_s
 int osb_helper(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
                const struct sbx_sink *out, int64_t timeout_ms, int *code, char *msg, size_t cap)
 {
-    struct keep k = {msg, cap, 0};
-    if (cap)
-        msg[0] = '\0';
-    struct sbx_sink errs = SBX_SINK_INIT(&k, keep_write);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = timeout_ms;
-    a.out = out;
-    a.err = cap ? &errs : NULL;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    int rc = run_command(sb, call, &a, "/", NULL, &res);
-    *code = res.term_signal ? 128 + res.term_signal : res.exit_code;
+    struct sbxp_helper_exec h;
+    sbxp_helper_exec_init(&h, argv, out, timeout_ms, msg, cap);
+    int rc = run_command(sb, call, &h.args, "/", NULL, &h.res);
+    *code = sbxp_helper_exec_code(&h);
     return rc;
 }

@@ -14,14 +14,14 @@
 #include <string.h>
 #include <sys/random.h>
 
-int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err)
+int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     json_object *perm = json_object_new_object();
     if (!body || !perm) {
         json_object_put(body);
         json_object_put(perm);
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
     json_object_object_add(perm, "mode", json_object_new_int(755));
     json_object_object_add(body, abs, perm);
@@ -32,7 +32,7 @@ int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error 
 
 int osb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs)
 {
-    char *e = sbx_http_escape(abs);
+    char *e = sbxp_http_escape(abs);
     if (!e)
         return SBX_E_NOMEM;
     size_t len = strlen(e) + 16;
@@ -40,7 +40,7 @@ int osb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs)
     int rc = SBX_E_NOMEM;
     if (path) {
         snprintf(path, len, "/files?path=%s", e);
-        sbx_http_error err;
+        sbxp_http_error err;
         rc = osb_service_json(sb, call, &sb->execd, "DELETE", path, NULL, NULL, 1, &err);
         if (rc == SBX_E_NOT_FOUND)
             rc = SBX_OK;
@@ -54,7 +54,7 @@ int osb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *w
                  const struct sbx_sink *sink)
 {
     struct osb_state *st = sb->st;
-    char *e = sbx_http_escape(abs);
+    char *e = sbxp_http_escape(abs);
     if (!e)
         return osb_error(st, call, SBX_E_NOMEM, "out of memory");
     size_t len = strlen(e) + 32;
@@ -65,24 +65,24 @@ int osb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *w
     }
     snprintf(path, len, "/files/download?path=%s", e);
     free(e);
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
     const char *hdrs[16];
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     osb_service_request(sb, &sb->execd, &req, hdrs, 16, NULL, &c);
     req.method = "GET";
     req.path = path;
     req.stall_timeout_ms = st->cfg.request_timeout_ms;
-    sbx_http_error err;
+    sbxp_http_error err;
     memset(&err, 0, sizeof err);
-    int rc = sbx_http_request(sb->execd.http, &req, sink, NULL, &err);
+    int rc = sbxp_http_request(sb->execd.http, &req, sink, NULL, &err);
     free(path);
     if (rc == SBX_OK || err.from_callback)
         return rc;
     if (rc == SBX_E_NOT_FOUND && err.http_status == 404) {
         /* execd's 404 for a missing file, or the sandbox gone? */
         json_object *doc = NULL;
-        sbx_http_error e2;
+        sbxp_http_error e2;
         if (osb_api_get(st, NULL, sb->id, &doc, &e2) == SBX_E_NOT_FOUND)
             return osb_error(st, call, SBX_E_NOT_FOUND,
                              "opensandbox: %s: sandbox %s no longer exists", what, sb->id);
@@ -148,18 +148,18 @@ static long mp_read(void *ctx, void *buf, size_t cap)
 }
 
 int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-               const struct sbx_source *src, sbx_http_error *err)
+               const struct sbx_source *src, sbxp_http_error *err)
 {
     struct osb_state *st = sb->st;
     unsigned char rnd[12];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-        return sbx_http_fail(err, SBX_E_IO, "no randomness for a multipart boundary");
+        return sbxp_http_fail(err, SBX_E_IO, "no randomness for a multipart boundary");
     char boundary[64] = "sbx-";
     for (size_t i = 0; i < sizeof rnd; i++)
         snprintf(boundary + 4 + 2 * i, 3, "%02x", rnd[i]);
     json_object *meta = json_object_new_object();
     if (!meta)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     json_object_object_add(meta, "path", json_object_new_string(abs));
     /* FileMetadata.mode is the octal digits as a decimal number (644). */
     if (mode) {
@@ -179,16 +179,16 @@ int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
                      boundary);
     json_object_put(meta);
     if (n < 0 || (size_t)n >= sizeof m.head)
-        return sbx_http_fail(err, SBX_E_INVALID, "path too long for an upload");
+        return sbxp_http_fail(err, SBX_E_INVALID, "path too long for an upload");
     m.head_len = (size_t)n;
     m.tail_len = (size_t)snprintf(m.tail, sizeof m.tail, "\r\n--%s--\r\n", boundary);
     char ctype[128];
     snprintf(ctype, sizeof ctype, "multipart/form-data; boundary=%s", boundary);
     struct sbx_source body = SBX_SOURCE_INIT(&m, mp_read);
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
     const char *hdrs[16];
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     osb_service_request(sb, &sb->execd, &req, hdrs, 16, NULL, &c);
     req.method = "POST";
     req.path = "/files/upload";
@@ -202,7 +202,7 @@ int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
     }
     req.stall_timeout_ms = st->cfg.request_timeout_ms;
     memset(err, 0, sizeof *err);
-    return sbx_http_request(sb->execd.http, &req, NULL, NULL, err);
+    return sbxp_http_request(sb->execd.http, &req, NULL, NULL, err);
 }
 
 /* "<dir>/.<base>.sbx-<hex>" beside abs. */
@@ -236,7 +236,7 @@ int osb_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const stru
     int rc = osb_resolve(sb, call, "write_file", path, 0, &abs, &type);
     if (rc != SBX_OK)
         return rc;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (type != OSB_FT_NONE && type != OSB_FT_FILE) {
         rc = osb_error(st, call, SBX_E_INVALID, "opensandbox: write_file: %s is not a regular file",
                        path);

@@ -37,9 +37,9 @@ static int parse_ref(struct osb_state *st, sbx_call *call, const char *ref, char
 
 static int owned_by(json_object *sandbox, const char *key_hash)
 {
-    json_object *meta = sbx_json_obj(sandbox, "metadata");
-    const char *owner = sbx_json_str(meta, OSB_META_OWNER);
-    const char *managed = sbx_json_str(meta, OSB_META_MANAGED);
+    json_object *meta = sbxp_json_obj(sandbox, "metadata");
+    const char *owner = sbxp_json_str(meta, OSB_META_OWNER);
+    const char *managed = sbxp_json_str(meta, OSB_META_MANAGED);
     return owner && managed && strlen(owner) == OSB_HASH_LABEL &&
            !strncmp(owner, key_hash, OSB_HASH_LABEL) && !strcmp(managed, "true");
 }
@@ -48,7 +48,7 @@ static int owned_by(json_object *sandbox, const char *key_hash)
 static int candidate(json_object *s, const char *key_hash)
 {
     const char *state = osb_state_of(s);
-    return sbx_json_str(s, "id") && owned_by(s, key_hash) && strcmp(state, "Stopping") &&
+    return sbxp_json_str(s, "id") && owned_by(s, key_hash) && strcmp(state, "Stopping") &&
            strcmp(state, "Terminated") && strcmp(state, "Failed");
 }
 
@@ -65,9 +65,9 @@ static json_object *oldest_owned(json_object *list, const char *key_hash)
             best = s;
             continue;
         }
-        const char *a = sbx_json_str(s, "createdAt"), *b = sbx_json_str(best, "createdAt");
+        const char *a = sbxp_json_str(s, "createdAt"), *b = sbxp_json_str(best, "createdAt");
         int c = strcmp(a ? a : "", b ? b : "");
-        if (c < 0 || (c == 0 && strcmp(sbx_json_str(s, "id"), sbx_json_str(best, "id")) < 0))
+        if (c < 0 || (c == 0 && strcmp(sbxp_json_str(s, "id"), sbxp_json_str(best, "id")) < 0))
             best = s;
     }
     return best;
@@ -75,8 +75,8 @@ static json_object *oldest_owned(json_object *list, const char *key_hash)
 
 static int sleep_ms(struct osb_state *st, sbx_call *call, int ms)
 {
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, st->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
     struct pollfd p = {c.c.fd, POLLIN, 0};
     if (poll(&p, p.fd >= 0 ? 1 : 0, ms) > 0 || c.c.check(c.c.ctx))
         return osb_error(st, call, SBX_E_CANCELLED, "opensandbox: cancelled");
@@ -94,7 +94,7 @@ static int wait_running(struct osb_state *st, sbx_call *call, const char *id, js
     int resumed = 0;
     for (;;) {
         json_object *s = NULL;
-        sbx_http_error err;
+        sbxp_http_error err;
         int rc = osb_api_get(st, call, id, &s, &err);
         if (rc == SBX_E_NOT_FOUND)
             return osb_error(st, call, SBX_E_NOT_FOUND, "opensandbox: sandbox %s no longer exists",
@@ -110,7 +110,7 @@ static int wait_running(struct osb_state *st, sbx_call *call, const char *id, js
                 json_object_put(s);
             return SBX_OK;
         }
-        const char *reason = sbx_json_str(sbx_json_obj(s, "status"), "message");
+        const char *reason = sbxp_json_str(sbxp_json_obj(s, "status"), "message");
         char why[200];
         snprintf(why, sizeof why, "%s", reason ? reason : "");
         json_object_put(s);
@@ -165,14 +165,14 @@ int osb_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
     if (egress && (rc = osb_egress_check(st, call, egress)) != SBX_OK)
         return rc;
     json_object *list = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = osb_api_find(st, call, args->key_hash, &list, &err);
     if (rc != SBX_OK)
         return osb_report(st, call, &err, "looking for the session's sandbox");
     char id[128] = "";
     json_object *found = oldest_owned(list, args->key_hash);
     if (found)
-        snprintf(id, sizeof id, "%s", sbx_json_str(found, "id"));
+        snprintf(id, sizeof id, "%s", sbxp_json_str(found, "id"));
     json_object_put(list);
     list = NULL;
     int made = 0;
@@ -181,7 +181,7 @@ int osb_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
         rc = osb_api_create(st, call, args->key_hash, args->spec_hash, egress, &doc, &err);
         if (rc != SBX_OK)
             return osb_report(st, call, &err, "creating a sandbox of image %s", st->cfg.image);
-        const char *mid = sbx_json_str(doc, "id");
+        const char *mid = sbxp_json_str(doc, "id");
         if (!mid || strlen(mid) >= sizeof id) {
             json_object_put(doc);
             return osb_error(st, call, SBX_E_PROTOCOL,
@@ -194,7 +194,7 @@ int osb_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
          * the oldest wins everywhere, the younger is deleted by its maker. */
         if (osb_api_find(st, call, args->key_hash, &list, &err) == SBX_OK) {
             json_object *first = oldest_owned(list, args->key_hash);
-            const char *fid = first ? sbx_json_str(first, "id") : NULL;
+            const char *fid = first ? sbxp_json_str(first, "id") : NULL;
             if (fid && strcmp(fid, id) != 0) {
                 char mine[128];
                 snprintf(mine, sizeof mine, "%s", id);
@@ -247,7 +247,7 @@ static int check_owner(struct osb_state *st, sbx_call *call, const char *ref, co
     if (rc != SBX_OK)
         return rc;
     json_object *s = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     rc = osb_api_get(st, call, id, &s, &err);
     if (rc == SBX_E_NOT_FOUND)
         return osb_error(st, call, SBX_E_NOT_FOUND, "opensandbox: sandbox %s no longer exists", id);
@@ -288,7 +288,7 @@ int osb_attach(void *state, sbx_call *call, const struct sbx_attach_args *args, 
         return rc;
     }
     /* Attaching is using: push the expiration out. */
-    sbx_http_error err;
+    sbxp_http_error err;
     if (osb_api_renew(st, call, id, &err) != SBX_OK)
         st->host->log(st->host, SBX_LOG_WARN, "opensandbox: renewing sandbox %s: %s", id,
                       err.message);
@@ -303,11 +303,11 @@ int osb_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args
     int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id, NULL);
     if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
         return rc;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (rc == SBX_OK && (rc = osb_api_delete(st, call, id, &err)) != SBX_OK)
         return osb_report(st, call, &err, "deleting sandbox %s", id);
     /* gone either way: its memory state goes with it */
-    sbx_rmem_forget(st->host, OSB_PROVIDER, st->cfg.state_dir, id);
+    sbxp_rmem_forget(st->host, OSB_PROVIDER, st->cfg.state_dir, id);
     return SBX_OK;
 }
 
@@ -322,7 +322,7 @@ void osb_release(sbx_sandbox *sb)
         return;
     osb_service_close(&sb->execd);
     osb_service_close(&sb->egress);
-    sbx_rmem_free(&sb->mem);
+    sbxp_rmem_free(&sb->mem);
     pthread_mutex_destroy(&sb->lock);
     free(sb);
 }
@@ -338,7 +338,7 @@ void osb_keep_alive(sbx_sandbox *sb, sbx_call *call)
     pthread_mutex_unlock(&sb->lock);
     if (!due)
         return;
-    sbx_http_error err;
+    sbxp_http_error err;
     if (osb_api_renew(st, call, sb->id, &err) != SBX_OK)
         st->host->log(st->host, SBX_LOG_WARN, "opensandbox: renewing sandbox %s: %s", sb->id,
                       err.message);

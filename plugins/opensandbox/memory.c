@@ -19,7 +19,7 @@ static int mem_run(void *ctx, sbx_call *call, const char *const *argv,
 static int mem_upload(void *ctx, sbx_call *call, const char *abs, const struct sbx_source *src,
                       const char *what)
 {
-    sbx_http_error err;
+    sbxp_http_error err;
     if (osb_upload(ctx, call, abs, 0600, src, &err) == SBX_OK)
         return SBX_OK;
     return err.from_callback ? err.status : osb_service_report(ctx, call, &err, "%s", what);
@@ -36,7 +36,7 @@ static void mem_keep_alive(void *ctx, sbx_call *call)
     osb_keep_alive(ctx, call);
 }
 
-static const struct sbx_rmem_ops mem_ops = {.run = mem_run,
+static const struct sbxp_rmem_ops mem_ops = {.run = mem_run,
                                             .upload = mem_upload,
                                             .download = mem_download,
                                             .shared_root = 0,
@@ -44,16 +44,16 @@ static const struct sbx_rmem_ops mem_ops = {.run = mem_run,
 
 int osb_memory_create(sbx_sandbox *sb, sbx_call *call, const struct sbx_create_args *args)
 {
-    sbx_rmem_init(&sb->mem, sb->st->host, OSB_PROVIDER, sb->st->cfg.state_dir, sb->id,
-                  &mem_ops, sb);
-    return sbx_rmem_create(&sb->mem, call, args);
+    sbxp_rmem_init(&sb->mem, sb->st->host, OSB_PROVIDER, sb->st->cfg.state_dir, sb->id,
+                   &mem_ops, sb);
+    return sbxp_rmem_create(&sb->mem, call, args);
 }
 
 int osb_memory_open(sbx_sandbox *sb, sbx_call *call)
 {
-    sbx_rmem_init(&sb->mem, sb->st->host, OSB_PROVIDER, sb->st->cfg.state_dir, sb->id,
-                  &mem_ops, sb);
-    return sbx_rmem_open(&sb->mem, call);
+    sbxp_rmem_init(&sb->mem, sb->st->host, OSB_PROVIDER, sb->st->cfg.state_dir, sb->id,
+                   &mem_ops, sb);
+    return sbxp_rmem_open(&sb->mem, call);
 }
 
-SBX_RMEM_DEFINE_OPS(osb, mem)
+SBXP_RMEM_DEFINE_OPS(osb, mem)

@@ -26,11 +26,16 @@
 
 #include <sbx/provider.h>
 
+#include "api_call.h"
 #include "base64.h"
 #include "call_cancel.h"
+#include "call_error.h"
 #include "http_client.h"
+#include "http_config.h"
 #include "http_json.h"
+#include "http_report.h"
 #include "http_retry.h"
+#include "provider_config.h"
 #include "remote_memory.h"
 
 #include <pthread.h>
@@ -73,19 +78,21 @@ struct osb_conf {
     int64_t connect_timeout_ms;
     int use_server_proxy;
     int internet;           /* no networkPolicy at create: allow all */
-    struct sbx_http_retry retry;
+    struct sbxp_http_retry retry;
 };
 
 struct osb_state {
     const struct sbx_host *host;
     struct osb_conf cfg;
-    sbx_http *api;
+    sbxp_http *api;
     char key_header[512];
+    struct sbxp_api ctl;          /* the lifecycle server's calls (api.c) */
+    struct sbxp_reporter report;  /* how osb_report names the provider */
 };
 
 /* An in-sandbox service reached at its endpoint. */
 struct osb_service {
-    sbx_http *http;
+    sbxp_http *http;
     char *headers[9];       /* "Name: value" lines from the endpoint, NULL-terminated */
 };
 
@@ -97,40 +104,41 @@ struct sbx_sandbox {
     struct osb_service egress;
     pthread_mutex_t lock;   /* guards renewed_ms */
     int64_t renewed_ms;
-    struct sbx_rmem mem;    /* memory attachments, from create or state_dir */
+    struct sbxp_rmem mem;    /* memory attachments, from create or state_dir */
 };
 
 /* ---- conf.c ------------------------------------------------------------ */
 int osb_init(const struct sbx_host *host, sbx_call *call, void **state);
 void osb_fini(void *state);
-int osb_error(struct osb_state *st, sbx_call *call, int status, const char *fmt, ...)
-    SBX_PRINTF_LIKE(4, 5);
-/* A failed request: 401/403 become SBX_E_CONFIG naming the key's source. */
-int osb_report(struct osb_state *st, sbx_call *call, const sbx_http_error *err,
-               const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
+/* The call's error (or a warning without a call): plugins/common/call_error.c. */
+#define osb_error(st, call, ...) sbxp_call_error((st)->host, (call), __VA_ARGS__)
+/* A failed request: 401/403 become SBX_E_CONFIG naming the key's source
+ * (plugins/common/http_report.c with the state's reporter). */
+#define osb_report(st, call, err, ...) \
+    sbxp_http_report((st)->host, (call), &(st)->report, (err), __VA_ARGS__)
 
 /* ---- api.c ------------------------------------------------------------- */
 /* POST /sandboxes; egress NULL: the configured network. *out: the answer. */
 int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
                    const char *spec_hash, const struct sbx_egress_policy *egress,
-                   json_object **out, sbx_http_error *err);
+                   json_object **out, sbxp_http_error *err);
 /* GET /sandboxes?metadata=sbx.owner=<hash>: every page's items, as one array. */
 int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash,
-                 json_object **out, sbx_http_error *err);
+                 json_object **out, sbxp_http_error *err);
 int osb_api_get(struct osb_state *st, sbx_call *call, const char *id, json_object **out,
-                sbx_http_error *err);
+                sbxp_http_error *err);
 /* DELETE; 404 counts as done. */
-int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err);
+int osb_api_delete(struct osb_state *st, sbx_call *call, const char *id, sbxp_http_error *err);
 /* POST /sandboxes/{id}/<action> (pause, resume). */
 int osb_api_action(struct osb_state *st, sbx_call *call, const char *id, const char *action,
-                   sbx_http_error *err);
-int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbx_http_error *err);
+                   sbxp_http_error *err);
+int osb_api_renew(struct osb_state *st, sbx_call *call, const char *id, sbxp_http_error *err);
 /* PATCH /sandboxes/{id}/metadata (merge patch: null deletes a key). */
 int osb_api_metadata(struct osb_state *st, sbx_call *call, const char *id, json_object *patch,
-                     sbx_http_error *err);
+                     sbxp_http_error *err);
 /* GET /sandboxes/{id}/endpoints/{port}: *out is the Endpoint. */
 int osb_api_endpoint(struct osb_state *st, sbx_call *call, const char *id, int port,
-                     json_object **out, sbx_http_error *err);
+                     json_object **out, sbxp_http_error *err);
 /* The sandbox's state ("Running", ...) or "" (borrowed). */
 const char *osb_state_of(json_object *sandbox);
 
@@ -151,14 +159,14 @@ int osb_service_open(sbx_sandbox *sb, sbx_call *call, int port, struct osb_servi
 void osb_service_close(struct osb_service *svc);
 /* A request to a service with its endpoint headers plus extra (may be NULL). */
 void osb_service_request(sbx_sandbox *sb, const struct osb_service *svc,
-                         struct sbx_http_request *req, const char **hdrs, size_t cap,
-                         const char *const *extra, struct sbx_call_cancel *c);
+                         struct sbxp_http_request *req, const char **hdrs, size_t cap,
+                         const char *const *extra, struct sbxp_call_cancel *c);
 /* A JSON call to a service, retried when idempotent. */
 int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *svc,
                      const char *method, const char *path, json_object *body,
-                     json_object **out, int idempotent, sbx_http_error *err);
+                     json_object **out, int idempotent, sbxp_http_error *err);
 /* Report a failed service call; a sandbox that is gone is SBX_E_NOT_FOUND. */
-int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err,
+int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err,
                        const char *fmt, ...) SBX_PRINTF_LIKE(4, 5);
 
 /* ---- events.c ---------------------------------------------------------- */
@@ -218,8 +226,8 @@ int osb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *w
                  const struct sbx_sink *sink);
 /* Upload src to the absolute path abs (multipart: metadata, then file). */
 int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
-               const struct sbx_source *src, sbx_http_error *err);
-int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbx_http_error *err);
+               const struct sbx_source *src, sbxp_http_error *err);
+int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error *err);
 int osb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs);
 
 /* ---- egress.c ---------------------------------------------------------- */

@@ -10,6 +10,8 @@
  */
 #include "osb.h"
 
+#include "text_sink.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,23 +34,23 @@ static int type_of(const char *t)
 /* GET /files/info?path=p1&path=p2...: the types in order; SBX_E_NOT_FOUND
  * when one is missing. */
 static int info(sbx_sandbox *sb, sbx_call *call, char **paths, int n, int *types,
-                sbx_http_error *err)
+                sbxp_http_error *err)
 {
     size_t len = 32;
     char **esc = calloc((size_t)n, sizeof *esc);
     if (!esc)
-        return sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     int rc = SBX_OK;
     for (int i = 0; i < n && rc == SBX_OK; i++) {
-        esc[i] = sbx_http_escape(paths[i]);
+        esc[i] = sbxp_http_escape(paths[i]);
         if (!esc[i])
-            rc = sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+            rc = sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
         else
             len += strlen(esc[i]) + 6;
     }
     char *q = rc == SBX_OK ? malloc(len) : NULL;
     if (rc == SBX_OK && !q)
-        rc = sbx_http_fail(err, SBX_E_NOMEM, "out of memory");
+        rc = sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     if (rc == SBX_OK) {
         size_t o = (size_t)snprintf(q, len, "/files/info");
         for (int i = 0; i < n; i++)
@@ -58,10 +60,10 @@ static int info(sbx_sandbox *sb, sbx_call *call, char **paths, int n, int *types
         for (int i = 0; rc == SBX_OK && i < n; i++) {
             json_object *fi = NULL;
             if (!doc || !json_object_object_get_ex(doc, paths[i], &fi))
-                rc = sbx_http_fail(err, SBX_E_PROTOCOL, "GET /files/info: %s missing from the answer",
-                                   paths[i]);
+                rc = sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /files/info: %s missing from the answer",
+                                    paths[i]);
             else
-                types[i] = type_of(sbx_json_str(fi, "type"));
+                types[i] = type_of(sbxp_json_str(fi, "type"));
         }
         json_object_put(doc);
     }
@@ -77,21 +79,6 @@ static int inside(const char *p, const char *root, int allow_root)
 {
     size_t l = strlen(root);
     return !strncmp(p, root, l) && (p[l] == '/' || (allow_root && p[l] == '\0'));
-}
-
-struct capture {
-    char buf[4096];
-    size_t len;
-};
-
-static int capture_write(void *ctx, const void *data, size_t len)
-{
-    struct capture *c = ctx;
-    size_t n = len < sizeof c->buf - 1 - c->len ? len : sizeof c->buf - 1 - c->len;
-    memcpy(c->buf + c->len, data, n);
-    c->len += n;
-    c->buf[c->len] = '\0';
-    return 0;
 }
 
 /* realpath -m in the sandbox, then the type of what it names. */
@@ -110,11 +97,12 @@ static int slow_path(sbx_sandbox *sb, sbx_call *call, const char *what, const ch
     }
     snprintf(text, len, "exec realpath -m -- %s", q);
     free(q);
-    struct capture cap = {"", 0};
-    struct sbx_sink sink = SBX_SINK_INIT(&cap, capture_write);
+    char answer[4096];
+    struct sbxp_text_sink cap;
+    sbxp_text_sink_init(&cap, answer, sizeof answer);
     char msg[256];
     int code = -1;
-    int rc = osb_sh(sb, call, text, &sink, 30000, &code, msg, sizeof msg);
+    int rc = osb_sh(sb, call, text, &cap.sink, 30000, &code, msg, sizeof msg);
     free(text);
     if (rc != SBX_OK)
         return rc;
@@ -129,7 +117,7 @@ static int slow_path(sbx_sandbox *sb, sbx_call *call, const char *what, const ch
         return osb_error(st, call, SBX_E_NOMEM, "out of memory");
     free(*abs);
     *abs = resolved;
-    sbx_http_error err;
+    sbxp_http_error err;
     int t = OSB_FT_NONE;
     char *one[1] = {resolved};
     rc = info(sb, call, one, 1, &t, &err);
@@ -222,7 +210,7 @@ int osb_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *r
             rc = osb_error(st, call, SBX_E_NOMEM, "out of memory");
     }
     int types[MAX_PARTS + 1];
-    sbx_http_error err;
+    sbxp_http_error err;
     int fast = 0;
     if (rc == SBX_OK) {
         int r2 = info(sb, call, prefixes, np, types, &err);

@@ -28,12 +28,12 @@ int osb_service_open(sbx_sandbox *sb, sbx_call *call, int port, struct osb_servi
     struct osb_state *st = sb->st;
     memset(svc, 0, sizeof *svc);
     json_object *doc = NULL;
-    sbx_http_error err;
+    sbxp_http_error err;
     int rc = osb_api_endpoint(st, call, sb->id, port, &doc, &err);
     if (rc != SBX_OK)
         return osb_report(st, call, &err, "resolving the endpoint of port %d of sandbox %s", port,
                           sb->id);
-    const char *ep = sbx_json_str(doc, "endpoint");
+    const char *ep = sbxp_json_str(doc, "endpoint");
     const char *scheme = strncmp(st->cfg.api_url, "https://", 8) ? "http" : "https";
     char url[1024];
     if (strstr(ep, "://"))
@@ -41,11 +41,11 @@ int osb_service_open(sbx_sandbox *sb, sbx_call *call, int port, struct osb_servi
     else if (snprintf(url, sizeof url, "%s://%s", scheme, ep) >= (int)sizeof url)
         rc = osb_error(st, call, SBX_E_PROTOCOL, "opensandbox: endpoint of port %d too long",
                        port);
-    if (rc == SBX_OK && sbx_http_new(url, &svc->http, &err) != SBX_OK)
+    if (rc == SBX_OK && sbxp_http_new(url, &svc->http, &err) != SBX_OK)
         rc = osb_error(st, call, SBX_E_PROTOCOL,
                        "opensandbox: the endpoint of port %d of sandbox %s is unusable: %s", port,
                        sb->id, err.message);
-    json_object *hs = sbx_json_obj(doc, "headers");
+    json_object *hs = sbxp_json_obj(doc, "headers");
     size_t n = 0;
     if (rc == SBX_OK && hs && json_object_is_type(hs, json_type_object)) {
         json_object_object_foreach(hs, k, v)
@@ -74,7 +74,7 @@ int osb_service_open(sbx_sandbox *sb, sbx_call *call, int port, struct osb_servi
 
 void osb_service_close(struct osb_service *svc)
 {
-    sbx_http_free(svc->http);
+    sbxp_http_free(svc->http);
     for (size_t i = 0; svc->headers[i]; i++) {
         volatile char *p = svc->headers[i]; /* may hold an access token */
         while (*p)
@@ -85,8 +85,8 @@ void osb_service_close(struct osb_service *svc)
 }
 
 void osb_service_request(sbx_sandbox *sb, const struct osb_service *svc,
-                         struct sbx_http_request *req, const char **hdrs, size_t cap,
-                         const char *const *extra, struct sbx_call_cancel *c)
+                         struct sbxp_http_request *req, const char **hdrs, size_t cap,
+                         const char *const *extra, struct sbxp_call_cancel *c)
 {
     size_t n = 0;
     for (size_t i = 0; svc->headers[i] && n + 1 < cap; i++)
@@ -102,21 +102,21 @@ void osb_service_request(sbx_sandbox *sb, const struct osb_service *svc,
 
 int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *svc,
                      const char *method, const char *path, json_object *body,
-                     json_object **out, int idempotent, sbx_http_error *err)
+                     json_object **out, int idempotent, sbxp_http_error *err)
 {
-    struct sbx_call_cancel c;
-    sbx_call_cancel_init(&c, sb->st->host, call);
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, sb->st->host, call);
     const char *hdrs[16];
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     osb_service_request(sb, svc, &req, hdrs, 16, NULL, &c);
     req.method = method;
     req.path = path;
     req.timeout_ms = sb->st->cfg.request_timeout_ms;
-    return sbx_http_json_retry(svc->http, &req, body, out, NULL, err,
-                               idempotent ? &sb->st->cfg.retry : NULL);
+    return sbxp_http_json_retry(svc->http, &req, body, out, NULL, err,
+                                idempotent ? &sb->st->cfg.retry : NULL);
 }
 
-int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, const char *fmt,
+int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, const char *fmt,
                        ...)
 {
     struct osb_state *st = sb->st;
@@ -130,7 +130,7 @@ int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbx_http_error *err, con
     /* Was it the sandbox that went away? Ask the lifecycle server. */
     if (err->http_status == 404 || err->http_status >= 500 || err->http_status == 0) {
         json_object *doc = NULL;
-        sbx_http_error e2;
+        sbxp_http_error e2;
         int rc = osb_api_get(st, NULL, sb->id, &doc, &e2);
         const char *state = rc == SBX_OK ? osb_state_of(doc) : "";
         int gone = rc == SBX_E_NOT_FOUND || !strcmp(state, "Terminated") ||

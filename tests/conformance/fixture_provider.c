@@ -657,12 +657,12 @@ static int fx_exec_modes(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_
  * (missing, or a file): confined lookup, like local's. */
 static int cwd_unusable(sbx_sandbox *sb, const char *cwd)
 {
-    if (!cwd || !*cwd || confine_check_path(cwd) < 0)
+    if (!cwd || !*cwd || sbxp_confine_check_path(cwd) < 0)
         return 0;
     int rootfd = open(sb->st->inner->root(sb->inner), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
         return 0;
-    int fd = confine_open(rootfd, cwd, O_PATH | O_DIRECTORY, 0);
+    int fd = sbxp_confine_open(rootfd, cwd, O_PATH | O_DIRECTORY, 0);
     close(rootfd);
     if (fd >= 0)
         close(fd);
@@ -792,14 +792,14 @@ static int read_blocking(sbx_sandbox *sb, sbx_call *call, const char *path,
                          const struct sbx_sink *sink)
 {
     const struct sbx_host *host = sb->st->host;
-    if (confine_check_path(path) < 0)
+    if (sbxp_confine_check_path(path) < 0)
         return host->set_error(host, call, SBX_E_INVALID,
                                "cfixture: read: '%s' leads out of the workspace", path);
     int rootfd = open(sb->st->inner->root(sb->inner), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (rootfd < 0)
         return host->set_error(host, call, SBX_E_IO, "cfixture: workspace: %s",
                                strerror(errno));
-    int fd = confine_open(rootfd, path, O_RDONLY | O_NOFOLLOW, 0);
+    int fd = sbxp_confine_open(rootfd, path, O_RDONLY | O_NOFOLLOW, 0);
     close(rootfd);
     if (fd < 0)
         return host->set_error(host, call, fx_errno_status(-fd), "cfixture: read: '%s': %s",
@@ -881,7 +881,7 @@ static int write_in_place(sbx_sandbox *sb, sbx_call *call, const char *path,
                                "cfixture: write: mode %#o is not a permission", mode);
     if (mode == 0)
         mode = 0644;
-    if (confine_check_path(path) < 0)
+    if (sbxp_confine_check_path(path) < 0)
         return host->set_error(host, call, SBX_E_INVALID,
                                "cfixture: write: '%s' leads out of the workspace",
                                path);
@@ -897,14 +897,14 @@ static int write_in_place(sbx_sandbox *sb, sbx_call *call, const char *path,
     if (rootfd < 0)
         return host->set_error(host, call, SBX_E_IO, "cfixture: workspace: %s",
                                strerror(errno));
-    int dirfd = confine_mkdirs(rootfd, dir, 0755);
+    int dirfd = sbxp_confine_mkdirs(rootfd, dir, 0755);
     close(rootfd);
     if (dirfd < 0)
         return host->set_error(host, call, fx_errno_status(-dirfd),
                                "cfixture: write: '%s': %s", path, strerror(-dirfd));
     /* O_NONBLOCK: a FIFO must not hang the open; non-files are refused. */
-    int fd = confine_open(dirfd, base,
-                          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, mode);
+    int fd = sbxp_confine_open(dirfd, base,
+                               O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK, mode);
     close(dirfd);
     if (fd < 0)
         return host->set_error(host, call, fx_errno_status(-fd),

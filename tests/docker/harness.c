@@ -351,10 +351,10 @@ int dh_read(struct dh *h, sbx_sandbox *sb, const char *path, struct dh_buf *out,
 long dh_api(const char *host_uri, const char *method, const char *path,
             const char *json_body, struct dh_buf *body)
 {
-    sbx_http *http = NULL;
-    sbx_http_error err;
-    cr_assert_eq(sbx_http_new(host_uri, &http, &err), SBX_OK, "%s", err.message);
-    struct sbx_http_request req = {0};
+    sbxp_http *http = NULL;
+    sbxp_http_error err;
+    cr_assert_eq(sbxp_http_new(host_uri, &http, &err), SBX_OK, "%s", err.message);
+    struct sbxp_http_request req = {0};
     req.method = method;
     req.path = path;
     if (json_body) {
@@ -364,10 +364,10 @@ long dh_api(const char *host_uri, const char *method, const char *path,
     }
     struct sbx_sink s = dh_buf_sink(body);
     long status = 0;
-    int rc = sbx_http_request(http, &req, body ? &s : NULL, &status, &err);
+    int rc = sbxp_http_request(http, &req, body ? &s : NULL, &status, &err);
     if (rc != SBX_OK && body)
         buf_write(body, err.message, strlen(err.message));
-    sbx_http_free(http);
+    sbxp_http_free(http);
     return rc == SBX_OK ? status : (err.http_status ? err.http_status : -1);
 }
 

@@ -5,8 +5,8 @@
  *
  * A server thread on a private unix socket answers each request with the
  * input bytes verbatim and closes the connection. Byte 0 picks the call:
- * one JSON document (sbx_http_json) or a stream of values
- * (sbx_http_json_each). Every answer must end in SBX_OK or an error with a
+ * one JSON document (sbxp_http_json) or a stream of values
+ * (sbxp_http_json_each). Every answer must end in SBX_OK or an error with a
  * message and a known status; nothing may hang, crash or leak.
  */
 #include "http_json.h"
@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int listener = -1;
 static char endpoint[160];
-static sbx_http *client;
+static sbxp_http *client;
 
 struct answer {
     const uint8_t *data;
@@ -73,8 +73,8 @@ static void setup(void)
         listen(listener, 4) != 0)
         abort();
     snprintf(endpoint, sizeof endpoint, "unix://%s", sa.sun_path);
-    sbx_http_error err;
-    if (sbx_http_new(endpoint, &client, &err) != SBX_OK)
+    sbxp_http_error err;
+    if (sbxp_http_new(endpoint, &client, &err) != SBX_OK)
         abort();
 }
 
@@ -94,22 +94,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pthread_t t;
     if (pthread_create(&t, NULL, serve, &a) != 0)
         return 0;
-    struct sbx_http_request req;
+    struct sbxp_http_request req;
     memset(&req, 0, sizeof req);
     req.method = "GET";
     req.path = "/v1.41/containers/json";
     req.timeout_ms = 2000;
     req.stall_timeout_ms = 1000;
-    sbx_http_error err;
+    sbxp_http_error err;
     memset(&err, 0, sizeof err);
     int rc;
     long status = 0;
     if (data[0] & 1) {
         int n = 0;
-        rc = sbx_http_json_each(client, &req, count_values, &n, &err);
+        rc = sbxp_http_json_each(client, &req, count_values, &n, &err);
     } else {
         json_object *doc = NULL;
-        rc = sbx_http_json(client, &req, &doc, &status, &err);
+        rc = sbxp_http_json(client, &req, &doc, &status, &err);
         json_object_put(doc);
     }
     pthread_join(t, NULL);

@@ -84,10 +84,7 @@ ALLOWED = {
 }
 
 # Known arrows being removed: (including folder, included or compiled file).
-TRANSITIONAL = {
-    # daytona uses nothing of e2bproto; the include and the link go.
-    ('plugins/daytona', 'plugins/e2bproto/e2bproto.h'),
-}
+TRANSITIONAL = set()
 
 SCANNED = ['host', 'shared', 'abi', 'conformance', 'plugins', 'agent']
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
