@@ -1,5 +1,5 @@
 /*
- * test_archive_check.c - host/archive_check.c against good and hostile
+ * test_archive_check.c - shared/archive_check.c against good and hostile
  * archives: links, devices, FIFOs, absolute and ".." names, names that are
  * not UTF-8, duplicates, files under files, oversized and sparse entries,
  * totals, entry counts; names of any bytes when the caller asks (snapshots).
