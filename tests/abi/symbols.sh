@@ -19,7 +19,7 @@
 #     (base/pq_lazy.c.o), an archive member by its member name.
 #     AddressSanitizer gives each global variable an ODR indicator
 #     (__odr_asan.NAME with GCC, __odr_asan_gen_NAME with clang): NAME is
-#     what is checked.
+#     what is checked, and a name is reported once per object.
 #
 #   symbols.sh NM LABEL exports [--name N...] [--api MACRO HEADER... --] MODULE
 #     The dynamic symbols MODULE defines (nm -D --defined-only, less the
@@ -106,7 +106,7 @@ tab=$(printf '\t')
 while [ $# -gt 0 ]; do
     case $1 in
     --prefix)
-        [ $# -ge 2 ] && [ "$mode" = prefixes ] || usage
+        if [ $# -lt 2 ] || [ "$mode" != prefixes ]; then usage; fi
         printf 'prefix\t*\t%s\n' "$2" >> "$tmp/rules"
         shift 2 ;;
     --name)
@@ -115,7 +115,7 @@ while [ $# -gt 0 ]; do
         echo "$2" >> "$tmp/names"
         shift 2 ;;
     --allow)
-        [ $# -ge 3 ] && [ "$mode" = prefixes ] || usage
+        if [ $# -lt 3 ] || [ "$mode" != prefixes ]; then usage; fi
         case $2$3 in *"$tab"*) usage ;; esac
         printf 'regex\t%s\t%s\n' "$2" "$3" >> "$tmp/rules"
         shift 3 ;;
@@ -189,7 +189,11 @@ awk -v only="$1" '
     }
     BEGIN { file = label(only) }
     /:$/ && NF == 1 { file = label(substr($0, 1, length($0) - 1)); next }
-    NF >= 3 { sym = $NF; sub(/^__odr_asan(\.|_gen_)/, "", sym); print file "\t" sym }' \
+    NF >= 3 {
+        sym = $NF
+        sub(/^__odr_asan(\.|_gen_)/, "", sym)
+        if (!seen[file "\t" sym]++) print file "\t" sym
+    }' \
     "$tmp/nm" > "$tmp/symbols"
 [ -s "$tmp/symbols" ] || { echo "$label: no global symbol defined in $*" >&2; exit 2; }
 
