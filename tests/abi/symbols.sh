@@ -1,30 +1,40 @@
 #!/bin/sh
-# symbols.sh - what a library exports, and the prefixes its objects use.
+# symbols.sh - the symbol rules of one target: which global symbols its
+# objects may define, and exactly what its module exports. Registered by
+# sbx_check_symbols in tests/abi/CMakeLists.txt (docs/ARCHITECTURE.md,
+# "Symbol prefixes").
 #
-#   symbols.sh exports NM LIB MACRO HEADER...
-#     The dynamic symbols LIB defines (nm -D --defined-only, less version
-#     nodes) are exactly the names the HEADERs declare with MACRO (SBX_API,
-#     SBX_CONFORMANCE_API): none missing, none extra.
+#   symbols.sh NM LABEL prefixes [ALLOWED...] [--api MACRO HEADER... --] OBJECT...
+#     Every global symbol the OBJECTs define (nm -g --defined-only; object
+#     files or static archives) is allowed by one of:
+#       --prefix P        the symbol starts with P, in any object;
+#       --name N          the symbol is N, in any object;
+#       --allow GLOB RE   the object's name matches GLOB (* and ?) and the
+#                         whole symbol matches the extended regular
+#                         expression RE: an exception for some objects;
+#       --api ...         the symbol is one of the names the HEADERs declare
+#                         with MACRO (so a public-looking prefix is allowed
+#                         only for what is public).
+#     An object is named by its path below the target's CMakeFiles/<t>.dir/
+#     (base/pq_lazy.c.o), an archive member by its member name.
+#     AddressSanitizer gives each global variable an ODR indicator
+#     (__odr_asan.NAME with GCC, __odr_asan_gen_NAME with clang): NAME is
+#     what is checked, and a name is reported once per object.
 #
-#   symbols.sh prefixes NM RULES [--api MACRO HEADER... --] FILE...
-#     Every global symbol the objects in FILE... (static archives or object
-#     files) define matches a rule of RULES for its object. A RULES line is
-#     "OBJECT-GLOB PATTERN": OBJECT-GLOB is matched against the object's
-#     file name (* and ?), PATTERN is an extended regular expression for
-#     the symbol, or @api for "one of the names the HEADERs declare with
-#     MACRO" (so a public-looking prefix is allowed only for what is public).
-#     "#" starts a comment. A symbol no rule allows is reported with its
-#     object and the test fails.
+#   symbols.sh NM LABEL exports [--name N...] [--api MACRO HEADER... --] MODULE
+#     The dynamic symbols MODULE defines (nm -D --defined-only, less the
+#     version nodes and @VERSION) are exactly the --names and the names
+#     the HEADERs declare with MACRO: none missing, none extra.
 #
-# Both exit 0 when everything matches, 1 with a list when not, 2 on a usage
-# error or an empty input (a check that saw nothing must not pass). The
-# rules are data (tests/abi/prefixes/*.rules), so other libraries and the
-# provider modules can reuse the script with rules of their own.
+# Exit 0 when everything matches, 1 with a list naming each symbol (and
+# its object) when not, 2 on a usage error or an empty input: a check that
+# saw no symbol, or no declaration, must not pass.
 set -eu
 
 usage() {
-    echo "usage: $0 exports NM LIB MACRO HEADER... |" >&2
-    echo "       $0 prefixes NM RULES [--api MACRO HEADER... --] FILE..." >&2
+    echo "usage: $0 NM LABEL prefixes [--prefix P | --name N | --allow GLOB RE]..." >&2
+    echo "              [--api MACRO HEADER... --] OBJECT..." >&2
+    echo "       $0 NM LABEL exports [--name N]... [--api MACRO HEADER... --] MODULE" >&2
     exit 2
 }
 
@@ -36,7 +46,7 @@ api_names() {
     macro=$1
     shift
     for h in "$@"; do
-        [ -r "$h" ] || { echo "$0: cannot read $h" >&2; exit 2; }
+        [ -r "$h" ] || { echo "$label: cannot read $h" >&2; exit 2; }
     done
     cat "$@" | awk -v macro="$macro" '
         { text = text $0 "\n" }
@@ -78,51 +88,41 @@ api_names() {
         }' | sort -u
 }
 
+[ $# -ge 3 ] || usage
+nm=$1 label=$2 mode=$3
+shift 3
+case $mode in prefixes|exports) ;; *) usage ;; esac
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-[ $# -ge 1 ] || usage
-mode=$1
-shift
-case $mode in
-exports)
-    [ $# -ge 4 ] || usage
-    nm=$1 lib=$2 macro=$3
-    shift 3
-    api_names "$macro" "$@" > "$tmp/api"
-    [ -s "$tmp/api" ] || { echo "$0: no $macro declarations in $*" >&2; exit 2; }
-    [ -r "$lib" ] || { echo "$0: cannot read $lib" >&2; exit 2; }
-    # "A" entries are version nodes (SBX_1), not symbols.
-    "$nm" -D --defined-only "$lib" |
-        awk 'NF >= 3 && $2 != "A" { sub(/@.*/, "", $3); print $3 }' |
-        sort -u > "$tmp/exported"
-    status=0
-    extra=$(comm -13 "$tmp/api" "$tmp/exported")
-    missing=$(comm -23 "$tmp/api" "$tmp/exported")
-    if [ -n "$extra" ]; then
-        echo "$lib exports what no header declares with $macro:"
-        echo "$extra" | sed 's/^/  /'
-        status=1
-    fi
-    if [ -n "$missing" ]; then
-        echo "$lib does not export what the headers declare with $macro:"
-        echo "$missing" | sed 's/^/  /'
-        status=1
-    fi
-    [ $status -eq 0 ] &&
-        echo "$lib exports exactly the $(wc -l < "$tmp/api") names declared with $macro"
-    exit $status
-    ;;
-prefixes)
-    [ $# -ge 3 ] || usage
-    nm=$1 rules=$2
-    shift 2
-    [ -r "$rules" ] || { echo "$0: cannot read $rules" >&2; exit 2; }
-    : > "$tmp/api"
-    if [ "$1" = "--api" ]; then
-        shift
-        macro=$1
-        shift
+# The allowed names and rules, one "KIND<TAB>GLOB<TAB>VALUE" a line, and
+# the API names (from --api) in $tmp/api.
+: > "$tmp/rules"
+: > "$tmp/api"
+: > "$tmp/names"
+api_from=""
+tab=$(printf '\t')
+while [ $# -gt 0 ]; do
+    case $1 in
+    --prefix)
+        if [ $# -lt 2 ] || [ "$mode" != prefixes ]; then usage; fi
+        printf 'prefix\t*\t%s\n' "$2" >> "$tmp/rules"
+        shift 2 ;;
+    --name)
+        [ $# -ge 2 ] || usage
+        printf 'name\t*\t%s\n' "$2" >> "$tmp/rules"
+        echo "$2" >> "$tmp/names"
+        shift 2 ;;
+    --allow)
+        if [ $# -lt 3 ] || [ "$mode" != prefixes ]; then usage; fi
+        case $2$3 in *"$tab"*) usage ;; esac
+        printf 'regex\t%s\t%s\n' "$2" "$3" >> "$tmp/rules"
+        shift 3 ;;
+    --api)
+        [ $# -ge 2 ] || usage
+        macro=$2
+        shift 2
         headers=""
         while [ $# -gt 0 ] && [ "$1" != "--" ]; do
             headers="$headers $1"
@@ -132,65 +132,116 @@ prefixes)
         shift
         # shellcheck disable=SC2086
         api_names "$macro" $headers > "$tmp/api"
-        [ -s "$tmp/api" ] || { echo "$0: no $macro declarations in$headers" >&2; exit 2; }
+        [ -s "$tmp/api" ] || { echo "$label: no $macro declarations in$headers" >&2; exit 2; }
+        api_from="the $(wc -l < "$tmp/api") names declared with $macro"
+        printf 'api\t*\t%s\n' "$macro" >> "$tmp/rules"
+        ;;
+    --*) usage ;;
+    *) break ;;
+    esac
+done
+[ -s "$tmp/rules" ] || { echo "$label: nothing allowed, nothing to check" >&2; exit 2; }
+
+if [ "$mode" = exports ]; then
+    [ $# -eq 1 ] || usage
+    lib=$1
+    [ -r "$lib" ] || { echo "$label: cannot read $lib" >&2; exit 2; }
+    sort -u "$tmp/names" "$tmp/api" > "$tmp/want"
+    "$nm" -D --defined-only "$lib" > "$tmp/nm" ||
+        { echo "$label: $nm -D --defined-only $lib failed" >&2; exit 2; }
+    # "A" entries are version nodes (SBX_1), not symbols.
+    awk 'NF >= 3 && $2 != "A" { sub(/@.*/, "", $3); print $3 }' "$tmp/nm" |
+        sort -u > "$tmp/exported"
+    [ -s "$tmp/exported" ] || { echo "$label: $lib exports no symbol at all" >&2; exit 2; }
+    want=$(sort -u "$tmp/names" | paste -sd, - | sed 's/,/, /g')
+    [ -z "$api_from" ] || want="${want:+$want and }$api_from"
+    status=0
+    extra=$(comm -13 "$tmp/want" "$tmp/exported")
+    missing=$(comm -23 "$tmp/want" "$tmp/exported")
+    if [ -n "$extra" ]; then
+        echo "$label: $lib exports what it must not (it exports exactly $want):"
+        echo "$extra" | sed 's/^/  /'
+        status=1
     fi
-    [ $# -ge 1 ] || usage
-    for f in "$@"; do
-        [ -r "$f" ] || { echo "$0: cannot read $f" >&2; exit 2; }
-        # nm names each member of an archive ("member.o:"); a lone object
-        # file gets its own name. AddressSanitizer gives each global
-        # variable an ODR indicator (__odr_asan.NAME with GCC,
-        # __odr_asan_gen_NAME with clang): NAME is what is checked.
-        "$nm" -g --defined-only "$f" |
-            awk -v file="${f##*/}" '
-                /:$/ && NF == 1 { file = substr($0, 1, length($0) - 1); next }
-                NF >= 3 { name = $NF; sub(/^__odr_asan(\.|_gen_)/, "", name); print file, name }'
-    done > "$tmp/symbols"
-    [ -s "$tmp/symbols" ] || { echo "$0: no symbols defined in $*" >&2; exit 2; }
-    awk -v rulesfile="$rules" -v apifile="$tmp/api" '
-        function glob_re(g,   r, i, c) {
-            r = "^"
-            for (i = 1; i <= length(g); i++) {
-                c = substr(g, i, 1)
-                if (c == "*") r = r ".*"
-                else if (c == "?") r = r "."
-                else if (c ~ /[.+^$()|{}\[\]\\]/) r = r "\\" c
-                else r = r c
-            }
-            return r "$"
+    if [ -n "$missing" ]; then
+        echo "$label: $lib does not export (it exports exactly $want):"
+        echo "$missing" | sed 's/^/  /'
+        status=1
+    fi
+    [ $status -eq 0 ] &&
+        echo "$label: $lib exports exactly the $(wc -l < "$tmp/want") names wanted ($want)"
+    exit $status
+fi
+
+[ $# -ge 1 ] || usage
+for f in "$@"; do
+    [ -r "$f" ] || { echo "$label: cannot read $f" >&2; exit 2; }
+done
+"$nm" -g --defined-only "$@" > "$tmp/nm" ||
+    { echo "$label: $nm -g --defined-only failed on $*" >&2; exit 2; }
+# nm heads each object ("path:", when given several) and each member of an
+# archive ("member.o:"); an object file is named by its path below
+# CMakeFiles/<target>.dir/, else by its file name.
+awk -v only="$1" '
+    function label(f) {
+        if (!sub(/^.*\/CMakeFiles\/[^\/]*\.dir\//, "", f)) sub(/^.*\//, "", f)
+        return f
+    }
+    BEGIN { file = label(only) }
+    /:$/ && NF == 1 { file = label(substr($0, 1, length($0) - 1)); next }
+    NF >= 3 {
+        sym = $NF
+        sub(/^__odr_asan(\.|_gen_)/, "", sym)
+        if (!seen[file "\t" sym]++) print file "\t" sym
+    }' \
+    "$tmp/nm" > "$tmp/symbols"
+[ -s "$tmp/symbols" ] || { echo "$label: no global symbol defined in $*" >&2; exit 2; }
+
+awk -F '\t' -v label="$label" -v rulesfile="$tmp/rules" -v apifile="$tmp/api" '
+    function glob_re(g,   r, i, c) {
+        r = "^"
+        for (i = 1; i <= length(g); i++) {
+            c = substr(g, i, 1)
+            if (c == "*") r = r ".*"
+            else if (c == "?") r = r "."
+            else if (c ~ /[.+^$()|{}\[\]\\]/) r = r "\\" c
+            else r = r c
         }
-        BEGIN {
-            while ((getline line < apifile) > 0) api[line] = 1
-            n = 0
-            while ((getline line < rulesfile) > 0) {
-                sub(/#.*/, "", line)
-                if (split(line, f, " ") < 2) continue
-                n++
-                obj[n] = glob_re(f[1])
-                pat[n] = f[2]
-            }
-            if (n == 0) { print rulesfile ": no rules" > "/dev/stderr"; norules = 1; exit 2 }
+        return r "$"
+    }
+    BEGIN {
+        while ((getline line < apifile) > 0) api[line] = 1
+        n = 0
+        allowed = ""
+        while ((getline line < rulesfile) > 0) {
+            split(line, f, "\t")
+            n++
+            kind[n] = f[1]; obj[n] = glob_re(f[2]); val[n] = f[3]
+            if (f[1] == "prefix") what = "prefix " f[3]
+            else if (f[1] == "name") what = "name " f[3]
+            else if (f[1] == "api") what = "the names declared with " f[3]
+            else what = f[3] " in " f[2]
+            allowed = allowed (n > 1 ? "; " : "") what
         }
-        {
-            ok = 0
-            for (i = 1; i <= n && !ok; i++) {
-                if ($1 !~ obj[i]) continue
-                if (pat[i] == "@api") ok = ($2 in api)
-                else ok = ($2 ~ pat[i])
-            }
-            total++
-            if (!ok) { bad++; print "  " $1 ": " $2 }
+    }
+    {
+        ok = 0
+        for (i = 1; i <= n && !ok; i++) {
+            if ($1 !~ obj[i]) continue
+            if (kind[i] == "prefix") ok = (substr($2, 1, length(val[i])) == val[i])
+            else if (kind[i] == "name") ok = ($2 == val[i])
+            else if (kind[i] == "api") ok = ($2 in api)
+            else ok = ($2 ~ ("^(" val[i] ")$"))
         }
-        END {
-            if (norules) exit 2
-            if (bad) {
-                print bad " of " total " symbols match no rule of " rulesfile
-                exit 1
-            }
-            print "all " total " symbols match " rulesfile
-        }' "$tmp/symbols"
-    ;;
-*)
-    usage
-    ;;
-esac
+        total++
+        if (!ok) bad[++nbad] = "  " $2 " (" $1 ")"
+    }
+    END {
+        if (nbad) {
+            print label ": " nbad " of " total " global symbols are not allowed (" allowed "):"
+            for (i = 1; i <= nbad; i++) print bad[i]
+            print "Give them the prefix or make them static."
+            exit 1
+        }
+        print label ": all " total " global symbols allowed (" allowed ")"
+    }' "$tmp/symbols"
