@@ -1,5 +1,7 @@
-/* hex.c - lowercase hex and random hex names (see hex.h). */
+/* hex.c - lowercase hex, random hex names, and checking hex (see hex.h). */
 #include "hex.h"
+
+#include <string.h>
 
 #include <errno.h>
 #include <stdint.h>
@@ -41,4 +43,14 @@ char *sbxs_random_hex(char *out, size_t n)
         got += (size_t)k;
     }
     return sbxs_hex(r, n, out);
+}
+
+int sbxs_is_hex(const char *s, size_t len)
+{
+    if (!s || strlen(s) != len)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
 }

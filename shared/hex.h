@@ -1,6 +1,6 @@
 /*
- * hex.h - bytes as lowercase hex, and random hex names (shared by the host
- * and the plugins; symbols prefixed sbxs_).
+ * hex.h - bytes as lowercase hex, random hex names, and checking lowercase
+ * hex (shared by the host and the plugins; symbols prefixed sbxs_).
  */
 #ifndef SBXS_HEX_H
 #define SBXS_HEX_H
@@ -16,5 +16,9 @@ char *sbxs_hex(const void *bytes, size_t n, char *out);
  * outside (getrandom; the clock and pid are mixed in if it fails), not
  * for secret keys. Returns out. */
 char *sbxs_random_hex(char *out, size_t n);
+
+/* Nonzero when s is exactly len lowercase hex digits (a SHA-256 in hex, a
+ * session key hash); 0 for NULL, another length or any other character. */
+int sbxs_is_hex(const char *s, size_t len);
 
 #endif

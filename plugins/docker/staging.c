@@ -127,16 +127,6 @@ int docker_staging_file(struct docker_state *st, sbx_call *call, int dfd,
     return SBX_OK;
 }
 
-static int is_hex64(const char *s)
-{
-    if (!s || strlen(s) != 64)
-        return 0;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-            return 0;
-    return 1;
-}
-
 int docker_blob_args(struct docker_state *st, sbx_call *call, const char *what,
                      const struct sbx_blob *blob)
 {
@@ -144,7 +134,7 @@ int docker_blob_args(struct docker_state *st, sbx_call *call, const char *what,
         !blob->src->read)
         return st->host->set_error(st->host, call, SBX_E_INVALID,
                                    "docker: %s: no blob source given", what);
-    if (!is_hex64(blob->sha256))
+    if (!sbxs_is_hex(blob->sha256, 64))
         return st->host->set_error(st->host, call, SBX_E_INVALID,
                                    "docker: %s: the expected SHA-256 must be 64 "
                                    "lowercase hex digits",

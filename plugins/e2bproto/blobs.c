@@ -16,23 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_hex64(const char *s)
-{
-    if (!s || strlen(s) != 64)
-        return 0;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-            return 0;
-    return 1;
-}
-
 int e2b_blob_args(struct e2b_state *st, sbx_call *call, const char *what,
                   const struct sbx_blob *b)
 {
     if (!b || !b->src || !b->src->read)
         return e2b_error(st, call, SBX_E_INVALID, "%s: %s: no blob source given",
                          st->cfg.provider, what);
-    if (!is_hex64(b->sha256))
+    if (!sbxs_is_hex(b->sha256, 64))
         return e2b_error(st, call, SBX_E_INVALID,
                          "%s: %s: the expected SHA-256 must be 64 lowercase hex digits",
                          st->cfg.provider, what);

@@ -10,6 +10,7 @@
  * and refuse a reference naming another key's directory.
  */
 #include "local.h"
+#include "hex.h"
 
 #include "confine.h"
 #include "mkdirs.h"
@@ -25,17 +26,6 @@
 /* Workspaces and the directories created above them are private to the
  * user running the host. */
 #define LOCAL_DIR_MODE 0700
-
-/* Nonzero when s is exactly SBX_KEY_HASH_LEN lowercase hex digits. */
-static int is_key_hash(const char *s)
-{
-    if (s == NULL || strlen(s) != SBX_KEY_HASH_LEN)
-        return 0;
-    for (const char *p = s; *p != '\0'; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-            return 0;
-    return 1;
-}
 
 /* mkdir -p of the root: every missing component is created; existing ones
  * are fine. Returns an O_PATH fd of the root, or -1 with the error set. */
@@ -112,7 +102,7 @@ int local_create(void *state, sbx_call *call,
         ref == NULL || out == NULL)
         return host->set_error(host, call, SBX_E_INVALID,
                                "local: create: missing arguments");
-    if (!is_key_hash(args->key_hash))
+    if (!sbxs_is_hex(args->key_hash, SBX_KEY_HASH_LEN))
         return host->set_error(host, call, SBX_E_INVALID,
                                "local: create: key hash is not %d lowercase "
                                "hex digits",
@@ -159,7 +149,7 @@ static int check_ownership(struct local_state *st, sbx_call *call, const char *o
     if (size < need || key_hash == NULL || ref == NULL)
         return host->set_error(host, call, SBX_E_INVALID,
                                "local: %s: missing key hash or reference", op);
-    if (!is_key_hash(key_hash))
+    if (!sbxs_is_hex(key_hash, SBX_KEY_HASH_LEN))
         return host->set_error(host, call, SBX_E_INVALID,
                                "local: %s: key hash is not %d lowercase hex digits",
                                op, SBX_KEY_HASH_LEN);
@@ -170,7 +160,7 @@ static int check_ownership(struct local_state *st, sbx_call *call, const char *o
         name = ref + st->root_len + 1; /* the older absolute form */
     else if (ref_len != SBX_KEY_HASH_LEN)
         name = NULL;
-    if (!name || !is_key_hash(name))
+    if (!name || !sbxs_is_hex(name, SBX_KEY_HASH_LEN))
         return host->set_error(host, call, SBX_E_INVALID,
                                "local: %s: reference '%.*s' is not a "
                                "workspace directly under the root '%s'",
