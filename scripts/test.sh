@@ -38,10 +38,12 @@ if [ -x scripts/services/dockerd.sh ]; then
   export SBX_TEST_DOCKER_HOST SBX_TEST_DOCKER_IMAGE=sbx-test:busybox
 fi
 
-# slowest LOG: the ten longest tests of a ctest log, longest first.
+# slowest LOG: the ten longest tests of a ctest log, longest first. awk
+# reads to the end: `head` would close the pipe early and, with pipefail,
+# sort's SIGPIPE would fail the run.
 slowest() {
   sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.*[^0-9]*([0-9.]+) sec$/\2 \1/p' "$1" |
-    sort -rn | head -10 | awk '{ printf "  %8.2f s  %s\n", $1, $2 }'
+    sort -rn | awk 'NR <= 10 { printf "  %8.2f s  %s\n", $1, $2 }'
 }
 
 status=0
