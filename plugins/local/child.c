@@ -26,7 +26,8 @@
  * did (same exit code, or the same signal), which is what the host sees.
  * The host asks for the kill earlier (timeout, cancellation, destroy) by
  * writing to or closing the keeper's control pipe; a host that dies
- * closes it too. The keeper holds no descriptor but that pipe's read end.
+ * closes it too. The keeper holds no descriptor but that pipe's read end
+ * and a pidfd of the command, which wakes it when the command exits.
  */
 #include "local.h"
 
@@ -66,6 +67,9 @@ struct child_plan {
 
 /* How long the rest of the tree may run after the command exited. */
 #define LOCAL_KEEPER_GRACE_MS 250
+/* How often the keeper looks for exited children when nothing wakes it
+ * (the rest of the tree after the command, or no pidfd). */
+#define KEEPER_TICK_MS 20
 
 /* In the child: only system calls, no libc state, then exec or _exit. */
 static void child_run(const struct child_plan *p) __attribute__((noreturn));
@@ -179,6 +183,14 @@ static void keeper_run(const struct child_plan *p)
         syscall(SYS_close_range, 0, (unsigned)keep - 1, 0);
     syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0);
 
+    /* A pidfd of the command wakes the keeper the moment it exits, so a
+     * short command costs no polling tick; without one (kernels before
+     * 5.3) the keeper looks every KEEPER_TICK_MS. */
+#ifdef SYS_pidfd_open
+    int cmd_fd = (int)syscall(SYS_pidfd_open, cmd, 0);
+#else
+    int cmd_fd = -1;
+#endif
     int cws = 0, cdone = 0;
     int64_t grace_end = 0;
     for (;;) {
@@ -194,8 +206,10 @@ static void keeper_run(const struct child_plan *p)
             break; /* the whole tree has ended by itself */
         if (cdone && sbxs_now_ms() >= grace_end)
             break;
-        struct pollfd pfd = {keep, POLLIN, 0};
-        if (poll(&pfd, 1, 20) > 0 && pfd.revents)
+        struct pollfd pfd[2] = {{keep, POLLIN, 0}, {cmd_fd, POLLIN, 0}};
+        int waiting_for_cmd = !cdone && cmd_fd >= 0;
+        if (poll(pfd, waiting_for_cmd ? 2 : 1, waiting_for_cmd ? -1 : KEEPER_TICK_MS) > 0 &&
+            pfd[0].revents)
             break; /* the host asks for the kill, or is gone */
     }
     keeper_kill_all(cmd, &cws, &cdone);
