@@ -1,6 +1,7 @@
 /*
- * sbx/provider.h - the sbx provider ABI, version 1.1 (1.0 and 1.1 are
- * frozen; a later minor only appends: see docs/ABI.md, "Versioning").
+ * sbx/provider.h - the sbx provider ABI, version 1.2 (1.0 and 1.1 are
+ * frozen; 1.2 is in development and only appends to them: see
+ * docs/ABI.md, "Versioning").
  *
  * This is the only header a backend author includes; it includes
  * sbx/types.h, the part of the ABI the consumer API (sbx/sbx.h) shares
@@ -51,7 +52,7 @@ extern "C" {
 /* ABI version of this header. Major must equal the host's; the minor a
  * provider targets must be <= the host's minor. */
 #define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 1
+#define SBX_ABI_MINOR 2
 
 /*
  * SBX_ABI_TARGET_MINOR - the oldest host minor a provider wants to load into
@@ -194,6 +195,11 @@ struct sbx_create_args {
      * cannot gain a mount later: a provider prepares every one here
      * (empty until memory_load). */
     const struct sbx_memory_attachment *const *memory;
+    /* ABI 1.2 (SBX_CAP_PORTS): TCP ports the sandbox will listen on, to be
+     * reachable from outside through port_resolve; 0-terminated, or NULL
+     * for none. A container cannot publish a port later: a provider
+     * prepares every one here. */
+    const uint16_t *ports;
 };
 
 /* What the host asks attach for: reopen `ref`, owned by `session_key`. */
@@ -402,6 +408,101 @@ struct sbx_provider_ops {
      * every file. Only an optimization: a diff must stay exact whatever a
      * command does, and a provider that cannot watch does nothing. */
     int (*memory_watch)(sbx_sandbox *sb, sbx_call *call, const char *slug);
+
+    /* ---- ABI 1.2 appends (present when the descriptor's ops_size covers
+     * them) -------------------------------------------------------------- */
+
+    /* --- SBX_CAP_PROCESSES ----------------------------------------------
+     * Processes that outlive the call. They live where the sandbox lives
+     * (inside it for a container or a remote service; in a supervisor
+     * outside the host process for local), so a host process that attaches
+     * the sandbox later, after the first one died, continues with the same
+     * ids and cursors. Each keeps a replay buffer of the last buffer_bytes
+     * of each stream; a writer faster than its readers never blocks on
+     * them and never grows memory past that bound: old bytes are dropped
+     * and counted (sbx_proc_read_result.*_lost). destroy kills every one.
+     * An id that this sandbox never made (another session's, malformed,
+     * or forgotten) is SBX_E_NOT_FOUND; the provider keeps an ended
+     * process readable for at least 10 minutes after it ended. */
+
+    /* Start spec's command (see struct sbx_proc_spec; program and cwd
+     * errors as for exec) and write its id, NUL-terminated, into id. */
+    int (*proc_start)(sbx_sandbox *sb, sbx_call *call,
+                      const struct sbx_proc_spec *spec,
+                      char id[SBX_PROC_ID_MAX]);
+    /* Write len bytes to the process's stdin (all of them, or an error),
+     * then close it with SBX_PROC_WRITE_CLOSE. Writing to a process that
+     * ended, or after the close, is SBX_E_INVALID. */
+    int (*proc_write)(sbx_sandbox *sb, sbx_call *call, const char *id,
+                      const void *data, size_t len, uint32_t flags);
+    /* Read output after the cursors (see sbx_proc_read_args and _result).
+     * Returns at the first bytes, at the end, after wait_ms, or at
+     * cancellation (SBX_E_CANCELLED), whichever comes first. */
+    int (*proc_read)(sbx_sandbox *sb, sbx_call *call, const char *id,
+                     const struct sbx_proc_read_args *args,
+                     struct sbx_proc_read_result *res);
+    /* Send a signal (Linux numbering: SIGINT 2, SIGKILL 9, SIGTERM 15, ...)
+     * to the process's process group - with a PTY, the terminal's
+     * foreground process group. An ended process is SBX_OK (nothing is
+     * sent); an unknown signal number SBX_E_INVALID. */
+    int (*proc_signal)(sbx_sandbox *sb, sbx_call *call, const char *id,
+                       int signo);
+    /* Call sink->entry once per process this sandbox keeps (running and
+     * ended), in start order. */
+    int (*proc_list)(sbx_sandbox *sb, sbx_call *call,
+                     const struct sbx_proc_list_sink *sink);
+
+    /* --- SBX_CAP_PTY ----------------------------------------------------
+     * proc_start honours SBX_PROC_PTY: the command's stdin, stdout and
+     * stderr are a pseudo-terminal of rows x cols (isatty is true, TERM is
+     * set), it is the session leader with the terminal as its controlling
+     * terminal, and the terminal's line discipline applies (echo, ^C sends
+     * SIGINT to the foreground group, ^D is EOF in canonical mode). */
+    /* Set the terminal's window size; the foreground group gets SIGWINCH.
+     * A process without a PTY is SBX_E_INVALID. */
+    int (*proc_resize)(sbx_sandbox *sb, sbx_call *call, const char *id,
+                       uint16_t rows, uint16_t cols);
+
+    /* --- SBX_CAP_FILE_OPS -----------------------------------------------
+     * Workspace-relative paths, confined as for read_file: "", "." and
+     * NULL are the root; "..", absolute paths and symlinks leading out are
+     * SBX_E_INVALID. The last component is never followed (a symlink is
+     * listed, stat'ed, removed or renamed as itself). Access is the
+     * call's user's (SBX_CAP_USERS), SBX_E_DENIED when refused. */
+    /* Stream a directory's entries to the sink as it reads them (memory
+     * bounded whatever the directory's size). Not a directory:
+     * SBX_E_INVALID; missing: SBX_E_NOT_FOUND. */
+    int (*file_list)(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     const struct sbx_file_list_sink *sink);
+    /* Describe one path (its name member is NULL). Missing:
+     * SBX_E_NOT_FOUND. */
+    int (*file_stat)(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     struct sbx_file_info *out);
+    /* Make a directory with mode (0 means 0755; bits outside 0777 are
+     * SBX_E_INVALID), and its missing parents (0755) with
+     * SBX_MKDIR_PARENTS. An existing path is SBX_E_EXISTS, except a
+     * directory with SBX_MKDIR_PARENTS. */
+    int (*file_mkdir)(sbx_sandbox *sb, sbx_call *call, const char *path,
+                      unsigned mode, uint32_t flags);
+    /* Remove a file, a symlink or an empty directory; a directory with
+     * entries needs SBX_REMOVE_RECURSIVE (else SBX_E_EXISTS), which
+     * removes the tree without following a symlink in it. The root is
+     * SBX_E_INVALID; missing is SBX_E_NOT_FOUND. */
+    int (*file_remove)(sbx_sandbox *sb, sbx_call *call, const char *path,
+                       uint32_t flags);
+    /* Rename from to to (both confined), replacing a file at to unless
+     * SBX_RENAME_NOREPLACE (then SBX_E_EXISTS). Atomic where the backend's
+     * rename is. Missing from: SBX_E_NOT_FOUND. */
+    int (*file_rename)(sbx_sandbox *sb, sbx_call *call, const char *from,
+                       const char *to, uint32_t flags);
+
+    /* --- SBX_CAP_PORTS ---------------------------------------------------
+     * Resolve a port declared at create (sbx_create_args.ports) to where a
+     * client outside the sandbox reaches it. A port not declared is
+     * SBX_E_NOT_FOUND. A provider on this machine publishes on loopback
+     * only unless its configuration says otherwise. */
+    int (*port_resolve)(sbx_sandbox *sb, sbx_call *call, uint16_t port,
+                        struct sbx_port_endpoint *out);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -460,6 +561,20 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_provider_ops, memory_watch) + sizeof(void (*)(void)))
 #define SBX_HOST_SIZE_USERS_1_1 \
     (offsetof(struct sbx_host, call_user) + sizeof(void (*)(void)))
+/* ABI 1.2: the ops table must reach this far for SBX_CAP_PROCESSES
+ * (proc_start .. proc_list), SBX_CAP_PTY (proc_resize), SBX_CAP_FILE_OPS
+ * (file_list .. file_rename) and SBX_CAP_PORTS (port_resolve); a create
+ * args struct this large carries the ports member. */
+#define SBX_OPS_SIZE_PROCESSES_1_2 \
+    (offsetof(struct sbx_provider_ops, proc_list) + sizeof(void (*)(void)))
+#define SBX_OPS_SIZE_PTY_1_2 \
+    (offsetof(struct sbx_provider_ops, proc_resize) + sizeof(void (*)(void)))
+#define SBX_OPS_SIZE_FILE_OPS_1_2 \
+    (offsetof(struct sbx_provider_ops, file_rename) + sizeof(void (*)(void)))
+#define SBX_OPS_SIZE_PORTS_1_2 \
+    (offsetof(struct sbx_provider_ops, port_resolve) + sizeof(void (*)(void)))
+#define SBX_CREATE_ARGS_SIZE_PORTS_1_2 \
+    (offsetof(struct sbx_create_args, ports) + sizeof(void *))
 
 /* The entry point every provider exports. Side-effect free: it returns
  * static data and may be called any number of times. */

@@ -128,6 +128,20 @@ static inline int sbx_status_is_transient(sbx_status s)
  * SBX_OPS_SIZE_* macros at the end). */
 #define SBX_CAP_ALL_1_1 \
     (SBX_CAP_ALL_1_0 | SBX_CAP_MEMORY | SBX_CAP_EGRESS | SBX_CAP_USERS)
+/* ABI 1.2: processes that outlive the call, with a bounded replay buffer
+ * per stream read by byte cursor (proc_start, proc_write, proc_read,
+ * proc_signal, proc_list); a pseudo-terminal for them (proc_resize; needs
+ * SBX_CAP_PROCESSES); directory listing, stat, mkdir, remove and rename
+ * (file_list .. file_rename); ports declared at create and resolved to an
+ * endpoint outside the sandbox (port_resolve). */
+#define SBX_CAP_PROCESSES     (UINT64_C(1) << 7)
+#define SBX_CAP_PTY           (UINT64_C(1) << 8)
+#define SBX_CAP_FILE_OPS      (UINT64_C(1) << 9)
+#define SBX_CAP_PORTS         (UINT64_C(1) << 10)
+/* Every bit a 1.2 host accepts from a descriptor claiming minor >= 2. */
+#define SBX_CAP_ALL_1_2                                                   \
+    (SBX_CAP_ALL_1_1 | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | \
+     SBX_CAP_PORTS)
 
 /* ------------------------------------------------------------------------ */
 /* Isolation: what stands between a command and the host                     */
@@ -348,6 +362,166 @@ struct sbx_user_spec {
     const char *name;
     const char *group;         /* primary group name, or NULL */
     const char *const *groups; /* NULL-terminated, or NULL */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Processes (ABI 1.2, SBX_CAP_PROCESSES and SBX_CAP_PTY)                     */
+/* ------------------------------------------------------------------------ */
+
+/* Longest process id, NUL included. A process id is 1 to 127 bytes of
+ * [A-Za-z0-9._:-], made by the provider; it names one process of one
+ * sandbox and stays valid for any host process that attaches the sandbox
+ * (it does not depend on the host process that started it). */
+#define SBX_PROC_ID_MAX 128
+
+/* Default size of a process's replay buffer, per stream. */
+#define SBX_PROC_BUFFER_DEFAULT (UINT64_C(1) << 20)
+
+/* proc_start flags. */
+#define SBX_PROC_PTY 1u /* run on a pseudo-terminal (SBX_CAP_PTY): stdin,
+                           stdout and stderr are the terminal, and all
+                           output is one stream (read as stdout) */
+
+/*
+ * What proc_start runs. argv, env and cwd are as for exec; the call's user
+ * (sbx_host.call_user) applies as for exec. The process runs until it ends,
+ * is signalled, reaches timeout_ms or the sandbox is destroyed; the host
+ * call returns once it has started.
+ */
+struct sbx_proc_spec {
+    uint32_t size;               /* sizeof as its creator built it */
+    uint32_t flags;              /* SBX_PROC_* */
+    const char *const *argv;     /* argv[0] is the program; NULL-terminated */
+    const char *const *env;      /* as sbx_exec_args.env; with SBX_PROC_PTY a
+                                    provider sets TERM=xterm-256color when
+                                    env leaves it out */
+    const char *cwd;             /* workspace-relative; NULL or "" is the root */
+    int64_t timeout_ms;          /* 0: none; at the deadline the whole
+                                    process tree is killed (SIGKILL) */
+    uint16_t rows, cols;         /* terminal size with SBX_PROC_PTY; 0: 24x80 */
+    uint32_t reserved;           /* zero */
+    uint64_t buffer_bytes;       /* replay buffer per stream; 0: the
+                                    provider's configured size (default
+                                    SBX_PROC_BUFFER_DEFAULT) */
+};
+
+/* proc_write flags. */
+#define SBX_PROC_WRITE_CLOSE 1u /* after the bytes, close stdin (EOF; with a
+                                   PTY, the terminal's EOF character) */
+
+/*
+ * What proc_read asks for. Each stream is a sequence of bytes numbered from
+ * 0 (the first byte the process wrote); a cursor is the number of the next
+ * byte wanted. The provider keeps the last buffer_bytes of each stream.
+ * proc_read writes the bytes from each cursor on (at most max_bytes per
+ * stream, in order, never one twice) to the sinks, waiting up to wait_ms
+ * for a first byte or the end when there is nothing yet.
+ */
+struct sbx_proc_read_args {
+    uint32_t size;               /* sizeof as its creator built it */
+    uint32_t wait_ms;            /* 0: return at once */
+    uint64_t out_cursor;         /* stdout (or the terminal) */
+    uint64_t err_cursor;         /* stderr (none with a PTY) */
+    uint64_t max_bytes;          /* per stream; 0: 64 KiB */
+    const struct sbx_sink *out;  /* may be NULL: the bytes are skipped */
+    const struct sbx_sink *err;
+};
+
+/* Process states. */
+enum sbx_proc_state {
+    SBX_PROC_RUNNING = 0,
+    SBX_PROC_EXITED = 1 /* ended: exit_code or term_signal is set */
+};
+
+/*
+ * What proc_read reports. A cursor older than the oldest byte still kept
+ * resumes at that byte, and *_lost counts the bytes skipped (exactly: the
+ * new cursor always equals the old one + lost + bytes written to the sink).
+ * eof is set once the process has ended and both new cursors are at the
+ * ends of their streams: nothing more will ever come.
+ */
+struct sbx_proc_read_result {
+    uint32_t size;               /* sizeof as its creator built it */
+    uint32_t state;              /* enum sbx_proc_state */
+    uint64_t out_cursor, err_cursor; /* where the next read continues */
+    uint64_t out_lost, err_lost;     /* bytes skipped by this read */
+    int exit_code;               /* when exited: status, or -1 after a signal */
+    int term_signal;             /* when exited by a signal: its number */
+    int timed_out;               /* nonzero when timeout_ms killed it */
+    int eof;
+};
+
+/* One process of proc_list (borrowed for the callback). */
+struct sbx_proc_info {
+    uint32_t size;               /* sizeof as the provider built it */
+    uint32_t flags;              /* SBX_PROC_* it was started with */
+    const char *id;
+    const char *command;         /* argv joined by spaces, possibly cut */
+    uint32_t state;              /* enum sbx_proc_state */
+    int exit_code, term_signal;  /* as in sbx_proc_read_result */
+    int64_t started_ms;          /* Unix time in ms, or 0 when unknown */
+};
+
+/* Receives proc_list's processes; nonzero stops with that status. */
+struct sbx_proc_list_sink {
+    uint32_t size;
+    void *ctx;
+    int (*entry)(void *ctx, const struct sbx_proc_info *info);
+};
+
+/* ------------------------------------------------------------------------ */
+/* File operations (ABI 1.2, SBX_CAP_FILE_OPS)                                */
+/* ------------------------------------------------------------------------ */
+
+enum sbx_file_type {
+    SBX_FILE_REGULAR = 1,
+    SBX_FILE_DIR = 2,
+    SBX_FILE_SYMLINK = 3, /* never followed: reported as itself */
+    SBX_FILE_OTHER = 4    /* FIFO, socket, device */
+};
+
+/* One entry of file_list, or file_stat's answer (name is NULL there). */
+struct sbx_file_info {
+    uint32_t size;               /* sizeof as its creator built it */
+    uint32_t type;               /* enum sbx_file_type */
+    const char *name;            /* entry name, no '/' (borrowed) */
+    uint64_t bytes;              /* size in bytes */
+    uint32_t mode;               /* permission bits (07777) */
+    uint32_t reserved;           /* zero */
+    int64_t mtime_ns;            /* modification time, ns since the epoch */
+};
+
+/* Receives file_list's entries, one call each, in any order, without "."
+ * and ".."; nonzero stops with that status. */
+struct sbx_file_list_sink {
+    uint32_t size;
+    void *ctx;
+    int (*entry)(void *ctx, const struct sbx_file_info *info);
+};
+
+#define SBX_MKDIR_PARENTS 1u     /* make missing parents; an existing
+                                    directory is then SBX_OK */
+#define SBX_REMOVE_RECURSIVE 1u  /* remove a directory and all it holds */
+#define SBX_RENAME_NOREPLACE 1u  /* an existing target is SBX_E_EXISTS */
+
+/* ------------------------------------------------------------------------ */
+/* Exposed ports (ABI 1.2, SBX_CAP_PORTS)                                     */
+/* ------------------------------------------------------------------------ */
+
+#define SBX_ENDPOINT_HOST_MAX 256
+#define SBX_ENDPOINT_URL_MAX 1024
+#define SBX_ENDPOINT_HEADER_MAX 1024
+
+/* Where a client outside the sandbox reaches a port declared at create.
+ * header is a request header the service requires ("Name: value", e.g. a
+ * preview token) or "": a credential, never logged. */
+struct sbx_port_endpoint {
+    uint32_t size;                       /* sizeof as its creator built it */
+    uint16_t port;                       /* the port to connect to */
+    uint16_t tls;                        /* nonzero: speak TLS */
+    char host[SBX_ENDPOINT_HOST_MAX];    /* a name or address */
+    char url[SBX_ENDPOINT_URL_MAX];      /* "http://127.0.0.1:49153", ... */
+    char header[SBX_ENDPOINT_HEADER_MAX];
 };
 
 #ifdef __cplusplus

@@ -161,7 +161,7 @@ static void lifecycle(const struct sbx_provider_ops *ops, struct mode *m, int r,
     char key[64], hash[65], ref[SBX_REF_MAX];
     snprintf(key, sizeof key, "bench-%s-%ld-%d", m->name, (long)time(NULL), r);
     key_hash(key, hash);
-    struct sbx_create_args ca = {sizeof ca, key, hash, "", 0, NULL, NULL};
+    struct sbx_create_args ca = {sizeof ca, key, hash, "", 0, NULL, NULL, NULL};
     sbx_sandbox *sb = NULL;
     double t0 = bench_now();
     if ((rc = ops->create(m->st, &c, &ca, ref, &sb)))
@@ -228,7 +228,7 @@ static void local_execs(double *per, int n)
     char key[64], hash[65] = "", ref[SBX_REF_MAX];
     snprintf(key, sizeof key, "bench-local-%ld", (long)time(NULL));
     key_hash(key, hash);
-    struct sbx_create_args ca = {sizeof ca, key, hash, "", 0, NULL, NULL};
+    struct sbx_create_args ca = {sizeof ca, key, hash, "", 0, NULL, NULL, NULL};
     sbx_sandbox *sb = NULL;
     if ((rc = ops->create(st, &c, &ca, ref, &sb)))
         bench_die("bench_docker", "local create", rc, &c);
@@ -290,7 +290,7 @@ int main(int argc, char **argv)
         char key[64], hash[65], ref[SBX_REF_MAX];
         snprintf(key, sizeof key, "bench-floor-%ld-%d", (long)time(NULL), r);
         key_hash(key, hash);
-        struct sbx_create_args ca = {sizeof ca, key, hash, "", 0, NULL, NULL};
+        struct sbx_create_args ca = {sizeof ca, key, hash, "", 0, NULL, NULL, NULL};
         sbx_sandbox *sb = NULL;
         int rc;
         if ((rc = ops->create(modes[1].st, &c, &ca, ref, &sb)))

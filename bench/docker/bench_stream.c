@@ -171,7 +171,7 @@ int main(int argc, char **argv)
     EVP_Digest("bench-stream", strlen("bench-stream"), md, &mdlen, EVP_sha256(), NULL);
     for (unsigned i = 0; i < 32; i++)
         snprintf(key_hash + 2 * i, 3, "%02x", md[i]);
-    struct sbx_create_args ca = {sizeof ca, "bench-stream", key_hash, "", 0, NULL, NULL};
+    struct sbx_create_args ca = {sizeof ca, "bench-stream", key_hash, "", 0, NULL, NULL, NULL};
     char ref[SBX_REF_MAX];
     sbx_sandbox *sb = NULL;
     if ((rc = ops->create(st, &c, &ca, ref, &sb)))

@@ -177,7 +177,7 @@ int main(int argc, char **argv)
     sbx_error err;
     if (sbx_open(&o, &ctx, &err) != SBX_OK || sbx_provider_lookup(ctx, "e2b", &p, &err) != SBX_OK)
         bench_die("open", err.message);
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     if (sbx_create(p, "bench", &co, NULL, &h, &err) != SBX_OK)
         bench_die("create", err.message);
     const char *ref = sbx_handle_ref(h);

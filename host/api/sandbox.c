@@ -8,6 +8,7 @@
 #include "registry/call.h"
 #include "api/handle.h"
 #include "api/handle_user.h"
+#include "api/cap_call.h"
 #include "api/handle_hooks.h"
 #include "registry/key_lock.h"
 #include "registry/provider.h"
@@ -152,6 +153,8 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
         caps |= SBX_CAP_EGRESS;
     if (opts->memory && opts->memory[0])
         caps |= SBX_CAP_MEMORY;
+    if (opts->ports && opts->ports[0])
+        caps |= SBX_CAP_PORTS;
     /* Admission first: decided from the descriptor, before init. */
     if ((rc = sbx_provider_admit(p, caps, err)) != SBX_OK)
         return rc;
@@ -169,6 +172,7 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
         .caps_required = caps,
         .egress = opts->egress,
         .memory = opts->memory,
+        .ports = opts->ports,
     };
     char ref[SBX_REF_MAX];
     memset(ref, 0, sizeof ref);
@@ -247,7 +251,7 @@ SBX_API sbx_provider *sbx_handle_provider(const sbx_handle *h)
 
 /* The user an op acts as: the handle's, unless libsbx asks for the
  * sandbox's default user itself (handle_user.h). */
-static const char *acting_user(const sbx_handle *h, int as)
+const char *sbxh_acting_user(const sbx_handle *h, int as)
 {
     return as == SBX_AS_HANDLE && h->user[0] ? h->user : NULL;
 }
@@ -300,7 +304,7 @@ int sbxh_exec_as(sbx_handle *h, int as, const struct sbx_exec_args *args,
         return rc;
     struct sbx_call call;
     sbxh_call_begin(&call, err, cancel);
-    call.user = acting_user(h, as);
+    call.user = sbxh_acting_user(h, as);
     rc = h->provider->plugin.desc->ops->exec(h->sb, &call, &a, &r);
     sbx_struct_out(res, &r, sizeof r);
     rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "exec");
@@ -352,7 +356,7 @@ int sbxh_read_as(sbx_handle *h, int as, const char *path, const struct sbx_sink 
     sink = sbxh_guard_sink(&g, sink, &f, "read sink");
     struct sbx_call call;
     sbxh_call_begin(&call, err, cancel);
-    call.user = acting_user(h, as);
+    call.user = sbxh_acting_user(h, as);
     rc = h->provider->plugin.desc->ops->read_file(h->sb, &call, path, sink);
     rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "read");
     sbxh_guard_finish(&f, rc, call.err);
@@ -385,7 +389,7 @@ int sbxh_write_as(sbx_handle *h, int as, const char *path, const struct sbx_sour
     src = sbxh_guard_source(&g, src, &f, "write source");
     struct sbx_call call;
     sbxh_call_begin(&call, err, cancel);
-    call.user = acting_user(h, as);
+    call.user = sbxh_acting_user(h, as);
     rc = h->provider->plugin.desc->ops->write_file(h->sb, &call, path, src, mode);
     rc = sbxh_call_end(&call, rc, h->provider->plugin.name, "write");
     sbxh_guard_finish(&f, rc, call.err);
@@ -434,8 +438,7 @@ SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *re
 
 /* Capability ops: refuse unless the descriptor declares the cap (the loader
  * has checked that a declared cap has its ops). */
-static int cap_call_begin(sbx_handle *h, uint64_t cap, sbx_cancel *cancel,
-                          sbx_error *err)
+int sbxh_cap_call_begin(sbx_handle *h, uint64_t cap, sbx_cancel *cancel, sbx_error *err)
 {
     sbx_error_clear(err);
     if (live(h, err) != SBX_OK)
@@ -452,7 +455,7 @@ SBX_API int sbx_mount_put(sbx_handle *h, const char *path,
                           const struct sbx_blob *blob, sbx_cancel *cancel,
                           sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_FILE_MOUNTS, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_FILE_MOUNTS, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_blob b;
@@ -476,7 +479,7 @@ SBX_API int sbx_mount_put(sbx_handle *h, const char *path,
 SBX_API int sbx_mount_remove(sbx_handle *h, const char *path, sbx_cancel *cancel,
                              sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_FILE_MOUNTS, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_FILE_MOUNTS, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_call call;
@@ -488,7 +491,7 @@ SBX_API int sbx_mount_remove(sbx_handle *h, const char *path, sbx_cancel *cancel
 SBX_API int sbx_export_outputs(sbx_handle *h, const struct sbx_sink *tar_sink,
                                sbx_cancel *cancel, sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_OUTPUT_EXPORT, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_OUTPUT_EXPORT, cancel, err);
     if (rc != SBX_OK)
         return rc;
     if ((rc = check_sink(tar_sink, "export_outputs", err)) != SBX_OK)
@@ -508,7 +511,7 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
                               const struct sbx_blob *bundle, sbx_cancel *cancel,
                               sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_SKILLS, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_SKILLS, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_blob b;
@@ -533,7 +536,7 @@ SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
 SBX_API int sbx_egress_set(sbx_handle *h, const struct sbx_egress_policy *policy,
                            sbx_cancel *cancel, sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_EGRESS, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_EGRESS, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_egress_policy p;
@@ -553,7 +556,7 @@ SBX_API int sbx_egress_set(sbx_handle *h, const struct sbx_egress_policy *policy
 SBX_API int sbx_egress_get(sbx_handle *h, struct sbx_egress_report *out, sbx_cancel *cancel,
                            sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_EGRESS, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_EGRESS, cancel, err);
     if (rc != SBX_OK)
         return rc;
     if (!out || out->size < offsetof(struct sbx_egress_report, allow) + sizeof out->allow)
@@ -604,7 +607,7 @@ SBX_API const char *sbx_handle_user(const sbx_handle *h)
 SBX_API int sbx_group_add(sbx_handle *h, const struct sbx_group_spec *group,
                           sbx_cancel *cancel, sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_USERS, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_USERS, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_group_spec g;
@@ -626,7 +629,7 @@ SBX_API int sbx_group_add(sbx_handle *h, const struct sbx_group_spec *group,
 SBX_API int sbx_user_add(sbx_handle *h, const struct sbx_user_spec *user,
                          sbx_cancel *cancel, sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_USERS, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_USERS, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_user_spec u;
@@ -657,7 +660,7 @@ SBX_API int sbx_user_add(sbx_handle *h, const struct sbx_user_spec *user,
 int sbxh_handle_memory_load(sbx_handle *h, const char *slug, const struct sbx_source *tar,
                             sbx_cancel *cancel, sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_call call;
@@ -670,7 +673,7 @@ int sbxh_handle_memory_diff(sbx_handle *h, const char *slug, uint32_t flags,
                             const struct sbx_memory_changes *out, sbx_cancel *cancel,
                             sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_call call;
@@ -682,7 +685,7 @@ int sbxh_handle_memory_diff(sbx_handle *h, const char *slug, uint32_t flags,
 int sbxh_handle_memory_accept(sbx_handle *h, const char *slug, sbx_cancel *cancel,
                               sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_call call;
@@ -694,7 +697,7 @@ int sbxh_handle_memory_accept(sbx_handle *h, const char *slug, sbx_cancel *cance
 int sbxh_handle_memory_watch(sbx_handle *h, const char *slug, sbx_cancel *cancel,
                              sbx_error *err)
 {
-    int rc = cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
+    int rc = sbxh_cap_call_begin(h, SBX_CAP_MEMORY, cancel, err);
     if (rc != SBX_OK)
         return rc;
     int (*watch)(sbx_sandbox *, sbx_call *, const char *) =

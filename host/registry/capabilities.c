@@ -24,6 +24,12 @@ const struct sbxh_cap sbxh_caps[] = {
     {SBX_CAP_MEMORY, "memory", 1, 3,
      {OP(memory_load), OP(memory_diff), OP(memory_accept)}},
     {SBX_CAP_USERS, "users", 1, 2, {OP(group_add), OP(user_add)}},
+    {SBX_CAP_PROCESSES, "processes", 2, 5,
+     {OP(proc_start), OP(proc_write), OP(proc_read), OP(proc_signal), OP(proc_list)}},
+    {SBX_CAP_PTY, "pty", 2, 2, {OP(proc_start), OP(proc_resize)}},
+    {SBX_CAP_FILE_OPS, "file_ops", 2, 5,
+     {OP(file_list), OP(file_stat), OP(file_mkdir), OP(file_remove), OP(file_rename)}},
+    {SBX_CAP_PORTS, "ports", 2, 1, {OP(port_resolve)}},
 };
 
 #undef OP

@@ -29,7 +29,7 @@ struct sbxh_op_ref {
 #define SBXH_OP_REF(member) {#member, offsetof(struct sbx_provider_ops, member)}
 
 /* Most ops one capability requires. */
-#define SBXH_CAP_OPS_MAX 3
+#define SBXH_CAP_OPS_MAX 5
 
 struct sbxh_cap {
     uint64_t bit;          /* one SBX_CAP_* bit */

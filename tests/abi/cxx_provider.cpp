@@ -112,6 +112,18 @@ const sbx_provider_ops cxx_ops = {
     .group_add = nullptr,
     .user_add = nullptr,
     .memory_watch = nullptr,
+    .proc_start = nullptr,
+    .proc_write = nullptr,
+    .proc_read = nullptr,
+    .proc_signal = nullptr,
+    .proc_list = nullptr,
+    .proc_resize = nullptr,
+    .file_list = nullptr,
+    .file_stat = nullptr,
+    .file_mkdir = nullptr,
+    .file_remove = nullptr,
+    .file_rename = nullptr,
+    .port_resolve = nullptr,
 };
 #else
 // By position, in the order of struct sbx_provider_ops.
@@ -121,6 +133,9 @@ const sbx_provider_ops cxx_ops = {
     nullptr,     nullptr,       nullptr,        nullptr,    {nullptr, nullptr},
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
     nullptr,     nullptr,       nullptr,
+    nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
+    nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
+    nullptr,     nullptr,
 };
 #endif
 

@@ -87,7 +87,7 @@ static int open_ctx(const char *extra, sbx_error *err)
 static int try_make(const char *key, sbx_handle **h, sbx_error *err)
 {
     *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     return sbx_create(prov, key, &co, NULL, h, err);
 }
 
@@ -511,7 +511,7 @@ static void *race(void *arg)
     struct racer *r = arg;
     sbx_error err;
     sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     r->rc = sbx_create(r->p, "k-race", &co, NULL, &h, &err);
     snprintf(r->msg, sizeof r->msg, "%s", err.message);
     if (r->rc == SBX_OK)

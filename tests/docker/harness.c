@@ -210,7 +210,7 @@ sbx_sandbox *dh_create(struct dh *h, const char *key, char ref[SBX_REF_MAX])
 {
     char hash[SBX_KEY_HASH_LEN + 1];
     dh_hash(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "spec-hash-1", 0, NULL, NULL};
+    struct sbx_create_args a = {sizeof a, key, hash, "spec-hash-1", 0, NULL, NULL, NULL};
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *sb = NULL;

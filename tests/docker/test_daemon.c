@@ -27,7 +27,7 @@ Test(docker_daemon, no_daemon_is_a_clear_transient_error)
     dh_open(&h, "unix:///tmp/sbx-test-no-daemon-here.sock", NULL);
     char key[64], hash[65], ref[SBX_REF_MAX];
     dh_new_key(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL};
+    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *sb = NULL;
@@ -55,7 +55,7 @@ Test(docker_daemon, socket_permission_denied_is_denied)
             _exit(11);
         char key[64], hash[65], ref[SBX_REF_MAX];
         dh_new_key(key, hash);
-        struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL};
+        struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
         struct sbx_call c;
         dh_call_init(&c);
         sbx_sandbox *sb = NULL;

@@ -25,7 +25,7 @@ static void failed_create_leaves_nothing(const char *user)
     dh_open(&h, NULL, extra);
     char key[64], hash[SBX_KEY_HASH_LEN + 1], ref[SBX_REF_MAX];
     dh_new_key(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL};
+    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *sb = NULL;

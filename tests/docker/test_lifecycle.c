@@ -224,7 +224,7 @@ Test(docker_lifecycle, foreign_container_with_our_name_is_refused)
     cr_assert_eq(dh_api(h.host_uri, "POST", path, body, &resp), 201, "%s", resp.data);
     dh_buf_free(&resp);
 
-    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL};
+    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *sb = NULL;
@@ -294,7 +294,7 @@ Test(docker_lifecycle, missing_image_is_explained)
     dh_open(&x, NULL, extra);
     char key[64], hash[65], ref[SBX_REF_MAX];
     dh_new_key(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL};
+    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
     struct sbx_call c;
     dh_call_init(&c);
     sbx_sandbox *sb = NULL;

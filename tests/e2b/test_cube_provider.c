@@ -79,7 +79,7 @@ Test(cube_provider, key_is_optional_and_sent_when_set)
     sbx_error err;
     cr_assert_eq(open_ctx(sec, &err), SBX_OK, "%s", err.message);
     sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     /* without a key a CubeAPI with auth refuses: a config error naming the variable */
     int rc = sbx_create(prov, "k", &co, NULL, &h, &err);
     cr_expect_eq(rc, SBX_E_CONFIG, "%d %s", rc, err.message);
@@ -109,7 +109,7 @@ Test(cube_provider, proxy_500_for_a_vanished_sandbox_is_not_found)
     sbx_error err;
     cr_assert_eq(open_ctx(sec, &err), SBX_OK, "%s", err.message);
     sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     cr_assert_eq(sbx_create(prov, "k2", &co, NULL, &h, &err), SBX_OK, "%s", err.message);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/process.Process/Start\",\"kind\":\"vanish\"}]"),
                  0);
@@ -140,7 +140,7 @@ Test(cube_provider, proxy_500_for_a_paused_sandbox_resumes_it)
     sbx_error err;
     cr_assert_eq(open_ctx(sec, &err), SBX_OK, "%s", err.message);
     sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     cr_assert_eq(sbx_create(prov, "k3", &co, NULL, &h, &err), SBX_OK, "%s", err.message);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/process.Process/Start\",\"kind\":\"pause\"}]"),
                  0);

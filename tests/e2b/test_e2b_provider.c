@@ -78,7 +78,7 @@ static sbx_handle *make(const char *key)
 {
     sbx_error err;
     sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     int rc = sbx_create(prov, key, &co, NULL, &h, &err);
     cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
     return h;
@@ -133,7 +133,7 @@ Test(e2b_provider, rejected_key_names_the_variable_not_the_value)
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
     sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     int rc = sbx_create(prov, "k1", &co, NULL, &h, &err);
     cr_expect_eq(rc, SBX_E_CONFIG, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "E2B_API_KEY"), "%s", err.message);
@@ -183,7 +183,7 @@ Test(e2b_provider, transient_failures_are_retried_for_idempotent_calls_only)
                                     "\"bad gateway\"}}]"),
                  0);
     h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     int rc = sbx_create(prov, "k-post", &co, NULL, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "502"), "%s", err.message);

@@ -81,7 +81,7 @@ Test(registry, admission_refuses_from_descriptor_without_init, .fini = cleanup)
     sbx_provider *p;
     cr_assert_eq(sbx_provider_lookup(ctx, "initfail", &p, &err), SBX_OK);
     cr_assert_eq(sbx_provider_info_caps(sbx_provider_get_info(p)) & SBX_CAP_PACKAGES, 0);
-    struct sbx_create_options co = {sizeof co, NULL, SBX_CAP_PACKAGES, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, SBX_CAP_PACKAGES, NULL, NULL, NULL};
     sbx_handle *h = NULL;
     cr_assert_eq(sbx_create(p, "k", &co, NULL, &h, &err), SBX_E_UNSUPPORTED);
     cr_assert(strstr(err.message, "packages"), "%s", err.message);

@@ -52,6 +52,7 @@ static const struct sbx_provider_ops full_ops = {
     op_release, op_destroy, op_mount_put, op_mount_remove, op_export, op_skill,
     {NULL, NULL}, op_egress_set, op_egress_get, op_memory_load, op_memory_diff,
     op_memory_accept, op_group_add, op_user_add, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 /* A valid descriptor named "demo" over `ops`. */

@@ -94,7 +94,7 @@ static int open_ctx(const char *extra, sbx_error *err)
 
 static int try_make(const char *key, sbx_handle **h, sbx_error *err)
 {
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL};
+    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
     *h = NULL;
     return sbx_create(prov, key, &co, NULL, h, err);
 }

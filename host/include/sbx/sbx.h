@@ -356,6 +356,10 @@ struct sbx_create_options {
     /* Memory stores to attach at /mnt/memory/<slug> (needs SBX_CAP_MEMORY,
      * added to caps_required when not empty), NULL-terminated, or NULL. */
     const struct sbx_memory_attachment *const *memory;
+    /* TCP ports to make reachable from outside through sbx_port_resolve
+     * (needs SBX_CAP_PORTS, added to caps_required when not empty),
+     * 0-terminated, or NULL. */
+    const uint16_t *ports;
 };
 
 /* Create (or find) the sandbox of a session key. Idempotent. cancel may be
@@ -491,6 +495,98 @@ SBX_API int sbx_export_outputs(sbx_handle *h, const struct sbx_sink *tar_sink,
 SBX_API int sbx_skill_install(sbx_handle *h, const char *name,
                       const struct sbx_blob *bundle, sbx_cancel *cancel,
                       sbx_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Processes (SBX_CAP_PROCESSES, SBX_CAP_PTY)                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Processes that outlive the call (struct sbx_proc_spec and the read
+ * structs are in sbx/types.h; docs/ABI.md, "Processes"). They run as the
+ * user h acts as. A process id is the provider's (1 to 127 bytes of
+ * [A-Za-z0-9._:-]); any handle of the same sandbox, in any process, may
+ * use it, and an id the sandbox did not make is SBX_E_NOT_FOUND. Every
+ * call fails with SBX_E_UNSUPPORTED when the provider lacks the
+ * capability (SBX_CAP_PTY for SBX_PROC_PTY and sbx_proc_resize), and
+ * with SBX_E_INVALID for a malformed id or argument, before the provider
+ * sees it.
+ */
+
+/* Start spec's command; its id is written to id. */
+SBX_API int sbx_proc_start(sbx_handle *h, const struct sbx_proc_spec *spec,
+                           char id[SBX_PROC_ID_MAX], sbx_cancel *cancel, sbx_error *err);
+
+/* Write len bytes to the process's stdin; SBX_PROC_WRITE_CLOSE closes it
+ * after them. */
+SBX_API int sbx_proc_write(sbx_handle *h, const char *id, const void *data, size_t len,
+                           uint32_t flags, sbx_cancel *cancel, sbx_error *err);
+
+/* Read the output after the cursors (see struct sbx_proc_read_args): the
+ * bytes go to the sinks, the new cursors, lost counts and state to res.
+ * libsbx checks what the provider reports: a new cursor that is not the
+ * old one + lost + the bytes delivered, or more than max_bytes, is
+ * SBX_E_PROTOCOL. */
+SBX_API int sbx_proc_read(sbx_handle *h, const char *id,
+                          const struct sbx_proc_read_args *args,
+                          struct sbx_proc_read_result *res, sbx_cancel *cancel,
+                          sbx_error *err);
+
+/* Send signal signo (1..64, Linux numbers) to the process's group (with
+ * a PTY, the terminal's foreground group). */
+SBX_API int sbx_proc_signal(sbx_handle *h, const char *id, int signo, sbx_cancel *cancel,
+                            sbx_error *err);
+
+/* Set a PTY's window size (1..65535 each). */
+SBX_API int sbx_proc_resize(sbx_handle *h, const char *id, unsigned rows, unsigned cols,
+                            sbx_cancel *cancel, sbx_error *err);
+
+/* Call sink->entry for each process the sandbox keeps, in start order. */
+SBX_API int sbx_proc_list(sbx_handle *h, const struct sbx_proc_list_sink *sink,
+                          sbx_cancel *cancel, sbx_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* File operations (SBX_CAP_FILE_OPS)                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Workspace-relative paths, confined like sbx_read and sbx_write; the last
+ * component is never followed. They act as the user h acts as. libsbx
+ * checks what the provider reports: an entry name that is empty, ".",
+ * ".." or holds '/' is SBX_E_PROTOCOL.
+ */
+
+/* Stream the entries of directory path (NULL or "" is the root) to sink,
+ * in any order. */
+SBX_API int sbx_file_list(sbx_handle *h, const char *path,
+                          const struct sbx_file_list_sink *sink, sbx_cancel *cancel,
+                          sbx_error *err);
+
+/* Describe path into *out (out->size must be set; out->name is NULL). */
+SBX_API int sbx_file_stat(sbx_handle *h, const char *path, struct sbx_file_info *out,
+                          sbx_cancel *cancel, sbx_error *err);
+
+/* Make directory path (mode 0 means 0755); SBX_MKDIR_PARENTS makes its
+ * parents and accepts an existing directory. */
+SBX_API int sbx_file_mkdir(sbx_handle *h, const char *path, unsigned mode, uint32_t flags,
+                           sbx_cancel *cancel, sbx_error *err);
+
+/* Remove path; a directory with entries needs SBX_REMOVE_RECURSIVE. */
+SBX_API int sbx_file_remove(sbx_handle *h, const char *path, uint32_t flags,
+                            sbx_cancel *cancel, sbx_error *err);
+
+/* Rename from to to; SBX_RENAME_NOREPLACE refuses an existing target. */
+SBX_API int sbx_file_rename(sbx_handle *h, const char *from, const char *to,
+                            uint32_t flags, sbx_cancel *cancel, sbx_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Exposed ports (SBX_CAP_PORTS)                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Where a client outside the sandbox reaches port (declared at create:
+ * sbx_create_options.ports; else SBX_E_NOT_FOUND). out->size must be set.
+ * out->header may hold a credential: never log it. */
+SBX_API int sbx_port_resolve(sbx_handle *h, unsigned port, struct sbx_port_endpoint *out,
+                             sbx_cancel *cancel, sbx_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Exporting outputs to a host directory                                      */
