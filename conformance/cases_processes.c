@@ -613,8 +613,8 @@ void cf_case_proc_destroy_kills(struct cf_test *t)
     for (int i = 0; i < 2 && !cf_failed(t); i++) {
         if (cf_proc_listed(t, h2, p[i].id, &info))
             cf_fail(t, "after destroy and a new create of the same key, proc_list still "
-                       "lists process %s (state %u, pid=%s)",
-                    p[i].id, (unsigned)info.state, pids[i]);
+                       "lists process %s (state %u; the processes were pids=%s,%s)",
+                    p[i].id, (unsigned)info.state, pids[0], pids[1]);
     }
     for (int i = 0; i < 2 && !cf_failed(t) && can_tell; i++) {
         char *after = NULL;
@@ -626,9 +626,9 @@ void cf_case_proc_destroy_kills(struct cf_test *t)
             cf_sleep_ms(100);
         }
         if (after && !strcmp(after, "alive\n"))
-            cf_fail(t, "destroy left a process running: pid=%s still runs the command "
-                       "of process %s",
-                    pids[i], p[i].id);
+            cf_fail(t, "destroy left a process running: pid %s still runs the command "
+                       "of process %s (the processes were pids=%s,%s)",
+                    pids[i], p[i].id, pids[0], pids[1]);
         free(after);
     }
     struct cf_proc gone = p[0];

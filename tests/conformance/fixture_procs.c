@@ -469,7 +469,8 @@ static int ring_take(const struct ring *r, int mode, uint64_t cursor, uint64_t m
         if (mode == FXP_CURSOR_REPEATS) /* the defect: a little again */
             from = from >= oldest + 16 ? from - 16 : oldest;
     }
-    uint64_t avail = r->total - from;
+    /* as many as from the cursor: the arithmetic adds up, the bytes do not */
+    uint64_t avail = r->total - (mode == FXP_CURSOR_REPEATS ? cursor + *lost : from);
     *n = avail < max ? avail : max;
     *data = NULL;
     if (*n) {

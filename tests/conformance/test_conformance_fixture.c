@@ -433,30 +433,39 @@ static void run_cfproc(const char *mode, const char *filter)
     cr_assert_eq(run.status, SBX_OK, "suite did not run: %s", run.err.message);
 }
 
-/* Exactly `failing` fail among the 1.2 cases, every other one passes (none
- * is skipped: cfproc declares every capability they need), and the
- * message of the first has `want`. */
-static void expect_cfproc(const char *mode, const char *const *failing, const char *want)
+/* Exactly `failing` fail among the 1.2 cases, besides those of `may`
+ * (which depend on how the output happened to be read), every other one
+ * passes (none is skipped: cfproc declares every capability they need),
+ * and the message of the first has `want`. */
+static void expect_cfproc_may(const char *mode, const char *const *failing,
+                              const char *const *may, const char *want)
 {
     run_cfproc(mode, NULL);
+    size_t nfail = 0, nmay = 0;
     for (size_t i = 0; i < run.nresults; i++) {
         const struct sr_result *res = &run.results[i];
-        if (listed(failing, res->name))
+        if (listed(failing, res->name)) {
             cr_expect_eq(res->outcome, SBX_CONFORMANCE_FAIL,
                          "%s should fail against cfproc with break %s", res->name, mode);
-        else
+            nfail++;
+        } else if (may && listed(may, res->name)) {
+            nmay += res->outcome == SBX_CONFORMANCE_FAIL;
+        } else {
             cr_expect_eq(res->outcome, SBX_CONFORMANCE_PASS, "break %s: %s: %s", mode,
                          res->name, res->message);
+        }
     }
-    size_t nfail = 0;
-    while (failing[nfail])
-        nfail++;
-    cr_assert_eq(run.summary.failed, nfail, "break %s:\n%s", mode, run.output);
+    cr_assert_eq(run.summary.failed, nfail + nmay, "break %s:\n%s", mode, run.output);
     if (want) {
         const struct sr_result *res = sr_find(&run, failing[0]);
         cr_assert(res && strstr(res->message, want), "%s", res ? res->message : "missing");
     }
     cr_assert_eq(sr_count_workspaces(&run), 0, "workspaces were left behind");
+}
+
+static void expect_cfproc(const char *mode, const char *const *failing, const char *want)
+{
+    expect_cfproc_may(mode, failing, NULL, want);
 }
 
 Test(conformance_fixture, cfproc_intact_passes_every_1_2_case, .fini = cleanup, .timeout = 600)
@@ -482,8 +491,18 @@ Test(conformance_fixture, silently_dropping_buffer_fails_replay_case, .fini = cl
 
 Test(conformance_fixture, repeating_cursor_fails_cursor_cases, .fini = cleanup, .timeout = 600)
 {
-    const char *failing[] = {"proc_cursor_continues", NULL};
-    expect_cfproc("cursor_repeats", failing, "a repeated or skipped byte");
+    /* Every case that reads a stream again after a first piece sees the
+     * repeat; those whose output may all be there at the first read may
+     * pass. */
+    const char *failing[] = {"proc_cursor_continues", "proc_stdin", "proc_reattach",
+                             "pty_resize", "pty_eof", "pty_paste", NULL};
+    const char *may[] = {"proc_exit_and_streams", "proc_killed_by_signal", "proc_concurrent",
+                         "proc_wait_ms", "proc_signal", "pty_terminal", "pty_ctrl_c",
+                         "ports_reachable", NULL};
+    expect_cfproc_may("cursor_repeats", failing, may, "a repeated or skipped byte");
+    const struct sr_result *res = sr_find(&run, "proc_stdin");
+    cr_assert(res && strstr(res->message, "stdout of cat was \"hello\\nhello\""), "%s",
+              res ? res->message : "missing");
 }
 
 Test(conformance_fixture, process_surviving_destroy_fails_destroy_case, .fini = cleanup,
@@ -491,6 +510,15 @@ Test(conformance_fixture, process_surviving_destroy_fails_destroy_case, .fini = 
 {
     const char *failing[] = {"proc_destroy_kills", NULL};
     expect_cfproc("proc_survives_destroy", failing, "still lists process");
+    /* The survivors are group leaders on this machine: end them here. */
+    const struct sr_result *res = sr_find(&run, "proc_destroy_kills");
+    const char *p = strstr(res->message, "pids=");
+    cr_assert(p, "%s", res->message);
+    char *end = NULL;
+    long a = strtol(p + 5, &end, 10), b = end && *end == ',' ? strtol(end + 1, NULL, 10) : 0;
+    cr_assert(a > 1 && b > 1, "%s", res->message);
+    kill(-(pid_t)a, SIGKILL);
+    kill(-(pid_t)b, SIGKILL);
 }
 
 Test(conformance_fixture, listing_following_symlink_fails_escape_case, .fini = cleanup,
