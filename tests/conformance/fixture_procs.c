@@ -344,6 +344,8 @@ int fxp_proc_start(const struct fxp_sandbox *sb, sbx_call *call,
     procs_tail = p;
     pthread_mutex_unlock(&procs_lock);
     memcpy(id, p->id, strlen(p->id) + 1);
+    if (sb->mode == FXP_ID_MALFORMED)
+        memcpy(id, "fxp/../1", 9); /* the defect */
     if (pthread_create(&p->thread, NULL, proc_thread, p) != 0) {
         /* unlikely; the process is killed, its entry says it ended */
         kill(-pid, SIGKILL);
@@ -480,7 +482,7 @@ static int ring_take(const struct ring *r, int mode, uint64_t cursor, uint64_t m
         for (uint64_t i = 0; i < *n; i++)
             (*data)[i] = r->buf[(from + i) % r->cap];
     }
-    *next = cursor + *lost + *n;
+    *next = cursor + *lost + *n + (mode == FXP_CURSOR_SKIPS && *n); /* the defect */
     return 0;
 }
 
