@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Scripts that need a terminal end at once, saying so, without one. */
+#define TTY_GUARD "[ -t 0 ] || { echo not-a-terminal; exit 3; }; "
+
 static bool start_pty(struct cf_test *t, sbx_handle *h, struct cf_proc *p,
                       const char *script, uint16_t rows, uint16_t cols)
 {
@@ -72,7 +75,7 @@ void cf_case_pty_resize(struct cf_test *t)
     struct cf_proc p;
     /* The program reports its size when SIGWINCH arrives. */
     if (!h || !start_pty(t, h, &p,
-                         "trap 'echo; echo \"size=$(stty size)\"' WINCH; echo ready; "
+                         TTY_GUARD "trap 'echo; echo \"size=$(stty size)\"' WINCH; echo ready; "
                          "i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done",
                          24, 80))
         return;
@@ -98,7 +101,7 @@ void cf_case_pty_ctrl_c(struct cf_test *t)
 {
     sbx_handle *h = cf_sandbox(t, NULL);
     struct cf_proc p;
-    if (!h || !start_pty(t, h, &p, "echo ready; exec sleep 30", 24, 80))
+    if (!h || !start_pty(t, h, &p, TTY_GUARD "echo ready; exec sleep 30", 24, 80))
         return;
     sbx_error err;
     double t0 = 0;
@@ -125,7 +128,7 @@ void cf_case_pty_eof(struct cf_test *t)
     sbx_error err;
     char q[200];
     /* ^D typed at the start of a line */
-    if (!h || !start_pty(t, h, &p, "echo ready; cat; echo cat-done", 24, 80))
+    if (!h || !start_pty(t, h, &p, TTY_GUARD "echo ready; cat; echo cat-done", 24, 80))
         return;
     if (cf_proc_until_text(t, &p, "ready\n", 10)) {
         int rc = sbx_proc_write(h, p.id, "abc\n\x04", 5, 0, NULL, &err);
@@ -139,7 +142,7 @@ void cf_case_pty_eof(struct cf_test *t)
     sbx_proc_signal(h, p.id, SIGKILL, NULL, &err);
     cf_proc_free(&p);
     /* SBX_PROC_WRITE_CLOSE is the terminal's EOF */
-    if (cf_failed(t) || !start_pty(t, h, &p, "echo ready; cat; echo cat-done", 24, 80))
+    if (cf_failed(t) || !start_pty(t, h, &p, TTY_GUARD "echo ready; cat; echo cat-done", 24, 80))
         return;
     if (cf_proc_until_text(t, &p, "ready\n", 10)) {
         int rc = sbx_proc_write(h, p.id, "xyz\n", 4, SBX_PROC_WRITE_CLOSE, NULL, &err);
