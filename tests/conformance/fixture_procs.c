@@ -231,6 +231,8 @@ int fxp_proc_start(const struct fxp_sandbox *sb, sbx_call *call,
     int want_pty = (spec->flags & SBX_PROC_PTY) != 0;
     int pty = want_pty && sb->mode != FXP_PTY_NOT_TERMINAL;
     uint64_t cap = spec->buffer_bytes ? spec->buffer_bytes : SBX_PROC_BUFFER_DEFAULT;
+    if (sb->mode == FXP_BUFFER_GROWS)
+        cap = (uint64_t)64 << 20; /* the defect; its pages are touched as written */
     if (cap > ((uint64_t)64 << 20))
         return fail(sb, call, SBX_E_INVALID, "cfproc: a replay buffer above 64 MiB");
     int dirfd = open_cwd(sb->root, spec->cwd);
