@@ -360,6 +360,11 @@ Test(proc_supervisor, errors_map_to_statuses)
     cr_assert_eq(sbxp_proc_read(cl, CALL, "p0000000000000000", &ra, &r), SBX_E_NOT_FOUND);
     cr_assert_eq(sbxp_proc_write(cl, CALL, "other-session", "x", 1, 0), SBX_E_NOT_FOUND);
     cr_assert_eq(sbxp_proc_signal(cl, CALL, "p1", 9), SBX_E_NOT_FOUND);
+    /* a cursor past the end of the stream */
+    ra.out_cursor = 1000;
+    cr_assert_eq(sbxp_proc_read(cl, CALL, id, &ra, &r), SBX_E_INVALID);
+    cr_assert(strstr(last_err, "past the end"), "%s", last_err);
+    ra.out_cursor = 0;
     /* the channel still works after errors */
     read_all(id, &out, &err, NULL);
     int n = 0;
