@@ -25,6 +25,11 @@
 #include <unistd.h>
 
 static char dir[32], sock[64], last_err[1024];
+
+struct buf {
+    char *p;
+    size_t n;
+};
 static int last_status;
 static pid_t sup = -1;
 static struct sbxp_proc_client *cl;
@@ -86,6 +91,28 @@ static int auth_uid(void *ctx, int fd)
                                                                                          : -1;
 }
 
+/* Every buffer a test grew, freed at teardown (a test may stop anywhere). */
+static char *pool[64];
+static size_t npool;
+
+static int buf_write(void *ctx, const void *p, size_t n)
+{
+    struct buf *b = ctx;
+    char *old = b->p;
+    b->p = realloc(b->p, b->n + n + 1);
+    size_t i = 0;
+    while (old && i < npool && pool[i] != old)
+        i++;
+    if (old && i < npool)
+        pool[i] = b->p;
+    else if (npool < 64)
+        pool[npool++] = b->p;
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return 0;
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/sbx-psv-XXXXXX");
@@ -122,6 +149,8 @@ static void setup(void)
 
 static void teardown(void)
 {
+    while (npool)
+        free(pool[--npool]);
     sbxp_proc_client_free(cl);
     if (sup > 0) {
         kill(sup, SIGKILL);
@@ -135,20 +164,6 @@ static void teardown(void)
 
 TestSuite(proc_supervisor, .init = setup, .fini = teardown, .timeout = 30);
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static int buf_write(void *ctx, const void *p, size_t n)
-{
-    struct buf *b = ctx;
-    b->p = realloc(b->p, b->n + n + 1);
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return 0;
-}
 
 /* Read to the end: every byte of out and err, the sum of lost bytes. */
 static struct sbx_proc_read_result read_all(const char *id, struct buf *out, struct buf *err,
