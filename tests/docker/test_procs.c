@@ -259,13 +259,40 @@ Test(docker_procs, a_one_mib_paste_arrives_whole)
     dh_buf_free(&o2);
 }
 
+struct find_state {
+    const char *id;
+    int exited;
+};
+
+static int find_entry(void *ctx, const struct sbx_proc_info *info)
+{
+    struct find_state *f = ctx;
+    if (strcmp(info->id, f->id) == 0)
+        f->exited = info->state == SBX_PROC_EXITED;
+    return 0;
+}
+
+/* Has the process ended (by proc_list, which reads no output)? */
+static int ended(const char *id)
+{
+    struct find_state f = {id, 0};
+    struct sbx_proc_list_sink ls = {sizeof ls, &f, find_entry};
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(h.ops->proc_list(sb, &c, &ls), SBX_OK, "%s", c.message);
+    dh_call_free(&c);
+    return f.exited;
+}
+
 Test(docker_procs, output_far_larger_than_the_buffer_loses_exactly)
 {
     const char *argv[] = {"seq", "1", "300000", NULL};
     struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv, .buffer_bytes = 65536};
     char id[SBX_PROC_ID_MAX];
     start(&spec, id);
-    usleep(500 * 1000);
+    /* let it end before reading (proc_list reads nothing): most is dropped */
+    for (int i = 0; i < 200 && !ended(id); i++)
+        usleep(50 * 1000);
     struct dh_buf out = {0}, err = {0};
     uint64_t lost;
     struct sbx_proc_read_result r = read_all(id, &out, &err, &lost);

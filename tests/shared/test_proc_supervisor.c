@@ -294,6 +294,27 @@ Test(proc_supervisor, eof_on_a_pty_ends_cat)
     cr_assert(strstr(out.p, "abc"), "%s", out.p);
 }
 
+struct find_state {
+    const char *id;
+    int exited;
+};
+
+static int find_entry(void *ctx, const struct sbx_proc_info *info)
+{
+    struct find_state *f = ctx;
+    if (strcmp(info->id, f->id) == 0)
+        f->exited = info->state == SBX_PROC_EXITED;
+    return 0;
+}
+
+static int ended(const char *id)
+{
+    struct find_state f = {id, 0};
+    struct sbx_proc_list_sink ls = {sizeof ls, &f, find_entry};
+    cr_assert_eq(sbxp_proc_list(cl, CALL, &ls), SBX_OK, "%s", last_err);
+    return f.exited;
+}
+
 Test(proc_supervisor, output_far_larger_than_the_buffer_loses_exactly_what_was_dropped)
 {
     /* 1..200000, one per line: 1288895 bytes through a 64 KiB buffer */
@@ -301,9 +322,11 @@ Test(proc_supervisor, output_far_larger_than_the_buffer_loses_exactly_what_was_d
     struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv, .buffer_bytes = 65536};
     char id[SBX_PROC_ID_MAX] = "";
     start(id, &spec);
-    /* let it finish before reading: most is dropped */
-    struct timespec ts = {0, 300 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    /* let it finish before reading (the list reads nothing): most is dropped */
+    for (int i = 0; i < 200 && !ended(id); i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     struct buf out = {0}, err = {0};
     uint64_t lost;
     struct sbx_proc_read_result r = read_all(id, &out, &err, &lost);
