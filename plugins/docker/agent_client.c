@@ -491,6 +491,12 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
     int type = req_len >= AP_HDR_LEN ? frame[AP_HDR_LEN - 1] : AP_PING;
     const char *user = type == AP_PING ? NULL : docker_call_user(st, call);
     uint32_t sent = user || type == AP_GROUP_ADD || type == AP_USER_ADD ? 2 : 1;
+    /* protocol 3: the file ops (AP_RENAME is new; stat, list, mkdir and
+     * remove never follow their last component and stat and list report
+     * nanosecond mtimes only from an agent of 3) */
+    if (type == AP_RENAME || type == AP_STAT || type == AP_LIST || type == AP_MKDIR ||
+        type == AP_REMOVE)
+        sent = 3;
     unsigned char pre[AP_PREAMBLE_LEN];
     sbxs_ap_preamble(pre, sent);
     rc = send_all(c, pre, sizeof pre);
@@ -529,7 +535,13 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
         sbxs_ap_parse_preamble(pre, &version) != 0)
         rc = conn_error(c, SBX_E_PROTOCOL, "%s does not speak the sbx-agent protocol",
                         sb->agent_sock);
-    if (rc == SBX_OK && version < sent && version >= AP_VERSION_MIN)
+    if (rc == SBX_OK && version < sent && version >= AP_VERSION_MIN && sent >= 3)
+        rc = conn_error(c, SBX_E_UNSUPPORTED,
+                        "the agent speaks protocol version %u, which lacks this request "
+                        "(protocol %u has it); recreate the session's container to run "
+                        "it under the current sbx-agent",
+                        version, sent);
+    else if (rc == SBX_OK && version < sent && version >= AP_VERSION_MIN)
         rc = conn_error(c, SBX_E_UNSUPPORTED,
                         "the agent speaks protocol version %u, which cannot make users "
                         "or act as one (protocol %u can); recreate the session's "

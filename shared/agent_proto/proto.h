@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AP_VERSION 2u
-#define AP_VERSION_STR "2" /* the same, for labels */
+#define AP_VERSION 3u
+#define AP_VERSION_STR "3" /* the same, for labels */
 /* The oldest client version the agent serves: a version-1 request has no
  * user field (the agent's --user applies). */
 #define AP_VERSION_MIN 1u
@@ -42,6 +42,8 @@ enum ap_type {
     AP_GROUP_ADD = 'G', /* str name, u32 gid (0: pick) */
     AP_USER_ADD = 'N',  /* str name, u32 uid (0: pick), str group ("": own),
                            u32 n, str groups[n] */
+    /* protocol 3: files */
+    AP_RENAME = 'V',    /* str root, str from, str to, u32 flags (AP_NOREPLACE) */
 
     /* host -> agent during a request */
     AP_STDIN = 'i',     /* data for the command's stdin */
@@ -57,8 +59,10 @@ enum ap_type {
     AP_STDERR = 'e',
     AP_EXIT = 'z',   /* u32 flags (AP_EXIT_*), u32 exit code, u32 signal */
     AP_END = 'n',    /* read: u64 total length, 32-byte SHA-256 */
-    AP_STATR = 'a',  /* u32 kind, u32 mode, u64 size, u64 mtime */
-    AP_ENTRY = 'y',  /* list: str name, u32 kind, u32 mode, u64 size */
+    AP_STATR = 'a',  /* u32 kind, u32 mode, u64 size, u64 mtime (s)
+                        [protocol 3: u64 mtime_ns] */
+    AP_ENTRY = 'y',  /* list: str name, u32 kind, u32 mode, u64 size
+                        [protocol 3: u64 mtime_ns] */
     AP_OK = 'k',     /* the request is done (empty) */
     AP_ERROR = 'f'   /* u32 errno, str stage, str message; connection closes */
 };
@@ -67,6 +71,8 @@ enum ap_type {
 #define AP_MKPARENTS 1u /* make missing parent directories (0755) */
 /* remove flags */
 #define AP_RECURSIVE 1u
+/* rename flags (protocol 3) */
+#define AP_NOREPLACE 1u /* an existing target is EEXIST */
 
 /* AP_EXIT flags */
 #define AP_EXIT_SIGNALED 1u
