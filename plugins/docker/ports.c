@@ -154,9 +154,10 @@ int docker_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
         return docker_report(st, call, &err, "inspecting container %.12s", sb->id);
     char key[16];
     snprintf(key, sizeof key, "%u/tcp", (unsigned)port);
-    json_object *list = sbxp_json_obj(sbxp_json_obj(sbxp_json_obj(info, "NetworkSettings"),
-                                                    "Ports"),
-                                      key);
+    json_object *list = NULL;
+    if (!json_object_object_get_ex(
+            sbxp_json_obj(sbxp_json_obj(info, "NetworkSettings"), "Ports"), key, &list))
+        list = NULL;
     const char *ip = NULL, *hp = NULL;
     size_t n = list && json_object_is_type(list, json_type_array)
                    ? json_object_array_length(list)

@@ -270,6 +270,19 @@ Test(docker_file_ops, a_link_swapped_under_the_ops_never_leads_out)
     struct sbx_call c;
     dh_call_init(&c);
     int outside = 0;
+    /* stat is the cheapest op: many of them to hit the window often */
+    int seen_out = 0, seen_in = 0;
+    for (int i = 0; i < 2000; i++) {
+        struct sbx_file_info fi;
+        int rc = do_stat("d/etc/passwd", &fi, &c);
+        outside += rc == SBX_OK;
+        seen_out += rc == SBX_E_INVALID;
+        seen_in += rc == SBX_E_NOT_FOUND;
+    }
+    /* the link really moved under the ops, both ways */
+    cr_expect(seen_out > 0 && seen_in > 0, "refused %d, not found %d", seen_out, seen_in);
+    cr_log_info("2000 stats: %d refused (d -> /), %d not found (d -> real)", seen_out,
+                seen_in);
     for (int i = 0; i < 150; i++) {
         struct sbx_file_info fi;
         struct names nm;
