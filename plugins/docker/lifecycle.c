@@ -732,10 +732,12 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
         }
     } else if (rc == SBX_E_EXISTS) {
         rc = adopt_existing(st, call, name, args->key_hash, &info, id);
-        /* a container published other ports than asked for cannot gain or
-         * lose one: the session must be destroyed and made again */
+        /* A container cannot gain or lose a published port: a create that
+         * declares other ports than it has fails (destroy and make it
+         * again). One that declares none (the reconciler looking for the
+         * key's resource) adopts it as it is. */
         const char *had = rc == SBX_OK ? label_of(info, DOCKER_LABEL_PORTS) : NULL;
-        if (rc == SBX_OK && strcmp(had ? had : "", ports_text) != 0)
+        if (rc == SBX_OK && ports_text[0] && strcmp(had ? had : "", ports_text) != 0)
             rc = st->host->set_error(st->host, call, SBX_E_EXISTS,
                                      "docker: container %s was created with ports [%s], "
                                      "this create declares [%s]; destroy the session to "
@@ -749,7 +751,8 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
                    : resume_existing(st, call, info, id, args->key_hash, out);
     if (rc == SBX_OK && !*out)
         rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
-    if (rc == SBX_OK && docker_ports_set(*out, ports_text) != 0) {
+    if (rc == SBX_OK &&
+        docker_ports_set(*out, fresh ? ports_text : label_of(info, DOCKER_LABEL_PORTS)) != 0) {
         docker_release(*out);
         *out = NULL;
         rc = st->host->set_error(st->host, call, SBX_E_INTERNAL, "docker: ports label");

@@ -214,6 +214,12 @@ Test(docker_ports, a_declared_port_is_reachable_on_loopback_only)
     cr_assert_eq(create_ports(&h, key, same, ref2, &again, &c), SBX_OK, "%s", c.message);
     cr_expect_str_eq(ref2, ref);
     h.ops->release(again);
+    /* a create declaring none (the reconciler finding the key's container)
+     * adopts it with the ports it has */
+    cr_assert_eq(create_ports(&h, key, NULL, ref2, &again, &c), SBX_OK, "%s", c.message);
+    cr_expect_str_eq(ref2, ref);
+    cr_expect_eq(resolve(&h, again, 8081, &ep3, &c), SBX_OK, "%s", c.message);
+    h.ops->release(again);
 
     h.ops->release(sb);
     dh_destroy(&h, key, ref);
