@@ -23,6 +23,9 @@ static sbx_sandbox *sb;
 
 static void setup(void)
 {
+    /* the ops are the agent's (without it: docker_file_ops_fallback) */
+    if (getenv("SBX_TEST_DOCKER_AGENT") && !strcmp(getenv("SBX_TEST_DOCKER_AGENT"), "0"))
+        cr_skip_test("the agent is disabled for this run (SBX_TEST_DOCKER_AGENT=0)");
     dh_sandbox_setup(&h, key, hash, ref, &sb);
 }
 
