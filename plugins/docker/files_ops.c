@@ -69,6 +69,13 @@ static int op_path(sbx_sandbox *sb, sbx_call *call, const char *what, const char
                             "(providers.docker.agent: false), which file operations "
                             "need; recreate it with the agent",
                             what, sb->id);
+    size_t on = strlen(DOCKER_OUTPUTS);
+    if (allow_root && path && sb->outputs_src && !strncmp(path, DOCKER_OUTPUTS, on) &&
+        path[on + strspn(path + on, "/")] == '\0') {
+        *root = DOCKER_OUTPUTS; /* the outputs directory itself */
+        *rel = strdup("");
+        return *rel ? SBX_OK : docker_error(sb->st, call, SBX_E_NOMEM, "out of memory");
+    }
     if (allow_root && (!path || !path[0] || !strcmp(path, "."))) {
         *root = DOCKER_WORKSPACE;
         *rel = strdup("");

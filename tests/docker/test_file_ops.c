@@ -117,6 +117,16 @@ Test(docker_file_ops, every_op_and_its_errors)
     cr_assert_eq(do_list("", &nm, &c), SBX_OK);
     cr_expect(strstr(nm.text, "d:2:") && strstr(nm.text, "x:2:"), "%s", nm.text);
     cr_expect_eq(do_list("nope", &nm, &c), SBX_E_NOT_FOUND);
+    /* the outputs directory, as read and write see it */
+    cr_assert_eq(dh_write(&h, sb, "/mnt/session/outputs/o.txt", "o", 1, 0, &c), SBX_OK, "%s",
+                 c.message);
+    cr_assert_eq(do_list("/mnt/session/outputs", &nm, &c), SBX_OK, "%s", c.message);
+    cr_expect_str_eq(nm.text, "o.txt:1:1:644,");
+    cr_assert_eq(do_stat("/mnt/session/outputs/o.txt", &fi, &c), SBX_OK, "%s", c.message);
+    cr_expect_eq(h.ops->file_rename(sb, &c, "/mnt/session/outputs/o.txt", "o.txt", 0),
+                 SBX_E_INVALID, "across file systems");
+    cr_expect_eq(h.ops->file_remove(sb, &c, "/mnt/session/outputs/o.txt", 0), SBX_OK, "%s",
+                 c.message);
     cr_expect_eq(do_list("d/f.txt", &nm, &c), SBX_E_INVALID, "a file is not a directory");
     cr_expect_eq(do_list("d/ln", &nm, &c), SBX_E_INVALID, "a symlink is not followed");
 
