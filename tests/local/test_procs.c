@@ -207,6 +207,25 @@ Test(local_procs, pty_eof_ends_cat_and_echo_is_on)
     /* the echo, then cat's copy: the terminal's line discipline applies */
     cr_assert(strstr(buf_sink_str(&s.out), "hello\r\nhello\r\n"), "%s", buf_sink_str(&s.out));
     cr_assert_eq(write_in(id, "x", 1, 0), SBX_E_INVALID, "writing after the end");
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->proc_signal(H.sb, &H.call, id, SIGTERM), SBX_OK,
+                 "signalling an ended process: %s", H.call.msg);
+    stream_free(&s);
+
+    /* pipes: no PTY to resize; a bad signal; a write after the close */
+    static const char *const sl[] = {"sleep", "5", NULL};
+    start(0, sl, 0, 0, 0, id);
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->proc_resize(H.sb, &H.call, id, 10, 10), SBX_E_INVALID, "%s",
+                 H.call.msg);
+    cr_assert_eq(H.ops->proc_signal(H.sb, &H.call, id, 99), SBX_E_INVALID, "%s", H.call.msg);
+    cr_assert_eq(write_in(id, "", 0, SBX_PROC_WRITE_CLOSE), SBX_OK, "%s", H.call.msg);
+    cr_assert_eq(write_in(id, "x", 1, 0), SBX_E_INVALID, "writing after the close");
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->proc_signal(H.sb, &H.call, id, SIGKILL), SBX_OK, "%s", H.call.msg);
+    memset(&s, 0, sizeof s);
+    read_until(id, &s, NULL, 10);
+    cr_assert_eq(s.res.term_signal, SIGKILL);
     stream_free(&s);
 }
 
@@ -510,6 +529,9 @@ Test(local_procs, a_flooding_process_keeps_memory_bounded)
         usleep(50 * 1000);
     }
     long sup_rss = rss_kb(sup), mine1 = rss_kb(getpid());
+    cr_log_info("flood: %llu bytes lost in 2 s; supervisor RSS %ld KiB; this process grew "
+                "by %ld KiB",
+                (unsigned long long)s.olost, sup_rss, mine1 - mine0);
     cr_assert_gt(s.olost, 100u << 20, "a writer this fast loses bytes: %llu",
                  (unsigned long long)s.olost);
     cr_assert_lt(sup_rss, 24 * 1024, "the supervisor holds %ld KiB", sup_rss);
@@ -815,4 +837,23 @@ Test(local_procs, a_server_on_a_declared_port_is_reached_through_port_resolve)
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     cr_assert_neq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0, "the server survived");
     close(fd);
+}
+
+Test(local_procs, a_timeout_kills_the_process_tree)
+{
+    static const char *const argv[] = {"/bin/sh", "-c", "sleep 30 & echo $!; sleep 30", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv, .timeout_ms = 300};
+    char id[SBX_PROC_ID_MAX];
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->proc_start(H.sb, &H.call, &spec, id), SBX_OK, "%s", H.call.msg);
+    struct stream s = {0};
+    double t0 = now_seconds();
+    read_until(id, &s, NULL, 10);
+    cr_assert_lt(now_seconds() - t0, 3.0);
+    cr_assert(s.res.timed_out, "timed_out is set");
+    cr_assert_eq(s.res.term_signal, SIGKILL);
+    int bg = atoi(buf_sink_str(&s.out));
+    cr_assert_gt(bg, 1);
+    cr_assert(process_gone(bg), "the background job %d survived the timeout", bg);
+    stream_free(&s);
 }
