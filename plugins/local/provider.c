@@ -167,9 +167,17 @@ static const struct sbx_provider_ops local_ops = {
     .root = local_root,
     .release = local_release,
     .destroy = local_destroy,
+    .file_list = local_file_list,
+    .file_stat = local_file_stat,
+    .file_mkdir = local_file_mkdir,
+    .file_remove = local_file_remove,
+    .file_rename = local_file_rename,
+    .port_resolve = local_port_resolve,
 };
 
-/* No capabilities: the local provider refuses packages, egress and mounts. */
-SBX_PROVIDER_DEFINE("local", "0.1.0",
+/* File operations and ports; processes (supervisor.c). No packages,
+ * egress, mounts, memory or users. */
+SBX_PROVIDER_DEFINE("local", "0.2.0",
                     "host processes in a workspace directory on this machine",
-                    SBX_ISOLATION_NONE, 0, &local_ops, local_config_keys)
+                    SBX_ISOLATION_NONE, SBX_CAP_FILE_OPS | SBX_CAP_PORTS, &local_ops,
+                    local_config_keys)
