@@ -138,9 +138,16 @@ static void ps_usage(FILE *f)
 }
 
 struct ps_state {
-    bool json;
+    bool json, header_done;
     json_object *array;
 };
+
+static void ps_header(struct ps_state *st)
+{
+    if (!st->json && !st->header_done)
+        printf("%-24s %-12s %-4s %-20s %s\n", "ID", "STATE", "PTY", "STARTED", "COMMAND");
+    st->header_done = true;
+}
 
 /* Control bytes of a table cell shown as '?'. */
 static void print_cell(const char *s)
@@ -175,6 +182,7 @@ static int ps_entry(void *ctx, const struct sbx_proc_info *info)
         json_object_array_add(st->array, o);
         return SBX_OK;
     }
+    ps_header(st);
     char state[32], started[32] = "-";
     if (!ended)
         snprintf(state, sizeof state, "running");
@@ -216,12 +224,12 @@ int cmd_ps(const struct cli_globals *g, int argc, char **argv)
     struct cli_session s;
     if ((status = cli_session_open_existing(&globals, key, &s)) != CLI_EXIT_OK)
         return status;
-    struct ps_state st = {a.json, a.json ? json_object_new_array() : NULL};
-    if (!a.json)
-        printf("%-24s %-12s %-4s %-20s %s\n", "ID", "STATE", "PTY", "STARTED", "COMMAND");
+    struct ps_state st = {a.json, false, a.json ? json_object_new_array() : NULL};
     struct sbx_proc_list_sink sink = {sizeof sink, &st, ps_entry};
     sbx_error err;
     int rc = sbx_proc_list(s.h, &sink, NULL, &err);
+    if (rc == SBX_OK && !a.json)
+        ps_header(&st); /* a table without rows still has its header */
     if (rc == SBX_OK && a.json)
         cli_json_print(st.array);
     else if (st.array)
