@@ -40,6 +40,7 @@ struct sbx_sandbox {
     char hash[SBX_KEY_HASH_LEN + 1]; /* the workspace's name */
     uint16_t ports[LOCAL_MAX_PORTS]; /* declared at create (state.c) */
     size_t nports;
+    struct local_procs *procs; /* the process clients (procs.c), locked */
 };
 
 /* Workspace lifecycle (workspace.c). Signatures are those of the ops. */
@@ -97,6 +98,41 @@ int local_state_open_sb(sbx_sandbox *sb, int create);
 int local_ports_record(sbx_sandbox *sb, sbx_call *call,
                        const struct sbx_create_args *args);
 int local_ports_load(sbx_sandbox *sb, sbx_call *call);
+/*
+ * The process supervisor of a sandbox (supervisor.c; the program is
+ * sup_main.c), with its files in the state directory.
+ */
+#define LOCAL_SUP_NAME "sbx-local-supervisor"
+#define LOCAL_SUP_LOCK "supervisor.lock"
+#define LOCAL_SUP_PID "supervisor.pid"
+#define LOCAL_SUP_SOCK "supervisor.sock"
+/* Defaults of the process_buffer and supervisor_idle_ms keys. */
+#define LOCAL_SUP_IDLE_MS_DEFAULT (10 * 60 * 1000)
+/* The program next to local.so: a malloc'd path in *out; 0 or -1. */
+int local_sup_default_path(char **out);
+/* A connection to the sandbox's supervisor, authenticated (its socket in
+ * the state directory, its pid the pid file's), starting one when none
+ * runs and `start` is set. The fd, or -1 with the error set in *rc:
+ * SBX_E_NOT_FOUND when none runs and !start. */
+int local_sup_connect(sbx_sandbox *sb, sbx_call *call, int start, int *rc);
+/* Stop the supervisor of the sandbox `hash` under rootfd, if one runs:
+ * it kills every process it holds; returns once it has exited. */
+int local_sup_stop(struct local_state *st, sbx_call *call, int rootfd, const char *hash);
+
+/* The process ops (procs.c), and the handle's part of them. */
+int local_procs_init(sbx_sandbox *sb);
+void local_procs_free(sbx_sandbox *sb);
+int local_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *spec,
+                     char id[SBX_PROC_ID_MAX]);
+int local_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *data,
+                     size_t len, uint32_t flags);
+int local_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
+                    const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res);
+int local_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo);
+int local_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_sink *sink);
+int local_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t rows,
+                      uint16_t cols);
+
 /* port_resolve (state.c). */
 int local_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
                        struct sbx_port_endpoint *out);

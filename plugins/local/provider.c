@@ -9,6 +9,7 @@
  */
 #include "local.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,12 @@
 static const struct sbx_config_key local_config_keys[] = {
     SBX_CONFIG_KEY("root", SBX_CFG_STRING, "directory holding one workspace per session "
      "(default $XDG_STATE_HOME/sbx/local or ~/.local/state/sbx/local)"),
+    SBX_CONFIG_KEY("process_buffer", SBX_CFG_SIZE, "replay buffer of a process, per stream "
+     "(default 1m; 4k to 1g)"),
+    SBX_CONFIG_KEY("supervisor_idle_ms", SBX_CFG_INT, "a sandbox's process supervisor "
+     "without processes exits after this many ms (default 600000)"),
+    SBX_CONFIG_KEY("supervisor_path", SBX_CFG_STRING, "the sbx-local-supervisor program "
+     "(default: next to local.so)"),
     SBX_CONFIG_KEYS_END,
 };
 
@@ -89,6 +96,49 @@ static char *default_root(void)
     return out;
 }
 
+/* Smallest and largest process_buffer. */
+#define LOCAL_BUFFER_MIN (UINT64_C(4) << 10)
+#define LOCAL_BUFFER_MAX (UINT64_C(1) << 30)
+
+/* The process keys; SBX_OK or SBX_E_CONFIG with the message set. */
+static int process_config(const struct sbx_host *host, sbx_call *call,
+                          struct local_state *st)
+{
+    const char *v = host->config_get != NULL ? host->config_get(host, "process_buffer") : NULL;
+    char *end;
+    st->process_buffer = SBX_PROC_BUFFER_DEFAULT;
+    if (v != NULL) {
+        unsigned long long n = strtoull(v, &end, 10);
+        if (end == v || *end != '\0' || n < LOCAL_BUFFER_MIN || n > LOCAL_BUFFER_MAX)
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "local: providers.local.process_buffer '%s' must be "
+                                   "between 4k and 1g",
+                                   v);
+        st->process_buffer = n;
+    }
+    v = host->config_get != NULL ? host->config_get(host, "supervisor_idle_ms") : NULL;
+    st->supervisor_idle_ms = LOCAL_SUP_IDLE_MS_DEFAULT;
+    if (v != NULL) {
+        long long n = strtoll(v, &end, 10);
+        if (end == v || *end != '\0' || n < 100 || n > (INT64_C(1) << 40))
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "local: providers.local.supervisor_idle_ms '%s' must be "
+                                   "a number of ms, at least 100",
+                                   v);
+        st->supervisor_idle_ms = n;
+    }
+    v = host->config_get != NULL ? host->config_get(host, "supervisor_path") : NULL;
+    if (v != NULL && v[0] != '/')
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "local: providers.local.supervisor_path '%s' must be an "
+                               "absolute path",
+                               v);
+    if (v != NULL ? (st->supervisor_path = strdup(v)) == NULL
+                  : local_sup_default_path(&st->supervisor_path) != 0)
+        return host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+    return SBX_OK;
+}
+
 static int local_init(const struct sbx_host *host, sbx_call *call,
                       void **state)
 {
@@ -141,6 +191,13 @@ static int local_init(const struct sbx_host *host, sbx_call *call,
     st->host = host;
     st->root = root;
     st->root_len = root_len;
+    int rc = process_config(host, call, st);
+    if (rc != SBX_OK) {
+        free(st->supervisor_path);
+        free(root);
+        free(st);
+        return rc;
+    }
     *state = st;
     if (host->log != NULL)
         host->log(host, SBX_LOG_DEBUG, "local: workspaces under %s", root);
@@ -153,6 +210,7 @@ static void local_fini(void *state)
     if (st == NULL)
         return;
     free(st->root);
+    free(st->supervisor_path);
     free(st);
 }
 

@@ -63,6 +63,10 @@ static int open_workspace(struct local_state *st, sbx_call *call, int rootfd,
     snprintf(sb->path, sizeof sb->path, "%s/%s", st->root, hash);
     snprintf(sb->hash, sizeof sb->hash, "%s", hash);
     sb->st = st;
+    if (local_procs_init(sb) != 0) {
+        free(sb);
+        return host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+    }
     sb->dirfd = openat(rootfd, hash,
                        O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sb->dirfd < 0) {
@@ -83,6 +87,7 @@ static int open_workspace(struct local_state *st, sbx_call *call, int rootfd,
             rc = host->set_error(host, call, SBX_E_IO,
                                  "local: cannot open workspace '%s': %s",
                                  sb->path, strerror(err));
+        local_procs_free(sb);
         free(sb);
         return rc;
     }
@@ -241,6 +246,13 @@ int local_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *ar
     struct stat ws;
     if (fstatat(rootfd, hash, &ws, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ws.st_mode))
         local_running_kill(ws.st_dev, ws.st_ino);
+    /* and its supervisor with every process it holds (any host process's:
+     * they are the sandbox's), before a file of it is removed */
+    rc = local_sup_stop(st, call, rootfd, hash);
+    if (rc != SBX_OK) {
+        close(rootfd);
+        return rc;
+    }
     int err = sbxp_confine_remove_tree(rootfd, hash);
     if (err == 0) {
         /* the state directory last: a destroy that failed above can be
@@ -265,6 +277,7 @@ void local_release(sbx_sandbox *sb)
         return;
     if (sb->dirfd >= 0)
         close(sb->dirfd);
+    local_procs_free(sb);
     free(sb);
 }
 
