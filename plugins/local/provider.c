@@ -225,6 +225,12 @@ static const struct sbx_provider_ops local_ops = {
     .root = local_root,
     .release = local_release,
     .destroy = local_destroy,
+    .proc_start = local_proc_start,
+    .proc_write = local_proc_write,
+    .proc_read = local_proc_read,
+    .proc_signal = local_proc_signal,
+    .proc_list = local_proc_list,
+    .proc_resize = local_proc_resize,
     .file_list = local_file_list,
     .file_stat = local_file_stat,
     .file_mkdir = local_file_mkdir,
@@ -237,5 +243,6 @@ static const struct sbx_provider_ops local_ops = {
  * egress, mounts, memory or users. */
 SBX_PROVIDER_DEFINE("local", "0.2.0",
                     "host processes in a workspace directory on this machine",
-                    SBX_ISOLATION_NONE, SBX_CAP_FILE_OPS | SBX_CAP_PORTS, &local_ops,
+                    SBX_ISOLATION_NONE,
+                    SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS, &local_ops,
                     local_config_keys)
