@@ -179,6 +179,10 @@ static int check_proc_options(const struct exec_cli_args *a)
         return cli_usage_error("exec", CLI_EXIT_SBX, "--%s needs --yield%s",
                                po->json ? "json" : "max-bytes",
                                po->json ? " or --detach" : "");
+    if (po->json && po->max_bytes > CLI_JSON_MAX_BYTES)
+        return cli_usage_error("exec", CLI_EXIT_SBX,
+                               "--max-bytes above 64m with --json (the output is held "
+                               "in memory for the JSON object)");
     if ((po->detach || po->yield) && a->eo->stdin_mode == CLI_STDIN_ALWAYS)
         return cli_usage_error("exec", CLI_EXIT_SBX,
                                "--%s does not read standard input: give it with "

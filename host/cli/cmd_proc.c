@@ -510,6 +510,10 @@ int cmd_send(const struct cli_globals *g, int argc, char **argv)
                                     on_option, &a, &globals};
     const char *key = NULL, *id = NULL;
     int status = parse(&cmd, argc, argv, true, &key, &id);
+    if (status == CLI_EXIT_OK && a.json && a.max_bytes > CLI_JSON_MAX_BYTES)
+        status = cli_usage_error("send", CLI_EXIT_SBX,
+                                 "--max-bytes above 64m with --json (the output is held "
+                                 "in memory for the JSON object)");
     if (status == CLI_EXIT_OK && !a.yield && (a.json || a.max_bytes || a.since_set))
         status = cli_usage_error("send", CLI_EXIT_SBX, "--%s needs --yield",
                                  a.json ? "json" : a.max_bytes ? "max-bytes" : "since");

@@ -64,6 +64,9 @@ json_object *cli_json_text(const void *buf, size_t len);
 /* Print o on stdout, pretty, with a newline; frees o. */
 void cli_json_print(json_object *o);
 
+/* The largest --max-bytes with --json: the output is held in memory. */
+#define CLI_JSON_MAX_BYTES ((uint64_t)64 << 20)
+
 /* A growable buffer sink (for --json): keeps everything written to it;
  * the yield's max_bytes bounds what it is given. */
 struct cli_buffer {

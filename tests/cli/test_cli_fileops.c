@@ -239,6 +239,41 @@ Test(cli_fileops, port_not_declared_is_named)
     fails((const char *[]){"port", "s", "8080", NULL}, "8080");
 }
 
+/* A port declared at create (`sbx create --port`) resolves to a loopback
+ * URL; --json adds the fields, the header only there. Skipped while this
+ * tree's `sbx create` has no --port. */
+Test(cli_fileops, a_declared_port_resolves_to_its_url)
+{
+    struct cli_result r;
+    run((const char *[]){"create", "--port", "8080", "p", NULL}, &r);
+    if (r.status != 0 && strstr(r.err, "unknown option '--port'")) {
+        cli_result_free(&r);
+        cr_skip_test("sbx create has no --port in this tree");
+    }
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cli_result_free(&r);
+    ok((const char *[]){"port", "p", "8080", NULL}, &r);
+    cr_assert(!strncmp(r.out, "http://127.0.0.1:", 17), "%s", r.out);
+    cr_assert_str_empty(r.err);
+    char url[256];
+    snprintf(url, sizeof url, "%.*s", (int)strcspn(r.out, "\n"), r.out);
+    cli_result_free(&r);
+    ok((const char *[]){"port", "--json", "p", "8080", NULL}, &r);
+    json_object *o = json_tokener_parse(r.out), *v;
+    cr_assert_not_null(o, "%s", r.out);
+    cr_assert(json_object_object_get_ex(o, "url", &v));
+    cr_assert_str_eq(json_object_get_string(v), url);
+    cr_assert(json_object_object_get_ex(o, "host", &v));
+    cr_assert_str_eq(json_object_get_string(v), "127.0.0.1");
+    cr_assert(json_object_object_get_ex(o, "header", &v));
+    cr_assert(json_object_is_type(v, json_type_null));
+    json_object_put(o);
+    cli_result_free(&r);
+    fails((const char *[]){"port", "p", "8081", NULL}, "8081");
+    ok((const char *[]){"destroy", "p", NULL}, &r);
+    cli_result_free(&r);
+}
+
 /* A directory of 20 000 entries is listed whole (the listing is streamed:
  * sbx holds no list of it). */
 Test(cli_fileops, a_wide_directory_is_listed_whole)

@@ -129,7 +129,7 @@ static char *wait_file(const char *name)
 /* Start a tmux session "t" (100x30, no status line) whose pane runs
  * `sbx exec -it s ARGS` between two `stty -g` into before/after and
  * writes its exit status into "status". */
-static void start_pane(const char *sbx_args)
+static void start_pane_cmd(const char *sbx_args)
 {
     char script[PATH_MAX + 64];
     snprintf(script, sizeof script, "%s/pane.sh", env.dir);
@@ -142,7 +142,7 @@ static void start_pane(const char *sbx_args)
             "cd '%s'\n"
             "stty -g > before\n"
             "echo $$ > pane.pid\n"
-            "'%s' exec -it s %s\n"
+            "'%s' %s\n"
             "echo \"status=$?\" > status\n"
             "stty -g > after\n"
             "exec sleep 1000\n",
@@ -158,6 +158,13 @@ static void start_pane(const char *sbx_args)
                       "set-option -g status off",
                       script),
                  0);
+}
+
+static void start_pane(const char *exec_args)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "exec -it s %s", exec_args);
+    start_pane_cmd(args);
 }
 
 /* pid of the pane's sbx: the only child of the pane's shell. */
@@ -293,4 +300,49 @@ Test(cli_tty, the_exit_status_is_the_commands)
     cr_assert_str_eq(after, before);
     free(before);
     free(after);
+}
+
+/* `sbx attach` from another sbx to a PTY process started with --detach:
+ * the output kept so far, interactive input, then SIGTERM detaches (the
+ * terminal restored, the process still running) and a second attach
+ * resumes from a cursor. */
+Test(cli_tty, attach_is_interactive_and_detaches_on_sigterm)
+{
+    need_tmux();
+    struct cli_result r;
+    cli_run(&env, (const char *[]){"exec", "--detach", "-t", "-e", "PS1=sh> ", "s", "--",
+                                   "sh", "-c", "echo before-attach; exec sh", NULL},
+            NULL, 30000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char id[256];
+    snprintf(id, sizeof id, "%.*s", (int)strcspn(r.out, "\n"), r.out);
+    cli_result_free(&r);
+    char args[512];
+    snprintf(args, sizeof args, "attach s %s", id);
+    start_pane_cmd(args);
+    pid_t pid = sbx_pid();
+    char *before = wait_file("before");
+    wait_screen("before-attach");
+    tmux("send-keys -t t 'echo \"<$(stty size)>\"' Enter");
+    wait_screen("<30 100>");
+    cr_assert_eq(kill(pid, SIGTERM), 0);
+    char *st = wait_file("status");
+    cr_assert_str_eq(st, "status=143\n");
+    free(st);
+    char *after = wait_file("after");
+    cr_assert_str_eq(after, before, "the terminal was not restored after attach");
+    free(after);
+    free(before);
+    cli_run(&env, (const char *[]){"ps", "s", NULL}, NULL, 30000, &r);
+    cr_assert_not_null(strstr(r.out, "running"), "attach's SIGTERM ended the process: %s",
+                       r.out);
+    cli_result_free(&r);
+    /* the process is still there for a later reader, from a cursor */
+    cli_run(&env, (const char *[]){"send", "--yield", "2000", "s", id, NULL},
+            "echo again\n", 30000, &r);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_not_null(strstr(r.out, "again"), "%s", r.out);
+    cli_result_free(&r);
+    cli_run(&env, (const char *[]){"kill", "-s", "KILL", "s", id, NULL}, NULL, 30000, &r);
+    cli_result_free(&r);
 }
