@@ -18,7 +18,7 @@ static const struct sbx_config_key local_config_keys[] = {
     SBX_CONFIG_KEY("root", SBX_CFG_STRING, "directory holding one workspace per session "
      "(default $XDG_STATE_HOME/sbx/local or ~/.local/state/sbx/local)"),
     SBX_CONFIG_KEY("process_buffer", SBX_CFG_SIZE, "replay buffer of a process, per stream "
-     "(default 1m; 4k to 1g)"),
+     "(default 1m; 4k to 64m)"),
     SBX_CONFIG_KEY("supervisor_idle_ms", SBX_CFG_INT, "a sandbox's process supervisor "
      "without processes exits after this many ms (default 600000)"),
     SBX_CONFIG_KEY("supervisor_path", SBX_CFG_STRING, "the sbx-local-supervisor program "
@@ -98,7 +98,7 @@ static char *default_root(void)
 
 /* Smallest and largest process_buffer. */
 #define LOCAL_BUFFER_MIN (UINT64_C(4) << 10)
-#define LOCAL_BUFFER_MAX (UINT64_C(1) << 30)
+#define LOCAL_BUFFER_MAX (UINT64_C(64) << 20) /* the supervisor's largest */
 
 /* The process keys; SBX_OK or SBX_E_CONFIG with the message set. */
 static int process_config(const struct sbx_host *host, sbx_call *call,
@@ -112,7 +112,7 @@ static int process_config(const struct sbx_host *host, sbx_call *call,
         if (end == v || *end != '\0' || n < LOCAL_BUFFER_MIN || n > LOCAL_BUFFER_MAX)
             return host->set_error(host, call, SBX_E_CONFIG,
                                    "local: providers.local.process_buffer '%s' must be "
-                                   "between 4k and 1g",
+                                   "between 4k and 64m",
                                    v);
         st->process_buffer = n;
     }

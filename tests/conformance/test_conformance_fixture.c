@@ -404,3 +404,113 @@ Test(conformance_fixture, users_declared_but_not_honoured_fail, .fini = cleanup,
     res = sr_find(&run, "exec_exit_codes");
     cr_assert(res && res->outcome == SBX_CONFORMANCE_PASS, "the fixture is broken beyond users");
 }
+
+/* ---- ABI 1.2: "cfproc" declares processes, PTY, file ops and ports ---- */
+
+/* Every 1.2 case, and a core case every break mode leaves passing. */
+static const char cases_1_2[] =
+    "proc_exit_and_streams,proc_killed_by_signal,proc_stdin,proc_cursor_continues,"
+    "proc_replay_bounded,proc_reattach,proc_wait_ms,proc_timeout,proc_signal,proc_list,"
+    "proc_foreign_id,proc_concurrent,proc_destroy_kills,pty_terminal,pty_resize,pty_ctrl_c,"
+    "pty_eof,pty_paste,fileops_list,fileops_list_large,fileops_stat,fileops_mkdir,"
+    "fileops_remove,fileops_remove_symlink_out,fileops_rename,fileops_escape,ports_resolve,"
+    "ports_reachable,exec_exit_codes";
+
+static void run_cfproc(const char *mode, const char *filter)
+{
+    setenv("SBX_CONFORMANCE_TIME_SCALE", "1", 1);
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "  cfproc:\n"
+             "    root: @ROOT@\n"
+             "    inner: %s/local.so\n"
+             "    break: %s\n",
+             SBX_TEST_PROVIDER_DIR, mode);
+    cr_assert_eq(sr_run_suite_with(&run, "cfproc", yaml,
+                                   SBX_TEST_CF_FIXTURE_DIR ":" SBX_TEST_PROVIDER_DIR,
+                                   SBX_CONFORMANCE_HUMAN, filter ? filter : cases_1_2, NULL),
+                 0, "could not set up the run");
+    cr_assert_eq(run.status, SBX_OK, "suite did not run: %s", run.err.message);
+}
+
+/* Exactly `failing` fail among the 1.2 cases, every other one passes (none
+ * is skipped: cfproc declares every capability they need), and the
+ * message of the first has `want`. */
+static void expect_cfproc(const char *mode, const char *const *failing, const char *want)
+{
+    run_cfproc(mode, NULL);
+    for (size_t i = 0; i < run.nresults; i++) {
+        const struct sr_result *res = &run.results[i];
+        if (listed(failing, res->name))
+            cr_expect_eq(res->outcome, SBX_CONFORMANCE_FAIL,
+                         "%s should fail against cfproc with break %s", res->name, mode);
+        else
+            cr_expect_eq(res->outcome, SBX_CONFORMANCE_PASS, "break %s: %s: %s", mode,
+                         res->name, res->message);
+    }
+    size_t nfail = 0;
+    while (failing[nfail])
+        nfail++;
+    cr_assert_eq(run.summary.failed, nfail, "break %s:\n%s", mode, run.output);
+    if (want) {
+        const struct sr_result *res = sr_find(&run, failing[0]);
+        cr_assert(res && strstr(res->message, want), "%s", res ? res->message : "missing");
+    }
+    cr_assert_eq(sr_count_workspaces(&run), 0, "workspaces were left behind");
+}
+
+Test(conformance_fixture, cfproc_intact_passes_every_1_2_case, .fini = cleanup, .timeout = 600)
+{
+    const char *failing[] = {NULL};
+    expect_cfproc("none", failing, NULL);
+    cr_assert_eq(run.nresults, 29);
+}
+
+Test(conformance_fixture, pty_not_a_terminal_fails_pty_cases, .fini = cleanup, .timeout = 600)
+{
+    const char *failing[] = {"pty_terminal", "pty_resize", "pty_ctrl_c", "pty_eof", "pty_paste",
+                             NULL};
+    expect_cfproc("pty_not_terminal", failing, "are not all terminals");
+}
+
+Test(conformance_fixture, silently_dropping_buffer_fails_replay_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"proc_replay_bounded", NULL};
+    expect_cfproc("buffer_drops_silently", failing, "final cursor 65536, lost 0");
+}
+
+Test(conformance_fixture, repeating_cursor_fails_cursor_cases, .fini = cleanup, .timeout = 600)
+{
+    const char *failing[] = {"proc_cursor_continues", NULL};
+    expect_cfproc("cursor_repeats", failing, "a repeated or skipped byte");
+}
+
+Test(conformance_fixture, process_surviving_destroy_fails_destroy_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"proc_destroy_kills", NULL};
+    expect_cfproc("proc_survives_destroy", failing, "still lists process");
+}
+
+Test(conformance_fixture, listing_following_symlink_fails_escape_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fileops_escape", NULL};
+    expect_cfproc("list_follows_symlink", failing, "listed the directory outside");
+}
+
+Test(conformance_fixture, port_on_every_interface_fails_reachability, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"ports_reachable", NULL};
+    expect_cfproc("port_all_interfaces", failing, "it is bound on every interface");
+}
+
+Test(conformance_fixture, unchecked_process_ids_fail_foreign_id_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"proc_foreign_id", NULL};
+    expect_cfproc("proc_ids_unchecked", failing,
+                  "proc_read of another session's process id returned SBX_OK");
+}

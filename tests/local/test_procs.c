@@ -207,6 +207,25 @@ Test(local_procs, pty_eof_ends_cat_and_echo_is_on)
     /* the echo, then cat's copy: the terminal's line discipline applies */
     cr_assert(strstr(buf_sink_str(&s.out), "hello\r\nhello\r\n"), "%s", buf_sink_str(&s.out));
     cr_assert_eq(write_in(id, "x", 1, 0), SBX_E_INVALID, "writing after the end");
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->proc_signal(H.sb, &H.call, id, SIGTERM), SBX_OK,
+                 "signalling an ended process: %s", H.call.msg);
+    stream_free(&s);
+
+    /* pipes: no PTY to resize; a bad signal; a write after the close */
+    static const char *const sl[] = {"sleep", "5", NULL};
+    start(0, sl, 0, 0, 0, id);
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->proc_resize(H.sb, &H.call, id, 10, 10), SBX_E_INVALID, "%s",
+                 H.call.msg);
+    cr_assert_eq(H.ops->proc_signal(H.sb, &H.call, id, 99), SBX_E_INVALID, "%s", H.call.msg);
+    cr_assert_eq(write_in(id, "", 0, SBX_PROC_WRITE_CLOSE), SBX_OK, "%s", H.call.msg);
+    cr_assert_eq(write_in(id, "x", 1, 0), SBX_E_INVALID, "writing after the close");
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->proc_signal(H.sb, &H.call, id, SIGKILL), SBX_OK, "%s", H.call.msg);
+    memset(&s, 0, sizeof s);
+    read_until(id, &s, NULL, 10);
+    cr_assert_eq(s.res.term_signal, SIGKILL);
     stream_free(&s);
 }
 
@@ -510,6 +529,9 @@ Test(local_procs, a_flooding_process_keeps_memory_bounded)
         usleep(50 * 1000);
     }
     long sup_rss = rss_kb(sup), mine1 = rss_kb(getpid());
+    cr_log_info("flood: %llu bytes lost in 2 s; supervisor RSS %ld KiB; this process grew "
+                "by %ld KiB",
+                (unsigned long long)s.olost, sup_rss, mine1 - mine0);
     cr_assert_gt(s.olost, 100u << 20, "a writer this fast loses bytes: %llu",
                  (unsigned long long)s.olost);
     cr_assert_lt(sup_rss, 24 * 1024, "the supervisor holds %ld KiB", sup_rss);
@@ -690,4 +712,148 @@ Test(local_procs, a_missing_supervisor_program_is_a_clear_configuration_error)
     cr_assert(strstr(H.call.msg, "/nonexistent/sbx-local-supervisor"), "%s", H.call.msg);
     H.ops->release(sb);
     H.ops->fini(st);
+}
+
+Test(local_procs, process_buffer_is_configured_and_checked)
+{
+    struct test_host th;
+    harness_host_init(&th, H.root);
+    th.process_buffer = "8192";
+    void *st = NULL;
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->init(&th.host, &H.call, &st), SBX_OK, "%s", H.call.msg);
+    struct create_args_buf cb;
+    char ref[SBX_REF_MAX];
+    sbx_sandbox *sb = NULL;
+    cr_assert_eq(H.ops->create(st, &H.call, harness_create_args(&cb, "small"), ref, &sb),
+                 SBX_OK);
+    static const char *const argv[] = {"head", "-c", "100000", "/dev/zero", NULL};
+    char id[SBX_PROC_ID_MAX];
+    cr_assert_eq(start_in(sb, 0, argv, 0, 0, 0, id), SBX_OK, "%s", H.call.msg);
+    struct stream s = {0};
+    double end = now_seconds() + 10;
+    do {
+        usleep(100 * 1000);
+        cr_assert_lt(now_seconds(), end);
+        cr_assert_eq(read_once(sb, id, &s, 0), SBX_OK, "%s", H.call.msg);
+    } while (!s.res.eof);
+    cr_assert_eq(s.oc, 100000);
+    cr_assert_eq(s.olost, 100000 - 8192, "lost %llu", (unsigned long long)s.olost);
+    struct sbx_destroy_args da = {sizeof da, "small", cb.hash, ref};
+    cr_assert_eq(H.ops->destroy(st, &H.call, &da), SBX_OK, "%s", H.call.msg);
+    H.ops->release(sb);
+    H.ops->fini(st);
+    stream_free(&s);
+
+    const char *bad[] = {"1", "100g", "12x", "", NULL};
+    for (int i = 0; bad[i]; i++) {
+        th.process_buffer = bad[i];
+        st = NULL;
+        cr_assert_eq(H.ops->init(&th.host, &H.call, &st), SBX_E_CONFIG, "%s", bad[i]);
+        cr_assert(strstr(H.call.msg, "process_buffer"), "%s", H.call.msg);
+    }
+    th.process_buffer = NULL;
+    th.supervisor_idle_ms = "-5";
+    cr_assert_eq(H.ops->init(&th.host, &H.call, &st), SBX_E_CONFIG);
+    th.supervisor_idle_ms = NULL;
+    th.supervisor_path = "relative/sup";
+    cr_assert_eq(H.ops->init(&th.host, &H.call, &st), SBX_E_CONFIG);
+}
+
+/* ---- a server on a declared port ---------------------------------------- */
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+/* A port free on loopback right now. */
+static uint16_t free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    socklen_t len = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+Test(local_procs, a_server_on_a_declared_port_is_reached_through_port_resolve)
+{
+    if (access("/usr/bin/python3", X_OK) != 0)
+        cr_skip_test("no /usr/bin/python3 for the test server");
+    uint16_t port = free_port();
+    uint16_t ports[] = {port, 0};
+    struct create_args_buf cb;
+    const struct sbx_create_args *ca = harness_create_args(&cb, "served");
+    cb.args.ports = ports;
+    char ref[SBX_REF_MAX];
+    sbx_sandbox *sb = NULL;
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->create(H.state, &H.call, ca, ref, &sb), SBX_OK, "%s", H.call.msg);
+    static const char body[] = "served from the workspace\n";
+    struct mem_source m = {.data = (const unsigned char *)body, .len = sizeof body - 1,
+                           .call = &H.call};
+    struct sbx_source src = mem_source(&m);
+    cr_assert_eq(H.ops->write_file(sb, &H.call, "index.txt", &src, 0), SBX_OK);
+    /* the server binds loopback: local cannot make it (docs) */
+    char portarg[16];
+    snprintf(portarg, sizeof portarg, "%u", port);
+    const char *argv[] = {"/usr/bin/python3", "-m", "http.server", "--bind", "127.0.0.1",
+                          portarg, NULL};
+    char id[SBX_PROC_ID_MAX];
+    cr_assert_eq(start_in(sb, 0, argv, 0, 0, 0, id), SBX_OK, "%s", H.call.msg);
+
+    struct sbx_port_endpoint ep = {.size = sizeof ep};
+    cr_assert_eq(H.ops->port_resolve(sb, &H.call, port, &ep), SBX_OK, "%s", H.call.msg);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ep.port)};
+    cr_assert_eq(inet_pton(AF_INET, ep.host, &sa.sin_addr), 1, "%s", ep.host);
+    double end = now_seconds() + 10;
+    int fd;
+    for (;;) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            break;
+        close(fd);
+        cr_assert_lt(now_seconds(), end, "nothing listens on %s", ep.url);
+        usleep(50 * 1000);
+    }
+    static const char req[] = "GET /index.txt HTTP/1.0\r\n\r\n";
+    cr_assert_eq(write(fd, req, sizeof req - 1), (ssize_t)sizeof req - 1);
+    char reply[4096];
+    size_t n = 0;
+    ssize_t r;
+    while (n + 1 < sizeof reply && (r = read(fd, reply + n, sizeof reply - 1 - n)) > 0)
+        n += (size_t)r;
+    reply[n] = '\0';
+    close(fd);
+    cr_assert(strstr(reply, "200"), "%s", reply);
+    cr_assert(strstr(reply, body), "%s", reply);
+
+    struct sbx_destroy_args da = {sizeof da, "served", cb.hash, ref};
+    cr_assert_eq(H.ops->destroy(H.state, &H.call, &da), SBX_OK, "%s", H.call.msg);
+    H.ops->release(sb);
+    /* destroy took the server with it */
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_neq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0, "the server survived");
+    close(fd);
+}
+
+Test(local_procs, a_timeout_kills_the_process_tree)
+{
+    static const char *const argv[] = {"/bin/sh", "-c", "sleep 30 & echo $!; sleep 30", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv, .timeout_ms = 300};
+    char id[SBX_PROC_ID_MAX];
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->proc_start(H.sb, &H.call, &spec, id), SBX_OK, "%s", H.call.msg);
+    struct stream s = {0};
+    double t0 = now_seconds();
+    read_until(id, &s, NULL, 10);
+    cr_assert_lt(now_seconds() - t0, 3.0);
+    cr_assert(s.res.timed_out, "timed_out is set");
+    cr_assert_eq(s.res.term_signal, SIGKILL);
+    int bg = atoi(buf_sink_str(&s.out));
+    cr_assert_gt(bg, 1);
+    cr_assert(process_gone(bg), "the background job %d survived the timeout", bg);
+    stream_free(&s);
 }
