@@ -34,26 +34,44 @@ for p in $providers; do
 done
 
 tmp=$(mktemp -d /tmp/sbx-bench-proc-XXXXXX)
-trap 'SBX_CONFIG="$tmp/sbx.yaml" "$sbx" destroy bench >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT INT TERM
-mkdir "$tmp/ws" "$tmp/state"
-cat > "$tmp/sbx.yaml" <<YAML
+cleanup() {
+    for p in $providers; do
+        SBX_CONFIG="$tmp/$p.yaml" "$sbx" destroy "bench-$p" >/dev/null 2>&1 || true
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+mkdir "$tmp/ws" "$tmp/state" "$tmp/res"
+cat > "$tmp/local.yaml" <<YAML
 default_provider: local
 providers:
   local:
     root: $tmp/ws
 YAML
-export SBX_CONFIG="$tmp/sbx.yaml" SBX_PLUGIN_PATH="$build/providers" XDG_STATE_HOME="$tmp/state"
+cat > "$tmp/docker.yaml" <<YAML
+default_provider: docker
+providers:
+  docker:
+    host: "${SBX_TEST_DOCKER_HOST:-}"
+    image: "${SBX_TEST_DOCKER_IMAGE:-sbx-test:busybox}"
+    resource_dir: "$tmp/res"
+YAML
+export SBX_PLUGIN_PATH="$build/providers" XDG_STATE_HOME="$tmp/state"
 unset SBX_PROVIDER
-"$sbx" exec bench -- true
-plain="$sbx exec bench -- true"
-yield="$sbx exec --yield 10000 bench -- true"
-hyperfine -N --warmup 10 --runs "$runs" --export-json "$tmp/result.json" \
-    "$plain" "$yield" >/dev/null
 median() {
     jq -r --arg c "$1" '.results[] | select(.command == $c) | .median' "$tmp/result.json"
 }
-mp=$(median "$plain")
-my=$(median "$yield")
-printf 'exec vs exec --yield (local, median of %s): exec %.2f ms, exec --yield %.2f ms, ratio %.2f\n' \
-    "$runs" "$(jq -n --argjson m "$mp" '$m * 1000')" "$(jq -n --argjson m "$my" '$m * 1000')" \
-    "$(jq -n --argjson a "$my" --argjson b "$mp" '$a / $b')"
+for p in $providers; do
+    export SBX_CONFIG="$tmp/$p.yaml"
+    "$sbx" exec "bench-$p" -- true
+    plain="$sbx exec bench-$p -- true"
+    yield="$sbx exec --yield 10000 bench-$p -- true"
+    hyperfine -N --warmup 10 --runs "$runs" --export-json "$tmp/result.json" \
+        "$plain" "$yield" >/dev/null
+    mp=$(median "$plain")
+    my=$(median "$yield")
+    printf 'exec vs exec --yield (%s, median of %s): exec %.2f ms, exec --yield %.2f ms, ratio %.2f\n' \
+        "$p" "$runs" "$(jq -n --argjson m "$mp" '$m * 1000')" \
+        "$(jq -n --argjson m "$my" '$m * 1000')" \
+        "$(jq -n --argjson a "$my" --argjson b "$mp" '$a / $b')"
+done
