@@ -31,7 +31,10 @@ static void setup(void)
              "    root: @ROOT@\n"
              "  portstest:\n"
              "    root: @ROOT@\n"
-             "    log: %s\n",
+             "    log: %s\n"
+             "  pkgtest:\n"
+             "    root: @ROOT@\n"
+             "    bin: /bin\n",
              log_file);
     cli_env_write_config(&env, yaml);
     size_t n = strlen(env.plugin_path);
@@ -96,14 +99,14 @@ Test(cli_ports, a_provider_without_the_capability_refuses_them)
 {
     const char *cap = sbx_cap_name(SBX_CAP_PORTS);
     struct cli_result r;
-    cli_run(&env, (const char *[]){"run", "--port", "8080", "--", "true", NULL}, NULL, 30000,
+    cli_run(&env, (const char *[]){"run", "--provider", "pkgtest", "--port", "8080", "--", "true", NULL}, NULL, 30000,
             &r);
     cr_expect_eq(r.status, 125, "status %d: %s", r.status, r.err);
-    cr_expect(strstr(r.err, "local") && strstr(r.err, cap), "%s", r.err);
+    cr_expect(strstr(r.err, "pkgtest") && strstr(r.err, cap), "%s", r.err);
     cli_result_free(&r);
-    cli_run(&env, (const char *[]){"create", "--port", "8080", "k", NULL}, NULL, 30000, &r);
+    cli_run(&env, (const char *[]){"create", "--provider", "pkgtest", "--port", "8080", "k", NULL}, NULL, 30000, &r);
     cr_expect_eq(r.status, 125, "status %d: %s", r.status, r.err);
-    cr_expect(strstr(r.err, "local") && strstr(r.err, cap), "%s", r.err);
+    cr_expect(strstr(r.err, "pkgtest") && strstr(r.err, cap), "%s", r.err);
     cli_result_free(&r);
     cr_expect_eq(cli_dir_entries(env.ws_root), 0, "nothing may be provisioned");
 }

@@ -42,8 +42,9 @@ static void env_open(struct env *e, const char *top)
     cr_assert_not_null(f);
     fprintf(f,
             "default_provider: local\nproviders:\n  local:\n    root: %s/ws\n"
-            "  portstest:\n    root: %s/pws\n    log: %s\n%s",
-            e->dir, e->dir, e->log, top ? top : "");
+            "  portstest:\n    root: %s/pws\n    log: %s\n"
+            "  pkgtest:\n    root: %s/kws\n    bin: /bin\n%s",
+            e->dir, e->dir, e->log, e->dir, top ? top : "");
     fclose(f);
     struct sbx_options o;
     memset(&o, 0, sizeof o);
@@ -233,9 +234,11 @@ Test(sessions_ports, config_session_ports_apply_to_a_spec_without_ports)
                  err.message);
     sbx_release(h);
     cr_expect_str_eq(create_log(&e), "create 9000,9001\ncreate 7000\n");
-    /* with the default provider (local, without the capability), a spec
-     * that declares none is refused for the configured ones */
-    cr_expect_eq(sbx_session_acquire(e.m, "c", NULL, NULL, &h, &info, &err),
+    /* with a provider without the capability (pkgtest declares only
+     * packages), a spec that declares none is refused for the configured
+     * ones */
+    s = spec_with("pkgtest", NULL, 0);
+    cr_expect_eq(sbx_session_acquire(e.m, "c", &s, NULL, &h, &info, &err),
                  SBX_E_UNSUPPORTED);
     cr_expect(strstr(err.message, sbx_cap_name(SBX_CAP_PORTS)), "%s", err.message);
     env_close(&e);
