@@ -204,6 +204,23 @@ int docker_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
     return rc;
 }
 
+/* "d/" and "d/." name the directory d through its last component: the
+ * lexical check makes them "d", whose stat would describe a symlink d
+ * itself. A symlink there is refused rather than followed. */
+static int names_through_last(const char *path)
+{
+    size_t n = path ? strlen(path) : 0, end = n;
+    for (;;) {
+        if (end > 0 && path[end - 1] == '/')
+            end--;
+        else if (end > 1 && path[end - 1] == '.' && path[end - 2] == '/')
+            end -= 2;
+        else
+            break;
+    }
+    return end > 0 && end < n;
+}
+
 int docker_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
                      struct sbx_file_info *out)
 {
@@ -233,6 +250,11 @@ int docker_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
             if (!sbxs_ap_in_done(&in) || !fi.type)
                 rc = docker_error(sb->st, call, SBX_E_PROTOCOL,
                                   "docker: %s: the agent sent a malformed answer", what);
+            else if (fi.type == SBX_FILE_SYMLINK && names_through_last(path))
+                rc = docker_error(sb->st, call, SBX_E_INVALID,
+                                  "docker: file_stat \"%.200s\": \"%.200s\" is a symlink, "
+                                  "and a path ending in '/' or '/.' would follow it",
+                                  path, rel);
             else
                 info_out(out, &fi);
         } else if (rc == SBX_OK) {
