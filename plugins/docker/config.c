@@ -211,6 +211,16 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
                                get(host, "kill_timeout"));
     v = get(host, "agent");
     cfg->agent = !v || strcmp(v, "true") == 0;
+    if ((v = get(host, "process_buffer")) && *v) {
+        char *end;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (*end || n < 1 || n > (64ull << 20))
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "providers.docker.process_buffer: \"%s\" is not a size "
+                                   "from 1 byte to 64 MiB",
+                                   v);
+        cfg->process_buffer = n;
+    }
     if ((v = get(host, "agent_path")) && *v) {
         if (v[0] != '/')
             return host->set_error(host, call, SBX_E_CONFIG,
@@ -222,6 +232,9 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
     } else if (cfg->agent && docker_agent_default_path(&cfg->agent_path) != 0) {
         goto nomem;
     }
+    int rc = docker_ports_config(host, call, cfg);
+    if (rc != SBX_OK)
+        return rc;
     return load_labels(host, call, cfg);
 
 nomem:
@@ -244,6 +257,7 @@ void docker_config_free(struct docker_config *cfg)
     free(cfg->user);
     free(cfg->resource_dir);
     free(cfg->agent_path);
+    free(cfg->publish_address);
     for (size_t i = 0; i < cfg->nlabels; i++) {
         free(cfg->labels[i].key);
         free(cfg->labels[i].value);
