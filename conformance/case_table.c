@@ -233,7 +233,8 @@ const struct cf_case cf_cases[] = {
      "absent from its list; malformed ids are SBX_E_INVALID",
      PROC, cf_case_proc_foreign_id},
     {"proc_concurrent",
-     "32 processes run at once in one sandbox, each read to its own output",
+     "32 processes run at once in one sandbox (all listed running), each read to "
+     "its own output",
      PROC, cf_case_proc_concurrent},
     {"proc_destroy_kills",
      "destroy kills every process: after a new create of the key none is listed, "

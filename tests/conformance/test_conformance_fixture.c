@@ -564,5 +564,10 @@ Test(conformance_fixture, growing_buffer_fails_flood_case, .fini = cleanup, .tim
 {
     /* buffer_bytes is ignored: the 64 KiB of proc_replay_bounded too */
     const char *failing[] = {"proc_output_flood", "proc_replay_bounded", NULL};
-    expect_cfproc("buffer_grows", proc_cases, failing, "peak RSS grew by");
+    expect_cfproc("buffer_grows", proc_cases, failing, NULL);
+    /* which shows first depends on how fast the writer is (sanitizers) */
+    const struct sr_result *res = sr_find(&run, "proc_output_flood");
+    cr_assert(res && (strstr(res->message, "peak RSS grew by") ||
+                      strstr(res->message, "kept more than 1 MiB")),
+              "%s", res ? res->message : "missing");
 }
