@@ -57,8 +57,28 @@ static void close_ctx(void)
     cfgdir[0] = '\0';
 }
 
+/* With SBX_OS_REQUEST_LOG=DIR, every test leaves the requests the fake
+ * saw in DIR/<pid>.json, for the contract check (sdk/run_contract_test.sh). */
+static void save_requests(void)
+{
+    const char *dir = getenv("SBX_OS_REQUEST_LOG");
+    if (!dir || !*dir || !fake.pid)
+        return;
+    long st = 0;
+    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%ld.json", dir, (long)getpid());
+    FILE *f = s && st == 200 ? fopen(path, "w") : NULL;
+    if (f) {
+        fputs(s, f);
+        fclose(f);
+    }
+    free(s);
+}
+
 static void down(void)
 {
+    save_requests();
     close_ctx();
     fake_stop(&fake);
 }
