@@ -121,6 +121,9 @@ static int locate(sbx_sandbox *sb, sbx_call *call, const char *what, const char 
         if ((unsigned char)*p < 0x20)
             return osb_error(st, call, SBX_E_INVALID, "opensandbox: %s: control character in path",
                              what);
+    /* "dir/." and "dir/" name dir through itself: followed like a parent. */
+    size_t rl = strlen(rel);
+    int through = rl && (rel[rl - 1] == '/' || (rel[rl - 1] == '.' && (rl == 1 || rel[rl - 2] == '/')));
     /* Lexically: "." dropped, ".." may not climb above the root. */
     char *copy = strdup(rel);
     char *norm = malloc(strlen(rel) + 2);
@@ -155,6 +158,25 @@ static int locate(sbx_sandbox *sb, sbx_call *call, const char *what, const char 
                   : osb_error(st, call, SBX_E_NOMEM, "out of memory");
         free(copy);
         free(norm);
+        return rc;
+    }
+    if (rc == SBX_OK && through) {
+        int type = OSB_FT_NONE;
+        rc = osb_resolve(sb, call, what, rel, 1, abs, &type);
+        if (rc == SBX_OK && type != OSB_FT_NONE)
+            rc = lstat_abs(sb, call, *abs, fi, what);
+        if (rc == SBX_OK && type == OSB_FT_NONE && !parents_may_miss)
+            rc = osb_error(st, call, SBX_E_NOT_FOUND, "opensandbox: %s: %s does not exist", what,
+                           rel);
+        *is_root = rc == SBX_OK && !strcmp(*abs, st->cfg.workspace);
+        free(copy);
+        free(norm);
+        if (rc != SBX_OK) {
+            free(*abs);
+            *abs = NULL;
+            json_object_put(*fi);
+            *fi = NULL;
+        }
         return rc;
     }
     size_t o = 0;
@@ -400,7 +422,10 @@ int osb_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const cha
         osb_keep_alive(sb, call);
         char what[512];
         snprintf(what, sizeof what, "file_rename %s to %s", from, to);
-        rc = osb_rename(sb, call, src, dst, dfi != NULL, what);
+        /* execd's mv follows a symlink source (os.Stat): a symlink is
+         * renamed as itself with mv -T in the sandbox. */
+        int link = type_of(sbxp_json_str(sfi, "type")) == SBX_FILE_SYMLINK;
+        rc = osb_rename(sb, call, src, dst, dfi != NULL || link, what);
     }
     json_object_put(sfi);
     json_object_put(dfi);

@@ -20,8 +20,10 @@
  *   o.done e.done  the stream ended (split saw end of file)
  *   f              split's filter: it removes chunk n - CHUNKS_KEPT when
  *                  chunk n starts, so a stream keeps at least 4 C >=
- *                  buffer_bytes and at most 5 C bytes (the bound)
- *   pid, keeper    the program's pid (its process group), the stdin keeper
+ *                  buffer_bytes and at most 5 C bytes (the bound); a
+ *                  read sees the last buffer_bytes of a stream exactly
+ *   pid, keeper    the program's pid (its process group), the stdin keeper's
+ *                  (written once it holds the FIFO: proc_write waits for it)
  *   id.<id>        the process's sbx id (with execd's command id in it),
  *                  marking the directory as this process's
  *
@@ -40,7 +42,7 @@
  * /files/upload opens it for writing), SBX_PROC_WRITE_CLOSE kills the
  * keeper, and the program sees end of file once the last writer is gone.
  *
- * The id, <name>.<C>.<timeout_ms>.<execd id>, names everything a read
+ * The id, <name>.<buffer_bytes>.<timeout_ms>.<execd id>, names everything a read
  * needs; it is checked against the directory (missing, or its id marker
  * another: SBX_E_NOT_FOUND). proc_signal runs kill(1) on the process group
  * in the sandbox. Deleting the sandbox ends every process. See osb.h.
@@ -66,13 +68,24 @@
 #define READ_DEFAULT (64u * 1024u)
 #define POLL_MIN_MS 20
 #define POLL_MAX_MS 200
+/* How long after the program's end a reader may still be draining its
+ * FIFO before a read releases one stuck in open(). */
+#define RELEASE_AFTER_MS 300
 #define SAFE_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 /* Chunks of one stream a read keeps track of (the directory holds at most
  * CHUNKS_KEPT; a hostile sandbox may add more, which are ignored). */
 #define TRACK_MAX 32
 
+/* The chunk size for a replay buffer of `buffer` bytes: 4 chunks hold it. */
+static uint64_t chunk_of(uint64_t buffer)
+{
+    uint64_t c = (buffer + CHUNKS_KEPT - 2) / (CHUNKS_KEPT - 1);
+    return c < CHUNK_MIN ? CHUNK_MIN : c > (1ull << 32) ? 1ull << 32 : c;
+}
+
 struct ref {
     char name[NAME_LEN + 1];
+    uint64_t buffer; /* the replay buffer's size: the window a read sees */
     uint64_t chunk;
     int64_t timeout_ms;
     char cid[CID_MAX + 1];
@@ -100,9 +113,10 @@ static int parse_id(struct osb_state *st, const char *id, struct ref *r)
     char *end;
     errno = 0;
     unsigned long long c = strtoull(dot + 1, &end, 10);
-    if (errno || end == dot + 1 || *end != '.' || c < CHUNK_MIN || c > (1ull << 32))
+    if (errno || end == dot + 1 || *end != '.' || c < 1 || c > (1ull << 34))
         return 0;
-    r->chunk = c;
+    r->buffer = c;
+    r->chunk = chunk_of(c);
     const char *t = end + 1;
     long long to = strtoll(t, &end, 10);
     if (errno || end == t || *end != '.' || to < 0)
@@ -126,6 +140,9 @@ static int not_found(struct osb_state *st, sbx_call *call, const char *op, const
     return osb_error(st, call, SBX_E_NOT_FOUND, "opensandbox: %s: no process %.*s in this sandbox",
                      op, 80, id);
 }
+
+static int helper(sbx_sandbox *sb, sbx_call *call, const char *text, int *code, char *msg,
+                  size_t cap);
 
 /* ---- what execd says --------------------------------------------------- */
 
@@ -196,6 +213,7 @@ struct stream_files {
 struct dir_view {
     struct stream_files s[2]; /* stdout, stderr */
     int marked;               /* id.<id> is there */
+    int started;              /* pid is there: the readers run */
     const struct ref *r;
 };
 
@@ -209,6 +227,10 @@ static int on_dir_entry(void *ctx, json_object *fi)
         return SBX_OK;
     if (!strncmp(base, "id.", 3) && !strcmp(base + 3, v->r->id)) {
         v->marked = 1;
+        return SBX_OK;
+    }
+    if (!strcmp(base, "pid")) {
+        v->started = 1;
         return SBX_OK;
     }
     if ((base[0] != 'o' && base[0] != 'e') || base[1] != '.')
@@ -423,6 +445,8 @@ int osb_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
     const struct sbx_sink *sinks[2] = {args->out, args->err};
     int64_t deadline = sbxs_now_ms() + args->wait_ms;
     int pause = POLL_MIN_MS;
+    int released = 0;
+    int64_t first_ended_ms = 0;
     osb_keep_alive(sb, call);
     for (;;) {
         struct status s;
@@ -449,6 +473,17 @@ int osb_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
                                  " is past the end of the stream (%" PRIu64 " bytes)",
                                  i ? "stderr" : "stdout", cur[i].pos,
                                  stream_end(&v.s[i], r.chunk));
+        /* The replay buffer is the last `buffer` bytes of each stream
+         * (the chunks hold a little more: 4 C .. 5 C): older bytes are
+         * lost, exactly, even where a chunk still has them. */
+        for (int i = 0; i < 2; i++) {
+            uint64_t end = stream_end(&v.s[i], r.chunk);
+            uint64_t lo = end > r.buffer ? end - r.buffer : 0;
+            if (cur[i].pos < lo) {
+                cur[i].lost += lo - cur[i].pos;
+                cur[i].pos = lo;
+            }
+        }
         int again = 0;
         for (int i = 0; i < 2 && rc == SBX_OK; i++) {
             rc = read_stream(sb, call, &r, i ? 'e' : 'o', &v.s[i], sinks[i], &cur[i], &err);
@@ -474,15 +509,35 @@ int osb_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
         res->err_cursor = cur[1].pos;
         res->out_lost = cur[0].lost;
         res->err_lost = cur[1].lost;
-        if (!s.running) {
+        /* A reader waits in open() for the program to open its FIFO; a
+         * wrapper killed before that (a signal, execd's timeout) would
+         * leave it waiting for good. Once the program has ended, opening
+         * the FIFOs read-write and closing them releases such a reader
+         * (end of file); to a reader already reading it does nothing. */
+        if (!s.running && !(v.s[0].done && v.s[1].done) && !released &&
+            sbxs_now_ms() - first_ended_ms >= RELEASE_AFTER_MS) {
+            char text[1400];
+            snprintf(text, sizeof text,
+                     "for f in '%s/op' '%s/ep'; do [ -p \"$f\" ] && : 1<>\"$f\"; done; exit 0",
+                     r.dir, r.dir);
+            char msg[128];
+            int code = 0;
+            if (helper(sb, call, text, &code, msg, sizeof msg) == SBX_OK)
+                released = 1;
+        }
+        if (!s.running && !first_ended_ms)
+            first_ended_ms = sbxs_now_ms();
+        /* Ended once execd saw the program end and both readers saw the
+         * end of their stream: all its output is in the buffer then (a
+         * command killed before its readers ran has no output). */
+        if (!s.running && (!v.started || (v.s[0].done && v.s[1].done))) {
             res->state = SBX_PROC_EXITED;
             res->exit_code = s.exit_code;
             res->term_signal = s.term_signal;
             res->timed_out = s.term_signal == 9 && r.timeout_ms > 0 && s.finished_ns &&
                              s.started_ns &&
                              (s.finished_ns - s.started_ns) / 1000000 >= r.timeout_ms - 50;
-            res->eof = v.s[0].done && v.s[1].done &&
-                       cur[0].pos == stream_end(&v.s[0], r.chunk) &&
+            res->eof = cur[0].pos == stream_end(&v.s[0], r.chunk) &&
                        cur[1].pos == stream_end(&v.s[1], r.chunk);
         }
         if (cur[0].delivered || cur[1].delivered || res->eof)
@@ -511,22 +566,6 @@ static void display(const char *const *argv, char *out, size_t cap)
     out[o] = '\0';
 }
 
-static char *setup_script(const char *dir, uint64_t chunk)
-{
-    (void)chunk;
-    size_t len = strlen(dir) + 512;
-    char *s = malloc(len);
-    if (!s)
-        return NULL;
-    snprintf(s, len,
-             "set -e; d='%s'; mkdir -p \"$d\"; mkfifo -m 600 \"$d/in\" \"$d/op\" \"$d/ep\"; "
-             "printf '%%s\\n' 'n=${FILE##*.}' 'n=$(expr \"$n\" + 0)' "
-             "'if [ \"$n\" -ge %d ]; then rm -f \"${FILE%%.*}.$(printf %%09d $((n - %d)))\"; fi' "
-             "'exec cat >\"$FILE\"' >\"$d/f\"",
-             dir, CHUNKS_KEPT, CHUNKS_KEPT);
-    return s;
-}
-
 /* The text execd runs: the pipes' readers and the stdin keeper out of the
  * program's process group (setsid), then the program in place of the
  * shell. The first line is what proc_list shows. */
@@ -542,15 +581,19 @@ static char *wrapper(const char *dir, uint64_t chunk, const char *const *argv, c
         s, len,
         "# sbx: %s\n"
         "d='%s'\n"
-        "echo $$ >\"$d/pid\"\n"
+        "mkdir -p \"$d\" && mkfifo -m 600 \"$d/in\" \"$d/op\" \"$d/ep\" || exit 125\n"
+        "printf '%%s\\n' 'n=${FILE##*.}' 'n=$(expr \"$n\" + 0)' "
+        "'if [ \"$n\" -ge %d ]; then rm -f \"${FILE%%.*}.$(printf %%09d $((n - %d)))\"; fi' "
+        "'exec cat >\"$FILE\"' >\"$d/f\" || exit 125\n"
         "for x in o e; do " SAFE_PATH " setsid sh -c 'split -a 9 -d -b %" PRIu64
         " --filter=\"sh $0/f\" - \"$0/$1.\" <\"$0/$1p\"; : >\"$0/$1.done\"' \"$d\" \"$x\" "
         "</dev/null >/dev/null 2>&1 & done\n"
-        SAFE_PATH " setsid sh -c 'exec 4<>\"$0/in\"; exec tail --pid=\"$1\" -s 1 -f /dev/null' "
-        "\"$d\" \"$$\" </dev/null >/dev/null 2>&1 &\n"
-        "echo $! >\"$d/keeper\"\n"
+        SAFE_PATH " setsid sh -c 'exec 4<>\"$0/in\"; echo $$ >\"$0/keeper\"; "
+        "exec tail --pid=\"$1\" -s 1 -f /dev/null' \"$d\" \"$$\" </dev/null >/dev/null 2>&1 &\n"
+        /* pid: the readers run (a command killed before this wrote nothing) */
+        "echo $$ >\"$d/pid\"\n"
         "exec",
-        shown, dir, chunk);
+        shown, dir, CHUNKS_KEPT, CHUNKS_KEPT, chunk);
     for (size_t i = 0; argv[i]; i++) {
         char *q = osb_quote(argv[i]);
         if (!q) {
@@ -596,11 +639,11 @@ int osb_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *
     }
     osb_keep_alive(sb, call);
     uint64_t buffer = spec->buffer_bytes ? spec->buffer_bytes : st->cfg.proc_buffer;
-    uint64_t chunk = (buffer + CHUNKS_KEPT - 2) / (CHUNKS_KEPT - 1);
-    if (chunk < CHUNK_MIN)
-        chunk = CHUNK_MIN;
-    if (chunk > (1ull << 32))
-        chunk = 1ull << 32;
+    if (buffer > (1ull << 34))
+        return osb_error(st, call, SBX_E_INVALID,
+                         "opensandbox: proc_start: a replay buffer of %llu bytes is too large "
+                         "(16 GiB at most)", (unsigned long long)buffer);
+    uint64_t chunk = chunk_of(buffer);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
@@ -614,22 +657,12 @@ int osb_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *
     snprintf(r.dir, sizeof r.dir, "%s/%s", st->cfg.proc_dir, r.name);
     char shown[201];
     display(spec->argv, shown, sizeof shown);
-    char *setup = setup_script(r.dir, chunk);
     char *text = wrapper(r.dir, chunk, spec->argv, shown);
-    int rc = setup && text ? SBX_OK : osb_error(st, call, SBX_E_NOMEM, "out of memory");
-    char msg[256] = "";
-    int code = 0;
-    if (rc == SBX_OK)
-        rc = osb_sh(sb, call, setup, NULL, 30000, &code, msg, sizeof msg);
-    if (rc == SBX_OK && code != 0)
-        rc = osb_error(st, call, SBX_E_IO,
-                       "opensandbox: proc_start: preparing %s in the sandbox failed (%d): %s",
-                       r.dir, code, msg);
+    int rc = text ? SBX_OK : osb_error(st, call, SBX_E_NOMEM, "out of memory");
     char cid[CID_MAX + 16] = "";
     if (rc == SBX_OK)
         rc = osb_background(sb, call, text, cwd ? cwd : st->cfg.workspace, spec->env,
                             spec->timeout_ms, cid, sizeof cid);
-    free(setup);
     free(text);
     free(cwd);
     if (rc != SBX_OK)
@@ -642,7 +675,7 @@ int osb_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *
         return osb_error(st, call, SBX_E_PROTOCOL,
                          "opensandbox: proc_start: execd named the command with an unusable id");
     char full[SBX_PROC_ID_MAX];
-    if (snprintf(full, sizeof full, "%s.%" PRIu64 ".%lld.%s", r.name, chunk,
+    if (snprintf(full, sizeof full, "%s.%" PRIu64 ".%lld.%s", r.name, buffer,
                  (long long)spec->timeout_ms, cid) >= (int)sizeof full)
         return osb_error(st, call, SBX_E_PROTOCOL, "opensandbox: proc_start: id too long");
     /* The marker that ties the directory to this command. */
