@@ -31,7 +31,8 @@ a symlink or a file), `GET /files/search` (glob on names below a path).
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/command", "kind": ..., "times": n}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"),
-      "cut" (the /command stream closed after "after" output events),
+      "cut" (the /command stream closed after "after" output events; a
+      /files/download or /directories/list answer cut in the middle),
       "vanish" (the sandbox disappears before the request is served),
       "stuck" (the next sandbox created stays Pending).
       "match" is a prefix of the path below the endpoint ("/command",
@@ -701,6 +702,17 @@ class Handler(fake_e2b.Handler):
                     walk(e, level + 1)
         if depth:
             walk(hp, 0)
+        if ST.take_fault("/directories/list", ("cut",)):
+            data = json.dumps(out).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         return self.send_json(200, out)
 
     def search(self, sb, q):

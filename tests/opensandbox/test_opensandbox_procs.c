@@ -628,6 +628,13 @@ Test(opensandbox_procs, execd_restarted_is_a_clear_error)
     destroy(h, "procs-restart");
 }
 
+static int count_entry(void *arg, const struct sbx_file_info *i)
+{
+    (void)arg;
+    (void)i;
+    return 0;
+}
+
 Test(opensandbox_procs, faults_under_a_running_process)
 {
     open_or_die("    request_timeout_ms: 1500\n    retries: 1\n");
@@ -655,6 +662,14 @@ Test(opensandbox_procs, faults_under_a_running_process)
     }
     cr_expect_eq(r.o.n, want.n);
     cr_expect_eq(memcmp(r.o.p, want.p, want.n), 0, "a cut download repeated or lost bytes");
+    /* a listing cut in the middle: a clear error, for files too */
+    cr_assert_eq(fake_faults(&fake, "[{\"match\": \"/directories/list\", \"kind\": \"cut\", "
+                                    "\"times\": 2}]"),
+                 0);
+    cr_expect_eq(read_once(h, id, &r, 0, 0, &err), SBX_E_PROTOCOL, "%s", err.message);
+    cr_expect(strstr(err.message, "directories/list"), "%s", err.message);
+    struct sbx_file_list_sink nothing = {sizeof nothing, NULL, count_entry};
+    cr_expect_eq(sbx_file_list(h, "", &nothing, NULL, &err), SBX_E_PROTOCOL, "%s", err.message);
     /* a stalled execd: a timeout, no hang */
     cr_assert_eq(fake_faults(&fake, "[{\"match\": \"/directories/list\", \"kind\": \"slow\", "
                                     "\"delay_ms\": 4000, \"times\": 3}]"),
