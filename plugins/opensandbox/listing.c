@@ -133,13 +133,16 @@ int osb_list_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, int depth,
     req.path = path;
     req.stall_timeout_ms = st->cfg.request_timeout_ms;
     sbxp_http_xfer *x = NULL;
+    /* the transfer names req.path in its errors: path lives until the end */
     int rc = sbxp_http_start(sb->execd.http, &req, &x, err);
-    free(path);
-    if (rc != SBX_OK)
+    if (rc != SBX_OK) {
+        free(path);
         return rc;
+    }
     struct splitter s = {json_tokener_new(), BEFORE, 0, entry, ctx, SBX_OK};
     if (!s.tok) {
         sbxp_http_xfer_free(x);
+        free(path);
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
     char buf[16384];
@@ -163,6 +166,7 @@ int osb_list_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, int depth,
         rc = sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /directories/list: the answer ends early");
     json_tokener_free(s.tok);
     sbxp_http_xfer_free(x);
+    free(path);
     return rc;
 }
 
