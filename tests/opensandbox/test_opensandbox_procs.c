@@ -8,7 +8,8 @@
  * bounded); execd restarted, 5xx, cut and stalled answers under a running
  * process; symlinks never followed out of the workspace; a wide
  * directory listed in bounded memory; a server in the sandbox reached
- * through the resolved endpoint, directly and through the server proxy.
+ * through the resolved endpoint, directly and through the server proxy;
+ * a waiting read cancelled.
  */
 #include "../e2b/fake_service.h"
 
@@ -17,6 +18,7 @@
 #include <criterion/criterion.h>
 #include <curl/curl.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1044,4 +1046,38 @@ Test(opensandbox_procs, reserved_ports_cannot_be_declared)
     sbx_handle *h = NULL;
     cr_expect_eq(sbx_create(prov, "ports-reserved", &co, NULL, &h, &err), SBX_E_INVALID);
     cr_expect(strstr(err.message, "44772"), "%s", err.message);
+}
+
+static void *fire_soon(void *arg)
+{
+    usleep(300000);
+    sbx_cancel_fire(arg);
+    return NULL;
+}
+
+Test(opensandbox_procs, a_waiting_read_is_cancelled)
+{
+    open_or_die(NULL);
+    sbx_handle *h = make("procs-cancel");
+    char id[SBX_PROC_ID_MAX];
+    start(h, "sleep 20", 0, id);
+    sbx_cancel *c = NULL;
+    cr_assert_eq(sbx_cancel_new(&c), SBX_OK);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, fire_soon, c), 0);
+    struct sbx_proc_read_args a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.wait_ms = 10000;
+    struct sbx_proc_read_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    sbx_error err;
+    time_t t0 = time(NULL);
+    cr_expect_eq(sbx_proc_read(h, id, &a, &res, c, &err), SBX_E_CANCELLED, "%s", err.message);
+    cr_expect(time(NULL) - t0 < 3, "the cancelled read went on waiting");
+    pthread_join(t, NULL);
+    sbx_cancel_free(c);
+    cr_expect_eq(sbx_proc_signal(h, id, 9, NULL, &err), SBX_OK, "%s", err.message);
+    destroy(h, "procs-cancel");
 }
