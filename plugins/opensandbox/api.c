@@ -18,7 +18,7 @@ const char *osb_state_of(json_object *sandbox)
 
 int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
                    const char *spec_hash, const struct sbx_egress_policy *egress,
-                   json_object **out, sbxp_http_error *err)
+                   const uint16_t *ports, json_object **out, sbxp_http_error *err)
 {
     const struct osb_conf *c = &st->cfg;
     json_object *body = json_object_new_object();
@@ -52,6 +52,7 @@ int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
         json_object_object_add(body, "networkPolicy", osb_egress_policy_json(pol));
         osb_egress_meta(meta, pol);
     }
+    osb_ports_meta(meta, ports);
     json_object_object_add(body, "metadata", meta);
     /* Not idempotent: a lost answer is found again by the owner lookup
      * that create runs, never by posting twice. */

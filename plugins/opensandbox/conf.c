@@ -36,6 +36,7 @@ static void conf_free(struct osb_conf *c)
     free(c->memory);
     free(c->workspace);
     free(c->state_dir);
+    free(c->proc_dir);
     memset(c, 0, sizeof *c);
 }
 
@@ -95,8 +96,30 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
         (rc = dup_to(host, call, sbxp_config_get(host, "workspace"), "/workspace",
                      &c->workspace)) ||
         (rc = sbxp_rmem_state_dir(host, call, OSB_PROVIDER, sbxp_config_get(host, "state_dir"),
-                                  &c->state_dir)))
+                                  &c->state_dir)) ||
+        (rc = dup_to(host, call, sbxp_config_get(host, "proc_dir"), "/var/lib/sbx/procs",
+                     &c->proc_dir)))
         return rc;
+    /* The directory is spliced into shell text: a plain absolute path. */
+    size_t pl = strlen(c->proc_dir);
+    if (c->proc_dir[0] != '/' || pl < 2 || pl > 200 || strstr(c->proc_dir, "..") ||
+        strspn(c->proc_dir, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") !=
+            pl)
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.opensandbox.proc_dir: want an absolute path of "
+                               "letters, digits, '/', '.', '_' and '-'");
+    while (pl > 1 && c->proc_dir[pl - 1] == '/')
+        c->proc_dir[--pl] = '\0';
+    const char *pb = sbxp_config_get(host, "proc_buffer");
+    c->proc_buffer = SBX_PROC_BUFFER_DEFAULT;
+    if (pb) {
+        char *end;
+        unsigned long long v = strtoull(pb, &end, 10);
+        if (*end || v < 4096 || v > (1ull << 32))
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "providers.opensandbox.proc_buffer: want 4k to 4g, got %s", pb);
+        c->proc_buffer = v;
+    }
     if (!*c->image)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.opensandbox.image is empty");
     size_t ne = 0;

@@ -87,6 +87,8 @@ struct run {
     int stop_pipe[2];
     int feed_failed;
     atomic_int ending; /* the run is over: the upload's end is expected */
+    /* osb_background: the shell text as is, with background: true */
+    const char *raw;
 };
 
 static int to_sink(struct run *r, const struct sbx_sink *sink, uint64_t *count, const char *s,
@@ -266,14 +268,15 @@ static char *script(const struct sbx_exec_args *args, const char *fifo)
 }
 
 static json_object *command_body(const struct sbx_exec_args *args, const char *cmd,
-                                  const char *cwd, int64_t timeout_ms, const char *token)
+                                  const char *cwd, int64_t timeout_ms, const char *token,
+                                  int background)
 {
     json_object *body = json_object_new_object();
     if (!body)
         return NULL;
     json_object_object_add(body, "command", json_object_new_string(cmd));
     json_object_object_add(body, "cwd", json_object_new_string(cwd));
-    json_object_object_add(body, "background", json_object_new_boolean(0));
+    json_object_object_add(body, "background", json_object_new_boolean(background));
     if (timeout_ms > 0)
         json_object_object_add(body, "timeout", json_object_new_int64(timeout_ms));
     json_object *envs = json_object_new_object();
@@ -305,7 +308,8 @@ static int signal_of(struct run *r)
 }
 
 static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
-                       const char *cwd, const char *token, struct sbx_exec_result *res)
+                       const char *cwd, const char *token, struct sbx_exec_result *res,
+                       const char *raw, char *cid, size_t cid_cap)
 {
     struct osb_state *st = sb->st;
     struct run r;
@@ -319,7 +323,8 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     r.res = res;
     r.in = args->in;
     r.stop_pipe[0] = r.stop_pipe[1] = -1;
-    if (args->in) {
+    r.raw = raw;
+    if (args->in && !raw) {
         unsigned char rnd[8];
         if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
             return osb_error(st, call, SBX_E_IO, "opensandbox: exec: no randomness");
@@ -329,11 +334,13 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
             return osb_error(st, call, SBX_E_IO, "opensandbox: exec: pipe: %s", strerror(errno));
         r.want_ready = 1;
     }
-    char *cmd = script(args, args->in ? r.fifo : NULL);
-    /* execd's own deadline is a backstop: ours fires first and interrupts. */
+    char *cmd = raw ? strdup(raw) : script(args, args->in ? r.fifo : NULL);
+    /* execd's own deadline is a backstop: ours fires first and interrupts.
+     * A background command's deadline is execd's only. */
     json_object *body = cmd ? command_body(args, cmd, cwd,
-                                           args->timeout_ms > 0 ? args->timeout_ms + 5000 : 0,
-                                           token)
+                                           raw ? args->timeout_ms
+                                           : args->timeout_ms > 0 ? args->timeout_ms + 5000 : 0,
+                                           token, raw != NULL)
                             : NULL;
     free(cmd);
     if (!body) {
@@ -366,7 +373,9 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
         goto out;
     }
     struct sbx_sink sink = SBX_SINK_INIT(&r, stream_write);
-    if (args->timeout_ms > 0)
+    if (raw)
+        sbxp_http_xfer_set_timeout(x, st->cfg.request_timeout_ms);
+    else if (args->timeout_ms > 0)
         sbxp_http_xfer_set_timeout(x, args->timeout_ms);
     for (;;) {
         memset(&err, 0, sizeof err);
@@ -390,7 +399,7 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
             rc = osb_error(st, call, SBX_E_CANCELLED, "opensandbox: exec cancelled");
             break;
         }
-        if (s == SBX_E_TIMEOUT && !killed && args->timeout_ms > 0) {
+        if (s == SBX_E_TIMEOUT && !killed && args->timeout_ms > 0 && !raw) {
             timed_out = killed = 1;
             interrupt(&r);
             sbxp_http_xfer_set_timeout(x, KILL_GRACE_MS);
@@ -418,7 +427,17 @@ out:
     }
     if (rc == SBX_OK && r.feed_failed)
         rc = SBX_E_IO; /* the source has set the call's error */
-    if (rc == SBX_OK) {
+    if (rc == SBX_OK && raw) {
+        /* A background command: init named it, execution_complete said it
+         * started; error means it could not start. */
+        if (!r.cid[0] || !r.done || r.exit_code != 0)
+            rc = osb_error(st, call, SBX_E_PROTOCOL,
+                           "opensandbox: starting a background command in %s: %s", sb->id,
+                           r.evalue[0] ? r.evalue : "execd answered without init and "
+                                                    "execution_complete");
+        else
+            snprintf(cid, cid_cap, "%s", r.cid);
+    } else if (rc == SBX_OK) {
         res->timed_out = timed_out;
         if (timed_out) {
             res->exit_code = -1;
@@ -465,7 +484,8 @@ int osb_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     res->size = size;
     char token[33];
     sbxs_random_hex(token, 16);
-    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, token, res);
+    int rc = run_command(sb, call, args, cwd ? cwd : st->cfg.workspace, token, res, NULL, NULL,
+                         0);
     free(cwd);
     /* What the command left behind dies before exec returns, also after a
      * timeout or cancellation (execd killed the group only). */
@@ -489,7 +509,23 @@ int osb_helper(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
 {
     struct sbxp_helper_exec h;
     sbxp_helper_exec_init(&h, argv, out, timeout_ms, msg, cap);
-    int rc = run_command(sb, call, &h.args, "/", NULL, &h.res);
+    int rc = run_command(sb, call, &h.args, "/", NULL, &h.res, NULL, NULL, 0);
     *code = sbxp_helper_exec_code(&h);
     return rc;
+}
+
+int osb_background(sbx_sandbox *sb, sbx_call *call, const char *script_text, const char *cwd,
+                   const char *const *env, int64_t timeout_ms, char *cid, size_t cap)
+{
+    static const char *const argv[] = {"sh", NULL};
+    struct sbx_exec_args args;
+    memset(&args, 0, sizeof args);
+    args.size = sizeof args;
+    args.argv = argv;
+    args.env = env;
+    args.timeout_ms = timeout_ms;
+    struct sbx_exec_result res;
+    memset(&res, 0, sizeof res);
+    res.size = sizeof res;
+    return run_command(sb, call, &args, cwd, NULL, &res, script_text, cid, cap);
 }

@@ -3,8 +3,10 @@
  * GET /files/download into the sink; POST /files/upload as multipart
  * form data, a metadata part (FileMetadata: path, mode) and then the file
  * part fed from the source as it is read. A write goes to a temporary
- * name beside the target and is renamed over it (POST /files/mv) only
- * after the upload completed, so readers see the old content or the new.
+ * name beside the target and is renamed over it only after the upload
+ * completed, so readers see the old content or the new: POST /files/mv
+ * for a new file, mv -T in the sandbox over an existing one (execd's mv
+ * refuses an existing destination, utils.go RenameFile).
  * See osb.h.
  */
 #include "osb.h"
@@ -16,6 +18,12 @@
 
 int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error *err)
 {
+    return osb_mkdir_mode(sb, call, abs, 0755, err);
+}
+
+int osb_mkdir_mode(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
+                   sbxp_http_error *err)
+{
     json_object *body = json_object_new_object();
     json_object *perm = json_object_new_object();
     if (!body || !perm) {
@@ -23,7 +31,10 @@ int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error
         json_object_put(perm);
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
-    json_object_object_add(perm, "mode", json_object_new_int(755));
+    /* Permission.mode is the octal digits as a decimal number (755). */
+    char octal[16];
+    snprintf(octal, sizeof octal, "%o", mode & 0777u);
+    json_object_object_add(perm, "mode", json_object_new_int(atoi(octal)));
     json_object_object_add(body, abs, perm);
     int rc = osb_service_json(sb, call, &sb->execd, "POST", "/directories", body, NULL, 1, err);
     json_object_put(body);
@@ -205,6 +216,37 @@ int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
     return sbxp_http_request(sb->execd.http, &req, NULL, NULL, err);
 }
 
+int osb_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to, int to_exists,
+               const char *what)
+{
+    if (!to_exists) {
+        json_object *body = json_object_new_array();
+        json_object *it = json_object_new_object();
+        if (!body || !it) {
+            json_object_put(body);
+            json_object_put(it);
+            return osb_error(sb->st, call, SBX_E_NOMEM, "out of memory");
+        }
+        json_object_object_add(it, "src", json_object_new_string(from));
+        json_object_object_add(it, "dest", json_object_new_string(to));
+        json_object_array_add(body, it);
+        sbxp_http_error err;
+        int rc = osb_service_json(sb, call, &sb->execd, "POST", "/files/mv", body, NULL, 0, &err);
+        json_object_put(body);
+        return rc == SBX_OK ? SBX_OK : osb_service_report(sb, call, &err, "%s", what);
+    }
+    /* execd's mv refuses an existing destination: rename(2) in the sandbox
+     * (-T: never into a directory of that name). */
+    const char *argv[] = {"mv", "-f", "-T", "--", from, to, NULL};
+    char msg[256];
+    int code = 0;
+    int rc = osb_helper(sb, call, argv, NULL, 30000, &code, msg, sizeof msg);
+    if (rc == SBX_OK && code != 0)
+        rc = osb_error(sb->st, call, SBX_E_IO, "opensandbox: %s: mv failed (%d): %s", what, code,
+                       msg);
+    return rc;
+}
+
 /* "<dir>/.<base>.sbx-<hex>" beside abs. */
 static char *temp_name(const char *abs)
 {
@@ -260,15 +302,9 @@ int osb_write_file(sbx_sandbox *sb, sbx_call *call, const char *path, const stru
     }
     rc = osb_upload(sb, call, tmp, mode, src, &err);
     if (rc == SBX_OK) {
-        json_object *body = json_object_new_array();
-        json_object *it = json_object_new_object();
-        json_object_object_add(it, "src", json_object_new_string(tmp));
-        json_object_object_add(it, "dest", json_object_new_string(abs));
-        json_object_array_add(body, it);
-        rc = osb_service_json(sb, call, &sb->execd, "POST", "/files/mv", body, NULL, 0, &err);
-        json_object_put(body);
-        if (rc != SBX_OK)
-            rc = osb_service_report(sb, call, &err, "write_file %s: renaming into place", path);
+        char what[512];
+        snprintf(what, sizeof what, "write_file %s: renaming into place", path);
+        rc = osb_rename(sb, call, tmp, abs, type == OSB_FT_FILE, what);
     } else {
         rc = osb_service_report(sb, call, &err, "write_file %s", path);
     }

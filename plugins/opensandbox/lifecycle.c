@@ -161,8 +161,11 @@ int osb_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
     *out = NULL;
     const struct sbx_egress_policy *egress =
         args->size >= SBX_CREATE_ARGS_SIZE_EGRESS_1_1 ? args->egress : NULL;
+    const uint16_t *ports = args->size >= SBX_CREATE_ARGS_SIZE_PORTS_1_2 ? args->ports : NULL;
     int rc;
     if (egress && (rc = osb_egress_check(st, call, egress)) != SBX_OK)
+        return rc;
+    if ((rc = osb_ports_check(st, call, ports)) != SBX_OK)
         return rc;
     json_object *list = NULL;
     sbxp_http_error err;
@@ -178,7 +181,8 @@ int osb_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
     int made = 0;
     if (!id[0]) {
         json_object *doc = NULL;
-        rc = osb_api_create(st, call, args->key_hash, args->spec_hash, egress, &doc, &err);
+        rc = osb_api_create(st, call, args->key_hash, args->spec_hash, egress, ports, &doc,
+                            &err);
         if (rc != SBX_OK)
             return osb_report(st, call, &err, "creating a sandbox of image %s", st->cfg.image);
         const char *mid = sbxp_json_str(doc, "id");
@@ -219,6 +223,8 @@ int osb_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
     /* An adopted sandbox may have drifted like any attached one. */
     if (rc == SBX_OK && !made)
         rc = osb_egress_reconcile(sb, call, doc);
+    if (rc == SBX_OK)
+        osb_ports_load(sb, doc);
     json_object_put(doc);
     if (rc != SBX_OK) {
         osb_release(sb);
@@ -280,6 +286,8 @@ int osb_attach(void *state, sbx_call *call, const struct sbx_attach_args *args, 
     rc = open_handle(st, call, id, args->key_hash, &sb);
     if (rc == SBX_OK)
         rc = osb_egress_reconcile(sb, call, doc);
+    if (rc == SBX_OK)
+        osb_ports_load(sb, doc);
     json_object_put(doc);
     if (rc == SBX_OK)
         rc = osb_memory_open(sb, call);

@@ -16,6 +16,11 @@
  *   exec.c       POST /command, cancel, timeout, stdin
  *   paths.c      workspace confinement through GET /files/info
  *   files.c      read_file/write_file (download, multipart upload, mv)
+ *   listing.c    GET /directories/list read entry by entry; FileInfo times
+ *   procs.c      SBX_CAP_PROCESSES: background commands, output chunks
+ *                in the sandbox read by byte range, stdin through a FIFO
+ *   fileops.c    SBX_CAP_FILE_OPS: list, stat, mkdir, remove, rename
+ *   ports.c      SBX_CAP_PORTS: declared ports in metadata, endpoints
  *   egress.c     the sidecar's policy: read, set, reconcile on attach
  *   outputs.c    OUTPUT_EXPORT
  *   memory.c     MEMORY through the shared remote_memory.c (state_dir)
@@ -62,6 +67,9 @@
 #define OSB_HASH_LABEL 63
 /* Most targets one policy may hold (each is a metadata key). */
 #define OSB_ALLOW_MAX 64
+/* Declared ports: sbx.port.<i> = "<port>". */
+#define OSB_META_PORT "sbx.port."
+#define OSB_PORTS_MAX 64
 
 struct osb_conf {
     char *api_key;          /* NULL: no key (a server without auth) */
@@ -78,6 +86,8 @@ struct osb_conf {
     int64_t connect_timeout_ms;
     int use_server_proxy;
     int internet;           /* no networkPolicy at create: allow all */
+    char *proc_dir;         /* directory of the processes' state, in the sandbox */
+    uint64_t proc_buffer;   /* replay buffer per stream (SBX_CAP_PROCESSES) */
     struct sbxp_http_retry retry;
 };
 
@@ -105,6 +115,8 @@ struct sbx_sandbox {
     pthread_mutex_t lock;   /* guards renewed_ms */
     int64_t renewed_ms;
     struct sbxp_rmem mem;    /* memory attachments, from create or state_dir */
+    uint16_t ports[OSB_PORTS_MAX]; /* declared at create (from metadata) */
+    size_t nports;
 };
 
 /* ---- conf.c ------------------------------------------------------------ */
@@ -121,7 +133,7 @@ void osb_fini(void *state);
 /* POST /sandboxes; egress NULL: the configured network. *out: the answer. */
 int osb_api_create(struct osb_state *st, sbx_call *call, const char *key_hash,
                    const char *spec_hash, const struct sbx_egress_policy *egress,
-                   json_object **out, sbxp_http_error *err);
+                   const uint16_t *ports, json_object **out, sbxp_http_error *err);
 /* GET /sandboxes?metadata=sbx.owner=<hash>: every page's items, as one array. */
 int osb_api_find(struct osb_state *st, sbx_call *call, const char *key_hash,
                  json_object **out, sbxp_http_error *err);
@@ -208,6 +220,10 @@ int osb_helper(sbx_sandbox *sb, sbx_call *call, const char *const *argv,
                const struct sbx_sink *out, int64_t timeout_ms, int *code, char *msg, size_t cap);
 /* A word quoted for sh ('...'), malloc'd. */
 char *osb_quote(const char *s);
+/* POST /command with background: true running script (as is) in cwd with
+ * env and execd's timeout (0: none); the command id into cid. */
+int osb_background(sbx_sandbox *sb, sbx_call *call, const char *script, const char *cwd,
+                   const char *const *env, int64_t timeout_ms, char *cid, size_t cap);
 
 /* ---- paths.c ----------------------------------------------------------- */
 enum osb_ftype { OSB_FT_NONE = 0, OSB_FT_FILE, OSB_FT_DIR, OSB_FT_LINK, OSB_FT_OTHER };
@@ -228,7 +244,54 @@ int osb_download(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *w
 int osb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
                const struct sbx_source *src, sbxp_http_error *err);
 int osb_mkdirs(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error *err);
+/* POST /directories of abs with mode (permission bits). */
+int osb_mkdir_mode(sbx_sandbox *sb, sbx_call *call, const char *abs, unsigned mode,
+                   sbxp_http_error *err);
+/* Rename from over to: POST /files/mv when to does not exist (execd's mv
+ * refuses an existing destination), else rename(2) through mv -T in the
+ * sandbox. what names the operation in errors. */
+int osb_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to, int to_exists,
+               const char *what);
 int osb_remove(sbx_sandbox *sb, sbx_call *call, const char *abs);
+
+/* ---- listing.c --------------------------------------------------------- */
+/* GET /directories/list?path=abs&depth=depth, each FileInfo (borrowed) to
+ * entry as it is parsed; entry's nonzero status stops the listing (then
+ * err->from_callback is set). */
+int osb_list_dir(sbx_sandbox *sb, sbx_call *call, const char *abs, int depth,
+                 int (*entry)(void *ctx, json_object *fi), void *ctx, sbxp_http_error *err);
+/* An RFC 3339 time as ns since the epoch, 0 when it does not parse. */
+int64_t osb_parse_time_ns(const char *s);
+
+/* ---- procs.c ----------------------------------------------------------- */
+int osb_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *spec,
+                   char id[SBX_PROC_ID_MAX]);
+int osb_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *data,
+                   size_t len, uint32_t flags);
+int osb_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
+                  const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res);
+int osb_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo);
+int osb_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_sink *sink);
+
+/* ---- fileops.c --------------------------------------------------------- */
+int osb_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
+                  const struct sbx_file_list_sink *sink);
+int osb_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path, struct sbx_file_info *out);
+int osb_file_mkdir(sbx_sandbox *sb, sbx_call *call, const char *path, unsigned mode,
+                   uint32_t flags);
+int osb_file_remove(sbx_sandbox *sb, sbx_call *call, const char *path, uint32_t flags);
+int osb_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                    uint32_t flags);
+
+/* ---- ports.c ----------------------------------------------------------- */
+/* At create: at most OSB_PORTS_MAX ports, none of execd's or the sidecar's. */
+int osb_ports_check(struct osb_state *st, sbx_call *call, const uint16_t *ports);
+/* The metadata that records the declared ports (create). */
+void osb_ports_meta(json_object *meta, const uint16_t *ports);
+/* The declared ports from a Sandbox's metadata into sb (create, attach). */
+void osb_ports_load(sbx_sandbox *sb, json_object *sandbox);
+int osb_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
+                     struct sbx_port_endpoint *out);
 
 /* ---- egress.c ---------------------------------------------------------- */
 /* Check a policy's targets and default (SBX_E_INVALID naming the culprit). */

@@ -28,6 +28,11 @@ static const struct sbx_config_key osb_keys[] = {
     SBX_CONFIG_KEY("state_dir", SBX_CFG_STRING,
                    "absolute host directory of memory attachments and baselines (default "
                    "$XDG_STATE_HOME/sbx/opensandbox)"),
+    SBX_CONFIG_KEY("proc_dir", SBX_CFG_STRING,
+                   "directory in the sandbox keeping the processes' output and state (default "
+                   "/var/lib/sbx/procs)"),
+    SBX_CONFIG_KEY("proc_buffer", SBX_CFG_SIZE,
+                   "replay buffer of a process, per stream (default 1m)"),
     SBX_CONFIG_KEYS_END};
 
 static const struct sbx_provider_ops osb_ops = {
@@ -47,11 +52,23 @@ static const struct sbx_provider_ops osb_ops = {
     .memory_load = osb_memory_load,
     .memory_diff = osb_memory_diff,
     .memory_accept = osb_memory_accept,
+    .proc_start = osb_proc_start,
+    .proc_write = osb_proc_write,
+    .proc_read = osb_proc_read,
+    .proc_signal = osb_proc_signal,
+    .proc_list = osb_proc_list,
+    .file_list = osb_file_list,
+    .file_stat = osb_file_stat,
+    .file_mkdir = osb_file_mkdir,
+    .file_remove = osb_file_remove,
+    .file_rename = osb_file_rename,
+    .port_resolve = osb_port_resolve,
 };
 
 SBX_PROVIDER_DEFINE("opensandbox", "0.1.0",
                     "OpenSandbox containers over the lifecycle API, execd and the egress sidecar",
                     SBX_ISOLATION_CONTAINER,
-                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_EGRESS | SBX_CAP_PACKAGES | SBX_CAP_MEMORY,
+                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_EGRESS | SBX_CAP_PACKAGES | SBX_CAP_MEMORY |
+                        SBX_CAP_PROCESSES | SBX_CAP_FILE_OPS | SBX_CAP_PORTS,
                     &osb_ops,
                     osb_keys)

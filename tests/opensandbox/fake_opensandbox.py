@@ -13,12 +13,26 @@ recorded and reported, not enforced.
 Endpoints of a sandbox: direct  127.0.0.1:<port>/sandboxes/<id>/port/<p>
 (needs the header the endpoint call returns), or with use_server_proxy
 127.0.0.1:<port>/v1/sandboxes/<id>/proxy/<p> (no key, as the real server's
-proxy path).
+proxy path). A port other than execd's and the sidecar's is proxied to
+127.0.0.1:<p>, where a server started by a command of the sandbox listens
+(commands share the host's network).
+
+execd as components/execd implements it: background commands
+(`"background": true`) write stdout and stderr into one file and answer
+`init` then `execution_complete` at once; `GET /command/{id}/logs?cursor=N`
+returns that file from byte N on (execd seeks bytes, although the spec
+calls the cursor a line index) with the end offset in
+EXECD-COMMANDS-TAIL-CURSOR, 400 for an unknown or foreground id;
+`DELETE /command?id=` sends SIGTERM to the group, SIGKILL after 3 s, 500
+when the command is not running; `POST /files/mv` refuses an existing
+destination (utils.go RenameFile); `GET /directories/list` (depth, 400 for
+a symlink or a file), `GET /files/search` (glob on names below a path).
 
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/command", "kind": ..., "times": n}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"),
-      "cut" (the /command stream closed after "after" output events),
+      "cut" (the /command stream closed after "after" output events; a
+      /files/download or /directories/list answer cut in the middle),
       "vanish" (the sandbox disappears before the request is served),
       "stuck" (the next sandbox created stays Pending).
       "match" is a prefix of the path below the endpoint ("/command",
@@ -29,6 +43,8 @@ Control endpoints (not part of any spec) under /_fake/:
       policy change.
   POST /_fake/egress/<id>   replace the sidecar's policy (drift from inside)
   POST /_fake/reset   forget faults and the request log
+  POST /_fake/execd-restart/<id>   execd of that sandbox forgets every
+      command (as a restarted execd): status and logs answer not found
 Start: fake_opensandbox.py --port-file F [--api-key K] [--dir D] [--sse-data]
        [--extra-path DIR]   (or FAKE_OS_SSE_DATA=1, FAKE_OS_EXTRA_PATH=DIR)
 """
@@ -45,6 +61,8 @@ import signal
 import socket
 import stat as pystat
 import subprocess
+import fnmatch
+import http.client
 import sys
 import tempfile
 import threading
@@ -224,6 +242,16 @@ class Handler(fake_e2b.Handler):
                 return self.send_json(200, {"connections": ST.connections,
                                             "sandboxes": len(ST.sandboxes),
                                             "requests": ST.requests})
+        m = re.match(r"^/_fake/execd-restart/([^/]+)$", path)
+        if m:
+            self.body()
+            with ST.lock:
+                sb = ST.sandboxes.get(m.group(1))
+            if not sb:
+                return self.err(404, "NOT_FOUND", "no such sandbox")
+            with sb.lock:
+                sb.cmds = {}
+            return self.send_json(200, {"ok": True})
         m = re.match(r"^/_fake/egress/([^/]+)$", path)
         if m:
             with ST.lock:
@@ -425,8 +453,31 @@ class Handler(fake_e2b.Handler):
             return self.egress(sb, path)
         if port == EXECD_PORT:
             return self.execd(sb, path, url)
-        self.body()
-        return self.err(502, "PROXY_ERROR", "nothing listens on port %d" % port)
+        return self.proxy(port, path, url)
+
+    def proxy(self, port, path, url):
+        """Forward the request to 127.0.0.1:port, where a server of the
+        sandbox listens, and relay the answer."""
+        raw = self.body()
+        hop = {"host", "connection", "transfer-encoding", "content-length", "keep-alive",
+               "opensandbox-access"}
+        hdrs = {k: v for k, v in self.headers.items() if k.lower() not in hop}
+        target = path + ("?" + url.query if url.query else "")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request(self.command, target, body=raw or None, headers=hdrs)
+            resp = conn.getresponse()
+            data = resp.read()
+            conn.close()
+        except OSError as e:
+            return self.err(502, "PROXY_ERROR", "nothing answers on port %d: %s" % (port, e))
+        self.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in hop:
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def egress(self, sb, path):
         raw = self.body()
@@ -476,6 +527,10 @@ class Handler(fake_e2b.Handler):
             return self.upload(sb)
         if path == "/files/download" and self.command == "GET":
             return self.download(sb, q)
+        m = re.match(r"^/command/([^/]+)/logs$", path)
+        if m and self.command == "GET":
+            self.body()
+            return self.logs(sb, m.group(1), q)
         raw = self.body()
         try:
             body = json.loads(raw) if raw else None
@@ -488,11 +543,12 @@ class Handler(fake_e2b.Handler):
                 with sb.lock:
                     c = sb.cmds.get(cid)
                 if not c:
-                    return self.err(404, "NOT_FOUND", "command %s not found" % cid)
-                try:
-                    os.killpg(c["popen"].pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                    return self.err(500, "RUNTIME_ERROR",
+                                    "error interruptting code context. no such session")
+                if c["popen"].poll() is not None:
+                    return self.err(500, "RUNTIME_ERROR", "error interruptting code context. "
+                                    "command session %s is not running" % cid)
+                self.interrupt(c["popen"])
                 return self.send_json(200, None)
             if path.startswith("/command/status/") and self.command == "GET":
                 cid = path[len("/command/status/"):]
@@ -504,6 +560,8 @@ class Handler(fake_e2b.Handler):
                 st = {"id": cid, "content": c["command"], "running": rc is None,
                       "exit_code": None if rc is None else (rc if rc >= 0 else -1),
                       "started_at": iso(c["started"])}
+                if rc is not None:
+                    st["finished_at"] = iso(c.get("finished") or time.time())
                 if c.get("error"):
                     st["error"] = c["error"]
                 return self.send_json(200, st)
@@ -518,8 +576,13 @@ class Handler(fake_e2b.Handler):
             if path == "/files/mv" and self.command == "POST":
                 for it in body or []:
                     src, dst = sb.host_path(it["src"]), sb.host_path(it["dest"])
-                    if not os.path.lexists(src):
-                        return self.err(404, "FILE_NOT_FOUND", "%s: no such file" % it["src"])
+                    if not os.path.exists(src):
+                        return self.err(500, "RUNTIME_ERROR",
+                                        "source path not found: %s" % it["src"])
+                    os.makedirs(os.path.dirname(dst), exist_ok=True)
+                    if os.path.exists(dst):
+                        return self.err(500, "RUNTIME_ERROR",
+                                        "destination path already exists: %s" % it["dest"])
                     os.rename(src, dst)
                 return self.send_json(200, None)
             if path == "/files/permissions" and self.command == "POST":
@@ -528,19 +591,33 @@ class Handler(fake_e2b.Handler):
                 return self.send_json(200, None)
             if path == "/files" and self.command == "DELETE":
                 for p in q.get("path", []):
-                    try:
-                        os.unlink(sb.host_path(p))
-                    except FileNotFoundError:
-                        pass
+                    # DeleteFile: os.Stat (follows a symlink), missing is
+                    # success, a directory an error, else os.Remove.
+                    hp = sb.host_path(p)
+                    if not os.path.exists(hp):
+                        continue
+                    if os.path.isdir(hp):
+                        return self.err(500, "RUNTIME_ERROR",
+                                        "error removing file %s. path is a directory" % p)
+                    os.unlink(hp)
                 return self.send_json(200, None)
             if path == "/directories" and self.command == "POST":
                 for p, perm in (body or {}).items():
                     os.makedirs(sb.host_path(p), mode=int(str(perm.get("mode", 755)), 8),
                                 exist_ok=True)
                 return self.send_json(200, None)
+            if path == "/directories/list" and self.command == "GET":
+                return self.list_dir(sb, q)
+            if path == "/files/search" and self.command == "GET":
+                return self.search(sb, q)
             if path == "/directories" and self.command == "DELETE":
                 for p in q.get("path", []):
-                    shutil.rmtree(sb.host_path(p), ignore_errors=True)
+                    # os.RemoveAll: a symlink or a file is removed itself.
+                    hp = sb.host_path(p)
+                    if os.path.islink(hp) or (os.path.lexists(hp) and not os.path.isdir(hp)):
+                        os.unlink(hp)
+                    else:
+                        shutil.rmtree(hp, ignore_errors=True)
                 return self.send_json(200, None)
         except (KeyError, TypeError, ValueError) as e:
             return self.err(400, "INVALID_REQUEST", "bad request: %s" % e)
@@ -557,13 +634,117 @@ class Handler(fake_e2b.Handler):
                 "modified_at": iso(st.st_mtime), "created_at": iso(st.st_ctime),
                 "owner": USER, "group": USER, "mode": int(oct(pystat.S_IMODE(st.st_mode))[2:])}
 
+    @staticmethod
+    def interrupt(popen):
+        """execd's killPid: SIGTERM to the group, SIGKILL after 3 s."""
+        try:
+            os.killpg(popen.pid, signal.SIGTERM)
+        except OSError:
+            return
+
+        def later():
+            if popen.poll() is None:
+                try:
+                    os.killpg(popen.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        threading.Timer(3.0, later).start()
+
+    def logs(self, sb, cid, q):
+        self.log_req(None, "execd")
+        with sb.lock:
+            c = sb.cmds.get(cid)
+        if not c:
+            return self.err(400, "INVALID_REQUEST_BODY", "command not found: %s" % cid)
+        if not c.get("output"):
+            return self.err(400, "INVALID_REQUEST_BODY",
+                            "command %s is not running in background" % cid)
+        try:
+            cursor = int(q.get("cursor", ["0"])[0] or 0)
+        except ValueError:
+            cursor = 0
+        with open(c["output"], "rb") as f:
+            f.seek(cursor)
+            data = f.read()
+            end = f.tell()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("EXECD-COMMANDS-TAIL-CURSOR", str(end))
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def list_dir(self, sb, q):
+        p = q.get("path", [""])[0]
+        if not p:
+            return self.err(400, "MISSING_QUERY", "missing query parameter 'path'")
+        try:
+            depth = int(q.get("depth", ["1"])[0])
+            if depth < 0:
+                raise ValueError
+        except ValueError:
+            return self.err(400, "INVALID_REQUEST", "invalid query parameter 'depth'")
+        hp = sb.host_path(p)
+        if not os.path.lexists(hp):
+            return self.err(404, "FILE_NOT_FOUND", "file not found. %s" % p)
+        if os.path.islink(hp):
+            return self.err(400, "INVALID_REQUEST",
+                            "path is a symbolic link, refusing to traverse: %s" % p)
+        if not os.path.isdir(hp):
+            return self.err(400, "INVALID_REQUEST", "path is not a directory: %s" % p)
+        out = []
+
+        def walk(d, level):
+            for name in sorted(os.listdir(d)):
+                e = os.path.join(d, name)
+                out.append(self.info(sb, e))
+                if level + 1 < depth and os.path.isdir(e) and not os.path.islink(e):
+                    walk(e, level + 1)
+        if depth:
+            walk(hp, 0)
+        if ST.take_fault("/directories/list", ("cut",)):
+            data = json.dumps(out).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        return self.send_json(200, out)
+
+    def search(self, sb, q):
+        p = q.get("path", [""])[0]
+        if not p:
+            return self.err(400, "MISSING_QUERY", "missing query parameter 'path'")
+        pattern = q.get("pattern", [""])[0] or "**"
+        hp = sb.host_path(p)
+        if not os.path.exists(hp):
+            return self.err(404, "FILE_NOT_FOUND", "file not found. %s" % p)
+        out = []
+        for d, dirs, files in os.walk(hp):
+            dirs.sort()
+            for name in sorted(files):
+                if pattern == "**" or fnmatch.fnmatchcase(name, pattern):
+                    out.append(self.info(sb, os.path.join(d, name)))
+        return self.send_json(200, out)
+
     def download(self, sb, q):
         self.log_req(None, "execd")
         p = q.get("path", [""])[0]
         hp = sb.host_path(p)
-        if not os.path.isfile(hp):
+        try:
+            f = open(hp, "rb")
+        except OSError:
             return self.err(404, "FILE_NOT_FOUND", "%s: no such file" % p)
-        total = os.path.getsize(hp)
+        with f:
+            if not pystat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return self.err(404, "FILE_NOT_FOUND", "%s: no such file" % p)
+            return self.send_file(f, os.fstat(f.fileno()).st_size)
+
+    def send_file(self, f, total):
         start, size = 0, total
         m = re.match(r"^bytes=(\d*)-(\d*)$", self.headers.get("Range", ""))
         if m and (m.group(1) or m.group(2)):
@@ -583,7 +764,7 @@ class Handler(fake_e2b.Handler):
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, start + size - 1, total))
         self.end_headers()
         cut = ST.take_fault("/files/download", ("cut",))
-        with open(hp, "rb") as f:
+        if True:
             f.seek(start)
             sent = 0
             while sent < size:
@@ -729,6 +910,8 @@ class Handler(fake_e2b.Handler):
             return end()
         if fake_e2b.NS_WRAP:
             argv = fake_e2b.NS_WRAP + ["/bin/sh", "-c", fake_e2b.NS_SCRIPT, sb.dir, vcwd, ""] + argv
+        if req.get("background"):
+            return self.background(sb, cmd, argv, cwd, env, timeout_ms, emit, end)
         popen = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  start_new_session=True, close_fds=True)
@@ -811,6 +994,51 @@ class Handler(fake_e2b.Handler):
                 os.killpg(popen.pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+def _background(self, sb, cmd, argv, cwd, env, timeout_ms, emit, end):
+    """runBackgroundCommand: stdout and stderr into one file of execd's
+    (os.TempDir()/<id>.output), stdin /dev/null, a process group of its
+    own, SIGKILL to the group at the timeout; the stream ends at once."""
+    cid = secrets.token_hex(16)
+    logdir = os.path.join(sb.dir, ".execd-tmp")
+    os.makedirs(logdir, exist_ok=True)
+    outp = os.path.join(logdir, cid + ".output")
+    with open(outp, "wb") as f:
+        popen = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=f, stderr=f, start_new_session=True, close_fds=True)
+    c = {"popen": popen, "command": cmd, "started": time.time(), "output": outp}
+    with sb.lock:
+        sb.cmds[cid] = c
+        sb.procs[popen.pid] = fake_e2b.Proc(popen, False)
+
+    def wait():
+        rc = popen.wait()
+        c["finished"] = time.time()
+        if rc < 0:
+            c["error"] = "signal: " + fake_e2b.SIGNAMES.get(-rc, "signal %d" % -rc)
+        elif rc > 0:
+            c["error"] = "exit status %d" % rc
+    threading.Thread(target=wait, daemon=True).start()
+    if timeout_ms > 0:
+        def kill():
+            if popen.poll() is None:
+                try:
+                    os.killpg(popen.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        t = threading.Timer(timeout_ms / 1000.0, kill)
+        t.daemon = True
+        t.start()
+    try:
+        emit({"type": "init", "text": cid})
+        emit({"type": "execution_complete", "execution_time": 0})
+        end()
+    except (BrokenPipeError, ConnectionResetError, OSError):
+        self.close_connection = True
+
+
+Handler.background = _background
 
 
 def main():

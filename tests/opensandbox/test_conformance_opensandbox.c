@@ -2,7 +2,8 @@
  * test_conformance_opensandbox.c - the conformance suite against the
  * opensandbox provider talking to the fake OpenSandbox (lifecycle server,
  * execd, egress sidecar) on loopback, once with direct endpoints and once
- * through the server proxy.
+ * through the server proxy. proc_dir is below /home, which the fake keeps
+ * per sandbox (a real sandbox's /var/lib is its own).
  */
 #include "../conformance/suite_runner.h"
 #include "../e2b/fake_service.h"
@@ -43,6 +44,7 @@ static void run(const char *proxy)
     snprintf(yaml, sizeof yaml,
              "  opensandbox:\n    api_url: \"%s\"\n    image: ubuntu:22.04\n"
              "    workspace: /home/user/workspace\n    retries: 2\n    use_server_proxy: %s\n"
+             "    proc_dir: /home/user/.sbx-procs\n"
              "    state_dir: \"%s\"\n",
              f.url, proxy, state);
     struct sr_run r;

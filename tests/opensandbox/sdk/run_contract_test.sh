@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_contract_test.sh SRC_DIR BUILD_DIR - run part of the conformance suite
 # and the egress cases through the opensandbox provider against the fake,
-# with direct endpoints and through the server proxy, then check every
+# with direct endpoints and through the server proxy, and the processes,
+# file operations and ports of test_opensandbox_procs, then check every
 # request the fake logged against the published OpenAPI documents
 # (contract.mjs). Exit 77 (skipped) when npm or the specs are missing.
 set -euo pipefail
@@ -41,6 +42,28 @@ for proxy in false true; do
     --filter 'identity_two_instances,attach_after_restart,attach_after_destroy,destroy_twice,exec_stdin_left_open,exec_env,exec_cwd,exec_killed_by_signal,file_mode,write_file_atomic,path_escape_read,cancel_running,timeout_kills_children,export_shell_and_files,egress_create_limited,egress_set_exact'
 done
 curl -sf "$url/_fake/stats" >"$dir/requests.json"
+# Processes, file operations and ports: test_opensandbox_procs (each test
+# against its own fake, which leaves its request log behind), checked
+# together with the conformance run's requests.
+procs="$build/tests/opensandbox/test_opensandbox_procs"
+if [ -x "$procs" ]; then
+  mkdir -p "$dir/procs"
+  for t in output_apart_exit_code_and_eof stdin_paste_then_eof signal_list_and_timeout \
+           file_ops symlinks_never_lead_out a_declared_port_is_reachable \
+           a_declared_port_through_the_server_proxy; do
+    SBX_OS_REQUEST_LOG="$dir/procs" "$procs" --filter "opensandbox_procs/$t" >/dev/null 2>&1 ||
+      { echo "test_opensandbox_procs $t failed"; exit 1; }
+  done
+  python3 - "$dir/requests.json" "$dir"/procs/*.json <<'PY'
+import json, sys
+out = json.load(open(sys.argv[1]))
+for p in sys.argv[2:]:
+    out["requests"] += json.load(open(p))["requests"]
+if len(sys.argv) < 9:
+    sys.exit("only %d request logs from test_opensandbox_procs" % (len(sys.argv) - 2))
+json.dump(out, open(sys.argv[1], "w"))
+PY
+fi
 "$node" "$work/contract.mjs" "$specs" "$dir/requests.json"
 # The checker itself must catch what is wrong (contract_bad.json: one
 # defect per request).

@@ -49,6 +49,85 @@ const fi = infos['/home/user/data/blob.bin']
 assert.equal(fi.size, bytes.length, JSON.stringify(infos))
 assert.equal(fi.mode, 640, JSON.stringify(infos))
 
+step('background command: status, logs read in full and from the cursor')
+const bg = await sbx.commands.run('echo one; echo two >&2; sleep 0.3; printf three', { background: true })
+assert.ok(bg.id, JSON.stringify(bg))
+let status = await sbx.commands.getCommandStatus(bg.id)
+assert.equal(status.id, bg.id, JSON.stringify(status))
+for (let i = 0; i < 100 && status.running; i++) {
+  await new Promise((r) => setTimeout(r, 50))
+  status = await sbx.commands.getCommandStatus(bg.id)
+}
+assert.equal(status.running, false, JSON.stringify(status))
+assert.equal(status.exitCode, 0, JSON.stringify(status))
+assert.ok(status.finishedAt instanceof Date, JSON.stringify(status))
+const logs = await sbx.commands.getBackgroundCommandLogs(bg.id)
+// stdout and stderr share execd's one output file
+assert.equal(logs.content.split('\n').sort().join('|'), 'one|three|two', JSON.stringify(logs))
+assert.equal(logs.cursor, Buffer.byteLength(logs.content), JSON.stringify(logs))
+const tail = await sbx.commands.getBackgroundCommandLogs(bg.id, 4)
+assert.equal(tail.content, logs.content.slice(4), JSON.stringify(tail))
+const none = await sbx.commands.getBackgroundCommandLogs(bg.id, logs.cursor)
+assert.equal(none.content, '')
+assert.equal(none.cursor, logs.cursor)
+
+step('interrupt a background command')
+const long = await sbx.commands.run('sleep 30', { background: true })
+await sbx.commands.interrupt(long.id)
+let ls = await sbx.commands.getCommandStatus(long.id)
+for (let i = 0; i < 100 && ls.running; i++) {
+  await new Promise((r) => setTimeout(r, 50))
+  ls = await sbx.commands.getCommandStatus(long.id)
+}
+assert.equal(ls.running, false, JSON.stringify(ls))
+assert.equal(ls.exitCode, -1, JSON.stringify(ls))
+assert.match(ls.error ?? '', /signal: terminated/, JSON.stringify(ls))
+await assert.rejects(sbx.commands.interrupt(long.id)) // not running any more
+
+step('files: mkdir, list, info, move, search, delete')
+await sbx.files.createDirectories([{ path: '/home/user/tree/sub', mode: 750 }])
+await sbx.files.writeFiles([{ path: '/home/user/tree/a.txt', data: 'aaa' },
+                            { path: '/home/user/tree/sub/b.txt', data: 'bb' }])
+const top = await sbx.files.listDirectory({ path: '/home/user/tree' })
+assert.deepEqual(top.map((f) => [f.path, f.type]),
+  [['/home/user/tree/a.txt', 'file'], ['/home/user/tree/sub', 'directory']], JSON.stringify(top))
+assert.equal(top[1].mode, 750, JSON.stringify(top))
+assert.ok(top[0].modifiedAt instanceof Date)
+const deep = await sbx.files.listDirectory({ path: '/home/user/tree', depth: 2 })
+assert.deepEqual(deep.map((f) => f.path),
+  ['/home/user/tree/a.txt', '/home/user/tree/sub', '/home/user/tree/sub/b.txt'])
+await sbx.files.moveFiles([{ src: '/home/user/tree/a.txt', dest: '/home/user/tree/sub/c.txt' }])
+await assert.rejects(sbx.files.moveFiles([{ src: '/home/user/tree/sub/b.txt',
+                                            dest: '/home/user/tree/sub/c.txt' }]))
+const found = await sbx.files.search({ path: '/home/user/tree', pattern: '*.txt' })
+assert.deepEqual(found.map((f) => f.path).sort(),
+  ['/home/user/tree/sub/b.txt', '/home/user/tree/sub/c.txt'], JSON.stringify(found))
+const moved = await sbx.files.getFileInfo(['/home/user/tree/sub/c.txt'])
+assert.equal(moved['/home/user/tree/sub/c.txt'].size, 3)
+await sbx.files.deleteFiles(['/home/user/tree/sub/c.txt'])
+await assert.rejects(sbx.files.getFileInfo(['/home/user/tree/sub/c.txt']))
+await sbx.files.deleteDirectories(['/home/user/tree'])
+await assert.rejects(sbx.files.listDirectory({ path: '/home/user/tree' }))
+
+step('endpoint of a port a server in the sandbox listens on')
+const port = 30000 + Math.floor(Math.random() * 20000)
+await sbx.files.writeFiles([{ path: '/home/user/www/hi.txt', data: 'hello through the endpoint' }])
+const server = await sbx.commands.run(`exec python3 -m http.server ${port} --bind 127.0.0.1`,
+                                      { background: true, workingDirectory: '/home/user/www' })
+const ep = await sbx.getEndpoint(port)
+const url = await sbx.getEndpointUrl(port)
+assert.ok(url.endsWith(ep.endpoint), url)
+let body = ''
+for (let i = 0; i < 50; i++) {
+  try {
+    const r = await fetch(`${url}/hi.txt`, { headers: ep.headers ?? {} })
+    if (r.status === 200) { body = await r.text(); break }
+  } catch (e) { /* not listening yet */ }
+  await new Promise((r) => setTimeout(r, 100))
+}
+assert.equal(body, 'hello through the endpoint')
+await sbx.commands.interrupt(server.id)
+
 step('egress: read and patch the policy')
 const pol = await sbx.getEgressPolicy()
 assert.equal(pol.defaultAction, 'deny', JSON.stringify(pol))
