@@ -1195,10 +1195,17 @@ int sbxs_psv_run(struct sbxs_psv *s)
         void *ptr;
     } *who = NULL;
     size_t cap = 0;
-    int64_t last_forget = now_ms();
+    int64_t last_forget = now_ms(), last_reap = 0;
+    int child_event = 1;
     for (;;) {
         int64_t now = now_ms();
-        reap(s);
+        /* waitpid when SIGCHLD came (and once a second, whatever the
+         * signalfd said): not a system call on every keystroke */
+        if (child_event || now - last_reap >= 1000) {
+            reap(s);
+            child_event = 0;
+            last_reap = now;
+        }
         for (struct proc *p = s->procs; p; p = p->next)
             advance(s, p, now);
         /* answer the reads that can be answered, drop broken connections */
@@ -1284,6 +1291,8 @@ int sbxs_psv_run(struct sbxs_psv *s)
             WAKE(s->idle_since + s->cfg.idle_exit_ms);
         if (s->nprocs)
             WAKE(last_forget + 60001);
+        if (s->nprocs)
+            WAKE(last_reap + 1000);
         int timeout = -1;
         if (wake) {
             int64_t left = wake - now_ms();
@@ -1305,6 +1314,7 @@ int sbxs_psv_run(struct sbxs_psv *s)
                 struct signalfd_siginfo si;
                 while (read(s->sfd, &si, sizeof si) == (ssize_t)sizeof si)
                     ;
+                child_event = 1;
                 break;
             }
             case W_LISTEN:

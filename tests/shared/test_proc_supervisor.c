@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pty.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -424,4 +426,84 @@ Test(proc_supervisor, the_supervisor_gone_is_an_error_not_a_hang)
     struct sbx_proc_read_result r = {.size = sizeof r};
     int rc = sbxp_proc_read(cl, CALL, id, &ra, &r);
     cr_assert(rc == SBX_E_UNAVAILABLE, "rc %d: %s", rc, last_err);
+}
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double median_of(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
+/* A keystroke through the supervisor (a 1-byte write, the read of its
+ * echo) against the same through a raw PTY: measured and printed. */
+Test(proc_supervisor, keystroke_latency)
+{
+    enum { N = 300 };
+    static double t[N];
+    const char *argv[] = {"sh", "-c", "stty raw -echo; echo ready; exec cat", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .flags = SBX_PROC_PTY, .argv = argv};
+    char id[SBX_PROC_ID_MAX] = "";
+    start(id, &spec);
+    struct buf out = {0};
+    struct sbx_sink so = {sizeof so, &out, buf_write};
+    struct sbx_proc_read_args a = {.size = sizeof a, .wait_ms = 500, .out = &so};
+    struct sbx_proc_read_result r = {.size = sizeof r};
+    for (int i = 0; i < 40 && !(out.p && strstr(out.p, "ready\r\n")); i++) {
+        cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK);
+        a.out_cursor = r.out_cursor;
+    }
+    for (int i = 0; i < N; i++) {
+        double t0 = mono_ms();
+        cr_assert_eq(sbxp_proc_write(cl, CALL, id, "k", 1, 0), SBX_OK);
+        size_t want = out.n + 1;
+        while (out.n < want) {
+            cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK);
+            a.out_cursor = r.out_cursor;
+        }
+        t[i] = mono_ms() - t0;
+    }
+    double via = median_of(t, N);
+    int m, sl;
+    cr_assert_eq(openpty(&m, &sl, NULL, NULL, NULL), 0);
+    /* raw before cat starts: no echo by the line discipline, only cat's */
+    struct termios tio;
+    tcgetattr(sl, &tio);
+    cfmakeraw(&tio);
+    tcsetattr(sl, TCSANOW, &tio);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setsid();
+        dup2(sl, 0);
+        dup2(sl, 1);
+        close(m);
+        execlp("cat", "cat", (char *)NULL);
+        _exit(127);
+    }
+    close(sl);
+    char c;
+    for (int i = 0; i < N; i++) {
+        double t0 = mono_ms();
+        cr_assert_eq(write(m, "k", 1), 1);
+        cr_assert_eq(read(m, &c, 1), 1);
+        t[i] = mono_ms() - t0;
+    }
+    double raw = median_of(t, N);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(m);
+    fprintf(stderr, "[measured] keystroke round trip (median of %d): supervisor %.3f ms, raw "
+                    "PTY %.3f ms (%.1fx)\n",
+            N, via, raw, via / raw);
 }
