@@ -548,8 +548,9 @@ static int env_has(char *const *env, size_t n, const char *name)
     return 0;
 }
 
-/* base_env overlaid by the request's, then HOME and (a PTY) TERM when
- * neither has them. The strings are borrowed (home and term: static). */
+/* base_env overlaid by the request's, then HOME (the user's, unless the
+ * request sets one) and (a PTY) TERM when neither has them. The strings
+ * are borrowed (home: the caller's buffer; term: static). */
 static char **make_env(const struct sbxs_psv *s, char **req, size_t nreq,
                        const struct sbxs_psv_user *u, int pty, char *home, size_t homecap)
 {
@@ -563,7 +564,8 @@ static char **make_env(const struct sbxs_psv *s, char **req, size_t nreq,
     size_t n = 0;
     for (size_t i = 0; i < nbase; i++) {
         size_t klen = strcspn(base[i], "=");
-        int over = 0;
+        /* the base's HOME is the supervisor's: the user's own replaces it */
+        int over = u && u->home[0] && strncmp(base[i], "HOME=", 5) == 0;
         for (size_t j = 0; j < nreq && !over; j++)
             over = strncmp(req[j], base[i], klen + 1) == 0;
         if (!over)

@@ -115,6 +115,23 @@ static int buf_write(void *ctx, const void *p, size_t n)
     return 0;
 }
 
+/* "" is this process's user with the test directory as its home; any
+ * other name is unknown. */
+static int resolve_user(void *ctx, const char *spec, struct sbxs_psv_user *u, char *msg,
+                        size_t cap)
+{
+    (void)ctx;
+    if (spec[0]) {
+        snprintf(msg, cap, "no user %s", spec);
+        return -1;
+    }
+    memset(u, 0, sizeof *u);
+    u->uid = getuid();
+    u->gid = getgid();
+    snprintf(u->home, sizeof u->home, "%s", dir);
+    return 0;
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/sbx-psv-XXXXXX");
@@ -134,9 +151,11 @@ static void setup(void)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         int root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        static char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "BASE=1", NULL};
+        static char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "BASE=1", "HOME=/base",
+                               NULL};
         struct sbxs_psv_config cfg = {.listen_fd = lfd, .auth = auth_uid, .handoff_fd = -1,
-                                      .root_fd = root, .base_env = base, .stop_fd = -1};
+                                      .root_fd = root, .base_env = base, .stop_fd = -1,
+                                      .resolve_user = resolve_user};
         struct sbxs_psv *s = sbxs_psv_new(&cfg);
         sbxs_psv_run(s);
         sbxs_psv_free(s);
@@ -199,6 +218,16 @@ static void start(char *id_out, const struct sbx_proc_spec *spec)
 Test(proc_supervisor, runs_a_command_and_reads_both_streams_to_the_end)
 {
     const char *argv[] = {"sh", "-c", "echo out; echo err >&2; echo $BASE $X; exit 3", NULL};
+    /* the user's HOME replaces the base environment's */
+    const char *home[] = {"sh", "-c", "echo $HOME", NULL};
+    struct sbx_proc_spec hs = {.size = sizeof hs, .argv = home};
+    char hid[SBX_PROC_ID_MAX] = "";
+    start(hid, &hs);
+    struct buf ho = {0}, he = {0};
+    read_all(hid, &ho, &he, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "%s\n", dir);
+    cr_assert_str_eq(ho.p, want);
     const char *env[] = {"X=2", NULL};
     struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv, .env = env};
     char id[SBX_PROC_ID_MAX] = "";
