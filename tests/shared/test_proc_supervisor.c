@@ -536,3 +536,19 @@ Test(proc_supervisor, keystroke_latency)
                     "PTY %.3f ms (%.1fx)\n",
             N, via, raw, via / raw);
 }
+
+Test(proc_supervisor, kill_all_ends_every_process)
+{
+    const char *argv[] = {"sh", "-c", "sleep 100 & sleep 100", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv};
+    char a[SBX_PROC_ID_MAX] = "", b[SBX_PROC_ID_MAX] = "";
+    start(a, &spec);
+    spec.flags = SBX_PROC_PTY;
+    start(b, &spec);
+    cr_assert_eq(sbxp_proc_kill_all(cl, CALL), SBX_OK, "%s", last_err);
+    struct buf out = {0}, err = {0};
+    struct sbx_proc_read_result r = read_all(a, &out, &err, NULL);
+    cr_assert_eq(r.term_signal, 9);
+    r = read_all(b, &out, &err, NULL);
+    cr_assert_eq(r.term_signal, 9);
+}
