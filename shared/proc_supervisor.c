@@ -67,7 +67,7 @@ struct proc {
 };
 
 enum { C_PREAMBLE = 1, C_CHANNEL, C_READY };
-enum { PEND_NONE = 0, PEND_READ, PEND_WRITE };
+enum { PEND_NONE = 0, PEND_READ, PEND_WRITE, PEND_PEEK };
 
 struct conn {
     struct conn *next;
@@ -93,7 +93,8 @@ struct conn {
     int64_t rdeadline;
     const unsigned char *wdata; /* inside rbuf */
     size_t wlen, woff;
-    int wclose;
+    int wclose, wpeek;
+    uint64_t peek_from;  /* the terminal's output end when the write came */
     unsigned char eof[2];
     size_t eoflen, eofoff;
     struct conn *wnext;  /* in p->wq */
@@ -438,11 +439,18 @@ static void pump_writes(struct proc *p)
             else
                 close_stdin(p);
         }
-        c->pend = PEND_NONE;
-        c->p = NULL;
         free(c->rbuf);
         c->rbuf = NULL;
-        conn_simple(c, AP_OK);
+        if (c->wpeek && (p->flags & AP_PS_PTY) && !c->wclose) {
+            /* answered with the output that follows (the echo), so that
+             * the read after a keystroke need not ask */
+            c->pend = PEND_PEEK;
+            c->rdeadline = now_ms() + AP_PW_PEEK_MS;
+        } else {
+            c->pend = PEND_NONE;
+            c->p = NULL;
+            conn_simple(c, AP_OK);
+        }
         if (p->stdin_closed) {
             fail_writers(p);
             return;
@@ -508,6 +516,28 @@ static void answer_read(struct conn *c)
     c->pend = PEND_NONE;
     c->p = NULL;
     conn_send(c, b, n);
+}
+
+/* AP_PROC_WROTE: what the terminal wrote since the write came. */
+static void answer_peek(struct conn *c)
+{
+    struct proc *p = c->p;
+    uint64_t from = c->peek_from, lost;
+    size_t cap = AP_HDR_LEN + 12 + AP_PW_PEEK_MAX;
+    unsigned char *b = malloc(cap);
+    c->pend = PEND_NONE;
+    c->p = NULL;
+    if (!b) {
+        conn_simple(c, AP_OK);
+        return;
+    }
+    size_t n = sbxs_ring_read(&p->out, &from, b + AP_HDR_LEN + 12, AP_PW_PEEK_MAX, &lost);
+    struct ap_out o;
+    sbxs_ap_out_begin(&o, b, cap, AP_PROC_WROTE);
+    sbxs_ap_put_u64(&o, from - n);
+    sbxs_ap_put_u32(&o, (uint32_t)n);
+    o.len += n;
+    conn_send(c, b, sbxs_ap_out_end(&o));
 }
 
 static int read_ready(const struct conn *c, int64_t now)
@@ -765,7 +795,7 @@ static void do_write(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
     if (!p)
         return;
     uint32_t flags = sbxs_ap_get_u32(in);
-    if (in->bad || (flags & ~AP_PW_CLOSE)) {
+    if (in->bad || (flags & ~(AP_PW_CLOSE | AP_PW_PEEK))) {
         conn_error(c, 1, EPROTO, "write", "malformed write request");
         return;
     }
@@ -780,6 +810,8 @@ static void do_write(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
     c->wlen = in->left;
     c->woff = 0;
     c->wclose = (flags & AP_PW_CLOSE) != 0;
+    c->wpeek = (flags & AP_PW_PEEK) != 0;
+    c->peek_from = sbxs_ring_end(&p->out);
     c->eoflen = c->eofoff = 0;
     c->wnext = NULL;
     struct conn **t = &p->wq;
@@ -1215,6 +1247,10 @@ int sbxs_psv_run(struct sbxs_psv *s)
             n = c->next;
             if (c->pend == PEND_READ && !c->obuf && read_ready(c, now))
                 answer_read(c);
+            else if (c->pend == PEND_PEEK && !c->obuf &&
+                     (c->p->ended || now >= c->rdeadline ||
+                      sbxs_ring_end(&c->p->out) > c->peek_from))
+                answer_peek(c);
             if (c->closing == 2 || (c->closing && !c->obuf))
                 conn_drop(s, c);
         }
@@ -1286,7 +1322,7 @@ int sbxs_psv_run(struct sbxs_psv *s)
         for (struct conn *c = s->conns; c; c = c->next) {
             short ev = c->obuf ? POLLOUT : c->pend ? POLLRDHUP : POLLIN;
             ADD(c->fd, ev, W_CONN, c);
-            if (c->pend == PEND_READ)
+            if (c->pend == PEND_READ || c->pend == PEND_PEEK)
                 WAKE(c->rdeadline);
         }
         if (s->cfg.idle_exit_ms && !s->nprocs && !s->nconns)
