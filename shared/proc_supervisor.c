@@ -394,6 +394,16 @@ static void drain(struct proc *p, int err)
 
 /* ---- writes ------------------------------------------------------------- */
 
+/* The terminal's EOF character for a close of a PTY's input; twice after
+ * a partial line (the first only ends the line). */
+static void pty_eof(struct proc *p, struct conn *c)
+{
+    struct termios t;
+    unsigned char veof = tcgetattr(p->in_fd, &t) == 0 ? t.c_cc[VEOF] : 4;
+    c->eof[0] = c->eof[1] = veof;
+    c->eoflen = p->last_in == '\n' || p->last_in == veof || p->last_in == 0 ? 1 : 2;
+}
+
 static void pump_writes(struct proc *p)
 {
     while (p->wq) {
@@ -402,6 +412,9 @@ static void pump_writes(struct proc *p)
             fail_writers(p);
             return;
         }
+        /* a close without bytes: the loop below must still send the EOF */
+        if (c->wlen == 0 && c->wclose && !c->eoflen && (p->flags & AP_PS_PTY))
+            pty_eof(p, c);
         while (c->woff < c->wlen || c->eofoff < c->eoflen) {
             int in_eof = c->woff >= c->wlen;
             const unsigned char *b = in_eof ? c->eof + c->eofoff : c->wdata + c->woff;
@@ -423,14 +436,8 @@ static void pump_writes(struct proc *p)
                 c->eofoff += (size_t)k;
             else
                 c->woff += (size_t)k;
-            if (c->woff >= c->wlen && c->wclose && !c->eoflen && (p->flags & AP_PS_PTY)) {
-                /* the terminal's EOF character; twice after a partial line
-                 * (the first only ends the line) */
-                struct termios t;
-                unsigned char veof = tcgetattr(p->in_fd, &t) == 0 ? t.c_cc[VEOF] : 4;
-                c->eof[0] = c->eof[1] = veof;
-                c->eoflen = p->last_in == '\n' || p->last_in == veof || p->last_in == 0 ? 1 : 2;
-            }
+            if (c->woff >= c->wlen && c->wclose && !c->eoflen && (p->flags & AP_PS_PTY))
+                pty_eof(p, c);
         }
         p->wq = c->wnext;
         if (c->wclose) {
