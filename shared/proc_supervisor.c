@@ -67,7 +67,7 @@ struct proc {
 };
 
 enum { C_PREAMBLE = 1, C_CHANNEL, C_READY };
-enum { PEND_NONE = 0, PEND_READ, PEND_WRITE };
+enum { PEND_NONE = 0, PEND_READ, PEND_WRITE, PEND_PEEK };
 
 struct conn {
     struct conn *next;
@@ -93,7 +93,8 @@ struct conn {
     int64_t rdeadline;
     const unsigned char *wdata; /* inside rbuf */
     size_t wlen, woff;
-    int wclose;
+    int wclose, wpeek;
+    uint64_t peek_from;  /* the terminal's output end when the write came */
     unsigned char eof[2];
     size_t eoflen, eofoff;
     struct conn *wnext;  /* in p->wq */
@@ -445,11 +446,18 @@ static void pump_writes(struct proc *p)
             else
                 close_stdin(p);
         }
-        c->pend = PEND_NONE;
-        c->p = NULL;
         free(c->rbuf);
         c->rbuf = NULL;
-        conn_simple(c, AP_OK);
+        if (c->wpeek && (p->flags & AP_PS_PTY) && !c->wclose) {
+            /* answered with the output that follows (the echo), so that
+             * the read after a keystroke need not ask */
+            c->pend = PEND_PEEK;
+            c->rdeadline = now_ms() + AP_PW_PEEK_MS;
+        } else {
+            c->pend = PEND_NONE;
+            c->p = NULL;
+            conn_simple(c, AP_OK);
+        }
         if (p->stdin_closed) {
             fail_writers(p);
             return;
@@ -517,6 +525,28 @@ static void answer_read(struct conn *c)
     conn_send(c, b, n);
 }
 
+/* AP_PROC_WROTE: what the terminal wrote since the write came. */
+static void answer_peek(struct conn *c)
+{
+    struct proc *p = c->p;
+    uint64_t from = c->peek_from, lost;
+    size_t cap = AP_HDR_LEN + 12 + AP_PW_PEEK_MAX;
+    unsigned char *b = malloc(cap);
+    c->pend = PEND_NONE;
+    c->p = NULL;
+    if (!b) {
+        conn_simple(c, AP_OK);
+        return;
+    }
+    size_t n = sbxs_ring_read(&p->out, &from, b + AP_HDR_LEN + 12, AP_PW_PEEK_MAX, &lost);
+    struct ap_out o;
+    sbxs_ap_out_begin(&o, b, cap, AP_PROC_WROTE);
+    sbxs_ap_put_u64(&o, from - n);
+    sbxs_ap_put_u32(&o, (uint32_t)n);
+    o.len += n;
+    conn_send(c, b, sbxs_ap_out_end(&o));
+}
+
 static int read_ready(const struct conn *c, int64_t now)
 {
     const struct proc *p = c->p;
@@ -555,8 +585,9 @@ static int env_has(char *const *env, size_t n, const char *name)
     return 0;
 }
 
-/* base_env overlaid by the request's, then HOME and (a PTY) TERM when
- * neither has them. The strings are borrowed (home and term: static). */
+/* base_env overlaid by the request's, then HOME (the user's, unless the
+ * request sets one) and (a PTY) TERM when neither has them. The strings
+ * are borrowed (home: the caller's buffer; term: static). */
 static char **make_env(const struct sbxs_psv *s, char **req, size_t nreq,
                        const struct sbxs_psv_user *u, int pty, char *home, size_t homecap)
 {
@@ -570,7 +601,8 @@ static char **make_env(const struct sbxs_psv *s, char **req, size_t nreq,
     size_t n = 0;
     for (size_t i = 0; i < nbase; i++) {
         size_t klen = strcspn(base[i], "=");
-        int over = 0;
+        /* the base's HOME is the supervisor's: the user's own replaces it */
+        int over = u && u->home[0] && strncmp(base[i], "HOME=", 5) == 0;
         for (size_t j = 0; j < nreq && !over; j++)
             over = strncmp(req[j], base[i], klen + 1) == 0;
         if (!over)
@@ -770,7 +802,7 @@ static void do_write(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
     if (!p)
         return;
     uint32_t flags = sbxs_ap_get_u32(in);
-    if (in->bad || (flags & ~AP_PW_CLOSE)) {
+    if (in->bad || (flags & ~(AP_PW_CLOSE | AP_PW_PEEK))) {
         conn_error(c, 1, EPROTO, "write", "malformed write request");
         return;
     }
@@ -785,6 +817,8 @@ static void do_write(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
     c->wlen = in->left;
     c->woff = 0;
     c->wclose = (flags & AP_PW_CLOSE) != 0;
+    c->wpeek = (flags & AP_PW_PEEK) != 0;
+    c->peek_from = sbxs_ring_end(&p->out);
     c->eoflen = c->eofoff = 0;
     c->wnext = NULL;
     struct conn **t = &p->wq;
@@ -1202,10 +1236,17 @@ int sbxs_psv_run(struct sbxs_psv *s)
         void *ptr;
     } *who = NULL;
     size_t cap = 0;
-    int64_t last_forget = now_ms();
+    int64_t last_forget = now_ms(), last_reap = 0;
+    int child_event = 1;
     for (;;) {
         int64_t now = now_ms();
-        reap(s);
+        /* waitpid when SIGCHLD came (and once a second, whatever the
+         * signalfd said): not a system call on every keystroke */
+        if (child_event || now - last_reap >= 1000) {
+            reap(s);
+            child_event = 0;
+            last_reap = now;
+        }
         for (struct proc *p = s->procs; p; p = p->next)
             advance(s, p, now);
         /* answer the reads that can be answered, drop broken connections */
@@ -1213,6 +1254,10 @@ int sbxs_psv_run(struct sbxs_psv *s)
             n = c->next;
             if (c->pend == PEND_READ && !c->obuf && read_ready(c, now))
                 answer_read(c);
+            else if (c->pend == PEND_PEEK && !c->obuf &&
+                     (c->p->ended || now >= c->rdeadline ||
+                      sbxs_ring_end(&c->p->out) > c->peek_from))
+                answer_peek(c);
             if (c->closing == 2 || (c->closing && !c->obuf))
                 conn_drop(s, c);
         }
@@ -1284,13 +1329,15 @@ int sbxs_psv_run(struct sbxs_psv *s)
         for (struct conn *c = s->conns; c; c = c->next) {
             short ev = c->obuf ? POLLOUT : c->pend ? POLLRDHUP : POLLIN;
             ADD(c->fd, ev, W_CONN, c);
-            if (c->pend == PEND_READ)
+            if (c->pend == PEND_READ || c->pend == PEND_PEEK)
                 WAKE(c->rdeadline);
         }
         if (s->cfg.idle_exit_ms && !s->nprocs && !s->nconns)
             WAKE(s->idle_since + s->cfg.idle_exit_ms);
         if (s->nprocs)
             WAKE(last_forget + 60001);
+        if (s->nprocs)
+            WAKE(last_reap + 1000);
         int timeout = -1;
         if (wake) {
             int64_t left = wake - now_ms();
@@ -1312,6 +1359,7 @@ int sbxs_psv_run(struct sbxs_psv *s)
                 struct signalfd_siginfo si;
                 while (read(s->sfd, &si, sizeof si) == (ssize_t)sizeof si)
                     ;
+                child_event = 1;
                 break;
             }
             case W_LISTEN:

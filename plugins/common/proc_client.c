@@ -37,12 +37,25 @@ struct idle_chan {
     size_t cap;
 };
 
+/* The terminal output that followed the last write (AP_PW_PEEK): bytes at
+ * their absolute offsets in the stream, which never change, so a read
+ * whose cursor falls inside is answered from here without a round trip
+ * (the keystroke's echo). */
+struct peek_cache {
+    char id[AP_PROC_ID_MAX + 1];
+    uint64_t off;
+    size_t n;
+    unsigned char data[AP_PW_PEEK_MAX];
+};
+
 struct sbxp_proc_client {
     struct sbxp_proc_client_cfg cfg;
     char *what;
     pthread_mutex_t mu;
     struct idle_chan idle[POOL_MAX];
     size_t nidle;
+    struct peek_cache peek; /* under mu */
+    uint64_t peek_hits;     /* reads answered from it (under mu) */
 };
 
 /* One exchange on one channel. */
@@ -387,8 +400,8 @@ static int begin(struct chan *ch, const unsigned char *frame, size_t n)
  * payload NULL the channel is given back; else *payload and *len borrow
  * the channel's buffer and the caller gives it back (give_back) when done
  * with them. On an error the channel was given back or dropped. */
-static int exchange(struct chan *ch, const unsigned char *frame, size_t n, int64_t extra_ms,
-                    int want, unsigned char **payload, uint32_t *len)
+static int exchange2(struct chan *ch, const unsigned char *frame, size_t n, int64_t extra_ms,
+                     int want, int want2, int *got, unsigned char **payload, uint32_t *len)
 {
     int rc = begin(ch, frame, n);
     if (rc != SBX_OK)
@@ -400,6 +413,10 @@ static int exchange(struct chan *ch, const unsigned char *frame, size_t n, int64
     rc = recv_frame(ch, &type, &p, &l);
     if (rc != SBX_OK)
         return rc;
+    if (type == want2 && want2)
+        want = want2;
+    if (got)
+        *got = type;
     if (type != want || (want == AP_OK && l != 0)) {
         rc = answer_error(ch, type, p, l);
         give_back(ch);
@@ -412,6 +429,12 @@ static int exchange(struct chan *ch, const unsigned char *frame, size_t n, int64
         give_back(ch);
     }
     return SBX_OK;
+}
+
+static int exchange(struct chan *ch, const unsigned char *frame, size_t n, int64_t extra_ms,
+                    int want, unsigned char **payload, uint32_t *len)
+{
+    return exchange2(ch, frame, n, extra_ms, want, 0, NULL, payload, len);
 }
 
 static int chan_init(struct chan *ch, struct sbxp_proc_client *cl, sbx_call *call,
@@ -516,6 +539,71 @@ int sbxp_proc_start(struct sbxp_proc_client *cl, sbx_call *call, const char *use
     return rc;
 }
 
+static int deliver(const struct sbx_sink *s, const unsigned char *p, size_t n)
+{
+    if (!n || !s || !s->write)
+        return 0;
+    return s->write(s->ctx, p, n);
+}
+
+/* AP_PROC_WROTE's output into the cache; gives the channel back. */
+static int keep_peek(struct chan *ch, const char *id, const unsigned char *p, uint32_t len)
+{
+    struct ap_in in;
+    sbxs_ap_in_begin(&in, p, len);
+    uint64_t off = sbxs_ap_get_u64(&in);
+    uint32_t n = sbxs_ap_get_u32(&in);
+    if (in.bad || n != in.left || n > AP_PW_PEEK_MAX) {
+        drop(ch);
+        return fail(ch, SBX_E_PROTOCOL, "a malformed write answer");
+    }
+    struct sbxp_proc_client *cl = ch->cl;
+    pthread_mutex_lock(&cl->mu);
+    snprintf(cl->peek.id, sizeof cl->peek.id, "%s", id);
+    cl->peek.off = off;
+    cl->peek.n = n;
+    memcpy(cl->peek.data, in.p, n);
+    pthread_mutex_unlock(&cl->mu);
+    give_back(ch);
+    return SBX_OK;
+}
+
+/* A read whose cursor falls in the cached output: answered from it (the
+ * state is reported running; the next read from the supervisor says
+ * more). 1 when answered (*rc set), 0 to ask the supervisor. */
+static int read_cached(struct sbxp_proc_client *cl, const char *id,
+                       const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res,
+                       int *rc)
+{
+    unsigned char buf[4096];
+    size_t n = 0;
+    uint64_t max = args->max_bytes ? args->max_bytes : 64u * 1024;
+    pthread_mutex_lock(&cl->mu);
+    struct peek_cache *c = &cl->peek;
+    if (args->err_cursor == 0 && c->n && strcmp(c->id, id) == 0 &&
+        args->out_cursor >= c->off && args->out_cursor < c->off + c->n) {
+        n = (size_t)(c->off + c->n - args->out_cursor);
+        if (n > max)
+            n = (size_t)max;
+        if (n > sizeof buf)
+            n = sizeof buf;
+        memcpy(buf, c->data + (args->out_cursor - c->off), n);
+        cl->peek_hits++;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    if (!n)
+        return 0;
+    *rc = deliver(args->out, buf, n);
+    if (*rc)
+        return 1;
+    res->state = SBX_PROC_RUNNING;
+    res->out_cursor = args->out_cursor + n;
+    res->err_cursor = args->err_cursor;
+    res->out_lost = res->err_lost = 0;
+    res->exit_code = res->term_signal = res->timed_out = res->eof = 0;
+    return 1;
+}
+
 int sbxp_proc_write(struct sbxp_proc_client *cl, sbx_call *call, const char *id,
                     const void *data, size_t len, uint32_t flags)
 {
@@ -539,22 +627,25 @@ int sbxp_proc_write(struct sbxp_proc_client *cl, sbx_call *call, const char *id,
         struct ap_out o;
         sbxs_ap_out_begin(&o, buf, AP_HDR_LEN + 4 + idl + 4 + chunk, AP_PROC_WRITE);
         sbxs_ap_put_str(&o, id);
-        sbxs_ap_put_u32(&o, last && (flags & SBX_PROC_WRITE_CLOSE) ? AP_PW_CLOSE : 0);
+        uint32_t wf = last && (flags & SBX_PROC_WRITE_CLOSE) ? AP_PW_CLOSE : last ? AP_PW_PEEK : 0;
+        sbxs_ap_put_u32(&o, wf);
         sbxs_ap_put_bytes(&o, d + off, n);
         size_t fl = sbxs_ap_out_end(&o);
-        rc = exchange(&ch, buf, fl, 0, AP_OK, NULL, NULL);
+        int got = 0;
+        unsigned char *p = NULL;
+        uint32_t plen = 0;
+        rc = exchange2(&ch, buf, fl, AP_PW_PEEK_MS, AP_OK, (wf & AP_PW_PEEK) ? AP_PROC_WROTE : 0,
+                       &got, &p, &plen);
+        if (rc == SBX_OK && got == AP_PROC_WROTE)
+            rc = keep_peek(&ch, id, p, plen);
+        else if (rc == SBX_OK)
+            give_back(&ch);
         off += n;
     } while (rc == SBX_OK && off < len);
     free(buf);
     return rc;
 }
 
-static int deliver(const struct sbx_sink *s, const unsigned char *p, size_t n)
-{
-    if (!n || !s || !s->write)
-        return 0;
-    return s->write(s->ctx, p, n);
-}
 
 int sbxp_proc_read(struct sbxp_proc_client *cl, sbx_call *call, const char *id,
                    const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res)
@@ -563,6 +654,9 @@ int sbxp_proc_read(struct sbxp_proc_client *cl, sbx_call *call, const char *id,
     chan_init(&ch, cl, call, "proc_read");
     if (!id_ok(id))
         return fail(&ch, SBX_E_NOT_FOUND, "no such process");
+    int crc;
+    if (read_cached(cl, id, args, res, &crc))
+        return crc;
     unsigned char buf[AP_HDR_LEN + 4 + AP_PROC_ID_MAX + 8 + 8 + 4 + 4];
     size_t n = id_frame(buf, sizeof buf, AP_PROC_READ, id);
     struct ap_out o = {.buf = buf, .cap = sizeof buf, .len = n};
@@ -719,6 +813,14 @@ int sbxp_proc_list(struct sbxp_proc_client *cl, sbx_call *call,
         free(cmd);
     }
     return rc;
+}
+
+uint64_t sbxp_proc_client_echo_hits(struct sbxp_proc_client *cl)
+{
+    pthread_mutex_lock(&cl->mu);
+    uint64_t n = cl->peek_hits;
+    pthread_mutex_unlock(&cl->mu);
+    return n;
 }
 
 int sbxp_proc_handshake(int fd, int64_t deadline, char *msg, size_t cap)

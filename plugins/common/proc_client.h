@@ -24,6 +24,14 @@
  * SBX_E_UNAVAILABLE naming it, never a hang: every answer is awaited
  * under a deadline (the read's wait plus request_timeout_ms) and the
  * call's cancellation.
+ *
+ * Keystrokes: a write to a PTY process asks the supervisor to answer with
+ * the output that follows it (AP_PW_PEEK: the echo, waited for at most
+ * AP_PW_PEEK_MS), which the client keeps; a read whose cursor falls in
+ * it is answered from there, without a round trip. Bytes keep their
+ * offsets in the stream forever, so such an answer is never stale; it
+ * reports the process running (the next read from the supervisor tells
+ * an end).
  */
 #ifndef SBXP_PROC_CLIENT_H
 #define SBXP_PROC_CLIENT_H
@@ -67,6 +75,10 @@ int sbxp_proc_resize(struct sbxp_proc_client *cl, sbx_call *call, const char *id
                      uint16_t rows, uint16_t cols);
 /* Kill every process of the supervisor (destroy). */
 int sbxp_proc_kill_all(struct sbxp_proc_client *cl, sbx_call *call);
+
+/* How many reads were answered with a write's echo (for tests and
+ * benchmarks). */
+uint64_t sbxp_proc_client_echo_hits(struct sbxp_proc_client *cl);
 
 /* For a connected plain socket to a supervisor's listen_fd: send the
  * preamble and AP_PROC_CHANNEL and check the supervisor's preamble, within

@@ -51,7 +51,8 @@ enum ap_type {
     AP_PROC_START = 'S',  /* str user, u32 flags, u64 timeout_ms, u64 buffer_bytes,
                              u32 rows, u32 cols, str cwd, u32 argc, argv,
                              u32 envc, env -> AP_PROC_STARTED */
-    AP_PROC_WRITE = 'I',  /* str id, u32 flags (AP_PW_CLOSE), bytes -> AP_OK */
+    AP_PROC_WRITE = 'I',  /* str id, u32 flags (AP_PW_*), bytes -> AP_OK, or
+                             AP_PROC_WROTE with AP_PW_PEEK on a PTY */
     AP_PROC_READ = 'O',   /* str id, u64 out_cursor, u64 err_cursor,
                              u32 max_bytes, u32 wait_ms -> AP_PROC_OUTPUT */
     AP_PROC_SIGNAL = 'K', /* str id, u32 signal -> AP_OK */
@@ -82,6 +83,9 @@ enum ap_type {
     AP_OK = 'k',     /* the request is done (empty) */
     /* protocol 3 answers on a process channel */
     AP_PROC_STARTED = 's', /* str id */
+    AP_PROC_WROTE = 'w',   /* u64 offset, u32 n, bytes[n]: the terminal's output
+                              from offset on, as it was when the write's echo
+                              came (AP_PW_PEEK) */
     AP_PROC_OUTPUT = 'r',  /* u32 state, u32 flags (AP_PR_*), u32 exit code,
                               u32 signal, u64 out_cursor, u64 out_lost,
                               u32 n, bytes[n], u64 err_cursor, u64 err_lost,
@@ -108,6 +112,10 @@ enum ap_type {
 #define AP_PS_PTY 1u /* on a pseudo-terminal: one output stream */
 /* AP_PROC_WRITE flags */
 #define AP_PW_CLOSE 1u /* after the bytes, close stdin (a PTY: its EOF character) */
+#define AP_PW_PEEK 2u  /* a PTY: answer once output follows (or AP_PW_PEEK_MS
+                          passed) with AP_PROC_WROTE, the output so far */
+#define AP_PW_PEEK_MS 5u
+#define AP_PW_PEEK_MAX 65536u /* bytes of output in AP_PROC_WROTE at most */
 /* AP_PROC_OUTPUT / AP_PROC_ENTRY flags (exit code is -1 as u32 after a signal) */
 #define AP_PR_EOF 1u       /* ended and both cursors at the ends */
 #define AP_PR_TIMED_OUT 2u /* its timeout killed it */

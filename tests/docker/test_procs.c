@@ -765,16 +765,17 @@ Test(docker_procs, keystroke_latency)
     /* the same through a raw PTY on this host */
     int m, s;
     cr_assert_eq(openpty(&m, &s, NULL, NULL, NULL), 0);
+    /* raw before cat starts: no echo by the line discipline, only cat's */
+    struct termios tio;
+    tcgetattr(s, &tio);
+    cfmakeraw(&tio);
+    tcsetattr(s, TCSANOW, &tio);
     pid_t pid = fork();
     if (pid == 0) {
         setsid();
         dup2(s, 0);
         dup2(s, 1);
         close(m);
-        struct termios tio;
-        tcgetattr(0, &tio);
-        cfmakeraw(&tio);
-        tcsetattr(0, TCSANOW, &tio);
         execlp("cat", "cat", (char *)NULL);
         _exit(127);
     }

@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pty.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,6 +115,23 @@ static int buf_write(void *ctx, const void *p, size_t n)
     return 0;
 }
 
+/* "" is this process's user with the test directory as its home; any
+ * other name is unknown. */
+static int resolve_user(void *ctx, const char *spec, struct sbxs_psv_user *u, char *msg,
+                        size_t cap)
+{
+    (void)ctx;
+    if (spec[0]) {
+        snprintf(msg, cap, "no user %s", spec);
+        return -1;
+    }
+    memset(u, 0, sizeof *u);
+    u->uid = getuid();
+    u->gid = getgid();
+    snprintf(u->home, sizeof u->home, "%s", dir);
+    return 0;
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/sbx-psv-XXXXXX");
@@ -132,9 +151,11 @@ static void setup(void)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         prctl(PR_SET_CHILD_SUBREAPER, 1);
         int root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        static char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "BASE=1", NULL};
+        static char *base[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "BASE=1", "HOME=/base",
+                               NULL};
         struct sbxs_psv_config cfg = {.listen_fd = lfd, .auth = auth_uid, .handoff_fd = -1,
-                                      .root_fd = root, .base_env = base, .stop_fd = -1};
+                                      .root_fd = root, .base_env = base, .stop_fd = -1,
+                                      .resolve_user = resolve_user};
         struct sbxs_psv *s = sbxs_psv_new(&cfg);
         sbxs_psv_run(s);
         sbxs_psv_free(s);
@@ -197,6 +218,16 @@ static void start(char *id_out, const struct sbx_proc_spec *spec)
 Test(proc_supervisor, runs_a_command_and_reads_both_streams_to_the_end)
 {
     const char *argv[] = {"sh", "-c", "echo out; echo err >&2; echo $BASE $X; exit 3", NULL};
+    /* the user's HOME replaces the base environment's */
+    const char *home[] = {"sh", "-c", "echo $HOME", NULL};
+    struct sbx_proc_spec hs = {.size = sizeof hs, .argv = home};
+    char hid[SBX_PROC_ID_MAX] = "";
+    start(hid, &hs);
+    struct buf ho = {0}, he = {0};
+    read_all(hid, &ho, &he, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "%s\n", dir);
+    cr_assert_str_eq(ho.p, want);
     const char *env[] = {"X=2", NULL};
     struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv, .env = env};
     char id[SBX_PROC_ID_MAX] = "";
@@ -424,4 +455,104 @@ Test(proc_supervisor, the_supervisor_gone_is_an_error_not_a_hang)
     struct sbx_proc_read_result r = {.size = sizeof r};
     int rc = sbxp_proc_read(cl, CALL, id, &ra, &r);
     cr_assert(rc == SBX_E_UNAVAILABLE, "rc %d: %s", rc, last_err);
+}
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double median_of(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
+/* A keystroke through the supervisor (a 1-byte write, the read of its
+ * echo) against the same through a raw PTY: measured and printed. */
+Test(proc_supervisor, keystroke_latency)
+{
+    enum { N = 300 };
+    static double t[N];
+    const char *argv[] = {"sh", "-c", "stty raw -echo; echo ready; exec cat", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .flags = SBX_PROC_PTY, .argv = argv};
+    char id[SBX_PROC_ID_MAX] = "";
+    start(id, &spec);
+    struct buf out = {0};
+    struct sbx_sink so = {sizeof so, &out, buf_write};
+    struct sbx_proc_read_args a = {.size = sizeof a, .wait_ms = 500, .out = &so};
+    struct sbx_proc_read_result r = {.size = sizeof r};
+    for (int i = 0; i < 40 && !(out.p && strstr(out.p, "ready\r\n")); i++) {
+        cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK);
+        a.out_cursor = r.out_cursor;
+    }
+    for (int i = 0; i < N; i++) {
+        double t0 = mono_ms();
+        cr_assert_eq(sbxp_proc_write(cl, CALL, id, "k", 1, 0), SBX_OK);
+        size_t want = out.n + 1;
+        while (out.n < want) {
+            cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK);
+            a.out_cursor = r.out_cursor;
+        }
+        t[i] = mono_ms() - t0;
+    }
+    double via = median_of(t, N);
+    uint64_t hits = sbxp_proc_client_echo_hits(cl);
+    /* most echoes come with the write (not all on a loaded machine) */
+    cr_expect_gt(hits, N / 4, "%llu of %d echoes came with their write",
+                 (unsigned long long)hits, N);
+    int m, sl;
+    cr_assert_eq(openpty(&m, &sl, NULL, NULL, NULL), 0);
+    /* raw before cat starts: no echo by the line discipline, only cat's */
+    struct termios tio;
+    tcgetattr(sl, &tio);
+    cfmakeraw(&tio);
+    tcsetattr(sl, TCSANOW, &tio);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setsid();
+        dup2(sl, 0);
+        dup2(sl, 1);
+        close(m);
+        execlp("cat", "cat", (char *)NULL);
+        _exit(127);
+    }
+    close(sl);
+    char c;
+    for (int i = 0; i < N; i++) {
+        double t0 = mono_ms();
+        cr_assert_eq(write(m, "k", 1), 1);
+        cr_assert_eq(read(m, &c, 1), 1);
+        t[i] = mono_ms() - t0;
+    }
+    double raw = median_of(t, N);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(m);
+    fprintf(stderr, "[measured] keystroke round trip (median of %d): supervisor %.3f ms, raw "
+                    "PTY %.3f ms (%.1fx); %llu echoes came with their write\n",
+            N, via, raw, via / raw, (unsigned long long)hits);
+}
+
+Test(proc_supervisor, kill_all_ends_every_process)
+{
+    const char *argv[] = {"sh", "-c", "sleep 100 & sleep 100", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv};
+    char a[SBX_PROC_ID_MAX] = "", b[SBX_PROC_ID_MAX] = "";
+    start(a, &spec);
+    spec.flags = SBX_PROC_PTY;
+    start(b, &spec);
+    cr_assert_eq(sbxp_proc_kill_all(cl, CALL), SBX_OK, "%s", last_err);
+    struct buf out = {0}, err = {0};
+    struct sbx_proc_read_result r = read_all(a, &out, &err, NULL);
+    cr_assert_eq(r.term_signal, 9);
+    r = read_all(b, &out, &err, NULL);
+    cr_assert_eq(r.term_signal, 9);
 }
