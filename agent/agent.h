@@ -13,12 +13,15 @@
  *            outside the live handlers)
  *   files.c  read, write (atomic), stat, list, mkdir, remove beneath a root
  *   accounts.c  groups and users made in /etc/group and /etc/passwd
+ *   procs.c  the process supervisor (protocol 3) in a child of the init,
+ *            reached by handing it the connection
  */
 #ifndef SBX_AGENT_H
 #define SBX_AGENT_H
 
 #include "agent_proto/proto.h"
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -107,5 +110,18 @@ void agent_accounts_serve(int fd, int type, const unsigned char *req, uint32_t l
 int agent_files_open_root(int fd, const char *root);
 /* openat2 RESOLVE_BENEATH below dirfd. */
 int agent_beneath(int dirfd, const char *path, int flags, mode_t mode);
+
+/* ---- procs.c --------------------------------------------------------- */
+
+/* In the init: start the process supervisor unless it runs (its child
+ * closes close_fds and takes the signal mask old). Its pid when started
+ * now, 0 when it ran already, -1 when it cannot start. */
+pid_t agent_procs_ensure(const int *close_fds, size_t nclose, const sigset_t *old);
+/* In the init: pid was reaped; forget it when it was the supervisor. */
+void agent_procs_ended(pid_t pid);
+/* In a connection handler: AP_PROC_CHANNEL (its payload after the user
+ * field len bytes long): pass the connection to the supervisor, which
+ * answers it. */
+void agent_procs_serve(int fd, uint32_t len);
 
 #endif /* SBX_AGENT_H */

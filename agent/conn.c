@@ -99,6 +99,13 @@ void agent_conn_serve(int fd)
             agent_wire_error(fd, EPROTO, "request", "request type 0x%02x needs protocol 2",
                        type);
         break;
+    case AP_PROC_CHANNEL:
+        if (version >= 3)
+            agent_procs_serve(fd, len);
+        else
+            agent_wire_error(fd, EPROTO, "request", "request type 0x%02x needs protocol 3",
+                             type);
+        break;
     default:
         agent_wire_error(fd, EPROTO, "request", "unknown request type 0x%02x", type);
     }

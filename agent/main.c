@@ -238,6 +238,17 @@ static void serve_one(int lfd, int sfd, const sigset_t *old)
         close(c);
         return;
     }
+    /* the process supervisor, tracked like a handler (the sweep for
+     * strays spares its subtree); handlers inherit the way to it */
+    int not_its[] = {lfd, sfd, c};
+    pid_t sp = agent_procs_ensure(not_its, 3, old);
+    if (sp > 0)
+        handlers[nhandlers++] = sp;
+    if (handler_slot() != 0) {
+        agent_wire_error(c, ENOMEM, "fork", "the agent is out of memory");
+        close(c);
+        return;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         close(lfd);
@@ -273,6 +284,7 @@ static void reap_all(void *ctx)
             i++;
         if (i == nhandlers)
             continue; /* an orphan, reaped */
+        agent_procs_ended(p);
         if (WIFSTOPPED(status)) {
             fprintf(stderr, "sbx-agent: handler %d was stopped (signal %d): killing it and "
                             "what its command started\n",

@@ -14,6 +14,8 @@ build_pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libjson-c-dev
 test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps libxml2-utils
            python3 curl clang-14 libclang-rt-14-dev bash-completion zsh git
            debootstrap lintian help2man dpkg-dev file)
+# tmux: the interactive terminal tests (tests/cli/test_cli_tty.c)
+test_pkgs+=(tmux)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")

@@ -6,8 +6,9 @@ _sbx()
     local cur prev words cword
     _init_completion || return
 
-    local commands="run providers check conformance create exec read write export
-        destroy sessions snapshot restore state resume memory reconcile"
+    local commands="run providers check conformance create exec ps attach logs send
+        kill read write ls stat mkdir rm mv port export destroy sessions snapshot
+        restore state resume memory reconcile"
     local cmd="" i
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
@@ -17,6 +18,10 @@ _sbx()
         esac
     done
 
+    if [[ $cmd == kill && ( $prev == -s || $prev == --signal ) ]]; then
+        COMPREPLY=($(compgen -W "HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP WINCH" -- "$cur"))
+        return
+    fi
     case $prev in
     -c | --config | --manifest | -m | --from-snapshot | -s | --junit)
         _filedir
@@ -29,7 +34,7 @@ _sbx()
         return
         ;;
     -r | --require)
-        COMPREPLY=($(compgen -W "file_mounts output_export skills memory egress packages users" -- "$cur"))
+        COMPREPLY=($(compgen -W "file_mounts output_export skills memory egress packages users processes pty file_ops ports" -- "$cur"))
         return
         ;;
     esac
@@ -42,7 +47,19 @@ _sbx()
     local opts="--config --help"
     case $cmd in
     run) opts+=" --provider --manifest --timeout --cwd --env --stdin --no-stdin" ;;
-    exec) opts+=" --provider --manifest --timeout --cwd --env --stdin --no-stdin" ;;
+    exec) opts+=" --provider --manifest --tty --detach --yield --max-bytes --json
+        --timeout --cwd --env --stdin --no-stdin" ;;
+    ps) opts+=" --json" ;;
+    attach) opts+=" --since --no-stdin" ;;
+    logs) opts+=" --since --follow" ;;
+    send) opts+=" --close --yield --since --max-bytes --json" ;;
+    kill) opts+=" --signal" ;;
+    ls) opts+=" --json" ;;
+    stat) opts+=" --json" ;;
+    mkdir) opts+=" --parents --mode" ;;
+    rm) opts+=" --recursive" ;;
+    mv) opts+=" --no-clobber" ;;
+    port) opts+=" --json" ;;
     create) opts+=" --provider --package --allow --setup-allow --no-network --manifest
         --memory --from-snapshot --require" ;;
     write) opts+=" --mode" ;;

@@ -4,6 +4,7 @@
  *   sbx [--config FILE] SUBCOMMAND [OPTIONS] [ARGS...]
  */
 #include "cli.h"
+#include "cmd_proc.h"
 
 
 #include <errno.h>
@@ -25,8 +26,19 @@ static const struct subcommand subcommands[] = {
     {"conformance", cmd_conformance, "run the conformance suite against a provider"},
     {"create", cmd_create, "provision the sandbox of a session key"},
     {"exec", cmd_exec, "run a command in a session's sandbox (creating it)"},
+    {"ps", cmd_ps, "list the processes of a session's sandbox"},
+    {"attach", cmd_attach, "connect to a process of a session's sandbox"},
+    {"logs", cmd_logs, "print a process's output (--follow: until it ends)"},
+    {"send", cmd_send, "write stdin to a process's stdin (--yield: and read)"},
+    {"kill", cmd_kill, "send a signal to a process of a session's sandbox"},
     {"read", cmd_read, "copy a file of a session's sandbox to stdout"},
     {"write", cmd_write, "write stdin to a file of a session's sandbox"},
+    {"ls", cmd_ls, "list a directory of a session's workspace"},
+    {"stat", cmd_stat, "describe a path of a session's workspace"},
+    {"mkdir", cmd_mkdir, "make a directory in a session's workspace"},
+    {"rm", cmd_rm, "remove a path of a session's workspace"},
+    {"mv", cmd_mv, "rename a path of a session's workspace"},
+    {"port", cmd_port, "where a declared port of a session's sandbox is reached"},
     {"export", cmd_export, "copy a session's outputs into a host directory"},
     {"destroy", cmd_destroy, "delete a session and its sandbox"},
     {"sessions", cmd_sessions, "list the sessions that have a sandbox"},

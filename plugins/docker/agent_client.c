@@ -485,12 +485,15 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
         return rc;
     }
     /* Protocol 1 unless the request needs 2 (it acts as a user, or makes
-     * one): so that a container whose agent predates users keeps serving
-     * everything else. In 2 the user field leads the payload. */
+     * one) or 3 (a process channel): so that a container whose agent
+     * predates users keeps serving everything else. From 2 on the user
+     * field leads the payload. */
     const unsigned char *frame = req;
     int type = req_len >= AP_HDR_LEN ? frame[AP_HDR_LEN - 1] : AP_PING;
     const char *user = type == AP_PING ? NULL : docker_call_user(st, call);
-    uint32_t sent = user || type == AP_GROUP_ADD || type == AP_USER_ADD ? 2 : 1;
+    uint32_t sent = type == AP_PROC_CHANNEL                               ? 3
+                    : user || type == AP_GROUP_ADD || type == AP_USER_ADD ? 2
+                                                                          : 1;
     /* protocol 3: the file ops (AP_RENAME is new; stat, list, mkdir and
      * remove never follow their last component and stat and list report
      * nanosecond mtimes only from an agent of 3) */
@@ -535,18 +538,16 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
         sbxs_ap_parse_preamble(pre, &version) != 0)
         rc = conn_error(c, SBX_E_PROTOCOL, "%s does not speak the sbx-agent protocol",
                         sb->agent_sock);
-    if (rc == SBX_OK && version < sent && version >= AP_VERSION_MIN && sent >= 3)
+    if (rc == SBX_OK && version < sent && version >= AP_VERSION_MIN)
         rc = conn_error(c, SBX_E_UNSUPPORTED,
-                        "the agent speaks protocol version %u, which lacks this request "
-                        "(protocol %u has it); recreate the session's container to run "
-                        "it under the current sbx-agent",
-                        version, sent);
-    else if (rc == SBX_OK && version < sent && version >= AP_VERSION_MIN)
-        rc = conn_error(c, SBX_E_UNSUPPORTED,
-                        "the agent speaks protocol version %u, which cannot make users "
-                        "or act as one (protocol %u can); recreate the session's "
-                        "container to run it under the current sbx-agent",
-                        version, sent);
+                        "the agent speaks protocol version %u, which cannot %s "
+                        "(protocol %u can); recreate the session's container to run it "
+                        "under the current sbx-agent",
+                        version,
+                        type == AP_PROC_CHANNEL ? "run processes that outlive the call"
+                        : sent == 3             ? "serve this file operation"
+                                                : "make users or act as one",
+                        sent);
     else if (rc == SBX_OK && (version < AP_VERSION_MIN || version > AP_VERSION))
         rc = conn_error(c, SBX_E_PROTOCOL,
                         "the agent speaks protocol version %u, this provider %u to %u; "

@@ -211,6 +211,16 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
                                get(host, "kill_timeout"));
     v = get(host, "agent");
     cfg->agent = !v || strcmp(v, "true") == 0;
+    if ((v = get(host, "process_buffer")) && *v) {
+        char *end;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (*end || n < 1 || n > (64ull << 20))
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "providers.docker.process_buffer: \"%s\" is not a size "
+                                   "from 1 byte to 64 MiB",
+                                   v);
+        cfg->process_buffer = n;
+    }
     if ((v = get(host, "agent_path")) && *v) {
         if (v[0] != '/')
             return host->set_error(host, call, SBX_E_CONFIG,

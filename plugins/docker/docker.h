@@ -116,6 +116,9 @@ struct docker_config {
     int verify_writes;
     /* New containers run under sbx-agent (agent_client.c). */
     int agent;
+    /* A process's replay buffer per stream when its start says 0
+     * (process_buffer; 0: the supervisor's 1 MiB) (procs.c). */
+    uint64_t process_buffer;
     char *agent_path;    /* the static agent binary on the daemon's host */
     /* Host address declared ports are published on (ports.c). */
     char *publish_address;
@@ -199,6 +202,9 @@ struct sbx_sandbox {
     /* Memory stores bound into the container (from its mounts). */
     struct docker_memory *memory;
     size_t nmemory;
+    /* The process channels to the agent's supervisor, made on first use
+     * (procs.c). */
+    _Atomic(struct sbxp_proc_client *) procs;
     /* The ports declared at create (its sbx.ports label), ascending. */
     uint16_t ports[64];
     size_t nports;
@@ -517,6 +523,22 @@ void docker_agent_close(struct docker_agent_conn *c);
  * in the container replaced the agent's socket (SBX_E_DENIED). */
 int docker_agent_ready(sbx_sandbox *sb, sbx_call *call, int64_t wait_ms, int *stopped,
                        int *replaced);
+
+/* ---- procs.c ------------------------------------------------------------ */
+
+struct sbxp_proc_client;
+int docker_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *spec,
+                      char id[SBX_PROC_ID_MAX]);
+int docker_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *data,
+                      size_t len, uint32_t flags);
+int docker_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
+                     const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res);
+int docker_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo);
+int docker_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_sink *sink);
+int docker_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t rows,
+                       uint16_t cols);
+/* Close the handle's process channels (release). */
+void docker_procs_free(sbx_sandbox *sb);
 
 /* ---- exec_agent.c / files_agent.c -------------------------------------------- */
 

@@ -923,6 +923,7 @@ void docker_release(sbx_sandbox *sb)
     free(sb->agent_sock);
     free(sb->agent_dir);
     docker_memory_free(sb);
+    docker_procs_free(sb);
     free(sb);
 }
 

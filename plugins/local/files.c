@@ -29,8 +29,7 @@
 /* Attempts at finding an unused temporary name. */
 #define LOCAL_TMP_TRIES 8
 
-/* Map an errno from resolving `path` to a status and message. */
-static int path_error(const struct sbx_host *host, sbx_call *call,
+int local_path_error(const struct sbx_host *host, sbx_call *call,
                       const char *op, const char *path, int err)
 {
     switch (err) {
@@ -78,9 +77,7 @@ static int path_error(const struct sbx_host *host, sbx_call *call,
     }
 }
 
-/* Common checks of a workspace path argument, before any file system
- * access: empty, absolute and lexically escaping paths are refused. */
-static int check_path(const struct sbx_host *host, sbx_call *call,
+int local_check_path(const struct sbx_host *host, sbx_call *call,
                       const char *op, const char *path)
 {
     int err = sbxp_confine_check_path(path);
@@ -99,17 +96,17 @@ int local_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                     const struct sbx_sink *sink)
 {
     const struct sbx_host *host = sb->st->host;
-    int rc = check_path(host, call, "read", path);
+    int rc = local_check_path(host, call, "read", path);
     if (rc != SBX_OK)
         return rc;
     /* O_NONBLOCK: opening a FIFO must not hang; it is refused below. */
     int fd = sbxp_confine_open(sb->dirfd, path, O_RDONLY | O_NOCTTY | O_NONBLOCK,
                                0);
     if (fd < 0)
-        return path_error(host, call, "read", path, -fd);
+        return local_path_error(host, call, "read", path, -fd);
     struct stat st;
     if (fstat(fd, &st) < 0) {
-        rc = path_error(host, call, "read", path, errno);
+        rc = local_path_error(host, call, "read", path, errno);
         close(fd);
         return rc;
     }
@@ -130,7 +127,7 @@ int local_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            rc = path_error(host, call, "read", path, errno);
+            rc = local_path_error(host, call, "read", path, errno);
             break;
         }
         if (n == 0)
@@ -219,12 +216,12 @@ static int check_target(const struct sbx_host *host, sbx_call *call,
     if (fd < 0) {
         /* A link out is an escape relative to the parent too; report it
          * with the whole path. */
-        return path_error(host, call, "write", path, -fd);
+        return local_path_error(host, call, "write", path, -fd);
     }
     struct stat st;
     int rc = SBX_OK;
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
-        rc = path_error(host, call, "write", path, EISDIR);
+        rc = local_path_error(host, call, "write", path, EISDIR);
     close(fd);
     return rc;
 }
@@ -233,7 +230,7 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                      const struct sbx_source *src, unsigned mode)
 {
     const struct sbx_host *host = sb->st->host;
-    int rc = check_path(host, call, "write", path);
+    int rc = local_check_path(host, call, "write", path);
     if (rc != SBX_OK)
         return rc;
     if (mode & ~0777u)
@@ -257,7 +254,7 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     int dirfd = sbxp_confine_mkdirs(sb->dirfd, dir, LOCAL_PARENT_MODE);
     free(dir);
     if (dirfd < 0)
-        return path_error(host, call, "write", path, -dirfd);
+        return local_path_error(host, call, "write", path, -dirfd);
     rc = check_target(host, call, path, dirfd, base);
     if (rc != SBX_OK) {
         close(dirfd);
@@ -277,22 +274,22 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
             break;
     }
     if (fd < 0) {
-        rc = path_error(host, call, "write", path, errno);
+        rc = local_path_error(host, call, "write", path, errno);
         close(dirfd);
         return rc;
     }
 
     /* fchmod: the exact mode, whatever the process umask is. */
     if (fchmod(fd, mode) < 0)
-        rc = path_error(host, call, "write", path, errno);
+        rc = local_path_error(host, call, "write", path, errno);
     if (rc == SBX_OK)
         rc = copy_source(host, call, path, src, fd);
     if (rc == SBX_OK && fsync(fd) < 0)
-        rc = path_error(host, call, "write", path, errno);
+        rc = local_path_error(host, call, "write", path, errno);
     if (close(fd) < 0 && rc == SBX_OK)
-        rc = path_error(host, call, "write", path, errno);
+        rc = local_path_error(host, call, "write", path, errno);
     if (rc == SBX_OK && renameat(dirfd, tmp, dirfd, base) < 0)
-        rc = path_error(host, call, "write", path, errno);
+        rc = local_path_error(host, call, "write", path, errno);
     if (rc != SBX_OK)
         (void)unlinkat(dirfd, tmp, 0);
     close(dirfd);

@@ -9,6 +9,7 @@
  */
 #include "local.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,14 @@
 static const struct sbx_config_key local_config_keys[] = {
     SBX_CONFIG_KEY("root", SBX_CFG_STRING, "directory holding one workspace per session "
      "(default $XDG_STATE_HOME/sbx/local or ~/.local/state/sbx/local)"),
+    SBX_CONFIG_KEY("process_buffer", SBX_CFG_SIZE, "replay buffer of a process, per stream "
+     "(default 1m; 4k to 64m)"),
+    SBX_CONFIG_KEY("supervisor_idle_ms", SBX_CFG_INT, "a sandbox's process supervisor "
+     "without processes exits after this many ms (default 600000)"),
+    SBX_CONFIG_KEY("supervisor_timeout_ms", SBX_CFG_INT, "longest wait for an answer of "
+     "the process supervisor, in ms (default 30000)"),
+    SBX_CONFIG_KEY("supervisor_path", SBX_CFG_STRING, "the sbx-local-supervisor program "
+     "(default: next to local.so)"),
     SBX_CONFIG_KEYS_END,
 };
 
@@ -89,6 +98,60 @@ static char *default_root(void)
     return out;
 }
 
+/* Smallest and largest process_buffer. */
+#define LOCAL_BUFFER_MIN (UINT64_C(4) << 10)
+#define LOCAL_BUFFER_MAX (UINT64_C(64) << 20) /* the supervisor's largest */
+
+/* The process keys; SBX_OK or SBX_E_CONFIG with the message set. */
+static int process_config(const struct sbx_host *host, sbx_call *call,
+                          struct local_state *st)
+{
+    const char *v = host->config_get != NULL ? host->config_get(host, "process_buffer") : NULL;
+    char *end;
+    st->process_buffer = SBX_PROC_BUFFER_DEFAULT;
+    if (v != NULL) {
+        unsigned long long n = strtoull(v, &end, 10);
+        if (end == v || *end != '\0' || n < LOCAL_BUFFER_MIN || n > LOCAL_BUFFER_MAX)
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "local: providers.local.process_buffer '%s' must be "
+                                   "between 4k and 64m",
+                                   v);
+        st->process_buffer = n;
+    }
+    v = host->config_get != NULL ? host->config_get(host, "supervisor_idle_ms") : NULL;
+    st->supervisor_idle_ms = LOCAL_SUP_IDLE_MS_DEFAULT;
+    if (v != NULL) {
+        long long n = strtoll(v, &end, 10);
+        if (end == v || *end != '\0' || n < 100 || n > (INT64_C(1) << 40))
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "local: providers.local.supervisor_idle_ms '%s' must be "
+                                   "a number of ms, at least 100",
+                                   v);
+        st->supervisor_idle_ms = n;
+    }
+    v = host->config_get != NULL ? host->config_get(host, "supervisor_timeout_ms") : NULL;
+    st->supervisor_timeout_ms = LOCAL_SUP_TIMEOUT_MS_DEFAULT;
+    if (v != NULL) {
+        long long n = strtoll(v, &end, 10);
+        if (end == v || *end != '\0' || n < 10 || n > 3600 * 1000)
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "local: providers.local.supervisor_timeout_ms '%s' must be "
+                                   "a number of ms, 10 to 3600000",
+                                   v);
+        st->supervisor_timeout_ms = n;
+    }
+    v = host->config_get != NULL ? host->config_get(host, "supervisor_path") : NULL;
+    if (v != NULL && v[0] != '/')
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "local: providers.local.supervisor_path '%s' must be an "
+                               "absolute path",
+                               v);
+    if (v != NULL ? (st->supervisor_path = strdup(v)) == NULL
+                  : local_sup_default_path(&st->supervisor_path) != 0)
+        return host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+    return SBX_OK;
+}
+
 static int local_init(const struct sbx_host *host, sbx_call *call,
                       void **state)
 {
@@ -141,6 +204,13 @@ static int local_init(const struct sbx_host *host, sbx_call *call,
     st->host = host;
     st->root = root;
     st->root_len = root_len;
+    int rc = process_config(host, call, st);
+    if (rc != SBX_OK) {
+        free(st->supervisor_path);
+        free(root);
+        free(st);
+        return rc;
+    }
     *state = st;
     if (host->log != NULL)
         host->log(host, SBX_LOG_DEBUG, "local: workspaces under %s", root);
@@ -153,6 +223,7 @@ static void local_fini(void *state)
     if (st == NULL)
         return;
     free(st->root);
+    free(st->supervisor_path);
     free(st);
 }
 
@@ -167,9 +238,24 @@ static const struct sbx_provider_ops local_ops = {
     .root = local_root,
     .release = local_release,
     .destroy = local_destroy,
+    .proc_start = local_proc_start,
+    .proc_write = local_proc_write,
+    .proc_read = local_proc_read,
+    .proc_signal = local_proc_signal,
+    .proc_list = local_proc_list,
+    .proc_resize = local_proc_resize,
+    .file_list = local_file_list,
+    .file_stat = local_file_stat,
+    .file_mkdir = local_file_mkdir,
+    .file_remove = local_file_remove,
+    .file_rename = local_file_rename,
+    .port_resolve = local_port_resolve,
 };
 
-/* No capabilities: the local provider refuses packages, egress and mounts. */
-SBX_PROVIDER_DEFINE("local", "0.1.0",
+/* File operations and ports; processes (supervisor.c). No packages,
+ * egress, mounts, memory or users. */
+SBX_PROVIDER_DEFINE("local", "0.2.0",
                     "host processes in a workspace directory on this machine",
-                    SBX_ISOLATION_NONE, 0, &local_ops, local_config_keys)
+                    SBX_ISOLATION_NONE,
+                    SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS, &local_ops,
+                    local_config_keys)

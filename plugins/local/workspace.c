@@ -61,7 +61,12 @@ static int open_workspace(struct local_state *st, sbx_call *call, int rootfd,
     if (sb == NULL)
         return host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
     snprintf(sb->path, sizeof sb->path, "%s/%s", st->root, hash);
+    snprintf(sb->hash, sizeof sb->hash, "%s", hash);
     sb->st = st;
+    if (local_procs_init(sb) != 0) {
+        free(sb);
+        return host->set_error(host, call, SBX_E_NOMEM, "local: out of memory");
+    }
     sb->dirfd = openat(rootfd, hash,
                        O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sb->dirfd < 0) {
@@ -82,6 +87,7 @@ static int open_workspace(struct local_state *st, sbx_call *call, int rootfd,
             rc = host->set_error(host, call, SBX_E_IO,
                                  "local: cannot open workspace '%s': %s",
                                  sb->path, strerror(err));
+        local_procs_free(sb);
         free(sb);
         return rc;
     }
@@ -127,8 +133,15 @@ int local_create(void *state, sbx_call *call,
         close(rootfd);
         return rc;
     }
+    *out = NULL;
     rc = open_workspace(st, call, rootfd, hash, SBX_E_IO, out);
     close(rootfd);
+    if (rc == SBX_OK)
+        rc = local_ports_record(*out, call, args);
+    if (rc != SBX_OK && *out != NULL) {
+        local_release(*out);
+        *out = NULL;
+    }
     if (rc == SBX_OK)
         snprintf(ref, SBX_REF_MAX, "%s", hash);
     return rc;
@@ -201,6 +214,10 @@ int local_attach(void *state, sbx_call *call, const struct sbx_attach_args *args
     }
     rc = open_workspace(st, call, rootfd, hash, SBX_E_NOT_FOUND, out);
     close(rootfd);
+    if (rc == SBX_OK && (rc = local_ports_load(*out, call)) != SBX_OK) {
+        local_release(*out);
+        *out = NULL;
+    }
     return rc;
 }
 
@@ -229,7 +246,21 @@ int local_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *ar
     struct stat ws;
     if (fstatat(rootfd, hash, &ws, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(ws.st_mode))
         local_running_kill(ws.st_dev, ws.st_ino);
+    /* and its supervisor with every process it holds (any host process's:
+     * they are the sandbox's), before a file of it is removed */
+    rc = local_sup_stop(st, call, rootfd, hash);
+    if (rc != SBX_OK) {
+        close(rootfd);
+        return rc;
+    }
     int err = sbxp_confine_remove_tree(rootfd, hash);
+    if (err == 0) {
+        /* the state directory last: a destroy that failed above can be
+         * retried and still finds the supervisor */
+        char state_dir[SBX_KEY_HASH_LEN + sizeof LOCAL_STATE_SUFFIX];
+        snprintf(state_dir, sizeof state_dir, "%s%s", hash, LOCAL_STATE_SUFFIX);
+        err = sbxp_confine_remove_tree(rootfd, state_dir);
+    }
     close(rootfd);
     if (err < 0)
         return host->set_error(host, call,
@@ -246,6 +277,7 @@ void local_release(sbx_sandbox *sb)
         return;
     if (sb->dirfd >= 0)
         close(sb->dirfd);
+    local_procs_free(sb);
     free(sb);
 }
 

@@ -42,6 +42,22 @@ enum ap_type {
     AP_GROUP_ADD = 'G', /* str name, u32 gid (0: pick) */
     AP_USER_ADD = 'N',  /* str name, u32 uid (0: pick), str group ("": own),
                            u32 n, str groups[n] */
+    /* protocol 3: open a process channel (empty after the user field);
+     * answered with AP_OK, after which the connection carries the process
+     * requests below, one after another, each answered in turn */
+    AP_PROC_CHANNEL = 'Q',
+
+    /* protocol 3, on a process channel (no user field but in start) */
+    AP_PROC_START = 'S',  /* str user, u32 flags, u64 timeout_ms, u64 buffer_bytes,
+                             u32 rows, u32 cols, str cwd, u32 argc, argv,
+                             u32 envc, env -> AP_PROC_STARTED */
+    AP_PROC_WRITE = 'I',  /* str id, u32 flags (AP_PW_CLOSE), bytes -> AP_OK */
+    AP_PROC_READ = 'O',   /* str id, u64 out_cursor, u64 err_cursor,
+                             u32 max_bytes, u32 wait_ms -> AP_PROC_OUTPUT */
+    AP_PROC_SIGNAL = 'K', /* str id, u32 signal -> AP_OK */
+    AP_PROC_RESIZE = 'Z', /* str id, u32 rows, u32 cols -> AP_OK */
+    AP_PROC_LIST = 'T',   /* (empty) -> AP_PROC_ENTRY..., AP_OK */
+    AP_PROC_KILL_ALL = 'Y', /* (empty) -> AP_OK once every process was killed */
     /* protocol 3: files */
     AP_RENAME = 'V',    /* str root, str from, str to, u32 flags (AP_NOREPLACE) */
 
@@ -64,6 +80,15 @@ enum ap_type {
     AP_ENTRY = 'y',  /* list: str name, u32 kind, u32 mode, u64 size
                         [protocol 3: u64 mtime_ns] */
     AP_OK = 'k',     /* the request is done (empty) */
+    /* protocol 3 answers on a process channel */
+    AP_PROC_STARTED = 's', /* str id */
+    AP_PROC_OUTPUT = 'r',  /* u32 state, u32 flags (AP_PR_*), u32 exit code,
+                              u32 signal, u64 out_cursor, u64 out_lost,
+                              u32 n, bytes[n], u64 err_cursor, u64 err_lost,
+                              u32 n, bytes[n] */
+    AP_PROC_ENTRY = 'l',   /* str id, u32 flags (AP_PS_*), u32 state,
+                              u32 exit flags (AP_PR_*), u32 exit code,
+                              u32 signal, u64 started_ms, str command */
     AP_ERROR = 'f'   /* u32 errno, str stage, str message; connection closes */
 };
 
@@ -78,6 +103,21 @@ enum ap_type {
 #define AP_EXIT_SIGNALED 1u
 #define AP_EXIT_TIMED_OUT 2u
 #define AP_EXIT_CANCELLED 4u
+
+/* AP_PROC_START flags */
+#define AP_PS_PTY 1u /* on a pseudo-terminal: one output stream */
+/* AP_PROC_WRITE flags */
+#define AP_PW_CLOSE 1u /* after the bytes, close stdin (a PTY: its EOF character) */
+/* AP_PROC_OUTPUT / AP_PROC_ENTRY flags (exit code is -1 as u32 after a signal) */
+#define AP_PR_EOF 1u       /* ended and both cursors at the ends */
+#define AP_PR_TIMED_OUT 2u /* its timeout killed it */
+#define AP_PR_SIGNALED 4u  /* ended by a signal */
+/* AP_PROC_OUTPUT / AP_PROC_ENTRY states */
+#define AP_PROC_RUNNING 0u
+#define AP_PROC_EXITED 1u
+/* Longest process id, NUL excluded; data of AP_PROC_READ per stream. */
+#define AP_PROC_ID_MAX 127u
+#define AP_PROC_READ_MAX AP_CHUNK
 
 /* AP_STATR / AP_ENTRY kinds */
 enum ap_kind { AP_KIND_FILE = 1, AP_KIND_DIR = 2, AP_KIND_SYMLINK = 3, AP_KIND_OTHER = 4 };

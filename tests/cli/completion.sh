@@ -25,7 +25,13 @@ complete_line() { # words...: the completions of the last word
 got=$(complete_line sbx cr)
 [ "$got" = "create " ] || fail "sbx cr -> '$got'"
 got=$(complete_line sbx s)
-[ "$got" = "sessions snapshot state " ] || fail "sbx s -> '$got'"
+[ "$got" = "send sessions snapshot stat state " ] || fail "sbx s -> '$got'"
+got=$(complete_line sbx exec --d)
+[ "$got" = "--detach " ] || fail "exec --d -> '$got'"
+got=$(complete_line sbx kill s1 p1 -s TE)
+[ "$got" = "TERM " ] || fail "kill -s TE -> '$got'"
+got=$(complete_line sbx mv --no)
+[ "$got" = "--no-clobber " ] || fail "mv --no -> '$got'"
 got=$(complete_line sbx snapshot --)
 case $got in *--gzip*--zstd*) ;; *) fail "snapshot options: '$got'" ;; esac
 got=$(complete_line sbx create -r out)

@@ -54,6 +54,14 @@ static const char *th_config_get(const struct sbx_host *host, const char *key)
     const struct test_host *th = (const struct test_host *)host;
     if (strcmp(key, "root") == 0)
         return th->root;
+    if (strcmp(key, "process_buffer") == 0)
+        return th->process_buffer;
+    if (strcmp(key, "supervisor_idle_ms") == 0)
+        return th->supervisor_idle_ms;
+    if (strcmp(key, "supervisor_timeout_ms") == 0)
+        return th->supervisor_timeout_ms;
+    if (strcmp(key, "supervisor_path") == 0)
+        return th->supervisor_path;
     return NULL;
 }
 
@@ -194,6 +202,14 @@ void harness_teardown(void)
 {
     if (H.sb != NULL)
         H.ops->release(H.sb);
+    if (H.state != NULL && H.ref[0] != '\0') {
+        /* stops the workspace's process supervisor, if a test started one */
+        char hash[SBX_KEY_HASH_LEN + 1];
+        harness_key_hash(H_KEY, hash);
+        struct sbx_destroy_args da = {sizeof da, H_KEY, hash, H.ref};
+        harness_call_init(&H.call);
+        (void)H.ops->destroy(H.state, &H.call, &da);
+    }
     if (H.state != NULL)
         H.ops->fini(H.state);
     harness_call_close(&H.call);

@@ -23,6 +23,9 @@ struct sbx_call {
 struct test_host {
     struct sbx_host host;
     const char *root; /* NULL: key absent */
+    /* the process keys, NULL: absent */
+    const char *process_buffer, *supervisor_idle_ms, *supervisor_path;
+    const char *supervisor_timeout_ms;
 };
 
 /* Everything a test works with; filled by harness_setup(). */

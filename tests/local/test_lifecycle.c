@@ -35,16 +35,32 @@ Test(local_lifecycle, descriptor_is_valid_static_data)
     cr_assert_eq(d->desc_size, sizeof(struct sbx_provider_desc));
     cr_assert_eq(d->ops_size, sizeof(struct sbx_provider_ops));
     cr_assert_str_eq(d->name, "local");
-    cr_assert_str_eq(d->version, "0.1.0");
-    cr_assert_eq(d->caps, 0, "local must declare no capabilities");
+    cr_assert_str_eq(d->version, "0.2.0");
+    /* processes with a PTY, file ops and ports; nothing that needs
+     * isolation (packages, egress, mounts, memory, users) */
+    cr_assert_eq(d->caps & ~(SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS |
+                             SBX_CAP_PORTS),
+                 0, "local declares caps it cannot honour: %#llx",
+                 (unsigned long long)d->caps);
     const struct sbx_provider_ops *o = d->ops;
     cr_assert(o->init && o->fini && o->create && o->attach && o->exec &&
               o->read_file && o->write_file && o->root && o->release &&
               o->destroy);
+    cr_assert(o->proc_start && o->proc_write && o->proc_read && o->proc_signal &&
+              o->proc_list && o->proc_resize && o->file_list && o->file_stat &&
+              o->file_mkdir && o->file_remove && o->file_rename && o->port_resolve);
     cr_assert_not_null(d->config_keys);
     cr_assert_str_eq(d->config_keys[0].key, "root");
     cr_assert_eq(d->config_keys[0].type, SBX_CFG_STRING);
-    cr_assert_null(d->config_keys[1].key);
+    cr_assert_str_eq(d->config_keys[1].key, "process_buffer");
+    cr_assert_eq(d->config_keys[1].type, SBX_CFG_SIZE);
+    cr_assert_str_eq(d->config_keys[2].key, "supervisor_idle_ms");
+    cr_assert_eq(d->config_keys[2].type, SBX_CFG_INT);
+    cr_assert_str_eq(d->config_keys[3].key, "supervisor_timeout_ms");
+    cr_assert_eq(d->config_keys[3].type, SBX_CFG_INT);
+    cr_assert_str_eq(d->config_keys[4].key, "supervisor_path");
+    cr_assert_eq(d->config_keys[4].type, SBX_CFG_STRING);
+    cr_assert_null(d->config_keys[5].key);
 }
 
 Test(local_lifecycle, reference_is_the_workspace_name_under_the_root)

@@ -544,6 +544,63 @@ SBX_API int sbx_proc_resize(sbx_handle *h, const char *id, unsigned rows, unsign
 SBX_API int sbx_proc_list(sbx_handle *h, const struct sbx_proc_list_sink *sink,
                           sbx_cancel *cancel, sbx_error *err);
 
+/*
+ * Agent-style calls (an agent's exec with a yield time, and its
+ * write-stdin): run for at most yield_ms collecting output, then return
+ * what came - the exit status when the process ended within the yield,
+ * else its id and cursors so that a later call (sbx_proc_send_yield,
+ * sbx_proc_read) continues where this one stopped. Built on
+ * sbx_proc_start, _write and _read alone, so every provider with
+ * SBX_CAP_PROCESSES has them.
+ *
+ * Output is delivered to the sinks from the cursors on, at most max_bytes
+ * per stream in all; once a stream reached that cap the call returns at
+ * once, with `truncated` set and the rest left in the replay buffer for
+ * a later read from the returned cursor. The call also returns as soon as
+ * the process ended and all its output was delivered (eof), or at
+ * yield_ms, whichever comes first.
+ */
+struct sbx_proc_yield_args {
+    uint32_t size;              /* sizeof as the caller built it */
+    uint32_t yield_ms;          /* longest wait; 0: what is there now */
+    uint64_t max_bytes;         /* per stream, this call; 0: 64 KiB */
+    uint64_t out_cursor;        /* where reading starts (send_yield; */
+    uint64_t err_cursor;        /*  exec_yield starts at 0) */
+    const struct sbx_sink *out; /* may be NULL: the bytes are discarded */
+    const struct sbx_sink *err;
+};
+
+struct sbx_proc_yield_result {
+    uint32_t size;                   /* sizeof as the caller built it */
+    uint32_t state;                  /* enum sbx_proc_state at the last read */
+    char id[SBX_PROC_ID_MAX];        /* the process (exec_yield: the new one) */
+    uint64_t out_cursor, err_cursor; /* where the next read continues */
+    uint64_t out_bytes, err_bytes;   /* delivered to the sinks by this call */
+    uint64_t out_lost, err_lost;     /* skipped by this call (replay buffer
+                                        overrun since the given cursor) */
+    int exit_code, term_signal, timed_out; /* when state is SBX_PROC_EXITED */
+    int eof;                         /* ended and everything was delivered */
+    int truncated;                   /* a stream reached max_bytes */
+};
+
+/* Start spec's command and collect its output as described above. On
+ * SBX_OK res->id names the process whatever its state. A failure after
+ * the start (a read that failed) still sets res->id, so that the caller
+ * can find the process again (res->id is "" when nothing started). */
+SBX_API int sbx_proc_exec_yield(sbx_handle *h, const struct sbx_proc_spec *spec,
+                                const struct sbx_proc_yield_args *args,
+                                struct sbx_proc_yield_result *res, sbx_cancel *cancel,
+                                sbx_error *err);
+
+/* Write len bytes (may be 0) to the stdin of process id (write_flags as
+ * for sbx_proc_write: SBX_PROC_WRITE_CLOSE closes it after them), then
+ * collect output from args' cursors as described above. */
+SBX_API int sbx_proc_send_yield(sbx_handle *h, const char *id, const void *data,
+                                size_t len, uint32_t write_flags,
+                                const struct sbx_proc_yield_args *args,
+                                struct sbx_proc_yield_result *res, sbx_cancel *cancel,
+                                sbx_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* File operations (SBX_CAP_FILE_OPS)                                         */
 /* ------------------------------------------------------------------------ */

@@ -1,0 +1,77 @@
+#!/bin/sh
+# bench/proc/run.sh - the process benchmarks, side by side with their
+# baselines in the same run (results: docs/PERFORMANCE.md):
+#   bench_pty keystroke    one byte written, its echo read: sbx vs a raw PTY
+#   bench_pty throughput   256 MiB of PTY output: sbx vs a raw PTY, RSS growth
+#   exec --yield vs exec   whole CLI invocations of a quick command (hyperfine)
+# on local, and on docker too when SBX_TEST_DOCKER_HOST is set. Ratios are
+# printed, nothing is asserted.
+#
+# Usage: bench/proc/run.sh [BUILD_DIR] [RUNS]   (default: build, 100 runs)
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-"$here/../../build"}
+runs=${2:-100}
+build=$(cd "$build" && pwd)
+sbx="$build/bin/sbx"
+for f in "$sbx" "$build/bench/bench_pty"; do
+    [ -x "$f" ] || { echo "run.sh: $f not found: build the project first" >&2; exit 2; }
+done
+for tool in hyperfine jq; do
+    command -v "$tool" >/dev/null 2>&1 || {
+        echo "run.sh: $tool is required (apt-get install $tool)" >&2
+        exit 2
+    }
+done
+
+providers=local
+[ -n "${SBX_TEST_DOCKER_HOST:-}" ] && providers="local docker"
+
+for p in $providers; do
+    "$build/bench/bench_pty" keystroke --provider "$p"
+    "$build/bench/bench_pty" throughput --provider "$p"
+done
+
+tmp=$(mktemp -d /tmp/sbx-bench-proc-XXXXXX)
+cleanup() {
+    for p in $providers; do
+        SBX_CONFIG="$tmp/$p.yaml" "$sbx" destroy "bench-$p" >/dev/null 2>&1 || true
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+mkdir "$tmp/ws" "$tmp/state" "$tmp/res"
+cat > "$tmp/local.yaml" <<YAML
+default_provider: local
+providers:
+  local:
+    root: $tmp/ws
+YAML
+cat > "$tmp/docker.yaml" <<YAML
+default_provider: docker
+providers:
+  docker:
+    host: "${SBX_TEST_DOCKER_HOST:-}"
+    image: "${SBX_TEST_DOCKER_IMAGE:-sbx-test:busybox}"
+    resource_dir: "$tmp/res"
+YAML
+export SBX_PLUGIN_PATH="$build/providers" XDG_STATE_HOME="$tmp/state"
+unset SBX_PROVIDER
+median() {
+    jq -r --arg c "$1" '.results[] | select(.command == $c) | .median' "$tmp/result.json"
+}
+for p in $providers; do
+    export SBX_CONFIG="$tmp/$p.yaml"
+    "$sbx" exec "bench-$p" -- true
+    plain="$sbx exec bench-$p -- true"
+    yield="$sbx exec --yield 10000 bench-$p -- true"
+    hyperfine -N --warmup 10 --runs "$runs" --export-json "$tmp/result.json" \
+        "$plain" "$yield" >/dev/null
+    mp=$(median "$plain")
+    my=$(median "$yield")
+    printf 'exec vs exec --yield (%s, median of %s): exec %.2f ms, exec --yield %.2f ms, ratio %.2f\n' \
+        "$p" "$runs" "$(jq -n --argjson m "$mp" '$m * 1000')" \
+        "$(jq -n --argjson m "$my" '$m * 1000')" \
+        "$(jq -n --argjson a "$my" --argjson b "$mp" '$a / $b')"
+done
