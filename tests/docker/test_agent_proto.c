@@ -734,6 +734,8 @@ Test(agent_proto, protocol_3_process_channel)
     close(fd);
     free(id);
     ping_ok();
+}
+
 /* ---- protocol 3: files ---------------------------------------------------- */
 
 /* One request in protocol 3 (the user field "" first); the answer after
