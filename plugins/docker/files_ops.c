@@ -21,6 +21,7 @@
 #include "agent_proto/proto.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,21 +179,28 @@ int docker_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
         }
         struct ap_in in;
         sbxs_ap_in_begin(&in, buf, len);
-        char *name = sbxs_ap_get_str(&in);
+        /* the name into a buffer of this call: no allocation per entry (a
+         * Linux name is at most NAME_MAX bytes) */
+        char name[NAME_MAX + 1];
+        uint32_t nl = sbxs_ap_get_u32(&in);
+        int bad_name = in.bad || nl == 0 || nl > NAME_MAX || nl > in.left;
+        if (!bad_name) {
+            sbxs_ap_get_bytes(&in, name, nl);
+            name[nl] = '\0';
+            bad_name = memchr(name, '\0', nl) != NULL;
+        }
         struct sbx_file_info fi = {.size = sizeof fi};
         fi.type = (uint32_t)kind_to_type(sbxs_ap_get_u32(&in));
         fi.mode = sbxs_ap_get_u32(&in);
         fi.bytes = sbxs_ap_get_u64(&in);
         fi.mtime_ns = (int64_t)sbxs_ap_get_u64(&in);
         fi.name = name;
-        if (!sbxs_ap_in_done(&in) || !fi.type) {
-            free(name);
+        if (bad_name || !sbxs_ap_in_done(&in) || !fi.type) {
             rc = docker_error(sb->st, call, SBX_E_PROTOCOL,
                               "docker: %s: the agent sent a malformed entry", what);
             break;
         }
         int s = sink->entry(sink->ctx, &fi);
-        free(name);
         if (s) {
             /* closing the connection stops the agent's listing */
             rc = s;

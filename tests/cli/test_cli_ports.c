@@ -1,8 +1,8 @@
 /*
  * test_cli_ports.c - `--port` of `sbx create` and `sbx run`: malformed and
  * repeated ports are usage errors, a provider without the ports
- * capability refuses them before anything is made (naming itself and the
- * capability), and with one that has it (the portstest fixture: local
+ * capability (the noports fixture) refuses them before anything is made
+ * (naming itself and the capability), and with one that has it (the portstest fixture: local
  * declared with SBX_CAP_PORTS, recording the ports its create gets) they
  * reach the provider and `sbx run` prints where each port is reached.
  */
@@ -23,7 +23,7 @@ static void setup(void)
 {
     cli_env_init(&env);
     snprintf(log_file, sizeof log_file, "%s/create.log", env.dir);
-    char yaml[2 * PATH_MAX];
+    char yaml[4 * PATH_MAX];
     snprintf(yaml, sizeof yaml,
              "default_provider: local\n"
              "providers:\n"
@@ -32,10 +32,10 @@ static void setup(void)
              "  portstest:\n"
              "    root: @ROOT@\n"
              "    log: %s\n"
-             "  pkgtest:\n"
+             "  noports:\n"
              "    root: @ROOT@\n"
-             "    bin: /bin\n",
-             log_file);
+             "    log: %s\n",
+             log_file, log_file);
     cli_env_write_config(&env, yaml);
     size_t n = strlen(env.plugin_path);
     snprintf(env.plugin_path + n, sizeof env.plugin_path - n, ":%s",
@@ -99,16 +99,21 @@ Test(cli_ports, a_provider_without_the_capability_refuses_them)
 {
     const char *cap = sbx_cap_name(SBX_CAP_PORTS);
     struct cli_result r;
-    cli_run(&env, (const char *[]){"run", "--provider", "pkgtest", "--port", "8080", "--", "true", NULL}, NULL, 30000,
-            &r);
+    cli_run(&env,
+            (const char *[]){"run", "--provider", "noports", "--port", "8080", "--", "true",
+                             NULL},
+            NULL, 30000, &r);
     cr_expect_eq(r.status, 125, "status %d: %s", r.status, r.err);
-    cr_expect(strstr(r.err, "pkgtest") && strstr(r.err, cap), "%s", r.err);
+    cr_expect(strstr(r.err, "noports") && strstr(r.err, cap), "%s", r.err);
     cli_result_free(&r);
-    cli_run(&env, (const char *[]){"create", "--provider", "pkgtest", "--port", "8080", "k", NULL}, NULL, 30000, &r);
+    cli_run(&env,
+            (const char *[]){"create", "--provider", "noports", "--port", "8080", "k", NULL},
+            NULL, 30000, &r);
     cr_expect_eq(r.status, 125, "status %d: %s", r.status, r.err);
-    cr_expect(strstr(r.err, "pkgtest") && strstr(r.err, cap), "%s", r.err);
+    cr_expect(strstr(r.err, "noports") && strstr(r.err, cap), "%s", r.err);
     cli_result_free(&r);
     cr_expect_eq(cli_dir_entries(env.ws_root), 0, "nothing may be provisioned");
+    cr_expect_str_eq(create_log(), "", "create was never called");
 }
 
 Test(cli_ports, the_ports_reach_the_provider)

@@ -107,7 +107,7 @@ Test(docker_file_ops, every_op_and_its_errors)
 
     /* list: entries with types, sizes and modes; errors */
     struct names nm;
-    dh_sh(&h, sb, "ln -s f.txt d/ln; mkdir d/sub; chmod 700 d/sub");
+    free(dh_sh(&h, sb, "ln -s f.txt d/ln; mkdir d/sub; chmod 700 d/sub"));
     cr_assert_eq(do_list("d", &nm, &c), SBX_OK, "%s", c.message);
     cr_expect_eq(nm.n, 3, "%s", nm.text);
     cr_expect(strstr(nm.text, "f.txt:1:5:640,"), "%s", nm.text);
@@ -169,7 +169,7 @@ static int stop_after_two(void *ctx, const struct sbx_file_info *fi)
 
 Test(docker_file_ops, a_sink_stops_a_listing)
 {
-    dh_sh(&h, sb, "mkdir many; for i in 1 2 3 4 5 6 7 8; do : > many/$i; done");
+    free(dh_sh(&h, sb, "mkdir many; for i in 1 2 3 4 5 6 7 8; do : > many/$i; done"));
     struct sbx_call c;
     dh_call_init(&c);
     int seen = 0;
