@@ -261,6 +261,22 @@ Test(local_procs, a_1_mib_paste_arrives_whole_on_a_pty_and_a_pipe)
               buf_sink_str(&s.out));
     stream_free(&s);
 
+    /* PTY in canonical mode with echo: the lines are edited and echoed
+     * (the supervisor drains the echo while the paste is written), head
+     * reads them */
+    static const char *const canon_argv[] = {
+        "/bin/sh", "-c", "echo ready; head -c 1048576 | sha256sum", NULL};
+    start(SBX_PROC_PTY, canon_argv, 0, 0, 0, id);
+    memset(&s, 0, sizeof s);
+    read_until(id, &s, "ready", 10);
+    cr_assert_eq(write_in(id, data, len, 0), SBX_OK, "%s", H.call.msg);
+    read_until(id, &s, NULL, 20);
+    cr_assert(strstr(buf_sink_str(&s.out) + (s.out.len > 200 ? s.out.len - 200 : 0), want),
+              "canonical PTY: want %s at the end", want);
+    /* (the echo, 1 MiB and a CR per line, may outrun the 1 MiB ring while
+     * the paste is written: the oldest of it is dropped and counted) */
+    stream_free(&s);
+
     /* pipes: stdin closed after the bytes */
     static const char *const argv[] = {"sha256sum", NULL};
     start(0, argv, 0, 0, 0, id);
@@ -497,6 +513,12 @@ Test(local_procs, a_bad_cwd_or_program_fails_the_start)
     harness_call_init(&H.call);
     cr_assert_eq(H.ops->proc_start(H.sb, &H.call, &spec, id), SBX_E_INVALID, "%s", H.call.msg);
     spec.cwd = "missing";
+    cr_assert_eq(H.ops->proc_start(H.sb, &H.call, &spec, id), SBX_E_INVALID, "%s", H.call.msg);
+    /* a symlink in the workspace leading out is not a way out */
+    char link[1024];
+    path_join(link, sizeof link, H.ws, "out");
+    cr_assert_eq(symlink(H.outside, link), 0);
+    spec.cwd = "out";
     cr_assert_eq(H.ops->proc_start(H.sb, &H.call, &spec, id), SBX_E_INVALID, "%s", H.call.msg);
     static const char *const nope[] = {"no-such-program-here", NULL};
     spec.cwd = NULL;
