@@ -92,6 +92,10 @@ int agent_tree_gave_up(void);
 
 /* ---- conn.c / exec.c / files.c --------------------------------------- */
 
+/* The protocol version of this process's connection (conn.c sets it
+ * before dispatch; protocol 3 changes the shape of some file replies). */
+extern uint32_t agent_conn_version;
+
 /* Serve one connection (in its own process). */
 void agent_conn_serve(int fd);
 /* user: the request's user (protocol 2), "" for agent_cfg.user. */

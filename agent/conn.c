@@ -63,6 +63,7 @@ void agent_conn_serve(int fd)
         body = req + (len - in.left);
         len = (uint32_t)in.left;
     }
+    agent_conn_version = version;
     switch (type) {
     case AP_PING: {
         unsigned char buf[128];
@@ -87,6 +88,7 @@ void agent_conn_serve(int fd)
     case AP_LIST:
     case AP_MKDIR:
     case AP_REMOVE:
+    case AP_RENAME: /* protocol 3 (files.c checks) */
         agent_files_serve(fd, type, body, len, user ? user : "");
         break;
     case AP_GROUP_ADD:

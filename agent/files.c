@@ -9,10 +9,19 @@
  * sent the whole length and its SHA-256 and both matched; on anything else
  * (a cut connection, a bad trailer, an unexpected frame) the temporary is
  * removed and the old file stays.
+ *
+ * stat, list, mkdir, remove and rename (protocol 3) never follow the last
+ * component of their path (see do_stat).
  */
 
 #include "agent.h"
 #include "tree_remove.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1u /* <linux/fs.h> */
+#endif
+
+uint32_t agent_conn_version;
 
 #include <dirent.h>
 #include <errno.h>
@@ -336,25 +345,62 @@ static void put_stat(struct ap_out *o, const struct stat *s)
     sbxs_ap_put_u64(o, (uint64_t)s->st_size);
 }
 
-static void do_stat(int fd, int rootfd, const char *path)
+/* Protocol 3 appends the modification time in nanoseconds to `a` and `y`. */
+static void put_mtime_ns(struct ap_out *o, const struct stat *s)
 {
-    int f = path[0] ? agent_beneath(rootfd, path, O_PATH | O_CLOEXEC, 0) : dup(rootfd);
+    if (agent_conn_version >= 3)
+        sbxs_ap_put_u64(o, (uint64_t)((int64_t)s->st_mtim.tv_sec * 1000000000 +
+                                      s->st_mtim.tv_nsec));
+}
+
+/*
+ * The last component of a file request is never followed: the directory
+ * holding it is opened beneath the root (parent_of), and the component is
+ * then looked at with AT_SYMLINK_NOFOLLOW or opened O_NOFOLLOW from that
+ * descriptor, so a symlink is described, listed (refused: not a
+ * directory), removed or renamed as itself, and one swapped in after a
+ * check is never acted through.
+ */
+static void do_stat(int fd, int rootfd, char *path)
+{
     struct stat s;
-    if (f < 0 || fstat(f, &s) != 0)
+    char *name = NULL;
+    int dfd = path[0] ? parent_of(rootfd, path, 0, &name) : dup(rootfd);
+    int r = dfd < 0 ? -1 : path[0] ? fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) : fstat(dfd, &s);
+    int e = errno;
+    if (dfd >= 0)
+        close(dfd);
+    if (r != 0) {
+        errno = e;
         return fail_errno(fd, "stat", path);
-    close(f);
+    }
     unsigned char buf[64];
     struct ap_out o;
     sbxs_ap_out_begin(&o, buf, sizeof buf, AP_STATR);
     put_stat(&o, &s);
     sbxs_ap_put_u64(&o, (uint64_t)s.st_mtime);
+    put_mtime_ns(&o, &s);
     agent_wire_write_full(fd, buf, sbxs_ap_out_end(&o));
 }
 
-static void do_list(int fd, int rootfd, const char *path)
+/* Entries go out one frame each as readdir returns them: memory stays one
+ * directory buffer and one frame, whatever the directory holds (the
+ * blocking writes make a slow reader slow the listing down). */
+static void do_list(int fd, int rootfd, char *path)
 {
-    int f = path[0] ? agent_beneath(rootfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
-                    : openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char *name = NULL;
+    int f = -1;
+    if (!path[0]) {
+        f = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } else {
+        int dfd = parent_of(rootfd, path, 0, &name);
+        if (dfd >= 0) {
+            f = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            int e = errno;
+            close(dfd);
+            errno = e == ELOOP ? ENOTDIR : e; /* a symlink is not a directory */
+        }
+    }
     DIR *d = f >= 0 ? fdopendir(f) : NULL;
     if (!d) {
         fail_errno(fd, "list", path);
@@ -363,7 +409,7 @@ static void do_list(int fd, int rootfd, const char *path)
         return;
     }
     struct dirent *de;
-    unsigned char buf[AP_HDR_LEN + 300 + 32];
+    unsigned char buf[AP_HDR_LEN + 300 + 40];
     while ((de = readdir(d))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
@@ -374,8 +420,11 @@ static void do_list(int fd, int rootfd, const char *path)
         sbxs_ap_out_begin(&o, buf, sizeof buf, AP_ENTRY);
         sbxs_ap_put_str(&o, de->d_name);
         put_stat(&o, &s);
-        if (agent_wire_write_full(fd, buf, sbxs_ap_out_end(&o)) != 0)
-            break;
+        put_mtime_ns(&o, &s);
+        if (agent_wire_write_full(fd, buf, sbxs_ap_out_end(&o)) != 0) {
+            closedir(d);
+            return; /* the client went away: no `k` */
+        }
     }
     closedir(d);
     ok(fd);
@@ -387,13 +436,22 @@ static void do_mkdir(int fd, int rootfd, char *path, uint32_t mode, uint32_t fla
     int dfd = parent_of(rootfd, path, flags & AP_MKPARENTS, &name);
     if (dfd < 0)
         return fail_errno(fd, "mkdir", path);
-    int r = mkdirat(dfd, name, mode & 07777);
-    if (r != 0 && errno == EEXIST && (flags & AP_MKPARENTS)) {
+    int r = mkdirat(dfd, name, 0700);
+    if (r == 0) {
+        /* the exact mode, whatever the umask: on the new directory's
+         * descriptor (never through a name that could be swapped) */
+        int nd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        r = nd >= 0 && fchmod(nd, mode & 07777) == 0 ? 0 : -1;
+        if (nd >= 0)
+            close(nd);
+    } else if (errno == EEXIST && (flags & AP_MKPARENTS)) {
         struct stat s;
-        r = fstatat(dfd, name, &s, 0) == 0 && S_ISDIR(s.st_mode) ? 0 : -1;
+        r = fstatat(dfd, name, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode) ? 0 : -1;
         errno = EEXIST;
     }
+    int e = errno;
     close(dfd);
+    errno = e;
     if (r != 0)
         return fail_errno(fd, "mkdir", path);
     ok(fd);
@@ -416,11 +474,39 @@ static void do_remove(int fd, int rootfd, char *path, uint32_t flags)
             r = e ? (errno = -e, -1) : 0;
         } else {
             r = unlinkat(wd, name, S_ISDIR(s.st_mode) ? AT_REMOVEDIR : 0);
+            if (r != 0 && errno == EEXIST)
+                errno = ENOTEMPTY;
         }
     }
+    int e = errno;
     close(wd);
+    errno = e;
     if (r != 0)
         return fail_errno(fd, "remove", path);
+    ok(fd);
+}
+
+/* Protocol 3 (AP_RENAME): both names are last components of directories
+ * opened beneath the root; renameat2 follows neither. */
+static void do_rename(int fd, int rootfd, char *from, char *to, uint32_t flags)
+{
+    char *fname, *tname;
+    int fdf = parent_of(rootfd, from, 0, &fname);
+    if (fdf < 0)
+        return fail_errno(fd, "rename", from);
+    int fdt = parent_of(rootfd, to, 0, &tname);
+    if (fdt < 0) {
+        close(fdf);
+        return fail_errno(fd, "rename", to);
+    }
+    int r = (int)syscall(SYS_renameat2, fdf, fname, fdt, tname,
+                         (flags & AP_NOREPLACE) ? RENAME_NOREPLACE : 0u);
+    int e = errno;
+    close(fdf);
+    close(fdt);
+    errno = e;
+    if (r != 0)
+        return fail_errno(fd, "rename", from);
     ok(fd);
 }
 
@@ -431,16 +517,24 @@ void agent_files_serve(int fd, int type, const unsigned char *req, uint32_t len,
     sbxs_ap_in_begin(&in, req, len);
     char *root = sbxs_ap_get_str(&in);
     char *path = sbxs_ap_get_str(&in);
+    char *to = type == AP_RENAME ? sbxs_ap_get_str(&in) : NULL;
     uint32_t mode = 0, flags = 0;
     if (type == AP_WRITE || type == AP_MKDIR)
         mode = sbxs_ap_get_u32(&in);
-    if (type == AP_WRITE || type == AP_MKDIR || type == AP_REMOVE)
+    if (type == AP_WRITE || type == AP_MKDIR || type == AP_REMOVE || type == AP_RENAME)
         flags = sbxs_ap_get_u32(&in);
     int need_name = type == AP_READ || type == AP_WRITE || type == AP_MKDIR ||
-                    type == AP_REMOVE;
-    if (!sbxs_ap_in_done(&in) || (need_name && (!path[0] || path[strlen(path) - 1] == '/' ||
-                                           path[0] == '/'))) {
+                    type == AP_REMOVE || type == AP_RENAME;
+    int bad_name = need_name && (!path || !path[0] || path[strlen(path) - 1] == '/' ||
+                                 path[0] == '/');
+    if (type == AP_RENAME)
+        bad_name = bad_name || !to || !to[0] || to[strlen(to) - 1] == '/' || to[0] == '/';
+    if (!sbxs_ap_in_done(&in) || bad_name) {
         agent_wire_error(fd, EPROTO, "request", "malformed file request (type 0x%02x)", type);
+        goto out;
+    }
+    if (type == AP_RENAME && agent_conn_version < 3) {
+        agent_wire_error(fd, EPROTO, "request", "request type 0x%02x needs protocol 3", type);
         goto out;
     }
     struct agent_user u;
@@ -475,9 +569,13 @@ void agent_files_serve(int fd, int type, const unsigned char *req, uint32_t len,
     case AP_REMOVE:
         do_remove(fd, rootfd, path, flags);
         break;
+    case AP_RENAME:
+        do_rename(fd, rootfd, path, to, flags);
+        break;
     }
     close(rootfd);
 out:
     free(root);
     free(path);
+    free(to);
 }

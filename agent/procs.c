@@ -62,12 +62,17 @@ static int kill_tree(void *ctx, void (*reap)(void *), void *reap_ctx)
     return agent_tree_kill(reap, reap_ctx);
 }
 
-static void supervise(int fd, const sigset_t *old) __attribute__((noreturn));
-static void supervise(int fd, const sigset_t *old)
+static void supervise(int fd, const sigset_t *old, pid_t init) __attribute__((noreturn));
+static void supervise(int fd, const sigset_t *old, pid_t init)
 {
     for (int s = 1; s < NSIG; s++)
         signal(s, SIG_DFL);
     sigprocmask(SIG_SETMASK, old, NULL);
+    /* it does not outlive the agent (which matters where the agent is not
+     * the container's init, as in tests: there nothing else would end it) */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != init)
+        _exit(1);
     prctl(PR_SET_DUMPABLE, 0);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     int root = open(agent_cfg.roots[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -99,6 +104,7 @@ pid_t agent_procs_ensure(const int *close_fds, size_t nclose, const sigset_t *ol
     int sp[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
         return -1;
+    pid_t init = getpid();
     pid_t pid = fork();
     if (pid == 0) {
         for (size_t i = 0; i < nclose; i++)
@@ -106,7 +112,7 @@ pid_t agent_procs_ensure(const int *close_fds, size_t nclose, const sigset_t *ol
         close(sp[0]);
         if (sup_fd >= 0)
             close(sup_fd);
-        supervise(sp[1], old);
+        supervise(sp[1], old, init);
     }
     close(sp[1]);
     if (pid < 0) {

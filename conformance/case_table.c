@@ -239,6 +239,10 @@ const struct cf_case cf_cases[] = {
      "destroy kills every process: after a new create of the key none is listed, "
      "none runs, its id is SBX_E_NOT_FOUND",
      PROC, cf_case_proc_destroy_kills},
+    {"proc_output_flood",
+     "a process writing as fast as it can into a 1 MiB replay buffer, unread for a "
+     "second, then read: bytes are dropped and counted, memory stays bounded",
+     PROC, cf_case_proc_output_flood},
     {"pty_terminal",
      "on a PTY stdin, stdout and stderr are a terminal of the size asked for "
      "(24x80 by default), TERM is set, one output stream",

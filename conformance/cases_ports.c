@@ -190,12 +190,22 @@ void cf_case_ports_reachable(struct cf_test *t)
     if (!cf_write_text(t, h, "www/index.html", page))
         return;
     /* The first HTTP server the sandbox has; each runs in the foreground
-     * until killed, so a missing one falls through to the next. */
+     * until killed, so a missing one falls through to the next. A sandbox
+     * without isolation (local) shares this host's network and cannot stop
+     * a server from binding every interface: there the server binds
+     * loopback, as a careful one would, and the check below tests what the
+     * provider publishes besides it. In a container or VM it binds every
+     * interface of the sandbox, which the provider's publishing must not
+     * widen beyond loopback. */
+    sbx_provider *prov = sbx_handle_provider(h);
+    bool shared_net = prov && sbx_provider_info_isolation(sbx_provider_get_info(prov)) ==
+                                  SBX_ISOLATION_NONE;
+    const char *bb = shared_net ? "127.0.0.1:" : "", *py = shared_net ? "--bind 127.0.0.1 " : "";
     char script[400];
     snprintf(script, sizeof script,
-             "cd www || exit 9; busybox httpd -f -p %u -h . 2>/dev/null; "
-             "httpd -f -p %u -h . 2>/dev/null; exec python3 -m http.server %u",
-             (unsigned)port, (unsigned)port, (unsigned)port);
+             "cd www || exit 9; busybox httpd -f -p %s%u -h . 2>/dev/null; "
+             "httpd -f -p %s%u -h . 2>/dev/null; exec python3 -m http.server %s%u",
+             bb, (unsigned)port, bb, (unsigned)port, py, (unsigned)port);
     struct cf_proc p;
     struct sbx_port_endpoint ep;
     if (!cf_proc_sh(t, h, &p, script, 0))

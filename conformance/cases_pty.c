@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Scripts that need a terminal end at once, saying so, without one. */
+#define TTY_GUARD "[ -t 0 ] || { echo not-a-terminal; exit 3; }; "
+
 static bool start_pty(struct cf_test *t, sbx_handle *h, struct cf_proc *p,
                       const char *script, uint16_t rows, uint16_t cols)
 {
@@ -48,10 +51,14 @@ void cf_case_pty_terminal(struct cf_test *t)
                     cf_quote(p.out, p.out_len, q, sizeof q));
         else if (cf_proc_out_has(&p, "term=.") || !cf_proc_out_has(&p, "term="))
             cf_fail(t, "TERM is not set on a PTY: %s", cf_quote(p.out, p.out_len, q, sizeof q));
-        else if (!cf_proc_out_has(&p, "to-stderr\n") || p.err_cursor != 0)
+        else if (p.err_cursor != 0)
             cf_fail(t, "on a PTY all output is one stream: stderr went to its own stream "
                        "(%llu bytes)",
                     (unsigned long long)p.err_cursor);
+        else if (!cf_proc_out_has(&p, "to-stderr\n"))
+            cf_fail(t, "what the program wrote to stderr on a PTY is missing from the "
+                       "terminal's output: %s",
+                    cf_quote(p.out, p.out_len, q, sizeof q));
     }
     cf_proc_free(&p);
     /* 0 x 0 is 24 x 80 */
@@ -68,7 +75,7 @@ void cf_case_pty_resize(struct cf_test *t)
     struct cf_proc p;
     /* The program reports its size when SIGWINCH arrives. */
     if (!h || !start_pty(t, h, &p,
-                         "trap 'echo; echo \"size=$(stty size)\"' WINCH; echo ready; "
+                         TTY_GUARD "trap 'echo; echo \"size=$(stty size)\"' WINCH; echo ready; "
                          "i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done",
                          24, 80))
         return;
@@ -94,7 +101,7 @@ void cf_case_pty_ctrl_c(struct cf_test *t)
 {
     sbx_handle *h = cf_sandbox(t, NULL);
     struct cf_proc p;
-    if (!h || !start_pty(t, h, &p, "echo ready; exec sleep 30", 24, 80))
+    if (!h || !start_pty(t, h, &p, TTY_GUARD "echo ready; exec sleep 30", 24, 80))
         return;
     sbx_error err;
     double t0 = 0;
@@ -121,7 +128,7 @@ void cf_case_pty_eof(struct cf_test *t)
     sbx_error err;
     char q[200];
     /* ^D typed at the start of a line */
-    if (!h || !start_pty(t, h, &p, "echo ready; cat; echo cat-done", 24, 80))
+    if (!h || !start_pty(t, h, &p, TTY_GUARD "echo ready; cat; echo cat-done", 24, 80))
         return;
     if (cf_proc_until_text(t, &p, "ready\n", 10)) {
         int rc = sbx_proc_write(h, p.id, "abc\n\x04", 5, 0, NULL, &err);
@@ -135,7 +142,7 @@ void cf_case_pty_eof(struct cf_test *t)
     sbx_proc_signal(h, p.id, SIGKILL, NULL, &err);
     cf_proc_free(&p);
     /* SBX_PROC_WRITE_CLOSE is the terminal's EOF */
-    if (cf_failed(t) || !start_pty(t, h, &p, "echo ready; cat; echo cat-done", 24, 80))
+    if (cf_failed(t) || !start_pty(t, h, &p, TTY_GUARD "echo ready; cat; echo cat-done", 24, 80))
         return;
     if (cf_proc_until_text(t, &p, "ready\n", 10)) {
         int rc = sbx_proc_write(h, p.id, "xyz\n", 4, SBX_PROC_WRITE_CLOSE, NULL, &err);
@@ -155,7 +162,7 @@ void cf_case_pty_paste(struct cf_test *t)
     struct cf_proc p;
     enum { TOTAL = 1 << 20, CHUNK = 65536 };
     if (!h || !start_pty(t, h, &p,
-                         "stty raw -echo; echo ready; head -c 1048576 > paste.bin; "
+                         "stty raw -echo && echo ready && head -c 1048576 > paste.bin; "
                          "echo got; wc -c < paste.bin",
                          24, 80))
         return;

@@ -804,6 +804,14 @@ static void do_read(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
         conn_error(c, 1, EPROTO, "read", "malformed read request");
         return;
     }
+    if (oc > sbxs_ring_end(&p->out) || ec > sbxs_ring_end(&p->err)) {
+        int out = oc > sbxs_ring_end(&p->out);
+        conn_error(c, 0, EINVAL, "read",
+                   "cursor %llu is past the end of %s (%llu bytes so far)",
+                   (unsigned long long)(out ? oc : ec), out ? "stdout" : "stderr",
+                   (unsigned long long)sbxs_ring_end(out ? &p->out : &p->err));
+        return;
+    }
     c->pend = PEND_READ;
     c->p = p;
     c->rc_out = oc;

@@ -275,4 +275,9 @@ int cli_manifest_load(sbx_ctx *ctx, const char *path, sbx_manifest **out);
  * strings); NULL when out of memory. */
 const char **cli_manifest_env(const sbx_manifest *m, const struct cli_exec_options *eo);
 
+/* One --port PORT of create or run into ports[*n] (cmd_create.c): a usage
+ * error naming cmd for a bad, repeated or 65th port. */
+int cli_port_option(const char *cmd, const char *arg, uint16_t ports[SBX_SESSION_PORTS_MAX],
+                    size_t *n);
+
 #endif

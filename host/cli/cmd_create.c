@@ -65,6 +65,11 @@ static void usage(FILE *f)
           "                          workspace before the session is recorded\n"
           "                          (a failed restore leaves no session; one\n"
           "                          that exists is not touched: an error)\n"
+          "      --port PORT         make TCP port PORT of the sandbox reachable\n"
+          "                          from outside (repeatable, at most 64; 'sbx\n"
+          "                          port' tells where); needs a provider with the\n"
+          "                          ports capability; replaces session.ports of\n"
+          "                          the configuration\n"
           "  -r, --require CAP       the session will use capability CAP\n"
           "                          (repeatable), one of:\n", f);
     print_cap_names(f);
@@ -145,8 +150,30 @@ static int create(const struct cli_globals *g, const char *key,
     return status;
 }
 
+/* getopt code of --port (long only) */
+#define OPT_PORT 0x100
+
+int cli_port_option(const char *cmd, const char *arg, uint16_t ports[SBX_SESSION_PORTS_MAX],
+                    size_t *n)
+{
+    char *end = NULL;
+    unsigned long v = arg[0] >= '0' && arg[0] <= '9' ? strtoul(arg, &end, 10) : 0;
+    if (!end || *end || v < 1 || v > 65535)
+        return cli_usage_error(cmd, CLI_EXIT_SBX, "--port %s: not a TCP port (1 to 65535)",
+                               arg);
+    for (size_t i = 0; i < *n; i++)
+        if (ports[i] == v)
+            return cli_usage_error(cmd, CLI_EXIT_SBX, "--port %lu is given twice", v);
+    if (*n == SBX_SESSION_PORTS_MAX)
+        return cli_usage_error(cmd, CLI_EXIT_SBX, "more than %d --port options",
+                               SBX_SESSION_PORTS_MAX);
+    ports[(*n)++] = (uint16_t)v;
+    return CLI_EXIT_OK;
+}
+
 struct create_args {
     struct sbx_session_spec *spec;
+    uint16_t ports[SBX_SESSION_PORTS_MAX];
     struct sbx_memory_attachment *memory;
     struct sbx_package *pkgs;
     const char **allow, **setup_allow;
@@ -200,6 +227,11 @@ static int on_option(void *ud, int c, const char *arg)
     case 's':
         a->snapshot = arg;
         return CLI_EXIT_OK;
+    case OPT_PORT: {
+        int rc = cli_port_option("create", arg, a->ports, &a->spec->nports);
+        a->spec->ports = a->ports;
+        return rc;
+    }
     case 'r':
         if (parse_cap(arg, &a->spec->caps) != 0)
         {
@@ -227,6 +259,7 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         {"manifest", required_argument, NULL, 'm'},
         {"memory", required_argument, NULL, 'M'},
         {"from-snapshot", required_argument, NULL, 's'},
+        {"port", required_argument, NULL, OPT_PORT},
         CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
@@ -260,7 +293,8 @@ int cmd_create(const struct cli_globals *g, int argc, char **argv)
         return CLI_EXIT_SBX;
     }
     spec.memory = memory;
-    struct create_args a = {&spec, memory, pkgs, allow, setup, NULL, NULL};
+    struct create_args a = {.spec = &spec, .memory = memory, .pkgs = pkgs,
+                            .allow = allow, .setup_allow = setup};
     const struct cli_command cmd = {"create", CLI_EXIT_SBX, usage, "+:p:P:a:A:Nm:M:s:r:c:h",
                                     longopts, on_option, &a, &globals};
     const char *key = NULL;

@@ -15,6 +15,8 @@
 struct run_options {
     const char *provider;
     const char *manifest;
+    uint16_t ports[SBX_SESSION_PORTS_MAX + 1]; /* 0-terminated */
+    size_t nports;
     struct cli_exec_options exec;
 };
 
@@ -31,6 +33,9 @@ static void usage(FILE *f)
           "                       default_provider, else local)\n"
           "  -m, --manifest FILE  materialize this workspace manifest first and\n"
           "                       run COMMAND with its environment\n"
+          "      --port PORT      make TCP port PORT of the sandbox reachable from\n"
+          "                       outside (repeatable); where is printed to stderr\n"
+          "                       before COMMAND runs\n"
           CLI_EXEC_OPTIONS_HELP
           "  -c, --config FILE    read this configuration file\n"
           "  -h, --help           show this help\n"
@@ -41,6 +46,8 @@ static void usage(FILE *f)
 static int on_option(void *ud, int c, const char *arg)
 {
     struct run_options *ro = ud;
+    if (c == 0x100) /* --port */
+        return cli_port_option("run", arg, ro->ports, &ro->nports);
     if (c == 'm') {
         ro->manifest = arg;
         return CLI_EXIT_OK;
@@ -57,6 +64,7 @@ static int parse_options(int argc, char **argv, struct cli_globals *globals,
     static const struct option longopts[] = {
         {"provider", required_argument, NULL, 'p'},
         {"manifest", required_argument, NULL, 'm'},
+        {"port", required_argument, NULL, 0x100},
         CLI_EXEC_LONGOPTS,
         CLI_COMMON_LONGOPTS,
     };
@@ -113,6 +121,7 @@ static int run_in_sandbox(sbx_provider *p, const struct run_options *ro,
      * made, by a provider without them */
     if (mf && sbx_manifest_has_users(mf))
         copts.caps_required |= SBX_CAP_USERS;
+    copts.ports = ro->nports ? ro->ports : NULL; /* SBX_CAP_PORTS is then required */
     sbx_handle *h;
     sbx_error err;
     int rc = sbx_create(p, key, &copts, cli_run_cancel(), &h, &err);
@@ -127,6 +136,15 @@ static int run_in_sandbox(sbx_provider *p, const struct run_options *ro,
         sbx_release(h);
         cli_error("out of memory");
         return CLI_EXIT_SBX;
+    }
+    /* where each declared port is reached, before the command starts */
+    for (size_t i = 0; i < ro->nports; i++) {
+        struct sbx_port_endpoint ep = {.size = sizeof ep};
+        if (sbx_port_resolve(h, ro->ports[i], &ep, cli_run_cancel(), &err) == SBX_OK)
+            fprintf(stderr, "sbx: port %u: %s\n", (unsigned)ro->ports[i],
+                    ep.url[0] ? ep.url : ep.host);
+        else
+            cli_error("port %u: %s", (unsigned)ro->ports[i], err.message);
     }
     int status;
     struct cli_exec_options eo = ro->exec;

@@ -34,7 +34,8 @@
 #include <sys/stat.h>
 
 #define TOP_KEYS \
-    "default_provider, plugin_dir, store, providers, package_managers, manifest"
+    "default_provider, plugin_dir, store, providers, package_managers, manifest, " \
+    "session"
 #define STORE_KEYS "driver, path, dsn"
 #define NAME_RULE "1 to 64 characters of a-z, 0-9, '_' and '-'"
 
@@ -679,6 +680,80 @@ static int read_manifest(struct reader *r, int line)
     return is_map ? read_section(r, NULL, cfg->manifest) : SBX_OK;
 }
 
+/* session.ports, from the section's entries: a list of distinct TCP ports
+ * (file:line of the offending element in every error). */
+static int session_ports(struct load *ld, struct sbx_config_section *sec)
+{
+    struct sbx_config *cfg = ld->cfg;
+    size_t n = 0;
+    for (size_t i = 0; i < sec->count; i++) {
+        const struct sbx_config_entry *e = &sec->entries[i];
+        if (strcmp(e->key, "ports") == 0) {
+            if (e->node != SBX_NODE_SEQ)
+                return sbx_error_set(ld->err, SBX_E_CONFIG,
+                                     "%s:%d: session.ports: expected a list of TCP "
+                                     "ports, e.g. [8080, 3000]",
+                                     e->file, e->line);
+        } else if (strncmp(e->key, "ports.", 6) != 0) {
+            return sbx_error_set(ld->err, SBX_E_CONFIG,
+                                 "%s:%d: session.%.80s: unknown key (expected ports)",
+                                 e->file, e->line, e->key);
+        } else {
+            n++;
+        }
+    }
+    if (n > SBX_CONFIG_PORTS_MAX)
+        return sbx_error_set(ld->err, SBX_E_CONFIG,
+                             "%s:%d: session.ports: %zu ports, at most %d", sec->file,
+                             sec->line, n, SBX_CONFIG_PORTS_MAX);
+    cfg->session_ports = calloc(n ? n : 1, sizeof *cfg->session_ports);
+    if (!cfg->session_ports)
+        return nomem(ld);
+    for (size_t i = 0; i < sec->count; i++) {
+        const struct sbx_config_entry *e = &sec->entries[i];
+        if (strncmp(e->key, "ports.", 6) != 0)
+            continue;
+        const char *v = e->value ? e->value : "";
+        char *end = NULL;
+        unsigned long port = strspn(v, "0123456789") == strlen(v) && *v
+                                 ? strtoul(v, &end, 10)
+                                 : 0;
+        if (port < 1 || port > 65535)
+            return sbx_error_set(ld->err, SBX_E_CONFIG,
+                                 "%s:%d: session.ports: \"%.40s\" is not a TCP port "
+                                 "(1 to 65535)",
+                                 e->file, e->line, v);
+        for (size_t k = 0; k < cfg->nsession_ports; k++)
+            if (cfg->session_ports[k] == port)
+                return sbx_error_set(ld->err, SBX_E_CONFIG,
+                                     "%s:%d: session.ports: port %lu is listed twice",
+                                     e->file, e->line, port);
+        cfg->session_ports[cfg->nsession_ports++] = (uint16_t)port;
+    }
+    return SBX_OK;
+}
+
+/* `session: { ports: [...] }`: one section, set once across all files. */
+static int read_session(struct reader *r, int line)
+{
+    struct sbx_config *cfg = r->ld->cfg;
+    if (cfg->session)
+        return duplicate(r, line, "session",
+                         (struct origin){cfg->session->file, cfg->session->line});
+    bool is_map = false;
+    int rc = map_or_null(r, "session", &is_map);
+    if (rc != SBX_OK)
+        return rc;
+    cfg->session = calloc(1, sizeof *cfg->session);
+    if (!cfg->session || !(cfg->session->name = strdup("session")))
+        return nomem(r->ld);
+    cfg->session->file = r->file;
+    cfg->session->line = line;
+    if (is_map && (rc = read_section(r, NULL, cfg->session)) != SBX_OK)
+        return rc;
+    return session_ports(r->ld, cfg->session);
+}
+
 /* The top-level mapping, after its MAPPING_START. */
 static int read_top(struct reader *r)
 {
@@ -721,6 +796,8 @@ static int read_top(struct reader *r)
             rc = read_group_once(r, &g, line, &r->providers_line);
         } else if (strcmp(key, "manifest") == 0) {
             rc = read_manifest(r, line);
+        } else if (strcmp(key, "session") == 0) {
+            rc = read_session(r, line);
         } else if (strcmp(key, "package_managers") == 0) {
             struct section_group g = {"package_managers", "package manager",
                                       &cfg->managers,
@@ -1069,6 +1146,8 @@ void sbxh_config_free(struct sbx_config *cfg)
     free_sections(cfg->sections, cfg->nsections);
     free_sections(cfg->managers, cfg->nmanagers);
     free_sections(cfg->manifest, cfg->manifest ? 1 : 0);
+    free_sections(cfg->session, cfg->session ? 1 : 0);
+    free(cfg->session_ports);
     for (size_t i = 0; i < cfg->nfiles; i++)
         free(cfg->files[i]);
     free(cfg->files);

@@ -50,6 +50,7 @@ struct sbx_config_section {
 #define SBX_CONFIG_ENTRIES_MAX 4096       /* entries per provider section */
 #define SBX_CONFIG_SECTIONS_MAX 256       /* provider sections */
 #define SBX_CONFIG_DROPINS_MAX 256        /* conf.d files */
+#define SBX_CONFIG_PORTS_MAX 64           /* session.ports */
 
 struct sbx_config {
     char *default_provider; /* NULL when unset */
@@ -68,6 +69,13 @@ struct sbx_config {
      * checked by api/manifest_load.c when a context is opened (api/ctx.c).
      * NULL when not configured. */
     struct sbx_config_section *manifest;
+    /* `session`: what every session this configuration creates declares
+     * unless its spec says otherwise (sessions/acquire.c). `ports`: TCP
+     * ports to expose (checked at load: 1..65535, each once, at most
+     * SBX_CONFIG_PORTS_MAX), in the order given; NULL when unset. */
+    struct sbx_config_section *session;
+    uint16_t *session_ports;
+    size_t nsession_ports;
     char **files; /* every file read, in order; owns the strings */
     size_t nfiles;
 };

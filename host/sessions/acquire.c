@@ -11,6 +11,7 @@
 #include "registry/provider.h"
 
 #include <sbx/manifest.h>
+#include "config/config.h"
 #include "sessions/internal.h"
 #include "sessions/memory_hooks.h"
 #include "base/struct_size.h"
@@ -238,6 +239,13 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         attach[i] = &spec->memory[i];
     attach[nmem < 64 ? nmem : 64] = NULL;
     copts.memory = nmem ? attach : NULL;
+    /* checked with the spec hash: at most SBX_SESSION_PORTS_MAX */
+    uint16_t ports[SBX_SESSION_PORTS_MAX + 1];
+    size_t nports = spec ? spec->nports : 0;
+    for (size_t i = 0; i < nports && i < SBX_SESSION_PORTS_MAX; i++)
+        ports[i] = spec->ports[i];
+    ports[nports < SBX_SESSION_PORTS_MAX ? nports : SBX_SESSION_PORTS_MAX] = 0;
+    copts.ports = nports ? ports : NULL;
     if ((rc = sbxh_session_memory_record(m, key, spec, err)) != SBX_OK) {
         sbxh_session_egress_free(&eg);
         return rc;
@@ -381,6 +389,19 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
     int rc0 = sbxh_session_spec_in(&copy, &spec, err);
     if (rc0 != SBX_OK)
         return rc0;
+    /* A spec that declares no ports gets the configuration's session.ports
+     * (part of its hash like ports it declared itself). */
+    const bool check_spec = spec != NULL;
+    const struct sbx_config *cfg = m->ctx->config;
+    if (cfg && cfg->nsession_ports && (!spec || !spec->nports)) {
+        if (!spec) {
+            memset(&copy, 0, sizeof copy);
+            copy.size = sizeof copy;
+            spec = &copy;
+        }
+        copy.ports = cfg->session_ports;
+        copy.nports = cfg->nsession_ports;
+    }
     char spec_hash[SBX_KEY_HASH_LEN + 1];
     int rc = sbx_session_spec_hash(spec, spec_hash, err);
     if (rc != SBX_OK)
@@ -399,7 +420,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
         if (rc == SBX_OK) {
             rc = attach_binding(m, &b, cancel, out, err);
             if (rc == SBX_OK)
-                fill_info(info, b.provider, b.spec_hash, spec_hash, spec != NULL);
+                fill_info(info, b.provider, b.spec_hash, spec_hash, check_spec);
             sbxh_binding_clear(&b);
             return rc;
         }
@@ -419,6 +440,8 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 caps |= SBX_CAP_EGRESS;
             if (spec && spec->nmemory)
                 caps |= SBX_CAP_MEMORY;
+            if (spec && spec->nports)
+                caps |= SBX_CAP_PORTS;
             /* users, groups, run_as: made in the sandbox, every op as
              * run_as */
             if (spec && spec->manifest && sbx_manifest_has_users(spec->manifest))

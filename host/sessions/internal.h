@@ -62,6 +62,9 @@ int sbxh_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err);
 /* Read a caller's session spec only up to its size: when *spec is not
  * NULL, copy it into *copy and point *spec there. SBX_E_INVALID when its
  * size is not set (sessions/spec.c). */
+/* A spec's declared ports: 1..65535, each once, at most
+ * SBX_SESSION_PORTS_MAX; SBX_E_INVALID naming the bad one (spec.c). */
+int sbxh_session_ports_check(const uint16_t *ports, size_t n, sbx_error *err);
 int sbxh_session_spec_in(struct sbx_session_spec *copy, const struct sbx_session_spec **spec,
                          sbx_error *err);
 

@@ -1,6 +1,6 @@
 /*
- * spec.c - session specs: package names, parsing "manager:name",
- * and the spec hash recorded on bindings.
+ * spec.c - session specs: package names, parsing "manager:name", declared
+ * ports, and the spec hash recorded on bindings.
  */
 #include "sessions/internal.h"
 #include "base/struct_size.h"
@@ -63,6 +63,32 @@ SBX_API int sbx_package_parse(const char *text, struct sbx_package *out,
     return check_package(out, err);
 }
 
+int sbxh_session_ports_check(const uint16_t *ports, size_t n, sbx_error *err)
+{
+    if (n > SBX_SESSION_PORTS_MAX)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "session spec: %zu ports declared, at most %d", n,
+                             SBX_SESSION_PORTS_MAX);
+    if (n && !ports)
+        return sbx_error_set(err, SBX_E_INVALID, "session spec: nports without ports");
+    for (size_t i = 0; i < n; i++) {
+        if (!ports[i])
+            return sbx_error_set(err, SBX_E_INVALID,
+                                 "session spec: port 0 is not a TCP port (1 to 65535)");
+        for (size_t k = 0; k < i; k++)
+            if (ports[k] == ports[i])
+                return sbx_error_set(err, SBX_E_INVALID,
+                                     "session spec: port %u is declared twice",
+                                     (unsigned)ports[i]);
+    }
+    return SBX_OK;
+}
+
+static int cmp_port(const void *a, const void *b)
+{
+    return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
 /* Canonical text: a version line, the capability bits, then one line per
  * package "manager name" in the order given (installation order is part of
  * what the sandbox looks like). */
@@ -113,7 +139,11 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
         return rc0;
     uint64_t caps = spec ? spec->caps : 0;
     size_t n = spec ? spec->npackages : 0;
-    size_t len = 96 + 80; /* + the manifest line */
+    size_t nports = spec ? spec->nports : 0;
+    int rcp = sbxh_session_ports_check(spec ? spec->ports : NULL, nports, err);
+    if (rcp != SBX_OK)
+        return rcp;
+    size_t len = 96 + 80 + 16 + nports * 6; /* + the manifest and ports lines */
     if (spec)
         len += spec->nmemory * 80;
     if (spec && spec->limited_network) {
@@ -172,6 +202,21 @@ SBX_API int sbx_session_spec_hash(const struct sbx_session_spec *spec,
         used = append_sorted(text, len, used, "memory", lines, spec->nmemory);
         free(lines);
         free(buf);
+        if (used >= len) {
+            free(text);
+            return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        }
+    }
+    /* Only specs with ports add a line, ascending: a set. */
+    if (nports) {
+        uint16_t sorted[SBX_SESSION_PORTS_MAX];
+        memcpy(sorted, spec->ports, nports * sizeof *sorted);
+        qsort(sorted, nports, sizeof *sorted, cmp_port);
+        used += (size_t)snprintf(text + used, len - used, "ports");
+        for (size_t i = 0; i < nports && used < len; i++)
+            used += (size_t)snprintf(text + used, len - used, " %u", (unsigned)sorted[i]);
+        if (used < len)
+            used += (size_t)snprintf(text + used, len - used, "\n");
         if (used >= len) {
             free(text);
             return sbx_error_set(err, SBX_E_NOMEM, "out of memory");

@@ -29,11 +29,19 @@
 #define POOL_MAX 8
 #define DEFAULT_TIMEOUT_MS 30000
 
+/* An idle channel and its receive buffer (reused: no allocation per
+ * answer, and the host's memory stays bounded by the pool). */
+struct idle_chan {
+    int fd;
+    unsigned char *buf;
+    size_t cap;
+};
+
 struct sbxp_proc_client {
     struct sbxp_proc_client_cfg cfg;
     char *what;
     pthread_mutex_t mu;
-    int idle[POOL_MAX];
+    struct idle_chan idle[POOL_MAX];
     size_t nidle;
 };
 
@@ -46,6 +54,8 @@ struct chan {
     int cancel_fd;
     int64_t deadline; /* of the answer being awaited, 0: none */
     const char *op;
+    unsigned char *buf; /* the last frame's payload */
+    size_t cap;
 };
 
 struct sbxp_proc_client *sbxp_proc_client_new(const struct sbxp_proc_client_cfg *cfg)
@@ -69,8 +79,11 @@ struct sbxp_proc_client *sbxp_proc_client_new(const struct sbxp_proc_client_cfg 
 void sbxp_proc_client_reset(struct sbxp_proc_client *cl)
 {
     pthread_mutex_lock(&cl->mu);
-    while (cl->nidle)
-        close(cl->idle[--cl->nidle]);
+    while (cl->nidle) {
+        struct idle_chan *i = &cl->idle[--cl->nidle];
+        close(i->fd);
+        free(i->buf);
+    }
     pthread_mutex_unlock(&cl->mu);
 }
 
@@ -101,6 +114,9 @@ static void drop(struct chan *ch)
     if (ch->fd >= 0)
         close(ch->fd);
     ch->fd = -1;
+    free(ch->buf);
+    ch->buf = NULL;
+    ch->cap = 0;
 }
 
 static void give_back(struct chan *ch)
@@ -110,8 +126,10 @@ static void give_back(struct chan *ch)
         return;
     pthread_mutex_lock(&cl->mu);
     if (cl->nidle < POOL_MAX) {
-        cl->idle[cl->nidle++] = ch->fd;
+        cl->idle[cl->nidle++] = (struct idle_chan){ch->fd, ch->buf, ch->cap};
         ch->fd = -1;
+        ch->buf = NULL;
+        ch->cap = 0;
     }
     pthread_mutex_unlock(&cl->mu);
     drop(ch);
@@ -210,7 +228,8 @@ static int recv_all(struct chan *ch, void *buf, size_t n)
     return SBX_OK;
 }
 
-/* One frame: its type and payload (malloc'd, at most AP_FRAME_MAX). */
+/* One frame: its type and payload (in the channel's buffer, valid until
+ * the next frame; at most AP_FRAME_MAX). */
 static int recv_frame(struct chan *ch, int *type, unsigned char **payload, uint32_t *len)
 {
     unsigned char hdr[AP_HDR_LEN];
@@ -222,17 +241,18 @@ static int recv_frame(struct chan *ch, int *type, unsigned char **payload, uint3
         drop(ch);
         return fail(ch, SBX_E_PROTOCOL, "a frame of %u bytes is larger than allowed", *len);
     }
-    *payload = malloc(*len ? *len : 1);
-    if (!*payload) {
-        drop(ch);
-        return fail(ch, SBX_E_NOMEM, "out of memory");
+    if (*len > ch->cap || !ch->buf) {
+        size_t cap = *len < 4096 ? 4096 : *len;
+        unsigned char *b = realloc(ch->buf, cap);
+        if (!b) {
+            drop(ch);
+            return fail(ch, SBX_E_NOMEM, "out of memory");
+        }
+        ch->buf = b;
+        ch->cap = cap;
     }
-    rc = *len ? recv_all(ch, *payload, *len) : SBX_OK;
-    if (rc != SBX_OK) {
-        free(*payload);
-        *payload = NULL;
-    }
-    return rc;
+    *payload = ch->buf;
+    return *len ? recv_all(ch, *payload, *len) : SBX_OK;
 }
 
 /* The supervisor's errno and stage, as a status. */
@@ -304,18 +324,23 @@ static int take(struct chan *ch, int fresh)
     ch->fd = -1;
     ch->pooled = 0;
     while (!fresh) {
+        struct idle_chan i = {.fd = -1};
         pthread_mutex_lock(&cl->mu);
-        int fd = cl->nidle ? cl->idle[--cl->nidle] : -1;
+        if (cl->nidle)
+            i = cl->idle[--cl->nidle];
         pthread_mutex_unlock(&cl->mu);
-        if (fd < 0)
+        if (i.fd < 0)
             break;
         /* idle and readable: closed by the supervisor (or out of step) */
-        struct pollfd p = {.fd = fd, .events = POLLIN};
+        struct pollfd p = {.fd = i.fd, .events = POLLIN};
         if (poll(&p, 1, 0) != 0) {
-            close(fd);
+            close(i.fd);
+            free(i.buf);
             continue;
         }
-        ch->fd = fd;
+        ch->fd = i.fd;
+        ch->buf = i.buf;
+        ch->cap = i.cap;
         ch->pooled = 1;
         return SBX_OK;
     }
@@ -336,7 +361,6 @@ static int take(struct chan *ch, int fresh)
         return rc;
     if (type != AP_OK || len != 0)
         rc = answer_error(ch, type, p, len);
-    free(p);
     if (rc != SBX_OK)
         drop(ch);
     return rc;
@@ -359,8 +383,10 @@ static int begin(struct chan *ch, const unsigned char *frame, size_t n)
     return fail(ch, SBX_E_UNAVAILABLE, "the channel was closed twice");
 }
 
-/* A request answered by one frame of type want (AP_OK: empty). On success
- * *payload (malloc'd) and *len, or NULL when payload is NULL. */
+/* A request answered by one frame of type want (AP_OK: empty). With
+ * payload NULL the channel is given back; else *payload and *len borrow
+ * the channel's buffer and the caller gives it back (give_back) when done
+ * with them. On an error the channel was given back or dropped. */
 static int exchange(struct chan *ch, const unsigned char *frame, size_t n, int64_t extra_ms,
                     int want, unsigned char **payload, uint32_t *len)
 {
@@ -376,7 +402,6 @@ static int exchange(struct chan *ch, const unsigned char *frame, size_t n, int64
         return rc;
     if (type != want || (want == AP_OK && l != 0)) {
         rc = answer_error(ch, type, p, l);
-        free(p);
         give_back(ch);
         return rc;
     }
@@ -384,9 +409,8 @@ static int exchange(struct chan *ch, const unsigned char *frame, size_t n, int64
         *payload = p;
         *len = l;
     } else {
-        free(p);
+        give_back(ch);
     }
-    give_back(ch);
     return SBX_OK;
 }
 
@@ -481,12 +505,14 @@ int sbxp_proc_start(struct sbxp_proc_client *cl, sbx_call *call, const char *use
     struct ap_in in;
     sbxs_ap_in_begin(&in, p, len);
     char *got = sbxs_ap_get_str(&in);
-    if (!sbxs_ap_in_done(&in) || !got || !id_ok(got))
+    if (!sbxs_ap_in_done(&in) || !got || !id_ok(got)) {
+        drop(&ch);
         rc = fail(&ch, SBX_E_PROTOCOL, "a malformed process id in the answer");
-    else
+    } else {
         snprintf(id, SBX_PROC_ID_MAX, "%s", got);
+        give_back(&ch);
+    }
     free(got);
-    free(p);
     return rc;
 }
 
@@ -573,13 +599,13 @@ int sbxp_proc_read(struct sbxp_proc_client *cl, sbx_call *call, const char *id,
         in.bad = 1;
     if (!sbxs_ap_in_done(&in) || state > AP_PROC_EXITED || on > max || en > max ||
         oc != args->out_cursor + olost + on || ec != args->err_cursor + elost + en) {
-        free(p);
+        drop(&ch);
         return fail(&ch, SBX_E_PROTOCOL, "a malformed read answer");
     }
     rc = deliver(args->out, od, on);
     if (!rc)
         rc = deliver(args->err, ed, en);
-    free(p);
+    give_back(&ch);
     if (rc)
         return rc;
     res->state = state == AP_PROC_EXITED ? SBX_PROC_EXITED : SBX_PROC_RUNNING;
@@ -653,13 +679,11 @@ int sbxp_proc_list(struct sbxp_proc_client *cl, sbx_call *call,
         if (rc != SBX_OK)
             return rc;
         if (type == AP_OK && len == 0) {
-            free(p);
             give_back(&ch);
             return stop;
         }
         if (type != AP_PROC_ENTRY) {
             rc = answer_error(&ch, type, p, len);
-            free(p);
             give_back(&ch);
             return rc;
         }
@@ -674,7 +698,6 @@ int sbxp_proc_list(struct sbxp_proc_client *cl, sbx_call *call,
         if (!sbxs_ap_in_done(&in) || !pid || !id_ok(pid) || !cmd || state > AP_PROC_EXITED) {
             free(pid);
             free(cmd);
-            free(p);
             drop(&ch);
             return fail(&ch, SBX_E_PROTOCOL, "a malformed list entry");
         }
@@ -694,7 +717,6 @@ int sbxp_proc_list(struct sbxp_proc_client *cl, sbx_call *call,
             stop = sink->entry(sink->ctx, &info);
         free(pid);
         free(cmd);
-        free(p);
     }
     return rc;
 }

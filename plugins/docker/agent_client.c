@@ -494,6 +494,12 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
     uint32_t sent = type == AP_PROC_CHANNEL                               ? 3
                     : user || type == AP_GROUP_ADD || type == AP_USER_ADD ? 2
                                                                           : 1;
+    /* protocol 3: the file ops (AP_RENAME is new; stat, list, mkdir and
+     * remove never follow their last component and stat and list report
+     * nanosecond mtimes only from an agent of 3) */
+    if (type == AP_RENAME || type == AP_STAT || type == AP_LIST || type == AP_MKDIR ||
+        type == AP_REMOVE)
+        sent = 3;
     unsigned char pre[AP_PREAMBLE_LEN];
     sbxs_ap_preamble(pre, sent);
     rc = send_all(c, pre, sizeof pre);
@@ -538,8 +544,9 @@ static int open_conn(sbx_sandbox *sb, sbx_call *call, const void *req, size_t re
                         "(protocol %u can); recreate the session's container to run it "
                         "under the current sbx-agent",
                         version,
-                        sent == 3 ? "run processes that outlive the call"
-                                  : "make users or act as one",
+                        type == AP_PROC_CHANNEL ? "run processes that outlive the call"
+                        : sent == 3             ? "serve this file operation"
+                                                : "make users or act as one",
                         sent);
     else if (rc == SBX_OK && (version < AP_VERSION_MIN || version > AP_VERSION))
         rc = conn_error(c, SBX_E_PROTOCOL,

@@ -232,6 +232,9 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
     } else if (cfg->agent && docker_agent_default_path(&cfg->agent_path) != 0) {
         goto nomem;
     }
+    int rc = docker_ports_config(host, call, cfg);
+    if (rc != SBX_OK)
+        return rc;
     return load_labels(host, call, cfg);
 
 nomem:
@@ -254,6 +257,7 @@ void docker_config_free(struct docker_config *cfg)
     free(cfg->user);
     free(cfg->resource_dir);
     free(cfg->agent_path);
+    free(cfg->publish_address);
     for (size_t i = 0; i < cfg->nlabels; i++) {
         free(cfg->labels[i].key);
         free(cfg->labels[i].value);

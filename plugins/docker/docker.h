@@ -71,6 +71,7 @@
 #define DOCKER_LABEL_SPEC "sbx.spec"
 #define DOCKER_LABEL_NETWORK "sbx.network"
 #define DOCKER_LABEL_MOUNTS "sbx.mounts"
+#define DOCKER_LABEL_PORTS "sbx.ports"
 #define DOCKER_LABEL_PREFIX "sbx."
 
 /* Defaults of request_timeout and kill_timeout (docker_config). */
@@ -119,6 +120,8 @@ struct docker_config {
      * (process_buffer; 0: the supervisor's 1 MiB) (procs.c). */
     uint64_t process_buffer;
     char *agent_path;    /* the static agent binary on the daemon's host */
+    /* Host address declared ports are published on (ports.c). */
+    char *publish_address;
 };
 
 /* A provider instance. */
@@ -202,6 +205,9 @@ struct sbx_sandbox {
     /* The process channels to the agent's supervisor, made on first use
      * (procs.c). */
     _Atomic(struct sbxp_proc_client *) procs;
+    /* The ports declared at create (its sbx.ports label), ascending. */
+    uint16_t ports[64];
+    size_t nports;
 };
 
 /* ---- config.c --------------------------------------------------------- */
@@ -551,5 +557,41 @@ const char *docker_call_user(const struct docker_state *st, sbx_call *call);
 int docker_users_need_agent(sbx_sandbox *sb, sbx_call *call, const char *what);
 int docker_group_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_group_spec *group);
 int docker_user_add(sbx_sandbox *sb, sbx_call *call, const struct sbx_user_spec *user);
+
+/* ---- files_ops.c (SBX_CAP_FILE_OPS) ------------------------------------------ */
+
+int docker_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     const struct sbx_file_list_sink *sink);
+int docker_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
+                     struct sbx_file_info *out);
+int docker_file_mkdir(sbx_sandbox *sb, sbx_call *call, const char *path, unsigned mode,
+                      uint32_t flags);
+int docker_file_remove(sbx_sandbox *sb, sbx_call *call, const char *path, uint32_t flags);
+int docker_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                       uint32_t flags);
+
+/* ---- ports.c (SBX_CAP_PORTS) ------------------------------------------------- */
+
+/* At most this many ports per container; their label text fits in
+ * DOCKER_PORTS_TEXT bytes. */
+#define DOCKER_PORTS_MAX 64
+#define DOCKER_PORTS_TEXT (DOCKER_PORTS_MAX * 6 + 1)
+
+/* providers.docker.publish_address into cfg (default 127.0.0.1). */
+int docker_ports_config(const struct sbx_host *host, sbx_call *call,
+                        struct docker_config *cfg);
+/* The create's declared ports, checked (no duplicates, at most
+ * DOCKER_PORTS_MAX, a network to publish them on), as the canonical
+ * sbx.ports label text ("" for none). */
+int docker_ports_spec(struct docker_state *st, sbx_call *call,
+                      const struct sbx_create_args *args, char text[DOCKER_PORTS_TEXT]);
+/* Add ExposedPorts to a create body and PortBindings to its HostConfig.
+ * 0, or -1 when out of memory. */
+int docker_ports_body(struct docker_state *st, const char *text, json_object *body,
+                      json_object *hc);
+/* The handle's declared ports from the label text: 0, or -1 when malformed. */
+int docker_ports_set(sbx_sandbox *sb, const char *text);
+int docker_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
+                        struct sbx_port_endpoint *out);
 
 #endif /* SBX_DOCKER_H */

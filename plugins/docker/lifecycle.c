@@ -179,7 +179,7 @@ static int mounts_spec(struct docker_state *st, sbx_call *call, const char *name
 static json_object *create_body(struct docker_state *st,
                                 const struct sbx_create_args *args,
                                 json_object *mounts, const char *mounts_text,
-                                const char *agent_user)
+                                const char *agent_user, const char *ports_text)
 {
     const struct docker_config *c = &st->cfg;
     json_object *b = json_object_new_object();
@@ -232,6 +232,9 @@ static json_object *create_body(struct docker_state *st,
                            json_object_new_string(c->network));
     json_object_object_add(labels, DOCKER_LABEL_MOUNTS,
                            json_object_new_string(mounts_text));
+    if (ports_text[0])
+        json_object_object_add(labels, DOCKER_LABEL_PORTS,
+                               json_object_new_string(ports_text));
     if (c->agent)
         json_object_object_add(labels, DOCKER_LABEL_AGENT,
                                json_object_new_string(AP_VERSION_STR));
@@ -263,6 +266,10 @@ static json_object *create_body(struct docker_state *st,
     json_object_object_add(restart, "Name", json_object_new_string("no"));
     json_object_object_add(hc, "RestartPolicy", restart);
     json_object_object_add(b, "HostConfig", hc);
+    if (docker_ports_body(st, ports_text, b, hc) != 0) {
+        json_object_put(b);
+        return NULL;
+    }
     return b;
 }
 
@@ -680,6 +687,9 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
 
     char name[sizeof NAME_PREFIX + NAME_HASH_LEN];
     snprintf(name, sizeof name, NAME_PREFIX "%.*s", NAME_HASH_LEN, args->key_hash);
+    char ports_text[DOCKER_PORTS_TEXT];
+    if ((rc = docker_ports_spec(st, call, args, ports_text)) != SBX_OK)
+        return rc;
     char *agent_user = NULL;
     if (st->cfg.agent && ((rc = agent_present(st, call)) != SBX_OK ||
                           (rc = agent_user_of(st, call, &agent_user)) != SBX_OK))
@@ -698,7 +708,7 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     char mounts_text[8192];
     json_object *body = NULL;
     if (!mounts_canon(mounts, 0, mounts_text, sizeof mounts_text))
-        body = create_body(st, args, mounts, mounts_text, agent_user);
+        body = create_body(st, args, mounts, mounts_text, agent_user, ports_text);
     free(agent_user);
     if (!body) {
         json_object_put(mounts);
@@ -722,6 +732,17 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
         }
     } else if (rc == SBX_E_EXISTS) {
         rc = adopt_existing(st, call, name, args->key_hash, &info, id);
+        /* A container cannot gain or lose a published port: a create that
+         * declares other ports than it has fails (destroy and make it
+         * again). One that declares none (the reconciler looking for the
+         * key's resource) adopts it as it is. */
+        const char *had = rc == SBX_OK ? label_of(info, DOCKER_LABEL_PORTS) : NULL;
+        if (rc == SBX_OK && ports_text[0] && strcmp(had ? had : "", ports_text) != 0)
+            rc = st->host->set_error(st->host, call, SBX_E_EXISTS,
+                                     "docker: container %s was created with ports [%s], "
+                                     "this create declares [%s]; destroy the session to "
+                                     "change them",
+                                     name, had ? had : "", ports_text);
     } else {
         forget_resources(st, name, args->key_hash);
     }
@@ -730,6 +751,12 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
                    : resume_existing(st, call, info, id, args->key_hash, out);
     if (rc == SBX_OK && !*out)
         rc = st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+    if (rc == SBX_OK &&
+        docker_ports_set(*out, fresh ? ports_text : label_of(info, DOCKER_LABEL_PORTS)) != 0) {
+        docker_release(*out);
+        *out = NULL;
+        rc = st->host->set_error(st->host, call, SBX_E_INTERNAL, "docker: ports label");
+    }
     if (rc == SBX_OK)
         snprintf(ref, SBX_REF_MAX, "%s", id);
     else if (fresh)
@@ -785,6 +812,13 @@ int docker_attach(void *state, sbx_call *call, const struct sbx_attach_args *arg
     rc = verify_and_start(st, call, info, key_hash);
     if (rc == SBX_OK)
         *out = new_handle(st, ref, key_hash, inspect_mounts(info), 1);
+    if (*out && docker_ports_set(*out, label_of(info, DOCKER_LABEL_PORTS)) != 0) {
+        docker_release(*out);
+        *out = NULL;
+        rc = st->host->set_error(st->host, call, SBX_E_DENIED,
+                                 "docker: container %.12s has a malformed %s label",
+                                 ref, DOCKER_LABEL_PORTS);
+    }
     json_object_put(info);
     if (rc != SBX_OK)
         return rc;

@@ -30,6 +30,7 @@ static const struct sbx_config_key docker_keys[] = {
     SBX_CONFIG_KEY("agent", SBX_CFG_BOOL, "run new containers under sbx-agent, the in-container init that serves exec and files over a unix socket (default true; false: the Engine API for everything)"),
     SBX_CONFIG_KEY("agent_path", SBX_CFG_STRING, "host path of the static sbx-agent binary bound into new containers (default: next to docker.so)"),
     SBX_CONFIG_KEY("process_buffer", SBX_CFG_SIZE, "replay buffer per output stream of a process started with buffer_bytes 0 (default 1 MiB, at most 64 MiB)"),
+    SBX_CONFIG_KEY("publish_address", SBX_CFG_STRING, "host address declared ports are published on (default 127.0.0.1; another address exposes the sandbox's servers to whoever reaches it)"),
     SBX_CONFIG_KEYS_END};
 
 static int docker_init(const struct sbx_host *host, sbx_call *call, void **state)
@@ -98,6 +99,12 @@ static const struct sbx_provider_ops docker_ops = {
     .proc_signal = docker_proc_signal,
     .proc_list = docker_proc_list,
     .proc_resize = docker_proc_resize,
+    .file_list = docker_file_list,
+    .file_stat = docker_file_stat,
+    .file_mkdir = docker_file_mkdir,
+    .file_remove = docker_file_remove,
+    .file_rename = docker_file_rename,
+    .port_resolve = docker_port_resolve,
 };
 
 SBX_PROVIDER_DEFINE("docker", "0.1.0",
@@ -105,5 +112,5 @@ SBX_PROVIDER_DEFINE("docker", "0.1.0",
                     SBX_ISOLATION_CONTAINER,
                     SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |
                         SBX_CAP_PACKAGES | SBX_CAP_MEMORY | SBX_CAP_USERS |
-                        SBX_CAP_PROCESSES | SBX_CAP_PTY,
+                        SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS,
                     &docker_ops, docker_keys)

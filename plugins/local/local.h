@@ -26,6 +26,7 @@ struct local_state {
     char *supervisor_path;       /* the sbx-local-supervisor binary, owned */
     uint64_t process_buffer;     /* replay buffer per stream, bytes */
     int64_t supervisor_idle_ms;  /* a supervisor without processes exits */
+    int64_t supervisor_timeout_ms; /* longest wait for a supervisor's answer */
 };
 
 /* Most ports one sandbox declares (sbx_create_args.ports). */
@@ -108,6 +109,7 @@ int local_ports_load(sbx_sandbox *sb, sbx_call *call);
 #define LOCAL_SUP_SOCK "supervisor.sock"
 /* Defaults of the process_buffer and supervisor_idle_ms keys. */
 #define LOCAL_SUP_IDLE_MS_DEFAULT (10 * 60 * 1000)
+#define LOCAL_SUP_TIMEOUT_MS_DEFAULT 30000
 /* The program next to local.so: a malloc'd path in *out; 0 or -1. */
 int local_sup_default_path(char **out);
 /* A connection to the sandbox's supervisor, authenticated (its socket in

@@ -15,6 +15,7 @@
 #include "proc_client.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ struct local_procs {
     struct local_channel_ctx {
         sbx_sandbox *sb;
         int start;
+        atomic_uint opens; /* channels opened (or tried) so far */
     } ctx[2];
     struct sbxp_proc_client *cl[2]; /* [0]: never starts; [1]: starts */
 };
@@ -35,6 +37,7 @@ static int channel_open(void *ctx, sbx_call *call, int64_t deadline, int *fd)
 {
     struct local_channel_ctx *c = ctx;
     const struct sbx_host *host = c->sb->st->host;
+    atomic_fetch_add(&c->opens, 1);
     int rc = SBX_OK;
     int s = local_sup_connect(c->sb, call, c->start, &rc);
     if (s < 0)
@@ -55,8 +58,11 @@ int local_procs_init(sbx_sandbox *sb)
     if (p == NULL)
         return -1;
     pthread_mutex_init(&p->lock, NULL);
-    for (int i = 0; i < 2; i++)
-        p->ctx[i] = (struct local_channel_ctx){sb, i};
+    for (int i = 0; i < 2; i++) {
+        p->ctx[i].sb = sb;
+        p->ctx[i].start = i;
+        atomic_init(&p->ctx[i].opens, 0);
+    }
     sb->procs = p;
     return 0;
 }
@@ -89,7 +95,7 @@ static struct sbxp_proc_client *client(sbx_sandbox *sb, sbx_call *call, int star
             .what = what,
             .open = channel_open,
             .ctx = &p->ctx[start],
-            .request_timeout_ms = 0,
+            .request_timeout_ms = sb->st->supervisor_timeout_ms,
             .default_buffer = sb->st->process_buffer,
         };
         p->cl[start] = sbxp_proc_client_new(&cfg);
@@ -107,11 +113,13 @@ int local_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec
     struct sbxp_proc_client *cl = client(sb, call, 1);
     if (cl == NULL)
         return SBX_E_NOMEM;
+    unsigned opens = atomic_load(&sb->procs->ctx[1].opens);
     int rc = sbxp_proc_start(cl, call, NULL, spec, id);
-    if (rc == SBX_E_UNAVAILABLE) {
+    if (rc == SBX_E_UNAVAILABLE && atomic_load(&sb->procs->ctx[1].opens) == opens) {
         /* a cached channel to a supervisor that has ended (killed, or
-         * idle): nothing was started by it; once more on a new one,
-         * which starts a new supervisor */
+         * idle) broke: nothing was started by it; once more on a new one,
+         * which starts a new supervisor. (A new channel that failed is
+         * not tried again.) */
         sbxp_proc_client_reset(cl);
         rc = sbxp_proc_start(cl, call, NULL, spec, id);
     }

@@ -21,6 +21,8 @@ static const struct sbx_config_key local_config_keys[] = {
      "(default 1m; 4k to 64m)"),
     SBX_CONFIG_KEY("supervisor_idle_ms", SBX_CFG_INT, "a sandbox's process supervisor "
      "without processes exits after this many ms (default 600000)"),
+    SBX_CONFIG_KEY("supervisor_timeout_ms", SBX_CFG_INT, "longest wait for an answer of "
+     "the process supervisor, in ms (default 30000)"),
     SBX_CONFIG_KEY("supervisor_path", SBX_CFG_STRING, "the sbx-local-supervisor program "
      "(default: next to local.so)"),
     SBX_CONFIG_KEYS_END,
@@ -126,6 +128,17 @@ static int process_config(const struct sbx_host *host, sbx_call *call,
                                    "a number of ms, at least 100",
                                    v);
         st->supervisor_idle_ms = n;
+    }
+    v = host->config_get != NULL ? host->config_get(host, "supervisor_timeout_ms") : NULL;
+    st->supervisor_timeout_ms = LOCAL_SUP_TIMEOUT_MS_DEFAULT;
+    if (v != NULL) {
+        long long n = strtoll(v, &end, 10);
+        if (end == v || *end != '\0' || n < 10 || n > 3600 * 1000)
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   "local: providers.local.supervisor_timeout_ms '%s' must be "
+                                   "a number of ms, 10 to 3600000",
+                                   v);
+        st->supervisor_timeout_ms = n;
     }
     v = host->config_get != NULL ? host->config_get(host, "supervisor_path") : NULL;
     if (v != NULL && v[0] != '/')

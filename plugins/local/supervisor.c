@@ -48,9 +48,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* How long a client waits for the lock, for a new supervisor to say it
- * listens, and destroy for a supervisor to end its processes and exit
- * after SIGTERM (then SIGKILL). */
+/* How long a client waits for the lock and for a new supervisor to say it
+ * listens; and destroy for a supervisor to end its processes and exit
+ * after SIGTERM (then SIGKILL): at most this, and at most the configured
+ * supervisor_timeout_ms. */
 #define SUP_LOCK_MS 10000
 #define SUP_START_MS 10000
 #define SUP_STOP_MS 5000
@@ -134,8 +135,9 @@ static pid_t read_pid(int statefd)
 }
 
 /* Connect to the supervisor that the pid file names. A connected fd; -1
- * when none listens (ENOENT, ECONNREFUSED: dead or never started, *why
- * NULL); -2 when something else answers (*why says what). */
+ * when none listens (no socket or no pid file, something else than a
+ * socket in its place, ECONNREFUSED: dead or never started; *why NULL);
+ * -2 when something else answers (*why says what). */
 static int try_connect(int statefd, pid_t *pid_out, const char **why)
 {
     *why = NULL;
@@ -147,9 +149,15 @@ static int try_connect(int statefd, pid_t *pid_out, const char **why)
         return -1;
     }
     struct stat st;
-    if (fstat(sfd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+    if (fstat(sfd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+        /* a symlink or a file in its place (opened as itself, never
+         * followed): nothing listens there; a start replaces it */
         close(sfd);
-        *why = "the supervisor's socket is not a socket of this user";
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        close(sfd);
+        *why = "the supervisor's socket belongs to another user";
         return -2;
     }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -364,6 +372,43 @@ int local_sup_connect(sbx_sandbox *sb, sbx_call *call, int start, int *rc)
     return -1;
 }
 
+/* A pidfd of the guard, the supervisor's parent (sup_main.c), taken while
+ * the supervisor lives (its pidfd held), so that its parent is still the
+ * guard, checked to run the same program; -1 when it cannot be had. */
+static int guard_pidfd(pid_t sup)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)sup);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    long ppid = 0;
+    if (paren == NULL || sscanf(paren + 1, " %*c %ld", &ppid) != 1 || ppid <= 1)
+        return -1;
+    char a[PATH_MAX], b[PATH_MAX], pa[64];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)sup);
+    snprintf(pa, sizeof pa, "/proc/%ld/exe", ppid);
+    ssize_t la = readlink(path, a, sizeof a - 1), lb = readlink(pa, b, sizeof b - 1);
+    if (la <= 0 || la != lb || memcmp(a, b, (size_t)la) != 0)
+        return -1;
+    return (int)syscall(SYS_pidfd_open, (pid_t)ppid, 0);
+}
+
+/* Wait up to ms for the process of pidfd to end: 1 when it did. */
+static int wait_exit(int pidfd, int ms)
+{
+    struct pollfd p = {pidfd, POLLIN, 0};
+    int n;
+    while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    return n > 0;
+}
+
 int local_sup_stop(struct local_state *st, sbx_call *call, int rootfd, const char *hash)
 {
     const struct sbx_host *host = st->host;
@@ -379,33 +424,37 @@ int local_sup_stop(struct local_state *st, sbx_call *call, int rootfd, const cha
     pid_t pid = 0;
     const char *why = NULL;
     int fd = try_connect(statefd, &pid, &why);
-    int pidfd = -1;
+    int pidfd = -1, gfd = -1;
     if (fd >= 0) {
         /* the pid is the supervisor's for as long as the connection is
-         * open: take a pidfd before letting go of it */
+         * open: take pidfds before letting go of it */
         pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd >= 0)
+            gfd = guard_pidfd(pid);
         close(fd);
     }
     if (pidfd >= 0) {
         /* SIGTERM: it kills every process tree it holds, waits for them,
-         * and exits */
+         * and exits; then its guard exits, having killed whatever was
+         * left. SIGKILL after the wait: the guard still kills the rest. */
+        int wait_ms = st->supervisor_timeout_ms < SUP_STOP_MS ? (int)st->supervisor_timeout_ms
+                                                              : SUP_STOP_MS;
         syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
-        struct pollfd p = {pidfd, POLLIN, 0};
-        int n;
-        while ((n = poll(&p, 1, SUP_STOP_MS)) < 0 && errno == EINTR)
-            ;
-        if (n == 0) {
+        if (!wait_exit(pidfd, wait_ms)) {
             syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-            while ((n = poll(&p, 1, SUP_STOP_MS)) < 0 && errno == EINTR)
-                ;
-            if (n == 0)
+            if (!wait_exit(pidfd, SUP_STOP_MS))
                 rc = host->set_error(host, call, SBX_E_TIMEOUT,
                                      "local: the process supervisor %d did not exit", pid);
         }
+        if (rc == SBX_OK && gfd >= 0 && !wait_exit(gfd, SUP_STOP_MS))
+            rc = host->set_error(host, call, SBX_E_TIMEOUT,
+                                 "local: the process supervisor's guard did not exit");
         close(pidfd);
     } else if (fd == -2) {
         rc = host->set_error(host, call, SBX_E_UNAVAILABLE, "local: destroy: %s", why);
     }
+    if (gfd >= 0)
+        close(gfd);
     (void)unlinkat(statefd, LOCAL_SUP_SOCK, 0);
     (void)unlinkat(statefd, LOCAL_SUP_PID, 0);
     close(lock);

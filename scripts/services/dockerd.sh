@@ -97,7 +97,10 @@ start_daemon() {
     : >"$dir/dockerd.log"
     # setsid: the daemon outlives this script and ignores the caller's
     # terminal signals. --shutdown-timeout keeps `stop` fast: test containers
-    # run a shell that ignores SIGTERM as PID 1.
+    # run a shell that ignores SIGTERM as PID 1. Without iptables, a
+    # published port (the docker provider's exposed ports) reaches its
+    # container only through docker-proxy, the userland proxy (it dies
+    # with the daemon).
     setsid dockerd \
         --host "unix://$dir/docker.sock" \
         --data-root "$dir/data" \
@@ -105,7 +108,7 @@ start_daemon() {
         --pidfile "$dir/docker.pid" \
         --storage-driver "$driver" \
         --iptables=false --ip6tables=false --ip-masq=false --bridge=none \
-        --userland-proxy=false \
+        --userland-proxy=true \
         --shutdown-timeout 2 \
         --log-level warn \
         </dev/null >>"$dir/dockerd.log" 2>&1 &

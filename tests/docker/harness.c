@@ -96,6 +96,12 @@ static int host_cancel_fd(const struct sbx_host *host, const sbx_call *call)
     return call->cancel_pipe[0];
 }
 
+static const char *host_call_user(const struct sbx_host *host, const sbx_call *call)
+{
+    (void)host;
+    return call ? call->user : NULL;
+}
+
 void dh_require_daemon(void)
 {
     const char *h = getenv("SBX_TEST_DOCKER_HOST");
@@ -165,6 +171,7 @@ int dh_try_open(struct dh *h, const char *host_uri, const char *const *extra,
     h->host.config_entry = host_config_entry;
     h->host.cancelled = host_cancelled;
     h->host.cancel_fd = host_cancel_fd;
+    h->host.call_user = host_call_user;
     struct sbx_call c;
     dh_call_init(&c);
     int rc = h->ops->init(&h->host, &c, &h->state);

@@ -17,6 +17,7 @@ struct sbx_call {
     char message[2048];
     volatile int cancelled;
     int cancel_pipe[2];
+    const char *user; /* what host->call_user answers (NULL: the default) */
 };
 
 /* One provider instance with its configuration. */

@@ -187,7 +187,10 @@ Test(agent_proto, version_mismatch_is_a_clear_error)
     sbxs_ap_preamble(pre, AP_VERSION + 41);
     char msg[256];
     cr_assert_eq(converse(pre, sizeof pre, 0, msg, sizeof msg), AP_ERROR);
-    cr_expect(strstr(msg, "protocol 2") && strstr(msg, "43"), "%s", msg);
+    char want[32], client[32];
+    snprintf(want, sizeof want, "protocol %u", AP_VERSION);
+    snprintf(client, sizeof client, "%u", AP_VERSION + 41);
+    cr_expect(strstr(msg, want) && strstr(msg, client), "%s", msg);
     cr_assert_eq(converse("HTTP/1.1", 8, 0, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "bad magic"), "%s", msg);
     ping_ok();
@@ -199,7 +202,7 @@ Test(agent_proto, malformed_requests_get_an_error_and_a_close)
     char msg[256];
     struct ap_out o;
     /* unknown type */
-    sbxs_ap_header(f, 'Q', 0);
+    sbxs_ap_header(f, 'V', 0);
     cr_expect_eq(converse(f, AP_HDR_LEN, 1, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "unknown request"), "%s", msg);
     /* a frame longer than the limit */
@@ -619,4 +622,221 @@ Test(agent_proto, protocol_2_requests_act_as_their_user)
     cr_expect_eq(converse(bad, sizeof bad, 0, msg, sizeof msg), AP_ERROR);
     cr_expect(strstr(msg, "malformed user field"), "%s", msg);
     ping_ok();
+}
+
+/* Read one frame (blocking, within 5 s): its type, the payload into buf. */
+static int read_frame(int fd, unsigned char *buf, size_t cap, uint32_t *len)
+{
+    unsigned char hdr[AP_HDR_LEN];
+    size_t got = 0;
+    while (got < sizeof hdr) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        cr_assert_gt(poll(&p, 1, 5000), 0, "no frame within 5 s");
+        ssize_t k = recv(fd, hdr + got, sizeof hdr - got, 0);
+        if (k <= 0)
+            return -1;
+        got += (size_t)k;
+    }
+    int type;
+    cr_assert_eq(sbxs_ap_parse_header(hdr, &type, len), 0);
+    cr_assert_leq(*len, cap);
+    got = 0;
+    while (got < *len) {
+        ssize_t k = recv(fd, buf + got, *len - got, 0);
+        cr_assert_gt(k, 0);
+        got += (size_t)k;
+    }
+    return type;
+}
+
+Test(agent_proto, protocol_3_process_channel)
+{
+    /* protocol 1 or 2: the channel needs 3 */
+    unsigned char f[512];
+    char msg[256];
+    sbxs_ap_header(f, AP_PROC_CHANNEL, 0);
+    cr_expect_eq(converse(f, AP_HDR_LEN, 1, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "needs protocol 3"), "%s", msg);
+    /* protocol 3: preamble, channel, then several requests on it */
+    int fd = connect_agent();
+    struct ap_out o;
+    sbxs_ap_preamble(f, 3);
+    sbxs_ap_out_begin(&o, f + AP_PREAMBLE_LEN, sizeof f - AP_PREAMBLE_LEN, AP_PROC_CHANNEL);
+    sbxs_ap_put_str(&o, "");
+    send_all(fd, f, AP_PREAMBLE_LEN + sbxs_ap_out_end(&o));
+    unsigned char pre[AP_PREAMBLE_LEN];
+    cr_assert_eq(recv(fd, pre, sizeof pre, MSG_WAITALL), (ssize_t)sizeof pre);
+    static unsigned char buf[AP_FRAME_MAX];
+    uint32_t len;
+    cr_assert_eq(read_frame(fd, buf, sizeof buf, &len), AP_OK);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_PROC_START);
+    sbxs_ap_put_str(&o, "");     /* user */
+    sbxs_ap_put_u32(&o, 0);      /* flags */
+    sbxs_ap_put_u64(&o, 0);      /* timeout */
+    sbxs_ap_put_u64(&o, 0);      /* buffer */
+    sbxs_ap_put_u32(&o, 0);
+    sbxs_ap_put_u32(&o, 0);
+    sbxs_ap_put_str(&o, "");     /* cwd */
+    sbxs_ap_put_u32(&o, 3);
+    sbxs_ap_put_str(&o, "sh");
+    sbxs_ap_put_str(&o, "-c");
+    sbxs_ap_put_str(&o, "echo hi; exit 3");
+    sbxs_ap_put_u32(&o, 0);
+    send_all(fd, f, sbxs_ap_out_end(&o));
+    cr_assert_eq(read_frame(fd, buf, sizeof buf, &len), AP_PROC_STARTED);
+    struct ap_in in;
+    sbxs_ap_in_begin(&in, buf, len);
+    char *id = sbxs_ap_get_str(&in);
+    cr_assert(sbxs_ap_in_done(&in) && id && id[0] == 'p' && strlen(id) == 17);
+    uint64_t cur = 0;
+    char out[64] = "";
+    size_t outn = 0;
+    uint32_t flags = 0, code = 0;
+    for (int i = 0; i < 20 && !(flags & AP_PR_EOF); i++) {
+        sbxs_ap_out_begin(&o, f, sizeof f, AP_PROC_READ);
+        sbxs_ap_put_str(&o, id);
+        sbxs_ap_put_u64(&o, cur);
+        sbxs_ap_put_u64(&o, 0);
+        sbxs_ap_put_u32(&o, 0);
+        sbxs_ap_put_u32(&o, 1000);
+        send_all(fd, f, sbxs_ap_out_end(&o));
+        cr_assert_eq(read_frame(fd, buf, sizeof buf, &len), AP_PROC_OUTPUT);
+        sbxs_ap_in_begin(&in, buf, len);
+        sbxs_ap_get_u32(&in);
+        flags = sbxs_ap_get_u32(&in);
+        code = sbxs_ap_get_u32(&in);
+        sbxs_ap_get_u32(&in);
+        cur = sbxs_ap_get_u64(&in);
+        cr_assert_eq(sbxs_ap_get_u64(&in), 0);
+        uint32_t n = sbxs_ap_get_u32(&in);
+        cr_assert_leq(outn + n, sizeof out - 1);
+        sbxs_ap_get_bytes(&in, out + outn, n);
+        outn += n;
+    }
+    cr_assert_str_eq(out, "hi\n");
+    cr_assert_eq(code, 3);
+    /* an unknown id is an error, and the channel goes on */
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_PROC_SIGNAL);
+    sbxs_ap_put_str(&o, "p0123456789abcdef");
+    sbxs_ap_put_u32(&o, 9);
+    send_all(fd, f, sbxs_ap_out_end(&o));
+    cr_assert_eq(read_frame(fd, buf, sizeof buf, &len), AP_ERROR);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_PROC_LIST);
+    send_all(fd, f, sbxs_ap_out_end(&o));
+    cr_assert_eq(read_frame(fd, buf, sizeof buf, &len), AP_PROC_ENTRY);
+    cr_assert_eq(read_frame(fd, buf, sizeof buf, &len), AP_OK);
+    /* a malformed request closes the channel */
+    sbxs_ap_header(f, AP_PROC_SIGNAL, 2);
+    f[5] = f[6] = 0xff;
+    send_all(fd, f, AP_HDR_LEN + 2);
+    cr_assert_eq(read_frame(fd, buf, sizeof buf, &len), AP_ERROR);
+    cr_assert_eq(read_frame(fd, buf, sizeof buf, &len), -1);
+    close(fd);
+    free(id);
+    ping_ok();
+}
+
+/* ---- protocol 3: files ---------------------------------------------------- */
+
+/* One request in protocol 3 (the user field "" first); the answer after
+ * the agent's preamble into out. The type of the last frame. */
+static int converse_v3(const unsigned char *frame, size_t n, char *msg, size_t cap,
+                       unsigned char *out, size_t outcap, size_t *outlen)
+{
+    unsigned char head[AP_PREAMBLE_LEN + AP_HDR_LEN + 4];
+    int type;
+    uint32_t len;
+    cr_assert_eq(sbxs_ap_parse_header(frame, &type, &len), 0);
+    cr_assert_eq(AP_HDR_LEN + (size_t)len, n);
+    sbxs_ap_preamble(head, 3);
+    sbxs_ap_header(head + AP_PREAMBLE_LEN, type, len + 4);
+    memset(head + AP_PREAMBLE_LEN + AP_HDR_LEN, 0, 4);
+    int fd = connect_agent();
+    send_all(fd, head, sizeof head);
+    send_all(fd, frame + AP_HDR_LEN, len);
+    size_t got = read_to_end(fd, out, outcap);
+    close(fd);
+    if (outlen)
+        *outlen = got;
+    return last_frame(out, got, msg, cap);
+}
+
+Test(agent_proto, v3_rename_and_nanosecond_stat)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/r && echo x > %s/r/a && touch -d '2020-01-02 03:04:05.123456789' "
+             "%s/r/a && echo y > %s/r/b && ln -s /etc %s/r/out",
+             ws, ws, ws, ws, ws);
+    cr_assert_eq(system(cmd), 0);
+    unsigned char f[512], out[4096];
+    struct ap_out o;
+    char msg[256];
+    size_t n;
+    /* stat: kind, mode, size, seconds, then (3) nanoseconds */
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_STAT);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "r/a");
+    cr_assert_eq(converse_v3(f, sbxs_ap_out_end(&o), msg, sizeof msg, out, sizeof out, &n),
+                 AP_STATR, "%s", msg);
+    struct ap_in in;
+    sbxs_ap_in_begin(&in, out + AP_PREAMBLE_LEN + AP_HDR_LEN,
+                     n - AP_PREAMBLE_LEN - AP_HDR_LEN);
+    cr_expect_eq(sbxs_ap_get_u32(&in), AP_KIND_FILE);
+    sbxs_ap_get_u32(&in);
+    cr_expect_eq(sbxs_ap_get_u64(&in), 2);
+    uint64_t secs = sbxs_ap_get_u64(&in);
+    uint64_t ns = sbxs_ap_get_u64(&in);
+    cr_expect(sbxs_ap_in_done(&in));
+    cr_expect_eq(ns % 1000000000u, 123456789u, "%llu", (unsigned long long)ns);
+    cr_expect_eq(ns / 1000000000u, secs);
+    /* stat of a link: the link itself */
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_STAT);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "r/out");
+    cr_assert_eq(converse_v3(f, sbxs_ap_out_end(&o), msg, sizeof msg, out, sizeof out, &n),
+                 AP_STATR, "%s", msg);
+    sbxs_ap_in_begin(&in, out + AP_PREAMBLE_LEN + AP_HDR_LEN,
+                     n - AP_PREAMBLE_LEN - AP_HDR_LEN);
+    cr_expect_eq(sbxs_ap_get_u32(&in), AP_KIND_SYMLINK);
+
+    /* rename: needs protocol 3 */
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_RENAME);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "r/a");
+    sbxs_ap_put_str(&o, "r/b");
+    sbxs_ap_put_u32(&o, AP_NOREPLACE);
+    size_t fl = sbxs_ap_out_end(&o);
+    cr_expect_eq(converse(f, fl, 1, msg, sizeof msg), AP_ERROR);
+    cr_expect(strstr(msg, "needs protocol 3"), "%s", msg);
+    /* no-replace: EEXIST; then replacing */
+    cr_expect_eq(converse_v3(f, fl, msg, sizeof msg, out, sizeof out, NULL), AP_ERROR);
+    cr_expect(strstr(msg, "exists"), "%s", msg);
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_RENAME);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "r/a");
+    sbxs_ap_put_str(&o, "r/b");
+    sbxs_ap_put_u32(&o, 0);
+    cr_expect_eq(converse_v3(f, sbxs_ap_out_end(&o), msg, sizeof msg, out, sizeof out, NULL),
+                 AP_OK, "%s", msg);
+    snprintf(cmd, sizeof cmd, "test ! -e %s/r/a && test \"$(cat %s/r/b)\" = x", ws, ws);
+    cr_expect_eq(system(cmd), 0);
+    /* through a link out of the root: refused */
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_RENAME);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "r/out/passwd");
+    sbxs_ap_put_str(&o, "r/stolen");
+    sbxs_ap_put_u32(&o, 0);
+    cr_expect_eq(converse_v3(f, sbxs_ap_out_end(&o), msg, sizeof msg, out, sizeof out, NULL),
+                 AP_ERROR);
+    cr_expect(strstr(msg, "leads out of its root"), "%s", msg);
+    /* a malformed rename (an empty target) */
+    sbxs_ap_out_begin(&o, f, sizeof f, AP_RENAME);
+    sbxs_ap_put_str(&o, ws);
+    sbxs_ap_put_str(&o, "r/b");
+    sbxs_ap_put_str(&o, "");
+    sbxs_ap_put_u32(&o, 0);
+    cr_expect_eq(converse_v3(f, sbxs_ap_out_end(&o), msg, sizeof msg, out, sizeof out, NULL),
+                 AP_ERROR);
+    cr_expect(strstr(msg, "malformed"), "%s", msg);
 }

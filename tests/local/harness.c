@@ -58,6 +58,8 @@ static const char *th_config_get(const struct sbx_host *host, const char *key)
         return th->process_buffer;
     if (strcmp(key, "supervisor_idle_ms") == 0)
         return th->supervisor_idle_ms;
+    if (strcmp(key, "supervisor_timeout_ms") == 0)
+        return th->supervisor_timeout_ms;
     if (strcmp(key, "supervisor_path") == 0)
         return th->supervisor_path;
     return NULL;

@@ -25,6 +25,7 @@ struct test_host {
     const char *root; /* NULL: key absent */
     /* the process keys, NULL: absent */
     const char *process_buffer, *supervisor_idle_ms, *supervisor_path;
+    const char *supervisor_timeout_ms;
 };
 
 /* Everything a test works with; filled by harness_setup(). */

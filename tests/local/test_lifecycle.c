@@ -56,9 +56,11 @@ Test(local_lifecycle, descriptor_is_valid_static_data)
     cr_assert_eq(d->config_keys[1].type, SBX_CFG_SIZE);
     cr_assert_str_eq(d->config_keys[2].key, "supervisor_idle_ms");
     cr_assert_eq(d->config_keys[2].type, SBX_CFG_INT);
-    cr_assert_str_eq(d->config_keys[3].key, "supervisor_path");
-    cr_assert_eq(d->config_keys[3].type, SBX_CFG_STRING);
-    cr_assert_null(d->config_keys[4].key);
+    cr_assert_str_eq(d->config_keys[3].key, "supervisor_timeout_ms");
+    cr_assert_eq(d->config_keys[3].type, SBX_CFG_INT);
+    cr_assert_str_eq(d->config_keys[4].key, "supervisor_path");
+    cr_assert_eq(d->config_keys[4].type, SBX_CFG_STRING);
+    cr_assert_null(d->config_keys[5].key);
 }
 
 Test(local_lifecycle, reference_is_the_workspace_name_under_the_root)

@@ -857,3 +857,121 @@ Test(local_procs, a_timeout_kills_the_process_tree)
     cr_assert(process_gone(bg), "the background job %d survived the timeout", bg);
     stream_free(&s);
 }
+
+#include <sys/un.h>
+
+Test(local_procs, a_symlink_planted_as_the_supervisors_socket_is_not_followed)
+{
+    /* a listener elsewhere, and the state directory's socket and pid file
+     * pointing at it and at this process */
+    char fake[100];
+    cr_assert_lt(snprintf(fake, sizeof fake, "%s/fake.sock", H.tmp), (int)sizeof fake);
+    int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, fake, strlen(fake) + 1);
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0, "%s", strerror(errno));
+    cr_assert_eq(listen(lfd, 8), 0);
+    char hash[SBX_KEY_HASH_LEN + 1], dir[1024];
+    harness_key_hash(H_KEY, hash);
+    snprintf(dir, sizeof dir, "%s/%s.state", H.root, hash);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    cr_assert_eq(symlink(fake, state_file("supervisor.sock")), 0);
+    FILE *f = fopen(state_file("supervisor.pid"), "w");
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+
+    static const char *const echo[] = {"echo", "real", NULL};
+    char id[SBX_PROC_ID_MAX];
+    start(0, echo, 0, 0, 0, id);
+    struct stream s = {0};
+    read_until(id, &s, NULL, 10);
+    cr_assert_str_eq(buf_sink_str(&s.out), "real\n");
+    cr_assert_lt(accept(lfd, NULL, NULL), 0, "the planted listener was connected to");
+    struct stat st;
+    cr_assert_eq(lstat(state_file("supervisor.sock"), &st), 0);
+    cr_assert(S_ISSOCK(st.st_mode), "the link was replaced by the supervisor's socket");
+    cr_assert_neq(supervisor_pid(), (int)getpid());
+    close(lfd);
+    stream_free(&s);
+}
+
+Test(local_procs, a_listener_that_is_not_the_pid_files_supervisor_is_refused)
+{
+    char hash[SBX_KEY_HASH_LEN + 1], dir[1024];
+    harness_key_hash(H_KEY, hash);
+    snprintf(dir, sizeof dir, "%s/%s.state", H.root, hash);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    /* this process listens where the supervisor would; the pid file names
+     * another process */
+    int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/supervisor.sock", dfd);
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0, "%s", strerror(errno));
+    close(dfd);
+    cr_assert_eq(listen(lfd, 8), 0);
+    FILE *f = fopen(state_file("supervisor.pid"), "w");
+    fprintf(f, "%d\n", (int)getppid());
+    fclose(f);
+
+    static const char *const echo[] = {"echo", NULL};
+    char id[SBX_PROC_ID_MAX];
+    cr_assert_eq(start_in(H.sb, 0, echo, 0, 0, 0, id), SBX_E_UNAVAILABLE, "%s", H.call.msg);
+    cr_assert(strstr(H.call.msg, "not the supervisor of the pid file"), "%s", H.call.msg);
+    /* it connected, checked the listener, and sent it nothing */
+    int c = accept(lfd, NULL, NULL);
+    cr_assert_geq(c, 0);
+    char b;
+    cr_assert_eq(read(c, &b, 1), 0, "the impostor was sent a byte");
+    close(c);
+    close(lfd);
+}
+
+Test(local_procs, a_frozen_supervisor_times_out_and_destroy_still_kills_everything)
+{
+    struct test_host th;
+    harness_host_init(&th, H.root);
+    th.supervisor_timeout_ms = "500";
+    void *st = NULL;
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->init(&th.host, &H.call, &st), SBX_OK, "%s", H.call.msg);
+    struct create_args_buf cb;
+    char ref[SBX_REF_MAX];
+    sbx_sandbox *sb = NULL;
+    cr_assert_eq(H.ops->create(st, &H.call, harness_create_args(&cb, H_KEY), ref, &sb), SBX_OK);
+    static const char *const argv[] = {"/bin/sh", "-c", "echo $$; exec sleep 30", NULL};
+    char id[SBX_PROC_ID_MAX];
+    cr_assert_eq(start_in(sb, 0, argv, 0, 0, 0, id), SBX_OK, "%s", H.call.msg);
+    struct stream s = {0};
+    double end = now_seconds() + 10;
+    while (!strchr(buf_sink_str(&s.out), '\n')) {
+        cr_assert_lt(now_seconds(), end);
+        cr_assert_eq(read_once(sb, id, &s, 200), SBX_OK, "%s", H.call.msg);
+    }
+    int child = atoi(buf_sink_str(&s.out));
+    int sup = supervisor_pid();
+    cr_assert_eq(kill(sup, SIGSTOP), 0);
+
+    double t0 = now_seconds();
+    int rc = read_once(sb, id, &s, 0);
+    double took = now_seconds() - t0;
+    cr_assert_eq(rc, SBX_E_TIMEOUT, "%d %s", rc, H.call.msg);
+    cr_assert_lt(took, 3.0, "a frozen supervisor held the read %.1f s", took);
+    cr_assert(strstr(H.call.msg, "supervisor"), "%s", H.call.msg);
+
+    t0 = now_seconds();
+    struct sbx_destroy_args da = {sizeof da, H_KEY, cb.hash, ref};
+    harness_call_init(&H.call);
+    cr_assert_eq(H.ops->destroy(st, &H.call, &da), SBX_OK, "%s", H.call.msg);
+    cr_assert_lt(now_seconds() - t0, 4.0);
+    char path[64], stat_line[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", child);
+    long len = slurp_small(path, stat_line, sizeof stat_line);
+    const char *paren = len > 0 ? strrchr(stat_line, ')') : NULL;
+    cr_assert(len < 0 || (paren && (paren[2] == 'Z' || paren[2] == 'X')),
+              "the process survived the destroy of its frozen supervisor: %s", stat_line);
+    cr_assert(process_gone(sup));
+    H.ops->release(sb);
+    H.ops->fini(st);
+    stream_free(&s);
+}

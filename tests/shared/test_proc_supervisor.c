@@ -25,6 +25,11 @@
 #include <unistd.h>
 
 static char dir[32], sock[64], last_err[1024];
+
+struct buf {
+    char *p;
+    size_t n;
+};
 static int last_status;
 static pid_t sup = -1;
 static struct sbxp_proc_client *cl;
@@ -86,6 +91,28 @@ static int auth_uid(void *ctx, int fd)
                                                                                          : -1;
 }
 
+/* Every buffer a test grew, freed at teardown (a test may stop anywhere). */
+static char *pool[64];
+static size_t npool;
+
+static int buf_write(void *ctx, const void *p, size_t n)
+{
+    struct buf *b = ctx;
+    char *old = b->p;
+    b->p = realloc(b->p, b->n + n + 1);
+    size_t i = 0;
+    while (old && i < npool && pool[i] != old)
+        i++;
+    if (old && i < npool)
+        pool[i] = b->p;
+    else if (npool < 64)
+        pool[npool++] = b->p;
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return 0;
+}
+
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/tmp/sbx-psv-XXXXXX");
@@ -122,6 +149,8 @@ static void setup(void)
 
 static void teardown(void)
 {
+    while (npool)
+        free(pool[--npool]);
     sbxp_proc_client_free(cl);
     if (sup > 0) {
         kill(sup, SIGKILL);
@@ -135,20 +164,6 @@ static void teardown(void)
 
 TestSuite(proc_supervisor, .init = setup, .fini = teardown, .timeout = 30);
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static int buf_write(void *ctx, const void *p, size_t n)
-{
-    struct buf *b = ctx;
-    b->p = realloc(b->p, b->n + n + 1);
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return 0;
-}
 
 /* Read to the end: every byte of out and err, the sum of lost bytes. */
 static struct sbx_proc_read_result read_all(const char *id, struct buf *out, struct buf *err,
@@ -279,6 +294,27 @@ Test(proc_supervisor, eof_on_a_pty_ends_cat)
     cr_assert(strstr(out.p, "abc"), "%s", out.p);
 }
 
+struct find_state {
+    const char *id;
+    int exited;
+};
+
+static int find_entry(void *ctx, const struct sbx_proc_info *info)
+{
+    struct find_state *f = ctx;
+    if (strcmp(info->id, f->id) == 0)
+        f->exited = info->state == SBX_PROC_EXITED;
+    return 0;
+}
+
+static int ended(const char *id)
+{
+    struct find_state f = {id, 0};
+    struct sbx_proc_list_sink ls = {sizeof ls, &f, find_entry};
+    cr_assert_eq(sbxp_proc_list(cl, CALL, &ls), SBX_OK, "%s", last_err);
+    return f.exited;
+}
+
 Test(proc_supervisor, output_far_larger_than_the_buffer_loses_exactly_what_was_dropped)
 {
     /* 1..200000, one per line: 1288895 bytes through a 64 KiB buffer */
@@ -286,9 +322,11 @@ Test(proc_supervisor, output_far_larger_than_the_buffer_loses_exactly_what_was_d
     struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv, .buffer_bytes = 65536};
     char id[SBX_PROC_ID_MAX] = "";
     start(id, &spec);
-    /* let it finish before reading: most is dropped */
-    struct timespec ts = {0, 300 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    /* let it finish before reading (the list reads nothing): most is dropped */
+    for (int i = 0; i < 200 && !ended(id); i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     struct buf out = {0}, err = {0};
     uint64_t lost;
     struct sbx_proc_read_result r = read_all(id, &out, &err, &lost);
@@ -360,6 +398,11 @@ Test(proc_supervisor, errors_map_to_statuses)
     cr_assert_eq(sbxp_proc_read(cl, CALL, "p0000000000000000", &ra, &r), SBX_E_NOT_FOUND);
     cr_assert_eq(sbxp_proc_write(cl, CALL, "other-session", "x", 1, 0), SBX_E_NOT_FOUND);
     cr_assert_eq(sbxp_proc_signal(cl, CALL, "p1", 9), SBX_E_NOT_FOUND);
+    /* a cursor past the end of the stream */
+    ra.out_cursor = 1000;
+    cr_assert_eq(sbxp_proc_read(cl, CALL, id, &ra, &r), SBX_E_INVALID);
+    cr_assert(strstr(last_err, "past the end"), "%s", last_err);
+    ra.out_cursor = 0;
     /* the channel still works after errors */
     read_all(id, &out, &err, NULL);
     int n = 0;

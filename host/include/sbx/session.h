@@ -110,7 +110,18 @@ struct sbx_session_spec {
      * as it is: see sbx_acquire_info.created). Not part of the spec hash.
      * Borrowed for the call. */
     const char *snapshot;
+    /* TCP ports the sandbox will listen on, to be reachable from outside
+     * through sbx_port_resolve (needs SBX_CAP_PORTS: refused at admission,
+     * naming the provider and the capability, by a provider without it).
+     * 1 to 65535, each at most once, at most SBX_SESSION_PORTS_MAX. When
+     * nports is 0 the configuration's session.ports apply (docs/CONFIG.md).
+     * Part of the spec hash, as a set. */
+    const uint16_t *ports;
+    size_t nports;
 };
+
+/* The most ports a session spec may declare. */
+#define SBX_SESSION_PORTS_MAX 64
 
 /* Options of sbx_sessions_open. Zero-initialize and set size; zero/NULL
  * members take the defaults described. */
