@@ -16,6 +16,7 @@
 #include "cmd_proc.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -306,12 +307,38 @@ static void logs_usage(FILE *f)
           "signal N.\n", f);
 }
 
-/* A sink to one of our descriptors that reports a vanished reader. */
+/* A sink to one of our descriptors that notes a reader that went away
+ * (EPIPE: `sbx logs ... | head` stops quietly, 141, as a pipe would). */
+struct out_sink {
+    int fd;
+    bool broken;
+};
+
+static int out_write(void *ctx, const void *buf, size_t len)
+{
+    struct out_sink *o = ctx;
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(o->fd, p, len);
+        if (n < 0 && errno == EINTR && !cli_caught_signal())
+            continue;
+        if (n < 0) {
+            if (errno == EPIPE)
+                o->broken = true;
+            sbx_stream_error("cannot write the output: %s", strerror(errno));
+            return SBX_E_IO;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return SBX_OK;
+}
+
 static int logs_copy(sbx_handle *h, const char *id, uint64_t out_cursor,
                      uint64_t err_cursor, bool follow)
 {
-    int ofd = 1, efd = 2;
-    struct sbx_sink out = sbx_fd_sink(&ofd), errs = sbx_fd_sink(&efd);
+    struct out_sink o = {1, false}, e = {2, false};
+    struct sbx_sink out = SBX_SINK_INIT(&o, out_write), errs = SBX_SINK_INIT(&e, out_write);
     for (;;) {
         struct sbx_proc_read_args a;
         memset(&a, 0, sizeof a);
@@ -327,6 +354,8 @@ static int logs_copy(sbx_handle *h, const char *id, uint64_t out_cursor,
         r.size = sizeof r;
         sbx_error err;
         int rc = sbx_proc_read(h, id, &a, &r, cli_run_cancel(), &err);
+        if (rc != SBX_OK && (o.broken || e.broken))
+            return CLI_EXIT_SIGNAL + SIGPIPE; /* what a shell reports */
         if (rc != SBX_OK)
             return cli_session_failed(rc, &err);
         if (r.out_lost)

@@ -23,10 +23,16 @@
 static struct cli_env env;
 static char sock[PATH_MAX + 16];
 
+/* SBX_TEST_CLI_PROVIDER=docker: the same on docker (test_cli_tty_docker;
+ * skipped without SBX_TEST_DOCKER_HOST). */
 static void setup(void)
 {
     cli_env_init(&env);
-    cli_env_local_config(&env);
+    const char *p = getenv("SBX_TEST_CLI_PROVIDER");
+    if (p && !strcmp(p, "docker"))
+        cli_env_docker_config(&env, NULL);
+    else
+        cli_env_local_config(&env);
     snprintf(sock, sizeof sock, "%s/tmux.sock", env.dir);
 }
 
