@@ -23,6 +23,10 @@
  *   mounts.c     mount_put, mount_remove (FILE_MOUNTS, as read-only copies)
  *   memory.c     memory_load, memory_diff, memory_accept (MEMORY): the
  *                shared remote_memory.c driven through envd
+ *   procs.c      processes that outlive the call, PTY (PROCESSES, PTY): a
+ *                supervisor in the sandbox records each stream in chunks
+ *   fileops.c    file_list/stat/mkdir/remove/rename (FILE_OPS)
+ *   ports.c      declared ports and their proxy URLs (PORTS)
  */
 #ifndef SBX_E2B_CORE_H
 #define SBX_E2B_CORE_H

@@ -17,6 +17,16 @@ those of "root" as root, so permission bits hold inside the sandbox as they
 do in E2B's VM. Otherwise every command runs as the fake's own user (and
 read-only files are not read-only to it).
 
+Processes: Start (pipes, or with "pty" a real terminal from Python's pty
+support, the command its session leader), Connect (events from the moment
+of the call: envd keeps no history), SendInput (stdin or pty), StreamInput
+(a client stream), CloseStdin, SendSignal, Update (the PTY's size), List;
+selectors by pid or tag. Each sandbox has its own /tmp (bound over /tmp for
+its commands, like /home and /mnt), every command carries E2B_SANDBOX_ID,
+and delete or pause kills every process that carries it, detached ones
+too. A Host "<port>-<id>.<domain>" other than envd's port is the service's
+port proxy: the request is forwarded to 127.0.0.1:<port>.
+
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/process.Process/Start", "kind": ...}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
