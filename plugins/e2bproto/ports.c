@@ -1,8 +1,9 @@
 /*
  * ports.c - exposed ports (SBX_CAP_PORTS). Every port of an E2B sandbox is
  * served by the service's proxy at https://<port>-<sandbox id>.<domain>
- * (CubeProxy: the same Host form, reached through proxy_address:proxy_port
- * when configured); which ports the session declared is recorded in the
+ * (CubeProxy: the same Host form). With one configured address for all
+ * sandboxes (cube's proxy_address, e2b's envd_url) the endpoint is that
+ * address with the Host header naming the port; which ports the session declared is recorded in the
  * sandbox's metadata (sbx.ports) at create, so a later attach knows them.
  * See e2b_core.h.
  */
@@ -63,9 +64,10 @@ int e2b_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
         (int)sizeof host)
         return e2b_error(st, call, SBX_E_CONFIG, "%s: sandbox domain too long",
                          st->cfg.provider);
-    if (st->cfg.route == E2B_ROUTE_PROXY) {
-        /* CubeProxy routes by Host only: connect to the proxy, name the
-         * sandbox's port in Host. */
+    if (st->cfg.route == E2B_ROUTE_PROXY || st->cfg.route == E2B_ROUTE_HEADERS) {
+        /* One address for every sandbox (CubeProxy's proxy_address, or
+         * e2b's envd_url): the service's proxy routes by Host, so connect
+         * there and name the sandbox's port in Host. */
         const char *u = st->cfg.envd_url; /* http://<address>:<port> */
         const char *a = strstr(u, "://");
         a = a ? a + 3 : u;

@@ -22,7 +22,7 @@
  *                     is all recorded
  *
  * The id carries what a reader needs and nothing of the host process:
- * "<sandbox tag>-<start ms>-<random>-<log2 C><p|n><K>". The tag (8 hex of
+ * "<sandbox tag>-<start ms>-<random>-<log2 C><p|n><buffer bytes>". The tag (8 hex of
  * SHA-256 of the sandbox id) ties it to this sandbox: another sandbox's id
  * is SBX_E_NOT_FOUND before anything is sent. proc_read fetches chunks with
  * GET /files and polls for new bytes (envd has no wait on a file). Signals,
@@ -170,10 +170,19 @@ static const char LIST[] =
 /* What an id says. */
 struct proc_id {
     int64_t ms;
-    unsigned shift; /* log2 of the chunk size */
+    unsigned shift;  /* log2 of the chunk size */
     int pty;
-    uint64_t keep;  /* chunks kept */
+    uint64_t buffer; /* bytes kept per stream */
+    uint64_t keep;   /* chunks kept: enough for buffer whatever the offset */
 };
+
+/* Chunks kept for a buffer: every byte of the last `buffer` lies in them
+ * wherever the stream's end falls in its chunk. */
+static uint64_t keep_of(uint64_t buffer, unsigned shift)
+{
+    uint64_t chunk = UINT64_C(1) << shift;
+    return (buffer + chunk - 1) / chunk + 1;
+}
 
 static void sandbox_tag(sbx_sandbox *sb, char tag[9])
 {
@@ -206,8 +215,8 @@ static int parse_id(sbx_sandbox *sb, sbx_call *call, const char *id, struct proc
     sandbox_tag(sb, tag);
     static const char dig[] = "0123456789", hex[] = "0123456789abcdef";
     size_t n = strlen(id);
-    /* tag(8) - ms(13) - rand(8) - shift(2) p|n keep(1..7) */
-    if (n < 35 || n > 41 || strncmp(id, tag, 8) != 0 || id[8] != '-' ||
+    /* tag(8) - ms(13) - rand(8) - shift(2) p|n buffer(1..10) */
+    if (n < 36 || n > 45 || strncmp(id, tag, 8) != 0 || id[8] != '-' ||
         !all_of(id + 9, 13, dig) || id[22] != '-' || !all_of(id + 23, 8, hex) ||
         id[31] != '-' || !all_of(id + 32, 2, dig) || (id[34] != 'p' && id[34] != 'n') ||
         !all_of(id + 35, n - 35, dig) || n == 35)
@@ -216,10 +225,11 @@ static int parse_id(sbx_sandbox *sb, sbx_call *call, const char *id, struct proc
     p->ms = strtoll(id + 9, NULL, 10);
     p->shift = (unsigned)((id[32] - '0') * 10 + (id[33] - '0'));
     p->pty = id[34] == 'p';
-    p->keep = strtoull(id + 35, NULL, 10);
-    if (p->shift < 10 || p->shift > 16 || p->keep < 2)
+    p->buffer = strtoull(id + 35, NULL, 10);
+    if (p->shift < 10 || p->shift > 16 || p->buffer < 1 || p->buffer > (UINT64_C(1) << 30))
         return e2b_error(st, call, SBX_E_NOT_FOUND, "%s: no process %s in sandbox %s",
                          st->cfg.provider, id, sb->id);
+    p->keep = keep_of(p->buffer, p->shift);
     return SBX_OK;
 }
 
@@ -324,7 +334,7 @@ int e2b_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *
                          prov, argc);
     int pty = (spec->flags & SBX_PROC_PTY) != 0;
     uint64_t buffer = spec->buffer_bytes ? spec->buffer_bytes : (uint64_t)st->cfg.proc_buffer;
-    if (buffer > (UINT64_C(1) << 30))
+    if (buffer < 1 || buffer > (UINT64_C(1) << 30))
         return e2b_error(st, call, SBX_E_INVALID,
                          "%s: proc_start: a replay buffer of %llu bytes (at most 1 GiB)", prov,
                          (unsigned long long)buffer);
@@ -332,7 +342,7 @@ int e2b_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *
     while (shift > 10 && buffer < (UINT64_C(4) << shift))
         shift--;
     uint64_t chunk = UINT64_C(1) << shift;
-    uint64_t keep = (buffer + chunk - 1) / chunk + 1;
+    uint64_t keep = keep_of(buffer, shift);
     char *cwd = NULL;
     int rc;
     if (spec->cwd && *spec->cwd) {
@@ -354,7 +364,7 @@ int e2b_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *
     clock_gettime(CLOCK_REALTIME, &wall);
     int64_t now = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
     snprintf(id, SBX_PROC_ID_MAX, "%s-%013lld-%s-%02u%c%llu", tag, (long long)now, rnd, shift,
-             pty ? 'p' : 'n', (unsigned long long)keep);
+             pty ? 'p' : 'n', (unsigned long long)buffer);
     char dir[256];
     proc_dir(id, dir, sizeof dir);
     char *line = pty ? pty_line(dir, spec) : strdup("");
@@ -528,9 +538,55 @@ static int chunk_write(void *ctx, const void *buf, size_t len)
     return 0;
 }
 
+/* The stream's end now: the head chunk's number and its size (a GET of
+ * at most one chunk, left out when a cursor in the head chunk cannot be
+ * behind the buffer anyway: *end is then UINT64_MAX). *written 0 when
+ * nothing was written yet. */
+static int stream_end(sbx_sandbox *sb, sbx_call *call, const char *dir, const char *stream,
+                      const struct proc_id *p, uint64_t cursor, uint64_t *end, uint64_t *head,
+                      int *written)
+{
+    char buf[32], hname[16];
+    int found;
+    snprintf(hname, sizeof hname, "%s.head", stream);
+    int rc = small_file(sb, call, dir, hname, buf, sizeof buf, &found);
+    if (rc != SBX_OK)
+        return rc;
+    char *endp;
+    unsigned long long h = found ? strtoull(buf, &endp, 10) : 0;
+    *written = found && endp != buf;
+    *end = *head = 0;
+    if (!*written)
+        return SBX_OK;
+    if ((cursor >> p->shift) >= h && p->buffer >= (UINT64_C(1) << p->shift)) {
+        *head = h;
+        *end = UINT64_MAX;
+        return SBX_OK;
+    }
+    char path[320];
+    snprintf(path, sizeof path, "%s/%s.%09llu", dir, stream, h);
+    struct chunk_sink cs = {NULL, UINT64_MAX, 0, 0, 0, UINT64_C(1) << p->shift, 0};
+    struct sbx_sink s = SBX_SINK_INIT(&cs, chunk_write);
+    sbxp_http_error err;
+    rc = e2b_files_get(sb, call, path, &s, &err);
+    if (rc == SBX_E_NOT_FOUND && err.http_status == 404)
+        cs.got = 0; /* named in the head, not made yet */
+    else if (rc != SBX_OK && err.from_callback)
+        return e2b_error(sb->st, call, SBX_E_PROTOCOL,
+                         "%s: proc_read: %s holds more than a chunk", sb->st->cfg.provider,
+                         path);
+    else if (rc != SBX_OK)
+        return e2b_envd_report(sb, call, &err, "proc_read: reading %s", path);
+    *head = h;
+    *end = ((uint64_t)h << p->shift) + cs.got;
+    return SBX_OK;
+}
+
 /* Read one stream from *cursor on, up to max bytes, into sink. *lost gets
- * the bytes skipped because they left the buffer; *at_end whether the
- * read reached what is written so far. */
+ * the bytes skipped because they left the buffer (the last p->buffer
+ * bytes of what is written when the read starts are kept: a cursor older
+ * than that resumes there); *at_end whether the read reached what is
+ * written so far. */
 static int read_stream(sbx_sandbox *sb, sbx_call *call, const char *dir, const char *stream,
                        const struct proc_id *p, uint64_t *cursor, uint64_t max,
                        const struct sbx_sink *sink, uint64_t *lost, int *at_end)
@@ -539,53 +595,63 @@ static int read_stream(sbx_sandbox *sb, sbx_call *call, const char *dir, const c
     uint64_t chunk = UINT64_C(1) << p->shift, given = 0;
     *lost = 0;
     *at_end = 0;
-    for (int tries = 0; given < max;) {
-        uint64_t k = *cursor >> p->shift, off = *cursor & (chunk - 1);
-        char path[320];
-        snprintf(path, sizeof path, "%s/%s.%09llu", dir, stream, (unsigned long long)k);
-        struct chunk_sink cs = {sink, off, max - given, 0, 0, chunk, 0};
-        struct sbx_sink s = SBX_SINK_INIT(&cs, chunk_write);
-        sbxp_http_error err;
-        int rc = e2b_files_get(sb, call, path, &s, &err);
-        if (rc == SBX_OK) {
-            given += cs.given;
-            *cursor += cs.given;
-            if (cs.got == chunk && off + cs.given == chunk)
-                continue; /* a full chunk read to its end: the next one */
-            *at_end = off + cs.given >= cs.got;
-            return SBX_OK;
-        }
-        if (err.from_callback) {
-            if (cs.inner_rc)
-                return cs.inner_rc; /* the caller's sink said why */
-            return e2b_error(st, call, SBX_E_PROTOCOL,
-                             "%s: proc_read: %s holds more than a chunk (%llu bytes)",
-                             st->cfg.provider, path, (unsigned long long)chunk);
-        }
-        if (!(rc == SBX_E_NOT_FOUND && err.http_status == 404))
-            return e2b_envd_report(sb, call, &err, "proc_read: reading %s", path);
-        /* Not written yet, or already dropped: the head tells. */
-        char head[32], hname[16];
-        int found;
-        snprintf(hname, sizeof hname, "%s.head", stream);
-        if ((rc = small_file(sb, call, dir, hname, head, sizeof head, &found)) != SBX_OK)
-            return rc;
-        char *endp;
-        unsigned long long h = found ? strtoull(head, &endp, 10) : 0;
-        if (!found || endp == head || k + p->keep > h) {
-            *at_end = 1; /* chunk k is yet to come */
-            return SBX_OK;
-        }
-        if (++tries > 8)
+    for (int tries = 0;; tries++) {
+        if (tries > 8)
             return e2b_error(st, call, SBX_E_IO,
                              "%s: proc_read: %s: the oldest output kept keeps moving",
                              st->cfg.provider, dir);
-        /* Dropped: resume at the oldest chunk kept. */
-        uint64_t oldest = (uint64_t)(h - p->keep + 1) << p->shift;
-        *lost += oldest - *cursor;
-        *cursor = oldest;
+        uint64_t end, head;
+        int written, rc;
+        if ((rc = stream_end(sb, call, dir, stream, p, *cursor, &end, &head, &written)) !=
+            SBX_OK)
+            return rc;
+        if (!written || *cursor >= end) {
+            *at_end = 1;
+            return SBX_OK;
+        }
+        uint64_t floor = end != UINT64_MAX && end > p->buffer ? end - p->buffer : 0;
+        if (*cursor < floor) {
+            *lost += floor - *cursor;
+            *cursor = floor;
+        }
+        int dropped = 0;
+        while (given < max) {
+            uint64_t k = *cursor >> p->shift, off = *cursor & (chunk - 1);
+            char path[320];
+            snprintf(path, sizeof path, "%s/%s.%09llu", dir, stream, (unsigned long long)k);
+            struct chunk_sink cs = {sink, off, max - given, 0, 0, chunk, 0};
+            struct sbx_sink s = SBX_SINK_INIT(&cs, chunk_write);
+            sbxp_http_error err;
+            rc = e2b_files_get(sb, call, path, &s, &err);
+            if (rc == SBX_OK) {
+                given += cs.given;
+                *cursor += cs.given;
+                if (cs.got == chunk && off + cs.given == chunk)
+                    continue; /* a full chunk read to its end: the next one */
+                *at_end = off + cs.given >= cs.got;
+                return SBX_OK;
+            }
+            if (err.from_callback) {
+                if (cs.inner_rc)
+                    return cs.inner_rc; /* the caller's sink said why */
+                return e2b_error(st, call, SBX_E_PROTOCOL,
+                                 "%s: proc_read: %s holds more than a chunk (%llu bytes)",
+                                 st->cfg.provider, path, (unsigned long long)chunk);
+            }
+            if (!(rc == SBX_E_NOT_FOUND && err.http_status == 404))
+                return e2b_envd_report(sb, call, &err, "proc_read: reading %s", path);
+            if (k >= head) {
+                *at_end = 1; /* named in the head, not made yet */
+                return SBX_OK;
+            }
+            if (given) /* dropped while this read went on: the next read says */
+                return SBX_OK;
+            dropped = 1; /* dropped since the end was looked at: again */
+            break;
+        }
+        if (!dropped)
+            return SBX_OK;
     }
-    return SBX_OK;
 }
 
 /* Parse the exit record "<status> <timed out>" into res. */
