@@ -52,7 +52,7 @@
  * command line $9 the supervisor, then argv. Exit 127/126: no such
  * program / not executable; 125: the sandbox lacks a tool. */
 static const char LAUNCH[] =
-    "d=$1; c=$2; k=$3; t=$4; r=$5; w=$6; to=$7; line=$8; sup=$9; shift 9\n"
+    "d=$1; c=$2; k=$3; t=$4; r=$5; w=$6; to=$7; line=$8; sup=$9; hx=${10}; shift 10\n"
     "p=$1\n"
     "case $p in\n"
     "*/*) if [ ! -e \"$p\" ]; then echo \"$p: no such file or directory\" >&2; exit 127; fi\n"
@@ -64,15 +64,12 @@ static const char LAUNCH[] =
     "if [ \"$t\" = 1 ]; then command -v script >/dev/null 2>&1 && command -v stty >/dev/null 2>&1 || "
     "{ echo \"script (util-linux) and stty are missing in the sandbox\" >&2; exit 125; }; fi\n"
     "umask 077\n"
-    "mkdir -p \"${d%/*}\" && mkdir \"$d\" && mkfifo \"$d/in\" \"$d/o.p\" \"$d/e.p\" || exit 125\n"
-    "printf '%s ' \"$@\" | head -c 1000 > \"$d/cmd\"\n"
+    "[ -d \"${d%/*}/.index\" ] || mkdir -p \"${d%/*}/.index\" || exit 125\n"
+    "mkdir \"$d\" && mkfifo \"$d/in\" \"$d/o.p\" \"$d/e.p\" || exit 125\n"
+    "printf '%s ' \"$@\" > \"$d/cmd\"\n"
+    ": > \"${d%/*}/.index/${d##*/}~R~$hx\"\n"
     "setsid sh -c \"$sup\" sbx-proc \"$d\" \"$c\" \"$k\" \"$t\" \"$r\" \"$w\" \"$to\" \"$line\" \"$@\" "
     "</dev/null >/dev/null 2>&1 &\n"
-    "i=0\n"
-    "while [ ! -s \"$d/pid\" ] && [ ! -e \"$d/exit\" ]; do\n"
-    "  i=$((i+1)); [ $i -gt 1000 ] && { echo \"the process did not start within 10 s\" >&2; exit 125; }\n"
-    "  sleep 0.01\n"
-    "done\n"
     "exit 0\n";
 
 /* The supervisor (see the file comment): recorders, stdin holder, the
@@ -120,7 +117,10 @@ static const char SUPERVISE[] =
     "done\n"
     "kill \"$(cat \"$d/inhold\")\" $wd 2>/dev/null\n"
     "[ -e \"$d/timedout\" ] && tf=1 || tf=0\n"
-    "printf '%s %s\\n' \"$rc\" \"$tf\" > \"$d/exit.t\" && mv -f \"$d/exit.t\" \"$d/exit\"\n";
+    "printf '%s %s\\n' \"$rc\" \"$tf\" > \"$d/exit.t\" && mv -f \"$d/exit.t\" \"$d/exit\"\n"
+    "for f in \"${d%/*}/.index/${d##*/}~R~\"*; do\n"
+    "  [ -e \"$f\" ] && mv -f \"$f\" \"${d%/*}/.index/${d##*/}~${rc}_$tf~${f##*~}\"\n"
+    "done\n";
 
 /* stdin: $1 dir $2 close (0/1) $3 pty (0/1); the bytes come on stdin.
  * Exit 3: the process ended or its stdin was closed. */
@@ -141,6 +141,8 @@ static const char SIGNAL[] =
     "d=$1; s=$2\n"
     "[ -d \"$d\" ] || exit 2\n"
     "[ -e \"$d/exit\" ] && exit 0\n"
+    "i=0; while [ ! -s \"$d/pid\" ] && [ ! -e \"$d/exit\" ]; do i=$((i+1)); [ $i -gt 1000 ] && exit 4; sleep 0.01; done\n"
+    "[ -e \"$d/exit\" ] && exit 0\n"
     "pg=$(cat \"$d/pid\" 2>/dev/null) || exit 0\n"
     "if [ -e \"$d/tty\" ]; then\n"
     "  set -- $(sed 's/.*) //' \"/proc/$pg/stat\" 2>/dev/null)\n"
@@ -153,19 +155,12 @@ static const char SIGNAL[] =
 static const char RESIZE[] =
     "d=$1\n"
     "[ -d \"$d\" ] || exit 2\n"
+    "i=0; while [ ! -s \"$d/tty\" ] && [ ! -e \"$d/exit\" ]; do i=$((i+1)); [ $i -gt 1000 ] && exit 4; sleep 0.01; done\n"
     "[ -e \"$d/exit\" ] && exit 3\n"
     "stty -F \"$(cat \"$d/tty\")\" rows \"$2\" cols \"$3\"\n";
 
-/* The listing: one line per process of this sandbox (tag $2), in id order
- * (= start order): id TAB status-or-R TAB command. */
-static const char LIST[] =
-    "[ -d \"$1\" ] || exit 0\n"
-    "for d in \"$1/$2\"-*; do\n"
-    "  [ -d \"$d\" ] || continue\n"
-    "  printf '%s\\t' \"${d##*/}\"\n"
-    "  if [ -s \"$d/exit\" ]; then head -c 32 \"$d/exit\" | tr -d '\\n\\t'; else printf R; fi\n"
-    "  printf '\\t'; head -c 1000 \"$d/cmd\" 2>/dev/null | tr '\\n\\t\\r' '   '; printf '\\n'\n"
-    "done\n";
+/* Most bytes of a process's command kept for proc_list. */
+#define CMD_LIST_MAX 100
 
 /* What an id says. */
 struct proc_id {
@@ -385,6 +380,23 @@ int e2b_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *
         env[i] = spec->env[i];
     if (pty && !has_term)
         env[ne++] = "TERM=xterm-256color";
+    /* The listing's command, hex in the index entry's name (at most
+     * CMD_LIST_MAX bytes of argv joined by spaces). */
+    char hexcmd[2 * CMD_LIST_MAX + 1];
+    static const char hx[] = "0123456789abcdef";
+    size_t hl = 0;
+    for (size_t i = 0; i < argc; i++) {
+        const char *q = spec->argv[i];
+        if (i > 0 && hl < 2 * CMD_LIST_MAX) {
+            hexcmd[hl++] = hx[' ' >> 4];
+            hexcmd[hl++] = hx[' ' & 15];
+        }
+        for (; *q && hl < 2 * CMD_LIST_MAX; q++) {
+            hexcmd[hl++] = hx[(unsigned char)*q >> 4];
+            hexcmd[hl++] = hx[(unsigned char)*q & 15];
+        }
+    }
+    hexcmd[hl] = '\0';
     char cs[24], ks[24], rows[8], cols[8], to[32];
     snprintf(cs, sizeof cs, "%llu", (unsigned long long)chunk);
     snprintf(ks, sizeof ks, "%llu", (unsigned long long)keep);
@@ -406,6 +418,7 @@ int e2b_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *
     args[n++] = to;
     args[n++] = line;
     args[n++] = SUPERVISE;
+    args[n++] = hexcmd;
     for (size_t i = 0; i < argc; i++)
         args[n++] = spec->argv[i];
     args[n] = NULL;
@@ -459,6 +472,7 @@ int e2b_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *
     int rc = parse_id(sb, call, id, &p);
     if (rc != SBX_OK)
         return rc;
+    e2b_keep_alive(sb, call);
     char dir[256];
     proc_dir(id, dir, sizeof dir);
     struct mem_src m = {data, len};
@@ -710,9 +724,9 @@ int e2b_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
         if ((rc = small_file(sb, call, dir, "exit", rec, sizeof rec, &ended)) != SBX_OK)
             return rc;
         if (!ended && !known) {
-            char pid[32];
+            char cmd[8];
             int found;
-            if ((rc = small_file(sb, call, dir, "pid", pid, sizeof pid, &found)) != SBX_OK)
+            if ((rc = small_file(sb, call, dir, "cmd", cmd, sizeof cmd, &found)) != SBX_OK)
                 return rc;
             if (!found)
                 return e2b_error(st, call, SBX_E_NOT_FOUND, "%s: no process %s in sandbox %s",
@@ -754,6 +768,7 @@ int e2b_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo)
     int rc = parse_id(sb, call, id, &p);
     if (rc != SBX_OK)
         return rc;
+    e2b_keep_alive(sb, call);
     if (signo < 1 || signo > 64)
         return e2b_error(st, call, SBX_E_INVALID, "%s: proc_signal: %d is not a signal",
                          st->cfg.provider, signo);
@@ -783,6 +798,7 @@ int e2b_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t ro
     int rc = parse_id(sb, call, id, &p);
     if (rc != SBX_OK)
         return rc;
+    e2b_keep_alive(sb, call);
     if (!p.pty)
         return e2b_error(st, call, SBX_E_INVALID, "%s: proc_resize: process %s has no PTY",
                          st->cfg.provider, id);
@@ -808,92 +824,122 @@ int e2b_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t ro
     return SBX_OK;
 }
 
-/* Parses LIST's lines as they stream and hands each to the caller. */
-struct list_sink {
-    sbx_sandbox *sb;
-    const struct sbx_proc_list_sink *sink;
-    char line[1200];
-    size_t len;
-    int overflow;
-    int rc;
+/* One entry of the index: "<id>~<R | status_timedout>~<hex command>". */
+struct listed {
+    char id[SBX_PROC_ID_MAX];
+    char state[24];
+    char cmd[CMD_LIST_MAX + 1];
 };
 
-static int list_line(struct list_sink *l)
+static int by_id(const void *a, const void *b)
 {
-    char *f1 = strchr(l->line, '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL;
-    if (!f2)
+    return strcmp(((const struct listed *)a)->id, ((const struct listed *)b)->id);
+}
+
+static int unhex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Parse an index entry's name into l; 0 when it is not one of this
+ * sandbox's. */
+static int parse_listed(sbx_sandbox *sb, const char *name, struct listed *l)
+{
+    char tag[9];
+    sandbox_tag(sb, tag);
+    const char *t1 = strchr(name, '~'), *t2 = t1 ? strchr(t1 + 1, '~') : NULL;
+    if (strncmp(name, tag, 8) != 0 || !t2 || (size_t)(t1 - name) >= sizeof l->id || (size_t)(t2 - t1 - 1) >= sizeof l->state)
         return 0;
-    *f1 = *f2 = '\0';
+    memcpy(l->id, name, (size_t)(t1 - name));
+    l->id[t1 - name] = '\0';
+    memcpy(l->state, t1 + 1, (size_t)(t2 - t1 - 1));
+    l->state[t2 - t1 - 1] = '\0';
     struct proc_id p;
-    if (parse_id(l->sb, NULL, l->line, &p) != SBX_OK)
-        return 0; /* not ours after all: skip */
-    struct sbx_proc_info info;
-    memset(&info, 0, sizeof info);
-    info.size = sizeof info;
-    info.flags = p.pty ? SBX_PROC_PTY : 0;
-    info.id = l->line;
-    size_t cl = strlen(f2 + 1);
-    while (cl && f2[cl] == ' ')
-        f2[cl--] = '\0';
-    info.command = f2 + 1;
-    info.started_ms = p.ms;
-    if (!strcmp(f1 + 1, "R")) {
-        info.state = SBX_PROC_RUNNING;
-    } else {
-        struct sbx_proc_read_result r;
-        memset(&r, 0, sizeof r);
-        parse_exit(f1 + 1, &r);
-        info.state = SBX_PROC_EXITED;
-        info.exit_code = r.exit_code;
-        info.term_signal = r.term_signal;
+    if (parse_id(sb, NULL, l->id, &p) != SBX_OK)
+        return 0;
+    size_t n = 0;
+    for (const char *h = t2 + 1; h[0] && h[1] && n < CMD_LIST_MAX; h += 2) {
+        int a = unhex(h[0]), b = unhex(h[1]);
+        if (a < 0 || b < 0)
+            break;
+        char c = (char)(a << 4 | b);
+        l->cmd[n++] = (unsigned char)c < 0x20 ? ' ' : c;
     }
-    return l->sink->entry(l->sink->ctx, &info);
+    l->cmd[n] = '\0';
+    while (n && l->cmd[n - 1] == ' ')
+        l->cmd[--n] = '\0';
+    return 1;
 }
 
-static int list_write(void *ctx, const void *buf, size_t len)
-{
-    struct list_sink *l = ctx;
-    const char *b = buf;
-    for (size_t i = 0; i < len; i++) {
-        if (b[i] == '\n') {
-            l->line[l->len] = '\0';
-            int rc = l->overflow ? 0 : list_line(l);
-            l->len = 0;
-            l->overflow = 0;
-            if (rc != 0) {
-                l->rc = rc;
-                return rc;
-            }
-        } else if (l->len + 1 < sizeof l->line) {
-            l->line[l->len++] = b[i];
-        } else {
-            l->overflow = 1;
-        }
-    }
-    return 0;
-}
-
+/*
+ * The listing is one filesystem.ListDir of the index directory: an entry
+ * per process whose name says its id, state and command (the supervisor
+ * renames it when the process ends), so listing costs one request
+ * whatever the number of processes. The answer is one JSON document (at
+ * most 8 MiB: some 25 000 processes).
+ */
 int e2b_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_sink *sink)
 {
     struct e2b_state *st = sb->st;
-    char tag[9];
-    sandbox_tag(sb, tag);
-    struct list_sink *l = calloc(1, sizeof *l);
-    if (!l)
+    e2b_keep_alive(sb, call);
+    json_object *body = json_object_new_object(), *doc = NULL;
+    if (!body)
         return e2b_error(st, call, SBX_E_NOMEM, "out of memory");
-    l->sb = sb;
-    l->sink = sink;
-    struct sbx_sink out = SBX_SINK_INIT(l, list_write);
-    const char *args[] = {PROC_BASE, tag, NULL};
-    char msg[256];
-    int code = -1;
-    int rc = run_script(sb, call, LIST, args, NULL, NULL, "/", &out, 60000, &code, msg,
-                        sizeof msg);
-    if (rc != SBX_OK && l->rc)
-        rc = l->rc;
-    else if (rc == SBX_OK && code != 0)
-        rc = e2b_error(st, call, SBX_E_IO, "%s: proc_list failed (exit %d): %s",
-                       st->cfg.provider, code, msg);
-    free(l);
+    json_object_object_add(body, "path", json_object_new_string(PROC_BASE "/.index"));
+    json_object_object_add(body, "depth", json_object_new_int(1));
+    sbxp_http_error err;
+    int rc = e2b_envd_unary(sb, call, "filesystem.Filesystem/ListDir", body, &doc, 1, &err);
+    json_object_put(body);
+    if (rc == SBX_E_NOT_FOUND && err.http_status == 404)
+        return SBX_OK; /* no process was ever started */
+    if (rc != SBX_OK)
+        return e2b_envd_report(sb, call, &err, "proc_list: listing %s/.index", PROC_BASE);
+    json_object *entries = NULL;
+    json_object_object_get_ex(doc, "entries", &entries);
+    size_t n = entries && json_object_is_type(entries, json_type_array)
+                   ? json_object_array_length(entries)
+                   : 0;
+    struct listed *v = n ? calloc(n, sizeof *v) : NULL;
+    if (n && !v) {
+        json_object_put(doc);
+        return e2b_error(st, call, SBX_E_NOMEM, "out of memory");
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = sbxp_json_str(json_object_array_get_idx(entries, i), "name");
+        if (name && parse_listed(sb, name, &v[m]))
+            m++;
+    }
+    json_object_put(doc);
+    qsort(v, m, sizeof *v, by_id); /* ids sort in start order */
+    rc = SBX_OK;
+    for (size_t i = 0; i < m && rc == SBX_OK; i++) {
+        struct proc_id p;
+        parse_id(sb, NULL, v[i].id, &p);
+        struct sbx_proc_info info;
+        memset(&info, 0, sizeof info);
+        info.size = sizeof info;
+        info.flags = p.pty ? SBX_PROC_PTY : 0;
+        info.id = v[i].id;
+        info.command = v[i].cmd;
+        info.started_ms = p.ms;
+        if (!strcmp(v[i].state, "R")) {
+            info.state = SBX_PROC_RUNNING;
+        } else {
+            struct sbx_proc_read_result r;
+            memset(&r, 0, sizeof r);
+            char rec[24];
+            snprintf(rec, sizeof rec, "%s", v[i].state);
+            char *us = strchr(rec, '_');
+            if (us)
+                *us = ' ';
+            parse_exit(rec, &r);
+            info.state = SBX_PROC_EXITED;
+            info.exit_code = r.exit_code;
+            info.term_signal = r.term_signal;
+        }
+        rc = sink->entry(sink->ctx, &info);
+    }
+    free(v);
     return rc;
 }

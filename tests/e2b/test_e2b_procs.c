@@ -750,7 +750,7 @@ Test(procs_faults, envd_failing_under_a_running_process_is_a_clear_error)
     int rc = sbx_proc_read(h, id, &a, &r, NULL, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "proc_read"), "%s", err.message);
-    fake_http(&fake, "POST", "/_fake/reset", "{}", NULL, NULL);
+    free(fake_http(&fake, "POST", "/_fake/reset", "{}", NULL, NULL));
     cr_assert_eq(sbx_proc_read(h, id, &a, &r, NULL, &err), SBX_OK, "%s", err.message);
     /* The sandbox vanished. */
     cr_assert_eq(fake_faults(&fake, "[{\"match\": \"/files\", \"kind\": \"vanish\"}]"), 0);
