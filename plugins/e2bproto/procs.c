@@ -518,12 +518,15 @@ static int small_file(sbx_sandbox *sb, sbx_call *call, const char *dir, const ch
     return SBX_OK;
 }
 
-/* Receives one chunk: skips the bytes before the cursor, hands on at most
- * `want`, and counts the chunk's size (refusing more than a chunk). */
+/* Receives one chunk: skips the bytes before the cursor, keeps at most
+ * `want` in hold (a chunk's worth, or NULL to keep nothing), and counts
+ * the chunk's size (refusing more than a chunk). The kept bytes reach the
+ * caller's sink only once the whole answer arrived, so a cut answer
+ * delivers nothing and a read repeated at the same cursor repeats no
+ * byte. */
 struct chunk_sink {
-    const struct sbx_sink *inner;
+    unsigned char *hold;
     uint64_t skip, want, got, given, max;
-    int inner_rc;
 };
 
 static int chunk_write(void *ctx, const void *buf, size_t len)
@@ -541,13 +544,8 @@ static int chunk_write(void *ctx, const void *buf, size_t len)
     len -= (size_t)c->skip;
     c->skip = 0;
     size_t n = len < c->want - c->given ? len : (size_t)(c->want - c->given);
-    if (n && c->inner) {
-        int rc = c->inner->write(c->inner->ctx, b, n);
-        if (rc != 0) {
-            c->inner_rc = rc;
-            return rc;
-        }
-    }
+    if (n && c->hold)
+        memcpy(c->hold + c->given, b, n);
     c->given += n;
     return 0;
 }
@@ -579,7 +577,7 @@ static int stream_end(sbx_sandbox *sb, sbx_call *call, const char *dir, const ch
     }
     char path[320];
     snprintf(path, sizeof path, "%s/%s.%09llu", dir, stream, h);
-    struct chunk_sink cs = {NULL, UINT64_MAX, 0, 0, 0, UINT64_C(1) << p->shift, 0};
+    struct chunk_sink cs = {NULL, UINT64_MAX, 0, 0, 0, UINT64_C(1) << p->shift};
     struct sbx_sink s = SBX_SINK_INIT(&cs, chunk_write);
     sbxp_http_error err;
     rc = e2b_files_get(sb, call, path, &s, &err);
@@ -601,9 +599,28 @@ static int stream_end(sbx_sandbox *sb, sbx_call *call, const char *dir, const ch
  * bytes of what is written when the read starts are kept: a cursor older
  * than that resumes there); *at_end whether the read reached what is
  * written so far. */
+static int read_chunks(sbx_sandbox *sb, sbx_call *call, const char *dir, const char *stream,
+                       const struct proc_id *p, uint64_t *cursor, uint64_t max,
+                       const struct sbx_sink *sink, unsigned char *hold, uint64_t *lost,
+                       int *at_end);
+
 static int read_stream(sbx_sandbox *sb, sbx_call *call, const char *dir, const char *stream,
                        const struct proc_id *p, uint64_t *cursor, uint64_t max,
                        const struct sbx_sink *sink, uint64_t *lost, int *at_end)
+{
+    uint64_t chunk = UINT64_C(1) << p->shift;
+    unsigned char *hold = sink ? malloc(chunk) : NULL;
+    if (sink && !hold)
+        return e2b_error(sb->st, call, SBX_E_NOMEM, "out of memory");
+    int rc = read_chunks(sb, call, dir, stream, p, cursor, max, sink, hold, lost, at_end);
+    free(hold);
+    return rc;
+}
+
+static int read_chunks(sbx_sandbox *sb, sbx_call *call, const char *dir, const char *stream,
+                       const struct proc_id *p, uint64_t *cursor, uint64_t max,
+                       const struct sbx_sink *sink, unsigned char *hold, uint64_t *lost,
+                       int *at_end)
 {
     struct e2b_state *st = sb->st;
     uint64_t chunk = UINT64_C(1) << p->shift, given = 0;
@@ -633,10 +650,15 @@ static int read_stream(sbx_sandbox *sb, sbx_call *call, const char *dir, const c
             uint64_t k = *cursor >> p->shift, off = *cursor & (chunk - 1);
             char path[320];
             snprintf(path, sizeof path, "%s/%s.%09llu", dir, stream, (unsigned long long)k);
-            struct chunk_sink cs = {sink, off, max - given, 0, 0, chunk, 0};
+            struct chunk_sink cs = {hold, off, max - given, 0, 0, chunk};
             struct sbx_sink s = SBX_SINK_INIT(&cs, chunk_write);
             sbxp_http_error err;
             rc = e2b_files_get(sb, call, path, &s, &err);
+            if (rc == SBX_OK && cs.given && sink) {
+                int src = sink->write(sink->ctx, hold, (size_t)cs.given);
+                if (src != 0)
+                    return src; /* the caller's sink said why */
+            }
             if (rc == SBX_OK) {
                 given += cs.given;
                 *cursor += cs.given;
@@ -645,9 +667,9 @@ static int read_stream(sbx_sandbox *sb, sbx_call *call, const char *dir, const c
                 *at_end = off + cs.given >= cs.got;
                 return SBX_OK;
             }
+            if (rc != SBX_OK && given)
+                return SBX_OK; /* what came is delivered; the next read meets the error */
             if (err.from_callback) {
-                if (cs.inner_rc)
-                    return cs.inner_rc; /* the caller's sink said why */
                 return e2b_error(st, call, SBX_E_PROTOCOL,
                                  "%s: proc_read: %s holds more than a chunk (%llu bytes)",
                                  st->cfg.provider, path, (unsigned long long)chunk);
@@ -736,9 +758,22 @@ int e2b_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
         uint64_t ol = 0, el = 0, o0 = res->out_cursor, e0 = res->err_cursor;
         int oend = 1, eend = 1;
         rc = read_stream(sb, call, dir, "out", &p, &res->out_cursor, max, args->out, &ol, &oend);
-        if (rc == SBX_OK && !p.pty)
+        if (rc == SBX_OK && !p.pty) {
             rc = read_stream(sb, call, dir, "err", &p, &res->err_cursor, max, args->err, &el,
                              &eend);
+            if (rc != SBX_OK && res->out_cursor != o0) {
+                /* stdout's bytes are delivered: report them, and the next
+                 * read meets stderr's failure again. */
+                res->out_lost += ol;
+                res->err_cursor = e0;
+                if (ended)
+                    parse_exit(rec, res);
+                else
+                    res->state = SBX_PROC_RUNNING;
+                res->eof = 0;
+                return SBX_OK;
+            }
+        }
         if (rc != SBX_OK)
             return rc;
         res->out_lost += ol;

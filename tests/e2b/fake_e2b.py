@@ -31,7 +31,8 @@ Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/process.Process/Start", "kind": ...}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
       before answering), "cut" (Start stream closed mid-envelope after
-      "after" data events), "truncate" (Start: half an envelope, then a
+      "after" data events; GET /files: half the body, then the connection
+      closes), "truncate" (Start: half an envelope, then a
       clean end of the body), "vanish" (the sandbox disappears before the
       request is served), "pause" (the sandbox is paused). "times" (default 1)
       bounds how often a fault fires.
@@ -692,6 +693,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, fn(sb, req, self.req_user()))
         except ConnectError as e:
             self.connect_error(e)
+        except OSError as e:  # a path that changed under the call: envd's "internal"
+            self.connect_error(ConnectError("internal", str(e)))
 
     def connect_error(self, e):
         self.send_json(ConnectError.HTTP.get(e.code, 500), {"code": e.code, "message": e.message})
@@ -711,6 +714,19 @@ class Handler(BaseHTTPRequestHandler):
             if os.path.isdir(hp):
                 return self.api_error(400, "path '%s' is a directory" % vpath)
             size = os.path.getsize(hp)
+            cut = ST.take_fault(url.path, ("cut",))
+            if cut and size > 1:
+                # The answer stops half-way (a proxy or envd dying mid-body).
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                with open(hp, "rb") as fh:
+                    self.wfile.write(fh.read(size // 2))
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(size))
@@ -1193,9 +1209,16 @@ def rpc_list_dir(sb, req, user):
     out = []
 
     def walk(d, level):
-        for name in sorted(os.listdir(d)):
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            return  # removed meanwhile
+        for name in names:
             p = os.path.join(d, name)
-            out.append(entry_info(sb, p))
+            try:
+                out.append(entry_info(sb, p))
+            except OSError:
+                continue  # renamed or removed since the listing: as envd, skip it
             if level < depth and os.path.isdir(p) and not os.path.islink(p):
                 walk(p, level + 1)
     walk(hp, 1)
