@@ -709,29 +709,30 @@ class Handler(BaseHTTPRequestHandler):
             return self.api_error(400, "path is required")
         hp = sb.host_path(vpath, user)
         if self.command == "GET":
-            if not os.path.exists(hp):
+            # Open first, then serve that file (as envd does): a file
+            # removed or renamed meanwhile is still served whole.
+            try:
+                fh = os.fdopen(os.open(hp, os.O_RDONLY | os.O_NONBLOCK), "rb")
+            except FileNotFoundError:
                 return self.api_error(404, "path '%s' does not exist" % vpath)
-            if os.path.isdir(hp):
+            except IsADirectoryError:
                 return self.api_error(400, "path '%s' is a directory" % vpath)
-            size = os.path.getsize(hp)
-            cut = ST.take_fault(url.path, ("cut",))
-            if cut and size > 1:
-                # The answer stops half-way (a proxy or envd dying mid-body).
+            with fh:
+                if pystat.S_ISDIR(os.fstat(fh.fileno()).st_mode):
+                    return self.api_error(400, "path '%s' is a directory" % vpath)
+                size = os.fstat(fh.fileno()).st_size
+                cut = ST.take_fault(url.path, ("cut",))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/octet-stream")
                 self.send_header("Content-Length", str(size))
                 self.end_headers()
-                with open(hp, "rb") as fh:
+                if cut and size > 1:
+                    # The answer stops half-way (a proxy or envd dying mid-body).
                     self.wfile.write(fh.read(size // 2))
-                self.wfile.flush()
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(size))
-            self.end_headers()
-            with open(hp, "rb") as fh:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
                 left = size  # a file that grows meanwhile: what was announced
                 while left:
                     b = fh.read(min(left, 1 << 16))
