@@ -233,12 +233,17 @@ const struct cf_case cf_cases[] = {
      "absent from its list; malformed ids are SBX_E_INVALID",
      PROC, cf_case_proc_foreign_id},
     {"proc_concurrent",
-     "32 processes run at once in one sandbox, each read to its own output",
+     "32 processes run at once in one sandbox (all listed running), each read to "
+     "its own output",
      PROC, cf_case_proc_concurrent},
     {"proc_destroy_kills",
      "destroy kills every process: after a new create of the key none is listed, "
      "none runs, its id is SBX_E_NOT_FOUND",
      PROC, cf_case_proc_destroy_kills},
+    {"proc_output_flood",
+     "a process writing as fast as it can into a 1 MiB replay buffer, unread for a "
+     "second, then read: bytes are dropped and counted, memory stays bounded",
+     PROC, cf_case_proc_output_flood},
     {"pty_terminal",
      "on a PTY stdin, stdout and stderr are a terminal of the size asked for "
      "(24x80 by default), TERM is set, one output stream",

@@ -104,6 +104,7 @@ void cf_case_proc_list(struct cf_test *t);
 void cf_case_proc_foreign_id(struct cf_test *t);
 void cf_case_proc_concurrent(struct cf_test *t);
 void cf_case_proc_destroy_kills(struct cf_test *t);
+void cf_case_proc_output_flood(struct cf_test *t);
 void cf_case_pty_terminal(struct cf_test *t);
 void cf_case_pty_resize(struct cf_test *t);
 void cf_case_pty_ctrl_c(struct cf_test *t);
@@ -297,6 +298,13 @@ bool cf_write_text(struct cf_test *t, sbx_handle *h, const char *path,
  * text; false after failing the case. */
 bool cf_expect_file(struct cf_test *t, sbx_handle *h, const char *path,
                     const char *text);
+
+/* Reset the peak RSS (VmHWM) of this process; false when the kernel does
+ * not allow it (growth is then measured against the earlier peak). */
+bool cf_peak_rss_reset(void);
+
+/* A "Name:   N kB" line of /proc/self/status in KiB, or -1. */
+long cf_status_kib(const char *name);
 
 /* CLOCK_MONOTONIC in seconds, for measuring durations. */
 double cf_now(void);

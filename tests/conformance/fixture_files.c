@@ -105,7 +105,7 @@ static int open_parent(const char *root, const char *path, char base[NAME_MAX + 
             if (fd < 0)
                 fd = -errno;
         }
-        snprintf(base, NAME_MAX + 1, "%s", last);
+        memcpy(base, last, strlen(last) + 1); /* at most NAME_MAX, checked above */
     }
     close(rootfd);
     return fd;

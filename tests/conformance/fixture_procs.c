@@ -61,6 +61,7 @@ struct fxp_proc {
     int64_t deadline_ms; /* 0: none */
     int64_t started_ms;  /* Unix time */
     int kill_now;        /* destroy: kill the group, end the thread */
+    unsigned readers;    /* proc_reads delivering from the rings */
     pthread_t thread;
 };
 
@@ -231,6 +232,8 @@ int fxp_proc_start(const struct fxp_sandbox *sb, sbx_call *call,
     int want_pty = (spec->flags & SBX_PROC_PTY) != 0;
     int pty = want_pty && sb->mode != FXP_PTY_NOT_TERMINAL;
     uint64_t cap = spec->buffer_bytes ? spec->buffer_bytes : SBX_PROC_BUFFER_DEFAULT;
+    if (sb->mode == FXP_BUFFER_GROWS)
+        cap = (uint64_t)64 << 20; /* the defect; its pages are touched as written */
     if (cap > ((uint64_t)64 << 20))
         return fail(sb, call, SBX_E_INVALID, "cfproc: a replay buffer above 64 MiB");
     int dirfd = open_cwd(sb->root, spec->cwd);
@@ -444,46 +447,65 @@ int fxp_proc_write(const struct fxp_sandbox *sb, sbx_call *call, const char *id,
     return rc;
 }
 
-/* The bytes of r from *cursor on (at most max) into a new buffer; the
- * lost count and the new cursor per the contract, or per the defects.
- * Lock held. */
-static int ring_take(const struct ring *r, int mode, uint64_t cursor, uint64_t max,
-                     unsigned char **data, uint64_t *n, uint64_t *lost, uint64_t *next,
-                     uint64_t *end)
+/* Where a read of r from cursor (at most max bytes) starts (*from), how
+ * many bytes it delivers (*n) and how many it counts lost, per the
+ * contract or per the defects; *end is the stream's end as numbered for
+ * the reader. -1 for a cursor past the end. Lock held. */
+static int ring_plan(const struct ring *r, int mode, uint64_t cursor, uint64_t max,
+                     uint64_t *from, uint64_t *n, uint64_t *lost, uint64_t *end)
 {
     uint64_t kept = r->total < r->cap ? r->total : r->cap;
     uint64_t oldest = r->total - kept;
-    uint64_t from;
+    uint64_t avail;
     *end = r->total;
     if (mode == FXP_BUFFER_DROPS_SILENTLY) {
         /* The defect: the stream is whatever the buffer still holds,
          * numbered from its oldest byte; nothing is ever lost. */
         if (cursor > kept)
             return -1;
-        from = oldest + cursor;
+        *from = oldest + cursor;
         *lost = 0;
         *end = kept;
+        avail = kept - cursor;
     } else {
         if (cursor > r->total)
             return -1;
         *lost = cursor < oldest ? oldest - cursor : 0;
-        from = cursor + *lost;
+        *from = cursor + *lost;
+        avail = r->total - *from;
         if (mode == FXP_CURSOR_REPEATS) /* the defect: a little again */
-            from = from >= oldest + 16 ? from - 16 : oldest;
+            *from = *from >= oldest + 16 ? *from - 16 : oldest;
     }
-    /* as many as from the cursor: the arithmetic adds up, the bytes do not */
-    uint64_t avail = r->total - (mode == FXP_CURSOR_REPEATS ? cursor + *lost : from);
     *n = avail < max ? avail : max;
-    *data = NULL;
-    if (*n) {
-        *data = malloc(*n);
-        if (!*data)
-            return -2;
-        for (uint64_t i = 0; i < *n; i++)
-            (*data)[i] = r->buf[(from + i) % r->cap];
-    }
-    *next = cursor + *lost + *n + (mode == FXP_CURSOR_SKIPS && *n); /* the defect */
     return 0;
+}
+
+/*
+ * Deliver n bytes of r from `from` on to sink in pieces, each copied under
+ * the lock while it is still in the buffer (a writer may overwrite the
+ * rest meanwhile: delivery then stops short, and the cursor says so).
+ * Returns the bytes delivered; *rc the sink's status.
+ */
+static uint64_t ring_deliver(struct ring *r, uint64_t from, uint64_t n,
+                             const struct sbx_sink *sink, int *rc)
+{
+    unsigned char buf[65536];
+    uint64_t done = 0;
+    while (done < n && *rc == SBX_OK) {
+        uint64_t k = n - done < sizeof buf ? n - done : sizeof buf;
+        pthread_mutex_lock(&procs_lock);
+        uint64_t kept = r->total < r->cap ? r->total : r->cap;
+        int gone = from + done < r->total - kept;
+        for (uint64_t i = 0; !gone && i < k; i++)
+            buf[i] = r->buf[(from + done + i) % r->cap];
+        pthread_mutex_unlock(&procs_lock);
+        if (gone)
+            break;
+        if (sink)
+            *rc = sink->write(sink->ctx, buf, (size_t)k);
+        done += k;
+    }
+    return done;
 }
 
 static int has_news(const struct fxp_proc *p, const struct sbx_proc_read_args *a)
@@ -516,33 +538,37 @@ int fxp_proc_read(const struct fxp_sandbox *sb, sbx_call *call, const char *id,
         pthread_mutex_unlock(&procs_lock);
         return not_found(sb, call, id);
     }
-    unsigned char *od = NULL, *ed = NULL;
-    uint64_t on = 0, en = 0, oend = 0, eend = 0;
-    int r1 = ring_take(&p->out, sb->mode, a->out_cursor, max, &od, &on, &res->out_lost,
-                       &res->out_cursor, &oend);
+    uint64_t ofrom = 0, on = 0, oend = 0, efrom = 0, en = 0, eend = 0;
+    int r1 = ring_plan(&p->out, sb->mode, a->out_cursor, max, &ofrom, &on, &res->out_lost,
+                       &oend);
     int r2 = r1 ? 0
-                : ring_take(&p->err, sb->mode, a->err_cursor, max, &ed, &en, &res->err_lost,
-                            &res->err_cursor, &eend);
+                : ring_plan(&p->err, sb->mode, a->err_cursor, max, &efrom, &en,
+                            &res->err_lost, &eend);
     int exited = p->exited;
     res->state = exited ? SBX_PROC_EXITED : SBX_PROC_RUNNING;
     res->exit_code = exited ? p->exit_code : 0;
     res->term_signal = exited ? p->term_signal : 0;
     res->timed_out = exited ? p->timed_out : 0;
-    res->eof = exited && res->out_cursor == oend && res->err_cursor == eend;
+    p->readers++; /* destroy waits for the reads that are delivering */
     pthread_mutex_unlock(&procs_lock);
     int rc = SBX_OK;
-    if (r1 == -1 || r2 == -1)
+    if (r1 || r2) {
         rc = fail(sb, call, SBX_E_INVALID, "cfproc: a cursor of %.80s is past the end of "
                                            "its stream",
                   id);
-    else if (r1 || r2)
-        rc = fail(sb, call, SBX_E_NOMEM, "cfproc: out of memory");
-    if (rc == SBX_OK && on && a->out)
-        rc = a->out->write(a->out->ctx, od, (size_t)on);
-    if (rc == SBX_OK && en && a->err)
-        rc = a->err->write(a->err->ctx, ed, (size_t)en);
-    free(od);
-    free(ed);
+    } else {
+        on = ring_deliver(&p->out, ofrom, on, a->out, &rc);
+        en = ring_deliver(&p->err, efrom, en, a->err, &rc);
+        /* the defect of cursor_skips: one byte more than delivered */
+        res->out_cursor = a->out_cursor + res->out_lost + on +
+                          (sb->mode == FXP_CURSOR_SKIPS && on);
+        res->err_cursor = a->err_cursor + res->err_lost + en;
+        res->eof = exited && res->out_cursor == oend && res->err_cursor == eend;
+    }
+    pthread_mutex_lock(&procs_lock);
+    p->readers--;
+    pthread_cond_broadcast(&procs_cv);
+    pthread_mutex_unlock(&procs_lock);
     return rc;
 }
 
@@ -664,6 +690,10 @@ void fxp_procs_destroy(const char *owner, int mode)
             return;
         if (!pthread_equal(victim->thread, pthread_self()))
             pthread_join(victim->thread, NULL);
+        pthread_mutex_lock(&procs_lock);
+        while (victim->readers)
+            pthread_cond_wait(&procs_cv, &procs_lock);
+        pthread_mutex_unlock(&procs_lock);
         /* no reader can hold it: each looks it up under the lock, and the
          * ones writing hold write_lock */
         pthread_mutex_lock(&victim->write_lock);

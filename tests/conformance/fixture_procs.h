@@ -26,6 +26,7 @@ enum fxp_break {
     FXP_LIST_FOLLOWS_SYMLINK,  /* file_list follows a symlink (out) */
     FXP_PORT_ALL_INTERFACES,   /* ports are published on 0.0.0.0 */
     FXP_IDS_UNCHECKED,         /* any sandbox may use any process id */
+    FXP_BUFFER_GROWS,          /* buffer_bytes ignored: up to 64 MiB kept */
     /* Promises libsbx checks itself (test_libsbx_1_2.c), not the suite: */
     FXP_CURSOR_SKIPS,          /* a new cursor one past what was delivered */
     FXP_LIST_NAME_SLASH,       /* a listed name holds a '/' */

@@ -84,6 +84,8 @@
  *                         the workspace; it only reads names)
  *   port_all_interfaces   ports are published on 0.0.0.0, not loopback
  *   proc_ids_unchecked    any sandbox may use any process id
+ *   buffer_grows          buffer_bytes is ignored: a flooding process's
+ *                         output is kept, up to 64 MiB, never dropped
  * and three that break what libsbx itself checks (test_libsbx_1_2.c):
  *   cursor_skips          proc_read's new cursor is one past the bytes
  *   list_name_slash       file_list names every entry "../escape"
@@ -152,6 +154,7 @@ enum fx_break {
     FX_LIST_FOLLOWS_SYMLINK,
     FX_PORT_ALL_INTERFACES,
     FX_PROC_IDS_UNCHECKED,
+    FX_BUFFER_GROWS,
     FX_CURSOR_SKIPS,
     FX_LIST_NAME_SLASH,
     FX_PROC_ID_MALFORMED
@@ -193,6 +196,7 @@ static const struct {
     {"list_follows_symlink", FX_LIST_FOLLOWS_SYMLINK},
     {"port_all_interfaces", FX_PORT_ALL_INTERFACES},
     {"proc_ids_unchecked", FX_PROC_IDS_UNCHECKED},
+    {"buffer_grows", FX_BUFFER_GROWS},
     {"cursor_skips", FX_CURSOR_SKIPS},
     {"list_name_slash", FX_LIST_NAME_SLASH},
     {"proc_id_malformed", FX_PROC_ID_MALFORMED},
@@ -210,6 +214,7 @@ static int fxp_mode(enum fx_break m)
     case FX_LIST_FOLLOWS_SYMLINK: return FXP_LIST_FOLLOWS_SYMLINK;
     case FX_PORT_ALL_INTERFACES: return FXP_PORT_ALL_INTERFACES;
     case FX_PROC_IDS_UNCHECKED: return FXP_IDS_UNCHECKED;
+    case FX_BUFFER_GROWS: return FXP_BUFFER_GROWS;
     case FX_CURSOR_SKIPS: return FXP_CURSOR_SKIPS;
     case FX_LIST_NAME_SLASH: return FXP_LIST_NAME_SLASH;
     case FX_PROC_ID_MALFORMED: return FXP_ID_MALFORMED;
