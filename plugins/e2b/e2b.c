@@ -27,6 +27,7 @@ static const struct sbx_config_key e2b_keys[] = {
     SBX_CONFIG_KEY("user", SBX_CFG_STRING, "sandbox user commands and files run as (default user)"),
     SBX_CONFIG_KEY("workspace", SBX_CFG_STRING, "workspace directory (default /home/user/workspace)"),
     SBX_CONFIG_KEY("state_dir", SBX_CFG_STRING, "host directory of per-sandbox state: memory attachments and baselines (default $XDG_STATE_HOME/sbx/<provider>, else ~/.local/state/sbx/<provider>)"),
+    SBX_CONFIG_KEY("process_buffer", SBX_CFG_INT, "replay buffer per stream of a process that outlives its call, in bytes (default 1048576)"),
     SBX_CONFIG_KEYS_END};
 
 static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)

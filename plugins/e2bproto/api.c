@@ -6,7 +6,8 @@
 #include <string.h>
 
 int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                   const char *spec_hash, json_object **out, sbxp_http_error *err)
+                   const char *spec_hash, const char *ports, json_object **out,
+                   sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     json_object *meta = sbxp_api_owner_labels(E2B_META_MANAGED, E2B_META_OWNER, E2B_META_SPEC,
@@ -22,6 +23,8 @@ int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
     json_object_object_add(body, "allow_internet_access",
                            json_object_new_boolean(st->cfg.internet));
     json_object_object_add(body, "secure", json_object_new_boolean(1));
+    if (ports && *ports)
+        json_object_object_add(meta, E2B_META_PORTS, json_object_new_string(ports));
     json_object_object_add(body, "metadata", meta);
     /* Not idempotent: a lost answer is recovered by the find that create
      * runs afterwards, never by posting again. */

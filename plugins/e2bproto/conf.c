@@ -125,6 +125,9 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
         (rc = sbxp_http_config(host, call, p, &cfg->request_timeout_ms, &cfg->connect_timeout_ms,
                                &cfg->retry)))
         return rc;
+    if ((rc = sbxp_config_int(host, call, p, "process_buffer", 1 << 20, 1024, 1 << 30,
+                              &cfg->proc_buffer)))
+        return rc;
     cfg->auto_pause = bool_key(host, "auto_pause", 0);
     cfg->internet = bool_key(host, "internet", 0);
     cfg->envd_https = bool_key(host, "envd_tls", d->envd_tls);

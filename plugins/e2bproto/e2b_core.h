@@ -23,6 +23,10 @@
  *   mounts.c     mount_put, mount_remove (FILE_MOUNTS, as read-only copies)
  *   memory.c     memory_load, memory_diff, memory_accept (MEMORY): the
  *                shared remote_memory.c driven through envd
+ *   procs.c      processes that outlive the call, PTY (PROCESSES, PTY): a
+ *                supervisor in the sandbox records each stream in chunks
+ *   fileops.c    file_list/stat/mkdir/remove/rename (FILE_OPS)
+ *   ports.c      declared ports and their proxy URLs (PORTS)
  */
 #ifndef SBX_E2B_CORE_H
 #define SBX_E2B_CORE_H
@@ -54,6 +58,10 @@
 #define E2B_META_MANAGED "sbx.managed"
 #define E2B_META_OWNER "sbx.owner"
 #define E2B_META_SPEC "sbx.spec"
+#define E2B_META_PORTS "sbx.ports" /* declared ports, "8080,3000" */
+
+/* Most ports a sandbox declares. */
+#define E2B_PORTS_MAX 32
 
 /* How envd is reached. */
 enum e2b_route {
@@ -83,6 +91,7 @@ struct e2b_conf {
     char *user;             /* envd user */
     char *workspace;        /* absolute path of the workspace */
     char *state_dir;        /* host directory of per-sandbox state (memory) */
+    int64_t proc_buffer;    /* default replay buffer per stream (processes) */
     int missing_http;       /* status envd's proxy gives for a gone sandbox */
     struct sbxp_http_retry retry;
 };
@@ -116,6 +125,9 @@ struct sbx_sandbox {
     pthread_mutex_t lock;    /* guards extended_ms */
     int64_t extended_ms;     /* when the TTL was last set */
     struct sbxp_rmem mem;     /* memory attachments, from create or state_dir */
+    char domain[256];        /* the sandbox's domain (its ports' URLs) */
+    uint16_t ports[E2B_PORTS_MAX]; /* declared at create (SBX_CAP_PORTS) */
+    size_t nports;
 };
 
 
@@ -165,7 +177,8 @@ void e2b_state_free(struct e2b_state *st);
 
 /* POST /sandboxes with ownership metadata; *out is the Sandbox answer. */
 int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                   const char *spec_hash, json_object **out, sbxp_http_error *err);
+                   const char *spec_hash, const char *ports, json_object **out,
+                   sbxp_http_error *err);
 
 /* GET /v2/sandboxes?metadata=sbx.owner=<hash>&state=running,paused:
  * *out is the array of ListedSandbox. */
@@ -250,6 +263,12 @@ int e2b_exec_helper_as(sbx_sandbox *sb, sbx_call *call, const char *user, const 
                        const char *const *argv, const struct sbx_sink *out,
                        int64_t timeout_ms, int *exit_code, char *msg, size_t cap);
 
+/* Run args (env, stdin, sinks and timeout as given) in the absolute
+ * directory cwd (NULL: the workspace) as the configured user, with no
+ * SBX_EXEC_TAG: what the command leaves running stays (processes.c). */
+int e2b_exec_run(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                 const char *cwd, struct sbx_exec_result *res);
+
 /* ---- kill.c ------------------------------------------------------------ */
 
 /* Kill the process tree of the command with this pid, and every process
@@ -281,6 +300,14 @@ int e2b_stat(sbx_sandbox *sb, sbx_call *call, const char *abs, int *type,
 int e2b_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
                 int allow_root, char **abs, int *type);
 
+/* e2b_resolve for an entry that is used as itself: the parent is resolved
+ * (symlinks inside the workspace followed), the last component never is:
+ * *type is the entry's own (E2B_FT_LINK for a symlink), *parent_type its
+ * parent's (E2B_FT_NONE: missing, *type then E2B_FT_NONE too). "", "."
+ * and the root resolve to the workspace when allow_root. */
+int e2b_resolve_entry(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
+                      int allow_root, char **abs, int *type, int *parent_type);
+
 /* ---- outputs.c --------------------------------------------------------- */
 
 /* Make the outputs directory (as root: /mnt is not the user's), writable
@@ -308,6 +335,11 @@ int e2b_remove(sbx_sandbox *sb, sbx_call *call, const char *abs, sbxp_http_error
  * the caller says what failed (err->from_callback: the source's own). */
 int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const char *user,
                      const struct sbx_source *src, sbxp_http_error *err);
+
+/* GET /files of the absolute path abs into sink (as the configured user).
+ * Not reported; a missing file is SBX_E_NOT_FOUND with http_status 404. */
+int e2b_files_get(sbx_sandbox *sb, sbx_call *call, const char *abs,
+                  const struct sbx_sink *sink, sbxp_http_error *err);
 
 /* ---- memory.c ---------------------------------------------------------- */
 
@@ -362,6 +394,37 @@ int e2b_mount_put(sbx_sandbox *sb, sbx_call *call, const char *path,
                   const struct sbx_blob *blob);
 int e2b_mount_remove(sbx_sandbox *sb, sbx_call *call, const char *path);
 
+/* ---- procs.c, fileops.c, ports.c (ABI 1.2) ----------------------------- */
+
+int e2b_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *spec,
+                   char id[SBX_PROC_ID_MAX]);
+int e2b_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *data,
+                   size_t len, uint32_t flags);
+int e2b_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
+                  const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res);
+int e2b_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo);
+int e2b_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_sink *sink);
+int e2b_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t rows,
+                    uint16_t cols);
+
+int e2b_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
+                  const struct sbx_file_list_sink *sink);
+int e2b_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
+                  struct sbx_file_info *out);
+int e2b_file_mkdir(sbx_sandbox *sb, sbx_call *call, const char *path, unsigned mode,
+                   uint32_t flags);
+int e2b_file_remove(sbx_sandbox *sb, sbx_call *call, const char *path, uint32_t flags);
+int e2b_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                    uint32_t flags);
+
+/* The metadata value of the declared ports (0-terminated list, may be
+ * NULL): "8080,3000" into out. SBX_E_INVALID beyond E2B_PORTS_MAX. */
+int e2b_ports_record(const uint16_t *ports, char *out, size_t cap);
+/* The declared ports from a sandbox's metadata (sbx.ports) into sb. */
+void e2b_ports_load(sbx_sandbox *sb, json_object *sandbox);
+int e2b_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
+                     struct sbx_port_endpoint *out);
+
 /* ---- the providers' ops table ------------------------------------------ */
 
 /* fini of both providers: the instance e2b_state_new made (state.c). */
@@ -379,11 +442,18 @@ void e2b_fini(void *state);
         .mount_remove = e2b_mount_remove,                                      \
         .memory_load = e2b_memory_load, .memory_diff = e2b_memory_diff,        \
         .memory_accept = e2b_memory_accept,                                    \
+        .proc_start = e2b_proc_start, .proc_write = e2b_proc_write,            \
+        .proc_read = e2b_proc_read, .proc_signal = e2b_proc_signal,            \
+        .proc_list = e2b_proc_list, .proc_resize = e2b_proc_resize,            \
+        .file_list = e2b_file_list, .file_stat = e2b_file_stat,                \
+        .file_mkdir = e2b_file_mkdir, .file_remove = e2b_file_remove,          \
+        .file_rename = e2b_file_rename, .port_resolve = e2b_port_resolve,      \
     }
 
 /* The capabilities both providers declare. */
 #define E2B_PROVIDER_CAPS                                                      \
     (SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_FILE_MOUNTS |         \
-     SBX_CAP_MEMORY)
+     SBX_CAP_MEMORY | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS |   \
+     SBX_CAP_PORTS)
 
 #endif /* SBX_E2B_CORE_H */

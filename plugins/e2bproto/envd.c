@@ -14,6 +14,7 @@ int e2b_envd_setup(sbx_sandbox *sb, sbx_call *call, json_object *sandbox)
     const char *domain = sbxp_json_str(sandbox, "domain");
     if (!domain || !*domain)
         domain = st->cfg.domain;
+    snprintf(sb->domain, sizeof sb->domain, "%s", domain);
     const char *token = sbxp_json_str(sandbox, "envdAccessToken");
     if (token && *token &&
         snprintf(sb->token, sizeof sb->token, "X-Access-Token: %s", token) >=

@@ -612,3 +612,9 @@ int e2b_exec_helper(sbx_sandbox *sb, sbx_call *call, const char *cwd,
 {
     return e2b_exec_helper_as(sb, call, NULL, cwd, argv, NULL, 30000, exit_code, msg, cap);
 }
+
+int e2b_exec_run(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
+                 const char *cwd, struct sbx_exec_result *res)
+{
+    return run_command(sb, call, args, cwd ? cwd : sb->st->cfg.workspace, NULL, NULL, res);
+}

@@ -241,3 +241,25 @@ out:
     free(abs);
     return rc;
 }
+
+int e2b_files_get(sbx_sandbox *sb, sbx_call *call, const char *abs,
+                  const struct sbx_sink *sink, sbxp_http_error *err)
+{
+    struct e2b_state *st = sb->st;
+    char *rp = files_path(abs, st->cfg.user);
+    if (!rp)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    struct sbxp_call_cancel c;
+    sbxp_call_cancel_init(&c, st->host, call);
+    struct e2b_headers hs = {{NULL}, 0};
+    struct sbxp_http_request req;
+    files_request(sb, &req, &hs, &c, "GET", rp);
+    req.timeout_ms = st->cfg.request_timeout_ms;
+    memset(err, 0, sizeof *err);
+    int rc = sbxp_http_request(sb->envd, &req, sink, NULL, err);
+    if (rc != SBX_OK && !err->from_callback && err->http_status != 404 &&
+        e2b_envd_resume(sb, call, err) == SBX_OK)
+        rc = sbxp_http_request(sb->envd, &req, sink, NULL, err);
+    free(rp);
+    return rc;
+}

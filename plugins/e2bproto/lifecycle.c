@@ -108,15 +108,27 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
     if (rc != SBX_OK)
         return e2b_report(st, call, &err, "looking for the session's sandbox");
     char id[128] = "";
+    const uint16_t *want_ports =
+        args->size >= SBX_CREATE_ARGS_SIZE_PORTS_1_2 ? args->ports : NULL;
+    char ports[256];
+    if (e2b_ports_record(want_ports, ports, sizeof ports) != SBX_OK) {
+        json_object_put(list);
+        return e2b_error(st, call, SBX_E_INVALID, "%s: at most %d ports can be declared",
+                         st->cfg.provider, E2B_PORTS_MAX);
+    }
+    /* The ports the sandbox was made with (an adopted one keeps its own). */
+    json_object *meta_doc = NULL;
     json_object *found = oldest_owned(list, args->key_hash);
-    if (found)
+    if (found) {
         snprintf(id, sizeof id, "%s", sbxp_json_str(found, "sandboxID"));
+        meta_doc = json_object_get(found);
+    }
     json_object_put(list);
     list = NULL;
 
     if (!id[0]) {
         json_object *made = NULL;
-        rc = e2b_api_create(st, call, args->key_hash, args->spec_hash, &made, &err);
+        rc = e2b_api_create(st, call, args->key_hash, args->spec_hash, ports, &made, &err);
         if (rc != SBX_OK)
             return e2b_report(st, call, &err, "creating a sandbox of template %s",
                               st->cfg.template_id);
@@ -135,6 +147,7 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
             json_object *first = oldest_owned(list, args->key_hash);
             const char *fid = first ? sbxp_json_str(first, "sandboxID") : NULL;
             if (fid && strcmp(fid, id) != 0) {
+                meta_doc = json_object_get(first);
                 char mine[128];
                 snprintf(mine, sizeof mine, "%s", id);
                 snprintf(id, sizeof id, "%s", fid);
@@ -151,8 +164,20 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
                          st->cfg.provider);
     sbx_sandbox *sb = NULL;
     rc = open_handle(st, call, id, args->key_hash, &sb);
-    if (rc != SBX_OK)
+    if (rc != SBX_OK) {
+        json_object_put(meta_doc);
         return rc;
+    }
+    if (meta_doc) {
+        e2b_ports_load(sb, meta_doc);
+        json_object_put(meta_doc);
+    } else {
+        json_object *doc = json_object_new_object(), *m = json_object_new_object();
+        json_object_object_add(m, E2B_META_PORTS, json_object_new_string(ports));
+        json_object_object_add(doc, "metadata", m);
+        e2b_ports_load(sb, doc);
+        json_object_put(doc);
+    }
     rc = e2b_mkdir(sb, call, st->cfg.workspace, &err);
     if (rc != SBX_OK) {
         rc = e2b_envd_report(sb, call, &err, "creating the workspace %s",
@@ -173,7 +198,7 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
 
 /* GET the sandbox of ref and check its owner. */
 static int check_owner(struct e2b_state *st, sbx_call *call, const char *ref,
-                       const char *key_hash, char *id, size_t cap)
+                       const char *key_hash, char *id, size_t cap, json_object **detail)
 {
     int rc = parse_ref(st, call, ref, id, cap);
     if (rc != SBX_OK)
@@ -187,6 +212,8 @@ static int check_owner(struct e2b_state *st, sbx_call *call, const char *ref,
     if (rc != SBX_OK)
         return e2b_report(st, call, &err, "looking up sandbox %s", id);
     int mine = owned_by(doc, key_hash);
+    if (mine && detail)
+        *detail = json_object_get(doc);
     json_object_put(doc);
     if (!mine)
         return e2b_error(st, call, SBX_E_DENIED,
@@ -201,10 +228,14 @@ int e2b_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
     struct e2b_state *st = state;
     *out = NULL;
     char id[128];
-    int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id);
+    json_object *detail = NULL;
+    int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id, &detail);
     if (rc != SBX_OK)
         return rc;
     rc = open_handle(st, call, id, args->key_hash, out);
+    if (rc == SBX_OK)
+        e2b_ports_load(*out, detail);
+    json_object_put(detail);
     if (rc == SBX_OK && (rc = e2b_memory_open(*out, call)) != SBX_OK) {
         e2b_release(*out);
         *out = NULL;
@@ -219,7 +250,7 @@ int e2b_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args
 {
     struct e2b_state *st = state;
     char id[128];
-    int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id);
+    int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id, NULL);
     if (rc == SBX_E_NOT_FOUND) {
         e2b_memory_forget(st, id);
         return SBX_OK;

@@ -253,3 +253,66 @@ out:
         free(arena[i]);
     return rc;
 }
+
+int e2b_resolve_entry(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
+                      int allow_root, char **abs, int *type, int *parent_type)
+{
+    struct e2b_state *st = sb->st;
+    *abs = NULL;
+    *type = *parent_type = E2B_FT_NONE;
+    char *copy = strdup(rel ? rel : "");
+    if (!copy)
+        return e2b_error(st, call, SBX_E_NOMEM, "out of memory");
+    size_t n = strlen(copy);
+    while (n > 1 && copy[n - 1] == '/')
+        copy[--n] = '\0';
+    char *slash = strrchr(copy, '/');
+    const char *base = slash ? slash + 1 : copy;
+    int rc;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, "..") ||
+        (copy[0] == '/' && !strcmp(copy, E2B_OUTPUTS))) {
+        /* The root, or a name that is not an entry of its parent: resolved
+         * as a whole (it names a directory). */
+        rc = e2b_resolve(sb, call, what, copy, allow_root, abs, type);
+        *parent_type = E2B_FT_DIR;
+        free(copy);
+        return rc;
+    }
+    for (const char *p = base; *p; p++)
+        if ((unsigned char)*p < 0x20) {
+            free(copy);
+            return e2b_error(st, call, SBX_E_INVALID, "%s: %s: control character in path",
+                             st->cfg.provider, what);
+        }
+    char *parent = NULL;
+    if (slash) {
+        *slash = '\0';
+        rc = e2b_resolve(sb, call, what, copy[0] ? copy : "/", 1, &parent, parent_type);
+    } else {
+        rc = e2b_resolve(sb, call, what, "", 1, &parent, parent_type);
+    }
+    if (rc != SBX_OK) {
+        free(copy);
+        return rc;
+    }
+    size_t len = strlen(parent) + strlen(base) + 2;
+    *abs = malloc(len);
+    if (!*abs) {
+        free(parent);
+        free(copy);
+        return e2b_error(st, call, SBX_E_NOMEM, "out of memory");
+    }
+    snprintf(*abs, len, "%s/%s", parent, base);
+    free(parent);
+    free(copy);
+    if (*parent_type != E2B_FT_DIR)
+        return SBX_OK; /* nothing below a missing parent */
+    sbxp_http_error err;
+    rc = e2b_stat(sb, call, *abs, type, NULL, 0, &err);
+    if (rc != SBX_OK) {
+        rc = e2b_envd_report(sb, call, &err, "%s: looking at %s", what, *abs);
+        free(*abs);
+        *abs = NULL;
+    }
+    return rc;
+}

@@ -17,11 +17,22 @@ those of "root" as root, so permission bits hold inside the sandbox as they
 do in E2B's VM. Otherwise every command runs as the fake's own user (and
 read-only files are not read-only to it).
 
+Processes: Start (pipes, or with "pty" a real terminal from Python's pty
+support, the command its session leader), Connect (events from the moment
+of the call: envd keeps no history), SendInput (stdin or pty), StreamInput
+(a client stream), CloseStdin, SendSignal, Update (the PTY's size), List;
+selectors by pid or tag. Each sandbox has its own /tmp (bound over /tmp for
+its commands, like /home and /mnt), every command carries E2B_SANDBOX_ID,
+and delete or pause kills every process that carries it, detached ones
+too. A Host "<port>-<id>.<domain>" other than envd's port is the service's
+port proxy: the request is forwarded to 127.0.0.1:<port>.
+
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/process.Process/Start", "kind": ...}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
       before answering), "cut" (Start stream closed mid-envelope after
-      "after" data events), "truncate" (Start: half an envelope, then a
+      "after" data events; GET /files: half the body, then the connection
+      closes), "truncate" (Start: half an envelope, then a
       clean end of the body), "vanish" (the sandbox disappears before the
       request is served), "pause" (the sandbox is paused). "times" (default 1)
       bounds how often a fault fires.
@@ -31,6 +42,8 @@ Start: fake_e2b.py --port-file F [--mode e2b|cube] [--api-key K] [--dir D]
 """
 import argparse
 import base64
+import fcntl
+import http.client
 import json
 import os
 import queue
@@ -40,9 +53,11 @@ import signal
 import socket
 import socketserver
 import stat as pystat
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import urllib.parse
@@ -112,6 +127,9 @@ class Sandbox:
         self.envs = dict(envs or {})
         os.makedirs(os.path.join(self.dir, "home", USER), exist_ok=True)
         os.makedirs(os.path.join(self.dir, "mnt"), exist_ok=True)
+        # The sandbox's own /tmp (bound over /tmp for its commands).
+        os.makedirs(os.path.join(self.dir, "tmp"), exist_ok=True)
+        os.chmod(os.path.join(self.dir, "tmp"), 0o1777)
         # The user's commands pass through the directory (without mount
         # namespaces they use host paths) and own their home.
         os.chmod(self.dir, 0o711)
@@ -123,7 +141,7 @@ class Sandbox:
         if not vpath.startswith("/"):
             vpath = "/home/%s/%s" % (user, vpath)
         norm = os.path.normpath(vpath)
-        if norm.startswith("/home") or norm.startswith("/mnt"):
+        if any(norm == t or norm.startswith(t + "/") for t in ("/home", "/mnt", "/tmp")):
             return self.dir + norm
         return norm
 
@@ -133,6 +151,9 @@ class Sandbox:
         return hpath
 
     def kill_all(self):
+        # As a VM that stops: every process the sandbox started, also those
+        # that left their session (found by the E2B_SANDBOX_ID each
+        # command inherits).
         with self.lock:
             procs = list(self.procs.values())
         for p in procs:
@@ -140,6 +161,22 @@ class Sandbox:
                 os.killpg(p.popen.pid, signal.SIGKILL)
             except OSError:
                 pass
+        mark = ("E2B_SANDBOX_ID=%s" % self.id).encode()
+        for _ in range(3):
+            found = 0
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit() or int(pid) == os.getpid():
+                    continue
+                try:
+                    with open("/proc/%s/environ" % pid, "rb") as f:
+                        if mark not in f.read().split(b"\0"):
+                            continue
+                    os.kill(int(pid), signal.SIGKILL)
+                    found += 1
+                except OSError:
+                    pass
+            if not found:
+                break
 
     def detail(self, full=True):
         d = {"templateID": self.template, "sandboxID": self.id, "clientID": "fake",
@@ -167,7 +204,8 @@ class Sandbox:
 # namespaces, commands see the host's /home and /mnt (paths only reach the
 # sandbox through envd's file calls).
 NS_WRAP = None
-NS_SCRIPT = ('mount --bind "$0/home" /home && mount --bind "$0/mnt" /mnt || exit 125; '
+NS_SCRIPT = ('mount --bind "$0/home" /home && mount --bind "$0/mnt" /mnt && '
+             'mount --bind "$0/tmp" /tmp || exit 125; '
              'cd "$1" 2>/dev/null || { echo "cwd $1 does not exist" >&2; exit 125; }; '
              'u=$2; shift 2; '
              'if [ -n "$u" ]; then exec setpriv --reuid "$u" --regid "$u" --clear-groups -- "$@"; fi; '
@@ -198,10 +236,64 @@ def which(cmd, path):
 
 
 class Proc:
-    def __init__(self, popen, stdin_open):
+    """A running process and the streams (Start's, Connect's) that follow
+    its events; envd keeps no history: a stream sees events from when it
+    subscribed on."""
+    def __init__(self, popen, stdin_open, master=None):
         self.popen = popen
         self.stdin_open = stdin_open
+        self.master = master  # PTY master fd, or None
         self.lock = threading.Lock()
+        self.subs = []
+        self.done = False
+        self.tag = None
+        self.argv = []
+        self.envs = {}
+        self.cwd = None
+
+    def subscribe(self):
+        q = queue.Queue()
+        with self.lock:
+            if self.done:
+                return None
+            self.subs.append(q)
+        return q
+
+    def unsubscribe(self, q):
+        with self.lock:
+            if q in self.subs:
+                self.subs.remove(q)
+
+    def emit(self, ev):
+        with self.lock:
+            subs = list(self.subs)
+            if ev[0] == "exit":
+                self.done = True
+        for q in subs:
+            q.put(ev)
+
+    def pump(self):
+        """Read the output (pipes or the PTY) and the exit, for all streams."""
+        def reader(fd, name):
+            while True:
+                try:
+                    b = os.read(fd, 32768)
+                except OSError:
+                    b = b""  # EIO: the terminal's last user closed it
+                if not b:
+                    break
+                self.emit((name, b))
+            self.emit((name, None))
+        if self.master is not None:
+            streams = [(self.master, "pty")]
+        else:
+            streams = [(self.popen.stdout.fileno(), "stdout"),
+                       (self.popen.stderr.fileno(), "stderr")]
+        for fd, name in streams:
+            threading.Thread(target=reader, args=(fd, name), daemon=True).start()
+        self.nstreams = len(streams)
+        threading.Thread(target=lambda: self.emit(("exit", self.popen.wait())),
+                         daemon=True).start()
 
 
 class State:
@@ -389,6 +481,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(f.get("status", 503),
                                       f.get("body", {"code": f.get("status", 503),
                                                      "message": "injected"}))
+            port, psid = self.port_target()
+            if port is not None:
+                return self.proxy_port(psid, port, url)
             sid = self.envd_target()
             if sid is not None or self.is_envd_path(path):
                 return self.envd(sid, url)
@@ -411,6 +506,17 @@ class Handler(BaseHTTPRequestHandler):
     def is_envd_path(self, path):
         return (path.startswith("/process.") or path.startswith("/filesystem.")
                 or path in ("/files", "/health"))
+
+    def port_target(self):
+        """(port, sandbox) of a Host "<port>-<id>.<domain>" other than envd's."""
+        host = self.headers.get("Host", "").split(":")[0]
+        head = host.split(".", 1)[0]
+        if "." in host and "-" in head:
+            port, sid = head.split("-", 1)
+            if port.isdigit() and int(port) != ENVD_PORT and 0 < int(port) < 65536 and \
+                    host.split(".", 1)[1] == ST.domain:
+                return int(port), sid
+        return None, None
 
     def envd_target(self):
         # CubeProxy routes by Host only (rewrite_phase.lua:139).
@@ -569,6 +675,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.files(sb, url)
         if url.path == "/process.Process/Start":
             return self.start(sb, url.path)
+        if url.path == "/process.Process/Connect":
+            return self.connect_proc(sb, url.path)
+        if url.path == "/process.Process/StreamInput":
+            return self.stream_input(sb, url.path)
         raw = self.body()
         try:
             req = json.loads(raw) if raw else {}
@@ -583,6 +693,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, fn(sb, req, self.req_user()))
         except ConnectError as e:
             self.connect_error(e)
+        except OSError as e:  # a path that changed under the call: envd's "internal"
+            self.connect_error(ConnectError("internal", str(e)))
 
     def connect_error(self, e):
         self.send_json(ConnectError.HTTP.get(e.code, 500), {"code": e.code, "message": e.message})
@@ -597,17 +709,37 @@ class Handler(BaseHTTPRequestHandler):
             return self.api_error(400, "path is required")
         hp = sb.host_path(vpath, user)
         if self.command == "GET":
-            if not os.path.exists(hp):
+            # Open first, then serve that file (as envd does): a file
+            # removed or renamed meanwhile is still served whole.
+            try:
+                fh = os.fdopen(os.open(hp, os.O_RDONLY | os.O_NONBLOCK), "rb")
+            except FileNotFoundError:
                 return self.api_error(404, "path '%s' does not exist" % vpath)
-            if os.path.isdir(hp):
+            except IsADirectoryError:
                 return self.api_error(400, "path '%s' is a directory" % vpath)
-            size = os.path.getsize(hp)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(size))
-            self.end_headers()
-            with open(hp, "rb") as fh:
-                shutil.copyfileobj(fh, self.wfile, 1 << 16)
+            with fh:
+                if pystat.S_ISDIR(os.fstat(fh.fileno()).st_mode):
+                    return self.api_error(400, "path '%s' is a directory" % vpath)
+                size = os.fstat(fh.fileno()).st_size
+                cut = ST.take_fault(url.path, ("cut",))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                if cut and size > 1:
+                    # The answer stops half-way (a proxy or envd dying mid-body).
+                    self.wfile.write(fh.read(size // 2))
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                left = size  # a file that grows meanwhile: what was announced
+                while left:
+                    b = fh.read(min(left, 1 << 16))
+                    if not b:
+                        break
+                    self.wfile.write(b)
+                    left -= len(b)
             return
         if self.command != "POST":
             return self.api_error(405, "method not allowed")
@@ -645,16 +777,34 @@ class Handler(BaseHTTPRequestHandler):
                 return data[:-2] if data.endswith(b"\r\n") else data
         return None
 
-    def start(self, sb, path):
+    def read_stream_request(self):
+        """The one message of a server-streaming call (an envelope)."""
         raw = self.body()
         ctype = self.headers.get("Content-Type", "")
+        if not ctype.startswith("application/connect+json"):
+            raise ValueError("a streaming call: want application/connect+json")
+        if len(raw) < 5 or int.from_bytes(raw[1:5], "big") != len(raw) - 5:
+            raise ValueError("bad envelope")
+        return json.loads(raw[5:])
+
+    def stream_head(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/connect+json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def chunk(self, b):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+        self.wfile.flush()
+
+    def finish(self, err=None):
+        self.chunk(envelope({"error": err} if err else {}, 0x02))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def start(self, sb, path):
         try:
-            if ctype.startswith("application/connect+json"):
-                if len(raw) < 5 or int.from_bytes(raw[1:5], "big") != len(raw) - 5:
-                    raise ValueError("bad envelope")
-                req = json.loads(raw[5:])
-            else:
-                raise ValueError("Start is a streaming call: want application/connect+json")
+            req = self.read_stream_request()
         except ValueError as e:
             return self.connect_error(ConnectError("invalid_argument", str(e)))
         self.log_request_body(req)
@@ -667,27 +817,17 @@ class Handler(BaseHTTPRequestHandler):
         home = "/root" if user == "root" else "/home/" + USER
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin",
                "HOME": home if NS_WRAP or user == "root" else sb.host_path(home),
-               "USER": user, "LOGNAME": user}
+               "USER": user, "LOGNAME": user, "E2B_SANDBOX_ID": sb.id}
         uid = uid_of(user)
         env.update(sb.envs)
         env.update(proc_cfg.get("envs") or {})
         cwd = sb.host_path(proc_cfg.get("cwd") or "/home/" + USER)
-        stdin_on = req.get("stdin", True)
+        pty_cfg = req.get("pty")
+        stdin_on = req.get("stdin", True) or pty_cfg is not None
         timeout_ms = int(self.headers.get("Connect-Timeout-Ms") or 0)
         ka = int(self.headers.get("Keepalive-Ping-Interval") or 0)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/connect+json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-        def chunk(b):
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
-            self.wfile.flush()
-
-        def finish(err=None):
-            chunk(envelope({"error": err} if err else {}, 0x02))
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+        self.stream_head()
+        finish = self.finish
 
         if not isinstance(cmd, str) or not cmd:
             return finish({"code": "invalid_argument", "message": "process.cmd is required"})
@@ -703,124 +843,257 @@ class Handler(BaseHTTPRequestHandler):
                                'error starting process: exec: "%s": executable file not found in $PATH' % cmd})
             argv = NS_WRAP + ["/bin/sh", "-c", NS_SCRIPT, sb.dir, vcwd,
                               str(uid) if uid else ""] + argv
+        master = None
         try:
-            popen = subprocess.Popen(argv, cwd=cwd, env=env,
-                                     stdin=subprocess.PIPE if stdin_on else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True, close_fds=True)
+            if pty_cfg is not None:
+                # A terminal as envd makes one: the command is the session
+                # leader with the PTY as its controlling terminal.
+                size = pty_cfg.get("size") or {}
+                master, slave = os.openpty()
+                fcntl.ioctl(slave, termios.TIOCSWINSZ,
+                            struct.pack("HHHH", int(size.get("rows") or 24),
+                                        int(size.get("cols") or 80), 0, 0))
+                try:
+                    popen = subprocess.Popen(
+                        argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
+                        start_new_session=True, close_fds=True,
+                        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+                finally:
+                    os.close(slave)
+            else:
+                popen = subprocess.Popen(argv, cwd=cwd, env=env,
+                                         stdin=subprocess.PIPE if stdin_on else subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         start_new_session=True, close_fds=True)
         except FileNotFoundError:
+            if master is not None:
+                os.close(master)
             if not os.path.isdir(cwd):
                 return finish({"code": "invalid_argument",
                                "message": "cwd '%s' does not exist" % proc_cfg.get("cwd")})
             return finish({"code": "internal", "message":
                            'error starting process: exec: "%s": executable file not found in $PATH' % cmd})
         except PermissionError:
+            if master is not None:
+                os.close(master)
             return finish({"code": "internal", "message":
                            'error starting process: fork/exec %s: permission denied' % cmd})
         except OSError as e:
+            if master is not None:
+                os.close(master)
             return finish({"code": "internal", "message": "error starting process: %s" % e})
-        proc = Proc(popen, stdin_on)
+        proc = Proc(popen, stdin_on, master)
         proc.argv = [cmd] + [str(a) for a in args]
+        proc.envs = dict(proc_cfg.get("envs") or {})
+        proc.cwd = vcwd
+        proc.tag = req.get("tag")
         with sb.lock:
             sb.procs[popen.pid] = proc
-        events = queue.Queue()
+        events = proc.subscribe()
+        proc.pump()
 
-        def reader(stream, name):
-            while True:
-                b = os.read(stream.fileno(), 32768)
-                if not b:
-                    break
-                events.put((name, b))
-            events.put((name, None))
-
-        threads = [threading.Thread(target=reader, args=(popen.stdout, "stdout"), daemon=True),
-                   threading.Thread(target=reader, args=(popen.stderr, "stderr"), daemon=True)]
-        for t in threads:
-            t.start()
-        threading.Thread(target=lambda: events.put(("exit", popen.wait())), daemon=True).start()
-        deadline = time.time() + timeout_ms / 1000.0 if timeout_ms > 0 else None
-        timed_out = False
-        data_events = 0
-        try:
-            chunk(envelope({"event": {"start": {"pid": popen.pid}}}))
-            open_streams = 2
-            rc = None
-            drain_until = None
-            while open_streams or rc is None:
-                wait = 1.0
-                if ka:
-                    wait = min(wait, ka)
-                if deadline and not timed_out:
-                    wait = max(0.0, min(wait, deadline - time.time()))
-                if drain_until:
-                    wait = max(0.0, min(wait, drain_until - time.time()))
+        def forget():
+            popen.wait()
+            time.sleep(0.3)  # the last output and the end reach the streams first
+            with sb.lock:
+                sb.procs.pop(popen.pid, None)
+            if master is not None:
                 try:
-                    kind, val = events.get(timeout=wait)
-                except queue.Empty:
-                    if deadline and not timed_out and time.time() >= deadline:
-                        timed_out = True
-                        try:
-                            popen.kill()
-                        except OSError:
-                            pass
-                    elif drain_until and time.time() >= drain_until:
-                        break  # children keep the pipes open: do not wait for them
-                    elif ka:
-                        chunk(envelope({"event": {"keepalive": {}}}))
-                    continue
-                if kind == "exit":
-                    rc = val
-                    drain_until = time.time() + 0.2
-                elif val is None:
-                    open_streams -= 1
-                else:
-                    data_events += 1
-                    frame = envelope({"event": {"data": {kind: base64.b64encode(val).decode()}}})
-                    if cut and data_events > cut.get("after", 0):
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(frame) // 2, frame[:len(frame) // 2]))
-                        self.wfile.flush()
-                        self.close_connection = True
-                        self.connection.shutdown(2)
-                        return
-                    if trunc and data_events > trunc.get("after", 0):
-                        chunk(frame[:len(frame) // 2])
-                        self.wfile.write(b"0\r\n\r\n")
-                        self.wfile.flush()
-                        return
-                    chunk(frame)
-            end = {"exited": rc >= 0, "status": ("exit status %d" % rc) if rc >= 0 else
-                   "signal: %s" % SIGNAMES.get(-rc, "signal %d" % -rc)}
-            end["exitCode"] = rc if rc >= 0 else -1
-            if end["exitCode"] == 0:
-                del end["exitCode"]  # proto3 JSON omits zero values
-            if not end["exited"]:
-                del end["exited"]
-            chunk(envelope({"event": {"end": end}}))
-            finish({"code": "deadline_exceeded", "message": "context deadline exceeded"}
-                   if timed_out else None)
+                    os.close(master)
+                except OSError:
+                    pass
+        threading.Thread(target=forget, daemon=True).start()
+        try:
+            self.follow(proc, events, ka, timeout_ms, cut, trunc)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # dropping the stream leaves the process running
         finally:
-            def forget():
-                popen.wait()
-                with sb.lock:
-                    sb.procs.pop(popen.pid, None)
-            threading.Thread(target=forget, daemon=True).start()
+            proc.unsubscribe(events)
+
+    def follow(self, proc, events, ka, timeout_ms, cut=None, trunc=None):
+        """Stream a process's events (Start and Connect): start, data, end."""
+        popen = proc.popen
+        deadline = time.time() + timeout_ms / 1000.0 if timeout_ms > 0 else None
+        timed_out = False
+        data_events = 0
+        self.chunk(envelope({"event": {"start": {"pid": popen.pid}}}))
+        open_streams = proc.nstreams
+        rc = None
+        drain_until = None
+        while open_streams or rc is None:
+            wait = 1.0
+            if ka:
+                wait = min(wait, ka)
+            if deadline and not timed_out:
+                wait = max(0.0, min(wait, deadline - time.time()))
+            if drain_until:
+                wait = max(0.0, min(wait, drain_until - time.time()))
+            try:
+                kind, val = events.get(timeout=wait)
+            except queue.Empty:
+                if deadline and not timed_out and time.time() >= deadline:
+                    timed_out = True
+                    try:
+                        popen.kill()
+                    except OSError:
+                        pass
+                elif drain_until and time.time() >= drain_until:
+                    break  # children keep the pipes open: do not wait for them
+                elif ka:
+                    self.chunk(envelope({"event": {"keepalive": {}}}))
+                continue
+            if kind == "exit":
+                rc = val
+                drain_until = time.time() + 0.2
+            elif val is None:
+                open_streams -= 1
+            else:
+                data_events += 1
+                frame = envelope({"event": {"data": {kind: base64.b64encode(val).decode()}}})
+                if cut and data_events > cut.get("after", 0):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(frame) // 2, frame[:len(frame) // 2]))
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if trunc and data_events > trunc.get("after", 0):
+                    self.chunk(frame[:len(frame) // 2])
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+                self.chunk(frame)
+        end = {"exited": rc >= 0, "status": ("exit status %d" % rc) if rc >= 0 else
+               "signal: %s" % SIGNAMES.get(-rc, "signal %d" % -rc)}
+        end["exitCode"] = rc if rc >= 0 else -1
+        if end["exitCode"] == 0:
+            del end["exitCode"]  # proto3 JSON omits zero values
+        if not end["exited"]:
+            del end["exited"]
+        self.chunk(envelope({"event": {"end": end}}))
+        self.finish({"code": "deadline_exceeded", "message": "context deadline exceeded"}
+                    if timed_out else None)
+
+    def connect_proc(self, sb, path):
+        """process.Process/Connect: follow a running process from now on."""
+        try:
+            req = self.read_stream_request()
+        except ValueError as e:
+            return self.connect_error(ConnectError("invalid_argument", str(e)))
+        self.log_request_body(req)
+        ka = int(self.headers.get("Keepalive-Ping-Interval") or 0)
+        try:
+            proc = proc_of(sb, req)
+        except ConnectError as e:
+            self.stream_head()
+            return self.finish({"code": e.code, "message": e.message})
+        events = proc.subscribe()
+        self.stream_head()
+        if events is None:
+            return self.finish({"code": "not_found", "message": "process has ended"})
+        try:
+            self.follow(proc, events, ka, 0)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        finally:
+            proc.unsubscribe(events)
+
+    def stream_input(self, sb, path):
+        """process.Process/StreamInput: a client stream of start{process},
+        data{input} and keepalive messages, answered once it ends."""
+        if not self.headers.get("Content-Type", "").startswith("application/connect+json"):
+            return self.connect_error(ConnectError("invalid_argument",
+                                                   "want application/connect+json"))
+        buf = b""
+        proc = None
+        err = None
+        msgs = []
+        for b in self.body_chunks():
+            buf += b
+            while len(buf) >= 5 and len(buf) >= 5 + int.from_bytes(buf[1:5], "big"):
+                n = int.from_bytes(buf[1:5], "big")
+                flags, payload, buf = buf[0], buf[5:5 + n], buf[5 + n:]
+                if flags & 0x02:
+                    continue
+                msgs.append(json.loads(payload or b"{}"))
+                m = msgs[-1]
+                if err:
+                    continue
+                try:
+                    if "start" in m:
+                        proc = proc_of(sb, m["start"])
+                    elif "data" in m:
+                        if proc is None:
+                            raise ConnectError("failed_precondition", "no start message")
+                        write_input(proc, (m["data"] or {}).get("input") or {})
+                except ConnectError as e:
+                    err = {"code": e.code, "message": e.message}
+        self.log_request_body({"messages": msgs})
+        self.stream_head()
+        if not err:
+            self.chunk(envelope({}))
+        self.finish(err)
+
+    def proxy_port(self, sid, port, url):
+        """A sandbox port through the service's proxy, as E2B's
+        <port>-<id>.<domain> (CubeProxy routes the same Host form):
+        forwarded to 127.0.0.1:<port>, where the fake's commands listen."""
+        with ST.lock:
+            sb = ST.sandboxes.get(sid)
+        body = self.body() if self.command in ("POST", "PUT") else None
+        if not sb or sb.state != "running":
+            return self.send_json(502, {"sandboxId": sid, "message": "The sandbox was not found",
+                                        "code": 502})
+        hdrs = {k: v for k, v in self.headers.items()
+                if k.lower() not in ("host", "connection", "transfer-encoding", "content-length")}
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request(self.command, self.path, body=body, headers=hdrs)
+            r = c.getresponse()
+            data = r.read()
+            c.close()
+        except OSError:
+            return self.send_json(502, {"sandboxId": sid, "port": port, "code": 502,
+                                        "message": "The sandbox is running but port is not open"})
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("connection", "transfer-encoding", "content-length"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 # ---- unary RPCs ---------------------------------------------------------
 def proc_of(sb, req):
-    pid = ((req.get("process") or {}).get("pid"))
+    """The process a ProcessSelector ({pid} or {tag}) names."""
+    sel = req.get("process") or {}
+    pid, tag = sel.get("pid"), sel.get("tag")
     with sb.lock:
-        p = sb.procs.get(pid)
+        if tag is not None:
+            p = next((q for q in sb.procs.values() if q.tag == tag), None)
+        else:
+            p = sb.procs.get(pid)
     if not p or p.popen.poll() is not None:
-        raise ConnectError("not_found", "process with pid %s not found" % pid)
+        raise ConnectError("not_found", "process with %s %s not found" %
+                           ("tag" if tag is not None else "pid", tag if tag is not None else pid))
     return p
 
 
-def rpc_send_input(sb, req, user):
-    p = proc_of(sb, req)
-    data = base64.b64decode(((req.get("input") or {}).get("stdin")) or "")
+def write_input(p, inp):
+    """ProcessInput: stdin bytes to the pipe, pty bytes to the terminal."""
+    if "pty" in inp:
+        if p.master is None:
+            raise ConnectError("failed_precondition", "the process has no pty")
+        data = base64.b64decode(inp.get("pty") or "")
+        try:
+            while data:
+                data = data[os.write(p.master, data):]
+        except OSError as e:
+            raise ConnectError("internal", "error writing to pty: %s" % e)
+        return
+    data = base64.b64decode(inp.get("stdin") or "")
+    if p.master is not None:
+        raise ConnectError("failed_precondition", "the process has a pty: send pty input")
     with p.lock:
         if not p.stdin_open or p.popen.stdin is None or p.popen.stdin.closed:
             raise ConnectError("failed_precondition", "stdin is closed")
@@ -829,11 +1102,18 @@ def rpc_send_input(sb, req, user):
             p.popen.stdin.flush()
         except (BrokenPipeError, OSError) as e:
             raise ConnectError("internal", "error writing to stdin: %s" % e)
+
+
+def rpc_send_input(sb, req, user):
+    write_input(proc_of(sb, req), req.get("input") or {})
     return {}
 
 
 def rpc_close_stdin(sb, req, user):
     p = proc_of(sb, req)
+    if p.master is not None:
+        raise ConnectError("failed_precondition",
+                           "the process has a pty: send Ctrl+D (0x04) instead")
     with p.lock:
         if p.popen.stdin and not p.popen.stdin.closed:
             try:
@@ -856,11 +1136,31 @@ def rpc_send_signal(sb, req, user):
     return {}
 
 
+def rpc_update(sb, req, user):
+    """Update: the PTY's window size (the foreground group gets SIGWINCH)."""
+    p = proc_of(sb, req)
+    pty_cfg = req.get("pty")
+    if pty_cfg is None:
+        return {}
+    if p.master is None:
+        raise ConnectError("failed_precondition", "the process has no pty")
+    size = pty_cfg.get("size") or {}
+    fcntl.ioctl(p.master, termios.TIOCSWINSZ,
+                struct.pack("HHHH", int(size.get("rows") or 0), int(size.get("cols") or 0), 0, 0))
+    return {}
+
+
 def rpc_list(sb, req, user):
     with sb.lock:
         procs = [(pid, p) for pid, p in sb.procs.items() if p.popen.poll() is None]
-    return {"processes": [{"pid": pid, "config": {"cmd": p.argv[0], "args": p.argv[1:]}}
-                          for pid, p in procs]}
+    out = []
+    for pid, p in procs:
+        info = {"pid": pid, "config": {"cmd": p.argv[0], "args": p.argv[1:], "envs": p.envs,
+                                       "cwd": p.cwd}}
+        if p.tag is not None:
+            info["tag"] = p.tag
+        out.append(info)
+    return {"processes": out}
 
 
 def need_path(req, key="path"):
@@ -910,9 +1210,16 @@ def rpc_list_dir(sb, req, user):
     out = []
 
     def walk(d, level):
-        for name in sorted(os.listdir(d)):
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            return  # removed meanwhile
+        for name in names:
             p = os.path.join(d, name)
-            out.append(entry_info(sb, p))
+            try:
+                out.append(entry_info(sb, p))
+            except OSError:
+                continue  # renamed or removed since the listing: as envd, skip it
             if level < depth and os.path.isdir(p) and not os.path.islink(p):
                 walk(p, level + 1)
     walk(hp, 1)
@@ -935,6 +1242,7 @@ RPCS = {
     "process.Process/CloseStdin": rpc_close_stdin,
     "process.Process/SendSignal": rpc_send_signal,
     "process.Process/List": rpc_list,
+    "process.Process/Update": rpc_update,
     "filesystem.Filesystem/Stat": rpc_stat,
     "filesystem.Filesystem/MakeDir": rpc_make_dir,
     "filesystem.Filesystem/Move": rpc_move,
