@@ -116,6 +116,7 @@ class Sandbox:
         own(home)
         self.sessions = {}
         self.lock = threading.Lock()
+        self.preview_token = secrets.token_urlsafe(18)
 
     def host_path(self, vpath):
         if not vpath.startswith("/"):
@@ -368,6 +369,8 @@ class Handler(BaseHTTPRequestHandler):
             path = url.path
             if path.startswith("/_fake/"):
                 return self.control(path)
+            if path.startswith("/_preview/"):
+                return self.preview(path, url)
             if ST.api_key is not None and \
                     self.headers.get("Authorization", "") != "Bearer " + ST.api_key:
                 self.drain()
@@ -434,6 +437,44 @@ class Handler(BaseHTTPRequestHandler):
                                             "requests": ST.requests})
         return self.send_error_json(404, "no such control endpoint")
 
+    def preview(self, path, url):
+        """The preview proxy: /_preview/<id>/<port>/<rest> to the sandbox's
+        port (commands run on the host's network), for a request with the
+        sandbox's x-daytona-preview-token (a private sandbox)."""
+        import http.client
+        parts = path.split("/", 4)
+        body = self.body() if self.command in ("POST", "PUT", "PATCH") else None
+        self._drained = True
+        sb = ST.find(parts[2]) if len(parts) > 3 else None
+        if not sb:
+            return self.send_error_json(404, "sandbox not found")
+        if self.headers.get("x-daytona-preview-token") != sb.preview_token:
+            return self.send_error_json(401, "missing or wrong x-daytona-preview-token")
+        try:
+            port = int(parts[3])
+        except ValueError:
+            return self.send_error_json(400, "bad port")
+        rest = "/" + (parts[4] if len(parts) > 4 else "")
+        if url.query:
+            rest += "?" + url.query
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            hdrs = {k: v for k, v in self.headers.items()
+                    if k.lower() not in ("host", "x-daytona-preview-token", "connection")}
+            c.request(self.command, rest, body=body, headers=hdrs)
+            r = c.getresponse()
+            data = r.read()
+            c.close()
+        except OSError as e:
+            return self.send_error_json(502, "nothing answers on port %d: %s" % (port, e))
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def base_url(self):
         return "http://%s" % (self.headers.get("Host") or "127.0.0.1")
 
@@ -488,6 +529,19 @@ class Handler(BaseHTTPRequestHandler):
                 sb.kill_all()
                 sb.state = "stopped" if rest == ["stop"] else "paused"
                 return self.send_json(200, sb.to_json(self.base_url()))
+            if len(rest) == 3 and rest[0] == "ports" and rest[2] == "preview-url" and \
+                    self.command == "GET":
+                try:
+                    port = int(rest[1])
+                except ValueError:
+                    raise ApiError(400, "port must be a number")
+                if not 1 <= port <= 65535:
+                    raise ApiError(400, "port out of range")
+                # The real URL is https://<port>-<id>.<proxy domain>; here a
+                # path below the fake that proxies to the sandbox's port.
+                return self.send_json(200, {
+                    "sandboxId": sb.id, "token": sb.preview_token,
+                    "url": "%s/_preview/%s/%d" % (self.base_url(), sb.id, port)})
             if rest == ["toolbox-proxy-url"] and self.command == "GET":
                 return self.send_json(200, {"url": self.base_url() + "/toolbox"})
             if len(rest) == 2 and rest[0] == "autostop" and self.command == "POST":
@@ -621,7 +675,7 @@ class Handler(BaseHTTPRequestHandler):
             hp = sb.host_path(q.get("path") or "/home/" + USER)
             if not os.path.isdir(hp):
                 raise ApiError(404, "directory not found")
-            return self.send_json(200, [file_info(os.path.join(hp, n))
+            return self.send_json(200, [file_info(os.path.join(hp, n), follow=False)
                                         for n in sorted(os.listdir(hp))])
         if path == "/files/info" and m == "GET":
             hp = sb.host_path(need(q, "path"))
@@ -892,11 +946,34 @@ def need(q, key):
     return v
 
 
-def file_info(hp):
+def go_mode(m):
+    """Go's FileMode.String() of a stat mode: "drwxr-xr-x", "Lrwxrwxrwx",
+    "-rw-r--r--", "prw-r--r--", "Srwx------", "Dcrw-rw-rw-"."""
     import stat as pystat
-    st = os.stat(hp)
+    t = ""
+    if pystat.S_ISDIR(m):
+        t = "d"
+    elif pystat.S_ISLNK(m):
+        t = "L"
+    elif pystat.S_ISFIFO(m):
+        t = "p"
+    elif pystat.S_ISSOCK(m):
+        t = "S"
+    elif pystat.S_ISCHR(m):
+        t = "Dc"
+    elif pystat.S_ISBLK(m):
+        t = "D"
+    perm = "".join(c if m & (1 << (8 - i)) else "-" for i, c in enumerate("rwxrwxrwx"))
+    return (t or "-") + perm
+
+
+def file_info(hp, follow=True):
+    # GetFileInfo stats (follows a symlink); ListFiles reads the directory
+    # (os.ReadDir + Info: lstat, a symlink is itself).
+    import stat as pystat
+    st = os.stat(hp) if follow else os.lstat(hp)
     return {"name": os.path.basename(hp), "isDir": pystat.S_ISDIR(st.st_mode),
-            "size": st.st_size, "mode": pystat.filemode(st.st_mode),
+            "size": st.st_size, "mode": go_mode(st.st_mode),
             "permissions": "%04o" % pystat.S_IMODE(st.st_mode), "owner": USER, "group": USER,
             "modTime": time.ctime(st.st_mtime), "modifiedAt": now_iso(st.st_mtime)}
 
