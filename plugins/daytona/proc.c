@@ -100,7 +100,14 @@ static const char SIGNAL_SH[] =
     "i=$((i+1)); done; [ -d \"$d\" ] || exit 3; [ -e \"$d/exit\" ] && exit 0; g=; "
     "if [ \"$3\" = p ] && read -r lp <\"$d/lpid\" && read -r x <\"/proc/$lp/stat\"; then "
     "x=${x##*) }; set -- $x; g=$6; fi; "
-    "if [ -z \"$g\" ] || [ \"$g\" -le 0 ]; then read -r g <\"$d/pid\" || exit 0; fi; "
+    "if [ -z \"$g\" ] || [ \"$g\" -le 0 ]; then read -r g <\"$d/pid\" || exit 0; "
+    /* a process just started may not have its own group yet (setsid), or
+     * still ignore SIGINT and SIGQUIT as a background job does until env
+     * --default-signal ran: wait for both, briefly */
+    "i=0; while [ $i -lt 200 ] && [ ! -e \"$d/exit\" ]; do ok=; "
+    "if kill -0 -\"$g\" 2>/dev/null; then ok=1; while read -r k v; do "
+    "[ \"$k\" = SigIgn: ] && case $v in *[2367abefABEF]) ok=;; esac; done <\"/proc/$g/status\"; fi; "
+    "[ -n \"$ok\" ] && break; sleep 0.01; i=$((i+1)); done; fi; "
     "kill -\"$s\" -\"$g\" 2>/dev/null; exit 0";
 
 /* $1 dir, $2 rows, $3 cols: the terminal's size (SIGWINCH follows). */

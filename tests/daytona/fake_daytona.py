@@ -35,6 +35,8 @@ Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/state   {"id": ..., "state": "stopped"|"paused"}
   GET  /_fake/stats   {"connections": n, "sandboxes": n, "requests": [...]}
   POST /_fake/reset   forget faults and the request log
+With SBX_FAKE_DAYTONA_LOG=FILE in its environment the fake also appends
+every request it logs to FILE, one JSON object a line (kept across resets).
 Start: fake_daytona.py --port-file F [--api-key K] [--dir D]
 """
 import argparse
@@ -267,6 +269,7 @@ class State:
 
 
 ST = None
+LOG_FILE = os.environ.get("SBX_FAKE_DAYTONA_LOG")
 
 
 def sdk_version(headers):
@@ -339,12 +342,16 @@ class Handler(BaseHTTPRequestHandler):
                               "timestamp": now_iso()})
 
     def record(self, body, kind):
+        r = {"kind": kind, "method": self.command, "path": self.path,
+             "headers": {k.lower(): v for k, v in self.headers.items()
+                         if k.lower() in ("content-type", "x-daytona-sdk-version")},
+             "body": body}
         with ST.lock:
-            ST.requests.append({"kind": kind, "method": self.command, "path": self.path,
-                                "headers": {k.lower(): v for k, v in self.headers.items()
-                                            if k.lower() in ("content-type",
-                                                             "x-daytona-sdk-version")},
-                                "body": body})
+            ST.requests.append(r)
+            if LOG_FILE:
+                # every request, across resets (the contract test's log)
+                with open(LOG_FILE, "a") as fh:
+                    fh.write(json.dumps(r) + "\n")
 
     # ---- dispatch ------------------------------------------------------
     def do_GET(self):
