@@ -56,6 +56,15 @@ import uuid
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+try:  # PTY WebSockets: Debian's python3-websockets (sans-I/O, >= 10)
+    from websockets.server import ServerConnection as WsServer
+except ImportError:
+    sys.path.append("/usr/lib/python3/dist-packages")
+    try:
+        from websockets.server import ServerConnection as WsServer
+    except ImportError:
+        WsServer = None
+
 CREATE_DELAY = 0.15
 USER = "daytona"
 SANDBOX_UID = 61000
@@ -119,6 +128,7 @@ class Sandbox:
         self.sessions = {}
         self.lock = threading.Lock()
         self.preview_token = secrets.token_urlsafe(18)
+        self.ptys = {}
 
     def host_path(self, vpath):
         if not vpath.startswith("/"):
@@ -139,8 +149,12 @@ class Sandbox:
         with self.lock:
             sessions = list(self.sessions.values())
             self.sessions = {}
+            ptys = list(self.ptys.values())
+            self.ptys = {}
         for s in sessions:
             kill_session(s)
+        for p in ptys:
+            p.kill()
 
     def to_json(self, base_url):
         self.tick()
@@ -161,6 +175,139 @@ class Sandbox:
                 "updatedAt": now_iso(), "lastActivityAt": now_iso(),
                 "daemonVersion": "0.190.0", "runnerId": "fake-runner",
                 "toolboxProxyUrl": base_url + "/toolbox"}
+
+
+class Pty:
+    """A PTY session (swagger PtySessionInfo): a shell on a pseudo-terminal
+    whose output goes to the WebSocket clients connected at the time and
+    is kept nowhere, as the daemon's."""
+
+    def __init__(self, sb, req):
+        self.sb = sb
+        self.id = req.get("id") or str(uuid.uuid4())
+        self.cwd = req.get("cwd") or "/home/" + USER
+        self.envs = dict(req.get("envs") or {})
+        self.cols = int(req.get("cols") or 80)
+        self.rows = int(req.get("rows") or 24)
+        self.lazy = bool(req.get("lazyStart"))
+        self.created = time.time()
+        self.popen = None
+        self.master = None
+        self.clients = []
+        self.lock = threading.Lock()
+        self.exit_code = None
+        self.done = threading.Event()
+
+    def info(self):
+        return {"id": self.id, "active": self.popen is not None and self.exit_code is None,
+                "cols": self.cols, "rows": self.rows, "cwd": self.cwd, "envs": self.envs,
+                "createdAt": now_iso(self.created), "lazyStart": self.lazy}
+
+    def set_size(self):
+        import fcntl
+        import struct
+        import termios
+        if self.master is not None:
+            fcntl.ioctl(self.master, termios.TIOCSWINSZ,
+                        struct.pack("HHHH", self.rows, self.cols, 0, 0))
+
+    def start(self, handler):
+        with self.lock:
+            if self.popen is not None:
+                return
+            master, slave = os.openpty()
+            os.set_inheritable(slave, False)
+            self.master = master
+            self.set_size()
+            env = {"TERM": "xterm-256color"}
+            env.update(self.envs)
+            # The command is a session leader (start_new_session): opening
+            # the terminal by its name makes it the controlling terminal.
+            tty = os.ttyname(slave)
+            if os.geteuid() == 0:
+                os.chown(tty, SANDBOX_UID, SANDBOX_UID)  # the sandbox user's terminal
+            self.popen = handler.spawn(self.sb, "exec /bin/bash -i <>%s >&0 2>&0" % tty,
+                                       self.cwd, env, stdio=slave)
+            os.close(slave)
+        threading.Thread(target=self.pump, daemon=True).start()
+
+    def pump(self):
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            with self.lock:
+                clients = list(self.clients)
+            for c in clients:
+                c.send_binary(data)
+        rc = self.popen.wait()
+        self.exit_code = rc if rc >= 0 else 128 - rc
+        self.done.set()
+        with self.lock:
+            clients = list(self.clients)
+        for c in clients:
+            c.close_with(1000, json.dumps({"exitCode": self.exit_code}))
+
+    def write(self, data):
+        if self.master is not None and self.exit_code is None:
+            os.write(self.master, data)
+
+    def kill(self):
+        if self.popen and self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.done.wait(2)
+        if self.master is not None:
+            try:
+                os.close(self.master)
+            except OSError:
+                pass
+            self.master = None
+
+
+class WsClient:
+    """One WebSocket client of a PTY, over the handler's socket."""
+
+    def __init__(self, handler, conn):
+        self.h = handler
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def flush(self):
+        for b in self.conn.data_to_send():
+            if b:
+                self.h.connection.sendall(b)
+
+    def send_binary(self, data):
+        with self.lock:
+            if not self.closed:
+                try:
+                    self.conn.send_binary(data)
+                    self.flush()
+                except OSError:
+                    self.closed = True
+
+    def send_text(self, text):
+        with self.lock:
+            if not self.closed:
+                self.conn.send_text(text.encode())
+                self.flush()
+
+    def close_with(self, code, reason):
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                try:
+                    self.conn.send_close(code, reason)
+                    self.flush()
+                except OSError:
+                    pass
 
 
 def own(path):
@@ -695,6 +842,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"version": "0.190.0"})
         if path == "/process/execute" and m == "POST":
             return self.execute(sb, body)
+        if path == "/process/pty" or path.startswith("/process/pty/"):
+            return self.pty_route(sb, path, m, body)
         if path == "/process/session":
             if m == "POST":
                 sid2 = (body or {}).get("sessionId")
@@ -745,6 +894,92 @@ class Handler(BaseHTTPRequestHandler):
                     self.end_headers()
                     return self.wfile.write(data)
         raise ApiError(404, "no toolbox route %s %s" % (m, path))
+
+    def pty_route(self, sb, path, m, body):
+        parts = [p for p in path.split("/") if p]
+        if len(parts) == 2:
+            if m == "GET":
+                with sb.lock:
+                    ps = list(sb.ptys.values())
+                return self.send_json(200, {"sessions": [p.info() for p in ps]})
+            if m == "POST":
+                req = body if isinstance(body, dict) else {}
+                p = Pty(sb, req)
+                with sb.lock:
+                    if p.id in sb.ptys:
+                        raise ApiError(409, "PTY session %s already exists" % p.id)
+                    sb.ptys[p.id] = p
+                if not p.lazy:
+                    p.start(self)
+                return self.send_json(201, {"sessionId": p.id})
+        with sb.lock:
+            p = sb.ptys.get(parts[2]) if len(parts) >= 3 else None
+        if not p:
+            raise ApiError(404, "PTY session not found")
+        rest = parts[3:]
+        if not rest and m == "GET":
+            return self.send_json(200, p.info())
+        if not rest and m == "DELETE":
+            with sb.lock:
+                sb.ptys.pop(p.id, None)
+            p.kill()
+            return self.send_json(200, {"message": "PTY session deleted"})
+        if rest == ["resize"] and m == "POST":
+            req = body if isinstance(body, dict) else {}
+            cols, rows = req.get("cols"), req.get("rows")
+            if not all(isinstance(v, int) and 1 <= v <= 1000 for v in (cols, rows)):
+                raise ApiError(400, "cols and rows are 1..1000")
+            p.cols, p.rows = cols, rows
+            p.set_size()  # the kernel sends SIGWINCH to the foreground group
+            return self.send_json(200, p.info())
+        if rest == ["connect"] and m == "GET":
+            return self.pty_connect(p)
+        raise ApiError(404, "no toolbox route %s %s" % (m, path))
+
+    def pty_connect(self, p):
+        if WsServer is None:
+            raise ApiError(501, "the fake has no WebSocket library (install python3-websockets)")
+        if self.headers.get("Upgrade", "").lower() != "websocket":
+            raise ApiError(400, "connect is a WebSocket")
+        conn = WsServer()
+        raw = (self.requestline + "\r\n" +
+               "".join("%s: %s\r\n" % (k, v) for k, v in self.headers.items()) + "\r\n")
+        conn.receive_data(raw.encode("latin-1"))
+        reqs = conn.events_received()
+        if not reqs:
+            raise ApiError(400, "bad WebSocket handshake")
+        conn.send_response(conn.accept(reqs[0]))
+        client = WsClient(self, conn)
+        client.flush()
+        self.close_connection = True
+        p.start(self)
+        client.send_text(json.dumps({"type": "control", "status": "connected"}))
+        with p.lock:
+            p.clients.append(client)
+        if p.exit_code is not None:
+            client.close_with(1000, json.dumps({"exitCode": p.exit_code}))
+        try:
+            while not client.closed:
+                data = self.connection.recv(65536)
+                if not data:
+                    break
+                with client.lock:
+                    conn.receive_data(data)
+                    events = conn.events_received()
+                for ev in events:
+                    op = getattr(ev, "opcode", None)
+                    if op is not None and op.name in ("TEXT", "BINARY"):
+                        p.write(ev.data)
+                    elif op is not None and op.name == "CLOSE":
+                        client.closed = True
+                with client.lock:
+                    client.flush()
+        except OSError:
+            pass
+        finally:
+            with p.lock:
+                if client in p.clients:
+                    p.clients.remove(client)
 
     def upload(self, sb, q):
         vpath = q.get("path")
@@ -869,7 +1104,7 @@ class Handler(BaseHTTPRequestHandler):
             shutil.copyfileobj(fh, self.wfile, 1 << 16)
 
     # ---- commands ------------------------------------------------------
-    def spawn(self, sb, command, cwd, extra_env=None):
+    def spawn(self, sb, command, cwd, extra_env=None, stdio=None):
         env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                "HOME": "/home/" + USER, "USER": USER, "LOGNAME": USER, "SHELL": "/bin/sh",
                "LANG": "C.UTF-8"}
@@ -882,6 +1117,9 @@ class Handler(BaseHTTPRequestHandler):
             argv = ["setpriv", "--reuid=%d" % SANDBOX_UID, "--regid=%d" % SANDBOX_UID,
                     "--clear-groups", "--"] + argv
         argv = NS_WRAP + ["/bin/sh", "-c", NS_SCRIPT, sb.dir, cwd] + argv
+        if stdio is not None:
+            return subprocess.Popen(argv, cwd=sb.dir, env=env, stdin=stdio, stdout=stdio,
+                                    stderr=stdio, start_new_session=True, close_fds=True)
         return subprocess.Popen(argv, cwd=sb.dir, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True, close_fds=True)

@@ -115,6 +115,45 @@ const refused = await fetch(`${link.url}/index.html`)
 assert.equal(refused.status, 401, 'a private sandbox\'s preview wants the token')
 await sb.process.deleteSession('web')
 
+step('pty: create, input, resize, info, list, exit code, kill')
+let screen = ''
+const pty = await sb.process.createPty({
+  id: 'term',
+  cols: 100,
+  rows: 30,
+  envs: { GREETING: 'hi-from-env' },
+  onData: (d) => { screen += new TextDecoder().decode(d) },
+})
+const waitFor = async (what) => {
+  for (let i = 0; i < 100 && !screen.includes(what); i++) await sleep(50)
+  assert.ok(screen.includes(what), `the terminal never showed ${what}: ${JSON.stringify(screen)}`)
+}
+await pty.sendInput('stty size; tty; echo $GREETING\n')
+await waitFor('30 100')
+await waitFor('/dev/pts/')
+await waitFor('hi-from-env')
+await pty.sendInput("trap 'echo winch; stty size' WINCH\n")
+await pty.resize(120, 40)
+await waitFor('40 120')
+const ptyInfo = await sb.process.getPtySessionInfo('term')
+assert.equal(ptyInfo.cols, 120)
+assert.equal(ptyInfo.rows, 40)
+assert.equal(ptyInfo.active, true)
+assert.ok((await sb.process.listPtySessions()).some((x) => x.id === 'term'))
+await pty.sendInput('sleep 30\n')
+await sleep(200)
+await pty.sendInput('\x03')  // ^C: SIGINT to the foreground job
+await pty.sendInput('echo after-ctrl-c\n')
+await waitFor('after-ctrl-c')
+await pty.sendInput('exit 7\n')
+const exit = await pty.wait()
+assert.equal(exit.exitCode, 7)
+await sb.process.killPtySession('term')
+await assert.rejects(sb.process.getPtySessionInfo('term'), /not found/i)
+const pty2 = await sb.process.createPty({ id: 'term2', onData: () => {} })
+await pty2.kill()
+await assert.rejects(sb.process.getPtySessionInfo('term2'), /not found/i)
+
 step('binary file: upload and download')
 const data = Buffer.alloc(300 * 1024)
 for (let i = 0; i < data.length; i++) data[i] = (i * 7 + (i >> 8)) & 0xff
