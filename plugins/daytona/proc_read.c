@@ -51,7 +51,7 @@ static const char READ_SH[] =
 
 /* Decode one "<s> <lost> <base64>" line into the sink; *cursor moves. */
 static int deliver(struct daytona_state *st, sbx_call *call, const char *line, char want,
-                   const struct sbx_sink *sink, uint64_t *cursor, uint64_t *lost)
+                   uint64_t max, const struct sbx_sink *sink, uint64_t *cursor, uint64_t *lost)
 {
     unsigned long long l = 0;
     int used = 0;
@@ -61,6 +61,9 @@ static int deliver(struct daytona_state *st, sbx_call *call, const char *line, c
     while (*b == ' ')
         b++;
     size_t bl = strcspn(b, " \r\n");
+    /* the answer is the sandbox's: never more than was asked for */
+    if (bl > 4 * ((max + 2) / 3) || l > UINT64_MAX - *cursor - max)
+        return daytona_error(st, call, SBX_E_PROTOCOL, DT ": proc_read: an oversized answer");
     *lost = l;
     *cursor += l;
     if (!bl)
@@ -69,7 +72,7 @@ static int deliver(struct daytona_state *st, sbx_call *call, const char *line, c
     if (!raw)
         return daytona_error(st, call, SBX_E_NOMEM, "out of memory");
     long n = sbxp_b64_decode(b, bl, raw);
-    if (n < 0) {
+    if (n < 0 || (uint64_t)n > max) {
         free(raw);
         return daytona_error(st, call, SBX_E_PROTOCOL, DT ": proc_read: bad base64 in the answer");
     }
@@ -146,9 +149,9 @@ int daytona_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
         free(out);
         return daytona_error(st, call, SBX_E_PROTOCOL, DT ": proc_read %s: a malformed answer", id);
     }
-    rc = deliver(st, call, l2, 'o', args->out, &res->out_cursor, &res->out_lost);
+    rc = deliver(st, call, l2, 'o', max, args->out, &res->out_cursor, &res->out_lost);
     if (rc == SBX_OK)
-        rc = deliver(st, call, l3, 'e', args->err, &res->err_cursor, &res->err_lost);
+        rc = deliver(st, call, l3, 'e', max, args->err, &res->err_cursor, &res->err_lost);
     free(out);
     if (rc != SBX_OK)
         return rc;

@@ -28,7 +28,8 @@ Control endpoints (not part of any spec) under /_fake/:
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
       before answering), "cut" (a download of a file of at least "min_size"
       bytes closes the connection after half the body), "vanish" (the
-      sandbox disappears before the request is served), "stuck" (a sandbox
+      sandbox disappears before the request is served), "truncate" (a JSON
+      answer closes the connection after half its body), "stuck" (a sandbox
       created while it is armed stays in "pending_build" forever).
   Toolbox faults match "/toolbox/<path below the sandbox>", e.g.
   "/toolbox/process/session"; API faults the request path ("/api/sandbox").
@@ -476,6 +477,20 @@ class Handler(BaseHTTPRequestHandler):
 
     def send_json(self, code, obj):
         data = b"" if obj is None else json.dumps(obj).encode()
+        segs = [p for p in self.path.split("?")[0].split("/") if p]
+        fpath = "/toolbox/" + "/".join(segs[2:]) if segs[:1] == ["toolbox"] else self.path
+        f = ST.take_fault(fpath, ("truncate",), self.command) if data else None
+        if f:
+            # a JSON answer cut in the middle: its headers promise all of it
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.send_response(code)
         if obj is not None:
             self.send_header("Content-Type", "application/json")

@@ -533,6 +533,17 @@ Test(daytona_procs, toolbox_failures_under_a_running_process)
                   strstr(err.message, "session"),
               "%s", err.message);
     free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    /* a JSON answer cut in the middle: a clear error, no hang */
+    fake_faults(&fake, "[{\"match\":\"/toolbox/process/session\",\"kind\":\"truncate\","
+                       "\"method\":\"POST\",\"times\":1}]");
+    rc = sbx_proc_read(h, id, &a, &r, NULL, &err);
+    cr_expect_neq(rc, SBX_OK, "a truncated answer was taken");
+    cr_expect(err.message[0], "no message");
+    cr_log_info("truncated answer: %s", err.message);
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    /* and the process is still there to read */
+    cr_expect_eq(sbx_proc_read(h, id, &a, &r, NULL, &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(r.state, SBX_PROC_RUNNING);
     /* a toolbox that stops answering: the request timeout ends the read */
     fake_faults(&fake, "[{\"match\":\"/toolbox/process/session\",\"kind\":\"slow\","
                             "\"delay_ms\":4000,\"times\":1}]");
