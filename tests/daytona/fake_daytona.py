@@ -95,8 +95,8 @@ class Command:
         self.command = command
         self.popen = None
         self.exit_code = None
-        self.out = b""
-        self.err = b""
+        self.out = bytearray()  # grows as the command writes (logs follow it)
+        self.err = bytearray()
         self.done = threading.Event()
 
 
@@ -897,7 +897,7 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_json(200, command_json(c))
                 if rest[2:] == ["logs"] and m == "GET":
                     if q.get("follow") == "true":
-                        raise ApiError(400, "follow needs a WebSocket (not in this fake)")
+                        return self.logs_follow(c)
                     if sdk_version(self.headers) >= SDK_SPLIT_VERSION:
                         return self.send_json(200, {"output": (c.out + c.err).decode(errors="replace"),
                                                     "stdout": c.out.decode(errors="replace"),
@@ -951,11 +951,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.pty_connect(p)
         raise ApiError(404, "no toolbox route %s %s" % (m, path))
 
-    def pty_connect(self, p):
+    def ws_accept(self):
+        """Complete a WebSocket handshake on this connection (the request
+        line and headers are parsed already) and return the client."""
         if WsServer is None:
             raise ApiError(501, "the fake has no WebSocket library (install python3-websockets)")
         if self.headers.get("Upgrade", "").lower() != "websocket":
-            raise ApiError(400, "connect is a WebSocket")
+            raise ApiError(400, "this is a WebSocket endpoint")
         conn = WsServer()
         raw = (self.requestline + "\r\n" +
                "".join("%s: %s\r\n" % (k, v) for k, v in self.headers.items()) + "\r\n")
@@ -967,6 +969,30 @@ class Handler(BaseHTTPRequestHandler):
         client = WsClient(self, conn)
         client.flush()
         self.close_connection = True
+        return client
+
+    def logs_follow(self, c):
+        """GET .../logs?follow=true as a WebSocket: the command's output as
+        it comes, each chunk after its stream's prefix (0x01 x3 stdout,
+        0x02 x3 stderr, as the SDK's stdDemuxStream reads it), closed when
+        the command has ended and everything was sent."""
+        client = self.ws_accept()
+        sent = [0, 0]
+        while not client.closed:
+            ended = c.done.is_set()
+            for i, (buf, pre) in enumerate(((c.out, b"\x01\x01\x01"), (c.err, b"\x02\x02\x02"))):
+                n = len(buf)
+                if n > sent[i]:
+                    client.send_binary(pre + bytes(buf[sent[i]:n]))
+                    sent[i] = n
+            if ended:
+                client.close_with(1000, "")
+                break
+            time.sleep(0.02)
+
+    def pty_connect(self, p):
+        client = self.ws_accept()
+        conn = client.conn
         p.start(self)
         client.send_text(json.dumps({"type": "control", "status": "connected"}))
         with p.lock:
@@ -1140,16 +1166,14 @@ class Handler(BaseHTTPRequestHandler):
                                 start_new_session=True, close_fds=True)
 
     def run(self, c):
-        def pump(stream, attr):
-            chunks = []
+        def pump(stream, buf):
             while True:
                 b = os.read(stream.fileno(), 65536)
                 if not b:
                     break
-                chunks.append(b)
-            setattr(c, attr, b"".join(chunks))
-        ts = [threading.Thread(target=pump, args=(c.popen.stdout, "out"), daemon=True),
-              threading.Thread(target=pump, args=(c.popen.stderr, "err"), daemon=True)]
+                buf.extend(b)
+        ts = [threading.Thread(target=pump, args=(c.popen.stdout, c.out), daemon=True),
+              threading.Thread(target=pump, args=(c.popen.stderr, c.err), daemon=True)]
         for t in ts:
             t.start()
         rc = c.popen.wait()

@@ -65,10 +65,20 @@ assert.equal(ended.exitCode, 5)
 const logs = await sb.process.getSessionCommandLogs('async', started.cmdId)
 assert.equal(logs.stdout, 'a-out\n')
 assert.equal(logs.stderr, 'a-err\n')
+// the follow form: a WebSocket, stdout and stderr demultiplexed as they come
+const streamed = await sb.process.executeSessionCommand('async', {
+  command: 'for i in 1 2 3; do echo so$i; echo se$i >&2; sleep 0.1; done',
+  runAsync: true,
+})
+let sOut = ''
+let sErr = ''
+await sb.process.getSessionCommandLogs('async', streamed.cmdId, (t) => { sOut += t }, (t) => { sErr += t })
+assert.equal(sOut, 'so1\nso2\nso3\n')
+assert.equal(sErr, 'se1\nse2\nse3\n')
 const sessions = await sb.process.listSessions()
 assert.ok(sessions.some((x) => x.sessionId === 'async'), 'listSessions misses the session')
 const session = await sb.process.getSession('async')
-assert.equal(session.commands.length, 1)
+assert.equal(session.commands.length, 2)
 await sb.process.deleteSession('async')
 await assert.rejects(sb.process.getSession('async'), /not found/i)
 
