@@ -189,6 +189,120 @@ const struct cf_case cf_cases[] = {
      "group_add and user_add accept the same id (or none) again, refuse another "
      "with SBX_E_EXISTS and an unknown group with SBX_E_NOT_FOUND",
      SBX_CAP_USERS, cf_case_users_add_idempotent},
+#define PROC SBX_CAP_PROCESSES
+#define PTY (SBX_CAP_PROCESSES | SBX_CAP_PTY)
+    {"proc_exit_and_streams",
+     "a started process is read to eof: stdout and stderr apart, its exit code, "
+     "cursors at the ends of the streams",
+     PROC, cf_case_proc_exit_and_streams},
+    {"proc_killed_by_signal",
+     "a process killed by a signal ends with exit_code -1 and term_signal set",
+     PROC, cf_case_proc_killed_by_signal},
+    {"proc_stdin",
+     "proc_write reaches stdin, SBX_PROC_WRITE_CLOSE ends it (cat exits), a write "
+     "after the end is SBX_E_INVALID, 1 MiB arrives byte-exact",
+     PROC, cf_case_proc_stdin},
+    {"proc_cursor_continues",
+     "reading 128 KiB in small pieces from each new cursor covers the output once, "
+     "nothing repeated or skipped; an older cursor replays the same bytes",
+     PROC, cf_case_proc_cursor_continues},
+    {"proc_replay_bounded",
+     "1 MiB into a 64 KiB replay buffer: read from 0 after the end, exactly 983040 "
+     "bytes are counted lost and the last 64 KiB are intact",
+     PROC, cf_case_proc_replay_bounded},
+    {"proc_reattach",
+     "after a restart a second instance lists the process under its id, writes to "
+     "it and continues reading from the cursor",
+     PROC, cf_case_proc_reattach},
+    {"proc_wait_ms",
+     "proc_read returns early on data and on the end, after about wait_ms when "
+     "idle, at once with 0",
+     PROC, cf_case_proc_wait_ms},
+    {"proc_timeout",
+     "timeout_ms kills the process tree: timed_out, SIGKILL, promptly",
+     PROC, cf_case_proc_timeout},
+    {"proc_signal",
+     "proc_signal reaches the process group; an ended process is SBX_OK, signal 0 "
+     "SBX_E_INVALID",
+     PROC, cf_case_proc_signal},
+    {"proc_list",
+     "proc_list lists every process with distinct ids and their states",
+     PROC, cf_case_proc_list},
+    {"proc_foreign_id",
+     "another session's process id is SBX_E_NOT_FOUND for read, write, signal and "
+     "absent from its list; malformed ids are SBX_E_INVALID",
+     PROC, cf_case_proc_foreign_id},
+    {"proc_concurrent",
+     "32 processes run at once in one sandbox (all listed running), each read to "
+     "its own output",
+     PROC, cf_case_proc_concurrent},
+    {"proc_destroy_kills",
+     "destroy kills every process: after a new create of the key none is listed, "
+     "none runs, its id is SBX_E_NOT_FOUND",
+     PROC, cf_case_proc_destroy_kills},
+    {"proc_output_flood",
+     "a process writing as fast as it can into a 1 MiB replay buffer, unread for a "
+     "second, then read: bytes are dropped and counted, memory stays bounded",
+     PROC, cf_case_proc_output_flood},
+    {"pty_terminal",
+     "on a PTY stdin, stdout and stderr are a terminal of the size asked for "
+     "(24x80 by default), TERM is set, one output stream",
+     PTY, cf_case_pty_terminal},
+    {"pty_resize",
+     "proc_resize changes the size the program sees (SIGWINCH, stty size); a "
+     "process without a PTY is SBX_E_INVALID",
+     PTY, cf_case_pty_resize},
+    {"pty_ctrl_c",
+     "^C written to the terminal interrupts the foreground job (SIGINT)",
+     PTY, cf_case_pty_ctrl_c},
+    {"pty_eof",
+     "^D at the start of a line, and SBX_PROC_WRITE_CLOSE, end cat on a terminal",
+     PTY, cf_case_pty_eof},
+    {"pty_paste",
+     "a 1 MiB paste through proc_write reaches a raw-mode terminal program whole",
+     PTY, cf_case_pty_paste},
+    {"fileops_list",
+     "file_list reports the names, types, sizes, modes and mtimes of a prepared "
+     "tree (file, directory, symlink, FIFO); missing SBX_E_NOT_FOUND, a file "
+     "SBX_E_INVALID",
+     SBX_CAP_FILE_OPS, cf_case_fileops_list},
+    {"fileops_list_large",
+     "file_list of a directory of 5000 entries gives each once",
+     SBX_CAP_FILE_OPS, cf_case_fileops_list_large},
+    {"fileops_stat",
+     "file_stat of a file, a directory, the root and symlinks (reported as such, "
+     "never followed); missing SBX_E_NOT_FOUND",
+     SBX_CAP_FILE_OPS, cf_case_fileops_stat},
+    {"fileops_mkdir",
+     "file_mkdir applies its mode, refuses an existing path (SBX_E_EXISTS) and a "
+     "missing parent (SBX_E_NOT_FOUND) unless SBX_MKDIR_PARENTS",
+     SBX_CAP_FILE_OPS, cf_case_fileops_mkdir},
+    {"fileops_remove",
+     "file_remove of a file, a symlink (not its target), an empty directory; a "
+     "non-empty one only with SBX_REMOVE_RECURSIVE",
+     SBX_CAP_FILE_OPS, cf_case_fileops_remove},
+    {"fileops_remove_symlink_out",
+     "a recursive file_remove of a tree holding symlinks out of the workspace "
+     "leaves their targets intact",
+     SBX_CAP_FILE_OPS, cf_case_fileops_remove_symlink_out},
+    {"fileops_rename",
+     "file_rename moves and replaces, refuses an existing target with "
+     "SBX_RENAME_NOREPLACE, renames a symlink as itself",
+     SBX_CAP_FILE_OPS, cf_case_fileops_rename},
+    {"fileops_escape",
+     "'..', absolute paths and paths through a symlink out are SBX_E_INVALID for "
+     "every file op; listing the symlink never shows the outside",
+     SBX_CAP_FILE_OPS, cf_case_fileops_escape},
+    {"ports_resolve",
+     "a port declared at create resolves to a host, port and URL; an undeclared "
+     "one is SBX_E_NOT_FOUND",
+     SBX_CAP_PORTS, cf_case_ports_resolve},
+    {"ports_reachable",
+     "an HTTP server started in the sandbox answers at the endpoint's URL, and an "
+     "endpoint on loopback answers on no other address of this machine",
+     SBX_CAP_PORTS | SBX_CAP_PROCESSES, cf_case_ports_reachable},
+#undef PROC
+#undef PTY
 };
 
 const size_t cf_case_total = sizeof cf_cases / sizeof cf_cases[0];

@@ -15,37 +15,6 @@
 /* Peak RSS growth allowed while the output streams through. */
 #define GROWTH_MAX_KIB (16 * 1024)
 
-/* Reset the peak RSS (VmHWM) of this process; false when the kernel does
- * not allow it (then growth is measured against the earlier peak). */
-static bool reset_peak_rss(void)
-{
-    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    bool ok = write(fd, "5", 1) == 1;
-    close(fd);
-    return ok;
-}
-
-/* A "Name:   N kB" line of /proc/self/status in KiB, or -1. */
-static long status_kib(const char *name)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    if (!f)
-        return -1;
-    char line[256];
-    long v = -1;
-    size_t nl = strlen(name);
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, name, nl) && line[nl] == ':') {
-            v = strtol(line + nl + 1, NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return v;
-}
-
 static bool all_zero(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -66,14 +35,14 @@ void cf_case_output_bounded(struct cf_test *t)
              OUT_BYTES, ERR_BYTES);
     const char *argv[] = {"sh", "-c", script, NULL};
 
-    bool reset = reset_peak_rss();
-    long before = status_kib("VmHWM");
+    bool reset = cf_peak_rss_reset();
+    long before = cf_status_kib("VmHWM");
     struct cf_exec e;
     memset(&e, 0, sizeof e);
     e.argv = argv;
     e.timeout_ms = 300000;
     cf_exec(&e, h);
-    long after = status_kib("VmHWM");
+    long after = cf_status_kib("VmHWM");
 
     const uint64_t want_out = OUT_BYTES + 24; /* two 12-byte marker lines */
     const sbx_capture *o = &e.out;

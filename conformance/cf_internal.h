@@ -91,6 +91,35 @@ void cf_case_users_exec_as_user(struct cf_test *t);
 void cf_case_users_write_owned(struct cf_test *t);
 void cf_case_users_root_only_refused(struct cf_test *t);
 void cf_case_users_add_idempotent(struct cf_test *t);
+void cf_case_proc_exit_and_streams(struct cf_test *t);
+void cf_case_proc_killed_by_signal(struct cf_test *t);
+void cf_case_proc_stdin(struct cf_test *t);
+void cf_case_proc_cursor_continues(struct cf_test *t);
+void cf_case_proc_replay_bounded(struct cf_test *t);
+void cf_case_proc_reattach(struct cf_test *t);
+void cf_case_proc_wait_ms(struct cf_test *t);
+void cf_case_proc_timeout(struct cf_test *t);
+void cf_case_proc_signal(struct cf_test *t);
+void cf_case_proc_list(struct cf_test *t);
+void cf_case_proc_foreign_id(struct cf_test *t);
+void cf_case_proc_concurrent(struct cf_test *t);
+void cf_case_proc_destroy_kills(struct cf_test *t);
+void cf_case_proc_output_flood(struct cf_test *t);
+void cf_case_pty_terminal(struct cf_test *t);
+void cf_case_pty_resize(struct cf_test *t);
+void cf_case_pty_ctrl_c(struct cf_test *t);
+void cf_case_pty_eof(struct cf_test *t);
+void cf_case_pty_paste(struct cf_test *t);
+void cf_case_fileops_list(struct cf_test *t);
+void cf_case_fileops_list_large(struct cf_test *t);
+void cf_case_fileops_stat(struct cf_test *t);
+void cf_case_fileops_mkdir(struct cf_test *t);
+void cf_case_fileops_remove(struct cf_test *t);
+void cf_case_fileops_remove_symlink_out(struct cf_test *t);
+void cf_case_fileops_rename(struct cf_test *t);
+void cf_case_fileops_escape(struct cf_test *t);
+void cf_case_ports_resolve(struct cf_test *t);
+void cf_case_ports_reachable(struct cf_test *t);
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: per-case state and cleanup (fixture.c)                            */
@@ -175,6 +204,10 @@ sbx_handle *cf_create(struct cf_test *t, sbx_provider *p, const char *key);
 /* cf_create with a limited network (ABI 1.1, SBX_CAP_EGRESS). */
 sbx_handle *cf_create_egress(struct cf_test *t, sbx_provider *p, const char *key,
                              const struct sbx_egress_policy *egress);
+
+/* cf_create with TCP ports to expose (ABI 1.2, SBX_CAP_PORTS; 0-terminated). */
+sbx_handle *cf_create_ports(struct cf_test *t, sbx_provider *p, const char *key,
+                            const uint16_t *ports);
 
 /* Open a context, make a key and create its sandbox: the usual start of a
  * case. *pout (may be NULL) receives the provider. */
@@ -266,6 +299,13 @@ bool cf_write_text(struct cf_test *t, sbx_handle *h, const char *path,
 bool cf_expect_file(struct cf_test *t, sbx_handle *h, const char *path,
                     const char *text);
 
+/* Reset the peak RSS (VmHWM) of this process; false when the kernel does
+ * not allow it (growth is then measured against the earlier peak). */
+bool cf_peak_rss_reset(void);
+
+/* A "Name:   N kB" line of /proc/self/status in KiB, or -1. */
+long cf_status_kib(const char *name);
+
 /* CLOCK_MONOTONIC in seconds, for measuring durations. */
 double cf_now(void);
 
@@ -286,6 +326,61 @@ void cf_sleep_ms(long ms);
  * failed). The caller frees the result.
  */
 char *cf_survivors(struct cf_test *t, sbx_handle *h, bool *no_pids);
+
+/* ------------------------------------------------------------------------ */
+/* Processes (proc_helpers.c; ABI 1.2)                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Bytes of each stream a cf_proc keeps (more are counted, not kept). */
+#define CF_PROC_KEEP (4u << 20)
+
+/* One process and what was read of it so far. */
+struct cf_proc {
+    sbx_handle *h;
+    char id[SBX_PROC_ID_MAX];
+    uint64_t out_cursor, err_cursor; /* where the next read continues */
+    uint64_t out_lost, err_lost;     /* summed over the reads */
+    uint64_t out_seen, err_seen;     /* bytes delivered */
+    char *out, *err;                 /* the first CF_PROC_KEEP of them, NUL-ended */
+    size_t out_len, err_len, out_cap, err_cap;
+    struct sbx_proc_read_result res; /* of the last read */
+    unsigned reads;
+    sbx_error err_msg;               /* of the last read */
+};
+
+/* Start spec on h into p (cleared first); false after failing the case. */
+bool cf_proc_start(struct cf_test *t, sbx_handle *h, struct cf_proc *p,
+                   const struct sbx_proc_spec *spec);
+
+/* Start `sh -c script` with flags (SBX_PROC_PTY: 24x80). */
+bool cf_proc_sh(struct cf_test *t, sbx_handle *h, struct cf_proc *p, const char *script,
+                uint32_t flags);
+
+/* One proc_read after p's cursors (max 0: the default), appending to p;
+ * returns its status (p->err_msg has the message). Fails the case when
+ * the answer breaks the contract. */
+int cf_proc_read(struct cf_test *t, struct cf_proc *p, uint32_t wait_ms, uint64_t max);
+
+/* Read until eof (within seconds, scaled); false after failing the case. */
+bool cf_proc_until_eof(struct cf_test *t, struct cf_proc *p, double seconds);
+
+/* Read until stdout holds needle (carriage returns ignored). */
+bool cf_proc_until_text(struct cf_test *t, struct cf_proc *p, const char *needle,
+                        double seconds);
+
+/* Whether stdout so far holds needle (carriage returns ignored). */
+bool cf_proc_out_has(const struct cf_proc *p, const char *needle);
+
+/* Fail unless got == want: "<what> returned X (message); want Y". */
+bool cf_proc_expect_status(struct cf_test *t, int got, const sbx_error *err, int want,
+                           const char *what);
+
+/* Whether proc_list of h names id (its entry into *out, strings NULL);
+ * false also after failing the case when proc_list failed. */
+bool cf_proc_listed(struct cf_test *t, sbx_handle *h, const char *id,
+                    struct sbx_proc_info *out);
+
+void cf_proc_free(struct cf_proc *p);
 
 /* ------------------------------------------------------------------------ */
 /* Deterministic byte streams (pattern.c)                                     */

@@ -4,10 +4,12 @@
  */
 #include "cf_internal.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void cf_exec(struct cf_exec *e, sbx_handle *h)
 {
@@ -179,4 +181,32 @@ bool cf_expect_file(struct cf_test *t, sbx_handle *h, const char *path,
     }
     sbx_capture_free(&c);
     return ok;
+}
+
+bool cf_peak_rss_reset(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok;
+}
+
+long cf_status_kib(const char *name)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return -1;
+    char line[256];
+    long v = -1;
+    size_t nl = strlen(name);
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, name, nl) && line[nl] == ':') {
+            v = strtol(line + nl + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return v;
 }

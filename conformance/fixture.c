@@ -246,14 +246,32 @@ sbx_handle *cf_create(struct cf_test *t, sbx_provider *p, const char *key)
     return cf_create_egress(t, p, key, NULL);
 }
 
+static sbx_handle *create_with(struct cf_test *t, sbx_provider *p, const char *key,
+                               const struct sbx_egress_policy *egress,
+                               const uint16_t *ports);
+
 sbx_handle *cf_create_egress(struct cf_test *t, sbx_provider *p, const char *key,
                              const struct sbx_egress_policy *egress)
+{
+    return create_with(t, p, key, egress, NULL);
+}
+
+sbx_handle *cf_create_ports(struct cf_test *t, sbx_provider *p, const char *key,
+                            const uint16_t *ports)
+{
+    return create_with(t, p, key, NULL, ports);
+}
+
+static sbx_handle *create_with(struct cf_test *t, sbx_provider *p, const char *key,
+                               const struct sbx_egress_policy *egress,
+                               const uint16_t *ports)
 {
     struct sbx_create_options co;
     memset(&co, 0, sizeof co);
     co.size = sizeof co;
     co.caps_required = t->c->caps;
     co.egress = egress;
+    co.ports = ports;
     sbx_error err;
     sbx_error_clear(&err);
     sbx_handle *h = NULL;

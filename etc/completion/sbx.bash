@@ -29,7 +29,7 @@ _sbx()
         return
         ;;
     -r | --require)
-        COMPREPLY=($(compgen -W "file_mounts output_export skills memory egress packages users" -- "$cur"))
+        COMPREPLY=($(compgen -W "file_mounts output_export skills memory egress packages users processes pty file_ops ports" -- "$cur"))
         return
         ;;
     esac

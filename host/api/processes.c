@@ -41,11 +41,13 @@ static int check_id(const char *id, const char *op, sbx_error *err)
                          op, id ? id : "");
 }
 
-static int proc_begin(sbx_handle *h, uint64_t cap, const char *id, const char *op,
-                      sbx_cancel *cancel, sbx_error *err)
+/* The start of an op on one process (id) or on none (proc_list: has_id
+ * false); a NULL id of an op that needs one is malformed, never passed on. */
+static int proc_begin(sbx_handle *h, uint64_t cap, bool has_id, const char *id,
+                      const char *op, sbx_cancel *cancel, sbx_error *err)
 {
     int rc = sbxh_cap_call_begin(h, cap, cancel, err);
-    if (rc == SBX_OK && id)
+    if (rc == SBX_OK && has_id)
         rc = check_id(id, op, err);
     return rc;
 }
@@ -102,7 +104,7 @@ SBX_API int sbx_proc_start(sbx_handle *h, const struct sbx_proc_spec *spec,
 SBX_API int sbx_proc_write(sbx_handle *h, const char *id, const void *data, size_t len,
                            uint32_t flags, sbx_cancel *cancel, sbx_error *err)
 {
-    int rc = proc_begin(h, SBX_CAP_PROCESSES, id, "proc_write", cancel, err);
+    int rc = proc_begin(h, SBX_CAP_PROCESSES, true, id, "proc_write", cancel, err);
     if (rc != SBX_OK)
         return rc;
     if ((len && !data) || (flags & ~SBX_PROC_WRITE_CLOSE))
@@ -163,7 +165,7 @@ SBX_API int sbx_proc_read(sbx_handle *h, const char *id,
                           struct sbx_proc_read_result *res, sbx_cancel *cancel,
                           sbx_error *err)
 {
-    int rc = proc_begin(h, SBX_CAP_PROCESSES, id, "proc_read", cancel, err);
+    int rc = proc_begin(h, SBX_CAP_PROCESSES, true, id, "proc_read", cancel, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_proc_read_args a;
@@ -216,7 +218,7 @@ SBX_API int sbx_proc_read(sbx_handle *h, const char *id,
 SBX_API int sbx_proc_signal(sbx_handle *h, const char *id, int signo, sbx_cancel *cancel,
                             sbx_error *err)
 {
-    int rc = proc_begin(h, SBX_CAP_PROCESSES, id, "proc_signal", cancel, err);
+    int rc = proc_begin(h, SBX_CAP_PROCESSES, true, id, "proc_signal", cancel, err);
     if (rc != SBX_OK)
         return rc;
     if (signo < 1 || signo > 64)
@@ -232,7 +234,7 @@ SBX_API int sbx_proc_signal(sbx_handle *h, const char *id, int signo, sbx_cancel
 SBX_API int sbx_proc_resize(sbx_handle *h, const char *id, unsigned rows, unsigned cols,
                             sbx_cancel *cancel, sbx_error *err)
 {
-    int rc = proc_begin(h, SBX_CAP_PTY, id, "proc_resize", cancel, err);
+    int rc = proc_begin(h, SBX_CAP_PTY, true, id, "proc_resize", cancel, err);
     if (rc != SBX_OK)
         return rc;
     if (rows < 1 || rows > 65535 || cols < 1 || cols > 65535)
@@ -270,7 +272,7 @@ static int checked_proc(void *ctx, const struct sbx_proc_info *info)
 SBX_API int sbx_proc_list(sbx_handle *h, const struct sbx_proc_list_sink *sink,
                           sbx_cancel *cancel, sbx_error *err)
 {
-    int rc = proc_begin(h, SBX_CAP_PROCESSES, NULL, "proc_list", cancel, err);
+    int rc = proc_begin(h, SBX_CAP_PROCESSES, false, NULL, "proc_list", cancel, err);
     if (rc != SBX_OK)
         return rc;
     if (!sink || sbx_struct_size(sink) < offsetof(struct sbx_proc_list_sink, entry) +

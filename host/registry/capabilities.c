@@ -10,26 +10,29 @@
 
 /*
  * One row per capability. The order is the order validation checks a
- * descriptor in (the 1.0 capabilities, then 1.1's), which decides which
- * missing op is named first. PACKAGES runs through exec and needs no op.
+ * descriptor in (the 1.0 capabilities, then 1.1's, then 1.2's), which
+ * decides which missing op is named first. PACKAGES runs through exec and
+ * needs no op.
  * The 1.1 ops follow ops.reserved[2]: a 1.1 table that ends before them is
  * refused, naming the size it needs.
  */
 const struct sbxh_cap sbxh_caps[] = {
-    {SBX_CAP_FILE_MOUNTS, "file_mounts", 0, 2, {OP(mount_put), OP(mount_remove)}},
-    {SBX_CAP_OUTPUT_EXPORT, "output_export", 0, 1, {OP(export_outputs)}},
-    {SBX_CAP_SKILLS, "skills", 0, 1, {OP(skill_install)}},
-    {SBX_CAP_PACKAGES, "packages", 0, 0, {{NULL, 0}}},
-    {SBX_CAP_EGRESS, "egress", 1, 2, {OP(egress_set), OP(egress_get)}},
-    {SBX_CAP_MEMORY, "memory", 1, 3,
+    {SBX_CAP_FILE_MOUNTS, "file_mounts", 0, 0, 2, {OP(mount_put), OP(mount_remove)}},
+    {SBX_CAP_OUTPUT_EXPORT, "output_export", 0, 0, 1, {OP(export_outputs)}},
+    {SBX_CAP_SKILLS, "skills", 0, 0, 1, {OP(skill_install)}},
+    {SBX_CAP_PACKAGES, "packages", 0, 0, 0, {{NULL, 0}}},
+    {SBX_CAP_EGRESS, "egress", 1, 0, 2, {OP(egress_set), OP(egress_get)}},
+    {SBX_CAP_MEMORY, "memory", 1, 0, 3,
      {OP(memory_load), OP(memory_diff), OP(memory_accept)}},
-    {SBX_CAP_USERS, "users", 1, 2, {OP(group_add), OP(user_add)}},
-    {SBX_CAP_PROCESSES, "processes", 2, 5,
+    {SBX_CAP_USERS, "users", 1, 0, 2, {OP(group_add), OP(user_add)}},
+    {SBX_CAP_PROCESSES, "processes", 2, 0, 5,
      {OP(proc_start), OP(proc_write), OP(proc_read), OP(proc_signal), OP(proc_list)}},
-    {SBX_CAP_PTY, "pty", 2, 2, {OP(proc_start), OP(proc_resize)}},
-    {SBX_CAP_FILE_OPS, "file_ops", 2, 5,
+    /* A terminal is an option of proc_start: the PTY bit means nothing
+     * without the processes it runs on. */
+    {SBX_CAP_PTY, "pty", 2, SBX_CAP_PROCESSES, 1, {OP(proc_resize)}},
+    {SBX_CAP_FILE_OPS, "file_ops", 2, 0, 5,
      {OP(file_list), OP(file_stat), OP(file_mkdir), OP(file_remove), OP(file_rename)}},
-    {SBX_CAP_PORTS, "ports", 2, 1, {OP(port_resolve)}},
+    {SBX_CAP_PORTS, "ports", 2, 0, 1, {OP(port_resolve)}},
 };
 
 #undef OP

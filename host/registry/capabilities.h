@@ -3,8 +3,9 @@
  *
  * One row per SBX_CAP_* bit of sbx/provider.h: its name (sbx_cap_name,
  * `sbx providers`, admission errors), the ABI minor that introduced it
- * (which bits a descriptor of a given minor may declare) and the ops the
- * loader requires when a provider declares it. Everything that needs to
+ * (which bits a descriptor of a given minor may declare), the other bits
+ * it depends on and the ops the loader requires when a provider declares
+ * it. Everything that needs to
  * know about capabilities derives from this table; a new capability is one
  * row here (docs/ABI.md, "Adding a capability").
  *
@@ -35,6 +36,8 @@ struct sbxh_cap {
     uint64_t bit;          /* one SBX_CAP_* bit */
     const char *name;      /* lowercase, as users write it */
     unsigned abi_minor;    /* the ABI 1.x minor that introduced the bit */
+    uint64_t needs;        /* other bits a provider declaring it must declare
+                              too (SBX_CAP_PTY needs SBX_CAP_PROCESSES) */
     size_t nops;           /* ops a provider declaring it must set */
     struct sbxh_op_ref ops[SBXH_CAP_OPS_MAX];
 };

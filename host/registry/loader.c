@@ -289,6 +289,16 @@ static int validate_ops(const struct sbx_provider_desc *desc, const char *name,
         const struct sbxh_cap *r = &sbxh_caps[i];
         if (!(desc->caps & r->bit))
             continue;
+        uint64_t lacking = r->needs & ~desc->caps;
+        if (lacking) {
+            const struct sbxh_cap *n = sbxh_cap_find(lacking & -lacking);
+            return refuse(err, SBX_E_ABI, name, path,
+                          "capability %s declared without %s, which it needs: "
+                          "expected bits 0x%llx set, plugin declares 0x%llx",
+                          r->name, n ? n->name : "?",
+                          (unsigned long long)(r->bit | r->needs),
+                          (unsigned long long)desc->caps);
+        }
         for (size_t j = 0; j < r->nops; j++) {
             if (op_present(ops, desc->ops_size, r->ops[j].offset, &beyond))
                 continue;

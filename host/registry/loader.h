@@ -37,7 +37,8 @@ struct sbx_plugin {
  *    the 1.0 minimum, invalid or mismatched name, NULL/empty/unprintable
  *    version or description, unknown isolation, a non-zero reserved member
  *    or reserved op slot, a malformed config key array, NULL ops table,
- *    missing core op, unknown capability bit, capability without its ops,
+ *    missing core op, unknown capability bit, capability without its ops or
+ *    without a capability it needs (pty without processes),
  *    a provider that links libsbx, or a file that cannot be accessed.
  * A plugin refused after dlopen is dlclosed again (none of its ops ran).
  * The caller frees out with sbxh_plugin_clear (which does not dlclose).

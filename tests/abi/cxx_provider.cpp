@@ -133,8 +133,11 @@ const sbx_provider_ops cxx_ops = {
     nullptr,     nullptr,       nullptr,        nullptr,    {nullptr, nullptr},
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
     nullptr,     nullptr,       nullptr,
+    // ABI 1.2: proc_start, proc_write, proc_read, proc_signal, proc_list
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
+    // proc_resize, file_list, file_stat, file_mkdir, file_remove
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
+    // file_rename, port_resolve
     nullptr,     nullptr,
 };
 #endif

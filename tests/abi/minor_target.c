@@ -8,6 +8,10 @@
  * its descriptor claims (SBX_ABI_TARGET_MINOR, by default the header's)
  * decides which hosts accept it. The ops keep a state and answer, but make
  * no sandboxes: the test is about the handshake.
+ *
+ * With -DTARGETED_CAPS_1_2 it also declares the ABI 1.2 capabilities
+ * (processes, pty, file_ops, ports) and fills their ops: a descriptor that
+ * claims minor 2 must then load, one that claims minor 1 must be refused.
  */
 #include <sbx/provider.h>
 
@@ -102,6 +106,96 @@ static int t_destroy(void *state, sbx_call *call, const struct sbx_destroy_args 
     return SBX_OK;
 }
 
+#ifdef TARGETED_CAPS_1_2
+/* Unreachable as well: no handle. */
+static int t_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *spec,
+                        char id[SBX_PROC_ID_MAX])
+{
+    (void)sb, (void)call, (void)spec, (void)id;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *data,
+                        size_t len, uint32_t flags)
+{
+    (void)sb, (void)call, (void)id, (void)data, (void)len, (void)flags;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
+                       const struct sbx_proc_read_args *args,
+                       struct sbx_proc_read_result *res)
+{
+    (void)sb, (void)call, (void)id, (void)args, (void)res;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo)
+{
+    (void)sb, (void)call, (void)id, (void)signo;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_proc_list(sbx_sandbox *sb, sbx_call *call,
+                       const struct sbx_proc_list_sink *sink)
+{
+    (void)sb, (void)call, (void)sink;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t rows,
+                         uint16_t cols)
+{
+    (void)sb, (void)call, (void)id, (void)rows, (void)cols;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
+                       const struct sbx_file_list_sink *sink)
+{
+    (void)sb, (void)call, (void)path, (void)sink;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
+                       struct sbx_file_info *out)
+{
+    (void)sb, (void)call, (void)path, (void)out;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_file_mkdir(sbx_sandbox *sb, sbx_call *call, const char *path, unsigned mode,
+                        uint32_t flags)
+{
+    (void)sb, (void)call, (void)path, (void)mode, (void)flags;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_file_remove(sbx_sandbox *sb, sbx_call *call, const char *path, uint32_t flags)
+{
+    (void)sb, (void)call, (void)path, (void)flags;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                         uint32_t flags)
+{
+    (void)sb, (void)call, (void)from, (void)to, (void)flags;
+    return SBX_E_UNSUPPORTED;
+}
+
+static int t_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
+                          struct sbx_port_endpoint *out)
+{
+    (void)sb, (void)call, (void)port, (void)out;
+    return SBX_E_UNSUPPORTED;
+}
+
+#define T_CAPS (SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS)
+#else
+#define T_CAPS 0
+#endif
+
 static const struct sbx_provider_ops t_ops = {
     .init = t_init,
     .fini = t_fini,
@@ -113,7 +207,21 @@ static const struct sbx_provider_ops t_ops = {
     .root = t_root,
     .release = t_release,
     .destroy = t_destroy,
+#ifdef TARGETED_CAPS_1_2
+    .proc_start = t_proc_start,
+    .proc_write = t_proc_write,
+    .proc_read = t_proc_read,
+    .proc_signal = t_proc_signal,
+    .proc_list = t_proc_list,
+    .proc_resize = t_proc_resize,
+    .file_list = t_file_list,
+    .file_stat = t_file_stat,
+    .file_mkdir = t_file_mkdir,
+    .file_remove = t_file_remove,
+    .file_rename = t_file_rename,
+    .port_resolve = t_port_resolve,
+#endif
 };
 
 SBX_PROVIDER_DEFINE("targeted", "1.0.0", "a 1.0 provider built against a newer header",
-                    SBX_ISOLATION_NONE, 0, &t_ops, NULL)
+                    SBX_ISOLATION_NONE, T_CAPS, &t_ops, NULL)

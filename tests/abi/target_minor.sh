@@ -8,6 +8,10 @@
 #  - with -DSBX_ABI_TARGET_MINOR=0: the current host must accept it;
 #  - without: the current host must refuse it, naming both minors;
 #  - with a target above the header's minor (or below 0): #error.
+# And against the live (1.2) header itself:
+#  - with -DSBX_ABI_TARGET_MINOR=1: a 1.1 provider, accepted;
+#  - declaring the 1.2 capabilities (-DTARGETED_CAPS_1_2) with their ops:
+#    accepted when it targets 2, refused (unknown bits) when it targets 1.
 # Loading goes through the host's loader (load_probe).
 #
 # usage: target_minor.sh SOURCE_DIR CC LOAD_PROBE
@@ -82,6 +86,43 @@ case $out in
 *) fail "built against the live header: $out" ;;
 esac
 live_ops=$(echo "$out" | sed -n 's/.* ops_size \([0-9]*\)$/\1/p')
+
+# The live header targeting the previous minor: that minor's provider,
+# with the live header's table, loads here.
+if [ "$minor" -ge 1 ]; then
+    prev=$((minor - 1))
+    build "$work/live$prev" "$src/abi" -DSBX_ABI_TARGET_MINOR=$prev ||
+        { cat "$work/live$prev/cc.log" >&2; fail "live build, target $prev"; }
+    out=$(probe "$work/live$prev")
+    echo "live header, SBX_ABI_TARGET_MINOR=$prev: $out"
+    case $out in
+    "ok targeted abi $major.$prev "*" ops_size $live_ops") ;;
+    *) fail "SBX_ABI_TARGET_MINOR=$prev against the live header was not accepted: $out" ;;
+    esac
+fi
+
+# The 1.2 capabilities: declared with their ops by a descriptor of minor 2
+# they load; the same declaration from a descriptor of minor 1 is refused,
+# since a 1.1 provider cannot promise what 1.1 did not have.
+if [ "$minor" -ge 2 ]; then
+    build "$work/caps2" "$src/abi" -DTARGETED_CAPS_1_2 -DSBX_ABI_TARGET_MINOR=2 ||
+        { cat "$work/caps2/cc.log" >&2; fail "live build with the 1.2 caps"; }
+    out=$(probe "$work/caps2")
+    echo "live header, 1.2 caps, SBX_ABI_TARGET_MINOR=2: $out"
+    case $out in
+    "ok targeted abi $major.2 "*) ;;
+    *) fail "a 1.2 provider declaring processes, pty, file_ops and ports was refused: $out" ;;
+    esac
+    build "$work/caps1" "$src/abi" -DTARGETED_CAPS_1_2 -DSBX_ABI_TARGET_MINOR=1 ||
+        { cat "$work/caps1/cc.log" >&2; fail "live build with the 1.2 caps, target 1"; }
+    out=$(probe "$work/caps1")
+    echo "live header, 1.2 caps, SBX_ABI_TARGET_MINOR=1: $out"
+    want="unknown capability bits 0x780: host knows 0x7f (ABI $major.1), plugin declares 0x780"
+    case $out in
+    "refused 13: "*"$want") ;;
+    *) fail "want a refusal ending in \"$want\", got: $out" ;;
+    esac
+fi
 
 # Targeting 1.0 with the newer header: accepted.
 build "$work/target0" "$work/newer" -DSBX_ABI_TARGET_MINOR=0 ||

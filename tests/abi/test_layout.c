@@ -1,5 +1,6 @@
 /*
- * test_layout.c - pins the binary layout of ABI 1.0 on x86_64.
+ * test_layout.c - pins the binary layout of ABI 1.0, 1.1 and of what 1.2
+ * (in development) appends, on x86_64.
  *
  * Providers built against one version of sbx/provider.h are loaded by hosts
  * built against another, so every member's offset and every struct's size
@@ -85,8 +86,25 @@ Test(layout, provider_ops)
     PIN_OFF(sbx_provider_ops, group_add, 168);
     PIN_OFF(sbx_provider_ops, user_add, 176);
     PIN_OFF(sbx_provider_ops, memory_watch, 184);
-    PIN_SIZE(sbx_provider_ops, 192);
     cr_expect_eq(SBX_OPS_SIZE_MEMORY_WATCH_1_1, 192);
+    /* ABI 1.2 appends (in development) */
+    PIN_OFF(sbx_provider_ops, proc_start, 192);
+    PIN_OFF(sbx_provider_ops, proc_write, 200);
+    PIN_OFF(sbx_provider_ops, proc_read, 208);
+    PIN_OFF(sbx_provider_ops, proc_signal, 216);
+    PIN_OFF(sbx_provider_ops, proc_list, 224);
+    PIN_OFF(sbx_provider_ops, proc_resize, 232);
+    PIN_OFF(sbx_provider_ops, file_list, 240);
+    PIN_OFF(sbx_provider_ops, file_stat, 248);
+    PIN_OFF(sbx_provider_ops, file_mkdir, 256);
+    PIN_OFF(sbx_provider_ops, file_remove, 264);
+    PIN_OFF(sbx_provider_ops, file_rename, 272);
+    PIN_OFF(sbx_provider_ops, port_resolve, 280);
+    PIN_SIZE(sbx_provider_ops, 288);
+    cr_expect_eq(SBX_OPS_SIZE_PROCESSES_1_2, 232);
+    cr_expect_eq(SBX_OPS_SIZE_PTY_1_2, 240);
+    cr_expect_eq(SBX_OPS_SIZE_FILE_OPS_1_2, 280);
+    cr_expect_eq(SBX_OPS_SIZE_PORTS_1_2, 288);
     cr_expect_eq(SBX_OPS_SIZE_EGRESS_1_1, 144);
     cr_expect_eq(SBX_OPS_SIZE_MEMORY_1_1, 168);
     cr_expect_eq(SBX_OPS_SIZE_USERS_1_1, 184);
@@ -163,8 +181,10 @@ Test(layout, create_args)
     PIN_OFF(sbx_create_args, caps_required, 32);
     PIN_OFF(sbx_create_args, egress, 40); /* ABI 1.1 */
     PIN_OFF(sbx_create_args, memory, 48); /* ABI 1.1 */
-    PIN_SIZE(sbx_create_args, 56);
     cr_expect_eq(SBX_CREATE_ARGS_SIZE_MEMORY_1_1, 56);
+    PIN_OFF(sbx_create_args, ports, 56); /* ABI 1.2 */
+    PIN_SIZE(sbx_create_args, 64);
+    cr_expect_eq(SBX_CREATE_ARGS_SIZE_PORTS_1_2, 64);
 }
 
 Test(layout, exec_args)
@@ -231,10 +251,103 @@ Test(layout, memory_and_users)
     cr_expect_eq(SBX_MEMORY_DIFF_ALL, 1);
 }
 
+Test(layout, processes)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_proc_spec, size, 0);
+    PIN_OFF(sbx_proc_spec, flags, 4);
+    PIN_OFF(sbx_proc_spec, argv, 8);
+    PIN_OFF(sbx_proc_spec, env, 16);
+    PIN_OFF(sbx_proc_spec, cwd, 24);
+    PIN_OFF(sbx_proc_spec, timeout_ms, 32);
+    PIN_OFF(sbx_proc_spec, rows, 40);
+    PIN_OFF(sbx_proc_spec, cols, 42);
+    PIN_OFF(sbx_proc_spec, reserved, 44);
+    PIN_OFF(sbx_proc_spec, buffer_bytes, 48);
+    PIN_SIZE(sbx_proc_spec, 56);
+    PIN_OFF(sbx_proc_read_args, size, 0);
+    PIN_OFF(sbx_proc_read_args, wait_ms, 4);
+    PIN_OFF(sbx_proc_read_args, out_cursor, 8);
+    PIN_OFF(sbx_proc_read_args, err_cursor, 16);
+    PIN_OFF(sbx_proc_read_args, max_bytes, 24);
+    PIN_OFF(sbx_proc_read_args, out, 32);
+    PIN_OFF(sbx_proc_read_args, err, 40);
+    PIN_SIZE(sbx_proc_read_args, 48);
+    PIN_OFF(sbx_proc_read_result, size, 0);
+    PIN_OFF(sbx_proc_read_result, state, 4);
+    PIN_OFF(sbx_proc_read_result, out_cursor, 8);
+    PIN_OFF(sbx_proc_read_result, err_cursor, 16);
+    PIN_OFF(sbx_proc_read_result, out_lost, 24);
+    PIN_OFF(sbx_proc_read_result, err_lost, 32);
+    PIN_OFF(sbx_proc_read_result, exit_code, 40);
+    PIN_OFF(sbx_proc_read_result, term_signal, 44);
+    PIN_OFF(sbx_proc_read_result, timed_out, 48);
+    PIN_OFF(sbx_proc_read_result, eof, 52);
+    PIN_SIZE(sbx_proc_read_result, 56);
+    PIN_OFF(sbx_proc_info, size, 0);
+    PIN_OFF(sbx_proc_info, flags, 4);
+    PIN_OFF(sbx_proc_info, id, 8);
+    PIN_OFF(sbx_proc_info, command, 16);
+    PIN_OFF(sbx_proc_info, state, 24);
+    PIN_OFF(sbx_proc_info, exit_code, 28);
+    PIN_OFF(sbx_proc_info, term_signal, 32);
+    PIN_OFF(sbx_proc_info, started_ms, 40);
+    PIN_SIZE(sbx_proc_info, 48);
+    PIN_OFF(sbx_proc_list_sink, size, 0);
+    PIN_OFF(sbx_proc_list_sink, ctx, 8);
+    PIN_OFF(sbx_proc_list_sink, entry, 16);
+    PIN_SIZE(sbx_proc_list_sink, 24);
+    cr_expect_eq(SBX_PROC_ID_MAX, 128);
+    cr_expect_eq(SBX_PROC_BUFFER_DEFAULT, UINT64_C(1) << 20);
+    cr_expect_eq(SBX_PROC_PTY, 1);
+    cr_expect_eq(SBX_PROC_WRITE_CLOSE, 1);
+    cr_expect_eq(SBX_PROC_RUNNING, 0);
+    cr_expect_eq(SBX_PROC_EXITED, 1);
+}
+
+Test(layout, file_ops)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_file_info, size, 0);
+    PIN_OFF(sbx_file_info, type, 4);
+    PIN_OFF(sbx_file_info, name, 8);
+    PIN_OFF(sbx_file_info, bytes, 16);
+    PIN_OFF(sbx_file_info, mode, 24);
+    PIN_OFF(sbx_file_info, reserved, 28);
+    PIN_OFF(sbx_file_info, mtime_ns, 32);
+    PIN_SIZE(sbx_file_info, 40);
+    PIN_OFF(sbx_file_list_sink, size, 0);
+    PIN_OFF(sbx_file_list_sink, ctx, 8);
+    PIN_OFF(sbx_file_list_sink, entry, 16);
+    PIN_SIZE(sbx_file_list_sink, 24);
+    cr_expect_eq(SBX_FILE_REGULAR, 1);
+    cr_expect_eq(SBX_FILE_DIR, 2);
+    cr_expect_eq(SBX_FILE_SYMLINK, 3);
+    cr_expect_eq(SBX_FILE_OTHER, 4);
+    cr_expect_eq(SBX_MKDIR_PARENTS, 1);
+    cr_expect_eq(SBX_REMOVE_RECURSIVE, 1);
+    cr_expect_eq(SBX_RENAME_NOREPLACE, 1);
+}
+
+Test(layout, port_endpoint)
+{
+    require_pinned_platform();
+    PIN_OFF(sbx_port_endpoint, size, 0);
+    PIN_OFF(sbx_port_endpoint, port, 4);
+    PIN_OFF(sbx_port_endpoint, tls, 6);
+    PIN_OFF(sbx_port_endpoint, host, 8);
+    PIN_OFF(sbx_port_endpoint, url, 264);
+    PIN_OFF(sbx_port_endpoint, header, 1288);
+    PIN_SIZE(sbx_port_endpoint, 2312);
+    cr_expect_eq(SBX_ENDPOINT_HOST_MAX, 256);
+    cr_expect_eq(SBX_ENDPOINT_URL_MAX, 1024);
+    cr_expect_eq(SBX_ENDPOINT_HEADER_MAX, 1024);
+}
+
 Test(abi_numbers, versions_and_limits)
 {
     cr_expect_eq(SBX_ABI_MAJOR, 1);
-    cr_expect_eq(SBX_ABI_MINOR, 1);
+    cr_expect_eq(SBX_ABI_MINOR, 2);
     cr_expect_str_eq(SBX_PROVIDER_ENTRY, "sbx_provider_describe");
     cr_expect_eq(SBX_REF_MAX, 512);
     cr_expect_eq(SBX_KEY_HASH_LEN, 64);
@@ -287,6 +400,14 @@ Test(abi_numbers, capability_bits)
     cr_expect_eq(SBX_CAP_ALL_1_0, UINT64_C(0x27));
     cr_expect_eq(SBX_CAP_USERS, UINT64_C(0x40));
     cr_expect_eq(SBX_CAP_ALL_1_1, UINT64_C(0x7f));
+    /* ABI 1.2 (in development) */
+    cr_expect_eq(SBX_CAP_PROCESSES, UINT64_C(0x80));
+    cr_expect_eq(SBX_CAP_PTY, UINT64_C(0x100));
+    cr_expect_eq(SBX_CAP_FILE_OPS, UINT64_C(0x200));
+    cr_expect_eq(SBX_CAP_PORTS, UINT64_C(0x400));
+    cr_expect_eq(SBX_CAP_ALL_1_2, SBX_CAP_ALL_1_1 | SBX_CAP_PROCESSES | SBX_CAP_PTY |
+                                      SBX_CAP_FILE_OPS | SBX_CAP_PORTS);
+    cr_expect_eq(SBX_CAP_ALL_1_2, UINT64_C(0x7ff));
 }
 
 Test(abi_numbers, enums_in_the_descriptor_and_host_table)

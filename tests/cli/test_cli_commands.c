@@ -71,7 +71,7 @@ Test(cli_commands, providers_json_lists_local_with_its_fields)
     cr_assert_gt(strlen(json_object_get_string(member(local, "version"))), 0);
     json_object *abi = member(local, "abi");
     cr_assert_eq(json_object_get_int(member(abi, "major")), 1);
-    cr_assert_eq(json_object_get_int(member(abi, "minor")), 1);
+    cr_assert_eq(json_object_get_int(member(abi, "minor")), 2);
     cr_assert(json_object_is_type(member(local, "capabilities"), json_type_array));
     cr_assert_eq(json_object_array_length(member(local, "capabilities")), 0,
                  "local declares no capabilities");

@@ -70,6 +70,27 @@
  * sbx_host.call_user - the provider that claims users and honours none,
  * which the users cases must fail.
  *
+ * Built a third time with FX_PROCS as "cfproc", which also declares the
+ * ABI 1.2 capabilities PROCESSES, PTY, FILE_OPS and PORTS
+ * (fixture_procs.c, fixture_files.c, fixture_ports.c: host processes with
+ * replay buffers, openpty, confined *at calls, a loopback forwarder per
+ * port), with one break mode per contract the 1.2 cases check:
+ *   pty_not_terminal      SBX_PROC_PTY runs the command on pipes
+ *   buffer_drops_silently bytes pushed out of the replay buffer are
+ *                         forgotten without being counted as lost
+ *   cursor_repeats        every read starts 16 bytes before the cursor
+ *   proc_survives_destroy destroy leaves the processes running and listed
+ *   list_follows_symlink  file_list follows a symlink named last (out of
+ *                         the workspace; it only reads names)
+ *   port_all_interfaces   ports are published on 0.0.0.0, not loopback
+ *   proc_ids_unchecked    any sandbox may use any process id
+ *   buffer_grows          buffer_bytes is ignored: a flooding process's
+ *                         output is kept, up to 64 MiB, never dropped
+ * and three that break what libsbx itself checks (test_libsbx_1_2.c):
+ *   cursor_skips          proc_read's new cursor is one past the bytes
+ *   list_name_slash       file_list names every entry "../escape"
+ *   proc_id_malformed     proc_start returns the id "fxp/../1"
+ *
  * Its references are "fx<&>:" + hex(session key) + ":" + local's reference:
  * the owner's key travels in the reference so that the broken attach can
  * open the sandbox for anybody, and the markup characters make sure the
@@ -78,6 +99,9 @@
 #include <sbx/provider.h>
 
 #include "confine.h"
+#ifdef FX_PROCS
+#include "fixture_procs.h"
+#endif
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -122,7 +146,18 @@ enum fx_break {
     FX_MEMORY_RO_WRITABLE,
     FX_MEMORY_LOAD_IGNORED,
     FX_MEMORY_DIFF_BLIND,
-    FX_MEMORY_ATTACH_ACCEPTS
+    FX_MEMORY_ATTACH_ACCEPTS,
+    FX_PTY_NOT_TERMINAL,
+    FX_BUFFER_DROPS_SILENTLY,
+    FX_CURSOR_REPEATS,
+    FX_PROC_SURVIVES_DESTROY,
+    FX_LIST_FOLLOWS_SYMLINK,
+    FX_PORT_ALL_INTERFACES,
+    FX_PROC_IDS_UNCHECKED,
+    FX_BUFFER_GROWS,
+    FX_CURSOR_SKIPS,
+    FX_LIST_NAME_SLASH,
+    FX_PROC_ID_MALFORMED
 };
 
 static const struct {
@@ -154,7 +189,39 @@ static const struct {
     {"memory_load_ignored", FX_MEMORY_LOAD_IGNORED},
     {"memory_diff_blind", FX_MEMORY_DIFF_BLIND},
     {"memory_attach_accepts", FX_MEMORY_ATTACH_ACCEPTS},
+    {"pty_not_terminal", FX_PTY_NOT_TERMINAL},
+    {"buffer_drops_silently", FX_BUFFER_DROPS_SILENTLY},
+    {"cursor_repeats", FX_CURSOR_REPEATS},
+    {"proc_survives_destroy", FX_PROC_SURVIVES_DESTROY},
+    {"list_follows_symlink", FX_LIST_FOLLOWS_SYMLINK},
+    {"port_all_interfaces", FX_PORT_ALL_INTERFACES},
+    {"proc_ids_unchecked", FX_PROC_IDS_UNCHECKED},
+    {"buffer_grows", FX_BUFFER_GROWS},
+    {"cursor_skips", FX_CURSOR_SKIPS},
+    {"list_name_slash", FX_LIST_NAME_SLASH},
+    {"proc_id_malformed", FX_PROC_ID_MALFORMED},
 };
+
+#ifdef FX_PROCS
+/* The 1.2 defect a break mode selects (FXP_NONE for the others). */
+static int fxp_mode(enum fx_break m)
+{
+    switch (m) {
+    case FX_PTY_NOT_TERMINAL: return FXP_PTY_NOT_TERMINAL;
+    case FX_BUFFER_DROPS_SILENTLY: return FXP_BUFFER_DROPS_SILENTLY;
+    case FX_CURSOR_REPEATS: return FXP_CURSOR_REPEATS;
+    case FX_PROC_SURVIVES_DESTROY: return FXP_SURVIVES_DESTROY;
+    case FX_LIST_FOLLOWS_SYMLINK: return FXP_LIST_FOLLOWS_SYMLINK;
+    case FX_PORT_ALL_INTERFACES: return FXP_PORT_ALL_INTERFACES;
+    case FX_PROC_IDS_UNCHECKED: return FXP_IDS_UNCHECKED;
+    case FX_BUFFER_GROWS: return FXP_BUFFER_GROWS;
+    case FX_CURSOR_SKIPS: return FXP_CURSOR_SKIPS;
+    case FX_LIST_NAME_SLASH: return FXP_LIST_NAME_SLASH;
+    case FX_PROC_ID_MALFORMED: return FXP_ID_MALFORMED;
+    default: return FXP_NONE;
+    }
+}
+#endif
 
 struct fx_state {
     const struct sbx_host *host;
@@ -355,6 +422,14 @@ static int fx_create(void *state, sbx_call *call, const struct sbx_create_args *
         st->inner->release(inner);
         return rc;
     }
+#ifdef FX_PROCS
+    if (args->size >= SBX_CREATE_ARGS_SIZE_PORTS_1_2 && args->ports &&
+        (rc = fxp_ports_declare(st->host, call, args->key_hash, args->ports,
+                                fxp_mode(st->mode))) != SBX_OK) {
+        st->inner->release(inner);
+        return rc;
+    }
+#endif
     return wrap(st, call, inner, args->key_hash, out);
 }
 
@@ -469,6 +544,14 @@ static int fx_destroy(void *state, sbx_call *call, const struct sbx_destroy_args
     inner_args.ref = inner_ref;
     if (st->mode == FX_DESTROY_WAITS)
         running_wait(owner); /* the deliberate defect */
+#ifdef FX_PROCS
+    /* Only for a reference of the caller's own key: parse_ref's owner is
+     * what the reference says, which local checks below. */
+    if (!strcmp(owner, args->key_hash)) {
+        fxp_procs_destroy(owner, fxp_mode(st->mode));
+        fxp_ports_destroy(owner);
+    }
+#endif
     return st->inner->destroy(st->inner_state, call, &inner_args);
 }
 
@@ -1097,6 +1180,98 @@ static int fx_memory_watch(sbx_sandbox *sb, sbx_call *call, const char *slug)
 }
 #endif
 
+#ifdef FX_PROCS
+/* ---- ABI 1.2 (cfproc): fixture_procs.c, fixture_files.c, fixture_ports.c */
+
+static struct fxp_sandbox fxp_of(sbx_sandbox *sb)
+{
+    struct fxp_sandbox f = {sb->st->host, sb->st->inner->root(sb->inner), sb->owner,
+                            fxp_mode(sb->st->mode)};
+    return f;
+}
+
+static int fx_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *spec,
+                         char id[SBX_PROC_ID_MAX])
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_proc_start(&f, call, spec, id);
+}
+
+static int fx_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *data,
+                         size_t len, uint32_t flags)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_proc_write(&f, call, id, data, len, flags);
+}
+
+static int fx_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
+                        const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_proc_read(&f, call, id, args, res);
+}
+
+static int fx_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_proc_signal(&f, call, id, signo);
+}
+
+static int fx_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_sink *sink)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_proc_list(&f, call, sink);
+}
+
+static int fx_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t rows,
+                          uint16_t cols)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_proc_resize(&f, call, id, rows, cols);
+}
+
+static int fx_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
+                        const struct sbx_file_list_sink *sink)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_file_list(&f, call, path, sink);
+}
+
+static int fx_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
+                        struct sbx_file_info *out)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_file_stat(&f, call, path, out);
+}
+
+static int fx_file_mkdir(sbx_sandbox *sb, sbx_call *call, const char *path, unsigned mode,
+                         uint32_t flags)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_file_mkdir(&f, call, path, mode, flags);
+}
+
+static int fx_file_remove(sbx_sandbox *sb, sbx_call *call, const char *path, uint32_t flags)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_file_remove(&f, call, path, flags);
+}
+
+static int fx_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                          uint32_t flags)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_file_rename(&f, call, from, to, flags);
+}
+
+static int fx_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
+                           struct sbx_port_endpoint *out)
+{
+    struct fxp_sandbox f = fxp_of(sb);
+    return fxp_port_resolve(&f, call, port, out);
+}
+#endif
+
 static const struct sbx_provider_ops fx_ops = {
     .init = fx_init,
     .fini = fx_fini,
@@ -1120,6 +1295,20 @@ static const struct sbx_provider_ops fx_ops = {
     .memory_accept = fx_memory_accept,
     .memory_watch = fx_memory_watch,
 #endif
+#ifdef FX_PROCS
+    .proc_start = fx_proc_start,
+    .proc_write = fx_proc_write,
+    .proc_read = fx_proc_read,
+    .proc_signal = fx_proc_signal,
+    .proc_list = fx_proc_list,
+    .proc_resize = fx_proc_resize,
+    .file_list = fx_file_list,
+    .file_stat = fx_file_stat,
+    .file_mkdir = fx_file_mkdir,
+    .file_remove = fx_file_remove,
+    .file_rename = fx_file_rename,
+    .port_resolve = fx_port_resolve,
+#endif
 };
 
 static const struct sbx_config_key fx_keys[] = {
@@ -1135,7 +1324,15 @@ static const struct sbx_config_key fx_keys[] = {
     SBX_CONFIG_KEYS_END,
 };
 
-#ifdef FX_USERS
+#ifdef FX_PROCS
+SBX_PROVIDER_DEFINE("cfproc", "0.0.1",
+                    "local, with processes, a PTY, file ops and ports of its own, one "
+                    "contract broken on purpose",
+                    SBX_ISOLATION_NONE,
+                    SBX_CAP_EGRESS | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS |
+                        SBX_CAP_PORTS,
+                    &fx_ops, fx_keys)
+#elif defined(FX_USERS)
 SBX_PROVIDER_DEFINE("cfusers", "0.0.1",
                     "local, declaring users that it does not honour",
                     SBX_ISOLATION_NONE, SBX_CAP_EGRESS | SBX_CAP_USERS, &fx_ops, fx_keys)

@@ -404,3 +404,170 @@ Test(conformance_fixture, users_declared_but_not_honoured_fail, .fini = cleanup,
     res = sr_find(&run, "exec_exit_codes");
     cr_assert(res && res->outcome == SBX_CONFORMANCE_PASS, "the fixture is broken beyond users");
 }
+
+/* ---- ABI 1.2: "cfproc" declares processes, PTY, file ops and ports ---- */
+
+/* Every 1.2 case, and a core case every break mode leaves passing. */
+static const char cases_1_2[] =
+    "proc_exit_and_streams,proc_killed_by_signal,proc_stdin,proc_cursor_continues,"
+    "proc_replay_bounded,proc_reattach,proc_wait_ms,proc_timeout,proc_signal,proc_list,"
+    "proc_foreign_id,proc_concurrent,proc_destroy_kills,proc_output_flood,pty_terminal,"
+    "pty_resize,pty_ctrl_c,"
+    "pty_eof,pty_paste,fileops_list,fileops_list_large,fileops_stat,fileops_mkdir,"
+    "fileops_remove,fileops_remove_symlink_out,fileops_rename,fileops_escape,ports_resolve,"
+    "ports_reachable,exec_exit_codes";
+
+static void run_cfproc(const char *mode, const char *filter)
+{
+    setenv("SBX_CONFORMANCE_TIME_SCALE", "1", 1);
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "  cfproc:\n"
+             "    root: @ROOT@\n"
+             "    inner: %s/local.so\n"
+             "    break: %s\n",
+             SBX_TEST_PROVIDER_DIR, mode);
+    cr_assert_eq(sr_run_suite_with(&run, "cfproc", yaml,
+                                   SBX_TEST_CF_FIXTURE_DIR ":" SBX_TEST_PROVIDER_DIR,
+                                   SBX_CONFORMANCE_HUMAN, filter ? filter : cases_1_2, NULL),
+                 0, "could not set up the run");
+    cr_assert_eq(run.status, SBX_OK, "suite did not run: %s", run.err.message);
+}
+
+/* Exactly `failing` fail among the 1.2 cases, besides those of `may`
+ * (which depend on how the output happened to be read), every other one
+ * passes (none is skipped: cfproc declares every capability they need),
+ * and the message of the first has `want`. */
+static void expect_cfproc_may(const char *mode, const char *filter,
+                              const char *const *failing, const char *const *may,
+                              const char *want)
+{
+    run_cfproc(mode, filter);
+    size_t nfail = 0, nmay = 0;
+    for (size_t i = 0; i < run.nresults; i++) {
+        const struct sr_result *res = &run.results[i];
+        if (listed(failing, res->name)) {
+            cr_expect_eq(res->outcome, SBX_CONFORMANCE_FAIL,
+                         "%s should fail against cfproc with break %s", res->name, mode);
+            nfail++;
+        } else if (may && listed(may, res->name)) {
+            nmay += res->outcome == SBX_CONFORMANCE_FAIL;
+        } else {
+            cr_expect_eq(res->outcome, SBX_CONFORMANCE_PASS, "break %s: %s: %s", mode,
+                         res->name, res->message);
+        }
+    }
+    cr_assert_eq(run.summary.failed, nfail + nmay, "break %s:\n%s", mode, run.output);
+    if (want) {
+        const struct sr_result *res = sr_find(&run, failing[0]);
+        cr_assert(res && strstr(res->message, want), "%s", res ? res->message : "missing");
+    }
+    cr_assert_eq(sr_count_workspaces(&run), 0, "workspaces were left behind");
+}
+
+static void expect_cfproc(const char *mode, const char *filter, const char *const *failing,
+                          const char *want)
+{
+    expect_cfproc_may(mode, filter, failing, NULL, want);
+}
+
+/* The cases of each 1.2 contract (a break mode runs those of its own), with
+ * a core case that must keep passing. */
+static const char proc_cases[] =
+    "proc_exit_and_streams,proc_killed_by_signal,proc_stdin,proc_cursor_continues,"
+    "proc_replay_bounded,proc_reattach,proc_wait_ms,proc_timeout,proc_signal,proc_list,"
+    "proc_foreign_id,proc_concurrent,proc_destroy_kills,proc_output_flood,exec_exit_codes";
+static const char pty_cases[] =
+    "pty_terminal,pty_resize,pty_ctrl_c,pty_eof,pty_paste,proc_exit_and_streams";
+static const char fileops_cases[] =
+    "fileops_list,fileops_list_large,fileops_stat,fileops_mkdir,fileops_remove,"
+    "fileops_remove_symlink_out,fileops_rename,fileops_escape,exec_exit_codes";
+static const char ports_cases[] = "ports_resolve,ports_reachable,proc_exit_and_streams";
+
+Test(conformance_fixture, cfproc_intact_passes_every_1_2_case, .fini = cleanup, .timeout = 600)
+{
+    const char *failing[] = {NULL};
+    expect_cfproc("none", NULL, failing, NULL);
+    cr_assert_eq(run.nresults, 30);
+}
+
+Test(conformance_fixture, pty_not_a_terminal_fails_pty_cases, .fini = cleanup, .timeout = 600)
+{
+    const char *failing[] = {"pty_terminal", "pty_resize", "pty_ctrl_c", "pty_eof", "pty_paste",
+                             NULL};
+    expect_cfproc("pty_not_terminal", pty_cases, failing, "are not all terminals");
+}
+
+Test(conformance_fixture, silently_dropping_buffer_fails_replay_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"proc_replay_bounded", NULL};
+    expect_cfproc("buffer_drops_silently", proc_cases, failing, "final cursor 65536, lost 0");
+}
+
+Test(conformance_fixture, repeating_cursor_fails_cursor_cases, .fini = cleanup, .timeout = 600)
+{
+    /* Every case that reads a stream again after a first piece sees the
+     * repeat; those whose output may all be there at the first read may
+     * pass. */
+    const char *failing[] = {"proc_cursor_continues", "proc_stdin", "proc_reattach",
+                             "pty_resize", "pty_eof", "pty_paste", NULL};
+    const char *may[] = {"proc_exit_and_streams", "proc_killed_by_signal", "proc_concurrent",
+                         "proc_wait_ms", "proc_signal", "pty_terminal", "pty_ctrl_c",
+                         "ports_reachable", NULL};
+    expect_cfproc_may("cursor_repeats", NULL, failing, may, "a repeated or skipped byte");
+    const struct sr_result *res = sr_find(&run, "proc_stdin");
+    cr_assert(res && strstr(res->message, "stdout of cat was \"hello\\nhello\""), "%s",
+              res ? res->message : "missing");
+}
+
+Test(conformance_fixture, process_surviving_destroy_fails_destroy_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"proc_destroy_kills", NULL};
+    expect_cfproc("proc_survives_destroy", proc_cases, failing, "still lists process");
+    /* The survivors are group leaders on this machine: end them here. */
+    const struct sr_result *res = sr_find(&run, "proc_destroy_kills");
+    const char *p = strstr(res->message, "pids=");
+    cr_assert(p, "%s", res->message);
+    char *end = NULL;
+    long a = strtol(p + 5, &end, 10), b = end && *end == ',' ? strtol(end + 1, NULL, 10) : 0;
+    cr_assert(a > 1 && b > 1, "%s", res->message);
+    kill(-(pid_t)a, SIGKILL);
+    kill(-(pid_t)b, SIGKILL);
+}
+
+Test(conformance_fixture, listing_following_symlink_fails_escape_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fileops_escape", NULL};
+    expect_cfproc("list_follows_symlink", fileops_cases, failing,
+                  "listed the directory outside");
+}
+
+Test(conformance_fixture, port_on_every_interface_fails_reachability, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"ports_reachable", NULL};
+    expect_cfproc("port_all_interfaces", ports_cases, failing, "it is bound on every interface");
+}
+
+Test(conformance_fixture, unchecked_process_ids_fail_foreign_id_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"proc_foreign_id", NULL};
+    expect_cfproc("proc_ids_unchecked", proc_cases, failing,
+                  "proc_read of another session's process id returned SBX_OK");
+}
+
+Test(conformance_fixture, growing_buffer_fails_flood_case, .fini = cleanup, .timeout = 600)
+{
+    /* buffer_bytes is ignored: the 64 KiB of proc_replay_bounded too */
+    const char *failing[] = {"proc_output_flood", "proc_replay_bounded", NULL};
+    expect_cfproc("buffer_grows", proc_cases, failing, NULL);
+    /* which shows first depends on how fast the writer is (sanitizers) */
+    const struct sr_result *res = sr_find(&run, "proc_output_flood");
+    cr_assert(res && (strstr(res->message, "peak RSS grew by") ||
+                      strstr(res->message, "kept more than 1 MiB")),
+              "%s", res ? res->message : "missing");
+}

@@ -18,7 +18,8 @@
 
 /* Every ABI minor's SBX_CAP_ALL_1_<minor>, indexed by minor: a new minor
  * adds its mask here. */
-static const uint64_t all_by_minor[] = {SBX_CAP_ALL_1_0, SBX_CAP_ALL_1_1};
+static const uint64_t all_by_minor[] = {SBX_CAP_ALL_1_0, SBX_CAP_ALL_1_1,
+                                        SBX_CAP_ALL_1_2};
 
 static void stub(void) {}
 
@@ -64,6 +65,11 @@ Test(capabilities, rows_are_distinct_named_bits)
         cr_assert_eq(sbxh_cap_find(c->bit), c);
         cr_assert_leq(c->nops, SBXH_CAP_OPS_MAX);
         cr_assert_leq(c->abi_minor, SBX_ABI_MINOR);
+        /* What a bit needs is other rows, known to its minor. */
+        cr_assert_not(c->needs & c->bit, "%s needs itself", c->name);
+        cr_assert_eq(c->needs & ~sbxh_caps_known(c->abi_minor), 0,
+                     "%s needs bits 0x%llx its minor does not know", c->name,
+                     (unsigned long long)c->needs);
     }
     for (int b = 0; b < 64; b++)
         if (!(seen & (UINT64_C(1) << b)))
@@ -108,8 +114,10 @@ Test(capabilities, validation_requires_each_rows_ops)
     for (size_t i = 0; i < sbxh_ncaps; i++) {
         const struct sbxh_cap *c = &sbxh_caps[i];
         sbx_error err;
-        /* Declared with all its ops, at the minor that brings it: loads. */
-        struct sbx_provider_desc d = desc_with(&full, c->abi_minor, c->bit);
+        /* Declared with all its ops (and the bits it needs), at the minor
+         * that brings it: loads. */
+        uint64_t caps = c->bit | c->needs;
+        struct sbx_provider_desc d = desc_with(&full, c->abi_minor, caps);
         int rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
         assert_status(rc, &err, SBX_OK);
 
@@ -118,7 +126,7 @@ Test(capabilities, validation_requires_each_rows_ops)
             /* One op NULL: refused, naming the capability and the op. */
             struct sbx_provider_ops ops = full;
             memset((char *)&ops + c->ops[j].offset, 0, sizeof(void (*)(void)));
-            d = desc_with(&ops, c->abi_minor, c->bit);
+            d = desc_with(&ops, c->abi_minor, caps);
             rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
             assert_status(rc, &err, SBX_E_ABI);
             snprintf(want, sizeof want,
@@ -127,7 +135,7 @@ Test(capabilities, validation_requires_each_rows_ops)
                      c->name, c->ops[j].name);
             assert_msg_has(&err, want);
             /* The table ends before the op: absent, naming the size. */
-            d = desc_with(&full, c->abi_minor, c->bit);
+            d = desc_with(&full, c->abi_minor, caps);
             d.ops_size = (uint32_t)c->ops[j].offset;
             if (d.ops_size >= SBX_OPS_SIZE_1_0) {
                 rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
@@ -141,9 +149,23 @@ Test(capabilities, validation_requires_each_rows_ops)
             }
         }
 
+        /* Without a bit it needs: refused, naming both. */
+        for (int b = 0; b < 64; b++) {
+            uint64_t need = UINT64_C(1) << b;
+            if (!(c->needs & need))
+                continue;
+            char want[256];
+            d = desc_with(&full, c->abi_minor, caps & ~need);
+            rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
+            assert_status(rc, &err, SBX_E_ABI);
+            snprintf(want, sizeof want, "capability %s declared without %s, which it needs",
+                     c->name, sbx_cap_name(need));
+            assert_msg_has(&err, want);
+        }
+
         /* A descriptor of an older minor may not declare it. */
         if (c->abi_minor > 0) {
-            d = desc_with(&full, c->abi_minor - 1, c->bit);
+            d = desc_with(&full, c->abi_minor - 1, caps);
             rc = sbxh_plugin_validate(&d, "demo", PATH, &err);
             assert_status(rc, &err, SBX_E_ABI);
             assert_msg_has(&err, "unknown capability bits");

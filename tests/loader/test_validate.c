@@ -45,6 +45,30 @@ static int op_group_add(sbx_sandbox *b, sbx_call *c,
                         const struct sbx_group_spec *g) { return 0; }
 static int op_user_add(sbx_sandbox *b, sbx_call *c,
                        const struct sbx_user_spec *u) { return 0; }
+static int op_proc_start(sbx_sandbox *b, sbx_call *c, const struct sbx_proc_spec *s,
+                         char id[SBX_PROC_ID_MAX]) { return 0; }
+static int op_proc_write(sbx_sandbox *b, sbx_call *c, const char *id, const void *d,
+                         size_t n, uint32_t f) { return 0; }
+static int op_proc_read(sbx_sandbox *b, sbx_call *c, const char *id,
+                        const struct sbx_proc_read_args *a,
+                        struct sbx_proc_read_result *r) { return 0; }
+static int op_proc_signal(sbx_sandbox *b, sbx_call *c, const char *id, int s) { return 0; }
+static int op_proc_list(sbx_sandbox *b, sbx_call *c,
+                        const struct sbx_proc_list_sink *s) { return 0; }
+static int op_proc_resize(sbx_sandbox *b, sbx_call *c, const char *id, uint16_t r,
+                          uint16_t k) { return 0; }
+static int op_file_list(sbx_sandbox *b, sbx_call *c, const char *p,
+                        const struct sbx_file_list_sink *s) { return 0; }
+static int op_file_stat(sbx_sandbox *b, sbx_call *c, const char *p,
+                        struct sbx_file_info *o) { return 0; }
+static int op_file_mkdir(sbx_sandbox *b, sbx_call *c, const char *p, unsigned m,
+                         uint32_t f) { return 0; }
+static int op_file_remove(sbx_sandbox *b, sbx_call *c, const char *p, uint32_t f)
+{ return 0; }
+static int op_file_rename(sbx_sandbox *b, sbx_call *c, const char *f, const char *t,
+                          uint32_t g) { return 0; }
+static int op_port_resolve(sbx_sandbox *b, sbx_call *c, uint16_t p,
+                           struct sbx_port_endpoint *o) { return 0; }
 static void op_stray(void) {}
 
 static const struct sbx_provider_ops full_ops = {
@@ -52,7 +76,10 @@ static const struct sbx_provider_ops full_ops = {
     op_release, op_destroy, op_mount_put, op_mount_remove, op_export, op_skill,
     {NULL, NULL}, op_egress_set, op_egress_get, op_memory_load, op_memory_diff,
     op_memory_accept, op_group_add, op_user_add, NULL,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    /* ABI 1.2 */
+    op_proc_start, op_proc_write, op_proc_read, op_proc_signal, op_proc_list,
+    op_proc_resize, op_file_list, op_file_stat, op_file_mkdir, op_file_remove,
+    op_file_rename, op_port_resolve,
 };
 
 /* A valid descriptor named "demo" over `ops`. */
@@ -347,7 +374,137 @@ Test(validate, memory_and_users_in_1_1_need_their_ops)
     }
     cr_expect_eq(SBX_OPS_SIZE_MEMORY_1_1,
                  offsetof(struct sbx_provider_ops, memory_accept) + sizeof(void *));
-    cr_expect_eq(SBX_OPS_SIZE_USERS_1_1 + sizeof(void *), sizeof(struct sbx_provider_ops));
+    cr_expect_eq(SBX_OPS_SIZE_USERS_1_1 + sizeof(void *), SBX_OPS_SIZE_MEMORY_WATCH_1_1);
+}
+
+/* Written out by hand rather than read from host/registry/capabilities.c,
+ * so that a wrong row there is caught: each 1.2 capability and every op it
+ * needs, in the order the loader checks them. */
+static const struct {
+    uint64_t bit;
+    const char *cap, *op;
+    size_t offset;
+} ops_1_2[] = {
+    {SBX_CAP_PROCESSES, "processes", "proc_start",
+     offsetof(struct sbx_provider_ops, proc_start)},
+    {SBX_CAP_PROCESSES, "processes", "proc_write",
+     offsetof(struct sbx_provider_ops, proc_write)},
+    {SBX_CAP_PROCESSES, "processes", "proc_read",
+     offsetof(struct sbx_provider_ops, proc_read)},
+    {SBX_CAP_PROCESSES, "processes", "proc_signal",
+     offsetof(struct sbx_provider_ops, proc_signal)},
+    {SBX_CAP_PROCESSES, "processes", "proc_list",
+     offsetof(struct sbx_provider_ops, proc_list)},
+    {SBX_CAP_PTY, "pty", "proc_resize", offsetof(struct sbx_provider_ops, proc_resize)},
+    {SBX_CAP_FILE_OPS, "file_ops", "file_list", offsetof(struct sbx_provider_ops, file_list)},
+    {SBX_CAP_FILE_OPS, "file_ops", "file_stat", offsetof(struct sbx_provider_ops, file_stat)},
+    {SBX_CAP_FILE_OPS, "file_ops", "file_mkdir",
+     offsetof(struct sbx_provider_ops, file_mkdir)},
+    {SBX_CAP_FILE_OPS, "file_ops", "file_remove",
+     offsetof(struct sbx_provider_ops, file_remove)},
+    {SBX_CAP_FILE_OPS, "file_ops", "file_rename",
+     offsetof(struct sbx_provider_ops, file_rename)},
+    {SBX_CAP_PORTS, "ports", "port_resolve", offsetof(struct sbx_provider_ops, port_resolve)},
+};
+
+/* The bits a declaration of `bit` comes with: a PTY needs processes. */
+static uint64_t with_needs(uint64_t bit)
+{
+    return bit == SBX_CAP_PTY ? SBX_CAP_PTY | SBX_CAP_PROCESSES : bit;
+}
+
+Test(validate, processes_pty_file_ops_and_ports_in_1_2_need_their_ops)
+{
+    for (size_t i = 0; i < sizeof ops_1_2 / sizeof ops_1_2[0]; i++) {
+        sbx_error err;
+        char want[192];
+        uint64_t caps = with_needs(ops_1_2[i].bit);
+        cr_expect_str_eq(sbx_cap_name(ops_1_2[i].bit), ops_1_2[i].cap);
+        /* With every op: accepted. */
+        struct sbx_provider_desc d = demo_desc(&full_ops, caps);
+        cr_expect_eq(sbxh_plugin_validate(&d, "demo", PATH, &err), SBX_OK, "%s: %s",
+                     ops_1_2[i].cap, err.message);
+        /* The op NULL: refused, naming capability and op. */
+        struct sbx_provider_ops ops = without(ops_1_2[i].offset);
+        d = demo_desc(&ops, caps);
+        expect_abi(&d, &err);
+        snprintf(want, sizeof want,
+                 "capability %s declared but op %s is missing: expected a function, "
+                 "plugin has NULL",
+                 ops_1_2[i].cap, ops_1_2[i].op);
+        assert_msg_has(&err, want);
+        /* Not declared (nor what needs it): the NULL op does not matter. */
+        uint64_t others = SBX_CAP_ALL_1_2 & ~ops_1_2[i].bit;
+        if (ops_1_2[i].bit == SBX_CAP_PROCESSES)
+            others &= ~SBX_CAP_PTY;
+        d = demo_desc(&ops, others);
+        cr_expect_eq(sbxh_plugin_validate(&d, "demo", PATH, &err), SBX_OK, "%s",
+                     err.message);
+        /* A table that ends just before the op (a 1.1 table, or one built
+         * against an earlier 1.2 draft): absent, naming the size. */
+        d = demo_desc(&full_ops, caps);
+        d.ops_size = (uint32_t)ops_1_2[i].offset;
+        expect_abi(&d, &err);
+        snprintf(want, sizeof want,
+                 "capability %s declared but op %s is absent: expected an ops table "
+                 "of at least %zu bytes, plugin has %u",
+                 ops_1_2[i].cap, ops_1_2[i].op, ops_1_2[i].offset + sizeof(void *),
+                 d.ops_size);
+        assert_msg_has(&err, want);
+    }
+    /* A whole 1.1 table declaring a 1.2 capability. */
+    struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_FILE_OPS);
+    d.ops_size = (uint32_t)SBX_OPS_SIZE_MEMORY_WATCH_1_1;
+    sbx_error err;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "capability file_ops declared but op file_list is absent");
+    cr_expect_eq(SBX_OPS_SIZE_PROCESSES_1_2,
+                 offsetof(struct sbx_provider_ops, proc_list) + sizeof(void *));
+    cr_expect_eq(SBX_OPS_SIZE_PTY_1_2,
+                 offsetof(struct sbx_provider_ops, proc_resize) + sizeof(void *));
+    cr_expect_eq(SBX_OPS_SIZE_FILE_OPS_1_2,
+                 offsetof(struct sbx_provider_ops, file_rename) + sizeof(void *));
+    cr_expect_eq(SBX_OPS_SIZE_PORTS_1_2, sizeof(struct sbx_provider_ops));
+}
+
+Test(validate, bits_of_1_2_wait_for_1_2)
+{
+    /* A descriptor claiming 1.1 (or 1.0) may declare none of them, even
+     * with every op in place. */
+    uint64_t bits[] = {SBX_CAP_PROCESSES, SBX_CAP_PTY, SBX_CAP_FILE_OPS, SBX_CAP_PORTS};
+    for (unsigned minor = 0; minor < 2; minor++)
+        for (size_t i = 0; i < 4; i++) {
+            struct sbx_provider_desc d = demo_desc(&full_ops, with_needs(bits[i]));
+            d.abi_minor = minor;
+            sbx_error err;
+            expect_abi(&d, &err);
+            char want[128];
+            snprintf(want, sizeof want,
+                     "unknown capability bits 0x%llx: host knows 0x%s (ABI 1.%u)",
+                     (unsigned long long)with_needs(bits[i]),
+                     minor ? "7f" : "27", minor);
+            assert_msg_has(&err, want);
+        }
+    /* At 1.2 all of them together are fine. */
+    struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_ALL_1_2 & ~SBX_CAP_ALL_1_1);
+    sbx_error err;
+    cr_expect_eq(sbxh_plugin_validate(&d, "demo", PATH, &err), SBX_OK, "%s", err.message);
+}
+
+Test(validate, pty_needs_processes)
+{
+    /* Every op is there, but a terminal is an option of proc_start: the
+     * bit alone promises something the provider cannot be asked for. */
+    struct sbx_provider_desc d = demo_desc(&full_ops, SBX_CAP_PTY | SBX_CAP_FILE_OPS);
+    sbx_error err;
+    expect_abi(&d, &err);
+    assert_msg_has(&err, "capability pty declared without processes, which it needs: "
+                         "expected bits 0x180 set, plugin declares 0x300");
+    d.caps |= SBX_CAP_PROCESSES;
+    cr_expect_eq(sbxh_plugin_validate(&d, "demo", PATH, &err), SBX_OK, "%s", err.message);
+    /* Processes without a terminal are fine. */
+    d.caps = SBX_CAP_PROCESSES;
+    cr_expect_eq(sbxh_plugin_validate(&d, "demo", PATH, &err), SBX_OK, "%s", err.message);
 }
 
 Test(validate, egress_in_1_1_needs_its_ops)
