@@ -3,7 +3,8 @@
 #   scripts/deps.sh build   packages to build and run sbx
 #   scripts/deps.sh test    plus what the test suite needs (criterion,
 #                           dockerd, PostgreSQL, busybox for the test image,
-#                           python3 for the fake remote services, npm for
+#                           python3 for the fake remote services and
+#                           python3-websockets for their WebSocket PTYs, npm for
 #                           the E2B SDK test; debootstrap, lintian,
 #                           help2man, dpkg-dev and file to build the Debian
 #                           packages and install them into a fresh root)
@@ -13,7 +14,8 @@ build_pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libjson-c-dev
             libyaml-dev libarchive-dev libpq-dev libsqlite3-dev libssl-dev)
 test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps libxml2-utils
            python3 curl clang-14 libclang-rt-14-dev bash-completion zsh git
-           debootstrap lintian help2man dpkg-dev file)
+           debootstrap lintian help2man dpkg-dev file
+           python3-websockets)
 # tmux: the interactive terminal tests (tests/cli/test_cli_tty.c)
 test_pkgs+=(tmux)
 

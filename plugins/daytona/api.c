@@ -34,8 +34,8 @@ int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_
 }
 
 int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *name,
-                       const char *key_hash, const char *spec_hash, json_object **out,
-                       sbxp_http_error *err)
+                       const char *key_hash, const char *spec_hash, const char *ports,
+                       json_object **out, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     json_object *labels = sbxp_api_owner_labels(DT_LABEL_MANAGED, DT_LABEL_OWNER, DT_LABEL_SPEC,
@@ -45,6 +45,8 @@ int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *nam
         json_object_put(labels);
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
+    if (ports && *ports)
+        json_object_object_add(labels, DT_LABEL_PORTS, json_object_new_string(ports));
     json_object_object_add(body, "name", json_object_new_string(name));
     json_object_object_add(body, "labels", labels);
     if (st->cfg.snapshot)

@@ -20,6 +20,12 @@
  *   outputs.c    /mnt/session/outputs and export_outputs (OUTPUT_EXPORT)
  *   skills.c     skill_install (SKILLS)
  *   memory.c     MEMORY through the shared remote_memory.c (state_dir)
+ *   proc.c       PROCESSES and PTY: start, write, signal, resize, list
+ *                (one session per process, a wrapper with a bounded
+ *                recorder in the sandbox)
+ *   proc_read.c  proc_read: the recorder's segments after a cursor
+ *   fileops.c    FILE_OPS: list (streamed), stat, mkdir, remove, rename
+ *   ports.c      PORTS: declared ports in a label, preview links
  */
 #ifndef SBX_DAYTONA_H
 #define SBX_DAYTONA_H
@@ -53,6 +59,10 @@
 #define DT_LABEL_MANAGED "sbx.managed"
 #define DT_LABEL_OWNER "sbx.owner"
 #define DT_LABEL_SPEC "sbx.spec"
+/* The ports declared at create, "3000,8080" (PORTS). */
+#define DT_LABEL_PORTS "sbx.ports"
+/* Most ports one sandbox declares. */
+#define DT_PORTS_MAX 32
 
 /* Characters of the key hash in the sandbox's deterministic name. */
 #define DT_NAME_HASH 32
@@ -72,6 +82,7 @@ struct daytona_conf {
     int64_t request_timeout_ms;
     int64_t connect_timeout_ms;
     int64_t start_timeout_ms;
+    int64_t proc_buffer;  /* replay buffer per stream of a process (bytes) */
     struct sbxp_http_retry retry;
 };
 
@@ -96,6 +107,7 @@ struct sbx_sandbox {
     int owns_tb;
     char prefix[200];   /* "/<escaped id>", prepended to toolbox paths */
     struct sbxp_rmem mem; /* memory attachments, from create or state_dir */
+    uint16_t ports[DT_PORTS_MAX]; /* declared at create (the label), 0-ended */
 };
 
 /* ---- provider.c -------------------------------------------------------- */
@@ -121,8 +133,8 @@ int daytona_api_get(struct daytona_state *st, sbx_call *call, const char *id_or_
 
 /* POST /sandbox with the deterministic name, labels and settings. */
 int daytona_api_create(struct daytona_state *st, sbx_call *call, const char *name,
-                       const char *key_hash, const char *spec_hash, json_object **out,
-                       sbxp_http_error *err);
+                       const char *key_hash, const char *spec_hash, const char *ports,
+                       json_object **out, sbxp_http_error *err);
 
 /* POST /sandbox/{id}/start (resumes a stopped or paused sandbox). */
 int daytona_api_start(struct daytona_state *st, sbx_call *call, const char *id,
@@ -176,6 +188,14 @@ char *daytona_tb_query(const char *path, const char *name, const char *value,
 /* GET /files/download?path=abs into sink. */
 int daytona_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs,
                         const struct sbx_sink *sink, sbxp_http_error *err);
+
+/* GET path (a toolbox path with its query) into sink, streamed. */
+int daytona_tb_get(sbx_sandbox *sb, sbx_call *call, const char *path,
+                   const struct sbx_sink *sink, sbxp_http_error *err);
+
+/* POST /files/upload of len bytes of data to abs. */
+int daytona_tb_upload_mem(sbx_sandbox *sb, sbx_call *call, const char *abs, const void *data,
+                          size_t len, sbxp_http_error *err);
 
 /* POST /files/upload?path=abs, multipart field "file" streamed from src. */
 int daytona_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
@@ -266,6 +286,29 @@ enum daytona_ftype { DT_FT_NONE = 0, DT_FT_FILE, DT_FT_DIR, DT_FT_OTHER };
 int daytona_resolve(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
                     int allow_root, char **abs, int *type);
 
+/* What daytona_resolve_entry finds at a path (its last component not
+ * followed). */
+enum daytona_etype {
+    DT_ET_MISSING = 0, /* nothing there, the parent is a directory */
+    DT_ET_NO_PARENT,   /* the parent is missing or not a directory */
+    DT_ET_FILE,
+    DT_ET_DIR,
+    DT_ET_EMPTY_DIR,   /* only with want_empty */
+    DT_ET_SYMLINK,
+    DT_ET_OTHER
+};
+
+/*
+ * Resolve a workspace-relative path for the file operations: "", "." and
+ * NULL are the root; ".." anywhere and absolute paths are SBX_E_INVALID;
+ * the parent is resolved inside the sandbox (symlinks followed) and must
+ * stay in the workspace (else SBX_E_INVALID), the last component is kept
+ * as it is, never followed. *abs (malloc'd) is the result, *type what is
+ * there; want_empty tells an empty directory apart.
+ */
+int daytona_resolve_entry(sbx_sandbox *sb, sbx_call *call, const char *what, const char *rel,
+                          int want_empty, char **abs, enum daytona_etype *type);
+
 /* Quote s for a POSIX shell and append it to *buf (grown), after a space
  * unless *buf is empty. 0, or -1 when out of memory. */
 int daytona_sh_quote(char **buf, size_t *len, size_t *cap, const char *s);
@@ -287,6 +330,63 @@ int daytona_outputs_prepare(sbx_sandbox *sb, sbx_call *call);
 int daytona_export_outputs(sbx_sandbox *sb, sbx_call *call, const struct sbx_sink *tar_sink);
 int daytona_skill_install(sbx_sandbox *sb, sbx_call *call, const char *name,
                           const struct sbx_blob *bundle);
+
+/* ---- proc.c / proc_read.c (PROCESSES, PTY) ----------------------------- */
+
+/* A parsed process id (see proc.c). */
+struct daytona_proc {
+    char hex[25];       /* the random part: session sbx-proc-<hex> */
+    char sid[160];      /* the toolbox session: sbx-proc-<id> */
+    char dir[64];       /* its directory in the sandbox */
+    uint64_t seg;       /* recorder segment size */
+    unsigned keep;      /* segments kept besides the current one */
+    int pty;
+    int64_t started_ms;
+};
+
+/* Parse id and check that it is one of this sandbox's (its key hash
+ * prefix); SBX_E_NOT_FOUND (reported) otherwise. */
+int daytona_proc_parse(sbx_sandbox *sb, sbx_call *call, const char *id, struct daytona_proc *p);
+
+/* SBX_OK when p's session exists, SBX_E_NOT_FOUND (reported) when not. */
+int daytona_proc_session_check(sbx_sandbox *sb, sbx_call *call, const char *id,
+                               const struct daytona_proc *p);
+
+int daytona_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *spec,
+                       char id[SBX_PROC_ID_MAX]);
+int daytona_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *data,
+                       size_t len, uint32_t flags);
+int daytona_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
+                      const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res);
+int daytona_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo);
+int daytona_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_sink *sink);
+int daytona_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t rows,
+                        uint16_t cols);
+
+/* ---- fileops.c (FILE_OPS) --------------------------------------------- */
+
+int daytona_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
+                      const struct sbx_file_list_sink *sink);
+int daytona_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
+                      struct sbx_file_info *out);
+int daytona_file_mkdir(sbx_sandbox *sb, sbx_call *call, const char *path, unsigned mode,
+                       uint32_t flags);
+int daytona_file_remove(sbx_sandbox *sb, sbx_call *call, const char *path, uint32_t flags);
+int daytona_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
+                        uint32_t flags);
+
+/* ---- ports.c (PORTS) -------------------------------------------------- */
+
+/* The declared ports as the label's value ("3000,8080") into buf; "" for
+ * none. SBX_E_INVALID (reported) for port 0 repeated or too many. */
+int daytona_ports_label(struct daytona_state *st, sbx_call *call,
+                        const struct sbx_create_args *args, char *buf, size_t cap);
+
+/* Read the declared ports from a Sandbox answer's labels into sb. */
+void daytona_ports_load(sbx_sandbox *sb, json_object *sandbox);
+
+int daytona_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
+                         struct sbx_port_endpoint *out);
 
 /* ---- memory.c ---------------------------------------------------------- */
 

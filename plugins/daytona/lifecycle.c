@@ -58,6 +58,7 @@ static int open_handle(struct daytona_state *st, sbx_call *call, const char *id,
     snprintf(sb->id, sizeof sb->id, "%s", id);
     snprintf(sb->key_hash, sizeof sb->key_hash, "%s", key_hash);
     rc = daytona_tb_setup(sb, call, doc);
+    daytona_ports_load(sb, doc);
     json_object_put(doc);
     if (rc != SBX_OK) {
         daytona_release(sb);
@@ -108,13 +109,18 @@ int daytona_create(void *state, sbx_call *call, const struct sbx_create_args *ar
         return daytona_error(st, call, SBX_E_INVALID, DT ": create: bad key hash");
     char name[64], id[128];
     snprintf(name, sizeof name, "sbx-%.*s", DT_NAME_HASH, args->key_hash);
-    int rc = find_named(st, call, name, args->key_hash, id, sizeof id);
+    char ports[DT_PORTS_MAX * 6 + 1];
+    int rc = daytona_ports_label(st, call, args, ports, sizeof ports);
+    if (rc != SBX_OK)
+        return rc;
+    rc = find_named(st, call, name, args->key_hash, id, sizeof id);
     if (rc != SBX_OK)
         return rc;
     if (!id[0]) {
         json_object *made = NULL;
         sbxp_http_error err;
-        rc = daytona_api_create(st, call, name, args->key_hash, args->spec_hash, &made, &err);
+        rc = daytona_api_create(st, call, name, args->key_hash, args->spec_hash, ports, &made,
+                                &err);
         if (rc == SBX_OK) {
             const char *mid = sbxp_json_str(made, "id");
             if (!mid || !*mid || strlen(mid) >= sizeof id) {

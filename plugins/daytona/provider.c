@@ -28,6 +28,7 @@ static const struct sbx_config_key daytona_keys[] = {
     SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
     SBX_CONFIG_KEY("start_timeout_ms", SBX_CFG_INT, "how long a sandbox may take to reach started (default 180000)"),
     SBX_CONFIG_KEY("retries", SBX_CFG_INT, "retries of idempotent calls on transient failures (default 4)"),
+    SBX_CONFIG_KEY("proc_buffer_bytes", SBX_CFG_INT, "replay buffer per stream of a process, in the sandbox (default 1048576)"),
     SBX_CONFIG_KEY("state_dir", SBX_CFG_STRING, "absolute host directory of memory attachments and baselines (default $XDG_STATE_HOME/sbx/daytona)"),
     SBX_CONFIG_KEYS_END};
 
@@ -113,7 +114,9 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct daytona
         (rc = sbxp_http_config(host, call, DT, &c->request_timeout_ms, &c->connect_timeout_ms,
                                &c->retry)) ||
         (rc = sbxp_config_int(host, call, DT, "start_timeout_ms", 180000, 100, 3600000,
-                              &c->start_timeout_ms)))
+                              &c->start_timeout_ms)) ||
+        (rc = sbxp_config_int(host, call, DT, "proc_buffer_bytes", (int64_t)SBX_PROC_BUFFER_DEFAULT,
+                              4096, INT64_C(1) << 30, &c->proc_buffer)))
         return rc;
     const char *net = sbxp_config_get(host, "network");
     c->network = net && !strcmp(net, "true");
@@ -185,9 +188,22 @@ static const struct sbx_provider_ops daytona_ops = {
     .memory_load = daytona_memory_load,
     .memory_diff = daytona_memory_diff,
     .memory_accept = daytona_memory_accept,
+    .proc_start = daytona_proc_start,
+    .proc_write = daytona_proc_write,
+    .proc_read = daytona_proc_read,
+    .proc_signal = daytona_proc_signal,
+    .proc_list = daytona_proc_list,
+    .proc_resize = daytona_proc_resize,
+    .file_list = daytona_file_list,
+    .file_stat = daytona_file_stat,
+    .file_mkdir = daytona_file_mkdir,
+    .file_remove = daytona_file_remove,
+    .file_rename = daytona_file_rename,
+    .port_resolve = daytona_port_resolve,
 };
 
-SBX_PROVIDER_DEFINE("daytona", "0.1.0", "Daytona sandboxes over the Daytona API and toolbox",
+SBX_PROVIDER_DEFINE("daytona", "0.2.0", "Daytona sandboxes over the Daytona API and toolbox",
                     SBX_ISOLATION_CONTAINER,
-                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_MEMORY, &daytona_ops,
-                    daytona_keys)
+                    SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_MEMORY | SBX_CAP_PROCESSES |
+                        SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS,
+                    &daytona_ops, daytona_keys)

@@ -173,8 +173,17 @@ int daytona_tb_download(sbx_sandbox *sb, sbx_call *call, const char *abs,
                         const struct sbx_sink *sink, sbxp_http_error *err)
 {
     char *q = daytona_tb_query("/files/download", "path", abs, NULL, NULL);
-    char *fp = q ? full_path(sb, q) : NULL;
+    if (!q)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    int rc = daytona_tb_get(sb, call, q, sink, err);
     free(q);
+    return rc;
+}
+
+int daytona_tb_get(sbx_sandbox *sb, sbx_call *call, const char *path,
+                   const struct sbx_sink *sink, sbxp_http_error *err)
+{
+    char *fp = full_path(sb, path);
     if (!fp)
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     struct sbxp_call_cancel c;
@@ -273,6 +282,35 @@ int daytona_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
     int rc = sbxp_http_request(sb->tb, &req, NULL, NULL, err);
     free(fp);
     return rc;
+}
+
+struct membuf {
+    const unsigned char *p;
+    size_t len, off;
+};
+
+static long mem_read(void *ctx, void *buf, size_t cap)
+{
+    struct membuf *m = ctx;
+    size_t n = m->len - m->off < cap ? m->len - m->off : cap;
+    memcpy(buf, m->p + m->off, n);
+    m->off += n;
+    return (long)n;
+}
+
+static int64_t mem_length(void *ctx)
+{
+    struct membuf *m = ctx;
+    return (int64_t)(m->len - m->off);
+}
+
+int daytona_tb_upload_mem(sbx_sandbox *sb, sbx_call *call, const char *abs, const void *data,
+                          size_t len, sbxp_http_error *err)
+{
+    struct membuf m = {data, len, 0};
+    struct sbx_source src = SBX_SOURCE_INIT(&m, mem_read);
+    src.length = mem_length;
+    return daytona_tb_upload(sb, call, abs, &src, err);
 }
 
 /* A bodiless toolbox call on a query path. */

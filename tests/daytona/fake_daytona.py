@@ -28,13 +28,16 @@ Control endpoints (not part of any spec) under /_fake/:
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"
       before answering), "cut" (a download of a file of at least "min_size"
       bytes closes the connection after half the body), "vanish" (the
-      sandbox disappears before the request is served), "stuck" (a sandbox
+      sandbox disappears before the request is served), "truncate" (a JSON
+      answer closes the connection after half its body), "stuck" (a sandbox
       created while it is armed stays in "pending_build" forever).
   Toolbox faults match "/toolbox/<path below the sandbox>", e.g.
   "/toolbox/process/session"; API faults the request path ("/api/sandbox").
   POST /_fake/state   {"id": ..., "state": "stopped"|"paused"}
   GET  /_fake/stats   {"connections": n, "sandboxes": n, "requests": [...]}
   POST /_fake/reset   forget faults and the request log
+With SBX_FAKE_DAYTONA_LOG=FILE in its environment the fake also appends
+every request it logs to FILE, one JSON object a line (kept across resets).
 Start: fake_daytona.py --port-file F [--api-key K] [--dir D]
 """
 import argparse
@@ -53,6 +56,15 @@ import urllib.parse
 import uuid
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+try:  # PTY WebSockets: Debian's python3-websockets (sans-I/O, >= 10)
+    from websockets.server import ServerConnection as WsServer
+except ImportError:
+    sys.path.append("/usr/lib/python3/dist-packages")
+    try:
+        from websockets.server import ServerConnection as WsServer
+    except ImportError:
+        WsServer = None
 
 CREATE_DELAY = 0.15
 USER = "daytona"
@@ -83,8 +95,8 @@ class Command:
         self.command = command
         self.popen = None
         self.exit_code = None
-        self.out = b""
-        self.err = b""
+        self.out = bytearray()  # grows as the command writes (logs follow it)
+        self.err = bytearray()
         self.done = threading.Event()
 
 
@@ -116,6 +128,8 @@ class Sandbox:
         own(home)
         self.sessions = {}
         self.lock = threading.Lock()
+        self.preview_token = secrets.token_urlsafe(18)
+        self.ptys = {}
 
     def host_path(self, vpath):
         if not vpath.startswith("/"):
@@ -136,8 +150,12 @@ class Sandbox:
         with self.lock:
             sessions = list(self.sessions.values())
             self.sessions = {}
+            ptys = list(self.ptys.values())
+            self.ptys = {}
         for s in sessions:
             kill_session(s)
+        for p in ptys:
+            p.kill()
 
     def to_json(self, base_url):
         self.tick()
@@ -158,6 +176,139 @@ class Sandbox:
                 "updatedAt": now_iso(), "lastActivityAt": now_iso(),
                 "daemonVersion": "0.190.0", "runnerId": "fake-runner",
                 "toolboxProxyUrl": base_url + "/toolbox"}
+
+
+class Pty:
+    """A PTY session (swagger PtySessionInfo): a shell on a pseudo-terminal
+    whose output goes to the WebSocket clients connected at the time and
+    is kept nowhere, as the daemon's."""
+
+    def __init__(self, sb, req):
+        self.sb = sb
+        self.id = req.get("id") or str(uuid.uuid4())
+        self.cwd = req.get("cwd") or "/home/" + USER
+        self.envs = dict(req.get("envs") or {})
+        self.cols = int(req.get("cols") or 80)
+        self.rows = int(req.get("rows") or 24)
+        self.lazy = bool(req.get("lazyStart"))
+        self.created = time.time()
+        self.popen = None
+        self.master = None
+        self.clients = []
+        self.lock = threading.Lock()
+        self.exit_code = None
+        self.done = threading.Event()
+
+    def info(self):
+        return {"id": self.id, "active": self.popen is not None and self.exit_code is None,
+                "cols": self.cols, "rows": self.rows, "cwd": self.cwd, "envs": self.envs,
+                "createdAt": now_iso(self.created), "lazyStart": self.lazy}
+
+    def set_size(self):
+        import fcntl
+        import struct
+        import termios
+        if self.master is not None:
+            fcntl.ioctl(self.master, termios.TIOCSWINSZ,
+                        struct.pack("HHHH", self.rows, self.cols, 0, 0))
+
+    def start(self, handler):
+        with self.lock:
+            if self.popen is not None:
+                return
+            master, slave = os.openpty()
+            os.set_inheritable(slave, False)
+            self.master = master
+            self.set_size()
+            env = {"TERM": "xterm-256color"}
+            env.update(self.envs)
+            # The command is a session leader (start_new_session): opening
+            # the terminal by its name makes it the controlling terminal.
+            tty = os.ttyname(slave)
+            if os.geteuid() == 0:
+                os.chown(tty, SANDBOX_UID, SANDBOX_UID)  # the sandbox user's terminal
+            self.popen = handler.spawn(self.sb, "exec /bin/bash -i <>%s >&0 2>&0" % tty,
+                                       self.cwd, env, stdio=slave)
+            os.close(slave)
+        threading.Thread(target=self.pump, daemon=True).start()
+
+    def pump(self):
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            with self.lock:
+                clients = list(self.clients)
+            for c in clients:
+                c.send_binary(data)
+        rc = self.popen.wait()
+        self.exit_code = rc if rc >= 0 else 128 - rc
+        self.done.set()
+        with self.lock:
+            clients = list(self.clients)
+        for c in clients:
+            c.close_with(1000, json.dumps({"exitCode": self.exit_code}))
+
+    def write(self, data):
+        if self.master is not None and self.exit_code is None:
+            os.write(self.master, data)
+
+    def kill(self):
+        if self.popen and self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.done.wait(2)
+        if self.master is not None:
+            try:
+                os.close(self.master)
+            except OSError:
+                pass
+            self.master = None
+
+
+class WsClient:
+    """One WebSocket client of a PTY, over the handler's socket."""
+
+    def __init__(self, handler, conn):
+        self.h = handler
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def flush(self):
+        for b in self.conn.data_to_send():
+            if b:
+                self.h.connection.sendall(b)
+
+    def send_binary(self, data):
+        with self.lock:
+            if not self.closed:
+                try:
+                    self.conn.send_binary(data)
+                    self.flush()
+                except OSError:
+                    self.closed = True
+
+    def send_text(self, text):
+        with self.lock:
+            if not self.closed:
+                self.conn.send_text(text.encode())
+                self.flush()
+
+    def close_with(self, code, reason):
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                try:
+                    self.conn.send_close(code, reason)
+                    self.flush()
+                except OSError:
+                    pass
 
 
 def own(path):
@@ -266,6 +417,7 @@ class State:
 
 
 ST = None
+LOG_FILE = os.environ.get("SBX_FAKE_DAYTONA_LOG")
 
 
 def sdk_version(headers):
@@ -325,6 +477,20 @@ class Handler(BaseHTTPRequestHandler):
 
     def send_json(self, code, obj):
         data = b"" if obj is None else json.dumps(obj).encode()
+        segs = [p for p in self.path.split("?")[0].split("/") if p]
+        fpath = "/toolbox/" + "/".join(segs[2:]) if segs[:1] == ["toolbox"] else self.path
+        f = ST.take_fault(fpath, ("truncate",), self.command) if data else None
+        if f:
+            # a JSON answer cut in the middle: its headers promise all of it
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.send_response(code)
         if obj is not None:
             self.send_header("Content-Type", "application/json")
@@ -338,12 +504,16 @@ class Handler(BaseHTTPRequestHandler):
                               "timestamp": now_iso()})
 
     def record(self, body, kind):
+        r = {"kind": kind, "method": self.command, "path": self.path,
+             "headers": {k.lower(): v for k, v in self.headers.items()
+                         if k.lower() in ("content-type", "x-daytona-sdk-version")},
+             "body": body}
         with ST.lock:
-            ST.requests.append({"kind": kind, "method": self.command, "path": self.path,
-                                "headers": {k.lower(): v for k, v in self.headers.items()
-                                            if k.lower() in ("content-type",
-                                                             "x-daytona-sdk-version")},
-                                "body": body})
+            ST.requests.append(r)
+            if LOG_FILE:
+                # every request, across resets (the contract test's log)
+                with open(LOG_FILE, "a") as fh:
+                    fh.write(json.dumps(r) + "\n")
 
     # ---- dispatch ------------------------------------------------------
     def do_GET(self):
@@ -368,6 +538,8 @@ class Handler(BaseHTTPRequestHandler):
             path = url.path
             if path.startswith("/_fake/"):
                 return self.control(path)
+            if path.startswith("/_preview/"):
+                return self.preview(path, url)
             if ST.api_key is not None and \
                     self.headers.get("Authorization", "") != "Bearer " + ST.api_key:
                 self.drain()
@@ -434,6 +606,44 @@ class Handler(BaseHTTPRequestHandler):
                                             "requests": ST.requests})
         return self.send_error_json(404, "no such control endpoint")
 
+    def preview(self, path, url):
+        """The preview proxy: /_preview/<id>/<port>/<rest> to the sandbox's
+        port (commands run on the host's network), for a request with the
+        sandbox's x-daytona-preview-token (a private sandbox)."""
+        import http.client
+        parts = path.split("/", 4)
+        body = self.body() if self.command in ("POST", "PUT", "PATCH") else None
+        self._drained = True
+        sb = ST.find(parts[2]) if len(parts) > 3 else None
+        if not sb:
+            return self.send_error_json(404, "sandbox not found")
+        if self.headers.get("x-daytona-preview-token") != sb.preview_token:
+            return self.send_error_json(401, "missing or wrong x-daytona-preview-token")
+        try:
+            port = int(parts[3])
+        except ValueError:
+            return self.send_error_json(400, "bad port")
+        rest = "/" + (parts[4] if len(parts) > 4 else "")
+        if url.query:
+            rest += "?" + url.query
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            hdrs = {k: v for k, v in self.headers.items()
+                    if k.lower() not in ("host", "x-daytona-preview-token", "connection")}
+            c.request(self.command, rest, body=body, headers=hdrs)
+            r = c.getresponse()
+            data = r.read()
+            c.close()
+        except OSError as e:
+            return self.send_error_json(502, "nothing answers on port %d: %s" % (port, e))
+        self.send_response(r.status)
+        for k, v in r.getheaders():
+            if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def base_url(self):
         return "http://%s" % (self.headers.get("Host") or "127.0.0.1")
 
@@ -488,6 +698,19 @@ class Handler(BaseHTTPRequestHandler):
                 sb.kill_all()
                 sb.state = "stopped" if rest == ["stop"] else "paused"
                 return self.send_json(200, sb.to_json(self.base_url()))
+            if len(rest) == 3 and rest[0] == "ports" and rest[2] == "preview-url" and \
+                    self.command == "GET":
+                try:
+                    port = int(rest[1])
+                except ValueError:
+                    raise ApiError(400, "port must be a number")
+                if not 1 <= port <= 65535:
+                    raise ApiError(400, "port out of range")
+                # The real URL is https://<port>-<id>.<proxy domain>; here a
+                # path below the fake that proxies to the sandbox's port.
+                return self.send_json(200, {
+                    "sandboxId": sb.id, "token": sb.preview_token,
+                    "url": "%s/_preview/%s/%d" % (self.base_url(), sb.id, port)})
             if rest == ["toolbox-proxy-url"] and self.command == "GET":
                 return self.send_json(200, {"url": self.base_url() + "/toolbox"})
             if len(rest) == 2 and rest[0] == "autostop" and self.command == "POST":
@@ -621,7 +844,7 @@ class Handler(BaseHTTPRequestHandler):
             hp = sb.host_path(q.get("path") or "/home/" + USER)
             if not os.path.isdir(hp):
                 raise ApiError(404, "directory not found")
-            return self.send_json(200, [file_info(os.path.join(hp, n))
+            return self.send_json(200, [file_info(os.path.join(hp, n), follow=False)
                                         for n in sorted(os.listdir(hp))])
         if path == "/files/info" and m == "GET":
             hp = sb.host_path(need(q, "path"))
@@ -634,6 +857,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"version": "0.190.0"})
         if path == "/process/execute" and m == "POST":
             return self.execute(sb, body)
+        if path == "/process/pty" or path.startswith("/process/pty/"):
+            return self.pty_route(sb, path, m, body)
         if path == "/process/session":
             if m == "POST":
                 sid2 = (body or {}).get("sessionId")
@@ -672,7 +897,7 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_json(200, command_json(c))
                 if rest[2:] == ["logs"] and m == "GET":
                     if q.get("follow") == "true":
-                        raise ApiError(400, "follow needs a WebSocket (not in this fake)")
+                        return self.logs_follow(c)
                     if sdk_version(self.headers) >= SDK_SPLIT_VERSION:
                         return self.send_json(200, {"output": (c.out + c.err).decode(errors="replace"),
                                                     "stdout": c.out.decode(errors="replace"),
@@ -684,6 +909,118 @@ class Handler(BaseHTTPRequestHandler):
                     self.end_headers()
                     return self.wfile.write(data)
         raise ApiError(404, "no toolbox route %s %s" % (m, path))
+
+    def pty_route(self, sb, path, m, body):
+        parts = [p for p in path.split("/") if p]
+        if len(parts) == 2:
+            if m == "GET":
+                with sb.lock:
+                    ps = list(sb.ptys.values())
+                return self.send_json(200, {"sessions": [p.info() for p in ps]})
+            if m == "POST":
+                req = body if isinstance(body, dict) else {}
+                p = Pty(sb, req)
+                with sb.lock:
+                    if p.id in sb.ptys:
+                        raise ApiError(409, "PTY session %s already exists" % p.id)
+                    sb.ptys[p.id] = p
+                if not p.lazy:
+                    p.start(self)
+                return self.send_json(201, {"sessionId": p.id})
+        with sb.lock:
+            p = sb.ptys.get(parts[2]) if len(parts) >= 3 else None
+        if not p:
+            raise ApiError(404, "PTY session not found")
+        rest = parts[3:]
+        if not rest and m == "GET":
+            return self.send_json(200, p.info())
+        if not rest and m == "DELETE":
+            with sb.lock:
+                sb.ptys.pop(p.id, None)
+            p.kill()
+            return self.send_json(200, {"message": "PTY session deleted"})
+        if rest == ["resize"] and m == "POST":
+            req = body if isinstance(body, dict) else {}
+            cols, rows = req.get("cols"), req.get("rows")
+            if not all(isinstance(v, int) and 1 <= v <= 1000 for v in (cols, rows)):
+                raise ApiError(400, "cols and rows are 1..1000")
+            p.cols, p.rows = cols, rows
+            p.set_size()  # the kernel sends SIGWINCH to the foreground group
+            return self.send_json(200, p.info())
+        if rest == ["connect"] and m == "GET":
+            return self.pty_connect(p)
+        raise ApiError(404, "no toolbox route %s %s" % (m, path))
+
+    def ws_accept(self):
+        """Complete a WebSocket handshake on this connection (the request
+        line and headers are parsed already) and return the client."""
+        if WsServer is None:
+            raise ApiError(501, "the fake has no WebSocket library (install python3-websockets)")
+        if self.headers.get("Upgrade", "").lower() != "websocket":
+            raise ApiError(400, "this is a WebSocket endpoint")
+        conn = WsServer()
+        raw = (self.requestline + "\r\n" +
+               "".join("%s: %s\r\n" % (k, v) for k, v in self.headers.items()) + "\r\n")
+        conn.receive_data(raw.encode("latin-1"))
+        reqs = conn.events_received()
+        if not reqs:
+            raise ApiError(400, "bad WebSocket handshake")
+        conn.send_response(conn.accept(reqs[0]))
+        client = WsClient(self, conn)
+        client.flush()
+        self.close_connection = True
+        return client
+
+    def logs_follow(self, c):
+        """GET .../logs?follow=true as a WebSocket: the command's output as
+        it comes, each chunk after its stream's prefix (0x01 x3 stdout,
+        0x02 x3 stderr, as the SDK's stdDemuxStream reads it), closed when
+        the command has ended and everything was sent."""
+        client = self.ws_accept()
+        sent = [0, 0]
+        while not client.closed:
+            ended = c.done.is_set()
+            for i, (buf, pre) in enumerate(((c.out, b"\x01\x01\x01"), (c.err, b"\x02\x02\x02"))):
+                n = len(buf)
+                if n > sent[i]:
+                    client.send_binary(pre + bytes(buf[sent[i]:n]))
+                    sent[i] = n
+            if ended:
+                client.close_with(1000, "")
+                break
+            time.sleep(0.02)
+
+    def pty_connect(self, p):
+        client = self.ws_accept()
+        conn = client.conn
+        p.start(self)
+        client.send_text(json.dumps({"type": "control", "status": "connected"}))
+        with p.lock:
+            p.clients.append(client)
+        if p.exit_code is not None:
+            client.close_with(1000, json.dumps({"exitCode": p.exit_code}))
+        try:
+            while not client.closed:
+                data = self.connection.recv(65536)
+                if not data:
+                    break
+                with client.lock:
+                    conn.receive_data(data)
+                    events = conn.events_received()
+                for ev in events:
+                    op = getattr(ev, "opcode", None)
+                    if op is not None and op.name in ("TEXT", "BINARY"):
+                        p.write(ev.data)
+                    elif op is not None and op.name == "CLOSE":
+                        client.closed = True
+                with client.lock:
+                    client.flush()
+        except OSError:
+            pass
+        finally:
+            with p.lock:
+                if client in p.clients:
+                    p.clients.remove(client)
 
     def upload(self, sb, q):
         vpath = q.get("path")
@@ -808,7 +1145,7 @@ class Handler(BaseHTTPRequestHandler):
             shutil.copyfileobj(fh, self.wfile, 1 << 16)
 
     # ---- commands ------------------------------------------------------
-    def spawn(self, sb, command, cwd, extra_env=None):
+    def spawn(self, sb, command, cwd, extra_env=None, stdio=None):
         env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                "HOME": "/home/" + USER, "USER": USER, "LOGNAME": USER, "SHELL": "/bin/sh",
                "LANG": "C.UTF-8"}
@@ -821,21 +1158,22 @@ class Handler(BaseHTTPRequestHandler):
             argv = ["setpriv", "--reuid=%d" % SANDBOX_UID, "--regid=%d" % SANDBOX_UID,
                     "--clear-groups", "--"] + argv
         argv = NS_WRAP + ["/bin/sh", "-c", NS_SCRIPT, sb.dir, cwd] + argv
+        if stdio is not None:
+            return subprocess.Popen(argv, cwd=sb.dir, env=env, stdin=stdio, stdout=stdio,
+                                    stderr=stdio, start_new_session=True, close_fds=True)
         return subprocess.Popen(argv, cwd=sb.dir, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True, close_fds=True)
 
     def run(self, c):
-        def pump(stream, attr):
-            chunks = []
+        def pump(stream, buf):
             while True:
                 b = os.read(stream.fileno(), 65536)
                 if not b:
                     break
-                chunks.append(b)
-            setattr(c, attr, b"".join(chunks))
-        ts = [threading.Thread(target=pump, args=(c.popen.stdout, "out"), daemon=True),
-              threading.Thread(target=pump, args=(c.popen.stderr, "err"), daemon=True)]
+                buf.extend(b)
+        ts = [threading.Thread(target=pump, args=(c.popen.stdout, c.out), daemon=True),
+              threading.Thread(target=pump, args=(c.popen.stderr, c.err), daemon=True)]
         for t in ts:
             t.start()
         rc = c.popen.wait()
@@ -892,11 +1230,34 @@ def need(q, key):
     return v
 
 
-def file_info(hp):
+def go_mode(m):
+    """Go's FileMode.String() of a stat mode: "drwxr-xr-x", "Lrwxrwxrwx",
+    "-rw-r--r--", "prw-r--r--", "Srwx------", "Dcrw-rw-rw-"."""
     import stat as pystat
-    st = os.stat(hp)
+    t = ""
+    if pystat.S_ISDIR(m):
+        t = "d"
+    elif pystat.S_ISLNK(m):
+        t = "L"
+    elif pystat.S_ISFIFO(m):
+        t = "p"
+    elif pystat.S_ISSOCK(m):
+        t = "S"
+    elif pystat.S_ISCHR(m):
+        t = "Dc"
+    elif pystat.S_ISBLK(m):
+        t = "D"
+    perm = "".join(c if m & (1 << (8 - i)) else "-" for i, c in enumerate("rwxrwxrwx"))
+    return (t or "-") + perm
+
+
+def file_info(hp, follow=True):
+    # GetFileInfo stats (follows a symlink); ListFiles reads the directory
+    # (os.ReadDir + Info: lstat, a symlink is itself).
+    import stat as pystat
+    st = os.stat(hp) if follow else os.lstat(hp)
     return {"name": os.path.basename(hp), "isDir": pystat.S_ISDIR(st.st_mode),
-            "size": st.st_size, "mode": pystat.filemode(st.st_mode),
+            "size": st.st_size, "mode": go_mode(st.st_mode),
             "permissions": "%04o" % pystat.S_IMODE(st.st_mode), "owner": USER, "group": USER,
             "modTime": time.ctime(st.st_mtime), "modifiedAt": now_iso(st.st_mtime)}
 

@@ -1,4 +1,4 @@
-// contract.mjs SPEC_DIR REQUESTS.json - every request the daytona provider
+// contract.mjs SPEC_DIR REQUESTS.json [MORE.jsonl...] - every request the daytona provider
 // sent (as fake_daytona.py logged them) must validate against the
 // published documents: API calls against openapi.yaml (OpenAPI 3),
 // toolbox calls against swagger.yaml (Swagger 2.0): the operation exists,
@@ -9,10 +9,14 @@
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
 
-const [specDir, logFile] = process.argv.slice(2)
+const [specDir, logFile, ...lineFiles] = process.argv.slice(2)
 const api = parse(readFileSync(`${specDir}/openapi.yaml`, 'utf8'))
 const toolbox = parse(readFileSync(`${specDir}/swagger.yaml`, 'utf8'))
 const requests = JSON.parse(readFileSync(logFile, 'utf8')).requests
+// more requests, one JSON object a line (fake_daytona.py's SBX_FAKE_DAYTONA_LOG)
+for (const f of lineFiles) {
+  for (const line of readFileSync(f, 'utf8').split('\n')) if (line) requests.push(JSON.parse(line))
+}
 const errors = []
 const fail = (req, msg) => errors.push(`${req.method} ${req.path.split('?')[0]}: ${msg}`)
 

@@ -38,4 +38,12 @@ printf 'providers:\n  daytona:\n    api_url: "%s/api"\n    image: "debian:bookwo
 DAYTONA_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" \
   --config "$dir/sbx.yaml" conformance daytona
 curl -sf "$url/_fake/stats" >"$dir/requests.json"
-"$node" "$work/contract.mjs" "$specs" "$dir/requests.json"
+# The processes, file operations and ports (test_daytona_procs, its own
+# fakes) log their requests too.
+more=()
+if [ -x "$build/tests/daytona/test_daytona_procs" ]; then
+  (cd "$build/tests/daytona" && SBX_FAKE_DAYTONA_LOG="$dir/procs.jsonl" ./test_daytona_procs -j1 >"$dir/procs.out" 2>&1) ||
+    { cat "$dir/procs.out"; echo "test_daytona_procs failed"; exit 1; }
+  more=("$dir/procs.jsonl")
+fi
+"$node" "$work/contract.mjs" "$specs" "$dir/requests.json" "${more[@]}"

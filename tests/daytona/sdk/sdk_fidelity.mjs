@@ -1,8 +1,11 @@
 // sdk_fidelity.mjs - the official Daytona TypeScript SDK (@daytonaio/sdk,
 // pinned in package-lock.json) against fake_daytona.py: create, run a
 // command and read its output and exit code, split stdout/stderr through
-// a session, write and read a binary file, list by label, get by name,
-// delete. Every step must behave as the SDK expects of the real service.
+// a session, an asynchronous session command and its logs, write and
+// read a binary file, list, inspect, create, move and delete files, a
+// port's preview link reaching a server in the sandbox with its token,
+// list by label, get by name, delete. Every step must behave as the SDK
+// expects of the real service.
 import { Daytona } from '@daytonaio/sdk'
 import assert from 'node:assert/strict'
 
@@ -41,6 +44,125 @@ assert.equal(c.stderr, 'err\n')
 const cmd = await sb.process.getSessionCommand('fidelity', c.cmdId)
 assert.equal(cmd.exitCode, 4)
 await sb.process.deleteSession('fidelity')
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+step('session: an asynchronous command, its exit code and logs')
+await sb.process.createSession('async')
+const started = await sb.process.executeSessionCommand('async', {
+  command: 'echo a-out; echo a-err >&2; sleep 0.3; exit 5',
+  runAsync: true,
+})
+assert.ok(started.cmdId, 'no command id')
+assert.equal(started.exitCode ?? undefined, undefined, 'an async command has no exit code yet')
+let ended
+for (let i = 0; i < 100; i++) {
+  ended = await sb.process.getSessionCommand('async', started.cmdId)
+  if (ended.exitCode !== undefined && ended.exitCode !== null) break
+  await sleep(100)
+}
+assert.equal(ended.exitCode, 5)
+const logs = await sb.process.getSessionCommandLogs('async', started.cmdId)
+assert.equal(logs.stdout, 'a-out\n')
+assert.equal(logs.stderr, 'a-err\n')
+// the follow form: a WebSocket, stdout and stderr demultiplexed as they come
+const streamed = await sb.process.executeSessionCommand('async', {
+  command: 'for i in 1 2 3; do echo so$i; echo se$i >&2; sleep 0.1; done',
+  runAsync: true,
+})
+let sOut = ''
+let sErr = ''
+await sb.process.getSessionCommandLogs('async', streamed.cmdId, (t) => { sOut += t }, (t) => { sErr += t })
+assert.equal(sOut, 'so1\nso2\nso3\n')
+assert.equal(sErr, 'se1\nse2\nse3\n')
+const sessions = await sb.process.listSessions()
+assert.ok(sessions.some((x) => x.sessionId === 'async'), 'listSessions misses the session')
+const session = await sb.process.getSession('async')
+assert.equal(session.commands.length, 2)
+await sb.process.deleteSession('async')
+await assert.rejects(sb.process.getSession('async'), /not found/i)
+
+step('fs: list, details, folder, move, delete')
+await sb.fs.createFolder('tree/sub', '700')
+await sb.fs.uploadFile(Buffer.from('12345'), 'tree/f.txt')
+await sb.process.executeCommand('ln -s /etc tree/link')
+const entries = await sb.fs.listFiles('tree')
+const listedByName = Object.fromEntries(entries.map((e) => [e.name, e]))
+assert.deepEqual(Object.keys(listedByName).sort(), ['f.txt', 'link', 'sub'])
+assert.equal(listedByName.sub.isDir, true)
+assert.equal(listedByName["f.txt"].size, 5)
+assert.equal(listedByName["f.txt"].isDir, false)
+assert.ok(listedByName.link.mode.startsWith('L'), `a listed symlink is itself: ${listedByName.link.mode}`)
+assert.ok(!Number.isNaN(Date.parse(listedByName["f.txt"].modifiedAt)), 'modifiedAt is RFC 3339')
+const sub = await sb.fs.getFileDetails('tree/sub')
+assert.equal(sub.isDir, true)
+assert.equal(sub.permissions, '0700')
+await sb.fs.moveFiles('tree/f.txt', 'tree/g.txt')
+assert.equal((await sb.fs.getFileDetails('tree/g.txt')).size, 5)
+await assert.rejects(sb.fs.getFileDetails('tree/f.txt'))
+await sb.fs.deleteFile('tree', true)
+await assert.rejects(sb.fs.listFiles('tree'))
+
+step('preview link: url and token reach a server in the sandbox')
+const port = 20000 + (process.pid % 20000)
+await sb.process.createSession('web')
+await sb.process.executeSessionCommand('web', {
+  command: `mkdir -p site && echo previewed > site/index.html && cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`,
+  runAsync: true,
+})
+const link = await sb.getPreviewLink(port)
+assert.ok(link.url.startsWith('http'), link.url)
+assert.ok(link.token, 'no preview token')
+let page
+for (let i = 0; i < 50; i++) {
+  page = await fetch(`${link.url}/index.html`, { headers: { 'x-daytona-preview-token': link.token } })
+  if (page.status === 200) break
+  await sleep(100)
+}
+assert.equal(page.status, 200)
+assert.equal((await page.text()).trim(), 'previewed')
+const refused = await fetch(`${link.url}/index.html`)
+assert.equal(refused.status, 401, 'a private sandbox\'s preview wants the token')
+await sb.process.deleteSession('web')
+
+step('pty: create, input, resize, info, list, exit code, kill')
+let screen = ''
+const pty = await sb.process.createPty({
+  id: 'term',
+  cols: 100,
+  rows: 30,
+  envs: { GREETING: 'hi-from-env' },
+  onData: (d) => { screen += new TextDecoder().decode(d) },
+})
+const waitFor = async (what) => {
+  for (let i = 0; i < 100 && !screen.includes(what); i++) await sleep(50)
+  assert.ok(screen.includes(what), `the terminal never showed ${what}: ${JSON.stringify(screen)}`)
+}
+await pty.sendInput('stty size; tty; echo $GREETING\n')
+await waitFor('30 100')
+await waitFor('/dev/pts/')
+await waitFor('hi-from-env')
+await pty.sendInput("trap 'echo winch; stty size' WINCH\n")
+await pty.resize(120, 40)
+await waitFor('40 120')
+const ptyInfo = await sb.process.getPtySessionInfo('term')
+assert.equal(ptyInfo.cols, 120)
+assert.equal(ptyInfo.rows, 40)
+assert.equal(ptyInfo.active, true)
+assert.ok((await sb.process.listPtySessions()).some((x) => x.id === 'term'))
+await pty.sendInput('sleep 30\n')
+await sleep(200)
+await pty.sendInput('\x03')  // ^C: SIGINT to the foreground job
+await pty.sendInput('echo after-ctrl-c\n')
+await waitFor('after-ctrl-c')
+await pty.sendInput('exit 7\n')
+const exit = await pty.wait()
+assert.equal(exit.exitCode, 7)
+await sb.process.killPtySession('term')
+await assert.rejects(sb.process.getPtySessionInfo('term'), /not found/i)
+const pty2 = await sb.process.createPty({ id: 'term2', onData: () => {} })
+await pty2.kill()
+await assert.rejects(sb.process.getPtySessionInfo('term2'), /not found/i)
 
 step('binary file: upload and download')
 const data = Buffer.alloc(300 * 1024)
