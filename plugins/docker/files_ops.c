@@ -20,11 +20,14 @@
 
 #include "agent_proto/proto.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The agent's errno for a file op, as the ABI's status. */
 static int file_status(uint32_t e, const char *stage)
@@ -82,7 +85,26 @@ static int op_path(sbx_sandbox *sb, sbx_call *call, const char *what, const char
         *rel = strdup("");
         return *rel ? SBX_OK : docker_error(sb->st, call, SBX_E_NOMEM, "out of memory");
     }
-    return docker_path_rooted(sb, call, what, path, root, rel);
+    int rc = docker_path_rooted(sb, call, what, path, root, rel);
+    /* A path ending in "/" or "/." names what its last component leads to
+     * (POSIX), which the lexical check normalizes away: the agent gets
+     * "<path>/." so that it opens that component as the directory (beneath
+     * the root: a link out of it is refused) and acts on "." in it. */
+    size_t n = path ? strlen(path) : 0;
+    int dir_suffix = n && (path[n - 1] == '/' || (path[n - 1] == '.' &&
+                                                  (n == 1 || path[n - 2] == '/')));
+    if (rc == SBX_OK && dir_suffix && (*rel)[0]) {
+        size_t l = strlen(*rel);
+        char *r = realloc(*rel, l + 3);
+        if (!r) {
+            free(*rel);
+            *rel = NULL;
+            return docker_error(sb->st, call, SBX_E_NOMEM, "out of memory");
+        }
+        memcpy(r + l, "/.", 3);
+        *rel = r;
+    }
+    return rc;
 }
 
 /* Build the request (str root, str path [, str to] [, u32 mode] [, u32
@@ -146,6 +168,29 @@ static void info_out(struct sbx_file_info *out, const struct sbx_file_info *info
     out->size = size;
 }
 
+/* Does the provider's skills directory (the host side of the read-only
+ * /workspace/skills bind, which nothing in the container can write) hold
+ * nothing? Its mount point in the workspace root is the provider's, not
+ * the sandbox's content, until a skill is installed. */
+static int skills_empty(const sbx_sandbox *sb)
+{
+    if (!sb->skills_src)
+        return 0;
+    int fd = open(sb->skills_src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    int empty = 1;
+    struct dirent *de;
+    while (empty && (de = readdir(d)))
+        empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+    closedir(d);
+    return empty;
+}
+
 int docker_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
                      const struct sbx_file_list_sink *sink)
 {
@@ -200,6 +245,10 @@ int docker_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
                               "docker: %s: the agent sent a malformed entry", what);
             break;
         }
+        /* the empty skills mount point of the root is left out */
+        if (!rel[0] && !strcmp(root, DOCKER_WORKSPACE) && fi.type == SBX_FILE_DIR &&
+            !strcmp(name, "skills") && skills_empty(sb))
+            continue;
         int s = sink->entry(sink->ctx, &fi);
         if (s) {
             /* closing the connection stops the agent's listing */
@@ -210,23 +259,6 @@ int docker_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
     docker_agent_close(&c);
     free(rel);
     return rc;
-}
-
-/* "d/" and "d/." name the directory d through its last component: the
- * lexical check makes them "d", whose stat would describe a symlink d
- * itself. A symlink there is refused rather than followed. */
-static int names_through_last(const char *path)
-{
-    size_t n = path ? strlen(path) : 0, end = n;
-    for (;;) {
-        if (end > 0 && path[end - 1] == '/')
-            end--;
-        else if (end > 1 && path[end - 1] == '.' && path[end - 2] == '/')
-            end -= 2;
-        else
-            break;
-    }
-    return end > 0 && end < n;
 }
 
 int docker_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
@@ -258,11 +290,6 @@ int docker_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
             if (!sbxs_ap_in_done(&in) || !fi.type)
                 rc = docker_error(sb->st, call, SBX_E_PROTOCOL,
                                   "docker: %s: the agent sent a malformed answer", what);
-            else if (fi.type == SBX_FILE_SYMLINK && names_through_last(path))
-                rc = docker_error(sb->st, call, SBX_E_INVALID,
-                                  "docker: file_stat \"%.200s\": \"%.200s\" is a symlink, "
-                                  "and a path ending in '/' or '/.' would follow it",
-                                  path, rel);
             else
                 info_out(out, &fi);
         } else if (rc == SBX_OK) {

@@ -116,6 +116,18 @@ Test(docker_file_ops, every_op_and_its_errors)
     cr_expect(strstr(nm.text, ":700,"), "%s", nm.text);
     cr_assert_eq(do_list("", &nm, &c), SBX_OK);
     cr_expect(strstr(nm.text, "d:2:") && strstr(nm.text, "x:2:"), "%s", nm.text);
+    cr_expect_not(strstr(nm.text, "skills:"), "the empty skills mount point is not listed: %s",
+                  nm.text);
+    /* a trailing "/" or "/." names the directory a link leads to */
+    cr_assert_eq(do_list("d/ln/..", &nm, &c), SBX_E_INVALID);
+    free(dh_sh(&h, sb, "ln -s sub d/lsub"));
+    cr_assert_eq(do_list("d/lsub/", &nm, &c), SBX_OK, "%s", c.message);
+    cr_assert_eq(do_list("d/lsub/.", &nm, &c), SBX_OK, "%s", c.message);
+    cr_assert_eq(do_stat("d/lsub/.", &fi, &c), SBX_OK, "%s", c.message);
+    cr_expect_eq(fi.type, SBX_FILE_DIR);
+    cr_assert_eq(do_stat("d/lsub", &fi, &c), SBX_OK);
+    cr_expect_eq(fi.type, SBX_FILE_SYMLINK);
+    cr_expect_eq(h.ops->file_remove(sb, &c, "d/lsub", 0), SBX_OK);
     cr_expect_eq(do_list("nope", &nm, &c), SBX_E_NOT_FOUND);
     /* the outputs directory, as read and write see it */
     cr_assert_eq(dh_write(&h, sb, "/mnt/session/outputs/o.txt", "o", 1, 0, &c), SBX_OK, "%s",
@@ -215,6 +227,9 @@ Test(docker_file_ops, planted_symlinks_are_never_followed_out)
     /* list */
     cr_expect_eq(do_list("out", &nm, &c), SBX_E_INVALID);
     cr_expect_eq(do_list("out/", &nm, &c), SBX_E_INVALID);
+    cr_expect_eq(do_list("out/.", &nm, &c), SBX_E_INVALID);
+    cr_expect_eq(do_stat("out/.", &fi, &c), SBX_E_INVALID);
+    cr_expect_eq(do_stat("out/", &fi, &c), SBX_E_INVALID);
     cr_expect_eq(do_list("in/deep/rel", &nm, &c), SBX_E_INVALID);
     cr_assert_eq(do_list("in/deep", &nm, &c), SBX_OK);
     cr_expect_str_eq(nm.text, "rel:3:12:777,");
