@@ -106,35 +106,26 @@ static bool expect_status(struct cf_test *t, int got, const sbx_error *err, int 
     return cf_proc_expect_status(t, got, err, want, w);
 }
 
+/* The prepared tree, in t/ (the root may hold what the provider put there). */
 static const char tree_script[] =
-    "printf hello > a && chmod 0640 a && mkdir d && chmod 0750 d && printf 12345678 > d/x && "
-    "ln -s a l && mkfifo f";
+    "mkdir t && (cd t && printf hello > a && chmod 0640 a && mkdir d && chmod 0750 d && "
+    "printf 12345678 > d/x && ln -s a l && mkfifo f)";
 
 void cf_case_fileops_list(struct cf_test *t)
 {
     sbx_handle *h = cf_sandbox(t, NULL);
-    if (!h)
+    char *out;
+    if (!h || !(out = cf_sh(t, h, tree_script)))
         return;
-    /* a provider may keep entries of its own in a new workspace (skills/) */
+    free(out);
     struct listing l;
     memset(&l, 0, sizeof l);
     sbx_error err;
-    int rc = do_list(h, "", &l, &err);
-    if (!cf_expect_ok(t, rc, &err, "file_list of the new workspace root"))
+    int rc = do_list(h, "t", &l, &err);
+    if (!cf_expect_ok(t, rc, &err, "file_list of t"))
         return;
-    size_t before = l.n;
-    char *out;
-    if (!(out = cf_sh(t, h, tree_script)))
-        return;
-    free(out);
-    memset(&l, 0, sizeof l);
-    rc = do_list(h, "", &l, &err);
-    if (!cf_expect_ok(t, rc, &err, "file_list of the workspace root"))
-        return;
-    if (l.n != before + 4)
-        return (void)cf_fail(t, "the root holds %zu entries and a, d, l and f; file_list "
-                             "gave %zu entries",
-                             before, l.n);
+    if (l.n != 4)
+        return (void)cf_fail(t, "t holds a, d, l and f; file_list gave %zu entries", l.n);
     if (!expect_info(t, "entry a", entry(&l, "a"), SBX_FILE_REGULAR, 5, 0640) ||
         !expect_info(t, "entry d", entry(&l, "d"), SBX_FILE_DIR, UINT64_MAX, 0750) ||
         !expect_info(t, "entry l (a symlink to a)", entry(&l, "l"), SBX_FILE_SYMLINK,
@@ -142,17 +133,22 @@ void cf_case_fileops_list(struct cf_test *t)
         !expect_info(t, "entry f (a FIFO)", entry(&l, "f"), SBX_FILE_OTHER, 0, 0))
         return;
     memset(&l, 0, sizeof l);
-    rc = do_list(h, "d", &l, &err);
-    if (cf_expect_ok(t, rc, &err, "file_list of d") &&
-        (l.n != 1 || !expect_info(t, "d/x", entry(&l, "x"), SBX_FILE_REGULAR, 8, 0)))
-        cf_fail(t, "d holds x alone; file_list gave %zu entries", l.n);
+    rc = do_list(h, "t/d", &l, &err);
+    if (cf_expect_ok(t, rc, &err, "file_list of t/d") &&
+        (l.n != 1 || !expect_info(t, "t/d/x", entry(&l, "x"), SBX_FILE_REGULAR, 8, 0)))
+        cf_fail(t, "t/d holds x alone; file_list gave %zu entries", l.n);
     memset(&l, 0, sizeof l);
     if (!cf_failed(t))
         expect_status(t, do_list(h, "nope", &l, &err), &err, SBX_E_NOT_FOUND, "file_list of",
                       "nope");
     if (!cf_failed(t))
-        expect_status(t, do_list(h, "a", &l, &err), &err, SBX_E_INVALID,
-                      "file_list of the file", "a");
+        expect_status(t, do_list(h, "t/a", &l, &err), &err, SBX_E_INVALID,
+                      "file_list of the file", "t/a");
+    /* the root lists t among whatever else it holds */
+    memset(&l, 0, sizeof l);
+    if (!cf_failed(t) && cf_expect_ok(t, do_list(h, "", &l, &err), &err,
+                                      "file_list of the root"))
+        expect_info(t, "entry t of the root", entry(&l, "t"), SBX_FILE_DIR, UINT64_MAX, 0);
 }
 
 void cf_case_fileops_list_large(struct cf_test *t)
@@ -188,26 +184,28 @@ void cf_case_fileops_stat(struct cf_test *t)
     char *out;
     char script[400];
     snprintf(script, sizeof script,
-             "%s && mkdir -p /tmp/sbxcf-%.16s && ln -s /tmp/sbxcf-%.16s out", tree_script,
+             "%s && mkdir -p /tmp/sbxcf-%.16s && ln -s /tmp/sbxcf-%.16s t/out", tree_script,
              t->token, t->token);
     if (!h || !(out = cf_sh(t, h, script)))
         return;
     free(out);
     struct sbx_file_info fi;
     sbx_error err;
-    int rc = do_stat(h, "a", &fi, &err);
-    if (cf_expect_ok(t, rc, &err, "file_stat a") &&
-        expect_info(t, "file_stat a", &fi, SBX_FILE_REGULAR, 5, 0640) && fi.name)
+    int rc = do_stat(h, "t/a", &fi, &err);
+    if (cf_expect_ok(t, rc, &err, "file_stat t/a") &&
+        expect_info(t, "file_stat t/a", &fi, SBX_FILE_REGULAR, 5, 0640) && fi.name)
         cf_fail(t, "file_stat gave a name");
-    if (!cf_failed(t) && cf_expect_ok(t, do_stat(h, "d", &fi, &err), &err, "file_stat d"))
-        expect_info(t, "file_stat d", &fi, SBX_FILE_DIR, UINT64_MAX, 0750);
-    if (!cf_failed(t) && cf_expect_ok(t, do_stat(h, "d/x", &fi, &err), &err, "file_stat d/x"))
-        expect_info(t, "file_stat d/x", &fi, SBX_FILE_REGULAR, 8, 0);
-    if (!cf_failed(t) && cf_expect_ok(t, do_stat(h, "l", &fi, &err), &err, "file_stat l"))
-        expect_info(t, "file_stat of the symlink l (never followed)", &fi, SBX_FILE_SYMLINK,
+    if (!cf_failed(t) && cf_expect_ok(t, do_stat(h, "t/d", &fi, &err), &err, "file_stat t/d"))
+        expect_info(t, "file_stat t/d", &fi, SBX_FILE_DIR, UINT64_MAX, 0750);
+    if (!cf_failed(t) &&
+        cf_expect_ok(t, do_stat(h, "t/d/x", &fi, &err), &err, "file_stat t/d/x"))
+        expect_info(t, "file_stat t/d/x", &fi, SBX_FILE_REGULAR, 8, 0);
+    if (!cf_failed(t) && cf_expect_ok(t, do_stat(h, "t/l", &fi, &err), &err, "file_stat t/l"))
+        expect_info(t, "file_stat of the symlink t/l (never followed)", &fi, SBX_FILE_SYMLINK,
                     UINT64_MAX, 0);
-    if (!cf_failed(t) && cf_expect_ok(t, do_stat(h, "out", &fi, &err), &err, "file_stat out"))
-        expect_info(t, "file_stat of the symlink out (to a directory outside)", &fi,
+    if (!cf_failed(t) &&
+        cf_expect_ok(t, do_stat(h, "t/out", &fi, &err), &err, "file_stat t/out"))
+        expect_info(t, "file_stat of the symlink t/out (to a directory outside)", &fi,
                     SBX_FILE_SYMLINK, UINT64_MAX, 0);
     if (!cf_failed(t) && cf_expect_ok(t, do_stat(h, "", &fi, &err), &err, "file_stat root"))
         expect_info(t, "file_stat of the root", &fi, SBX_FILE_DIR, UINT64_MAX, 0);
@@ -373,7 +371,7 @@ void cf_case_fileops_rename(struct cf_test *t)
 /* The escaping paths: through "..", absolute, and through a symlink that
  * the workspace holds and that leads out. */
 static const char *const escapes[] = {"../x", "a/../../x", "/etc/passwd", "/tmp",
-                                      "out/x", "out/.", "out/in/y", NULL};
+                                      "out/x", "out/in/y", NULL};
 
 void cf_case_fileops_escape(struct cf_test *t)
 {
@@ -399,33 +397,48 @@ void cf_case_fileops_escape(struct cf_test *t)
         expect_status(t, do_list(h, p, &l, &err), &err, SBX_E_INVALID, "file_list of", p);
         if (!cf_failed(t))
             expect_status(t, do_stat(h, p, &fi, &err), &err, SBX_E_INVALID, "file_stat of", p);
-        if (!cf_failed(t) && strcmp(p, "out/."))
+        if (!cf_failed(t))
             expect_status(t, sbx_file_mkdir(h, p, 0, SBX_MKDIR_PARENTS, NULL, &err), &err,
                           SBX_E_INVALID, "file_mkdir of", p);
-        if (!cf_failed(t) && strcmp(p, "out/."))
+        if (!cf_failed(t))
             expect_status(t, sbx_file_remove(h, p, SBX_REMOVE_RECURSIVE, NULL, &err), &err,
                           SBX_E_INVALID, "file_remove of", p);
-        if (!cf_failed(t) && strcmp(p, "out/."))
+        if (!cf_failed(t))
             expect_status(t, sbx_file_rename(h, p, "moved", 0, NULL, &err), &err,
                           SBX_E_INVALID, "file_rename from", p);
-        if (!cf_failed(t) && strcmp(p, "out/."))
+        if (!cf_failed(t))
             expect_status(t, sbx_file_rename(h, "a", p, 0, NULL, &err), &err, SBX_E_INVALID,
                           "file_rename to", p);
     }
+    /* "out/." and "out/": refused as leading through the link, or cleaned to
+     * the link itself; never the directory outside. */
+    static const char *const through[] = {"out/.", "out/", NULL};
+    for (size_t i = 0; through[i] && !cf_failed(t); i++) {
+        int rc = do_stat(h, through[i], &fi, &err);
+        if (rc == SBX_OK && fi.type != SBX_FILE_SYMLINK)
+            cf_fail(t, "file_stat of \"%s\" (out is a symlink to %s) described a %s: it "
+                       "followed the link out of the workspace",
+                    through[i], outside, type_name(fi.type));
+        else if (rc != SBX_OK && rc != SBX_E_INVALID)
+            cf_fail(t, "file_stat of \"%s\" returned %s (%s); want SBX_E_INVALID or the "
+                       "link itself",
+                    through[i], cf_status_name(rc), err.message);
+    }
     /* The symlink itself: listed as itself or refused, never the outside. */
-    if (!cf_failed(t)) {
+    static const char *const links[] = {"out", "out/.", "out/", NULL};
+    for (size_t i = 0; links[i] && !cf_failed(t); i++) {
         memset(&l, 0, sizeof l);
-        int rc = do_list(h, "out", &l, &err);
+        int rc = do_list(h, links[i], &l, &err);
         char secret[32];
         snprintf(secret, sizeof secret, "outside-%.8s", t->token);
         if (rc == SBX_OK && (entry(&l, secret) || entry(&l, "x") || entry(&l, "in")))
-            cf_fail(t, "file_list of the symlink out (to %s) listed the directory outside "
-                       "the workspace (%zu entries, %s among them)",
-                    outside, l.n, secret);
+            cf_fail(t, "file_list of \"%s\" (out is a symlink to %s) listed the directory "
+                       "outside the workspace (%zu entries, %s among them)",
+                    links[i], outside, l.n, secret);
         else if (rc != SBX_OK && rc != SBX_E_INVALID)
-            cf_fail(t, "file_list of the symlink out returned %s (%s); want SBX_E_INVALID "
-                       "or the link itself",
-                    cf_status_name(rc), err.message);
+            cf_fail(t, "file_list of \"%s\" (out is a symlink) returned %s (%s); want "
+                       "SBX_E_INVALID or the link itself",
+                    links[i], cf_status_name(rc), err.message);
     }
     /* Nothing changed outside. */
     snprintf(script, sizeof script, "cd %s && ls -a | sort | tr '\\n' ' '; cat x; rm -rf %s",
