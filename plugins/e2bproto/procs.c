@@ -74,7 +74,9 @@ static const char LAUNCH[] =
 
 /* The supervisor (see the file comment): recorders, stdin holder, the
  * command (in a session of its own; through script with a PTY), the
- * timeout's watchdog, then the exit record once the output is written.
+ * timeout's watchdog, then (once the output is written) the index entry's
+ * end and the exit record, in that order: a read that saw the end finds
+ * it in the listing too.
  * A shell starts its background commands with SIGINT and SIGQUIT ignored
  * (and a shell cannot undo that for what it was given ignored): env
  * --default-signal gives the command the default actions back, so ^C and
@@ -117,10 +119,10 @@ static const char SUPERVISE[] =
     "done\n"
     "kill \"$(cat \"$d/inhold\")\" $wd 2>/dev/null\n"
     "[ -e \"$d/timedout\" ] && tf=1 || tf=0\n"
-    "printf '%s %s\\n' \"$rc\" \"$tf\" > \"$d/exit.t\" && mv -f \"$d/exit.t\" \"$d/exit\"\n"
     "for f in \"${d%/*}/.index/${d##*/}~R~\"*; do\n"
     "  [ -e \"$f\" ] && mv -f \"$f\" \"${d%/*}/.index/${d##*/}~${rc}_$tf~${f##*~}\"\n"
-    "done\n";
+    "done\n"
+    "printf '%s %s\\n' \"$rc\" \"$tf\" > \"$d/exit.t\" && mv -f \"$d/exit.t\" \"$d/exit\"\n";
 
 /* stdin: $1 dir $2 close (0/1) $3 pty (0/1); the bytes come on stdin.
  * Exit 3: the process ended or its stdin was closed. */
