@@ -340,6 +340,7 @@ struct daytona_proc {
     char dir[64];       /* its directory in the sandbox */
     uint64_t seg;       /* recorder segment size */
     unsigned keep;      /* segments kept besides the current one */
+    uint64_t buffer;    /* the replay buffer: the last `buffer` bytes are readable */
     int pty;
     int64_t started_ms;
 };

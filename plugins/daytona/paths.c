@@ -163,7 +163,8 @@ static const char ENTRY_SH[] =
     "r=$(realpath -m -- \"$1\") || exit 3; "
     "if [ \"$2\" = \"$1\" ]; then p=$r; else "
     "b=${2##*/}; x=$(realpath -m -- \"${2%/*}\") || exit 3; "
-    "case \"$x\" in \"$r\"|\"$r\"/*) ;; *) exit 4;; esac; p=$x/$b; fi; "
+    "case \"$x\" in \"$r\"|\"$r\"/*) ;; *) exit 4;; esac; "
+    "if [ \"$b\" = . ]; then p=$x; else p=$x/$b; fi; fi; "
     "if [ -L \"$p\" ]; then t=l; elif [ -d \"$p\" ]; then t=d; "
     "if [ \"$3\" = 1 ] && [ -z \"$(find \"$p\" -mindepth 1 -maxdepth 1 -print -quit 2>/dev/null)\" ]; "
     "then t=e; fi; "
@@ -193,7 +194,7 @@ int daytona_resolve_entry(sbx_sandbox *sb, sbx_call *call, const char *what, con
                              what);
     /* root + "/" + the components, without "." and empty ones; ".." is
      * refused wherever it is. */
-    size_t n = strlen(root) + strlen(rel) + 2;
+    size_t n = strlen(root) + strlen(rel) + 4;
     char *lex = malloc(n);
     if (!lex)
         return daytona_error(st, call, SBX_E_NOMEM, "out of memory");
@@ -215,6 +216,15 @@ int daytona_resolve_entry(sbx_sandbox *sb, sbx_call *call, const char *what, con
         lex[len++] = '/';
         memcpy(lex + len, s, cl);
         len += cl;
+        lex[len] = '\0';
+    }
+    /* "a/" and "a/." name what a leads to: its last component is then
+     * followed (and confined) like a parent */
+    size_t rl = strlen(rel);
+    if (len > strlen(root) &&
+        (rel[rl - 1] == '/' || (rel[rl - 1] == '.' && (rl == 1 || rel[rl - 2] == '/')))) {
+        lex[len++] = '/';
+        lex[len++] = '.';
         lex[len] = '\0';
     }
     const char *argv[] = {"sh", "-c", ENTRY_SH, "sbx", root, lex, want_empty ? "1" : "0", NULL};

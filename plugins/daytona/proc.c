@@ -15,8 +15,9 @@
  *                           segment n-keep-1, so at least keep*seg >= the
  *                           buffer size is always kept and at most
  *                           (keep+1)*seg is on disk, however fast the
- *                           process writes. A cursor older than the oldest
- *                           segment is counted as lost, exactly.
+ *                           process writes. A read sees exactly the last
+ *                           `buffer` bytes; a cursor older than that is
+ *                           counted as lost, exactly.
  *     in.<ns>.<rand>, eof   stdin chunks uploaded by proc_write and the
  *                           close marker; a feeder loop writes the chunks
  *                           into the process's stdin FIFO in name order
@@ -37,7 +38,7 @@
  * group); a signal goes to the terminal's foreground group, read from
  * /proc/<leader>/stat.
  *
- * A process id is "<key hash 12>.<hex 12>.<start ms>.<seg>.<keep>.<t|p>":
+ * A process id is "<key hash 12>.<hex 12>.<start ms>.<seg>.<buffer>.<t|p>":
  * the session's key hash prefix (an id of another session is refused
  * without a request), the random name of its session and directory, its
  * start time (list order), its recorder's geometry and whether it has a
@@ -150,12 +151,14 @@ static int parse_id(const char *id, const char *kh, struct daytona_proc *p)
         strncmp(id, kh, KH_LEN) != 0)
         return -1;
     const char *q = id + KH_LEN + 14;
-    uint64_t start, seg, keep;
-    if (field(&q, &start, 0) || field(&q, &seg, 0) || field(&q, &keep, 0) ||
+    uint64_t start, seg, buf;
+    if (field(&q, &start, 0) || field(&q, &seg, 0) || field(&q, &buf, 0) ||
         (q[0] != 't' && q[0] != 'p') || q[1] != '\0')
         return -1;
-    if (seg < 4096 || seg > (UINT64_C(1) << 30) || keep < 1 || keep > 1024)
+    if (seg < 4096 || seg > (UINT64_C(1) << 30) || buf < 1 || buf > (UINT64_C(1) << 30) ||
+        (buf + seg - 1) / seg > 1024)
         return -1;
+    uint64_t keep = (buf + seg - 1) / seg;
     p->pty = q[0] == 'p';
     memcpy(p->hex, id + KH_LEN + 1, 12);
     p->hex[12] = '\0';
@@ -163,6 +166,7 @@ static int parse_id(const char *id, const char *kh, struct daytona_proc *p)
     snprintf(p->dir, sizeof p->dir, DIR_PREFIX "%s", p->hex);
     p->seg = seg;
     p->keep = (unsigned)keep;
+    p->buffer = buf;
     p->started_ms = (int64_t)start;
     return 0;
 }
@@ -286,8 +290,9 @@ int daytona_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_sp
     char hex[13];
     sbxs_random_hex(hex, 6);
     char myid[SBX_PROC_ID_MAX];
-    snprintf(myid, sizeof myid, "%.*s.%s.%lld.%llu.%u.%c", KH_LEN, sb->key_hash, hex,
-             (long long)wall_ms(), (unsigned long long)seg, keep, pty ? 'p' : 't');
+    snprintf(myid, sizeof myid, "%.*s.%s.%lld.%llu.%llu.%c", KH_LEN, sb->key_hash, hex,
+             (long long)wall_ms(), (unsigned long long)seg, (unsigned long long)buf,
+             pty ? 'p' : 't');
     rc = daytona_proc_parse(sb, call, myid, &p);
     if (rc != SBX_OK) {
         free(cwd);
@@ -544,6 +549,28 @@ static void shown_of(const char *cmd, char *out, size_t cap)
     out[len] = '\0';
 }
 
+/* The exit files of every process directory, "<hex> <status>:<t>" a line:
+ * the wrapper writes its exit file before the session's command ends, so
+ * a process a read saw end is listed ended too. */
+static const char EXITS_SH[] =
+    "for d in " DIR_PREFIX "*; do [ -e \"$d/exit\" ] || continue; read -r x <\"$d/exit\" && "
+    "printf '%s %s\\n' \"${d##*-}\" \"$x\"; done; exit 0";
+
+/* The status in exits for hex (set *code, return 1), else 0. */
+static int exit_of(const char *exits, const char *hex, int *code)
+{
+    for (const char *l = exits; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        int c = 0, t = 0;
+        if (!strncmp(l, hex, 12) && l[12] == ' ' && sscanf(l + 13, "%d:%d", &c, &t) == 2) {
+            *code = t ? 128 + 9 : c;
+            return 1;
+        }
+        l = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
 static int by_start(const void *a, const void *b)
 {
     const struct listed *x = a, *y = b;
@@ -567,6 +594,17 @@ int daytona_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_lis
         json_object_put(doc);
         return daytona_error(st, call, SBX_E_NOMEM, "out of memory");
     }
+    /* the exit files, when they fit a small answer (else the sessions'
+     * exit codes alone) */
+    char *exits = n ? malloc(64 * 1024) : NULL;
+    if (exits) {
+        const char *argv[] = {"sh", "-c", EXITS_SH, NULL};
+        int code = -1;
+        if (daytona_exec_small(sb, NULL, "/", argv, st->cfg.request_timeout_ms, &code, exits,
+                               64 * 1024, NULL, 0) != SBX_OK ||
+            code != 0)
+            exits[0] = '\0';
+    }
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         json_object *s = json_object_array_get_idx(doc, i);
@@ -588,10 +626,16 @@ int daytona_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_lis
         e->exited = c0 && json_object_object_get_ex(c0, "exitCode", &ec) &&
                     json_object_is_type(ec, json_type_int);
         e->code = e->exited ? json_object_get_int(ec) : 0;
+        int code;
+        if (exit_of(exits, p.hex, &code)) {
+            e->exited = 1;
+            e->code = code;
+        }
         e->pty = p.pty;
         e->started = p.started_ms;
     }
     json_object_put(doc);
+    free(exits);
     qsort(v, k, sizeof *v, by_start);
     rc = SBX_OK;
     for (size_t i = 0; i < k && rc == SBX_OK; i++) {

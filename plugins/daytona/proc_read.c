@@ -22,12 +22,13 @@
 /* Most bytes per stream and read. */
 #define READ_MAX (64 * 1024)
 
-/* $1 dir, $2 seg, $3 max, $4 out cursor, $5 err cursor, $6 wait ms.
+/* $1 dir, $2 seg, $3 max, $4 out cursor, $5 err cursor, $6 wait ms, $7
+ * the buffer size (what is older than the last $7 bytes is lost).
  * Prints "<state> <out end> <err end>" (state: run, dead, or the exit
  * file's "<status>:<timed out>"), then "o <lost> <base64>" and
  * "e <lost> <base64>"; "x" alone when the directory does not exist. */
 static const char READ_SH[] =
-    "d=$1; S=$2; M=$3; oc=$4; ec=$5; w=$6; n=$((w/20)); "
+    "d=$1; S=$2; M=$3; oc=$4; ec=$5; w=$6; W=$7; n=$((w/20)); "
     "while [ ! -d \"$d\" ]; do [ \"$n\" -le 0 ] && { echo x; exit 0; }; n=$((n-1)); sleep 0.02; "
     "done; "
     "num() { v=$1; while [ ${#v} -gt 1 ] && [ \"${v#0}\" != \"$v\" ]; do v=${v#0}; done; }; "
@@ -43,7 +44,8 @@ static const char READ_SH[] =
     "then break; fi; n=$((n-1)); sleep 0.02; done; "
     "rd() { s=$1; c=$2; lost=0; B=; r=0; while [ $r -lt 20 ]; do r=$((r+1)); seg \"$s\"; "
     "[ \"$L\" -ge 0 ] || break; "
-    "if [ \"$c\" -lt $((F*S)) ]; then lost=$((lost+F*S-c)); c=$((F*S)); fi; "
+    "lo=$((F*S)); [ $((E-W)) -gt \"$lo\" ] && lo=$((E-W)); "
+    "if [ \"$c\" -lt \"$lo\" ]; then lost=$((lost+lo-c)); c=$lo; fi; "
     "k=$((c/S)); [ \"$k\" -le \"$L\" ] || break; x=$d/$s.$(printf %09d \"$k\"); "
     "if B=$( { tail -c +$((c-k*S+1)) <&3 | head -c \"$M\" | base64 -w0; } 2>/dev/null 3<\"$x\" ); "
     "then break; fi; B=; done; printf '%s %s %s\\n' \"$s\" \"$lost\" \"$B\"; }; "
@@ -103,13 +105,14 @@ int daytona_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
         max = READ_MAX;
     if (max > p.seg)
         max = p.seg;
-    char a_seg[24], a_max[24], a_oc[24], a_ec[24], a_w[16];
+    char a_seg[24], a_max[24], a_oc[24], a_ec[24], a_w[16], a_b[24];
+    snprintf(a_b, sizeof a_b, "%llu", (unsigned long long)p.buffer);
     snprintf(a_seg, sizeof a_seg, "%llu", (unsigned long long)p.seg);
     snprintf(a_max, sizeof a_max, "%llu", (unsigned long long)max);
     snprintf(a_oc, sizeof a_oc, "%llu", (unsigned long long)args->out_cursor);
     snprintf(a_ec, sizeof a_ec, "%llu", (unsigned long long)args->err_cursor);
     snprintf(a_w, sizeof a_w, "%u", args->wait_ms);
-    const char *argv[] = {"sh", "-c", READ_SH, "sbx", p.dir, a_seg, a_max, a_oc, a_ec, a_w, NULL};
+    const char *argv[] = {"sh", "-c", READ_SH, "sbx", p.dir, a_seg, a_max, a_oc, a_ec, a_w, a_b, NULL};
     size_t cap = 2 * (4 * ((size_t)max + 2) / 3) + 512;
     char *out = malloc(cap);
     if (!out)

@@ -29,6 +29,10 @@ Test(conformance_daytona, every_case_passes, .timeout = 900)
              "  daytona:\n    api_url: \"%s/api\"\n    snapshot: daytona-small\n"
              "    retries: 2\n    start_timeout_ms: 20000\n    state_dir: \"%s\"\n",
              f.url, state);
+    /* Every proc_read is a helper command in the sandbox (three toolbox
+     * requests and a shell loop): the timed process cases get twice their
+     * time bounds unless the caller chose a scale. */
+    setenv("SBX_CONFORMANCE_TIME_SCALE", "2", 0);
     struct sr_run r;
     int ran = sr_run_suite(&r, "daytona", yaml, SBX_TEST_PROVIDER_DIR, SBX_CONFORMANCE_HUMAN,
                            getenv("SBX_CF_FILTER"));
