@@ -37,6 +37,7 @@ static void setup(void)
     size_t n = strlen(env.plugin_path);
     snprintf(env.plugin_path + n, sizeof env.plugin_path - n, ":%s",
              SBX_TEST_SESSION_FIXTURE_DIR);
+    cli_env_add_fixtures(&env); /* `good`: a provider without ports */
 }
 
 static void teardown(void)
@@ -92,18 +93,23 @@ Test(cli_ports, bad_ports_are_usage_errors)
     cr_expect_eq(cli_dir_entries(env.ws_root), 0);
 }
 
+/* (local declares ports since ABI 1.2: the `good` fixture does not) */
 Test(cli_ports, a_provider_without_the_capability_refuses_them)
 {
     const char *cap = sbx_cap_name(SBX_CAP_PORTS);
     struct cli_result r;
-    cli_run(&env, (const char *[]){"run", "--port", "8080", "--", "true", NULL}, NULL, 30000,
-            &r);
+    cli_run(&env,
+            (const char *[]){"run", "--provider", "good", "--port", "8080", "--", "true",
+                             NULL},
+            NULL, 30000, &r);
     cr_expect_eq(r.status, 125, "status %d: %s", r.status, r.err);
-    cr_expect(strstr(r.err, "local") && strstr(r.err, cap), "%s", r.err);
+    cr_expect(strstr(r.err, "good") && strstr(r.err, cap), "%s", r.err);
     cli_result_free(&r);
-    cli_run(&env, (const char *[]){"create", "--port", "8080", "k", NULL}, NULL, 30000, &r);
+    cli_run(&env,
+            (const char *[]){"create", "--provider", "good", "--port", "8080", "k", NULL},
+            NULL, 30000, &r);
     cr_expect_eq(r.status, 125, "status %d: %s", r.status, r.err);
-    cr_expect(strstr(r.err, "local") && strstr(r.err, cap), "%s", r.err);
+    cr_expect(strstr(r.err, "good") && strstr(r.err, cap), "%s", r.err);
     cli_result_free(&r);
     cr_expect_eq(cli_dir_entries(env.ws_root), 0, "nothing may be provisioned");
 }
