@@ -46,7 +46,7 @@ _sbx()
 
     local opts="--config --help"
     case $cmd in
-    run) opts+=" --provider --manifest --timeout --cwd --env --stdin --no-stdin" ;;
+    run) opts+=" --provider --manifest --port --timeout --cwd --env --stdin --no-stdin" ;;
     exec) opts+=" --provider --manifest --tty --detach --yield --max-bytes --json
         --timeout --cwd --env --stdin --no-stdin" ;;
     ps) opts+=" --json" ;;
@@ -60,7 +60,7 @@ _sbx()
     rm) opts+=" --recursive" ;;
     mv) opts+=" --no-clobber" ;;
     port) opts+=" --json" ;;
-    create) opts+=" --provider --package --allow --setup-allow --no-network --manifest
+    create) opts+=" --provider --package --port --allow --setup-allow --no-network --manifest
         --memory --from-snapshot --require" ;;
     write) opts+=" --mode" ;;
     snapshot) opts+=" --gzip --zstd" ;;
