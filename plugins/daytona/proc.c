@@ -636,7 +636,8 @@ int daytona_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_lis
     }
     json_object_put(doc);
     free(exits);
-    qsort(v, k, sizeof *v, by_start);
+    if (k)
+        qsort(v, k, sizeof *v, by_start); /* v is NULL when empty */
     rc = SBX_OK;
     for (size_t i = 0; i < k && rc == SBX_OK; i++) {
         struct sbx_proc_info info = {.size = sizeof info};

@@ -948,7 +948,8 @@ int e2b_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_si
             m++;
     }
     json_object_put(doc);
-    qsort(v, m, sizeof *v, by_id); /* ids sort in start order */
+    if (m) /* v is NULL when the index is empty */
+        qsort(v, m, sizeof *v, by_id); /* ids sort in start order */
     rc = SBX_OK;
     for (size_t i = 0; i < m && rc == SBX_OK; i++) {
         struct proc_id p;

@@ -891,7 +891,8 @@ int osb_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_si
         return osb_service_report(sb, call, &err, "proc_list: listing %s", st->cfg.proc_dir);
     }
     /* names start with the start time: sorted ids are in start order */
-    qsort(l.ids, l.n, sizeof *l.ids, cmp_id);
+    if (l.n) /* l.ids is NULL when nothing was listed */
+        qsort(l.ids, l.n, sizeof *l.ids, cmp_id);
     for (size_t i = 0; i < l.n && rc == SBX_OK; i++) {
         struct ref r;
         parse_id(st, l.ids[i], &r);

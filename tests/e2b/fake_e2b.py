@@ -797,7 +797,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
         self.wfile.flush()
 
-    def finish(self, err=None):
+    # Not "finish": that name is StreamRequestHandler's per-connection hook.
+    def end_stream(self, err=None):
         self.chunk(envelope({"error": err} if err else {}, 0x02))
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -827,7 +828,7 @@ class Handler(BaseHTTPRequestHandler):
         timeout_ms = int(self.headers.get("Connect-Timeout-Ms") or 0)
         ka = int(self.headers.get("Keepalive-Ping-Interval") or 0)
         self.stream_head()
-        finish = self.finish
+        finish = self.end_stream
 
         if not isinstance(cmd, str) or not cmd:
             return finish({"code": "invalid_argument", "message": "process.cmd is required"})
@@ -970,7 +971,7 @@ class Handler(BaseHTTPRequestHandler):
         if not end["exited"]:
             del end["exited"]
         self.chunk(envelope({"event": {"end": end}}))
-        self.finish({"code": "deadline_exceeded", "message": "context deadline exceeded"}
+        self.end_stream({"code": "deadline_exceeded", "message": "context deadline exceeded"}
                     if timed_out else None)
 
     def connect_proc(self, sb, path):
@@ -985,11 +986,11 @@ class Handler(BaseHTTPRequestHandler):
             proc = proc_of(sb, req)
         except ConnectError as e:
             self.stream_head()
-            return self.finish({"code": e.code, "message": e.message})
+            return self.end_stream({"code": e.code, "message": e.message})
         events = proc.subscribe()
         self.stream_head()
         if events is None:
-            return self.finish({"code": "not_found", "message": "process has ended"})
+            return self.end_stream({"code": "not_found", "message": "process has ended"})
         try:
             self.follow(proc, events, ka, 0)
         except (BrokenPipeError, ConnectionResetError):
@@ -1031,7 +1032,7 @@ class Handler(BaseHTTPRequestHandler):
         self.stream_head()
         if not err:
             self.chunk(envelope({}))
-        self.finish(err)
+        self.end_stream(err)
 
     def proxy_port(self, sid, port, url):
         """A sandbox port through the service's proxy, as E2B's
