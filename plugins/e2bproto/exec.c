@@ -133,11 +133,13 @@ static int on_event(struct run *r, unsigned flags, json_object *msg)
     if (!ev)
         return SBX_OK;
     json_object *o;
-    if (sbxp_json_obj(ev, "keepalive")) {
-        /* A command still running is use: the sandbox must outlive it. */
-        e2b_keep_alive(r->sb, NULL);
+    /* A command still running is use: the sandbox must outlive it. Every
+     * event counts, not only keepalives: envd sends none while output
+     * flows, and a long flood would otherwise outlive the lifetime. The
+     * extension runs on the exec's call, so a cancel interrupts it too. */
+    e2b_keep_alive(r->sb, r->call);
+    if (sbxp_json_obj(ev, "keepalive"))
         return SBX_OK;
-    }
     if ((o = sbxp_json_obj(ev, "start"))) {
         pthread_mutex_lock(&r->mu);
         r->pid = (uint32_t)sbxp_json_int(o, "pid", 0);
