@@ -445,10 +445,16 @@ int daytona_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const vo
             daytona_tb_remove(sb, NULL, tmp, 0, &e2);
             return rc;
         }
-        if (p.pty && (flags & SBX_PROC_WRITE_CLOSE)) {
-            snprintf(tmp, sizeof tmp, "%s/in.%020lld.%s.eot", p.dir,
+        if (p.pty && (flags & SBX_PROC_WRITE_CLOSE) && data != &eot) {
+            /* the ^D after the data, published by a rename as well: the
+             * feeder must never cat (and delete) a chunk still empty */
+            snprintf(tmp, sizeof tmp, "%s/.up.%s.eot", p.dir, rnd);
+            snprintf(name, sizeof name, "%s/in.%020lld.%s.eot", p.dir,
                      (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, rnd);
-            if (data != &eot && (rc = daytona_tb_upload_mem(sb, call, tmp, &eot, 1, &err)) != SBX_OK)
+            rc = daytona_tb_upload_mem(sb, call, tmp, &eot, 1, &err);
+            if (rc == SBX_OK)
+                rc = daytona_tb_move(sb, call, tmp, name, &err);
+            if (rc != SBX_OK)
                 return daytona_tb_report(sb, call, &err, "proc_write %s: the EOF character", id);
         }
     }
