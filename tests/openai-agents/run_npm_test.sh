@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run_npm_test.sh SRC_DIR BUILD_DIR TEST_FILE [PROVIDERS] - install the
+# run_npm_test.sh SRC_DIR BUILD_DIR TEST_FILE|typecheck [PROVIDERS] - install the
 # pinned packages of clients/openai-agents (package-lock.json, npm ci) into
 # a copy of the package in the build tree and run one of its node:test
 # files against the build tree's sbx. Exit 77 (skipped) without npm.
@@ -23,9 +23,10 @@ mkdir -p "$work"
     cp "$pkg/package-lock.json" "$work/node_modules/.sbx-lock"
   fi
   rm -rf "$work/src" "$work/test" "$work/bench"
-  cp -r "$pkg/src" "$pkg/test" "$pkg/bench" "$work/"
+  cp -r "$pkg/src" "$pkg/test" "$pkg/bench" "$pkg/tsconfig.json" "$work/"
 ) 9>"$build/tests/openai-agents/.install-lock"
 cd "$work"
 export SBX_SOURCE_DIR="$src" SBX_BUILD_DIR="$build"
 [ -n "$providers" ] && export SBX_OAI_PROVIDERS="$providers"
+if [ "$file" = typecheck ]; then exec node node_modules/typescript/bin/tsc -p tsconfig.json; fi
 exec node --test --test-concurrency=1 --test-reporter=spec "test/$file"

@@ -179,9 +179,19 @@ export function sbxUsersAndGroups(manifest) {
 }
 
 /**
+ * The digest sbx records for a manifest given as a JSON object: SHA-256 of
+ * the text json-c makes of it (JSON_C_TO_STRING_PLAIN: members in the order
+ * sent, no spaces, "/" written as "\/"), which sbx_manifest_parse hashes.
+ * "/" occurs only inside strings in JSON text, so escaping every one is
+ * exact; other escapes agree with JSON.stringify for valid UTF-8.
+ */
+export function sbxManifestDigest(canonicalText) {
+    return createHash('sha256').update(canonicalText.replace(/\//g, '\\/')).digest('hex');
+}
+
+/**
  * The sbx manifest of an SDK manifest plus an optional run_as, in canonical
- * form (keys sorted), and its digest: SHA-256 of the canonical JSON text,
- * which is the text sent to the server.
+ * form (keys sorted, sent in that order), and its digest.
  */
 export async function toSbxManifest(manifest, { runAs, maxBytes = DEFAULT_MAX_MANIFEST_BYTES, maxFiles = DEFAULT_MAX_MANIFEST_FILES } = {}) {
     if (manifest.extraPathGrants?.length)
@@ -194,5 +204,5 @@ export async function toSbxManifest(manifest, { runAs, maxBytes = DEFAULT_MAX_MA
     if (groups.length) m.groups = groups;
     if (runAs) m.run_as = runAs;
     const text = stableJsonStringify(m);
-    return { manifest: JSON.parse(text), text, digest: createHash('sha256').update(text).digest('hex') };
+    return { manifest: JSON.parse(text), text, digest: sbxManifestDigest(text) };
 }

@@ -250,7 +250,7 @@ export class SbxSandboxSession {
         return (r.entries ?? []).map((e) => ({
             name: e.name,
             path: logical ? `${logical}/${e.name}` : e.name,
-            type: e.type === 'file' || e.type === 'dir' ? e.type : 'other',
+            type: e.type === 'file' ? 'file' : e.type === 'directory' || e.type === 'dir' ? 'dir' : 'other',
         }));
     }
 
@@ -260,7 +260,7 @@ export class SbxSandboxSession {
 
     async directoryExists(path) {
         const st = await this.stat(path);
-        return !!st.exists && st.type === 'dir';
+        return !!st.exists && (st.type === 'directory' || st.type === 'dir');
     }
 
     async viewImage(args) {
