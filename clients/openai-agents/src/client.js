@@ -77,7 +77,9 @@ export class SbxSandboxClient {
 
     async create(args, manifestOptions) {
         const c = normalizeSandboxClientCreateArgs(args, manifestOptions);
-        if (c.snapshot && !isNoopSnapshotSpec(c.snapshot))
+        // The runtime's default spec ({type: 'local'}) and noop are fine: an
+        // sbx sandbox keeps its workspace itself. Other stores are not used.
+        if (c.snapshot && !isNoopSnapshotSpec(c.snapshot) && c.snapshot.type !== 'local')
             throw new SandboxUnsupportedFeatureError('SbxSandboxClient does not take a snapshot spec at create: use persistWorkspace/hydrateWorkspace (sbx snapshots)', {
                 provider: 'SbxSandboxClient',
                 feature: 'snapshot',
