@@ -77,7 +77,7 @@ export function providerHasUsers(provider) {
  * sbx child), client(opts), cleanup() }. `dir` may be given to share the
  * session store with another process (the resume test).
  */
-export async function sbxEnv(provider, { dir, keep = false } = {}) {
+export async function sbxEnv(provider, { dir, keep = false, extraYaml = '' } = {}) {
     const own = !dir;
     dir ??= mkdtempSync(join(tmpdir(), `sbx-oai-${provider}-`));
     const env = { dir, home: join(dir, 'home'), state: join(dir, 'state'), wsRoot: join(dir, 'ws'), fakeDir: join(dir, 'fake') };
@@ -86,7 +86,7 @@ export async function sbxEnv(provider, { dir, keep = false } = {}) {
     let vars = {};
     if (own || !existsSync(env.configPath)) {
         const s = await PROVIDERS[provider].setup(env);
-        writeFileSync(env.configPath, s.yaml);
+        writeFileSync(env.configPath, s.yaml + extraYaml);
         vars = s.vars ?? {};
         writeFileSync(join(dir, 'vars.json'), JSON.stringify(vars));
     } else {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Manifest } from '@openai/agents-core/sandbox';
 import { providerSkip, sbxEnv } from './support.mjs';
+import { toSbxManifest } from '../src/index.js';
 
 // A 1x1 PNG.
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==', 'base64');
@@ -19,7 +20,7 @@ describe('SbxSandboxClient on local', { skip }, () => {
     let manifest;
 
     before(async () => {
-        env = await sbxEnv('local');
+        env = await sbxEnv('local', { extraYaml: 'session:\n  ports: [8080]\n' });
         const src = join(env.dir, 'src');
         mkdirSync(join(src, 'sub'), { recursive: true });
         writeFileSync(join(src, 'a.txt'), 'from host\n');
@@ -48,6 +49,8 @@ describe('SbxSandboxClient on local', { skip }, () => {
     test('create applies inline and host entries; readFile, listDir, exists', async () => {
         assert.equal(session.state.provider, 'local');
         assert.match(session.state.manifestDigest, /^[0-9a-f]{64}$/);
+        // The digest sbx recorded is the one the client computes for resume.
+        assert.equal((await toSbxManifest(manifest)).digest, session.state.manifestDigest);
         assert.equal(Buffer.from(await session.readFile({ path: 'hello.txt' })).toString(), 'hello\n');
         assert.deepEqual([...(await session.readFile({ path: '/workspace/bytes.bin' }))], [9, 8, 7]);
         assert.equal(Buffer.from(await session.readFile({ path: 'tree/a.txt' })).toString(), 'from host\n');
@@ -99,7 +102,7 @@ describe('SbxSandboxClient on local', { skip }, () => {
         const r = await session.exec({ cmd: 'seq 1 5000', maxOutputTokens: 20 });
         assert.equal(r.exitCode, 0);
         assert.ok(r.originalTokenCount > 20, String(r.originalTokenCount));
-        assert.match(r.output, /^Total output lines: 5000\n\n1\n/);
+        assert.match(r.output, /^Total output lines: 5001\n\n1\n/);
         assert.match(r.output, /tokens truncated/);
         assert.ok(Buffer.byteLength(r.output) <= 80, r.output);
         const text = await session.execCommand({ cmd: 'seq 1 5000', maxOutputTokens: 20 });
@@ -154,15 +157,12 @@ describe('SbxSandboxClient on local', { skip }, () => {
         assert.equal(await session.pathExists('hello.txt'), true);
     });
 
-    test('resolveExposedPort answers with an endpoint or a clear error', async () => {
-        try {
-            const ep = await session.resolveExposedPort(8080);
-            assert.equal(ep.port > 0, true);
-            assert.equal(typeof ep.host, 'string');
-            assert.deepEqual(session.state.exposedPorts['8080'], ep);
-        } catch (error) {
-            assert.match(error.message, /port_url|port/i);
-        }
+    test('resolveExposedPort: a declared port has an endpoint, others are refused', async () => {
+        const ep = await session.resolveExposedPort(8080);
+        assert.equal(ep.port > 0, true);
+        assert.equal(typeof ep.host, 'string');
+        assert.deepEqual(session.state.exposedPorts['8080'], ep);
+        await assert.rejects(session.resolveExposedPort(8081), /port_url: .*8081/);
         await assert.rejects(session.resolveExposedPort(0), /port/i);
     });
 
