@@ -31,8 +31,10 @@ for (const provider of wanted) {
             const manifest = workloadManifest(env.dir, { users });
             const session = await client.create({ manifest });
             const model = workloadModel();
+            const t0 = Date.now();
             const result = await run(workloadAgent(model, { users }), 'Fix the repository.', { sandbox: { session } });
             const out = toolOutputs(result);
+            if (process.env.SBX_OAI_DEBUG) console.log(JSON.stringify(out, null, 1), `run: ${Date.now() - t0} ms`);
             assert.match(out.c1, /Make repo\/test\.sh pass/);
             assert.match(out.c2, /Process exited with code 1/);
             assert.match(out.c2, /FAIL: add 2 3 = -1/);

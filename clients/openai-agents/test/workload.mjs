@@ -54,17 +54,20 @@ export function workloadManifest(dir, { users, variant = '' } = {}) {
 }
 
 const call = (name, args, id) => functionCall(name, args, { callId: id });
+// apply_patch is the SDK's hosted tool for a Responses-style model: the
+// model emits apply_patch_call items, which the runtime gives the editor.
+const patch = (operation, id) => ({ type: 'apply_patch_call', callId: id, id, status: 'completed', operation });
 
 /** The scripted model of the first run: one tool call per turn. */
 export function workloadModel() {
     return new ScriptedModel([
         [call('exec_command', { cmd: 'cat task.md' }, 'c1')],
         [call('exec_command', { cmd: 'sh repo/test.sh' }, 'c2')],
-        [call('apply_patch', { type: 'update_file', path: 'repo/calc.sh', diff: ' add() {\n-  echo $(($1 - $2))\n+  echo $(($1 + $2))\n }\n' }, 'c3')],
+        [patch({ type: 'update_file', path: 'repo/calc.sh', diff: ' add() {\n-  echo $(($1 - $2))\n+  echo $(($1 + $2))\n }\n' }, 'c3')],
         [call('exec_command', { cmd: 'sh repo/test.sh' }, 'c4')],
         [call('exec_command', { cmd: 'echo overwritten > fixtures/expected.txt' }, 'c5')],
-        [call('apply_patch', { type: 'update_file', path: 'fixtures/expected.txt', diff: '-expected: 5\n+expected: 6\n' }, 'c6')],
-        [call('apply_patch', { type: 'create_file', path: 'output/report.md', diff: REPORT.replace(/\n$/, '').split('\n').map((l) => `+${l}`).join('\n') + '\n' }, 'c7')],
+        [patch({ type: 'update_file', path: 'fixtures/expected.txt', diff: '-expected: 5\n+expected: 6\n' }, 'c6')],
+        [patch({ type: 'create_file', path: 'output/report.md', diff: REPORT.replace(/\n$/, '').split('\n').map((l) => `+${l}`).join('\n') + '\n' }, 'c7')],
         [call('exec_command', { cmd: 'cat output/report.md; ls -ln output' }, 'c8')],
         [assistantMessage('Fixed add(); the report is in output/report.md.')],
     ]);
@@ -88,7 +91,8 @@ export function toolOutputs(result) {
         if (item.type !== 'tool_call_output_item') continue;
         const raw = item.rawItem;
         const o = item.output ?? raw.output;
-        out[raw.callId] = typeof o === 'string' ? o : o?.text ?? JSON.stringify(o);
+        const text = typeof o === 'string' ? o : o?.text ?? JSON.stringify(o);
+        out[raw.callId] = raw.status === 'failed' ? `[failed] ${text ?? ''}` : text;
     }
     return out;
 }
