@@ -199,6 +199,11 @@ export async function toSbxManifest(manifest, { runAs, maxBytes = DEFAULT_MAX_MA
     const budget = new Budget(maxBytes, maxFiles);
     const entries = await sbxEntries(manifest, budget);
     const { users, groups } = sbxUsersAndGroups(manifest);
+    // sbx wants every entry's group declared; the SDK lets an entry name a
+    // user (its own group): declare those groups too (sbx makes the group
+    // first and reuses it as the user's primary group).
+    for (const e of entries)
+        if (e.group && !groups.some((g) => g.name === e.group)) groups.push({ name: e.group });
     const m = { version: 1, entries };
     if (users.length) m.users = users;
     if (groups.length) m.groups = groups;
