@@ -24,7 +24,7 @@ export function providerSkip(provider) {
 
 async function startFake(script, mode, apiKey, dir) {
     const portFile = join(dir, 'fake-port');
-    const args = [join(srcRoot, script), '--port-file', portFile, '--dir', dir, ...(mode ? ['--mode', mode] : []), '--api-key', apiKey];
+    const args = [join(srcRoot, script), '--port-file', portFile, '--dir', dir, ...(mode ? ['--mode', mode] : []), ...(apiKey ? ['--api-key', apiKey] : [])];
     const child = spawn('python3', args, { stdio: ['ignore', 'ignore', 'inherit'] });
     for (let i = 0; i < 100; i++) {
         if (existsSync(portFile) && readFileSync(portFile, 'utf8').trim()) break;
@@ -50,7 +50,8 @@ const PROVIDERS = {
         return { vars: { E2B_API_KEY: key }, yaml: `default_provider: e2b\nproviders:\n  e2b:\n    api_url: "${env.fake.url}"\n    envd_url: "${env.fake.url}"\n    domain: e2b.local\n    retries: 1\n` };
     } },
     cube: { users: false, async setup(env) {
-        env.fake = await startFake('tests/e2b/fake_e2b.py', 'cube', 'cube_test_key_0123', env.fakeDir);
+        // CubeAPI without authentication, as tests/e2b/test_e2b_procs.c runs it.
+        env.fake = await startFake('tests/e2b/fake_e2b.py', 'cube', null, env.fakeDir);
         return { yaml: `default_provider: cube\nproviders:\n  cube:\n    api_url: "${env.fake.url}"\n    template: tpl\n    proxy_address: 127.0.0.1\n    proxy_port: ${env.fake.port}\n    retries: 1\n` };
     } },
     opensandbox: { users: false, async setup(env) {
