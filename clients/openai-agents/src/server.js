@@ -26,6 +26,7 @@ export class SbxServer {
     #client = null;
     #connecting = null;
     #stderrTail = '';
+    #transport = null;
     #closed = false;
 
     /**
@@ -72,6 +73,7 @@ export class SbxServer {
             throw new SbxToolError('connect', `sbx: cannot start ${command} mcp: ${error.message}${this.#logTail()}`);
         }
         this.#client = client;
+        this.#transport = transport;
         return client;
     }
 
@@ -114,6 +116,11 @@ export class SbxServer {
         } catch {
             throw new SbxToolError(name, `sbx: ${name}: the server's result is not JSON`);
         }
+    }
+
+    /** The child's process id while it runs (tests). */
+    get pid() {
+        return this.#client ? this.#transport?.pid ?? null : null;
     }
 
     /** Whether the server has the tool (tools/list; the sdk group is optional). */

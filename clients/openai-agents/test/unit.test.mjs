@@ -206,6 +206,51 @@ describe('SbxSandboxClient on local', { skip }, () => {
         await assert.rejects(client.create({ manifest: new Manifest({ entries: { g: { type: 'git_repo', repo: 'a/b' } } }) }), /git_repo/);
     });
 
+    test('hostile: a flooding command stays bounded', async () => {
+        const r = await session.exec({ cmd: 'yes 0123456789abcdef | head -c 50000000; echo; echo tail-line' });
+        assert.equal(r.exitCode, 0);
+        // sbx caps one call's output (1 MiB by default) and says what it dropped.
+        assert.ok(Buffer.byteLength(r.output) < 2 * 1024 * 1024, String(Buffer.byteLength(r.output)));
+        assert.match(r.output, /^\[\.\.\.\d+ characters truncated from process output\.\.\.\]\n/);
+        assert.match(r.output, /tail-line\n$/);
+        const t = await session.exec({ cmd: 'yes | head -c 50000000', maxOutputTokens: 100 });
+        assert.ok(Buffer.byteLength(t.output) <= 400, String(Buffer.byteLength(t.output)));
+    });
+
+    test('hostile: a process id of another session is not found there', async () => {
+        const other = await client.create({ manifest: new Manifest() });
+        try {
+            const r = await session.exec({ cmd: 'sleep 5', yieldTimeMs: 50 });
+            assert.equal(typeof r.sessionId, 'number');
+            assert.match(await other.writeStdin({ sessionId: r.sessionId, chars: 'x' }), /session not found/);
+            // And an sbx process id of one sandbox is refused in another by the server.
+            const raw = await client.server.call('exec_command', { sandbox: session.state.sessionKey, cmd: 'sleep 5', yield_time_ms: 50 });
+            assert.equal(raw.running, true);
+            await assert.rejects(
+                client.server.call('write_stdin', { sandbox: other.state.sessionKey, process_id: raw.process_id, chars: '' }),
+                /not found|no process|unknown/i,
+            );
+        } finally {
+            await other.delete();
+        }
+    });
+
+    test('a dead sbx mcp child is replaced on the next call; sessions survive', async () => {
+        const pid = client.server.pid;
+        assert.equal(typeof pid, 'number');
+        process.kill(pid, 'SIGKILL');
+        await new Promise((r) => setTimeout(r, 200));
+        // The call in flight fails or the next one reconnects: retry once.
+        let r;
+        try {
+            r = await session.exec({ cmd: 'cat hello.txt' });
+        } catch {
+            r = await session.exec({ cmd: 'cat hello.txt' });
+        }
+        assert.equal(r.stdout, 'hello\n');
+        assert.notEqual(client.server.pid, pid);
+    });
+
     test('delete destroys the sandbox; resume then fails', async () => {
         const s = await client.create({ manifest: new Manifest() });
         const state = await client.deserializeSessionState(await client.serializeSessionState(s.state));
