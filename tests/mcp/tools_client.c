@@ -246,6 +246,21 @@ char *tc_err(struct tc *t, const char *tool, const char *fmt, ...)
     return s;
 }
 
+char *tc_refused(struct tc *t, const char *tool, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    json_object *r = vcall(t, tool, fmt, ap);
+    va_end(ap);
+    json_object *code;
+    bool rpc = json_object_object_get_ex(r, "code", &code) && json_object_get_int(code) == -32602;
+    cr_assert(rpc || tc_bool(r, "isError"), "%s should have been refused: %s", tool,
+              json_object_to_json_string(r));
+    char *s = strdup(result_text(r));
+    json_object_put(r);
+    return s;
+}
+
 const char *tc_str(json_object *o, const char *key)
 {
     json_object *v;
