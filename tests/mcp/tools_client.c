@@ -130,7 +130,12 @@ void tc_start(struct tc *t, const char *const *extra)
     else
         cli_env_local_config(&t->env);
     snprintf(t->snapdir, sizeof t->snapdir, "%s/snapshots", t->env.dir);
+    /* a port on local (docker's test daemon has no bridge network) */
     const char *create[] = {"create", "--port", "18431", TC_SANDBOX, NULL};
+    if (t->docker) {
+        create[1] = TC_SANDBOX;
+        create[2] = NULL;
+    }
     struct cli_result r;
     cli_run(&t->env, create, NULL, 60000, &r);
     cr_assert_eq(r.status, 0, "sbx create: %s", r.err);
