@@ -89,6 +89,24 @@ int sbxm_handle_as(struct sbxm_call *c, const char *name, const char *user,
     return rc;
 }
 
+void sbxm_call_keep(struct sbxm_call *c, struct sbxm_handle_ref *ref)
+{
+    struct sbxm_call_slot *s = slot_of(c);
+    if (!ref)
+        return;
+    if (s->nrefs == s->caprefs) {
+        size_t n = s->caprefs ? s->caprefs * 2 : 4;
+        struct sbxm_handle_ref **r = realloc(s->refs, n * sizeof *r);
+        if (!r) {
+            sbxm_handles_put(s->srv->handles, ref);
+            return;
+        }
+        s->refs = r;
+        s->caprefs = n;
+    }
+    s->refs[s->nrefs++] = ref;
+}
+
 int sbxm_handle(struct sbxm_call *c, const char *name, sbx_handle **out, sbx_error *err)
 {
     return sbxm_handle_as(c, name, NULL, out, err);

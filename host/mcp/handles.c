@@ -178,3 +178,34 @@ void sbxm_handles_drop(struct sbxm_handles *t, const char *key)
         entry_free(e);
     }
 }
+
+void sbxm_handles_adopt(struct sbxm_handles *t, const char *key, sbx_handle *h,
+                        struct sbxm_handle_ref **ref)
+{
+    *ref = NULL;
+    struct sbxm_handle_ref *n = calloc(1, sizeof *n);
+    if (n && !(n->key = strdup(key))) {
+        free(n);
+        n = NULL;
+    }
+    pthread_mutex_lock(&t->mu);
+    struct sbxm_handle_ref *e = find(t, key, NULL);
+    if (e || !n || t->count >= HANDLES_MAX) {
+        if (e)
+            e->refs++;
+        pthread_mutex_unlock(&t->mu);
+        if (n)
+            free(n->key);
+        free(n);
+        sbx_release(h);
+        *ref = e;
+        return;
+    }
+    n->h = h;
+    n->refs = 1;
+    n->next = t->list;
+    t->list = n;
+    t->count++;
+    pthread_mutex_unlock(&t->mu);
+    *ref = n;
+}

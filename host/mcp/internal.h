@@ -84,6 +84,11 @@ int sbxm_handles_get(struct sbxm_handles *t, const char *key, const char *user,
                      sbx_cancel *cancel, sbx_handle **out, struct sbxm_handle_ref **ref,
                      sbx_error *err);
 void sbxm_handles_put(struct sbxm_handles *t, struct sbxm_handle_ref *ref);
+/* Keep h (acquired by create_sandbox) as the handle of (key, session's
+ * user), borrowed by *ref (NULL when it was released instead: one was
+ * already open, which *ref then borrows, or memory ran out). */
+void sbxm_handles_adopt(struct sbxm_handles *t, const char *key, sbx_handle *h,
+                        struct sbxm_handle_ref **ref);
 /* Forget every handle of key (released once no call borrows it). */
 void sbxm_handles_drop(struct sbxm_handles *t, const char *key);
 
@@ -121,6 +126,8 @@ struct sbxm_server {
     size_t nprocs;
 };
 
+/* Give the call a borrow it holds until its end (sbxm_handles_adopt). */
+void sbxm_call_keep(struct sbxm_call *c, struct sbxm_handle_ref *ref);
 /* Write one message (a line) to the client; takes msg. */
 void sbxm_send(struct sbxm_server *srv, json_object *msg);
 /* Handle a tools/call request (params already an object or NULL). */
@@ -130,6 +137,11 @@ void sbxm_call_cancel(struct sbxm_server *srv, json_object *id);
 /* Join the calls that finished; with all, fire every call's cancel first
  * and wait for all of them (EOF). */
 void sbxm_calls_reap(struct sbxm_server *srv, bool all);
+
+/* create_sandbox's work (tools_sandbox.c), with an inline manifest for the
+ * sdk variant (tools_sdk.c); manifest_arg NULL: none. */
+int sbxm_create_sandbox(struct sbxm_call *c, json_object *manifest_arg, json_object **result,
+                        sbx_error *err);
 
 /* ---- for the tools' files ---------------------------------------------------- */
 

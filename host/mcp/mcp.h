@@ -140,6 +140,11 @@ const char *sbxm_arg_str(const struct sbxm_call *c, const char *key);
 int64_t sbxm_arg_int(const struct sbxm_call *c, const char *key, int64_t dflt);
 bool sbxm_arg_bool(const struct sbxm_call *c, const char *key, bool dflt);
 
+/* Bytes (command output, file text) as a JSON string: valid UTF-8 as it
+ * is, each byte of an invalid sequence and each NUL as U+FFFD (counted in
+ * *replaced, which may be NULL). NULL when out of memory. */
+json_object *sbxm_text_value(const void *data, size_t n, size_t *replaced);
+
 /* The operator's options of the server (limits, snapshot dir, tools). */
 const struct sbxm_options *sbxm_options(const struct sbxm_server *srv);
 
