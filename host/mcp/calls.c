@@ -84,8 +84,16 @@ int sbxm_handle_as(struct sbxm_call *c, const char *name, const char *user,
     }
     struct sbxm_handle_ref *ref;
     int rc = sbxm_handles_get(s->srv->handles, name, user, c->cancel, out, &ref, err);
-    if (rc == SBX_OK)
+    if (rc == SBX_OK) {
         s->refs[s->nrefs++] = ref;
+    } else if (rc == SBX_E_NOT_FOUND) {
+        /* the client named it: say which, and what to do */
+        char was[SBX_ERROR_MAX];
+        snprintf(was, sizeof was, "%s", err->message);
+        sbx_error_set(err, rc, "sandbox \"%.200s\": %s (create_sandbox or connect_sandbox "
+                               "names an existing one)",
+                      name, was);
+    }
     return rc;
 }
 
@@ -189,21 +197,22 @@ static void *call_main(void *arg)
         result = tool_error(s->tool->name,
                             err.message[0] ? err.message : sbx_strerror(rc));
     }
+    for (size_t i = 0; i < s->nrefs; i++)
+        sbxm_handles_put(srv->handles, s->refs[i]);
+    s->nrefs = 0;
+    /* Out of the count before the response leaves: a client that sends
+     * its next call as soon as it reads this one must find room for it
+     * (and may reuse the id). The reader joins the thread later. */
     pthread_mutex_lock(&srv->calls_mu);
     bool send = !s->cancelled && !srv->closing;
     s->responding = true;
+    s->done = true;
+    srv->running--;
     pthread_mutex_unlock(&srv->calls_mu);
     if (send)
         sbxm_send(srv, sbxm_result_response(s->id, result));
     else
         json_object_put(result);
-    for (size_t i = 0; i < s->nrefs; i++)
-        sbxm_handles_put(srv->handles, s->refs[i]);
-    s->nrefs = 0;
-    pthread_mutex_lock(&srv->calls_mu);
-    s->done = true;
-    srv->running--;
-    pthread_mutex_unlock(&srv->calls_mu);
     return NULL;
 }
 
