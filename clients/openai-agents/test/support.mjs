@@ -93,7 +93,9 @@ export async function sbxEnv(provider, { dir, keep = false, extraYaml = '' } = {
     } else {
         vars = JSON.parse(readFileSync(join(dir, 'vars.json'), 'utf8'));
     }
-    env.childEnv = { HOME: env.home, XDG_STATE_HOME: env.state, SBX_PLUGIN_PATH: pluginPath, LC_ALL: 'C', ...vars };
+    // Sanitizer options reach the sbx child (an ASan build's reports).
+    const san = Object.fromEntries(['ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+    env.childEnv = { HOME: env.home, XDG_STATE_HOME: env.state, SBX_PLUGIN_PATH: pluginPath, LC_ALL: 'C', ...san, ...vars };
     env.clients = [];
     env.client = (opts = {}) => {
         const c = new SbxSandboxClient({ sbxPath: sbxBin, configPath: env.configPath, provider, env: env.childEnv, ...opts });
