@@ -108,7 +108,7 @@ export class SbxSandboxSession {
     }
 
     /** An exec_command/write_stdin result as the SDK's clients shape it. */
-    #execResult(r, start, maxOutputTokens, { streams = true } = {}) {
+    #execResult(r, start, maxOutputTokens, { streams = true, sessionId } = {}) {
         const dropped = (r.lost_bytes ?? 0) + (r.truncated_bytes ?? 0);
         const notice = dropped > 0 ? `[...${dropped} characters truncated from process output...]\n` : '';
         const out = truncateOutput(notice + (r.output ?? ''), maxOutputTokens);
@@ -119,7 +119,8 @@ export class SbxSandboxSession {
             ...(out.originalTokenCount !== undefined ? { originalTokenCount: out.originalTokenCount } : {}),
         };
         if (r.running) {
-            const id = this.#nextProcessId++;
+            // A new process gets the next id; a polled one keeps its own.
+            const id = sessionId ?? this.#nextProcessId++;
             this.#processes.set(id, r.process_id);
             result.sessionId = id;
         } else {
@@ -178,14 +179,10 @@ export class SbxSandboxSession {
             { waitMs: yieldTimeMs },
         );
         this.#processes.delete(args.sessionId);
-        const result = this.#execResult(r, start, args.maxOutputTokens, { streams: false });
-        if (result.sessionId !== undefined) {
-            // Still running: keep the model's id for the same process.
-            this.#processes.delete(result.sessionId);
-            this.#nextProcessId--;
-            this.#processes.set(args.sessionId, r.process_id ?? processId);
-            result.sessionId = args.sessionId;
-        }
+        const result = this.#execResult({ process_id: processId, ...r }, start, args.maxOutputTokens, {
+            streams: false,
+            sessionId: args.sessionId,
+        });
         return formatExecResponse(result);
     }
 

@@ -96,6 +96,12 @@ describe('SbxSandboxClient on local', { skip }, () => {
         const gone = await session.writeStdin({ sessionId: r.sessionId, chars: 'x' });
         assert.match(gone, /write_stdin failed: session not found/);
         assert.match(await session.writeStdin({ sessionId: 9999 }), /Process exited with code 1\nOutput:\nwrite_stdin failed: session not found: 9999$/);
+        // A poll of a process still running keeps its id.
+        const slow = await session.exec({ cmd: 'sleep 0.6; echo slow-done', yieldTimeMs: 50 });
+        const p1 = await session.writeStdin({ sessionId: slow.sessionId, yieldTimeMs: 50 });
+        assert.match(p1, new RegExp(`Process running with session ID ${slow.sessionId}\n`));
+        const p2 = await session.writeStdin({ sessionId: slow.sessionId, yieldTimeMs: 5000 });
+        assert.match(p2, /Process exited with code 0\nOutput:\nslow-done\n$/);
     });
 
     test('maxOutputTokens truncates as the SDK clients do', async () => {
