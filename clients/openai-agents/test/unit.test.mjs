@@ -210,6 +210,9 @@ describe('SbxSandboxClient on local', { skip }, () => {
         const small = env.client({ maxManifestBytes: 10 });
         await assert.rejects(small.create({ manifest: new Manifest({ entries: { x: { type: 'file', content: 'x'.repeat(11) } } }) }), /larger than the limit/);
         await assert.rejects(client.create({ manifest: new Manifest({ entries: { g: { type: 'git_repo', repo: 'a/b' } } }) }), /git_repo/);
+        // local has no users capability: a declared user or runAs is refused at admission.
+        await assert.rejects(client.create({ manifest: new Manifest({ users: [{ name: 'agent' }] }) }), /local.*users|users.*local/);
+        await assert.rejects(env.client({ runAs: 'agent' }).create({ manifest: new Manifest() }), /users/);
     });
 
     test('hostile: a flooding command stays bounded', async () => {
