@@ -120,6 +120,13 @@ describe('SbxSandboxClient on local', { skip }, () => {
         const r = await session.exec({ cmd: 'tty', tty: true });
         assert.equal(r.exitCode, 0);
         assert.match(r.output, /\/dev\/pts\//);
+        // Ctrl-C on the terminal interrupts a running command.
+        const long = await session.exec({ cmd: 'sleep 30', tty: true, yieldTimeMs: 200 });
+        assert.equal(typeof long.sessionId, 'number');
+        const t = Date.now();
+        const out = await session.writeStdin({ sessionId: long.sessionId, chars: '\u0003', yieldTimeMs: 5000 });
+        assert.match(out, /Process exited with code \d+/);
+        assert.ok(Date.now() - t < 5000, 'interrupted before the yield time');
     });
 
     test('editor: create, update, move, delete; an escape is refused', async () => {
