@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const STDERR_TAIL_BYTES = 8192;
+const SANITIZER_RE = /ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:/;
 // Time allowed to a call beyond what the call itself waits (yield time).
 const DEFAULT_CALL_SLACK_MS = 120_000;
 
@@ -27,6 +28,7 @@ export class SbxServer {
     #connecting = null;
     #stderrTail = '';
     #transport = null;
+    #sanitizerReport = null;
     #closed = false;
 
     /**
@@ -60,7 +62,11 @@ export class SbxServer {
         });
         // Keep the end of the server's log for error messages, bounded.
         transport.stderr?.on('data', (chunk) => {
-            this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+            const text = this.#stderrTail + chunk.toString('utf8');
+            // A sanitizer build's report (tests fail on it); kept from its start.
+            if (!this.#sanitizerReport && SANITIZER_RE.test(text))
+                this.#sanitizerReport = text.slice(text.search(SANITIZER_RE)).slice(0, 4 * STDERR_TAIL_BYTES);
+            this.#stderrTail = text.slice(-STDERR_TAIL_BYTES);
         });
         const client = new Client({ name: '@sbx/openai-agents', version: '0.1.0' }, { capabilities: {} });
         client.onclose = () => {
@@ -116,6 +122,11 @@ export class SbxServer {
         } catch {
             throw new SbxToolError(name, `sbx: ${name}: the server's result is not JSON`);
         }
+    }
+
+    /** The start of a sanitizer report the child wrote, or null (tests). */
+    get sanitizerReport() {
+        return this.#sanitizerReport;
     }
 
     /** The child's process id while it runs (tests). */

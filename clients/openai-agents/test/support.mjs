@@ -104,6 +104,13 @@ export async function sbxEnv(provider, { dir, keep = false, extraYaml = '' } = {
     };
     env.cleanup = async () => {
         for (const c of env.clients) await c.close().catch(() => {});
+        // A sanitizer build of sbx: its report (on the child's stderr) fails the test.
+        await new Promise((r) => setTimeout(r, 100));
+        const report = env.clients.map((c) => c.server.sanitizerReport).find(Boolean);
+        if (report) {
+            process.stderr.write(`sbx mcp sanitizer report:\n${report}\n`);
+            throw new Error('sbx mcp wrote a sanitizer report (above)');
+        }
         if (env.fake) {
             env.fake.child.kill('SIGTERM');
             await new Promise((r) => env.fake.child.once('exit', r));
