@@ -98,20 +98,32 @@ static int open_entry(int dfd, const char *name, int flags, sbx_error *err)
     return fd;
 }
 
-/* libsbx's messages name the file they were given; say the snapshot's
- * name instead of the /proc path (no host path goes to a client). */
+/* libsbx's messages name the file they were given (and its directory);
+ * say the snapshot's name instead of the /proc path: no host path goes to
+ * a client. */
 static int fail_named(sbx_error *err, const char *name, const char *path,
                       const sbx_error *cause)
 {
+    const char *slash = strrchr(path, '/');
+    size_t pl = strlen(path), dl = slash ? (size_t)(slash - path) : 0;
     char msg[SBX_ERROR_MAX];
     const char *m = cause->message;
-    size_t pl = strlen(path), o = 0;
+    size_t o = 0;
     while (*m && o + 1 < sizeof msg) {
-        if (pl && !strncmp(m, path, pl)) {
-            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s", name);
+        const char *with = NULL;
+        size_t skip = 0;
+        if (!strncmp(m, path, pl)) {
+            with = name;
+            skip = pl;
+        } else if (dl && !strncmp(m, path, dl)) {
+            with = "the snapshot directory";
+            skip = dl;
+        }
+        if (with) {
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s", with);
             if (o >= sizeof msg)
                 o = sizeof msg - 1;
-            m += pl;
+            m += skip;
         } else {
             msg[o++] = *m++;
         }
