@@ -22,7 +22,7 @@ static void push_component(char *out, size_t *len, const char *s, size_t n)
     out[*len] = '\0';
 }
 
-int sbxm_tool_path(struct sbxm_call *c, sbx_handle *h, const char *tool, const char *key,
+int sbxm_tool_path(struct sbxm_call *c, sbx_handle *h, const char *key,
                    bool root_ok, char **out, sbx_error *err)
 {
     *out = NULL;
@@ -160,7 +160,7 @@ size_t sbxm_utf8_complete(const char *s, size_t n)
     return i + want > n ? i : n;
 }
 
-int sbxm_tool_mode(struct sbxm_call *c, const char *tool, const char *key, unsigned *mode,
+int sbxm_tool_mode(struct sbxm_call *c, const char *key, unsigned *mode,
                    sbx_error *err)
 {
     *mode = 0;
@@ -186,7 +186,7 @@ int sbxm_tool_mode(struct sbxm_call *c, const char *tool, const char *key, unsig
     return SBX_OK;
 }
 
-int sbxm_tool_fail(sbx_error *err, const char *tool, const char *path,
+int sbxm_tool_fail(sbx_error *err, const char *path,
                    const sbx_error *cause)
 {
     int status = cause->status ? cause->status : SBX_E_INTERNAL;
@@ -198,7 +198,7 @@ int sbxm_tool_fail(sbx_error *err, const char *tool, const char *path,
     return sbx_error_set(err, status, "%s", msg);
 }
 
-int sbxm_tool_error(sbx_error *err, int status, const char *tool, const char *path,
+int sbxm_tool_error(sbx_error *err, int status, const char *path,
                     const char *fmt, ...)
 {
     char msg[SBX_ERROR_MAX];
@@ -235,7 +235,7 @@ json_object *sbxm_file_info_json(const struct sbx_file_info *fi, const char *nam
     return o;
 }
 
-int sbxm_tool_sandbox(struct sbxm_call *c, const char *tool, sbx_handle **h,
+int sbxm_tool_sandbox(struct sbxm_call *c, sbx_handle **h,
                       sbx_error *err)
 {
     const char *name = sbxm_arg_str(c, "sandbox");
@@ -244,10 +244,10 @@ int sbxm_tool_sandbox(struct sbxm_call *c, const char *tool, sbx_handle **h,
     sbx_error e;
     sbx_error_clear(&e);
     int rc = sbxm_handle(c, name, h, &e);
-    return rc == SBX_OK ? SBX_OK : sbxm_tool_fail(err, tool, NULL, &e);
+    return rc == SBX_OK ? SBX_OK : sbxm_tool_fail(err, NULL, &e);
 }
 
-int sbxm_tool_handle_as(struct sbxm_call *c, const char *tool, const char *user,
+int sbxm_tool_handle_as(struct sbxm_call *c, const char *user,
                         sbx_handle **h, sbx_error *err)
 {
     const char *name = sbxm_arg_str(c, "sandbox");
@@ -256,5 +256,5 @@ int sbxm_tool_handle_as(struct sbxm_call *c, const char *tool, const char *user,
     sbx_error e;
     sbx_error_clear(&e);
     int rc = sbxm_handle_as(c, name, user, h, &e);
-    return rc == SBX_OK ? SBX_OK : sbxm_tool_fail(err, tool, NULL, &e);
+    return rc == SBX_OK ? SBX_OK : sbxm_tool_fail(err, NULL, &e);
 }

@@ -90,7 +90,6 @@ static json_object *base64_json(const char *data, size_t n)
 
 static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "read_file";
     const struct sbxm_options *o = sbxm_options(c->srv);
     const char *enc = sbxm_arg_str(c, "encoding");
     if (!enc)
@@ -108,11 +107,11 @@ static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *
     size_t cap = (uint64_t)max < o->max_read_bytes ? (size_t)max : o->max_read_bytes;
 
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, tool, &h, err);
+    int rc = sbxm_tool_sandbox(c, &h, err);
     if (rc != SBX_OK)
         return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, tool, "path", false, &path, err)) != SBX_OK)
+    if ((rc = sbxm_tool_path(c, h, "path", false, &path, err)) != SBX_OK)
         return rc;
 
     /* the size, and a clear refusal of what is not a regular file (the
@@ -125,14 +124,14 @@ static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *
     rc = sbx_file_stat(h, path, &fi, c->cancel, &e);
     if (rc == SBX_OK) {
         if (fi.type != SBX_FILE_REGULAR) {
-            rc = sbxm_tool_error(err, SBX_E_INVALID, tool, path,
+            rc = sbxm_tool_error(err, SBX_E_INVALID, path,
                                  "not a regular file (a %s)", sbxm_file_type_name(fi.type));
             free(path);
             return rc;
         }
         have_size = true;
     } else if (rc != SBX_E_UNSUPPORTED) {
-        rc = sbxm_tool_fail(err, tool, path, &e);
+        rc = sbxm_tool_fail(err, path, &e);
         free(path);
         return rc;
     }
@@ -145,9 +144,9 @@ static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *
             rc = SBX_OK; /* we stopped it at the cap */
         if (rc != SBX_OK) {
             if (r.nomem)
-                rc = sbxm_tool_error(err, SBX_E_NOMEM, tool, path, "out of memory");
+                rc = sbxm_tool_error(err, SBX_E_NOMEM, path, "out of memory");
             else
-                rc = sbxm_tool_fail(err, tool, path, &e);
+                rc = sbxm_tool_fail(err, path, &e);
             free(r.buf);
             free(path);
             return rc;
@@ -158,7 +157,7 @@ static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *
         if (r.more)
             n = sbxm_utf8_complete(r.buf, n); /* the cap may split a character */
         if (!sbxs_utf8_valid(r.buf ? r.buf : "", n)) {
-            rc = sbxm_tool_error(err, SBX_E_INVALID, tool, path,
+            rc = sbxm_tool_error(err, SBX_E_INVALID, path,
                                  "the content is not valid UTF-8 text; read it with "
                                  "\"encoding\": \"base64\"");
             free(r.buf);
@@ -172,7 +171,7 @@ static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *
     free(r.buf);
     if (!content) {
         json_object_put(out);
-        rc = sbxm_tool_error(err, SBX_E_NOMEM, tool, path, "out of memory");
+        rc = sbxm_tool_error(err, SBX_E_NOMEM, path, "out of memory");
         free(path);
         return rc;
     }
@@ -195,13 +194,13 @@ static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *
 /* Decode standard base64 (padding optional, whitespace ignored) into a new
  * buffer of at most max bytes. SBX_E_INVALID for a bad character,
  * SBX_E_NOMEM; over max is refused before decoding. */
-static int b64_decode(const char *tool, const char *path, const char *in, size_t len,
+static int b64_decode(const char *path, const char *in, size_t len,
                       size_t max, unsigned char **out, size_t *outlen, sbx_error *err)
 {
     *out = NULL;
     *outlen = 0;
     if (len / 4 * 3 > max + 3)
-        return sbxm_tool_error(err, SBX_E_INVALID, tool, path,
+        return sbxm_tool_error(err, SBX_E_INVALID, path,
                                "the content decodes to about %zu bytes, over the server's "
                                "limit of %zu bytes (--max-write-bytes)",
                                len / 4 * 3, max);
@@ -210,7 +209,7 @@ static int b64_decode(const char *tool, const char *path, const char *in, size_t
     if (!buf || !ctx) {
         free(buf);
         EVP_ENCODE_CTX_free(ctx);
-        return sbxm_tool_error(err, SBX_E_NOMEM, tool, path, "out of memory");
+        return sbxm_tool_error(err, SBX_E_NOMEM, path, "out of memory");
     }
     EVP_DecodeInit(ctx);
     int n1 = 0, n2 = 0;
@@ -219,13 +218,13 @@ static int b64_decode(const char *tool, const char *path, const char *in, size_t
     EVP_ENCODE_CTX_free(ctx);
     if (!ok) {
         free(buf);
-        return sbxm_tool_error(err, SBX_E_INVALID, tool, path,
+        return sbxm_tool_error(err, SBX_E_INVALID, path,
                                "the content is not valid base64");
     }
     size_t n = (size_t)n1 + (size_t)n2;
     if (n > max) {
         free(buf);
-        return sbxm_tool_error(err, SBX_E_INVALID, tool, path,
+        return sbxm_tool_error(err, SBX_E_INVALID, path,
                                "the content decodes to %zu bytes, over the server's limit "
                                "of %zu bytes (--max-write-bytes)",
                                n, max);
@@ -237,7 +236,6 @@ static int b64_decode(const char *tool, const char *path, const char *in, size_t
 
 static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "write_file";
     const struct sbxm_options *o = sbxm_options(c->srv);
     const char *enc = sbxm_arg_str(c, "encoding");
     if (!enc)
@@ -247,7 +245,7 @@ static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error 
         return sbx_error_set(err, SBX_E_INVALID,
                              "invalid \"encoding\" (\"text\" or \"base64\")");
     unsigned mode;
-    int rc = sbxm_tool_mode(c, tool, "mode", &mode, err);
+    int rc = sbxm_tool_mode(c, "mode", &mode, err);
     if (rc != SBX_OK)
         return rc;
     json_object *cv = NULL;
@@ -258,20 +256,20 @@ static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error 
     size_t tlen = (size_t)json_object_get_string_len(cv);
 
     sbx_handle *h;
-    if ((rc = sbxm_tool_handle_as(c, tool, sbxm_arg_str(c, "user"), &h, err)) != SBX_OK)
+    if ((rc = sbxm_tool_handle_as(c, sbxm_arg_str(c, "user"), &h, err)) != SBX_OK)
         return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, tool, "path", false, &path, err)) != SBX_OK) {
+    if ((rc = sbxm_tool_path(c, h, "path", false, &path, err)) != SBX_OK) {
         return rc;
     }
     unsigned char *decoded = NULL;
     const void *data = text;
     size_t len = tlen;
     if (b64) {
-        rc = b64_decode(tool, path, text, tlen, o->max_write_bytes, &decoded, &len, err);
+        rc = b64_decode(path, text, tlen, o->max_write_bytes, &decoded, &len, err);
         data = decoded;
     } else if (tlen > o->max_write_bytes) {
-        rc = sbxm_tool_error(err, SBX_E_INVALID, tool, path,
+        rc = sbxm_tool_error(err, SBX_E_INVALID, path,
                              "%zu bytes is over the server's limit of %zu bytes "
                              "(--max-write-bytes)",
                              tlen, o->max_write_bytes);
@@ -282,7 +280,7 @@ static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error 
         sbx_error e;
         rc = sbx_write(h, path, &src, mode, c->cancel, &e);
         if (rc != SBX_OK)
-            sbxm_tool_fail(err, tool, path, &e);
+            sbxm_tool_fail(err, path, &e);
     }
     free(decoded);
     if (rc == SBX_OK) {
@@ -329,18 +327,17 @@ static int by_name(const void *a, const void *b)
 
 static int tool_list_files(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "list_files";
     int64_t limit = sbxm_arg_int(c, "limit", LIST_LIMIT_DEFAULT);
     if (limit < 1)
         return sbx_error_set(err, SBX_E_INVALID, "\"limit\" must be 1 or more");
     if (limit > LIST_LIMIT_MAX)
         limit = LIST_LIMIT_MAX;
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, tool, &h, err);
+    int rc = sbxm_tool_sandbox(c, &h, err);
     if (rc != SBX_OK)
         return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, tool, "path", true, &path, err)) != SBX_OK)
+    if ((rc = sbxm_tool_path(c, h, "path", true, &path, err)) != SBX_OK)
         return rc;
     struct listing l = {json_object_new_array(), (size_t)limit, false};
     struct sbx_file_list_sink sink = {sizeof sink, &l, list_entry};
@@ -350,7 +347,7 @@ static int tool_list_files(struct sbxm_call *c, json_object **result, sbx_error 
         rc = SBX_OK; /* stopped at the limit */
     if (rc != SBX_OK) {
         json_object_put(l.entries);
-        rc = sbxm_tool_fail(err, tool, path, &e);
+        rc = sbxm_tool_fail(err, path, &e);
         free(path);
         return rc;
     }
@@ -368,13 +365,12 @@ static int tool_list_files(struct sbxm_call *c, json_object **result, sbx_error 
 
 static int tool_stat(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "stat";
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, tool, &h, err);
+    int rc = sbxm_tool_sandbox(c, &h, err);
     if (rc != SBX_OK)
         return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, tool, "path", true, &path, err)) != SBX_OK)
+    if ((rc = sbxm_tool_path(c, h, "path", true, &path, err)) != SBX_OK)
         return rc;
     struct sbx_file_info fi;
     memset(&fi, 0, sizeof fi);
@@ -391,7 +387,7 @@ static int tool_stat(struct sbxm_call *c, json_object **result, sbx_error *err)
         json_object_object_add(out, "exists", json_object_new_boolean(true));
         *result = out;
     } else {
-        rc = sbxm_tool_fail(err, tool, path, &e);
+        rc = sbxm_tool_fail(err, path, &e);
     }
     free(path);
     return rc;
@@ -399,16 +395,15 @@ static int tool_stat(struct sbxm_call *c, json_object **result, sbx_error *err)
 
 static int tool_mkdir(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "mkdir";
     unsigned mode;
-    int rc = sbxm_tool_mode(c, tool, "mode", &mode, err);
+    int rc = sbxm_tool_mode(c, "mode", &mode, err);
     if (rc != SBX_OK)
         return rc;
     sbx_handle *h;
-    if ((rc = sbxm_tool_sandbox(c, tool, &h, err)) != SBX_OK)
+    if ((rc = sbxm_tool_sandbox(c, &h, err)) != SBX_OK)
         return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, tool, "path", false, &path, err)) != SBX_OK)
+    if ((rc = sbxm_tool_path(c, h, "path", false, &path, err)) != SBX_OK)
         return rc;
     sbx_error e;
     uint32_t flags = sbxm_arg_bool(c, "parents", false) ? SBX_MKDIR_PARENTS : 0;
@@ -418,7 +413,7 @@ static int tool_mkdir(struct sbxm_call *c, json_object **result, sbx_error *err)
         json_object_object_add(out, "path", sbxm_json_bytes(path, strlen(path)));
         *result = out;
     } else {
-        rc = sbxm_tool_fail(err, tool, path, &e);
+        rc = sbxm_tool_fail(err, path, &e);
     }
     free(path);
     return rc;
@@ -426,15 +421,14 @@ static int tool_mkdir(struct sbxm_call *c, json_object **result, sbx_error *err)
 
 static int tool_move(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "move";
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, tool, &h, err);
+    int rc = sbxm_tool_sandbox(c, &h, err);
     if (rc != SBX_OK)
         return rc;
     char *from, *to;
-    if ((rc = sbxm_tool_path(c, h, tool, "from", false, &from, err)) != SBX_OK)
+    if ((rc = sbxm_tool_path(c, h, "from", false, &from, err)) != SBX_OK)
         return rc;
-    if ((rc = sbxm_tool_path(c, h, tool, "to", false, &to, err)) != SBX_OK) {
+    if ((rc = sbxm_tool_path(c, h, "to", false, &to, err)) != SBX_OK) {
         free(from);
         return rc;
     }
@@ -447,13 +441,13 @@ static int tool_move(struct sbxm_call *c, json_object **result, sbx_error *err)
         json_object_object_add(out, "to", sbxm_json_bytes(to, strlen(to)));
         *result = out;
     } else if (rc == SBX_E_EXISTS && !flags) {
-        rc = sbxm_tool_fail(err, tool, from, &e);
+        rc = sbxm_tool_fail(err, from, &e);
     } else if (rc == SBX_E_EXISTS) {
-        rc = sbxm_tool_error(err, rc, tool, from,
+        rc = sbxm_tool_error(err, rc, from,
                              "\"%.200s\" exists (pass \"overwrite\": true to replace it)",
                              to);
     } else {
-        rc = sbxm_tool_fail(err, tool, from, &e);
+        rc = sbxm_tool_fail(err, from, &e);
     }
     free(from);
     free(to);
@@ -462,13 +456,12 @@ static int tool_move(struct sbxm_call *c, json_object **result, sbx_error *err)
 
 static int tool_delete(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "delete";
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, tool, &h, err);
+    int rc = sbxm_tool_sandbox(c, &h, err);
     if (rc != SBX_OK)
         return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, tool, "path", false, &path, err)) != SBX_OK)
+    if ((rc = sbxm_tool_path(c, h, "path", false, &path, err)) != SBX_OK)
         return rc;
     sbx_error e;
     uint32_t flags = sbxm_arg_bool(c, "recursive", false) ? SBX_REMOVE_RECURSIVE : 0;
@@ -478,7 +471,7 @@ static int tool_delete(struct sbxm_call *c, json_object **result, sbx_error *err
         json_object_object_add(out, "path", sbxm_json_bytes(path, strlen(path)));
         *result = out;
     } else {
-        rc = sbxm_tool_fail(err, tool, path, &e);
+        rc = sbxm_tool_fail(err, path, &e);
     }
     free(path);
     return rc;

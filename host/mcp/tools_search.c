@@ -244,12 +244,12 @@ static int scan_file(struct search *s, sbx_handle *h, const char *path, sbx_erro
     sbx_error e;
     int rc = sbx_read(h, path, &sink, s->c->cancel, &e);
     if (sbx_cancel_fired(s->c->cancel))
-        return sbxm_tool_fail(err, "search", path, &e);
+        return sbxm_tool_fail(err, path, &e);
     if (rc != SBX_OK && !(k.binary || k.capped || s->full)) {
         /* a file that went away or cannot be read is skipped, not fatal */
         if (rc == SBX_E_NOT_FOUND || rc == SBX_E_DENIED || rc == SBX_E_INVALID)
             return SBX_OK;
-        return sbxm_tool_fail(err, "search", path, &e);
+        return sbxm_tool_fail(err, path, &e);
     }
     if (!k.binary && !s->full && (k.matched || k.text_len))
         line_end(&k); /* the last line had no newline */
@@ -258,7 +258,6 @@ static int scan_file(struct search *s, sbx_handle *h, const char *path, sbx_erro
 
 static int tool_search(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "search";
     const char *glob = sbxm_arg_str(c, "name");
     const char *needle = sbxm_arg_str(c, "content");
     if (glob && !*glob)
@@ -280,11 +279,11 @@ static int tool_search(struct sbxm_call *c, json_object **result, sbx_error *err
     if (max > RESULTS_MAX)
         max = RESULTS_MAX;
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, tool, &h, err);
+    int rc = sbxm_tool_sandbox(c, &h, err);
     if (rc != SBX_OK)
         return rc;
     char *root;
-    if ((rc = sbxm_tool_path(c, h, tool, "path", true, &root, err)) != SBX_OK)
+    if ((rc = sbxm_tool_path(c, h, "path", true, &root, err)) != SBX_OK)
         return rc;
 
     struct search s = {.c = c, .glob = glob, .needle = needle,
@@ -299,21 +298,21 @@ static int tool_search(struct sbxm_call *c, json_object **result, sbx_error *err
         sbx_error e;
         rc = sbx_file_stat(h, root, &fi, c->cancel, &e);
         if (rc != SBX_OK)
-            rc = sbxm_tool_fail(err, tool, root, &e);
+            rc = sbxm_tool_fail(err, root, &e);
         else if (fi.type == SBX_FILE_REGULAR && needle)
             root_dir = false;
         else if (fi.type != SBX_FILE_DIR)
-            rc = sbxm_tool_error(err, SBX_E_INVALID, tool, root, "not a directory (a %s)",
+            rc = sbxm_tool_error(err, SBX_E_INVALID, root, "not a directory (a %s)",
                                  sbxm_file_type_name(fi.type));
     }
     if (rc == SBX_OK)
         rc = push(&q, strdup(root), 0, root_dir);
     if (rc == SBX_E_NOMEM)
-        sbxm_tool_error(err, rc, tool, root, "out of memory");
+        sbxm_tool_error(err, rc, root, "out of memory");
 
     while (rc == SBX_OK && q.head < q.len && !s.full) {
         if (sbx_cancel_fired(c->cancel)) {
-            rc = sbxm_tool_error(err, SBX_E_CANCELLED, tool, root, "cancelled");
+            rc = sbxm_tool_error(err, SBX_E_CANCELLED, root, "cancelled");
             break;
         }
         struct item it = q.v[q.head];
@@ -328,13 +327,13 @@ static int tool_search(struct sbxm_call *c, json_object **result, sbx_error *err
             sbx_error e;
             rc = sbx_file_list(h, it.path, &sink, c->cancel, &e);
             if (l.status != SBX_OK)
-                rc = sbxm_tool_error(err, l.status, tool, it.path, "out of memory");
+                rc = sbxm_tool_error(err, l.status, it.path, "out of memory");
             else if (rc != SBX_OK && (s.full || s.truncated) && !sbx_cancel_fired(c->cancel))
                 rc = SBX_OK; /* stopped at a bound */
             else if (rc == SBX_E_NOT_FOUND && it.depth > 0)
                 rc = SBX_OK; /* went away while we walked */
             else if (rc != SBX_OK)
-                rc = sbxm_tool_fail(err, tool, it.path, &e);
+                rc = sbxm_tool_fail(err, it.path, &e);
         }
         free(it.path);
     }
@@ -483,7 +482,6 @@ static int run_git(struct sbxm_call *c, sbx_handle *h, const char *dir,
 
 static int tool_git_clone(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "git_clone";
     const char *url = sbxm_arg_str(c, "url");
     const char *branch = sbxm_arg_str(c, "branch");
     int64_t depth = sbxm_arg_int(c, "depth", 0);
@@ -500,11 +498,11 @@ static int tool_git_clone(struct sbxm_call *c, json_object **result, sbx_error *
         return sbx_error_set(err, SBX_E_INVALID,
                              "\"depth\" must be 1 to 1000000 (0 or absent: full)");
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, tool, &h, err);
+    int rc = sbxm_tool_sandbox(c, &h, err);
     if (rc != SBX_OK)
         return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, tool, "path", false, &path, err)) != SBX_OK)
+    if ((rc = sbxm_tool_path(c, h, "path", false, &path, err)) != SBX_OK)
         return rc;
     /* git creates only the last component, in a parent the provider
      * resolved (no symlink anywhere): git itself never walks a path */
@@ -516,18 +514,18 @@ static int tool_git_clone(struct sbxm_call *c, json_object **result, sbx_error *
     memset(&fi, 0, sizeof fi);
     fi.size = sizeof fi;
     if (!parent) {
-        rc = sbxm_tool_error(err, SBX_E_NOMEM, tool, path, "out of memory");
+        rc = sbxm_tool_error(err, SBX_E_NOMEM, path, "out of memory");
     } else if (base[0] == '-') {
-        rc = sbxm_tool_error(err, SBX_E_INVALID, tool, path, "a name starting with '-'");
+        rc = sbxm_tool_error(err, SBX_E_INVALID, path, "a name starting with '-'");
     } else if (*parent && (rc = sbx_file_stat(h, parent, &fi, c->cancel, &e)) != SBX_OK) {
-        rc = sbxm_tool_fail(err, tool, parent, &e);
+        rc = sbxm_tool_fail(err, parent, &e);
     } else if (*parent && fi.type != SBX_FILE_DIR) {
-        rc = sbxm_tool_error(err, SBX_E_INVALID, tool, parent, "not a directory (a %s)",
+        rc = sbxm_tool_error(err, SBX_E_INVALID, parent, "not a directory (a %s)",
                              sbxm_file_type_name(fi.type));
     } else if ((rc = sbx_file_stat(h, path, &fi, c->cancel, &e)) == SBX_OK) {
-        rc = sbxm_tool_error(err, SBX_E_EXISTS, tool, path, "exists already");
+        rc = sbxm_tool_error(err, SBX_E_EXISTS, path, "exists already");
     } else if (rc != SBX_E_NOT_FOUND) {
-        rc = sbxm_tool_fail(err, tool, path, &e);
+        rc = sbxm_tool_fail(err, path, &e);
     } else {
         rc = SBX_OK;
     }
@@ -556,11 +554,11 @@ static int tool_git_clone(struct sbxm_call *c, json_object **result, sbx_error *
         struct sbx_exec_result res;
         rc = run_git(c, h, parent, argv, NULL, &ec, &res, &e);
         if (rc == SBX_E_NO_COMMAND || (rc == SBX_OK && res.exit_code == 127)) {
-            rc = sbxm_tool_error(err, SBX_E_UNSUPPORTED, tool, path,
+            rc = sbxm_tool_error(err, SBX_E_UNSUPPORTED, path,
                                  "git is not installed in the sandbox (its image has no "
                                  "git program)");
         } else if (rc != SBX_OK) {
-            rc = sbxm_tool_fail(err, tool, path, &e);
+            rc = sbxm_tool_fail(err, path, &e);
         } else if (res.exit_code != 0 || res.term_signal) {
             char *text = sbx_capture_text(&ec);
             char *msg = text;
@@ -571,10 +569,10 @@ static int tool_git_clone(struct sbxm_call *c, json_object **result, sbx_error *
                 redact(msg, url);
             }
             if (res.timed_out)
-                rc = sbxm_tool_error(err, SBX_E_TIMEOUT, tool, path,
+                rc = sbxm_tool_error(err, SBX_E_TIMEOUT, path,
                                      "git clone timed out: %.900s", msg ? msg : "");
             else
-                rc = sbxm_tool_error(err, SBX_E_INVALID, tool, path,
+                rc = sbxm_tool_error(err, SBX_E_INVALID, path,
                                      "git clone failed (exit %d): %.900s", res.exit_code,
                                      msg ? msg : "");
             free(text);

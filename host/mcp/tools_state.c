@@ -42,7 +42,7 @@
 
 /* ---- names and the directory ------------------------------------------- */
 
-static int name_ok(const char *tool, const char *name, sbx_error *err)
+static int name_ok(const char *name, sbx_error *err)
 {
     size_t n = name ? strlen(name) : 0;
     if (n < 1 || n > NAME_MAX_LEN || !strcmp(name, ".") || !strcmp(name, "..") ||
@@ -54,7 +54,7 @@ static int name_ok(const char *tool, const char *name, sbx_error *err)
 }
 
 /* The snapshot directory, made (0700) when missing. -1 with err set. */
-static int open_dir(struct sbxm_call *c, const char *tool, sbx_error *err)
+static int open_dir(struct sbxm_call *c, sbx_error *err)
 {
     const char *dir = sbxm_options(c->srv)->snapshot_dir;
     if (!dir || !*dir) {
@@ -78,7 +78,7 @@ static int open_dir(struct sbxm_call *c, const char *tool, sbx_error *err)
 
 /* Open entry `name` of dfd as a regular file (never a symlink, never
  * blocking on a FIFO). -1 with err set (SBX_E_NOT_FOUND when missing). */
-static int open_entry(int dfd, const char *tool, const char *name, int flags, sbx_error *err)
+static int open_entry(int dfd, const char *name, int flags, sbx_error *err)
 {
     int fd = openat(dfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
     struct stat st;
@@ -98,20 +98,32 @@ static int open_entry(int dfd, const char *tool, const char *name, int flags, sb
     return fd;
 }
 
-/* libsbx's messages name the file they were given; say the snapshot's
- * name instead of the /proc path (no host path goes to a client). */
-static int fail_named(sbx_error *err, const char *tool, const char *name, const char *path,
+/* libsbx's messages name the file they were given (and its directory);
+ * say the snapshot's name instead of the /proc path: no host path goes to
+ * a client. */
+static int fail_named(sbx_error *err, const char *name, const char *path,
                       const sbx_error *cause)
 {
+    const char *slash = strrchr(path, '/');
+    size_t pl = strlen(path), dl = slash ? (size_t)(slash - path) : 0;
     char msg[SBX_ERROR_MAX];
     const char *m = cause->message;
-    size_t pl = strlen(path), o = 0;
+    size_t o = 0;
     while (*m && o + 1 < sizeof msg) {
-        if (pl && !strncmp(m, path, pl)) {
-            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s", name);
+        const char *with = NULL;
+        size_t skip = 0;
+        if (!strncmp(m, path, pl)) {
+            with = name;
+            skip = pl;
+        } else if (dl && !strncmp(m, path, dl)) {
+            with = "the snapshot directory";
+            skip = dl;
+        }
+        if (with) {
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s", with);
             if (o >= sizeof msg)
                 o = sizeof msg - 1;
-            m += pl;
+            m += skip;
         } else {
             msg[o++] = *m++;
         }
@@ -154,15 +166,14 @@ static int hash_fd(int fd, char hex[65], uint64_t *bytes)
 
 static int tool_snapshot(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "snapshot";
     const char *name = sbxm_arg_str(c, "name");
-    int rc = name_ok(tool, name, err);
+    int rc = name_ok(name, err);
     if (rc != SBX_OK)
         return rc;
     sbx_handle *h;
-    if ((rc = sbxm_tool_sandbox(c, tool, &h, err)) != SBX_OK)
+    if ((rc = sbxm_tool_sandbox(c, &h, err)) != SBX_OK)
         return rc;
-    int dfd = open_dir(c, tool, err);
+    int dfd = open_dir(c, err);
     if (dfd < 0)
         return err->status;
     char tmp[NAME_MAX_LEN + 40], hexr[17], path[NAME_MAX_LEN + 80];
@@ -172,13 +183,13 @@ static int tool_snapshot(struct sbxm_call *c, json_object **result, sbx_error *e
     sbx_error e;
     rc = sbx_snapshot_save(h, path, "gzip", c->cancel, &e);
     if (rc != SBX_OK) {
-        fail_named(err, tool, name, path, &e);
+        fail_named(err, name, path, &e);
         close(dfd);
         return rc;
     }
     char sha[65];
     uint64_t bytes = 0;
-    int fd = open_entry(dfd, tool, tmp, O_RDONLY, err);
+    int fd = open_entry(dfd, tmp, O_RDONLY, err);
     if (fd < 0 || hash_fd(fd, sha, &bytes) != 0) {
         if (fd >= 0)
             rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": cannot hash it: %s",
@@ -208,18 +219,17 @@ static int tool_snapshot(struct sbxm_call *c, json_object **result, sbx_error *e
 
 static int tool_restore(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "restore";
     const char *name = sbxm_arg_str(c, "name");
-    int rc = name_ok(tool, name, err);
+    int rc = name_ok(name, err);
     if (rc != SBX_OK)
         return rc;
     sbx_handle *h;
-    if ((rc = sbxm_tool_sandbox(c, tool, &h, err)) != SBX_OK)
+    if ((rc = sbxm_tool_sandbox(c, &h, err)) != SBX_OK)
         return rc;
-    int dfd = open_dir(c, tool, err);
+    int dfd = open_dir(c, err);
     if (dfd < 0)
         return err->status;
-    int fd = open_entry(dfd, tool, name, O_RDONLY, err);
+    int fd = open_entry(dfd, name, O_RDONLY, err);
     close(dfd);
     if (fd < 0)
         return err->status;
@@ -232,7 +242,7 @@ static int tool_restore(struct sbxm_call *c, json_object **result, sbx_error *er
     rc = sbx_snapshot_restore(h, path, c->cancel, &e);
     close(fd);
     if (rc != SBX_OK)
-        return fail_named(err, tool, name, path, &e);
+        return fail_named(err, name, path, &e);
     json_object *out = json_object_new_object();
     json_object_object_add(out, "name", json_object_new_string(name));
     *result = out;
@@ -243,10 +253,9 @@ static int tool_restore(struct sbxm_call *c, json_object **result, sbx_error *er
 
 static int tool_snapshot_read(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "snapshot_read";
     const struct sbxm_options *o = sbxm_options(c->srv);
     const char *name = sbxm_arg_str(c, "name");
-    int rc = name_ok(tool, name, err);
+    int rc = name_ok(name, err);
     if (rc != SBX_OK)
         return rc;
     int64_t offset = sbxm_arg_int(c, "offset", 0);
@@ -256,10 +265,10 @@ static int tool_snapshot_read(struct sbxm_call *c, json_object **result, sbx_err
     if (max < 1)
         return sbx_error_set(err, SBX_E_INVALID, "\"max_bytes\" must be 1 or more");
     size_t cap = (uint64_t)max < o->max_read_bytes ? (size_t)max : o->max_read_bytes;
-    int dfd = open_dir(c, tool, err);
+    int dfd = open_dir(c, err);
     if (dfd < 0)
         return err->status;
-    int fd = open_entry(dfd, tool, name, O_RDONLY, err);
+    int fd = open_entry(dfd, name, O_RDONLY, err);
     close(dfd);
     if (fd < 0)
         return err->status;
@@ -313,10 +322,9 @@ static bool archive_magic(const unsigned char *p, size_t n)
 
 static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "snapshot_write";
     const struct sbxm_options *o = sbxm_options(c->srv);
     const char *name = sbxm_arg_str(c, "name");
-    int rc = name_ok(tool, name, err);
+    int rc = name_ok(name, err);
     if (rc != SBX_OK)
         return rc;
     int64_t offset = sbxm_arg_int(c, "offset", -1);
@@ -361,7 +369,7 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
                              "snapshot \"%s\" would be over %llu bytes", name,
                              (unsigned long long)UPLOAD_MAX);
     }
-    int dfd = open_dir(c, tool, err);
+    int dfd = open_dir(c, err);
     if (dfd < 0) {
         free(data);
         return err->status;
@@ -369,7 +377,7 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
     char tmp[NAME_MAX_LEN + 16];
     snprintf(tmp, sizeof tmp, UPLOAD_PREFIX "%s", name);
     /* offset 0 starts the upload (afresh); a later chunk continues one */
-    int fd = open_entry(dfd, tool, tmp, offset == 0 ? O_RDWR | O_CREAT : O_RDWR, err);
+    int fd = open_entry(dfd, tmp, offset == 0 ? O_RDWR | O_CREAT : O_RDWR, err);
     if (fd < 0) {
         if (err->status == SBX_E_NOT_FOUND)
             sbx_error_set(err, SBX_E_INVALID,
@@ -451,12 +459,11 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
 
 static int tool_port_url(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
-    static const char tool[] = "port_url";
     int64_t port = sbxm_arg_int(c, "port", 0);
     if (port < 1 || port > 65535)
         return sbx_error_set(err, SBX_E_INVALID, "\"port\" must be 1 to 65535");
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, tool, &h, err);
+    int rc = sbxm_tool_sandbox(c, &h, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_port_endpoint ep;
@@ -466,7 +473,7 @@ static int tool_port_url(struct sbxm_call *c, json_object **result, sbx_error *e
     rc = sbx_port_resolve(h, (unsigned)port, &ep, c->cancel, &e);
     if (rc != SBX_OK) {
         memset(ep.header, 0, sizeof ep.header);
-        return sbxm_tool_fail(err, tool, NULL, &e);
+        return sbxm_tool_fail(err, NULL, &e);
     }
     json_object *out = json_object_new_object();
     json_object_object_add(out, "host", sbxm_json_bytes(ep.host, strnlen(ep.host, sizeof ep.host)));

@@ -381,3 +381,14 @@ Test(mcp_state, port_url)
     e = tc_refused(&T, "port_url", "{" S ",\"port\":70000}");
     free(e);
 }
+
+Test(mcp_state, snapshot_of_a_workspace_with_a_symlink_is_refused_cleanly)
+{
+    put("a.txt", "alpha");
+    cr_assert_eq(tc_sh(&T, "ln -s / escape", NULL), 0);
+    char *e = tc_err(&T, "snapshot", "{" S ",\"name\":\"s\"}");
+    cr_expect(strstr(e, "escape"), "the refused entry is not named: %s", e);
+    cr_expect(!strstr(e, "/proc/") && !strstr(e, T.snapdir), "a host path in: %s", e);
+    free(e);
+    cr_expect_leq(snapdir_entries(), 0, "a temporary or a partial snapshot was left");
+}
