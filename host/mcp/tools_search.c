@@ -627,7 +627,14 @@ const struct sbxm_tool sbxm_tools_search[] = {
      "\"content\":{\"type\":\"string\",\"description\":\"fixed string to find\"},"
      "\"max_results\":{\"type\":\"integer\",\"minimum\":1}},"
      "\"required\":[\"sandbox\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, true, tool_search},
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\""
+     "matches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"propert"
+     "ies\":{\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},\""
+     "line\":{\"type\":\"integer\"},\"text\":{\"type\":\"string\"}},\"requir"
+     "ed\":[\"path\"]}},\"truncated\":{\"type\":\"boolean\"},\"entries_visit"
+     "ed\":{\"type\":\"integer\"},\"bytes_scanned\":{\"type\":\"integer\"}},"
+     "\"required\":[\"matches\",\"truncated\"]}",
+     SBXM_TOOLS_AGENT, true, tool_search},
     {"git_clone", "Clone a git repository",
      "Clone a repository into a new workspace directory with git in the sandbox: https, "
      "http, ssh or git URLs only; optional branch (or tag) and depth. Returns the commit "
@@ -638,6 +645,9 @@ const struct sbxm_tool sbxm_tools_search[] = {
      "\"branch\":{\"type\":\"string\"},"
      "\"depth\":{\"type\":\"integer\",\"minimum\":1}},"
      "\"required\":[\"sandbox\",\"url\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, false, tool_git_clone},
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\""
+     "commit\":{\"type\":[\"string\",\"null\"]}},\"required\":[\"path\",\"co"
+     "mmit\"]}",
+     SBXM_TOOLS_AGENT, false, tool_git_clone},
     {0},
 };
