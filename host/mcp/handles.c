@@ -93,6 +93,22 @@ int sbxm_handles_get(struct sbxm_handles *t, const char *key, const char *user,
     }
     pthread_mutex_unlock(&t->mu);
 
+    /* A session provisioned with a run_as acts as that user: a call may
+     * not switch to another one (root included) and step around the file
+     * modes its manifest set. */
+    if (user) {
+        struct sbx_session_state st;
+        memset(&st, 0, sizeof st);
+        st.size = sizeof st;
+        int src = sbx_session_state(t->m, key, &st, err);
+        if (src != SBX_OK)
+            return src;
+        if (st.run_as[0] && strcmp(st.run_as, user))
+            return sbx_error_set(err, SBX_E_DENIED,
+                                 "user %.32s refused: the sandbox runs as %s (its "
+                                 "manifest's run_as)",
+                                 user, st.run_as);
+    }
     sbx_handle *h = NULL;
     int rc = sbx_session_attach(t->m, key, cancel, &h, err);
     if (rc != SBX_OK)

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+static void spawn(struct mcp_client *c, const char *const *args);
+
 void mcp_start_raw(struct mcp_client *c, const char *const *args, bool docker)
 {
     memset(c, 0, sizeof *c);
@@ -18,6 +20,11 @@ void mcp_start_raw(struct mcp_client *c, const char *const *args, bool docker)
         cli_env_docker_config(&c->env, NULL);
     else
         cli_env_local_config(&c->env);
+    spawn(c, args);
+}
+
+static void spawn(struct mcp_client *c, const char *const *args)
+{
     const char *argv[32] = {"mcp"};
     size_t n = 1;
     for (size_t i = 0; args && args[i] && n < 31; i++)
@@ -39,6 +46,20 @@ static void initialize(struct mcp_client *c)
     cr_assert_eq(mcp_error_code(r), 0, "initialize failed: %s", json_object_to_json_string(r));
     json_object_put(r);
     mcp_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+}
+
+void mcp_start_yaml(struct mcp_client *c, const char *const *args, const char *yaml,
+                    const char *plugin_dir)
+{
+    memset(c, 0, sizeof *c);
+    cli_env_init(&c->env);
+    cli_env_write_config(&c->env, yaml);
+    if (plugin_dir) {
+        size_t n = strlen(c->env.plugin_path);
+        snprintf(c->env.plugin_path + n, sizeof c->env.plugin_path - n, ":%s", plugin_dir);
+    }
+    spawn(c, args);
+    initialize(c);
 }
 
 void mcp_start(struct mcp_client *c, const char *const *args)

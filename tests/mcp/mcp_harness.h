@@ -27,6 +27,10 @@ struct mcp_client {
  * the test when SBX_TEST_DOCKER_HOST is unset). */
 void mcp_start(struct mcp_client *c, const char *const *args);
 void mcp_start_docker(struct mcp_client *c, const char *const *args);
+/* Start with the configuration `yaml` ("@ROOT@" is the workspace root) and
+ * plugin_dir (may be NULL) appended to the plugin path, then initialize. */
+void mcp_start_yaml(struct mcp_client *c, const char *const *args, const char *yaml,
+                    const char *plugin_dir);
 /* Start without the initialize exchange. */
 void mcp_start_raw(struct mcp_client *c, const char *const *args, bool docker);
 

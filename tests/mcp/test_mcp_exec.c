@@ -404,6 +404,36 @@ Test(exec, errors_are_tool_errors)
     cr_assert_eq(mcp_stop(&c, T), 0);
 }
 
+/* A provider without processes (the noports fixture: local declared with
+ * no capability): the command runs to its end with sbx_exec. */
+Test(exec, without_processes_runs_to_the_end)
+{
+    struct mcp_client c;
+    mcp_start_yaml(&c, (const char *const[]){"--provider", "noports", NULL},
+                   "providers:\n  noports:\n    root: @ROOT@\n    log: /dev/null\n", SBX_TEST_SESSION_FIXTURE_DIR);
+    create(&c, "s");
+    json_object *r = exec(&c, 1, "{\"sandbox\":\"s\",\"cmd\":\"sleep 0.3; echo hi; exit 2\","
+                                 "\"yield_time_ms\":50}");
+    cr_assert_eq(sc_int(r, "exit_code"), 2, "ran to its end past the yield");
+    cr_assert_str_eq(mcp_sc_str(r, "stdout"), "hi\n");
+    cr_assert(!sc_bool(r, "running"));
+    cr_assert_null(mcp_sc(r, "process_id"));
+    cr_assert(strstr(mcp_sc_str(r, "note"), "no processes"), "%s", mcp_text(r));
+    json_object_put(r);
+    r = exec(&c, 2, "{\"sandbox\":\"s\",\"cmd\":\"sleep 30\",\"timeout_ms\":300}");
+    cr_assert(sc_bool(r, "timed_out"));
+    json_object_put(r);
+    r = mcp_call(&c, 3, "exec_command", "{\"sandbox\":\"s\",\"cmd\":\"true\",\"tty\":true}",
+                 T, NULL);
+    cr_assert(mcp_is_error(r));
+    json_object_put(r);
+    r = mcp_call(&c, 4, "write_stdin", "{\"sandbox\":\"s\",\"process_id\":\"p1\"}", T, NULL);
+    cr_assert(mcp_is_error(r));
+    cr_assert(strstr(mcp_text(r), "no processes"), "%s", mcp_text(r));
+    json_object_put(r);
+    cr_assert_eq(mcp_stop(&c, T), 0);
+}
+
 Test(docker, exec_and_yield)
 {
     struct mcp_client c;
