@@ -496,7 +496,12 @@ const struct sbxm_tool sbxm_tools_files[] = {
      "\"offset\":{\"type\":\"integer\",\"minimum\":0},"
      "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1}},"
      "\"required\":[\"sandbox\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, true, tool_read_file},
+     "{\"type\":\"object\",\"properties\":{\"content\":{\"type\":\"string\"}"
+     ",\"encoding\":{\"type\":\"string\"},\"offset\":{\"type\":\"integer\"},"
+     "\"bytes\":{\"type\":\"integer\"},\"size\":{\"type\":[\"integer\",\"nul"
+     "l\"]},\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"content\","
+     "\"encoding\",\"bytes\",\"truncated\"]}",
+     SBXM_TOOLS_AGENT, true, tool_read_file},
     {"write_file", "Write a file",
      "Write a file of the sandbox's workspace from UTF-8 text or base64 (at most the "
      "server's --max-write-bytes). Parent directories are made; the file appears complete "
@@ -507,7 +512,9 @@ const struct sbxm_tool sbxm_tools_files[] = {
      "\"encoding\":{\"type\":\"string\",\"enum\":[\"text\",\"base64\"]}," MODE_PROP("the file's")
      ",\"user\":{\"type\":\"string\",\"description\":\"write as this sandbox user\"}},"
      "\"required\":[\"sandbox\",\"path\",\"content\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, false, tool_write_file},
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\""
+     "bytes\":{\"type\":\"integer\"}},\"required\":[\"path\",\"bytes\"]}",
+     SBXM_TOOLS_AGENT, false, tool_write_file},
     {"list_files", "List a directory",
      "List the entries of a directory of the workspace (symlinks as themselves), sorted by "
      "name, at most limit (1000 by default, 10000 at most).",
@@ -515,14 +522,24 @@ const struct sbxm_tool sbxm_tools_files[] = {
      PATH_PROP("path", "workspace-relative directory; \\\".\\\" is the root") ","
      "\"limit\":{\"type\":\"integer\",\"minimum\":1}},"
      "\"required\":[\"sandbox\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, true, tool_list_files},
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\""
+     "entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"propert"
+     "ies\":{\"name\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},\""
+     "size\":{\"type\":\"integer\"},\"mode\":{\"type\":\"string\"},\"mtime\""
+     ":{\"type\":\"number\"}}}},\"truncated\":{\"type\":\"boolean\"}},\"requ"
+     "ired\":[\"entries\",\"truncated\"]}",
+     SBXM_TOOLS_AGENT, true, tool_list_files},
     {"stat", "Describe a path",
      "Whether a workspace path exists, and its type (file, directory, symlink - never "
      "followed - or other), size, mode and mtime.",
      "{\"type\":\"object\",\"properties\":{" SANDBOX_PROP ","
      PATH_PROP("path", "workspace-relative path") "},"
      "\"required\":[\"sandbox\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, true, tool_stat},
+     "{\"type\":\"object\",\"properties\":{\"exists\":{\"type\":\"boolean\"}"
+     ",\"type\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},\"mode"
+     "\":{\"type\":\"string\"},\"mtime\":{\"type\":\"number\"}},\"required\""
+     ":[\"exists\"]}",
+     SBXM_TOOLS_AGENT, true, tool_stat},
     {"mkdir", "Make a directory",
      "Make a directory in the workspace; parents makes missing parents and accepts an "
      "existing directory.",
@@ -530,14 +547,18 @@ const struct sbxm_tool sbxm_tools_files[] = {
      PATH_PROP("path", "workspace-relative path") ","
      "\"parents\":{\"type\":\"boolean\"}," MODE_PROP("the directory's (default 0755)") "},"
      "\"required\":[\"sandbox\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, false, tool_mkdir},
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\""
+     "required\":[\"path\"]}",
+     SBXM_TOOLS_AGENT, false, tool_mkdir},
     {"move", "Move or rename",
      "Rename a workspace path; an existing target is refused unless overwrite is true.",
      "{\"type\":\"object\",\"properties\":{" SANDBOX_PROP ","
      PATH_PROP("from", "workspace-relative path") "," PATH_PROP("to", "workspace-relative path") ","
      "\"overwrite\":{\"type\":\"boolean\"}},"
      "\"required\":[\"sandbox\",\"from\",\"to\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, false, tool_move},
+     "{\"type\":\"object\",\"properties\":{\"from\":{\"type\":\"string\"},\""
+     "to\":{\"type\":\"string\"}},\"required\":[\"from\",\"to\"]}",
+     SBXM_TOOLS_AGENT, false, tool_move},
     {"delete", "Delete a path",
      "Remove a file, a symlink (itself, never its target) or an empty directory; recursive "
      "removes a directory and all it holds.",
@@ -545,6 +566,8 @@ const struct sbxm_tool sbxm_tools_files[] = {
      PATH_PROP("path", "workspace-relative path") ","
      "\"recursive\":{\"type\":\"boolean\"}},"
      "\"required\":[\"sandbox\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, false, tool_delete},
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}},\""
+     "required\":[\"path\"]}",
+     SBXM_TOOLS_AGENT, false, tool_delete},
     {0},
 };

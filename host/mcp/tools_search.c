@@ -101,16 +101,17 @@ struct lister {
     const char *dir;
     int depth;
     int status;
+    bool stopped; /* this listing was stopped at a bound */
 };
 
 static int list_entry(void *ctx, const struct sbx_file_info *fi)
 {
     struct lister *l = ctx;
     struct search *s = l->s;
-    if (s->full)
-        return STOP;
-    if (++s->entries > ENTRIES_MAX) {
-        s->truncated = true;
+    if (s->full || ++s->entries > ENTRIES_MAX) {
+        if (!s->full)
+            s->truncated = true;
+        l->stopped = true;
         return STOP;
     }
     bool named = !s->glob || fnmatch(s->glob, fi->name, 0) == 0;
@@ -128,6 +129,7 @@ static int list_entry(void *ctx, const struct sbx_file_info *fi)
             return l->status = SBX_E_NOMEM;
         add_match(s, p, sbxm_file_type_name(fi->type), 0, NULL, 0);
         free(p);
+        l->stopped = s->full;
         return s->full ? STOP : SBX_OK;
     }
     /* only regular files are read: never a symlink, FIFO or device */
@@ -322,16 +324,16 @@ static int tool_search(struct sbxm_call *c, json_object **result, sbx_error *err
         } else if (s.entries >= ENTRIES_MAX) {
             s.truncated = true;
         } else {
-            struct lister l = {&s, &q, it.path, it.depth, SBX_OK};
+            struct lister l = {&s, &q, it.path, it.depth, SBX_OK, false};
             struct sbx_file_list_sink sink = {sizeof sink, &l, list_entry};
             sbx_error e;
             rc = sbx_file_list(h, it.path, &sink, c->cancel, &e);
             if (l.status != SBX_OK)
                 rc = sbxm_tool_error(err, l.status, it.path, "out of memory");
-            else if (rc != SBX_OK && (s.full || s.truncated) && !sbx_cancel_fired(c->cancel))
+            else if (rc != SBX_OK && l.stopped && !sbx_cancel_fired(c->cancel))
                 rc = SBX_OK; /* stopped at a bound */
-            else if (rc == SBX_E_NOT_FOUND && it.depth > 0)
-                rc = SBX_OK; /* went away while we walked */
+            else if ((rc == SBX_E_NOT_FOUND || rc == SBX_E_DENIED) && it.depth > 0)
+                rc = SBX_OK; /* went away while we walked, or not ours to read */
             else if (rc != SBX_OK)
                 rc = sbxm_tool_fail(err, it.path, &e);
         }
@@ -627,7 +629,14 @@ const struct sbxm_tool sbxm_tools_search[] = {
      "\"content\":{\"type\":\"string\",\"description\":\"fixed string to find\"},"
      "\"max_results\":{\"type\":\"integer\",\"minimum\":1}},"
      "\"required\":[\"sandbox\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, true, tool_search},
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\""
+     "matches\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"propert"
+     "ies\":{\"path\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},\""
+     "line\":{\"type\":\"integer\"},\"text\":{\"type\":\"string\"}},\"requir"
+     "ed\":[\"path\"]}},\"truncated\":{\"type\":\"boolean\"},\"entries_visit"
+     "ed\":{\"type\":\"integer\"},\"bytes_scanned\":{\"type\":\"integer\"}},"
+     "\"required\":[\"matches\",\"truncated\"]}",
+     SBXM_TOOLS_AGENT, true, tool_search},
     {"git_clone", "Clone a git repository",
      "Clone a repository into a new workspace directory with git in the sandbox: https, "
      "http, ssh or git URLs only; optional branch (or tag) and depth. Returns the commit "
@@ -638,6 +647,9 @@ const struct sbxm_tool sbxm_tools_search[] = {
      "\"branch\":{\"type\":\"string\"},"
      "\"depth\":{\"type\":\"integer\",\"minimum\":1}},"
      "\"required\":[\"sandbox\",\"url\",\"path\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, false, tool_git_clone},
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\""
+     "commit\":{\"type\":[\"string\",\"null\"]}},\"required\":[\"path\",\"co"
+     "mmit\"]}",
+     SBXM_TOOLS_AGENT, false, tool_git_clone},
     {0},
 };

@@ -506,19 +506,28 @@ const struct sbxm_tool sbxm_tools_state[] = {
      "only.",
      "{\"type\":\"object\",\"properties\":{" SANDBOX_PROP "," NAME_PROP "},"
      "\"required\":[\"sandbox\",\"name\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, false, tool_snapshot},
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\""
+     "bytes\":{\"type\":\"integer\"},\"sha256\":{\"type\":\"string\"}},\"req"
+     "uired\":[\"name\",\"bytes\",\"sha256\"]}",
+     SBXM_TOOLS_AGENT, false, tool_snapshot},
     {"restore", "Restore a snapshot",
      "Replace the sandbox's workspace with the named snapshot, all or nothing: a missing "
      "or damaged snapshot leaves the workspace as it was.",
      "{\"type\":\"object\",\"properties\":{" SANDBOX_PROP "," NAME_PROP "},"
      "\"required\":[\"sandbox\",\"name\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, false, tool_restore},
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},\""
+     "required\":[\"name\"]}",
+     SBXM_TOOLS_AGENT, false, tool_restore},
     {"port_url", "Where a port is reached",
      "The URL at which a client outside the sandbox reaches one of its declared TCP ports.",
      "{\"type\":\"object\",\"properties\":{" SANDBOX_PROP ","
      "\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}},"
      "\"required\":[\"sandbox\",\"port\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_AGENT, true, tool_port_url},
+     "{\"type\":\"object\",\"properties\":{\"host\":{\"type\":\"string\"},\""
+     "port\":{\"type\":\"integer\"},\"tls\":{\"type\":\"boolean\"},\"url\":{"
+     "\"type\":\"string\"},\"header\":{\"type\":[\"string\",\"null\"]}},\"re"
+     "quired\":[\"host\",\"port\",\"tls\",\"url\"]}",
+     SBXM_TOOLS_AGENT, true, tool_port_url},
     {"snapshot_read", "Read a snapshot",
      "A base64 chunk of the named snapshot from offset (max_bytes, 1 MiB by default, at "
      "most the server's --max-read-bytes); eof once the end is reached.",
@@ -526,7 +535,10 @@ const struct sbxm_tool sbxm_tools_state[] = {
      "\"offset\":{\"type\":\"integer\",\"minimum\":0},"
      "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1}},"
      "\"required\":[\"name\",\"offset\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_SDK, true, tool_snapshot_read},
+     "{\"type\":\"object\",\"properties\":{\"content\":{\"type\":\"string\"}"
+     ",\"bytes\":{\"type\":\"integer\"},\"size\":{\"type\":\"integer\"},\"eo"
+     "f\":{\"type\":\"boolean\"}},\"required\":[\"content\",\"eof\"]}",
+     SBXM_TOOLS_SDK, true, tool_snapshot_read},
     {"snapshot_write", "Upload a snapshot",
      "Write a base64 chunk of the named snapshot at offset: offset 0 starts an upload, "
      "each later chunk starts where the previous ended; final publishes it (checked to be "
@@ -537,6 +549,9 @@ const struct sbxm_tool sbxm_tools_state[] = {
      "\"final\":{\"type\":\"boolean\"},"
      "\"sha256\":{\"type\":\"string\"}},"
      "\"required\":[\"name\",\"offset\",\"content\"],\"additionalProperties\":false}",
-     NULL, SBXM_TOOLS_SDK, false, tool_snapshot_write},
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\""
+     "bytes\":{\"type\":\"integer\"},\"final\":{\"type\":\"boolean\"},\"sha2"
+     "56\":{\"type\":\"string\"}},\"required\":[\"bytes\"]}",
+     SBXM_TOOLS_SDK, false, tool_snapshot_write},
     {0},
 };
