@@ -34,7 +34,10 @@ port=$(cat "$dir/port")
 url="http://127.0.0.1:$port"
 printf 'providers:\n  daytona:\n    api_url: "%s/api"\n    image: "debian:bookworm-slim"\n    target: us\n    network: false\n' \
   "$url" >"$dir/sbx.yaml"
-# Every case: each op the provider has is exercised.
+# Every case: each op the provider has is exercised. The time bounds are
+# doubled as in test_daytona_conformance: every process read is a toolbox
+# round trip to the fake, slow on a loaded machine.
+SBX_CONFORMANCE_TIME_SCALE=${SBX_CONFORMANCE_TIME_SCALE:-2} \
 DAYTONA_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" \
   --config "$dir/sbx.yaml" conformance daytona
 curl -sf "$url/_fake/stats" >"$dir/requests.json"
