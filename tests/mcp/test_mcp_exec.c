@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The session key of these tests: a key names one container on the shared
+ * test daemon, so it is unlike the other test binaries' keys. */
+#define SB "mcp-exec"
+
 #define T 15000
 
 static void create(struct mcp_client *c, const char *name)
@@ -49,7 +53,7 @@ static bool sc_bool(json_object *r, const char *k)
 
 static void quick(struct mcp_client *c)
 {
-    json_object *r = exec(c, 1, "{\"sandbox\":\"s\",\"cmd\":\"echo out; echo err >&2; exit 3\"}");
+    json_object *r = exec(c, 1, "{\"sandbox\":\"" SB "\",\"cmd\":\"echo out; echo err >&2; exit 3\"}");
     cr_assert_eq(sc_int(r, "exit_code"), 3);
     cr_assert_str_eq(mcp_sc_str(r, "stdout"), "out\n");
     cr_assert_str_eq(mcp_sc_str(r, "stderr"), "err\n");
@@ -61,11 +65,11 @@ static void quick(struct mcp_client *c)
     cr_assert(json_object_equal(t, sc));
     json_object_put(t);
     json_object_put(r);
-    r = exec(c, 2, "{\"sandbox\":\"s\",\"argv\":[\"printf\",\"%s|\",\"a b\",\"c\"],"
+    r = exec(c, 2, "{\"sandbox\":\"" SB "\",\"argv\":[\"printf\",\"%s|\",\"a b\",\"c\"],"
                    "\"env\":{\"X\":\"1\"}}");
     cr_assert_str_eq(mcp_sc_str(r, "output"), "a b|c|");
     json_object_put(r);
-    r = exec(c, 3, "{\"sandbox\":\"s\",\"cmd\":\"printf %s \\\"$X\\\"\",\"env\":{\"X\":\"v\"}}");
+    r = exec(c, 3, "{\"sandbox\":\"" SB "\",\"cmd\":\"printf %s \\\"$X\\\"\",\"env\":{\"X\":\"v\"}}");
     cr_assert_str_eq(mcp_sc_str(r, "output"), "v");
     json_object_put(r);
 }
@@ -73,7 +77,7 @@ static void quick(struct mcp_client *c)
 /* Start a command that outlives its yield, then finish it by write_stdin. */
 static void yield_and_continue(struct mcp_client *c)
 {
-    json_object *r = exec(c, 10, "{\"sandbox\":\"s\",\"cmd\":\"echo ready; read x; echo got "
+    json_object *r = exec(c, 10, "{\"sandbox\":\"" SB "\",\"cmd\":\"echo ready; read x; echo got "
                                  "$x\",\"yield_time_ms\":300}");
     cr_assert(sc_bool(r, "running"), "%s", json_object_to_json_string(r));
     cr_assert(json_object_is_type(mcp_sc(r, "exit_code"), json_type_null));
@@ -83,7 +87,7 @@ static void yield_and_continue(struct mcp_client *c)
     json_object_put(r);
     char args[512];
     snprintf(args, sizeof args,
-             "{\"sandbox\":\"s\",\"process_id\":\"%s\",\"chars\":\"hello\\n\","
+             "{\"sandbox\":\"" SB "\",\"process_id\":\"%s\",\"chars\":\"hello\\n\","
              "\"yield_time_ms\":5000}",
              id);
     r = mcp_call(c, 11, "write_stdin", args, T, NULL);
@@ -98,7 +102,7 @@ Test(exec, quick_commands)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     quick(&c);
     cr_assert_eq(mcp_stop(&c, T), 0);
 }
@@ -107,7 +111,7 @@ Test(exec, yield_then_write_stdin)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     yield_and_continue(&c);
     cr_assert_eq(mcp_stop(&c, T), 0);
 }
@@ -116,8 +120,8 @@ Test(exec, polling_sees_every_byte_once)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
-    json_object *r = exec(&c, 1, "{\"sandbox\":\"s\",\"cmd\":\"for i in 1 2 3 4 5; do echo $i; "
+    create(&c, SB);
+    json_object *r = exec(&c, 1, "{\"sandbox\":\"" SB "\",\"cmd\":\"for i in 1 2 3 4 5; do echo $i; "
                                  "sleep 0.2; done\",\"yield_time_ms\":100}");
     char all[256] = "", id[160];
     strcat(all, mcp_sc_str(r, "stdout"));
@@ -128,7 +132,7 @@ Test(exec, polling_sees_every_byte_once)
     for (int i = 2; running && i < 60; i++) {
         char args[512];
         snprintf(args, sizeof args,
-                 "{\"sandbox\":\"s\",\"process_id\":\"%s\",\"yield_time_ms\":150}", id);
+                 "{\"sandbox\":\"" SB "\",\"process_id\":\"%s\",\"yield_time_ms\":150}", id);
         r = mcp_call(&c, i, "write_stdin", args, T, NULL);
         cr_assert(r && !mcp_is_error(r), "%s", mcp_text(r));
         strncat(all, mcp_sc_str(r, "stdout"), sizeof all - strlen(all) - 1);
@@ -146,8 +150,8 @@ Test(exec, output_cap_keeps_head_and_tail)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
-    json_object *r = exec(&c, 1, "{\"sandbox\":\"s\",\"cmd\":\"printf START; head -c 300000 "
+    create(&c, SB);
+    json_object *r = exec(&c, 1, "{\"sandbox\":\"" SB "\",\"cmd\":\"printf START; head -c 300000 "
                                  "/dev/zero | tr '\\\\0' x; printf END\",\"max_output_bytes\":"
                                  "1000}");
     cr_assert_eq(sc_int(r, "exit_code"), 0);
@@ -161,8 +165,8 @@ Test(exec, output_cap_keeps_head_and_tail)
     /* the operator's cap wins over a larger ask */
     cr_assert_eq(mcp_stop(&c, T), 0);
     mcp_start(&c, (const char *const[]){"--max-output-bytes", "100", NULL});
-    create(&c, "s");
-    r = exec(&c, 2, "{\"sandbox\":\"s\",\"cmd\":\"head -c 5000 /dev/zero | tr '\\\\0' y\","
+    create(&c, SB);
+    r = exec(&c, 2, "{\"sandbox\":\"" SB "\",\"cmd\":\"head -c 5000 /dev/zero | tr '\\\\0' y\","
                     "\"max_output_bytes\":1000000}");
     cr_assert_eq(sc_int(r, "truncated_bytes"), 4900);
     json_object_put(r);
@@ -173,8 +177,8 @@ Test(exec, invalid_utf8_output_stays_valid_json)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
-    json_object *r = exec(&c, 1, "{\"sandbox\":\"s\",\"cmd\":\"printf 'a\\\\377\\\\000b'\"}");
+    create(&c, SB);
+    json_object *r = exec(&c, 1, "{\"sandbox\":\"" SB "\",\"cmd\":\"printf 'a\\\\377\\\\000b'\"}");
     cr_assert_str_eq(mcp_sc_str(r, "output"), "a\xef\xbf\xbd\xef\xbf\xbd" "b");
     json_object_put(r);
     cr_assert_eq(mcp_stop(&c, T), 0);
@@ -184,8 +188,8 @@ Test(exec, tty)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
-    json_object *r = exec(&c, 1, "{\"sandbox\":\"s\",\"cmd\":\"test -t 0 && test -t 1 && echo "
+    create(&c, SB);
+    json_object *r = exec(&c, 1, "{\"sandbox\":\"" SB "\",\"cmd\":\"test -t 0 && test -t 1 && echo "
                                  "isatty\",\"tty\":true}");
     cr_assert(strstr(mcp_sc_str(r, "output"), "isatty"), "%s", mcp_sc_str(r, "output"));
     cr_assert_null(mcp_sc(r, "stdout"), "one stream on a terminal");
@@ -197,9 +201,9 @@ Test(exec, timeout_kills)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     long long t0 = cli_now_ms();
-    json_object *r = exec(&c, 1, "{\"sandbox\":\"s\",\"cmd\":\"sleep 30\",\"timeout_ms\":300}");
+    json_object *r = exec(&c, 1, "{\"sandbox\":\"" SB "\",\"cmd\":\"sleep 30\",\"timeout_ms\":300}");
     cr_assert(sc_bool(r, "timed_out"), "%s", json_object_to_json_string(r));
     cr_assert(!sc_bool(r, "running"));
     cr_assert_eq(sc_int(r, "exit_code"), 128 + 9);
@@ -243,9 +247,9 @@ Test(exec, cancelled_call_kills_and_sends_nothing)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     mcp_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
-                 "\"exec_command\",\"arguments\":{\"sandbox\":\"s\",\"cmd\":\"echo $$ > "
+                 "\"exec_command\",\"arguments\":{\"sandbox\":\"" SB "\",\"cmd\":\"echo $$ > "
                  "cancel.pid; exec sleep 30\",\"yield_time_ms\":60000}}}");
     pid_t pid = read_pid(&c, "cancel.pid");
     cr_assert_eq(kill(pid, 0), 0, "running before the cancel");
@@ -282,9 +286,9 @@ Test(exec, progress_notifications)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     mcp_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
-                 "\"exec_command\",\"arguments\":{\"sandbox\":\"s\",\"cmd\":\"sleep 2.5\"},"
+                 "\"exec_command\",\"arguments\":{\"sandbox\":\"" SB "\",\"cmd\":\"sleep 2.5\"},"
                  "\"_meta\":{\"progressToken\":\"tok\"}}}");
     json_object *r = mcp_wait(&c, 5, T);
     cr_assert(r);
@@ -296,7 +300,7 @@ Test(exec, progress_notifications)
     cr_assert_str_eq(json_object_get_string(tok), "tok");
     /* without a token: none */
     c.progress = 0;
-    r = exec(&c, 6, "{\"sandbox\":\"s\",\"cmd\":\"sleep 1.5\"}");
+    r = exec(&c, 6, "{\"sandbox\":\"" SB "\",\"cmd\":\"sleep 1.5\"}");
     json_object_put(r);
     cr_assert_eq(c.progress, 0);
     cr_assert_eq(mcp_stop(&c, T), 0);
@@ -306,11 +310,11 @@ Test(exec, sixteen_calls_at_once)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     long long t0 = cli_now_ms();
     for (int i = 0; i < 16; i++)
         mcp_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
-                     "{\"name\":\"exec_command\",\"arguments\":{\"sandbox\":\"s\",\"cmd\":"
+                     "{\"name\":\"exec_command\",\"arguments\":{\"sandbox\":\"" SB "\",\"cmd\":"
                      "\"sleep 1; echo n%d\"}}}",
                  100 + i, i);
     bool seen[16] = {false};
@@ -335,10 +339,10 @@ Test(exec, max_calls_answers_busy_and_duplicate_ids)
 {
     struct mcp_client c;
     mcp_start(&c, (const char *const[]){"--max-calls", "2", NULL});
-    create(&c, "s");
+    create(&c, SB);
     for (int i = 0; i < 2; i++)
         mcp_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
-                     "{\"name\":\"exec_command\",\"arguments\":{\"sandbox\":\"s\",\"cmd\":"
+                     "{\"name\":\"exec_command\",\"arguments\":{\"sandbox\":\"" SB "\",\"cmd\":"
                      "\"sleep 2\"}}}",
                  20 + i);
     usleep(200000);
@@ -361,9 +365,9 @@ Test(exec, eof_while_calls_run)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     mcp_send(&c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
-                 "\"exec_command\",\"arguments\":{\"sandbox\":\"s\",\"cmd\":\"echo $$ > "
+                 "\"exec_command\",\"arguments\":{\"sandbox\":\"" SB "\",\"cmd\":\"echo $$ > "
                  "eof.pid; exec sleep 60\",\"yield_time_ms\":60000}}}");
     pid_t pid = read_pid(&c, "eof.pid");
     long long t0 = cli_now_ms();
@@ -376,29 +380,29 @@ Test(exec, errors_are_tool_errors)
 {
     struct mcp_client c;
     mcp_start(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     json_object *r = mcp_call(&c, 1, "exec_command", "{\"sandbox\":\"nope\",\"cmd\":\"true\"}", T,
                               NULL);
     cr_assert(mcp_is_error(r));
     cr_assert(strstr(mcp_text(r), "sbx: exec_command: "), "%s", mcp_text(r));
     json_object_put(r);
-    r = mcp_call(&c, 2, "exec_command", "{\"sandbox\":\"s\",\"cmd\":\"true\",\"argv\":[\"x\"]}",
+    r = mcp_call(&c, 2, "exec_command", "{\"sandbox\":\"" SB "\",\"cmd\":\"true\",\"argv\":[\"x\"]}",
                  T, NULL);
     cr_assert(mcp_is_error(r));
     cr_assert(strstr(mcp_text(r), "exactly one of cmd and argv"), "%s", mcp_text(r));
     json_object_put(r);
-    r = mcp_call(&c, 3, "exec_command", "{\"sandbox\":\"s\",\"cmd\":\"true\",\"env\":{\"A=B\":"
+    r = mcp_call(&c, 3, "exec_command", "{\"sandbox\":\"" SB "\",\"cmd\":\"true\",\"env\":{\"A=B\":"
                  "\"x\"}}", T, NULL);
     cr_assert(mcp_is_error(r));
     json_object_put(r);
-    r = mcp_call(&c, 4, "write_stdin", "{\"sandbox\":\"s\",\"process_id\":\"pnotmine\"}", T,
+    r = mcp_call(&c, 4, "write_stdin", "{\"sandbox\":\"" SB "\",\"process_id\":\"pnotmine\"}", T,
                  NULL);
     cr_assert(mcp_is_error(r), "a process id the sandbox did not make");
     json_object_put(r);
-    r = mcp_call(&c, 5, "destroy_sandbox", "{\"sandbox\":\"s\"}", 60000, NULL);
+    r = mcp_call(&c, 5, "destroy_sandbox", "{\"sandbox\":\"" SB "\"}", 60000, NULL);
     cr_assert(r && !mcp_is_error(r), "%s", mcp_text(r));
     json_object_put(r);
-    r = mcp_call(&c, 6, "exec_command", "{\"sandbox\":\"s\",\"cmd\":\"true\"}", T, NULL);
+    r = mcp_call(&c, 6, "exec_command", "{\"sandbox\":\"" SB "\",\"cmd\":\"true\"}", T, NULL);
     cr_assert(mcp_is_error(r), "a destroyed sandbox");
     json_object_put(r);
     cr_assert_eq(mcp_stop(&c, T), 0);
@@ -411,8 +415,8 @@ Test(exec, without_processes_runs_to_the_end)
     struct mcp_client c;
     mcp_start_yaml(&c, (const char *const[]){"--provider", "noports", NULL},
                    "providers:\n  noports:\n    root: @ROOT@\n    log: /dev/null\n", SBX_TEST_SESSION_FIXTURE_DIR);
-    create(&c, "s");
-    json_object *r = exec(&c, 1, "{\"sandbox\":\"s\",\"cmd\":\"sleep 0.3; echo hi; exit 2\","
+    create(&c, SB);
+    json_object *r = exec(&c, 1, "{\"sandbox\":\"" SB "\",\"cmd\":\"sleep 0.3; echo hi; exit 2\","
                                  "\"yield_time_ms\":50}");
     cr_assert_eq(sc_int(r, "exit_code"), 2, "ran to its end past the yield");
     cr_assert_str_eq(mcp_sc_str(r, "stdout"), "hi\n");
@@ -420,14 +424,14 @@ Test(exec, without_processes_runs_to_the_end)
     cr_assert_null(mcp_sc(r, "process_id"));
     cr_assert(strstr(mcp_sc_str(r, "note"), "no processes"), "%s", mcp_text(r));
     json_object_put(r);
-    r = exec(&c, 2, "{\"sandbox\":\"s\",\"cmd\":\"sleep 30\",\"timeout_ms\":300}");
+    r = exec(&c, 2, "{\"sandbox\":\"" SB "\",\"cmd\":\"sleep 30\",\"timeout_ms\":300}");
     cr_assert(sc_bool(r, "timed_out"));
     json_object_put(r);
-    r = mcp_call(&c, 3, "exec_command", "{\"sandbox\":\"s\",\"cmd\":\"true\",\"tty\":true}",
+    r = mcp_call(&c, 3, "exec_command", "{\"sandbox\":\"" SB "\",\"cmd\":\"true\",\"tty\":true}",
                  T, NULL);
     cr_assert(mcp_is_error(r));
     json_object_put(r);
-    r = mcp_call(&c, 4, "write_stdin", "{\"sandbox\":\"s\",\"process_id\":\"p1\"}", T, NULL);
+    r = mcp_call(&c, 4, "write_stdin", "{\"sandbox\":\"" SB "\",\"process_id\":\"p1\"}", T, NULL);
     cr_assert(mcp_is_error(r));
     cr_assert(strstr(mcp_text(r), "no processes"), "%s", mcp_text(r));
     json_object_put(r);
@@ -438,10 +442,10 @@ Test(docker, exec_and_yield)
 {
     struct mcp_client c;
     mcp_start_docker(&c, NULL);
-    create(&c, "s");
+    create(&c, SB);
     quick(&c);
     yield_and_continue(&c);
-    json_object *r = mcp_call(&c, 50, "destroy_sandbox", "{\"sandbox\":\"s\"}", 60000, NULL);
+    json_object *r = mcp_call(&c, 50, "destroy_sandbox", "{\"sandbox\":\"" SB "\"}", 60000, NULL);
     json_object_put(r);
     cr_assert_eq(mcp_stop(&c, T), 0);
 }

@@ -153,27 +153,27 @@ Test(docker, run_as_cannot_be_stepped_around)
     struct mcp_client c;
     mcp_start_docker(&c, (const char *const[]){"--tools", "sdk", NULL});
     json_object *r = call_ok(&c, 1, "create_sandbox",
-                             "{\"sandbox\":\"u\",\"manifest\":{\"version\":1,\"users\":[{\"name\":"
+                             "{\"sandbox\":\"mcp-sandbox-docker\",\"manifest\":{\"version\":1,\"users\":[{\"name\":"
                              "\"agent\"}],\"run_as\":\"agent\",\"entries\":[{\"path\":\"ro\","
                              "\"type\":\"dir\",\"mode\":365},{\"path\":\"ro/f\",\"type\":\"file\","
                              "\"content\":\"x\",\"mode\":292}]}}");
     json_object_put(r);
-    r = call_ok(&c, 2, "exec_command", "{\"sandbox\":\"u\",\"cmd\":\"id -un\"}");
+    r = call_ok(&c, 2, "exec_command", "{\"sandbox\":\"mcp-sandbox-docker\",\"cmd\":\"id -un\"}");
     cr_assert_str_eq(mcp_sc_str(r, "output"), "agent\n");
     json_object_put(r);
-    r = call_ok(&c, 3, "exec_command", "{\"sandbox\":\"u\",\"cmd\":\"id -un\",\"user\":\"agent\"}");
+    r = call_ok(&c, 3, "exec_command", "{\"sandbox\":\"mcp-sandbox-docker\",\"cmd\":\"id -un\",\"user\":\"agent\"}");
     cr_assert_str_eq(mcp_sc_str(r, "output"), "agent\n");
     json_object_put(r);
-    r = mcp_call(&c, 4, "exec_command", "{\"sandbox\":\"u\",\"cmd\":\"echo y > ro/f\",\"user\":"
+    r = mcp_call(&c, 4, "exec_command", "{\"sandbox\":\"mcp-sandbox-docker\",\"cmd\":\"echo y > ro/f\",\"user\":"
                                         "\"root\"}",
                  T, NULL);
     cr_assert(mcp_is_error(r), "root was allowed");
     cr_assert(strstr(mcp_text(r), "runs as agent"), "%s", mcp_text(r));
     json_object_put(r);
-    r = call_ok(&c, 5, "exec_command", "{\"sandbox\":\"u\",\"cmd\":\"cat ro/f\"}");
+    r = call_ok(&c, 5, "exec_command", "{\"sandbox\":\"mcp-sandbox-docker\",\"cmd\":\"cat ro/f\"}");
     cr_assert_str_eq(mcp_sc_str(r, "output"), "x", "the fixture is unchanged");
     json_object_put(r);
-    r = call_ok(&c, 6, "destroy_sandbox", "{\"sandbox\":\"u\"}");
+    r = call_ok(&c, 6, "destroy_sandbox", "{\"sandbox\":\"mcp-sandbox-docker\"}");
     json_object_put(r);
     cr_assert_eq(mcp_stop(&c, T), 0);
 }

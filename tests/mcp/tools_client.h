@@ -26,7 +26,9 @@ struct tc {
     size_t len, cap;
 };
 
+#ifndef TC_SANDBOX /* set per test binary by CMake */
 #define TC_SANDBOX "tools-s1"
+#endif
 
 /* Environment, a session TC_SANDBOX made with `sbx create`, the server
  * started (extra flags NULL-terminated, may be NULL) and initialized. */
