@@ -19,6 +19,7 @@ cmake --build build/ci -j"$jobs"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON \
       -DSBX_SANITIZE=ON -DSBX_BUILD_BENCH=OFF >/dev/null
 cmake --build build/asan -j"$jobs"
+echo "== builds took $(( $(date +%s) - start )) s =="
 
 svc=$(mktemp -d /tmp/sbx-test.XXXXXX)
 chmod 755 "$svc"
@@ -49,8 +50,11 @@ slowest() {
 status=0
 logs=$(mktemp -d /tmp/sbx-test-logs.XXXXXX)
 echo "== tests (gcc, -Werror; ctest -j$test_jobs) =="
+t=$(date +%s)
 ctest --test-dir build/ci --output-on-failure --timeout 600 -j"$test_jobs" |
   tee "$logs/ci.log" || status=1
+echo "== tests (gcc) took $(( $(date +%s) - t )) s =="
+t=$(date +%s)
 echo "== tests (ASan + UBSan; ctest -j$test_jobs) =="
 # Instrumented code runs slower: the conformance suite's time bounds
 # (cancellation within 1 s, ...) are doubled there.
@@ -58,8 +62,13 @@ SBX_CONFORMANCE_TIME_SCALE=2 \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure --timeout 900 -j"$test_jobs" |
   tee "$logs/asan.log" || status=1
-echo "== fuzzing (libFuzzer, clang, ASan + UBSan; ${SBX_FUZZ_SECONDS:-30} s per harness) =="
-scripts/fuzz.sh || status=1
+echo "== tests (ASan + UBSan) took $(( $(date +%s) - t )) s =="
+# 20 s per harness here (a longer run: scripts/fuzz.sh 300).
+fuzz_seconds=${SBX_FUZZ_SECONDS:-20}
+echo "== fuzzing (libFuzzer, clang, ASan + UBSan; $fuzz_seconds s per harness) =="
+t=$(date +%s)
+scripts/fuzz.sh "$fuzz_seconds" || status=1
+echo "== fuzzing took $(( $(date +%s) - t )) s =="
 echo "== slowest tests (gcc) =="
 slowest "$logs/ci.log"
 echo "== slowest tests (ASan + UBSan) =="
