@@ -247,6 +247,15 @@ int sbxm_tool_sandbox(struct sbxm_call *c, sbx_handle **h,
     return rc == SBX_OK ? SBX_OK : sbxm_tool_fail(err, NULL, &e);
 }
 
+int sbxm_tool_sandbox_path(struct sbxm_call *c, const char *key, bool root_ok,
+                           sbx_handle **h, char **path, sbx_error *err)
+{
+    int rc = sbxm_tool_sandbox(c, h, err);
+    if (rc != SBX_OK)
+        return rc;
+    return sbxm_tool_path(c, *h, key, root_ok, path, err);
+}
+
 int sbxm_tool_handle_as(struct sbxm_call *c, const char *user,
                         sbx_handle **h, sbx_error *err)
 {

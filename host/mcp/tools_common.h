@@ -76,6 +76,11 @@ json_object *sbxm_file_info_json(const struct sbx_file_info *fi, const char *nam
 int sbxm_tool_sandbox(struct sbxm_call *c, sbx_handle **h,
                       sbx_error *err);
 
+/* Both: the handle of "sandbox", then the path argument `key` checked as
+ * sbxm_tool_path does (*path is the caller's to free on SBX_OK). */
+int sbxm_tool_sandbox_path(struct sbxm_call *c, const char *key, bool root_ok,
+                           sbx_handle **h, char **path, sbx_error *err);
+
 /* The same, acting as `user` (NULL or "": the session's own user;
  * sbxm_handle_as). */
 int sbxm_tool_handle_as(struct sbxm_call *c, const char *user,

@@ -107,11 +107,9 @@ static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *
     size_t cap = (uint64_t)max < o->max_read_bytes ? (size_t)max : o->max_read_bytes;
 
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, &h, err);
-    if (rc != SBX_OK)
-        return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, "path", false, &path, err)) != SBX_OK)
+    int rc = sbxm_tool_sandbox_path(c, "path", false, &h, &path, err);
+    if (rc != SBX_OK)
         return rc;
 
     /* the size, and a clear refusal of what is not a regular file (the
@@ -333,11 +331,9 @@ static int tool_list_files(struct sbxm_call *c, json_object **result, sbx_error 
     if (limit > LIST_LIMIT_MAX)
         limit = LIST_LIMIT_MAX;
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, &h, err);
-    if (rc != SBX_OK)
-        return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, "path", true, &path, err)) != SBX_OK)
+    int rc = sbxm_tool_sandbox_path(c, "path", true, &h, &path, err);
+    if (rc != SBX_OK)
         return rc;
     struct listing l = {json_object_new_array(), (size_t)limit, false};
     struct sbx_file_list_sink sink = {sizeof sink, &l, list_entry};
@@ -366,11 +362,9 @@ static int tool_list_files(struct sbxm_call *c, json_object **result, sbx_error 
 static int tool_stat(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, &h, err);
-    if (rc != SBX_OK)
-        return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, "path", true, &path, err)) != SBX_OK)
+    int rc = sbxm_tool_sandbox_path(c, "path", true, &h, &path, err);
+    if (rc != SBX_OK)
         return rc;
     struct sbx_file_info fi;
     memset(&fi, 0, sizeof fi);
@@ -457,11 +451,9 @@ static int tool_move(struct sbxm_call *c, json_object **result, sbx_error *err)
 static int tool_delete(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, &h, err);
-    if (rc != SBX_OK)
-        return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, "path", false, &path, err)) != SBX_OK)
+    int rc = sbxm_tool_sandbox_path(c, "path", false, &h, &path, err);
+    if (rc != SBX_OK)
         return rc;
     sbx_error e;
     uint32_t flags = sbxm_arg_bool(c, "recursive", false) ? SBX_REMOVE_RECURSIVE : 0;

@@ -281,11 +281,9 @@ static int tool_search(struct sbxm_call *c, json_object **result, sbx_error *err
     if (max > RESULTS_MAX)
         max = RESULTS_MAX;
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, &h, err);
-    if (rc != SBX_OK)
-        return rc;
     char *root;
-    if ((rc = sbxm_tool_path(c, h, "path", true, &root, err)) != SBX_OK)
+    int rc = sbxm_tool_sandbox_path(c, "path", true, &h, &root, err);
+    if (rc != SBX_OK)
         return rc;
 
     struct search s = {.c = c, .glob = glob, .needle = needle,
@@ -500,11 +498,9 @@ static int tool_git_clone(struct sbxm_call *c, json_object **result, sbx_error *
         return sbx_error_set(err, SBX_E_INVALID,
                              "\"depth\" must be 1 to 1000000 (0 or absent: full)");
     sbx_handle *h;
-    int rc = sbxm_tool_sandbox(c, &h, err);
-    if (rc != SBX_OK)
-        return rc;
     char *path;
-    if ((rc = sbxm_tool_path(c, h, "path", false, &path, err)) != SBX_OK)
+    int rc = sbxm_tool_sandbox_path(c, "path", false, &h, &path, err);
+    if (rc != SBX_OK)
         return rc;
     /* git creates only the last component, in a parent the provider
      * resolved (no symlink anywhere): git itself never walks a path */
