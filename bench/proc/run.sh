@@ -7,12 +7,15 @@
 # on local, and on docker too when SBX_TEST_DOCKER_HOST is set. Ratios are
 # printed, nothing is asserted.
 #
-# Usage: bench/proc/run.sh [BUILD_DIR] [RUNS]   (default: build, 100 runs)
+# Usage: bench/proc/run.sh [BUILD_DIR] [RUNS] [WHAT]
+#   (default: build, 100 runs, WHAT "keystroke throughput yield": any of them)
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-"$here/../../build"}
 runs=${2:-100}
+what=${3:-"keystroke throughput yield"}
+has() { case " $what " in *" $1 "*) return 0 ;; esac; return 1; }
 build=$(cd "$build" && pwd)
 sbx="$build/bin/sbx"
 for f in "$sbx" "$build/bench/bench_pty"; do
@@ -28,10 +31,12 @@ done
 providers=local
 [ -n "${SBX_TEST_DOCKER_HOST:-}" ] && providers="local docker"
 
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 for p in $providers; do
-    "$build/bench/bench_pty" keystroke --provider "$p"
-    "$build/bench/bench_pty" throughput --provider "$p"
+    if has keystroke; then "$build/bench/bench_pty" keystroke --provider "$p"; fi
+    if has throughput; then "$build/bench/bench_pty" throughput --provider "$p"; fi
 done
+has yield || exit 0
 
 tmp=$(mktemp -d /tmp/sbx-bench-proc-XXXXXX)
 cleanup() {
@@ -75,3 +80,4 @@ for p in $providers; do
         "$(jq -n --argjson m "$my" '$m * 1000')" \
         "$(jq -n --argjson a "$my" --argjson b "$mp" '$a / $b')"
 done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -51,6 +51,10 @@ struct sbxp_proc_client_cfg {
     int64_t request_timeout_ms; /* 0: 30 s */
     uint64_t default_buffer;    /* a start's buffer_bytes 0 means this (0: the
                                    supervisor's default) */
+    struct sbxp_proc_client *reads; /* the client the provider reads and writes
+                                       this one's processes with (NULL: this
+                                       one): a start's first read is kept
+                                       there, and the process known to run */
 };
 
 /* NULL when out of memory. cfg->what is copied. */
@@ -76,9 +80,12 @@ int sbxp_proc_resize(struct sbxp_proc_client *cl, sbx_call *call, const char *id
 /* Kill every process of the supervisor (destroy). */
 int sbxp_proc_kill_all(struct sbxp_proc_client *cl, sbx_call *call);
 
-/* How many reads were answered with a write's echo (for tests and
- * benchmarks). */
+/* How many reads were answered with a write's echo, and how many writes
+ * were pipelined (for tests and benchmarks). */
 uint64_t sbxp_proc_client_echo_hits(struct sbxp_proc_client *cl);
+uint64_t sbxp_proc_client_pipelined(struct sbxp_proc_client *cl);
+/* How many reads from 0 a start's first read answered (AP_PS_READ). */
+uint64_t sbxp_proc_client_first_hits(struct sbxp_proc_client *cl);
 
 /* For a connected plain socket to a supervisor's listen_fd: send the
  * preamble and AP_PROC_CHANNEL and check the supervisor's preamble, within
