@@ -390,6 +390,10 @@ static void drain(struct proc *p, int err)
             return;
         }
         sbxs_ring_append(r, buf, (size_t)n);
+        /* a short read took all there was: the next poll tells of more
+         * (and of the end), without a read that finds nothing */
+        if ((size_t)n < sizeof buf)
+            return;
     }
 }
 
