@@ -25,13 +25,31 @@
  * under a deadline (the read's wait plus request_timeout_ms) and the
  * call's cancellation.
  *
- * Keystrokes: a write to a PTY process asks the supervisor to answer with
- * the output that follows it (AP_PW_PEEK: the echo, waited for at most
- * AP_PW_PEEK_MS), which the client keeps; a read whose cursor falls in
- * it is answered from there, without a round trip. Bytes keep their
- * offsets in the stream forever, so such an answer is never stale; it
- * reports the process running (the next read from the supervisor tells
- * an end).
+ * Writes are pipelined: a write to a process this client started or has
+ * read is sent without waiting for its answer, which the next write to
+ * it reads first (writes stay in order, one in flight per process). A
+ * write the process could not take (it had ended) is reported by the next
+ * write to it and every later one ("an earlier write ... was not
+ * delivered"); a close, and a write to a process not known here, wait as
+ * before; the client, when freed or reset, reads every answer still owed
+ * (a supervisor drops a queued write whose channel closes). Signals and
+ * resizes do not wait for an owed write. The rules:
+ * shared/agent_proto/PROTOCOL.md, "Pipelined writes".
+ *
+ * A start without a PTY asks for its first read (AP_PS_READ): the read
+ * from 0 of the process, answered by the supervisor at its end or
+ * 25 ms after; a read from 0 that follows is answered from it when it
+ * reports the end (a quick command: no second round trip). A supervisor
+ * without AP_PS_READ refuses such a start as malformed: the client starts
+ * again without it, and never asks that supervisor again.
+ *
+ * A write to a process the client does not know asks the supervisor to
+ * answer with the output that follows it (AP_PW_PEEK: the echo, waited
+ * for at most AP_PW_PEEK_MS), which the client keeps; a read whose cursor
+ * falls in it is answered from there, without a round trip. Bytes keep
+ * their offsets in the stream forever, so such an answer is never stale;
+ * it reports the process running (the next read from the supervisor
+ * tells an end).
  */
 #ifndef SBXP_PROC_CLIENT_H
 #define SBXP_PROC_CLIENT_H
