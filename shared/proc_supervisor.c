@@ -91,6 +91,7 @@ struct conn {
     uint64_t rc_out, rc_err; /* read cursors */
     size_t rmax;
     int64_t rdeadline;
+    int rend;            /* a start's first read: answered at the end or the deadline */
     const unsigned char *wdata; /* inside rbuf */
     size_t wlen, woff;
     int wclose, wpeek;
@@ -389,6 +390,10 @@ static void drain(struct proc *p, int err)
             return;
         }
         sbxs_ring_append(r, buf, (size_t)n);
+        /* a short read took all there was: the next poll tells of more
+         * (and of the end), without a read that finds nothing */
+        if ((size_t)n < sizeof buf)
+            return;
     }
 }
 
@@ -485,7 +490,11 @@ static void exit_info(const struct proc *p, uint32_t *flags, uint32_t *code, uin
 static void answer_read(struct conn *c)
 {
     struct proc *p = c->p;
-    size_t cap = AP_HDR_LEN + 16 + 2 * (20 + c->rmax);
+    /* room for what is there (not rmax: a keystroke's answer is a few
+     * bytes, and 2 x 256 KiB would be an mmap and munmap per answer) */
+    uint64_t po = sbxs_ring_pending(&p->out, c->rc_out), pe = sbxs_ring_pending(&p->err, c->rc_err);
+    size_t cap = AP_HDR_LEN + 16 + 40 + (po < c->rmax ? (size_t)po : c->rmax) +
+                 (pe < c->rmax ? (size_t)pe : c->rmax);
     unsigned char *b = malloc(cap);
     if (!b) {
         c->pend = PEND_NONE;
@@ -522,6 +531,7 @@ static void answer_read(struct conn *c)
     size_t n = sbxs_ap_out_end(&o);
     c->pend = PEND_NONE;
     c->p = NULL;
+    c->rend = 0;
     conn_send(c, b, n);
 }
 
@@ -550,6 +560,8 @@ static void answer_peek(struct conn *c)
 static int read_ready(const struct conn *c, int64_t now)
 {
     const struct proc *p = c->p;
+    if (c->rend)
+        return p->ended || now >= c->rdeadline;
     return p->ended || now >= c->rdeadline || sbxs_ring_pending(&p->out, c->rc_out) ||
            sbxs_ring_pending(&p->err, c->rc_err) || c->rc_out < sbxs_ring_start(&p->out) ||
            c->rc_err < sbxs_ring_start(&p->err);
@@ -659,10 +671,17 @@ static void do_start(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
                     in->bad = 1;
             }
     }
+    /* AP_PS_READ: the first read's fields */
+    uint32_t read_max = 0, read_wait = 0;
+    if (flags & AP_PS_READ) {
+        read_max = sbxs_ap_get_u32(in);
+        read_wait = sbxs_ap_get_u32(in);
+    }
     int fd_cwd = -1;
     char **env = NULL;
     if (!sbxs_ap_in_done(in) || !argv || !envr || !argv[0] || !argv[0][0] || !user || !cwd ||
-        (flags & ~AP_PS_PTY) || rows > 65535 || cols > 65535) {
+        (flags & ~(AP_PS_PTY | AP_PS_READ)) || rows > 65535 || cols > 65535 ||
+        read_wait > AP_PS_READ_WAIT_MAX) {
         conn_error(c, 1, EPROTO, "start", "malformed start request");
         goto out;
     }
@@ -741,7 +760,7 @@ static void do_start(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
     }
     snprintf(p->id, sizeof p->id, "p%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-    p->flags = flags;
+    p->flags = flags & AP_PS_PTY;
     p->command = command;
     p->started_ms = unix_ms();
     p->pid = so.pid;
@@ -769,6 +788,19 @@ static void do_start(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
         n = sbxs_ap_out_end(&o);
     }
     conn_send(c, b, n);
+    if ((flags & AP_PS_READ) && !c->closing) {
+        /* the first read, pending on this channel behind the id: answered
+         * by the loop (once the id is sent) as a read from 0, at the end or
+         * after its wait (not at the first output: an answer about a
+         * process that has ended is final, so the client may keep it) */
+        c->pend = PEND_READ;
+        c->p = p;
+        c->rc_out = c->rc_err = 0;
+        c->rmax = read_max == 0 ? READ_DEFAULT : read_max > AP_PROC_READ_MAX ? AP_PROC_READ_MAX
+                                                                             : read_max;
+        c->rdeadline = now_ms() + read_wait;
+        c->rend = 1;
+    }
 out:
     if (fd_cwd >= 0)
         close(fd_cwd);

@@ -6,7 +6,10 @@
  *   keystroke   write one byte, read its echo; `cat` on a raw terminal
  *               echoes it (the same program and terminal mode both ways).
  *               Median round trip, sbx / raw. Targets: local <= 1.5x,
- *               docker <= 3x.
+ *               docker <= 3x. With a read pending (as exec -it), the echo
+ *               is timed where the reader thread gets it (where exec -it
+ *               writes it to the terminal) and, for reference, where the
+ *               writer thread learns of it through a pipe.
  *   throughput  256 MiB of terminal output (`head -c N /dev/zero` on a
  *               raw terminal) read to the end, sbx / raw bytes per second
  *               (target >= 0.5x), and this process's peak RSS growth while
@@ -346,12 +349,14 @@ struct pending {
     uint64_t cursor;
     int notify[2];
     volatile int stop;
+    double arrived; /* when the reader got the last echo (before notifying) */
 };
 
 static int notify_write(void *ctx, const void *buf, size_t len)
 {
     (void)buf;
     struct pending *p = ctx;
+    p->arrived = now(); /* read by the writer after the pipe: ordered by it */
     for (size_t i = 0; i < len; i++)
         if (write(p->notify[1], "!", 1) != 1)
             return SBX_E_IO;
@@ -380,13 +385,14 @@ static void *pending_reader(void *arg)
     return NULL;
 }
 
-static double write_median; /* of the proc_write calls alone, pending mode */
+static double write_median;  /* of the proc_write calls alone, pending mode */
+static double writer_median; /* the echo seen by the writer thread, pending mode */
 
 static double sbx_keystroke_pending(struct env *e, unsigned rounds)
 {
     char id[SBX_PROC_ID_MAX];
     start(e, "stty raw -echo; exec cat", id);
-    struct pending p = {e, id, 0, {-1, -1}, 0};
+    struct pending p = {e, id, 0, {-1, -1}, 0, 0};
     if (pipe(p.notify) != 0)
         die("pipe", NULL);
     usleep(300 * 1000); /* stty has run */
@@ -395,7 +401,8 @@ static double sbx_keystroke_pending(struct env *e, unsigned rounds)
         die("pthread_create", "failed");
     sbx_error err;
     char c;
-    double *v = calloc(rounds, sizeof *v), *w = calloc(rounds, sizeof *w);
+    double *v = calloc(rounds, sizeof *v), *w = calloc(rounds, sizeof *w),
+           *x = calloc(rounds, sizeof *x);
     for (unsigned i = 0; i <= rounds; i++) {
         double t0 = now();
         if (sbx_proc_write(e->h, id, "a", 1, 0, NULL, &err) != SBX_OK)
@@ -403,12 +410,15 @@ static double sbx_keystroke_pending(struct env *e, unsigned rounds)
         double t1 = now();
         read_exact(p.notify[0], &c, 1);
         if (i > 0) { /* the first one warms up */
-            v[i - 1] = now() - t0;
+            v[i - 1] = p.arrived - t0; /* the echo at the reader, as exec -it shows it */
+            x[i - 1] = now() - t0;     /* ... and passed on to this thread */
             w[i - 1] = t1 - t0;
         }
     }
     write_median = median(w, rounds);
+    writer_median = median(x, rounds);
     free(w);
+    free(x);
     p.stop = 1;
     sbx_proc_signal(e->h, id, SIGKILL, NULL, &err);
     pthread_join(tid, NULL);
@@ -477,20 +487,30 @@ int main(int argc, char **argv)
         /* Interleaved blocks, so that the load of a shared machine falls on
          * the baseline and sbx alike; the medians of the blocks' medians. */
         enum { BLOCKS = 10 };
-        double raw[BLOCKS], ser[BLOCKS], pend[BLOCKS], wr[BLOCKS];
+        double raw[BLOCKS], ser[BLOCKS], pend[BLOCKS], wr[BLOCKS], pw[BLOCKS];
+        double rp[BLOCKS], rs[BLOCKS], rw[BLOCKS];
         unsigned per = rounds / BLOCKS ? rounds / BLOCKS : 1;
         for (int b = 0; b < BLOCKS; b++) {
             raw[b] = raw_keystroke(per);
             pend[b] = sbx_keystroke_pending(&e, per);
             wr[b] = write_median;
+            pw[b] = writer_median;
             ser[b] = sbx_keystroke(&e, per);
+            /* each block's ratios against its own baseline */
+            rp[b] = pend[b] / raw[b];
+            rw[b] = pw[b] / raw[b];
+            rs[b] = ser[b] / raw[b];
         }
         double mr = median(raw, BLOCKS), mp = median(pend, BLOCKS), ms = median(ser, BLOCKS);
+        double mw = median(pw, BLOCKS);
         printf("keystroke round trip, %s, %d interleaved blocks of %u: raw PTY %.1f us; "
-               "sbx with a read pending (as exec -it) %.1f us, ratio %.2f (its proc_write "
-               "call %.1f us); sbx write then read %.1f us, ratio %.2f\n",
-               provider, BLOCKS, per, mr * 1e6, mp * 1e6, mp / mr, median(wr, BLOCKS) * 1e6,
-               ms * 1e6, ms / mr);
+               "sbx with a read pending (as exec -it) %.1f us at the reader, ratio %.2f "
+               "(block ratios' median %.2f), %.1f us at the writer thread, ratio %.2f "
+               "(%.2f); its proc_write call %.1f us; sbx write then read %.1f us, ratio %.2f "
+               "(%.2f)\n",
+               provider, BLOCKS, per, mr * 1e6, mp * 1e6, mp / mr, median(rp, BLOCKS),
+               mw * 1e6, mw / mr, median(rw, BLOCKS), median(wr, BLOCKS) * 1e6, ms * 1e6,
+               ms / mr, median(rs, BLOCKS));
     } else {
         /* three interleaved pairs; the median pair by ratio is printed */
         enum { PAIRS = 3 };

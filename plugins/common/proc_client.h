@@ -25,13 +25,31 @@
  * under a deadline (the read's wait plus request_timeout_ms) and the
  * call's cancellation.
  *
- * Keystrokes: a write to a PTY process asks the supervisor to answer with
- * the output that follows it (AP_PW_PEEK: the echo, waited for at most
- * AP_PW_PEEK_MS), which the client keeps; a read whose cursor falls in
- * it is answered from there, without a round trip. Bytes keep their
- * offsets in the stream forever, so such an answer is never stale; it
- * reports the process running (the next read from the supervisor tells
- * an end).
+ * Writes are pipelined: a write to a process this client started or has
+ * read is sent without waiting for its answer, which the next write to
+ * it reads first (writes stay in order, one in flight per process). A
+ * write the process could not take (it had ended) is reported by the next
+ * write to it and every later one ("an earlier write ... was not
+ * delivered"); a close, and a write to a process not known here, wait as
+ * before; the client, when freed or reset, reads every answer still owed
+ * (a supervisor drops a queued write whose channel closes). Signals and
+ * resizes do not wait for an owed write. The rules:
+ * shared/agent_proto/PROTOCOL.md, "Pipelined writes".
+ *
+ * A start without a PTY asks for its first read (AP_PS_READ): the read
+ * from 0 of the process, answered by the supervisor at its end or
+ * 25 ms after; a read from 0 that follows is answered from it when it
+ * reports the end (a quick command: no second round trip). A supervisor
+ * without AP_PS_READ refuses such a start as malformed: the client starts
+ * again without it, and never asks that supervisor again.
+ *
+ * A write to a process the client does not know asks the supervisor to
+ * answer with the output that follows it (AP_PW_PEEK: the echo, waited
+ * for at most AP_PW_PEEK_MS), which the client keeps; a read whose cursor
+ * falls in it is answered from there, without a round trip. Bytes keep
+ * their offsets in the stream forever, so such an answer is never stale;
+ * it reports the process running (the next read from the supervisor
+ * tells an end).
  */
 #ifndef SBXP_PROC_CLIENT_H
 #define SBXP_PROC_CLIENT_H
@@ -51,6 +69,10 @@ struct sbxp_proc_client_cfg {
     int64_t request_timeout_ms; /* 0: 30 s */
     uint64_t default_buffer;    /* a start's buffer_bytes 0 means this (0: the
                                    supervisor's default) */
+    struct sbxp_proc_client *reads; /* the client the provider reads and writes
+                                       this one's processes with (NULL: this
+                                       one): a start's first read is kept
+                                       there, and the process known to run */
 };
 
 /* NULL when out of memory. cfg->what is copied. */
@@ -76,9 +98,12 @@ int sbxp_proc_resize(struct sbxp_proc_client *cl, sbx_call *call, const char *id
 /* Kill every process of the supervisor (destroy). */
 int sbxp_proc_kill_all(struct sbxp_proc_client *cl, sbx_call *call);
 
-/* How many reads were answered with a write's echo (for tests and
- * benchmarks). */
+/* How many reads were answered with a write's echo, and how many writes
+ * were pipelined (for tests and benchmarks). */
 uint64_t sbxp_proc_client_echo_hits(struct sbxp_proc_client *cl);
+uint64_t sbxp_proc_client_pipelined(struct sbxp_proc_client *cl);
+/* How many reads from 0 a start's first read answered (AP_PS_READ). */
+uint64_t sbxp_proc_client_first_hits(struct sbxp_proc_client *cl);
 
 /* For a connected plain socket to a supervisor's listen_fd: send the
  * preamble and AP_PROC_CHANNEL and check the supervisor's preamble, within

@@ -72,7 +72,7 @@ void local_procs_free(sbx_sandbox *sb)
     struct local_procs *p = sb->procs;
     if (p == NULL)
         return;
-    for (int i = 0; i < 2; i++)
+    for (int i = 1; i >= 0; i--) /* the start client refers to the other */
         if (p->cl[i] != NULL)
             sbxp_proc_client_free(p->cl[i]);
     pthread_mutex_destroy(&p->lock);
@@ -87,18 +87,25 @@ static struct sbxp_proc_client *client(sbx_sandbox *sb, sbx_call *call, int star
     const struct sbx_host *host = sb->st->host;
     struct local_procs *p = sb->procs;
     pthread_mutex_lock(&p->lock);
-    if (p->cl[start] == NULL) {
+    /* the start client keeps what it learns of a process (its first read)
+     * with the other, which reads it: that one first */
+    for (int i = 0; i <= start; i++) {
+        if (p->cl[i] != NULL)
+            continue;
         char what[SBX_REF_MAX + 64];
         snprintf(what, sizeof what, "local: the process supervisor of '%s'", sb->path);
         struct sbxp_proc_client_cfg cfg = {
             .host = host,
             .what = what,
             .open = channel_open,
-            .ctx = &p->ctx[start],
+            .ctx = &p->ctx[i],
             .request_timeout_ms = sb->st->supervisor_timeout_ms,
             .default_buffer = sb->st->process_buffer,
+            .reads = i ? p->cl[0] : NULL,
         };
-        p->cl[start] = sbxp_proc_client_new(&cfg);
+        if (i && !p->cl[0])
+            break; /* out of memory */
+        p->cl[i] = sbxp_proc_client_new(&cfg);
     }
     struct sbxp_proc_client *cl = p->cl[start];
     pthread_mutex_unlock(&p->lock);

@@ -110,6 +110,12 @@ enum ap_type {
 
 /* AP_PROC_START flags */
 #define AP_PS_PTY 1u /* on a pseudo-terminal: one output stream */
+#define AP_PS_READ 2u /* two more fields after env: u32 max_bytes, u32 wait_ms;
+                         AP_PROC_STARTED is followed on the channel by the
+                         AP_PROC_OUTPUT of a read from cursors 0 with them,
+                         sent at the process's end or after wait_ms (a
+                         supervisor that predates it: EPROTO, channel closed) */
+#define AP_PS_READ_WAIT_MAX 1000u /* its wait_ms at most */
 /* AP_PROC_WRITE flags */
 #define AP_PW_CLOSE 1u /* after the bytes, close stdin (a PTY: its EOF character) */
 #define AP_PW_PEEK 2u  /* a PTY: answer once output follows (or AP_PW_PEEK_MS

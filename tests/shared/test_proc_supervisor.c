@@ -4,6 +4,7 @@
  * provider-side client (plugins/common/proc_client.h): start, stdin, output
  * by cursor with loss counted exactly, PTY, signals, timeouts, errors.
  */
+#include "agent_proto/proto.h"
 #include "proc_client.h"
 #include "proc_supervisor.h"
 
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <pty.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -113,6 +115,13 @@ static int buf_write(void *ctx, const void *p, size_t n)
     b->n += n;
     b->p[b->n] = '\0';
     return 0;
+}
+
+static double mono_ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* "" is this process's user with the test directory as its home; any
@@ -260,6 +269,291 @@ Test(proc_supervisor, stdin_is_written_and_closed)
     cr_assert_str_eq(out.p, "HELLO WORLDdone\n");
     /* after the end, a write is refused */
     cr_assert_eq(sbxp_proc_write(cl, CALL, id, "x", 1, 0), SBX_E_INVALID);
+}
+
+/* A write to a process this client runs is pipelined: it returns before
+ * the supervisor answered. When that answer is an error (the process had
+ * ended), the next write reports it, and so does every later one. */
+Test(proc_supervisor, a_pipelined_write_that_failed_is_reported_by_the_next_write)
+{
+    const char *argv[] = {"true", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv};
+    char id[SBX_PROC_ID_MAX] = "";
+    start(id, &spec);
+    /* ended, and this client has not seen it end */
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    uint64_t before = sbxp_proc_client_pipelined(cl);
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, "x", 1, 0), SBX_OK, "%s", last_err);
+    cr_assert_eq(sbxp_proc_client_pipelined(cl), before + 1);
+    last_err[0] = '\0';
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, "y", 1, 0), SBX_E_INVALID);
+    cr_assert(strstr(last_err, "an earlier write to") && strstr(last_err, "has ended"), "%s",
+              last_err);
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, "z", 1, 0), SBX_E_INVALID);
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, NULL, 0, SBX_PROC_WRITE_CLOSE), SBX_E_INVALID);
+    /* a process seen ended by a read: refused at once, nothing pipelined */
+    start(id, &spec);
+    struct buf out = {0}, err = {0};
+    read_all(id, &out, &err, NULL);
+    before = sbxp_proc_client_pipelined(cl);
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, "x", 1, 0), SBX_E_INVALID);
+    cr_assert(strstr(last_err, "has ended"), "%s", last_err);
+    cr_assert_eq(sbxp_proc_client_pipelined(cl), before);
+}
+
+/* Pipelined writes keep their order, hold at most one write in flight per
+ * process (a process that does not read its stdin holds the writer), and
+ * are delivered even when the client is released right after them. */
+Test(proc_supervisor, pipelined_writes_keep_order_and_back_pressure_and_survive_release)
+{
+    enum { BIG = 200 * 1024 }; /* more than a pipe holds: queued in the supervisor */
+    const char *argv[] = {"sh", "-c", "sleep 0.5; wc -c", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv};
+    char id[SBX_PROC_ID_MAX] = "";
+    char *big = malloc(BIG);
+    cr_assert_not_null(big);
+    memset(big, 'b', BIG);
+    char want[32];
+    struct buf out = {0}, err = {0};
+    /* released while its write is queued (the process sleeps): written */
+    start(id, &spec);
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, big, BIG, 0), SBX_OK, "%s", last_err);
+    cr_assert_eq(sbxp_proc_client_pipelined(cl), 1u);
+    sbxp_proc_client_free(cl);
+    struct sbxp_proc_client_cfg cc = {.host = &host, .what = "test supervisor",
+                                      .open = open_chan, .request_timeout_ms = 5000};
+    cl = sbxp_proc_client_new(&cc);
+    cr_assert_not_null(cl);
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, NULL, 0, SBX_PROC_WRITE_CLOSE), SBX_OK, "%s",
+                 last_err);
+    read_all(id, &out, &err, NULL);
+    snprintf(want, sizeof want, "%d\n", BIG);
+    cr_assert(out.p && strstr(out.p, want), "wc -c said %s, want %s", out.p ? out.p : "",
+              want);
+    /* the second write waits for the first to be taken (after the sleep) */
+    start(id, &spec);
+    double t0 = mono_ms_now();
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, big, BIG, 0), SBX_OK, "%s", last_err);
+    double t1 = mono_ms_now();
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, big, BIG, SBX_PROC_WRITE_CLOSE), SBX_OK, "%s",
+                 last_err);
+    double t2 = mono_ms_now();
+    cr_assert_lt(t1 - t0, 300.0, "the first write waited %.0f ms", t1 - t0);
+    cr_assert_gt(t2 - t0, 350.0, "the second write did not wait for the first (%.0f ms)",
+                 t2 - t0);
+    free(big);
+    struct buf o1 = {0};
+    read_all(id, &o1, &err, NULL);
+    snprintf(want, sizeof want, "%d\n", 2 * BIG);
+    cr_assert(o1.p && strstr(o1.p, want), "wc -c said %s, want %s", o1.p ? o1.p : "", want);
+    /* and in order: a PTY-less cat echoes what it got, chunk after chunk */
+    const char *cat[] = {"cat", NULL};
+    struct sbx_proc_spec cs = {.size = sizeof cs, .argv = cat};
+    start(id, &cs);
+    char line[16];
+    for (int i = 0; i < 200; i++) {
+        snprintf(line, sizeof line, "%03d\n", i);
+        cr_assert_eq(sbxp_proc_write(cl, CALL, id, line, 4, 0), SBX_OK, "%s", last_err);
+    }
+    cr_assert_eq(sbxp_proc_write(cl, CALL, id, NULL, 0, SBX_PROC_WRITE_CLOSE), SBX_OK);
+    struct buf o2 = {0}, e2 = {0};
+    read_all(id, &o2, &e2, NULL);
+    cr_assert_eq(o2.n, 800u);
+    for (int i = 0; i < 200; i++) {
+        snprintf(line, sizeof line, "%03d\n", i);
+        cr_assert(!memcmp(o2.p + 4 * i, line, 4), "line %d out of order", i);
+    }
+}
+
+/* A start carries its first read (AP_PS_READ): the read from 0 of a
+ * quick command is answered without asking the supervisor again. */
+Test(proc_supervisor, a_start_carries_its_first_read)
+{
+    const char *argv[] = {"sh", "-c", "echo hi; echo oops >&2; exit 3", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv};
+    char id[SBX_PROC_ID_MAX] = "";
+    start(id, &spec);
+    uint64_t hits = sbxp_proc_client_first_hits(cl);
+    struct buf out = {0}, err = {0};
+    struct sbx_proc_read_result r = read_all(id, &out, &err, NULL);
+    cr_assert_str_eq(out.p, "hi\n");
+    cr_assert_str_eq(err.p, "oops\n");
+    cr_assert_eq(r.exit_code, 3);
+    cr_assert(r.eof);
+    cr_assert_geq(sbxp_proc_client_first_hits(cl), hits + 1, "the first read was asked again");
+    /* a max_bytes smaller than what came: the rest is read after it, exactly */
+    const char *seq[] = {"sh", "-c", "echo 0123456789", NULL};
+    spec.argv = seq;
+    start(id, &spec);
+    struct buf o2 = {0};
+    struct sbx_sink so = {sizeof so, &o2, buf_write};
+    struct sbx_proc_read_args a = {.size = sizeof a, .wait_ms = 2000, .max_bytes = 4,
+                                   .out = &so};
+    for (int i = 0; i < 100; i++) {
+        cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK, "%s", last_err);
+        cr_assert_eq(r.out_cursor, o2.n);
+        a.out_cursor = r.out_cursor;
+        if (r.eof)
+            break;
+    }
+    cr_assert(r.eof);
+    cr_assert_str_eq(o2.p, "0123456789\n");
+    /* a process that says nothing: the first read's "nothing yet" is not
+     * an answer; the read waits for the output */
+    const char *late[] = {"sh", "-c", "sleep 0.3; echo late", NULL};
+    spec.argv = late;
+    start(id, &spec);
+    struct buf o3 = {0};
+    so.ctx = &o3;
+    a = (struct sbx_proc_read_args){.size = sizeof a, .wait_ms = 3000, .out = &so};
+    cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK, "%s", last_err);
+    cr_assert_str_eq(o3.p ? o3.p : "", "late\n");
+}
+
+/* A supervisor that predates AP_PS_READ (and AP_OK read after the first
+ * request): it refuses a start with flag 2 as malformed and closes the
+ * channel. The client starts again without the flag and never asks it
+ * again. */
+static int old_lfd;
+static int old_starts[2]; /* starts seen with and without AP_PS_READ */
+
+static int read_n(int fd, void *b, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = read(fd, (char *)b + got, n - got);
+        if (k <= 0)
+            return -1;
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+static void *old_supervisor(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int c = accept(old_lfd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        unsigned char pre[AP_PREAMBLE_LEN], hdr[AP_HDR_LEN], body[4096];
+        sbxs_ap_preamble(pre, 3);
+        if (write(c, pre, sizeof pre) != (ssize_t)sizeof pre || read_n(c, pre, sizeof pre)) {
+            close(c);
+            continue;
+        }
+        int type;
+        uint32_t len;
+        while (read_n(c, hdr, sizeof hdr) == 0 && sbxs_ap_parse_header(hdr, &type, &len) == 0 &&
+               len <= sizeof body && read_n(c, body, len) == 0) {
+            unsigned char out[256];
+            struct ap_out o;
+            if (type == AP_PROC_CHANNEL) {
+                sbxs_ap_out_begin(&o, out, sizeof out, AP_OK);
+            } else if (type == AP_PROC_START) {
+                struct ap_in in;
+                sbxs_ap_in_begin(&in, body, len);
+                free(sbxs_ap_get_str(&in));
+                uint32_t flags = sbxs_ap_get_u32(&in);
+                old_starts[(flags & AP_PS_READ) ? 0 : 1]++;
+                if (flags & ~AP_PS_PTY) {
+                    sbxs_ap_out_begin(&o, out, sizeof out, AP_ERROR);
+                    sbxs_ap_put_u32(&o, EPROTO);
+                    sbxs_ap_put_str(&o, "start");
+                    sbxs_ap_put_str(&o, "malformed start request");
+                    size_t n = sbxs_ap_out_end(&o);
+                    if (write(c, out, n) < 0) {
+                        /* closed below */
+                    }
+                    break;
+                }
+                sbxs_ap_out_begin(&o, out, sizeof out, AP_PROC_STARTED);
+                sbxs_ap_put_str(&o, "p0123456789abcdef");
+            } else {
+                break;
+            }
+            size_t n = sbxs_ap_out_end(&o);
+            if (write(c, out, n) != (ssize_t)n)
+                break;
+        }
+        close(c);
+    }
+}
+
+Test(proc_supervisor, a_supervisor_without_first_reads_still_starts)
+{
+    char path[48];
+    snprintf(path, sizeof path, "%.32s/old", dir);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    old_lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_eq(bind(old_lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    cr_assert_eq(listen(old_lfd, 8), 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, old_supervisor, NULL), 0);
+    snprintf(sock, sizeof sock, "%s", path); /* open_chan connects here now */
+    struct sbxp_proc_client_cfg cc = {.host = &host, .what = "old supervisor",
+                                      .open = open_chan, .request_timeout_ms = 5000};
+    struct sbxp_proc_client *old = sbxp_proc_client_new(&cc);
+    const char *argv[] = {"true", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .argv = argv};
+    char id[SBX_PROC_ID_MAX] = "";
+    cr_assert_eq(sbxp_proc_start(old, CALL, "", &spec, id), SBX_OK, "%s", last_err);
+    cr_assert_str_eq(id, "p0123456789abcdef");
+    cr_assert_eq(sbxp_proc_start(old, CALL, "", &spec, id), SBX_OK, "%s", last_err);
+    cr_assert_eq(old_starts[0], 1, "%d starts asked for a first read", old_starts[0]);
+    cr_assert_eq(old_starts[1], 2);
+    sbxp_proc_client_free(old);
+    shutdown(old_lfd, SHUT_RDWR);
+    close(old_lfd);
+    pthread_join(t, NULL);
+    snprintf(sock, sizeof sock, "%s/s", dir);
+}
+
+/* A client that predates AP_PS_READ: a start without it is answered with
+ * the id alone; the channel's next answer is the next request's. */
+Test(proc_supervisor, a_start_without_first_read_is_answered_alone)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_eq(connect(s, (struct sockaddr *)&sa, sizeof sa), 0);
+    char msg[256];
+    cr_assert_eq(sbxp_proc_handshake(s, 0, msg, sizeof msg), 0, "%s", msg);
+    unsigned char hdr[AP_HDR_LEN], body[4096], req[256];
+    int type;
+    uint32_t len;
+    cr_assert_eq(read_n(s, hdr, sizeof hdr), 0);
+    cr_assert_eq(sbxs_ap_parse_header(hdr, &type, &len), 0);
+    cr_assert_eq(type, AP_OK);
+    struct ap_out o;
+    sbxs_ap_out_begin(&o, req, sizeof req, AP_PROC_START);
+    sbxs_ap_put_str(&o, "");
+    sbxs_ap_put_u32(&o, 0);
+    sbxs_ap_put_u64(&o, 0);
+    sbxs_ap_put_u64(&o, 0);
+    sbxs_ap_put_u32(&o, 0);
+    sbxs_ap_put_u32(&o, 0);
+    sbxs_ap_put_str(&o, "");
+    sbxs_ap_put_u32(&o, 2);
+    sbxs_ap_put_str(&o, "echo");
+    sbxs_ap_put_str(&o, "hi");
+    sbxs_ap_put_u32(&o, 0);
+    size_t n = sbxs_ap_out_end(&o);
+    cr_assert_eq(write(s, req, n), (ssize_t)n);
+    cr_assert_eq(read_n(s, hdr, sizeof hdr), 0);
+    cr_assert_eq(sbxs_ap_parse_header(hdr, &type, &len), 0);
+    cr_assert_eq(type, AP_PROC_STARTED);
+    cr_assert_eq(read_n(s, body, len), 0);
+    usleep(200 * 1000); /* echo ended: a first read would have been sent */
+    sbxs_ap_out_begin(&o, req, sizeof req, AP_PROC_LIST);
+    n = sbxs_ap_out_end(&o);
+    cr_assert_eq(write(s, req, n), (ssize_t)n);
+    cr_assert_eq(read_n(s, hdr, sizeof hdr), 0);
+    cr_assert_eq(sbxs_ap_parse_header(hdr, &type, &len), 0);
+    cr_assert_eq(type, AP_PROC_ENTRY, "type 0x%02x after a start without a first read", type);
+    close(s);
 }
 
 Test(proc_supervisor, a_pty_has_its_size_a_term_and_takes_resize_and_ctrl_c)
@@ -505,9 +799,11 @@ Test(proc_supervisor, keystroke_latency)
     }
     double via = median_of(t, N);
     uint64_t hits = sbxp_proc_client_echo_hits(cl);
-    /* most echoes come with the write (not all on a loaded machine) */
-    cr_expect_gt(hits, N / 4, "%llu of %d echoes came with their write",
-                 (unsigned long long)hits, N);
+    /* every keystroke's write was pipelined (the read of its echo is the
+     * one round trip) */
+    uint64_t piped = sbxp_proc_client_pipelined(cl);
+    cr_expect_geq(piped, (uint64_t)N, "%llu of %d writes were pipelined",
+                  (unsigned long long)piped, N);
     int m, sl;
     cr_assert_eq(openpty(&m, &sl, NULL, NULL, NULL), 0);
     /* raw before cat starts: no echo by the line discipline, only cat's */
@@ -537,8 +833,9 @@ Test(proc_supervisor, keystroke_latency)
     waitpid(pid, NULL, 0);
     close(m);
     fprintf(stderr, "[measured] keystroke round trip (median of %d): supervisor %.3f ms, raw "
-                    "PTY %.3f ms (%.1fx); %llu echoes came with their write\n",
-            N, via, raw, via / raw, (unsigned long long)hits);
+                    "PTY %.3f ms (%.1fx); %llu writes pipelined, %llu echoes came with their "
+                    "write\n",
+            N, via, raw, via / raw, (unsigned long long)piped, (unsigned long long)hits);
 }
 
 Test(proc_supervisor, kill_all_ends_every_process)
