@@ -47,6 +47,7 @@ static const struct subcommand subcommands[] = {
     {"state", cmd_state, "what a later process needs to reconnect to a session (JSON)"},
     {"resume", cmd_resume, "reconnect to a session, with its trusted manifest"},
     {"memory", cmd_memory, "memory stores: create, list, ls, cat, log, put, rm"},
+    {"mcp", cmd_mcp, "serve sandboxes as MCP tools on stdio (agent clients)"},
     {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
 };
 

@@ -16,7 +16,9 @@ and those of the folders its row names, nothing else (docs/ARCHITECTURE.md,
   host/store             host/base, shared, abi, host/include/sbx
   host/sessions          host/api, host/store, host/registry, host/config,
                          host/base, shared, abi, host/include/sbx
-  host/cli               host/include/sbx, conformance/include/sbx, shared
+  host/cli               host/mcp, host/include/sbx, conformance/include/sbx,
+                         shared
+  host/mcp               host/include/sbx, shared
   host/include/sbx       abi (the public headers include only each other)
   conformance/include/sbx  host/include/sbx, abi
   conformance            conformance/include/sbx, host/include/sbx, shared, abi
@@ -36,7 +38,8 @@ angle includes are system headers). A quoted include found nowhere, or
 found in two places, is an error. Inside host/, a bare "x.h" must resolve
 to the same folder or shared/; anything else is written "folder/x.h".
 
-No source of one component (libsbx = host/ minus host/cli, host/cli, each
+No source of one component (libsbx = host/ minus host/cli and host/mcp,
+host/cli, host/mcp, each
 plugin, agent, conformance) is compiled into another: every .c path named
 in a component's CMakeLists.txt lies in that component. Sources of shared/
 are the exception: shared/ is the library of helpers every component may
@@ -69,7 +72,8 @@ ALLOWED = {
     'host/store': ['host/base', 'shared', 'abi', PUBLIC],
     'host/sessions': ['host/api', 'host/store', 'host/registry', 'host/config',
                       'host/base', 'shared', 'abi', PUBLIC],
-    'host/cli': [PUBLIC, CF_PUBLIC, 'shared'],
+    'host/cli': ['host/mcp', PUBLIC, CF_PUBLIC, 'shared'],
+    'host/mcp': [PUBLIC, 'shared'],
     PUBLIC: ['abi'],
     CF_PUBLIC: [PUBLIC, 'abi'],
     'conformance': [CF_PUBLIC, PUBLIC, 'shared', 'abi'],
@@ -117,7 +121,7 @@ def row_of(unit):
 def component_of(rel):
     """What a source is compiled into: libsbx, the sbx command, a plugin..."""
     u = unit_of(rel)
-    if u and u.startswith('host/') and u not in ('host/cli',):
+    if u and u.startswith('host/') and u not in ('host/cli', 'host/mcp'):
         return 'libsbx'
     if u == CF_PUBLIC:
         return 'conformance'
