@@ -205,14 +205,14 @@ async function main() {
   assertEq(st.exists, true, 'stat: exists');
   assertEq(st.type, 'file', 'stat: type');
   assertEq(st.size, bin.length, 'stat: size');
-  assertEq(Number(st.mode) & 0o777, 0o640, 'stat: the mode write_file set');
+  assertEq((typeof st.mode === 'string' ? parseInt(st.mode, 8) : st.mode) & 0o777, 0o640, `stat: the mode write_file set (${st.mode})`);
   st = await call('stat', { sandbox: sb, path: 'notes/none' });
   assertEq(st.exists, false, 'stat: a missing path does not exist');
   ok('stat');
 
   await call('mkdir', { sandbox: sb, path: 'deep/er/est', parents: true });
   st = await call('stat', { sandbox: sb, path: 'deep/er/est' });
-  assertEq(st.type, 'dir', 'mkdir parents: a directory');
+  assertEq(st.type, 'directory', 'mkdir parents: a directory');
   await callErr('mkdir', { sandbox: sb, path: 'x/y/z' }, 'x/y/z');
   ok('mkdir (parents; without them a missing parent is a tool error)');
 
