@@ -74,6 +74,29 @@ void sbxm_progress(struct sbxm_call *c, double progress, double total, const cha
  */
 int sbxm_handle(struct sbxm_call *c, const char *name, sbx_handle **out, sbx_error *err);
 
+/* The same, acting as `user` (a tool's `user` argument; NULL or "": as
+ * sbxm_handle, i.e. the session's run_as or the sandbox's default). One
+ * handle per (sandbox, user) is kept. */
+int sbxm_handle_as(struct sbxm_call *c, const char *name, const char *user,
+                   sbx_handle **out, sbx_error *err);
+
+/*
+ * A manifest given in a tool call (create_sandbox, apply_manifest: a JSON
+ * object in sbx's manifest format, docs/MANIFEST.md). sbxm_manifest_check
+ * refuses, before anything parses it, what only the operator may use:
+ * entries other than `file` and `dir` (local_file, local_dir and git_repo
+ * read the host), keys naming host sources (`source`, `url`, `ref`) and
+ * members the format does not have; SBX_E_INVALID naming the entry.
+ * sbxm_manifest_from_arg checks, then parses it with no grants and no
+ * base directory (sbx_manifest_parse): *out is freed with
+ * sbx_manifest_free.
+ */
+int sbxm_manifest_check(json_object *manifest, sbx_error *err);
+int sbxm_manifest_from_arg(json_object *manifest, sbx_manifest **out, sbx_error *err);
+
+/* Whether the call was cancelled (notifications/cancelled, or the end). */
+bool sbxm_cancelled(const struct sbxm_call *c);
+
 /*
  * A tool. run() fills *result with the structured content (an object the
  * server owns afterwards; it is also sent as the text content) and returns
@@ -102,12 +125,25 @@ extern const struct sbxm_tool sbxm_tools_files[];   /* tools_files.c */
 extern const struct sbxm_tool sbxm_tools_search[];  /* tools_search.c: search, git_clone */
 extern const struct sbxm_tool sbxm_tools_state[];   /* tools_state.c: snapshot, restore,
                                                        snapshot_read/_write, port_url */
+extern const struct sbxm_tool sbxm_tools_sdk[];     /* tools_sdk.c: apply_manifest,
+                                                       add_user, create_sandbox with
+                                                       a manifest */
+/* The server enables, in the table order above, each entry of a group
+ * --tools names; an entry whose name is already enabled replaces it (a
+ * group's variant of a tool). Every input_schema must be a closed object
+ * schema ("type": "object", "additionalProperties": false): the server
+ * refuses to start otherwise. */
 
 /* Argument helpers (NULL / default when absent; the schema check already
  * rejected a wrong type). */
 const char *sbxm_arg_str(const struct sbxm_call *c, const char *key);
 int64_t sbxm_arg_int(const struct sbxm_call *c, const char *key, int64_t dflt);
 bool sbxm_arg_bool(const struct sbxm_call *c, const char *key, bool dflt);
+
+/* Bytes (command output, file text) as a JSON string: valid UTF-8 as it
+ * is, each byte of an invalid sequence and each NUL as U+FFFD (counted in
+ * *replaced, which may be NULL). NULL when out of memory. */
+json_object *sbxm_text_value(const void *data, size_t n, size_t *replaced);
 
 /* The operator's options of the server (limits, snapshot dir, tools). */
 const struct sbxm_options *sbxm_options(const struct sbxm_server *srv);

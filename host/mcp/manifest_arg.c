@@ -1,0 +1,114 @@
+/*
+ * manifest_arg.c - a manifest given in a tool call. Only what cannot reach
+ * the host is accepted: inline `file` and `dir` entries, the environment,
+ * users, groups and run_as. Checked on the JSON, by allowlist, before the
+ * manifest parser sees it; then parsed with no grants and a base directory
+ * that does not exist, so that even an entry that slipped through could
+ * resolve no host source.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#define NO_BASE_DIR "/nonexistent/sbx-mcp-no-host-sources"
+
+static bool key_in(const char *k, const char *const *allowed)
+{
+    for (; *allowed; allowed++)
+        if (!strcmp(k, *allowed))
+            return true;
+    return false;
+}
+
+/* Every member of each object of array `list` is one of `allowed`. */
+static int check_list(json_object *list, const char *what, const char *const *allowed,
+                      sbx_error *err)
+{
+    if (!json_object_is_type(list, json_type_array))
+        return sbx_error_set(err, SBX_E_INVALID, "manifest: %s must be an array", what);
+    size_t n = json_object_array_length(list);
+    for (size_t i = 0; i < n; i++) {
+        json_object *o = json_object_array_get_idx(list, i);
+        if (!json_object_is_type(o, json_type_object))
+            return sbx_error_set(err, SBX_E_INVALID, "manifest: %s[%zu] must be an object",
+                                 what, i);
+        json_object_object_foreach(o, k, v) {
+            (void)v;
+            if (!key_in(k, allowed))
+                return sbx_error_set(err, SBX_E_INVALID,
+                                     "manifest: %s[%zu]: \"%.64s\" is not allowed in a "
+                                     "manifest given by a tool call",
+                                     what, i, k);
+        }
+    }
+    return SBX_OK;
+}
+
+int sbxm_manifest_check(json_object *manifest, sbx_error *err)
+{
+    static const char *const top[] = {"version", "environment", "entries", "users",
+                                      "groups",  "run_as",      NULL};
+    static const char *const entry[] = {"path", "type", "content", "encoding",
+                                        "mode", "group", NULL};
+    static const char *const user[] = {"name", "uid", "group", "groups", NULL};
+    static const char *const group[] = {"name", "gid", NULL};
+    if (!json_object_is_type(manifest, json_type_object))
+        return sbx_error_set(err, SBX_E_INVALID, "manifest: must be an object");
+    json_object_object_foreach(manifest, k, v) {
+        (void)v;
+        if (!key_in(k, top))
+            return sbx_error_set(err, SBX_E_INVALID,
+                                 "manifest: \"%.64s\" is not allowed in a manifest given "
+                                 "by a tool call",
+                                 k);
+    }
+    json_object *list;
+    int rc;
+    if (json_object_object_get_ex(manifest, "entries", &list)) {
+        if ((rc = check_list(list, "entries", entry, err)) != SBX_OK)
+            return rc;
+        size_t n = json_object_array_length(list);
+        for (size_t i = 0; i < n; i++) {
+            json_object *e = json_object_array_get_idx(list, i), *t = NULL, *p = NULL;
+            json_object_object_get_ex(e, "path", &p);
+            const char *path = json_object_is_type(p, json_type_string)
+                                   ? json_object_get_string(p)
+                                   : "?";
+            if (!json_object_object_get_ex(e, "type", &t) ||
+                !json_object_is_type(t, json_type_string))
+                return sbx_error_set(err, SBX_E_INVALID,
+                                     "manifest: entry %.200s: \"type\" (file or dir) is "
+                                     "required",
+                                     path);
+            const char *type = json_object_get_string(t);
+            if (strcmp(type, "file") && strcmp(type, "dir"))
+                return sbx_error_set(err, SBX_E_INVALID,
+                                     "manifest: entry %.200s: type %.32s is refused: a "
+                                     "tool call may give only inline entries (file, "
+                                     "dir); host sources (local_file, local_dir, "
+                                     "git_repo) are the operator's",
+                                     path, type);
+        }
+    }
+    if (json_object_object_get_ex(manifest, "users", &list) &&
+        (rc = check_list(list, "users", user, err)) != SBX_OK)
+        return rc;
+    if (json_object_object_get_ex(manifest, "groups", &list) &&
+        (rc = check_list(list, "groups", group, err)) != SBX_OK)
+        return rc;
+    return SBX_OK;
+}
+
+int sbxm_manifest_from_arg(json_object *manifest, sbx_manifest **out, sbx_error *err)
+{
+    *out = NULL;
+    int rc = sbxm_manifest_check(manifest, err);
+    if (rc != SBX_OK)
+        return rc;
+    size_t len = 0;
+    const char *text = json_object_to_json_string_length(manifest, JSON_C_TO_STRING_PLAIN,
+                                                         &len);
+    if (!text)
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    return sbx_manifest_parse(NULL, text, len, "manifest", NO_BASE_DIR, out, err);
+}
