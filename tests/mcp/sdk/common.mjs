@@ -4,6 +4,7 @@
 // `sbx` run with.
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { request } from 'node:http';
 import { join } from 'node:path';
 
 // A TCP port free on this host now (for the session's declared port).
@@ -18,9 +19,33 @@ export function freePort() {
   });
 }
 
+// One call of the Engine API of SBX_TEST_DOCKER_HOST (a unix socket).
+function dockerApi(method, path, body) {
+  const host = process.env.SBX_TEST_DOCKER_HOST || '';
+  const socketPath = host.replace(/^unix:\/\//, '');
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, method, path, headers: { 'Content-Type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+    });
+    req.on('error', reject);
+    req.end(body ? JSON.stringify(body) : undefined);
+  });
+}
+
+// The test daemon has no default bridge (scripts/services/dockerd.sh
+// starts it with --bridge=none): a session that publishes ports needs a
+// bridge network of its own. Returns its name and a function removing it.
+export async function dockerBridge(name) {
+  const r = await dockerApi('POST', '/v1.41/networks/create', { Name: name, Driver: 'bridge' });
+  if (r.status !== 201 && r.status !== 409) throw new Error(`creating network ${name}: ${r.status} ${r.text}`);
+  return { name, remove: () => dockerApi('DELETE', `/v1.41/networks/${name}`).catch(() => {}) };
+}
+
 // SBX (the sbx binary) and SBX_PLUGIN_PATH (the build's providers) come
 // from the runner script; provider is "local" or "docker".
-export function makeEnv(provider, { ports = [] } = {}) {
+export function makeEnv(provider, { ports = [], network = null } = {}) {
   const sbx = process.env.SBX;
   const plugins = process.env.SBX_PLUGIN_PATH;
   if (!sbx || !plugins) throw new Error('SBX and SBX_PLUGIN_PATH must be set (run through the runner script)');
@@ -37,7 +62,8 @@ export function makeEnv(provider, { ports = [] } = {}) {
     if (!host) throw new Error('SBX_TEST_DOCKER_HOST is not set');
     const image = process.env.SBX_TEST_DOCKER_IMAGE || 'sbx-test:busybox';
     yaml = `default_provider: docker\nproviders:\n  docker:\n    host: "${host}"\n` +
-      `    image: "${image}"\n    resource_dir: "${ws}"\n`;
+      `    image: "${image}"\n    resource_dir: "${ws}"\n` +
+      (network ? `    network: "${network}"\n` : '');
   } else {
     throw new Error(`unknown provider ${provider}`);
   }

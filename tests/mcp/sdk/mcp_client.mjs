@@ -12,7 +12,7 @@ import { McpError, ErrorCode, LATEST_PROTOCOL_VERSION } from '@modelcontextproto
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeEnv, freePort, assert, assertEq, sleep } from './common.mjs';
+import { makeEnv, freePort, dockerBridge, assert, assertEq, sleep } from './common.mjs';
 
 const provider = process.argv[2] || 'local';
 const AGENT_TOOLS = [
@@ -24,7 +24,8 @@ const AGENT_TOOLS = [
 const SDK_TOOLS = ['snapshot_read', 'snapshot_write', 'add_user', 'apply_manifest'];
 
 const port = await freePort();
-const env = makeEnv(provider, { ports: [port] });
+const bridge = provider === 'docker' ? await dockerBridge(`sbx-mcp-node-${process.pid}`) : null;
+const env = makeEnv(provider, { ports: [port], network: bridge?.name });
 const transport = new StdioClientTransport({
   command: env.sbx,
   args: env.mcpArgs(),
@@ -495,5 +496,6 @@ try {
 for (const c of cleanups.reverse()) await c().catch(() => {});
 await client.close().catch(() => {});
 env.cleanup();
+await bridge?.remove();
 if (failed) process.exit(1);
 console.log(`${provider}: ${passed} checks passed`);
