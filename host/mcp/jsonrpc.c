@@ -85,6 +85,12 @@ void sbxm_msg_parse(const char *line, size_t len, struct sbxm_msg *out)
     json_object *root = json_tokener_parse_ex(tok, line, (int)len);
     enum json_tokener_error te = json_tokener_get_error(tok);
     size_t used = json_tokener_get_parse_end(tok);
+    if (te == json_tokener_continue) {
+        /* the end of the line ends a top-level number ("7"): say so */
+        root = json_tokener_parse_ex(tok, "", 1);
+        te = json_tokener_get_error(tok);
+        used = len;
+    }
     json_tokener_free(tok);
     if (te == json_tokener_continue) {
         json_object_put(root);

@@ -8,6 +8,7 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define NO_BASE_DIR "/nonexistent/sbx-mcp-no-host-sources"
@@ -65,11 +66,15 @@ int sbxm_manifest_check(json_object *manifest, sbx_error *err)
     json_object *list;
     int rc;
     if (json_object_object_get_ex(manifest, "entries", &list)) {
-        if ((rc = check_list(list, "entries", entry, err)) != SBX_OK)
-            return rc;
+        if (!json_object_is_type(list, json_type_array))
+            return sbx_error_set(err, SBX_E_INVALID, "manifest: entries must be an array");
+        /* the type first: the refusal of a host source names it */
         size_t n = json_object_array_length(list);
         for (size_t i = 0; i < n; i++) {
             json_object *e = json_object_array_get_idx(list, i), *t = NULL, *p = NULL;
+            if (!json_object_is_type(e, json_type_object))
+                return sbx_error_set(err, SBX_E_INVALID,
+                                     "manifest: entries[%zu] must be an object", i);
             json_object_object_get_ex(e, "path", &p);
             const char *path = json_object_is_type(p, json_type_string)
                                    ? json_object_get_string(p)
@@ -89,6 +94,8 @@ int sbxm_manifest_check(json_object *manifest, sbx_error *err)
                                      "git_repo) are the operator's",
                                      path, type);
         }
+        if ((rc = check_list(list, "entries", entry, err)) != SBX_OK)
+            return rc;
     }
     if (json_object_object_get_ex(manifest, "users", &list) &&
         (rc = check_list(list, "users", user, err)) != SBX_OK)
@@ -105,10 +112,29 @@ int sbxm_manifest_from_arg(json_object *manifest, sbx_manifest **out, sbx_error 
     int rc = sbxm_manifest_check(manifest, err);
     if (rc != SBX_OK)
         return rc;
-    size_t len = 0;
-    const char *text = json_object_to_json_string_length(manifest, JSON_C_TO_STRING_PLAIN,
-                                                         &len);
-    if (!text)
+    /* A mode given as a JSON number (493) is the permission bits; the
+     * manifest format reads its octal digits ("755"): give it those. */
+    json_object *copy = NULL;
+    if (json_object_deep_copy(manifest, &copy, NULL) != 0)
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-    return sbx_manifest_parse(NULL, text, len, "manifest", NO_BASE_DIR, out, err);
+    json_object *list;
+    if (json_object_object_get_ex(copy, "entries", &list)) {
+        size_t n = json_object_array_length(list);
+        for (size_t i = 0; i < n; i++) {
+            json_object *e = json_object_array_get_idx(list, i), *m;
+            if (json_object_object_get_ex(e, "mode", &m) &&
+                json_object_is_type(m, json_type_int)) {
+                int64_t v = json_object_get_int64(m);
+                char oct[32];
+                snprintf(oct, sizeof oct, "%llo", (unsigned long long)(v < 0 ? 0 : v));
+                json_object_object_add(e, "mode", json_object_new_string(oct));
+            }
+        }
+    }
+    size_t len = 0;
+    const char *text = json_object_to_json_string_length(copy, JSON_C_TO_STRING_PLAIN, &len);
+    rc = text ? sbx_manifest_parse(NULL, text, len, "manifest", NO_BASE_DIR, out, err)
+              : sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+    json_object_put(copy);
+    return rc;
 }

@@ -21,6 +21,7 @@
  */
 #include "internal.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,17 +76,23 @@ static void collected_free(struct collected *k)
     sbx_capture_free(&k->err);
 }
 
-static json_object *capture_value(const sbx_capture *c)
-{
-    char *t = sbx_capture_text(c);
-    json_object *v = t ? sbxm_text_value(t, strlen(t), NULL) : NULL;
-    free(t);
-    return v ? v : json_object_new_string("");
-}
-
 static uint64_t dropped(const sbx_capture *c)
 {
     return c->total - c->head_len - c->tail_len;
+}
+
+static json_object *capture_value(const sbx_capture *c)
+{
+    char *t = sbx_capture_text(c);
+    /* its length: the output may hold NULs; the marker is the one
+     * sbx/sbx.h documents for sbx_capture_text */
+    size_t len = c->head_len + c->tail_len;
+    if (c->truncated)
+        len += (size_t)snprintf(NULL, 0, "\n[... %" PRIu64 " bytes truncated ...]\n",
+                                dropped(c));
+    json_object *v = t ? sbxm_text_value(t, len, NULL) : NULL;
+    free(t);
+    return v ? v : json_object_new_string("");
 }
 
 /* The result shape shared by both tools. */
