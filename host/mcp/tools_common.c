@@ -36,10 +36,9 @@ int sbxm_tool_path(struct sbxm_call *c, sbx_handle *h, const char *tool, const c
     if (!in)
         in = "";
     if (strlen(in) != n)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"%s\" holds a NUL byte", tool, key);
+        return sbx_error_set(err, SBX_E_INVALID, "\"%s\" holds a NUL byte", key);
     if (n >= SBXM_PATH_MAX)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"%s\" is %zu bytes long (at most %d)",
-                             tool, key, n, SBXM_PATH_MAX - 1);
+        return sbx_error_set(err, SBX_E_INVALID, "\"%s\" is %zu bytes long (at most %d)", key, n, SBXM_PATH_MAX - 1);
     const char *p = in;
     if (*p == '/') {
         /* absolute: only under the workspace root, which is dropped */
@@ -51,14 +50,13 @@ int sbxm_tool_path(struct sbxm_call *c, sbx_handle *h, const char *tool, const c
             rl = 0; /* a workspace at "/": every absolute path is inside */
         if (!root || (rl && (strncmp(p, root, rl) != 0 || (p[rl] && p[rl] != '/'))))
             return sbx_error_set(err, SBX_E_INVALID,
-                                 "%s: \"%.200s\" is outside the workspace (give a path "
-                                 "relative to the workspace, or under %s)",
-                                 tool, in, root ? root : "its root");
+                                 "\"%.200s\" is outside the workspace (give a path "
+                                 "relative to the workspace, or under %s)", in, root ? root : "its root");
         p += rl;
     }
     char *norm = malloc(n + 1);
     if (!norm)
-        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", tool);
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     size_t len = 0;
     norm[0] = '\0';
     while (*p) {
@@ -73,15 +71,14 @@ int sbxm_tool_path(struct sbxm_call *c, sbx_handle *h, const char *tool, const c
         if (cl == 2 && s[0] == '.' && s[1] == '.') {
             free(norm);
             return sbx_error_set(err, SBX_E_INVALID,
-                                 "%s: \"%.200s\" has a \"..\" component (paths stay inside "
-                                 "the workspace)",
-                                 tool, in);
+                                 "\"%.200s\" has a \"..\" component (paths stay inside "
+                                 "the workspace)", in);
         }
         push_component(norm, &len, s, cl);
     }
     if (!len && !root_ok) {
         free(norm);
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"%s\" %s", tool, key,
+        return sbx_error_set(err, SBX_E_INVALID, "\"%s\" %s", key,
                              *in ? "names the workspace root itself" : "is empty");
     }
     *out = norm;
@@ -182,10 +179,9 @@ int sbxm_tool_mode(struct sbxm_call *c, const char *tool, const char *key, unsig
     }
     if (bits < 1 || bits > 0777)
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: invalid \"%s\" (permission bits 0001 to 0777, as an octal "
+                             "invalid \"%s\" (permission bits 0001 to 0777, as an octal "
                              "string such as \"0644\" or as their number, 420 for 0644; "
-                             "setuid, setgid and sticky bits are not allowed)",
-                             tool, key);
+                             "setuid, setgid and sticky bits are not allowed)", key);
     *mode = (unsigned)bits;
     return SBX_OK;
 }
@@ -198,9 +194,8 @@ int sbxm_tool_fail(sbx_error *err, const char *tool, const char *path,
     snprintf(msg, sizeof msg, "%s", cause->message[0] ? cause->message
                                                       : sbx_strerror((sbx_status)status));
     if (path)
-        return sbx_error_set(err, status, "%s \"%.200s\": %s", tool, sbxm_path_shown(path),
-                             msg);
-    return sbx_error_set(err, status, "%s: %s", tool, msg);
+        return sbx_error_set(err, status, "\"%.200s\": %s", sbxm_path_shown(path), msg);
+    return sbx_error_set(err, status, "%s", msg);
 }
 
 int sbxm_tool_error(sbx_error *err, int status, const char *tool, const char *path,
@@ -212,9 +207,8 @@ int sbxm_tool_error(sbx_error *err, int status, const char *tool, const char *pa
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (path)
-        return sbx_error_set(err, status, "%s \"%.200s\": %s", tool, sbxm_path_shown(path),
-                             msg);
-    return sbx_error_set(err, status, "%s: %s", tool, msg);
+        return sbx_error_set(err, status, "\"%.200s\": %s", sbxm_path_shown(path), msg);
+    return sbx_error_set(err, status, "%s", msg);
 }
 
 const char *sbxm_file_type_name(unsigned type)
@@ -246,7 +240,7 @@ int sbxm_tool_sandbox(struct sbxm_call *c, const char *tool, sbx_handle **h,
 {
     const char *name = sbxm_arg_str(c, "sandbox");
     if (!name || !*name)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"sandbox\" is missing", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"sandbox\" is missing");
     sbx_error e;
     sbx_error_clear(&e);
     int rc = sbxm_handle(c, name, h, &e);
@@ -256,14 +250,11 @@ int sbxm_tool_sandbox(struct sbxm_call *c, const char *tool, sbx_handle **h,
 int sbxm_tool_handle_as(struct sbxm_call *c, const char *tool, const char *user,
                         sbx_handle **h, sbx_error *err)
 {
-    if (user && *user)
-        return sbx_error_set(err, SBX_E_UNSUPPORTED,
-                             "%s: \"user\" is not supported by this server yet", tool);
-    return sbxm_tool_sandbox(c, tool, h, err);
-}
-
-void sbxm_tool_handle_done(struct sbxm_call *c, sbx_handle *h)
-{
-    (void)c;
-    (void)h;
+    const char *name = sbxm_arg_str(c, "sandbox");
+    if (!name || !*name)
+        return sbx_error_set(err, SBX_E_INVALID, "\"sandbox\" is missing");
+    sbx_error e;
+    sbx_error_clear(&e);
+    int rc = sbxm_handle_as(c, name, user, h, &e);
+    return rc == SBX_OK ? SBX_OK : sbxm_tool_fail(err, tool, NULL, &e);
 }

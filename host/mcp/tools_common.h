@@ -75,11 +75,10 @@ json_object *sbxm_file_info_json(const struct sbx_file_info *fi, const char *nam
 int sbxm_tool_sandbox(struct sbxm_call *c, const char *tool, sbx_handle **h,
                       sbx_error *err);
 
-/* The same, acting as `user` (NULL: the handle's own user) for the call;
- * give it back with sbxm_tool_handle_done. */
+/* The same, acting as `user` (NULL or "": the session's own user;
+ * sbxm_handle_as). */
 int sbxm_tool_handle_as(struct sbxm_call *c, const char *tool, const char *user,
                         sbx_handle **h, sbx_error *err);
-void sbxm_tool_handle_done(struct sbxm_call *c, sbx_handle *h);
 
 #endif
 

@@ -98,13 +98,13 @@ static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *
     bool b64 = !strcmp(enc, "base64");
     if (!b64 && strcmp(enc, "text"))
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: invalid \"encoding\" (\"text\" or \"base64\")", tool);
+                             "invalid \"encoding\" (\"text\" or \"base64\")");
     int64_t offset = sbxm_arg_int(c, "offset", 0);
     if (offset < 0)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"offset\" is negative", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"offset\" is negative");
     int64_t max = sbxm_arg_int(c, "max_bytes", (int64_t)o->max_read_bytes);
     if (max < 1)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"max_bytes\" must be 1 or more", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"max_bytes\" must be 1 or more");
     size_t cap = (uint64_t)max < o->max_read_bytes ? (size_t)max : o->max_read_bytes;
 
     sbx_handle *h;
@@ -245,7 +245,7 @@ static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error 
     bool b64 = !strcmp(enc, "base64");
     if (!b64 && strcmp(enc, "text"))
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: invalid \"encoding\" (\"text\" or \"base64\")", tool);
+                             "invalid \"encoding\" (\"text\" or \"base64\")");
     unsigned mode;
     int rc = sbxm_tool_mode(c, tool, "mode", &mode, err);
     if (rc != SBX_OK)
@@ -253,7 +253,7 @@ static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error 
     json_object *cv = NULL;
     if (!json_object_object_get_ex(c->args, "content", &cv) ||
         !json_object_is_type(cv, json_type_string))
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"content\" is missing", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"content\" is missing");
     const char *text = json_object_get_string(cv);
     size_t tlen = (size_t)json_object_get_string_len(cv);
 
@@ -262,7 +262,6 @@ static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error 
         return rc;
     char *path;
     if ((rc = sbxm_tool_path(c, h, tool, "path", false, &path, err)) != SBX_OK) {
-        sbxm_tool_handle_done(c, h);
         return rc;
     }
     unsigned char *decoded = NULL;
@@ -286,7 +285,6 @@ static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error 
             sbxm_tool_fail(err, tool, path, &e);
     }
     free(decoded);
-    sbxm_tool_handle_done(c, h);
     if (rc == SBX_OK) {
         json_object *out = json_object_new_object();
         json_object_object_add(out, "path", sbxm_json_bytes(path, strlen(path)));
@@ -334,7 +332,7 @@ static int tool_list_files(struct sbxm_call *c, json_object **result, sbx_error 
     static const char tool[] = "list_files";
     int64_t limit = sbxm_arg_int(c, "limit", LIST_LIMIT_DEFAULT);
     if (limit < 1)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"limit\" must be 1 or more", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"limit\" must be 1 or more");
     if (limit > LIST_LIMIT_MAX)
         limit = LIST_LIMIT_MAX;
     sbx_handle *h;

@@ -267,18 +267,16 @@ static int tool_search(struct sbxm_call *c, json_object **result, sbx_error *err
         needle = NULL;
     if (!glob && !needle)
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: give \"name\" (a glob), \"content\" (a string) or both",
-                             tool);
+                             "give \"name\" (a glob), \"content\" (a string) or both");
     if (glob && strlen(glob) > 255)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"name\" is over 255 bytes", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"name\" is over 255 bytes");
     if (needle && (strlen(needle) > NEEDLE_MAX || strchr(needle, '\n')))
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: \"content\" must be one line of at most %d bytes", tool,
+                             "\"content\" must be one line of at most %d bytes",
                              NEEDLE_MAX);
     int64_t max = sbxm_arg_int(c, "max_results", RESULTS_DEFAULT);
     if (max < 1)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"max_results\" must be 1 or more",
-                             tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"max_results\" must be 1 or more");
     if (max > RESULTS_MAX)
         max = RESULTS_MAX;
     sbx_handle *h;
@@ -491,18 +489,16 @@ static int tool_git_clone(struct sbxm_call *c, json_object **result, sbx_error *
     int64_t depth = sbxm_arg_int(c, "depth", 0);
     if (!url || !url_ok(url))
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: \"url\" must be an https://, http://, ssh:// or git:// URL "
+                             "\"url\" must be an https://, http://, ssh:// or git:// URL "
                              "or user@host:path (not a local path, file://, a remote "
-                             "helper such as ext::, or anything starting with '-')",
-                             tool);
+                             "helper such as ext::, or anything starting with '-')");
     if (branch && !branch_ok(branch))
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: invalid \"branch\" (a branch or tag name: letters, "
-                             "digits, '.', '_', '/', '-', not starting with '-')",
-                             tool);
+                             "invalid \"branch\" (a branch or tag name: letters, "
+                             "digits, '.', '_', '/', '-', not starting with '-')");
     if (depth < 0 || depth > 1000000)
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: \"depth\" must be 1 to 1000000 (0 or absent: full)", tool);
+                             "\"depth\" must be 1 to 1000000 (0 or absent: full)");
     sbx_handle *h;
     int rc = sbxm_tool_sandbox(c, tool, &h, err);
     if (rc != SBX_OK)

@@ -47,9 +47,8 @@ static int name_ok(const char *tool, const char *name, sbx_error *err)
     if (n < 1 || n > NAME_MAX_LEN || !strcmp(name, ".") || !strcmp(name, "..") ||
         strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: invalid snapshot name (1 to %d of A-Z a-z 0-9 . _ -, not "
-                             "\".\" or \"..\")",
-                             tool, NAME_MAX_LEN);
+                             "invalid snapshot name (1 to %d of A-Z a-z 0-9 . _ -, not "
+                             "\".\" or \"..\")", NAME_MAX_LEN);
     return SBX_OK;
 }
 
@@ -58,17 +57,17 @@ static int open_dir(struct sbxm_call *c, const char *tool, sbx_error *err)
 {
     const char *dir = sbxm_options(c->srv)->snapshot_dir;
     if (!dir || !*dir) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: the server has no snapshot directory", tool);
+        sbx_error_set(err, SBX_E_CONFIG, "the server has no snapshot directory");
         return -1;
     }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        sbx_error_set(err, SBX_E_IO, "%s: cannot make the snapshot directory: %s", tool,
+        sbx_error_set(err, SBX_E_IO, "cannot make the snapshot directory: %s",
                       strerror(errno));
         return -1;
     }
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
-        sbx_error_set(err, SBX_E_IO, "%s: cannot open the snapshot directory: %s", tool,
+        sbx_error_set(err, SBX_E_IO, "cannot open the snapshot directory: %s",
                       strerror(errno));
     return dfd;
 }
@@ -81,14 +80,14 @@ static int open_entry(int dfd, const char *tool, const char *name, int flags, sb
     struct stat st;
     if (fd < 0) {
         sbx_error_set(err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_IO,
-                      "%s: snapshot \"%s\": %s", tool, name,
+                      "snapshot \"%s\": %s", name,
                       errno == ENOENT ? "no such snapshot"
                       : errno == ELOOP ? "not a regular file"
                                        : strerror(errno));
         return -1;
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0) != 0) {
-        sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": not a regular file", tool, name);
+        sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": not a regular file", name);
         close(fd);
         return -1;
     }
@@ -115,7 +114,7 @@ static int fail_named(sbx_error *err, const char *tool, const char *name, const 
     }
     msg[o] = '\0';
     return sbx_error_set(err, cause->status ? cause->status : SBX_E_INTERNAL,
-                         "%s: snapshot \"%s\": %s", tool, name, msg);
+                         "snapshot \"%s\": %s", name, msg);
 }
 
 /* SHA-256 of fd from its start, and its length. */
@@ -178,12 +177,12 @@ static int tool_snapshot(struct sbxm_call *c, json_object **result, sbx_error *e
     int fd = open_entry(dfd, tool, tmp, O_RDONLY, err);
     if (fd < 0 || hash_fd(fd, sha, &bytes) != 0) {
         if (fd >= 0)
-            rc = sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": cannot hash it: %s", tool,
+            rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": cannot hash it: %s",
                                name, strerror(errno));
         else
             rc = err->status;
     } else if (renameat(dfd, tmp, dfd, name) != 0) {
-        rc = sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": cannot publish it: %s", tool,
+        rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": cannot publish it: %s",
                            name, strerror(errno));
     } else {
         fsync(dfd);
@@ -249,9 +248,9 @@ static int tool_snapshot_read(struct sbxm_call *c, json_object **result, sbx_err
     int64_t offset = sbxm_arg_int(c, "offset", 0);
     int64_t max = sbxm_arg_int(c, "max_bytes", CHUNK_DEFAULT);
     if (offset < 0)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"offset\" is negative", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"offset\" is negative");
     if (max < 1)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"max_bytes\" must be 1 or more", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"max_bytes\" must be 1 or more");
     size_t cap = (uint64_t)max < o->max_read_bytes ? (size_t)max : o->max_read_bytes;
     int dfd = open_dir(c, tool, err);
     if (dfd < 0)
@@ -265,7 +264,7 @@ static int tool_snapshot_read(struct sbxm_call *c, json_object **result, sbx_err
     unsigned char *b64 = malloc(4 * ((cap + 2) / 3) + 1);
     ssize_t n = 0;
     if (!buf || !b64 || fstat(fd, &st) != 0) {
-        rc = sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", tool);
+        rc = sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     } else {
         size_t got = 0;
         while (got < cap) {
@@ -277,7 +276,7 @@ static int tool_snapshot_read(struct sbxm_call *c, json_object **result, sbx_err
             got += (size_t)n;
         }
         if (n < 0)
-            rc = sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": %s", tool, name,
+            rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": %s", name,
                                strerror(errno));
         n = (ssize_t)got;
     }
@@ -320,30 +319,28 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
     bool final = sbxm_arg_bool(c, "final", false);
     const char *want_sha = sbxm_arg_str(c, "sha256");
     if (offset < 0)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"offset\" is missing or negative",
-                             tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"offset\" is missing or negative");
     if (want_sha && !sbxs_is_hex(want_sha, 64))
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: \"sha256\" must be 64 lowercase hex digits", tool);
+                             "\"sha256\" must be 64 lowercase hex digits");
     json_object *cv = NULL;
     if (!json_object_object_get_ex(c->args, "content", &cv) ||
         !json_object_is_type(cv, json_type_string))
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"content\" is missing", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"content\" is missing");
     const char *text = json_object_get_string(cv);
     size_t tlen = (size_t)json_object_get_string_len(cv);
     size_t max_chunk = o->max_write_bytes;
     if (tlen / 4 * 3 > max_chunk + 3)
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: a chunk of about %zu bytes is over the server's limit of "
-                             "%zu (--max-write-bytes)",
-                             tool, tlen / 4 * 3, max_chunk);
+                             "a chunk of about %zu bytes is over the server's limit of "
+                             "%zu (--max-write-bytes)", tlen / 4 * 3, max_chunk);
     unsigned char *data = malloc(tlen / 4 * 3 + 4);
     EVP_ENCODE_CTX *ectx = EVP_ENCODE_CTX_new();
     int n1 = 0, n2 = 0;
     if (!data || !ectx) {
         free(data);
         EVP_ENCODE_CTX_free(ectx);
-        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", tool);
+        return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     }
     EVP_DecodeInit(ectx);
     bool ok = EVP_DecodeUpdate(ectx, data, &n1, (const unsigned char *)text, (int)tlen) >= 0 &&
@@ -352,13 +349,12 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
     size_t len = (size_t)n1 + (size_t)n2;
     if (!ok) {
         free(data);
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"content\" is not valid base64",
-                             tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"content\" is not valid base64");
     }
     if ((uint64_t)offset + len > UPLOAD_MAX) {
         free(data);
         return sbx_error_set(err, SBX_E_INVALID,
-                             "%s: snapshot \"%s\" would be over %llu bytes", tool, name,
+                             "snapshot \"%s\" would be over %llu bytes", name,
                              (unsigned long long)UPLOAD_MAX);
     }
     int dfd = open_dir(c, tool, err);
@@ -373,9 +369,8 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
     if (fd < 0) {
         if (err->status == SBX_E_NOT_FOUND)
             sbx_error_set(err, SBX_E_INVALID,
-                          "%s: snapshot \"%s\": no upload in progress (start one at "
-                          "offset 0)",
-                          tool, name);
+                          "snapshot \"%s\": no upload in progress (start one at "
+                          "offset 0)", name);
         free(data);
         close(dfd);
         return err->status;
@@ -385,21 +380,20 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
     uint64_t total = 0;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         rc = sbx_error_set(err, SBX_E_EXISTS,
-                           "%s: snapshot \"%s\": another upload of it is being written", tool,
+                           "snapshot \"%s\": another upload of it is being written",
                            name);
     } else if (offset == 0 && ftruncate(fd, 0) != 0) {
-        rc = sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": %s", tool, name,
+        rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": %s", name,
                            strerror(errno));
     } else if (fstat(fd, &st) != 0) {
-        rc = sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": %s", tool, name,
+        rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": %s", name,
                            strerror(errno));
     } else if ((uint64_t)st.st_size != (uint64_t)offset) {
         /* no gap, no overlap: each chunk starts where the last ended */
         rc = sbx_error_set(err, SBX_E_INVALID,
-                           "%s: snapshot \"%s\": a chunk at offset %lld, but the upload "
+                           "snapshot \"%s\": a chunk at offset %lld, but the upload "
                            "holds %lld bytes (chunks go in order, without gaps or "
-                           "overlaps; offset 0 starts over)",
-                           tool, name, (long long)offset, (long long)st.st_size);
+                           "overlaps; offset 0 starts over)", name, (long long)offset, (long long)st.st_size);
     } else {
         size_t done = 0;
         while (done < len) {
@@ -411,7 +405,7 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
             done += (size_t)w;
         }
         if (done < len)
-            rc = sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": writing: %s", tool, name,
+            rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": writing: %s", name,
                                strerror(errno));
     }
     free(data);
@@ -421,18 +415,15 @@ static int tool_snapshot_write(struct sbxm_call *c, json_object **result, sbx_er
         ssize_t hn = pread(fd, head, sizeof head, 0);
         if (hn < 0 || !archive_magic(head, (size_t)hn))
             rc = sbx_error_set(err, SBX_E_INVALID,
-                               "%s: snapshot \"%s\": not a tar, tar.gz or tar.zst archive",
-                               tool, name);
+                               "snapshot \"%s\": not a tar, tar.gz or tar.zst archive", name);
         else if (hash_fd(fd, sha, &total) != 0)
-            rc = sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": cannot hash it", tool,
+            rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": cannot hash it",
                                name);
         else if (want_sha && strcmp(want_sha, sha))
             rc = sbx_error_set(err, SBX_E_INVALID,
-                               "%s: snapshot \"%s\": its SHA-256 is %s, not the %s given",
-                               tool, name, sha, want_sha);
+                               "snapshot \"%s\": its SHA-256 is %s, not the %s given", name, sha, want_sha);
         else if (fsync(fd) != 0 || renameat(dfd, tmp, dfd, name) != 0)
-            rc = sbx_error_set(err, SBX_E_IO, "%s: snapshot \"%s\": cannot publish it: %s",
-                               tool, name, strerror(errno));
+            rc = sbx_error_set(err, SBX_E_IO, "snapshot \"%s\": cannot publish it: %s", name, strerror(errno));
         else
             fsync(dfd);
         if (rc != SBX_OK && rc != SBX_E_IO)
@@ -459,7 +450,7 @@ static int tool_port_url(struct sbxm_call *c, json_object **result, sbx_error *e
     static const char tool[] = "port_url";
     int64_t port = sbxm_arg_int(c, "port", 0);
     if (port < 1 || port > 65535)
-        return sbx_error_set(err, SBX_E_INVALID, "%s: \"port\" must be 1 to 65535", tool);
+        return sbx_error_set(err, SBX_E_INVALID, "\"port\" must be 1 to 65535");
     sbx_handle *h;
     int rc = sbxm_tool_sandbox(c, tool, &h, err);
     if (rc != SBX_OK)

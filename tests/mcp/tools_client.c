@@ -130,7 +130,12 @@ void tc_start(struct tc *t, const char *const *extra)
     else
         cli_env_local_config(&t->env);
     snprintf(t->snapdir, sizeof t->snapdir, "%s/snapshots", t->env.dir);
+    /* a port on local (docker's test daemon has no bridge network) */
     const char *create[] = {"create", "--port", "18431", TC_SANDBOX, NULL};
+    if (t->docker) {
+        create[1] = TC_SANDBOX;
+        create[2] = NULL;
+    }
     struct cli_result r;
     cli_run(&t->env, create, NULL, 60000, &r);
     cr_assert_eq(r.status, 0, "sbx create: %s", r.err);
@@ -240,6 +245,21 @@ char *tc_err(struct tc *t, const char *tool, const char *fmt, ...)
     json_object *r = vcall(t, tool, fmt, ap);
     va_end(ap);
     cr_assert(tc_bool(r, "isError"), "%s should have failed: %s", tool,
+              json_object_to_json_string(r));
+    char *s = strdup(result_text(r));
+    json_object_put(r);
+    return s;
+}
+
+char *tc_refused(struct tc *t, const char *tool, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    json_object *r = vcall(t, tool, fmt, ap);
+    va_end(ap);
+    json_object *code;
+    bool rpc = json_object_object_get_ex(r, "code", &code) && json_object_get_int(code) == -32602;
+    cr_assert(rpc || tc_bool(r, "isError"), "%s should have been refused: %s", tool,
               json_object_to_json_string(r));
     char *s = strdup(result_text(r));
     json_object_put(r);

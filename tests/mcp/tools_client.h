@@ -19,7 +19,7 @@ struct tc {
     struct cli_proc p;
     bool docker;
     char snapdir[PATH_MAX];  /* --snapshot-dir */
-    char ws[PATH_MAX];       /* local: the workspace of TC_SANDBOX on the host */
+    char ws[PATH_MAX + 80];  /* local: the workspace of TC_SANDBOX on the host */
     long next_id;
     char *buf;               /* the read buffer */
     size_t len, cap;
@@ -43,6 +43,11 @@ json_object *tc_ok(struct tc *t, json_object **root, const char *tool, const cha
     __attribute__((format(printf, 4, 5)));
 /* The call must be a tool error: its text (caller frees). */
 char *tc_err(struct tc *t, const char *tool, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The call must be refused, as a tool error or as invalid params (-32602,
+ * the server's schema check): the message (caller frees). */
+char *tc_refused(struct tc *t, const char *tool, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Run `sh -c script` in the sandbox through `sbx exec` (setup and checks
