@@ -494,7 +494,20 @@ try {
   console.error(`--- sbx mcp stderr (tail) ---\n${serverLog.slice(-4000)}`);
 }
 for (const c of cleanups.reverse()) await c().catch(() => {});
+// EOF on its stdin ends the server; its last words (a sanitizer's report
+// in an ASan build) are checked, and shown.
+const exited = new Promise((resolve) => transport._process?.once('exit', (code, sig) => resolve({ code, sig })));
 await client.close().catch(() => {});
+const end = await Promise.race([exited, sleep(10000).then(() => null)]);
+if (!failed && (!end || end.code !== 0)) {
+  failed = true;
+  console.error(`not ok - ${provider}: sbx mcp did not exit 0 at EOF: ${JSON.stringify(end)}`);
+}
+await sleep(50);
+if (/ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:/.test(serverLog)) {
+  failed = true;
+  console.error(`not ok - ${provider}: sanitizer report from sbx mcp:\n${serverLog.slice(-20000)}`);
+}
 env.cleanup();
 await bridge?.remove();
 if (failed) process.exit(1);
