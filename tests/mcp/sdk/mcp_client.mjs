@@ -173,8 +173,17 @@ async function main() {
   assertEq(r.exit_code, 7, 'write_stdin: its exit code');
   assert(r.output.includes('got:hello'), `write_stdin: the command read the chars: ${r.output}`);
   assert(!r.output.includes('start'), `write_stdin: only the new output: ${r.output}`);
-  // A finished process and another sandbox's process ids are unknown.
+  // A finished process's id is unknown, and so is a running one's in
+  // another sandbox.
   await callErr('write_stdin', { sandbox: sb, process_id: pid, chars: 'x' }, []);
+  const other = `${sb}-other`;
+  await call('create_sandbox', { sandbox: other });
+  r = await call('exec_command', { sandbox: sb, cmd: 'read x; echo "mine:$x"', yield_time_ms: 100 });
+  assertEq(r.running, true, 'a process waiting for input');
+  await callErr('write_stdin', { sandbox: other, process_id: r.process_id, chars: 'stolen\n' }, []);
+  const own = await call('write_stdin', { sandbox: sb, process_id: r.process_id, chars: 'own\n', yield_time_ms: 30000 });
+  assertEq(own.output, 'mine:own\n', 'the process got only its own sandbox\'s input');
+  await call('destroy_sandbox', { sandbox: other });
   r = await call('exec_command', { sandbox: sb, cmd: 'cat', yield_time_ms: 100 });
   assertEq(r.running, true, 'cat waits for its input');
   r = await call('write_stdin', { sandbox: sb, process_id: r.process_id, chars: 'abc', close_stdin: true, yield_time_ms: 30000 });
@@ -276,6 +285,7 @@ async function main() {
   await callErr('write_file', { sandbox: sb, path: 'rootlink/tmp/sbx-mcp-escape', content: 'x' }, []);
   await callErr('list_files', { sandbox: sb, path: 'rootlink' }, []);
   await callErr('read_file', { sandbox: sb, path: 'notes/missing.txt' }, 'missing.txt');
+  await callErr('read_file', { sandbox: sb, path: '/etc/passwd' }, []);
   // delete removes the links themselves, never what they point at.
   await call('delete', { sandbox: sb, path: 'planted' });
   await call('delete', { sandbox: sb, path: 'rootlink', recursive: true });
@@ -299,6 +309,20 @@ async function main() {
   await callErr('snapshot', { sandbox: sb, name: '../evil' }, []);
   await callErr('restore', { sandbox: sb, name: 'never-made' }, 'never-made');
   ok('snapshot + restore (workspace content back; bad and unknown names refused)');
+
+  // ---- a second server, the same store ---------------------------------
+  const t2 = new StdioClientTransport({ command: env.sbx, args: env.mcpArgs(), env: env.env, cwd: env.dir, stderr: 'pipe' });
+  const c2 = new Client({ name: 'sbx-mcp-node-test-2', version: '1.0.0' });
+  await c2.connect(t2);
+  try {
+    const cs = await c2.callTool({ name: 'connect_sandbox', arguments: { sandbox: sb } });
+    assert(!cs.isError, `a second sbx mcp connects to ${sb}: ${textOf(cs)}`);
+    const rf = await c2.callTool({ name: 'read_file', arguments: { sandbox: sb, path: 'keep/state.txt' } });
+    assertEq(rf.structuredContent?.content, 'version 1\n', 'a second sbx mcp reads what the first wrote');
+  } finally {
+    await c2.close();
+  }
+  ok('a second sbx mcp on the same configuration connects to the sandbox by key and sees its files');
 
   // ---- port_url ------------------------------------------------------------
   const pu = await call('port_url', { sandbox: sb, port });
@@ -433,6 +457,10 @@ async function malformed() {
     'arguments that break the schema (cmd: 42)');
   await rpcErr(client.callTool({ name: 'read_file', arguments: { sandbox: sb } }), ErrorCode.InvalidParams,
     'a missing required argument (read_file without path)');
+  // The agent group's create_sandbox takes no manifest: a call cannot
+  // bring host-side sources (or anything else) into a sandbox.
+  await rpcErr(client.callTool({ name: 'create_sandbox', arguments: { sandbox: 'x', manifest: { entries: { a: { type: 'local_dir', src: '/etc' } } } } }),
+    ErrorCode.InvalidParams, 'create_sandbox with a manifest under --tools agent');
 
   // Raw lines on the server's stdin, its raw stdout read alongside the
   // transport (the SDK drops answers with id null before onmessage, and
