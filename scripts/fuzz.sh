@@ -19,7 +19,7 @@ cc=$(command -v clang-14 || command -v clang || true)
 
 cmake -S . -B build/fuzz -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Debug \
       -DSBX_FUZZ=ON -DBUILD_TESTING=OFF -DSBX_BUILD_BENCH=OFF >/dev/null
-harnesses=(config archive demux http sse manifest)
+harnesses=(config archive demux http sse manifest mcp_message)
 cmake --build build/fuzz -j"$(nproc)" --target "${harnesses[@]/#/fuzz_}" >/dev/null
 
 work=$(mktemp -d /tmp/sbx-fuzz.XXXXXX)

@@ -84,8 +84,16 @@ int sbxm_handle_as(struct sbxm_call *c, const char *name, const char *user,
     }
     struct sbxm_handle_ref *ref;
     int rc = sbxm_handles_get(s->srv->handles, name, user, c->cancel, out, &ref, err);
-    if (rc == SBX_OK)
+    if (rc == SBX_OK) {
         s->refs[s->nrefs++] = ref;
+    } else if (rc == SBX_E_NOT_FOUND) {
+        /* the client named it: say which, and what to do */
+        char was[SBX_ERROR_MAX];
+        snprintf(was, sizeof was, "%s", err->message);
+        sbx_error_set(err, rc, "sandbox \"%.200s\": %s (create_sandbox or connect_sandbox "
+                               "names an existing one)",
+                      name, was);
+    }
     return rc;
 }
 

@@ -40,8 +40,8 @@ static bool type_is(const char *t, json_object *v)
         if (!strcmp(t, "number"))
             return isfinite(d);
         /* 3.0 is an integer in JSON Schema; 1e300 is not one we keep */
-        return !strcmp(t, "integer") && isfinite(d) && d == floor(d) &&
-               fabs(d) < 9007199254740992.0;
+        return !strcmp(t, "integer") && isfinite(d) && d > -9007199254740992.0 &&
+               d < 9007199254740992.0 && d == (double)(int64_t)d;
     }
     case json_type_null: return !strcmp(t, "null");
     }

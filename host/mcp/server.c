@@ -427,8 +427,11 @@ static int read_loop(struct sbxm_server *srv, int in_fd)
                 cap = READ_CHUNK * 2;
             }
         }
-        if (srv->out_broken)
+        if (srv->out_broken) {
+            fputs("sbx mcp: writing to the client failed: ending\n", stderr);
+            rc = -1;
             break;
+        }
     }
     /* a last line without its newline is still a message */
     if (rc == 0 && len && !skipping)
