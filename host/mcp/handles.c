@@ -11,7 +11,6 @@
  */
 #include "internal.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,13 +95,6 @@ int sbxm_handles_get(struct sbxm_handles *t, const char *key, const char *user,
 
     sbx_handle *h = NULL;
     int rc = sbx_session_attach(t->m, key, cancel, &h, err);
-    if (rc == SBX_E_NOT_FOUND) {
-        /* libsbx names the session by a hash of its key; the caller named
-         * the sandbox by the key itself: say which one is missing. */
-        char cause[SBX_ERROR_MAX];
-        snprintf(cause, sizeof cause, "%s", err->message);
-        return sbx_error_set(err, rc, "sandbox \"%.200s\": %s", key, cause);
-    }
     if (rc != SBX_OK)
         return rc;
     /* A user of the call's own: this handle acts as it for good (it is set
