@@ -197,21 +197,22 @@ static void *call_main(void *arg)
         result = tool_error(s->tool->name,
                             err.message[0] ? err.message : sbx_strerror(rc));
     }
+    for (size_t i = 0; i < s->nrefs; i++)
+        sbxm_handles_put(srv->handles, s->refs[i]);
+    s->nrefs = 0;
+    /* Out of the count before the response leaves: a client that sends
+     * its next call as soon as it reads this one must find room for it
+     * (and may reuse the id). The reader joins the thread later. */
     pthread_mutex_lock(&srv->calls_mu);
     bool send = !s->cancelled && !srv->closing;
     s->responding = true;
+    s->done = true;
+    srv->running--;
     pthread_mutex_unlock(&srv->calls_mu);
     if (send)
         sbxm_send(srv, sbxm_result_response(s->id, result));
     else
         json_object_put(result);
-    for (size_t i = 0; i < s->nrefs; i++)
-        sbxm_handles_put(srv->handles, s->refs[i]);
-    s->nrefs = 0;
-    pthread_mutex_lock(&srv->calls_mu);
-    s->done = true;
-    srv->running--;
-    pthread_mutex_unlock(&srv->calls_mu);
     return NULL;
 }
 

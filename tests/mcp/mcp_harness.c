@@ -93,6 +93,21 @@ static json_object *parse_len(const char *s, size_t n)
     return o ? o : json_object_new_string("<unparsable line>");
 }
 
+/* Read what the server wrote to stderr so far (it never blocks on a full
+ * pipe); the start is kept. */
+static bool drain_err(struct mcp_client *c)
+{
+    char tmp[4096];
+    ssize_t n;
+    while ((n = read(c->p.err_fd, tmp, sizeof tmp)) > 0) {
+        size_t room = sizeof c->err - 1 - c->err_len, take = (size_t)n < room ? (size_t)n : room;
+        memcpy(c->err + c->err_len, tmp, take);
+        c->err_len += take;
+        c->err[c->err_len] = '\0';
+    }
+    return n == 0; /* EOF: the server (and whatever inherited stderr) ended */
+}
+
 json_object *mcp_read(struct mcp_client *c, int timeout_ms)
 {
     long long deadline = cli_now_ms() + timeout_ms;
@@ -122,8 +137,9 @@ json_object *mcp_read(struct mcp_client *c, int timeout_ms)
         long long left = deadline - cli_now_ms();
         if (left <= 0)
             return NULL;
-        struct pollfd pfd = {c->p.out_fd, POLLIN, 0};
-        poll(&pfd, 1, (int)left);
+        struct pollfd pfd[2] = {{c->p.out_fd, POLLIN, 0}, {c->p.err_fd, POLLIN, 0}};
+        poll(pfd, 2, (int)left);
+        drain_err(c);
     }
 }
 
@@ -232,7 +248,16 @@ int mcp_stop(struct mcp_client *c, int timeout_ms)
         close(c->p.in_fd);
         c->p.in_fd = -1;
     }
-    int st = cli_wait(&c->p, timeout_ms);
+    /* stderr until EOF (the sanitizers report at exit), then the status */
+    long long deadline = cli_now_ms() + timeout_ms;
+    while (!drain_err(c) && cli_now_ms() < deadline) {
+        struct pollfd pfd = {c->p.err_fd, POLLIN, 0};
+        poll(&pfd, 1, 100);
+    }
+    int st = cli_wait(&c->p, (int)(deadline - cli_now_ms() > 0 ? deadline - cli_now_ms() : 1));
+    bool report = strstr(c->err, "ERROR: AddressSanitizer") || strstr(c->err, "ERROR: LeakSanitizer") ||
+                  strstr(c->err, "runtime error:");
+    cr_assert(!report, "sbx mcp's stderr holds a sanitizer report:\n%s", c->err);
     json_object_put(c->last_progress);
     free(c->buf);
     c->buf = NULL;

@@ -17,6 +17,8 @@ struct mcp_client {
     char *buf; /* bytes read and not yet returned as lines */
     size_t len, cap;
     int progress; /* notifications/progress seen so far */
+    char err[1 << 16]; /* the server's stderr (its start), for sanitizer reports */
+    size_t err_len;
     json_object *last_progress;
 };
 
@@ -60,7 +62,9 @@ const char *mcp_text(json_object *result);
 bool mcp_is_error(json_object *result);
 
 /* Close stdin and wait up to timeout_ms for the exit status (-1: hung,
- * killed). Frees the environment. */
+ * killed). Fails the test when the server's stderr holds a sanitizer
+ * report (the server is a child: ctest sees only the test's output).
+ * Frees the environment. */
 int mcp_stop(struct mcp_client *c, int timeout_ms);
 
 #endif
