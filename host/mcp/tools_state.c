@@ -22,6 +22,7 @@
 #include "tools_common.h"
 
 #include "hex.h"
+#include "mkdirs.h"
 
 #include <openssl/evp.h>
 
@@ -60,7 +61,10 @@ static int open_dir(struct sbxm_call *c, const char *tool, sbx_error *err)
         sbx_error_set(err, SBX_E_CONFIG, "the server has no snapshot directory");
         return -1;
     }
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+    char failed[256];
+    int made = dir[0] == '/' ? sbxs_mkdirs(dir, 0700, failed, sizeof failed)
+               : mkdir(dir, 0700) == 0 || errno == EEXIST ? 0 : -1;
+    if (made != 0) {
         sbx_error_set(err, SBX_E_IO, "cannot make the snapshot directory: %s",
                       strerror(errno));
         return -1;

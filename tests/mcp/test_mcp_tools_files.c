@@ -156,6 +156,8 @@ Test(mcp_files, huge_file_read_is_capped_in_bounded_memory)
     cr_expect_eq(tc_int(o, "bytes"), 1 << 20);
     json_object_put(root);
     long hwm = tc_server_hwm_kib(&T);
+    if (getenv("TC_VERBOSE"))
+        fprintf(stderr, "%s: %lld ms, server peak RSS %ld KiB\n", "read_file 300 MiB", ms, hwm);
     cr_expect_lt(hwm, 96 * 1024, "the server's peak RSS is %ld KiB", hwm);
     cr_expect_lt(ms, 10000, "a capped read of a huge file took %lld ms", ms);
 }
@@ -431,4 +433,34 @@ Test(mcp_files, stat_mkdir_move_delete)
     e = tc_err(&T, "delete", "{" S ",\"path\":\".\",\"recursive\":true}");
     cr_expect(strstr(e, "root"), "%s", e);
     free(e);
+}
+
+Test(mcp_files, write_file_as_a_user)
+{
+    if (!T.docker) {
+        /* local has no users: a clear refusal naming the capability */
+        char *e = tc_err(&T, "write_file",
+                         "{" S ",\"path\":\"u.txt\",\"content\":\"x\",\"user\":\"alice\"}");
+        cr_expect(strstr(e, "write_file"), "%s", e);
+        free(e);
+        cr_expect(!stat_exists("u.txt"));
+        return;
+    }
+    json_object *root;
+    json_object_put((tc_ok(&T, &root, "add_user", "{" S ",\"name\":\"alice\"}"), root));
+    cr_assert_eq(tc_sh(&T, "mkdir -p shared rootonly && chmod 0777 shared && chmod 0755 rootonly",
+                       NULL),
+                 0);
+    json_object_put((tc_ok(&T, &root, "write_file",
+                           "{" S ",\"path\":\"shared/a.txt\",\"content\":\"mine\",\"user\":\"alice\"}"),
+                     root));
+    char *owner = NULL;
+    cr_assert_eq(tc_sh(&T, "stat -c %U shared/a.txt", &owner), 0);
+    cr_expect_str_eq(owner, "alice\n");
+    free(owner);
+    char *e = tc_err(&T, "write_file",
+                     "{" S ",\"path\":\"rootonly/b.txt\",\"content\":\"x\",\"user\":\"alice\"}");
+    cr_expect(strstr(e, "rootonly/b.txt"), "%s", e);
+    free(e);
+    cr_expect(!stat_exists("rootonly/b.txt"));
 }

@@ -33,6 +33,23 @@ static void send_line(struct tc *t, const char *text)
     cr_assert_eq(write(t->p.in_fd, "\n", 1), 1);
 }
 
+/* Read what the server logged; note sanitizer reports (UBSan's do not
+ * change its exit status). */
+static void drain_stderr(struct tc *t)
+{
+    char junk[4097];
+    ssize_t n;
+    while ((n = read(t->p.err_fd, junk, sizeof junk - 1)) > 0) {
+        junk[n] = '\0';
+        if (strstr(junk, "runtime error:") || strstr(junk, "Sanitizer")) {
+            t->sanitizer = true;
+            fprintf(stderr, "server: %s\n", junk);
+        } else if (getenv("TC_VERBOSE")) {
+            fprintf(stderr, "server: %s\n", junk);
+        }
+    }
+}
+
 /* The next line from the server (NUL-terminated, in t->buf; consumed up
  * to *next). stderr is drained so that the server never blocks on it. */
 static char *read_line(struct tc *t, size_t *next)
@@ -56,11 +73,7 @@ static char *read_line(struct tc *t, size_t *next)
             continue;
         }
         cr_assert(n != 0, "sbx mcp closed its stdout");
-        char junk[4096];
-        while (read(t->p.err_fd, junk, sizeof junk) > 0) {
-            if (getenv("TC_VERBOSE"))
-                fprintf(stderr, "server: %.*s\n", (int)sizeof junk, junk);
-        }
+        drain_stderr(t);
         long long left = deadline - cli_now_ms();
         cr_assert(left > 0, "no answer from sbx mcp within %d ms", CALL_TIMEOUT_MS);
         struct pollfd pfd[2] = {{t->p.out_fd, POLLIN, 0}, {t->p.err_fd, POLLIN, 0}};
@@ -178,6 +191,7 @@ void tc_stop(struct tc *t)
         close(t->p.in_fd);
     t->p.in_fd = -1;
     int st = cli_wait(&t->p, 20000);
+    drain_stderr(t);
     close(t->p.out_fd);
     close(t->p.err_fd);
     free(t->buf);
@@ -188,6 +202,7 @@ void tc_stop(struct tc *t)
     cli_result_free(&r);
     cli_env_fini(&t->env);
     cr_expect_eq(st, 0, "sbx mcp exited with %d", st);
+    cr_expect(!t->sanitizer, "the server's stderr has a sanitizer report");
 }
 
 static json_object *vcall(struct tc *t, const char *tool, const char *fmt, va_list ap)

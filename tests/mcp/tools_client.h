@@ -18,9 +18,10 @@ struct tc {
     struct cli_env env;
     struct cli_proc p;
     bool docker;
-    char snapdir[PATH_MAX];  /* --snapshot-dir */
+    char snapdir[PATH_MAX + 32]; /* --snapshot-dir */
     char ws[PATH_MAX + 80];  /* local: the workspace of TC_SANDBOX on the host */
     long next_id;
+    bool sanitizer;          /* the server's stderr had a sanitizer report */
     char *buf;               /* the read buffer */
     size_t len, cap;
 };
