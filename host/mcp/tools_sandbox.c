@@ -91,6 +91,11 @@ static int connect_sandbox(struct sbxm_call *c, json_object **result, sbx_error 
     memset(&st, 0, sizeof st);
     st.size = sizeof st;
     int rc = sbx_session_state(c->srv->m, key, &st, err);
+    if (rc == SBX_E_NOT_FOUND) {
+        char cause[SBX_ERROR_MAX]; /* libsbx names the key's hash, not the key */
+        snprintf(cause, sizeof cause, "%s", err->message);
+        return sbx_error_set(err, rc, "sandbox \"%.200s\": %s", key, cause);
+    }
     if (rc != SBX_OK)
         return rc;
     if (st.deleting)
