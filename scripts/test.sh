@@ -4,7 +4,8 @@
 # tests need (dockerd on a private socket, a throwaway PostgreSQL) and stops
 # them on exit. Tests run side by side (ctest -j, $SBX_TEST_JOBS, default
 # twice the cores: most of them wait on daemons and child processes); the
-# slowest ten of each build are listed at the end.
+# slowest ten of each build are listed at the end, and so is any test that
+# failed at first and passed when run once more.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -51,7 +52,7 @@ status=0
 logs=$(mktemp -d /tmp/sbx-test-logs.XXXXXX)
 echo "== tests (gcc, -Werror; ctest -j$test_jobs) =="
 t=$(date +%s)
-ctest --test-dir build/ci --output-on-failure --timeout 600 -j"$test_jobs" |
+ctest --test-dir build/ci --output-on-failure --timeout 600 -j"$test_jobs" --repeat until-pass:2 |
   tee "$logs/ci.log" || status=1
 echo "== tests (gcc) took $(( $(date +%s) - t )) s =="
 t=$(date +%s)
@@ -60,7 +61,7 @@ echo "== tests (ASan + UBSan; ctest -j$test_jobs) =="
 # (cancellation within 1 s, ...) are doubled there.
 SBX_CONFORMANCE_TIME_SCALE=2 \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure --timeout 900 -j"$test_jobs" |
+  ctest --test-dir build/asan --output-on-failure --timeout 900 -j"$test_jobs" --repeat until-pass:2 |
   tee "$logs/asan.log" || status=1
 echo "== tests (ASan + UBSan) took $(( $(date +%s) - t )) s =="
 # 20 s per harness here (a longer run: scripts/fuzz.sh 300).
@@ -69,6 +70,13 @@ echo "== fuzzing (libFuzzer, clang, ASan + UBSan; $fuzz_seconds s per harness) =
 t=$(date +%s)
 scripts/fuzz.sh "$fuzz_seconds" || status=1
 echo "== fuzzing took $(( $(date +%s) - t )) s =="
+# A test that fails is run once more (--repeat until-pass:2) and its first
+# failure stays in the log above; they are named here, so a flaky test is
+# seen and fixed rather than hidden.
+for b in ci asan; do
+  reran=$(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.*\*\*\*(Failed|Timeout).*/\1/p' "$logs/$b.log" | sort -u)
+  [ -n "$reran" ] && echo "== failed at first, run again ($b): $(echo $reran) =="
+done
 echo "== slowest tests (gcc) =="
 slowest "$logs/ci.log"
 echo "== slowest tests (ASan + UBSan) =="
