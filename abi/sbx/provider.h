@@ -432,7 +432,11 @@ struct sbx_provider_ops {
                       char id[SBX_PROC_ID_MAX]);
     /* Write len bytes to the process's stdin (all of them, or an error),
      * then close it with SBX_PROC_WRITE_CLOSE. Writing to a process that
-     * ended, or after the close, is SBX_E_INVALID. */
+     * ended, or after the close, is SBX_E_INVALID. A provider may pipeline
+     * writes to a process it knows to run (return before the bytes are
+     * delivered, in order): a write that could not be delivered is then
+     * reported, as SBX_E_INVALID, by the next write to that process and by
+     * every later one; a close is never pipelined. */
     int (*proc_write)(sbx_sandbox *sb, sbx_call *call, const char *id,
                       const void *data, size_t len, uint32_t flags);
     /* Read output after the cursors (see sbx_proc_read_args and _result).
