@@ -88,16 +88,26 @@ static json_object *base64_json(const char *data, size_t n)
     return j;
 }
 
-static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *err)
+/* The "encoding" argument: "text" (the default) or "base64". */
+static int arg_encoding(const struct sbxm_call *c, bool *b64, sbx_error *err)
 {
-    const struct sbxm_options *o = sbxm_options(c->srv);
     const char *enc = sbxm_arg_str(c, "encoding");
     if (!enc)
         enc = "text";
-    bool b64 = !strcmp(enc, "base64");
-    if (!b64 && strcmp(enc, "text"))
+    *b64 = !strcmp(enc, "base64");
+    if (!*b64 && strcmp(enc, "text"))
         return sbx_error_set(err, SBX_E_INVALID,
                              "invalid \"encoding\" (\"text\" or \"base64\")");
+    return SBX_OK;
+}
+
+static int tool_read_file(struct sbxm_call *c, json_object **result, sbx_error *err)
+{
+    const struct sbxm_options *o = sbxm_options(c->srv);
+    bool b64;
+    int enc_rc = arg_encoding(c, &b64, err);
+    if (enc_rc != SBX_OK)
+        return enc_rc;
     int64_t offset = sbxm_arg_int(c, "offset", 0);
     if (offset < 0)
         return sbx_error_set(err, SBX_E_INVALID, "\"offset\" is negative");
@@ -235,13 +245,10 @@ static int b64_decode(const char *path, const char *in, size_t len,
 static int tool_write_file(struct sbxm_call *c, json_object **result, sbx_error *err)
 {
     const struct sbxm_options *o = sbxm_options(c->srv);
-    const char *enc = sbxm_arg_str(c, "encoding");
-    if (!enc)
-        enc = "text";
-    bool b64 = !strcmp(enc, "base64");
-    if (!b64 && strcmp(enc, "text"))
-        return sbx_error_set(err, SBX_E_INVALID,
-                             "invalid \"encoding\" (\"text\" or \"base64\")");
+    bool b64;
+    int enc_rc = arg_encoding(c, &b64, err);
+    if (enc_rc != SBX_OK)
+        return enc_rc;
     unsigned mode;
     int rc = sbxm_tool_mode(c, "mode", &mode, err);
     if (rc != SBX_OK)
