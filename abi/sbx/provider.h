@@ -507,6 +507,33 @@ struct sbx_provider_ops {
      * only unless its configuration says otherwise. */
     int (*port_resolve)(sbx_sandbox *sb, sbx_call *call, uint16_t port,
                         struct sbx_port_endpoint *out);
+
+    /* --- SBX_CAP_PAUSE ---------------------------------------------------
+     * Pause a sandbox in place and resume it later, keeping its workspace
+     * (and, as far as the backend allows, its memory attachments and its
+     * processes: a backend that freezes keeps them running after resume; a
+     * backend that can only stop and start says so in its documentation,
+     * and its processes end as at destroy). While paused, nothing of the
+     * sandbox runs: no process makes progress. Both ops are idempotent and
+     * act on the sandbox, not the handle, so any host process may resume
+     * what another paused. Every other op on a paused sandbox (exec, file
+     * and process ops, attach) resumes it first, transparently, and then
+     * does its work: a caller never sees a "paused" error. */
+    /* Pause the sandbox. flags is zero (reserved). */
+    int (*pause)(sbx_sandbox *sb, sbx_call *call, uint32_t flags);
+    /* Resume a paused sandbox; a running one is SBX_OK. */
+    int (*resume)(sbx_sandbox *sb, sbx_call *call);
+
+    /* --- SBX_CAP_POOL (no op) --------------------------------------------
+     * The sandbox may be made before the session that will use it: the
+     * host creates it for a key of its own (a pool member's) and, when a
+     * session claims it, keeps attaching and destroying it with that key's
+     * key_hash under the session's key. A provider declaring the bit
+     * verifies ownership by key_hash alone (never by comparing session_key
+     * with what create got), keeps nothing of the creating key where the
+     * sandbox's commands see it (environment, hostname, files), and keeps
+     * an idle sandbox usable until it is destroyed: one its service expired
+     * anyway is SBX_E_NOT_FOUND at attach. */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -579,6 +606,10 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_provider_ops, port_resolve) + sizeof(void (*)(void)))
 #define SBX_CREATE_ARGS_SIZE_PORTS_1_2 \
     (offsetof(struct sbx_create_args, ports) + sizeof(void *))
+/* ABI 1.2: the ops table must reach this far for SBX_CAP_PAUSE (pause,
+ * resume). */
+#define SBX_OPS_SIZE_PAUSE_1_2 \
+    (offsetof(struct sbx_provider_ops, resume) + sizeof(void (*)(void)))
 
 /* The entry point every provider exports. Side-effect free: it returns
  * static data and may be called any number of times. */

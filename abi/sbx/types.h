@@ -138,10 +138,16 @@ static inline int sbx_status_is_transient(sbx_status s)
 #define SBX_CAP_PTY           (UINT64_C(1) << 8)
 #define SBX_CAP_FILE_OPS      (UINT64_C(1) << 9)
 #define SBX_CAP_PORTS         (UINT64_C(1) << 10)
+/* ABI 1.2, lifecycle: a sandbox paused and resumed in place (pause,
+ * resume; any other op on a paused sandbox resumes it first), and a
+ * sandbox made ahead of its session for a warm pool, then handed over to
+ * one (no op: see "SBX_CAP_POOL" in sbx/provider.h). */
+#define SBX_CAP_PAUSE         (UINT64_C(1) << 11)
+#define SBX_CAP_POOL          (UINT64_C(1) << 12)
 /* Every bit a 1.2 host accepts from a descriptor claiming minor >= 2. */
 #define SBX_CAP_ALL_1_2                                                   \
     (SBX_CAP_ALL_1_1 | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | \
-     SBX_CAP_PORTS)
+     SBX_CAP_PORTS | SBX_CAP_PAUSE | SBX_CAP_POOL)
 
 /* ------------------------------------------------------------------------ */
 /* Isolation: what stands between a command and the host                     */

@@ -33,6 +33,8 @@ const struct sbxh_cap sbxh_caps[] = {
     {SBX_CAP_FILE_OPS, "file_ops", 2, 0, 5,
      {OP(file_list), OP(file_stat), OP(file_mkdir), OP(file_remove), OP(file_rename)}},
     {SBX_CAP_PORTS, "ports", 2, 0, 1, {OP(port_resolve)}},
+    {SBX_CAP_PAUSE, "pause", 2, 0, 2, {OP(pause), OP(resume)}},
+    {SBX_CAP_POOL, "pool", 2, 0, 0, {{NULL, 0}}},
 };
 
 #undef OP

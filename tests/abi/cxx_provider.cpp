@@ -124,6 +124,8 @@ const sbx_provider_ops cxx_ops = {
     .file_remove = nullptr,
     .file_rename = nullptr,
     .port_resolve = nullptr,
+    .pause = nullptr,
+    .resume = nullptr,
 };
 #else
 // By position, in the order of struct sbx_provider_ops.
@@ -137,8 +139,8 @@ const sbx_provider_ops cxx_ops = {
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
     // proc_resize, file_list, file_stat, file_mkdir, file_remove
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
-    // file_rename, port_resolve
-    nullptr,     nullptr,
+    // file_rename, port_resolve, pause, resume
+    nullptr,     nullptr,       nullptr,        nullptr,
 };
 #endif
 

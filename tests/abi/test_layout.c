@@ -100,7 +100,9 @@ Test(layout, provider_ops)
     PIN_OFF(sbx_provider_ops, file_remove, 264);
     PIN_OFF(sbx_provider_ops, file_rename, 272);
     PIN_OFF(sbx_provider_ops, port_resolve, 280);
-    PIN_SIZE(sbx_provider_ops, 288);
+    PIN_OFF(sbx_provider_ops, pause, 288);
+    PIN_OFF(sbx_provider_ops, resume, 296);
+    PIN_SIZE(sbx_provider_ops, 304);
     cr_expect_eq(SBX_OPS_SIZE_PROCESSES_1_2, 232);
     cr_expect_eq(SBX_OPS_SIZE_PTY_1_2, 240);
     cr_expect_eq(SBX_OPS_SIZE_FILE_OPS_1_2, 280);
@@ -405,9 +407,12 @@ Test(abi_numbers, capability_bits)
     cr_expect_eq(SBX_CAP_PTY, UINT64_C(0x100));
     cr_expect_eq(SBX_CAP_FILE_OPS, UINT64_C(0x200));
     cr_expect_eq(SBX_CAP_PORTS, UINT64_C(0x400));
+    cr_expect_eq(SBX_CAP_PAUSE, UINT64_C(0x800));
+    cr_expect_eq(SBX_CAP_POOL, UINT64_C(0x1000));
     cr_expect_eq(SBX_CAP_ALL_1_2, SBX_CAP_ALL_1_1 | SBX_CAP_PROCESSES | SBX_CAP_PTY |
-                                      SBX_CAP_FILE_OPS | SBX_CAP_PORTS);
-    cr_expect_eq(SBX_CAP_ALL_1_2, UINT64_C(0x7ff));
+                                      SBX_CAP_FILE_OPS | SBX_CAP_PORTS | SBX_CAP_PAUSE |
+                                      SBX_CAP_POOL);
+    cr_expect_eq(SBX_CAP_ALL_1_2, UINT64_C(0x1fff));
 }
 
 Test(abi_numbers, enums_in_the_descriptor_and_host_table)

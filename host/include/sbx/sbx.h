@@ -646,6 +646,21 @@ SBX_API int sbx_port_resolve(sbx_handle *h, unsigned port, struct sbx_port_endpo
                              sbx_cancel *cancel, sbx_error *err);
 
 /* ------------------------------------------------------------------------ */
+/* Pause and resume (SBX_CAP_PAUSE)                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Pause h's sandbox in place: nothing of it runs until it is resumed, by
+ * sbx_resume or by the next op on any handle of it (every op resumes a
+ * paused sandbox first). What survives a pause (the workspace always;
+ * memory attachments and processes as far as the backend allows) is
+ * documented per provider. Idempotent. Errors: SBX_E_UNSUPPORTED without
+ * the capability; the provider's. */
+SBX_API int sbx_pause(sbx_handle *h, sbx_cancel *cancel, sbx_error *err);
+
+/* Resume h's sandbox; one that is not paused is SBX_OK. */
+SBX_API int sbx_resume(sbx_handle *h, sbx_cancel *cancel, sbx_error *err);
+
+/* ------------------------------------------------------------------------ */
 /* Exporting outputs to a host directory                                      */
 /* ------------------------------------------------------------------------ */
 
