@@ -49,6 +49,8 @@ int cmd_snapshot(const struct cli_globals *g, int argc, char **argv);
 int cmd_restore(const struct cli_globals *g, int argc, char **argv);
 int cmd_state(const struct cli_globals *g, int argc, char **argv);
 int cmd_resume(const struct cli_globals *g, int argc, char **argv);
+int cmd_pause(const struct cli_globals *g, int argc, char **argv);
+int cmd_fork(const struct cli_globals *g, int argc, char **argv);
 int cmd_mcp(const struct cli_globals *g, int argc, char **argv);
 
 /* Print "sbx: <message>\n" on stderr. */

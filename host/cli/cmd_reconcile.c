@@ -18,8 +18,11 @@ static void usage(FILE *f)
           "intent whose worker is gone (a process of this machine that no\n"
           "longer exists) or whose lease expired has its sandbox destroyed and\n"
           "is dropped (the next use of the session provisions it afresh); a\n"
-          "session fenced for deletion is deleted. Prints one summary line per\n"
-          "pass.\n"
+          "session fenced for deletion is deleted. Then idle eviction: a session\n"
+          "unused for its provider's idle_destroy is deleted, one unused for\n"
+          "idle_pause is paused (never one whose command is running). Prints\n"
+          "one summary line per pass (and one for eviction when a provider sets\n"
+          "an idle duration).\n"
           "\n"
           "Options:\n"
           "  -w, --watch          run a pass every interval until SIGTERM or\n"
@@ -50,7 +53,22 @@ static int pass(sbx_sessions *m, int64_t lease_ms)
     fflush(stdout);
     if (rc != SBX_OK)
         cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)rc));
-    return rc;
+    if (rc == SBX_E_CANCELLED)
+        return rc;
+    /* then idle eviction (providers' idle_pause, idle_destroy) */
+    struct sbx_evict_report ev;
+    memset(&ev, 0, sizeof ev);
+    ev.size = sizeof ev;
+    int erc = sbx_sessions_evict(m, cli_run_cancel(), &ev, &err);
+    if (ev.seen || erc != SBX_OK) {
+        printf("evict: %zu idle-limited sessions seen, %zu paused, %zu destroyed, "
+               "%zu in use, %zu failures\n",
+               ev.seen, ev.paused, ev.destroyed, ev.in_use, ev.failures);
+        fflush(stdout);
+    }
+    if (erc != SBX_OK && !(erc == SBX_E_CANCELLED && cli_caught_signal()))
+        cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)erc));
+    return rc != SBX_OK ? rc : erc;
 }
 
 struct reconcile_args {

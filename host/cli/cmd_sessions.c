@@ -26,13 +26,15 @@ static void usage(FILE *f)
     fputs("Usage: sbx sessions [OPTIONS]\n"
           "\n"
           "List the sessions that have a sandbox: key, provider, state\n"
-          "(active, or deleting once fenced), creation time (UTC) and the\n"
-          "provider's reference, in key order.\n"
+          "(active; paused when paused and not used since; deleting once\n"
+          "fenced), creation time (UTC) and the provider's reference, in key\n"
+          "order.\n"
           "\n"
           "Options:\n"
           "      --json         print a JSON array of objects with the members\n"
           "                     session, provider, external_id, spec_hash,\n"
-          "                     created_at (ms since the epoch), deleting\n"
+          "                     created_at (ms since the epoch), deleting,\n"
+          "                     paused, last_used_at (ms since the epoch)\n"
           "  -c, --config FILE  read this configuration file\n"
           "  -h, --help         show this help\n"
           "\n"
@@ -110,6 +112,8 @@ static int print_one(void *ud, const struct sbx_session_info *s)
                                             : NULL);
         json_object_object_add(o, "created_at", json_object_new_int64(s->created_at));
         json_object_object_add(o, "deleting", json_object_new_boolean(s->deleting));
+        json_object_object_add(o, "paused", json_object_new_boolean(s->paused));
+        json_object_object_add(o, "last_used_at", json_object_new_int64(s->last_used_at));
         printf("%s\n  %s", st->count ? "," : "",
                json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -126,7 +130,7 @@ static int print_one(void *ud, const struct sbx_session_info *s)
         print_key(s->session_key);
         size_t len = strlen(s->session_key);
         printf("%*s %-12s %-8s %-20s %s\n", len < 32 ? (int)(32 - len) : 0, "",
-               s->provider, s->deleting ? "deleting" : "active", when,
+               s->provider, s->deleting ? "deleting" : s->paused ? "paused" : "active", when,
                s->external_id);
     }
     st->count++;

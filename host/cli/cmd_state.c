@@ -16,8 +16,8 @@ static void state_usage(FILE *f)
           "session SESSION: provider, reference (the provider's opaque id),\n"
           "spec_hash, manifest_digest (null without a manifest), run_as (the user\n"
           "every command and file operation acts as; null for the default),\n"
-          "created_at (ms since the epoch), deleting. It holds no credential and\n"
-          "no host path.\n"
+          "created_at (ms since the epoch), deleting, paused, last_used_at (ms\n"
+          "since the epoch). It holds no credential and no host path.\n"
           "\n"
           "Options:\n"
           "  -c, --config FILE  read this configuration file\n"
@@ -31,7 +31,8 @@ static void resume_usage(FILE *f)
     fputs("Usage: sbx resume [OPTIONS] SESSION\n"
           "\n"
           "Reconnect to the sandbox of session SESSION and check it is there;\n"
-          "prints 'resumed'. Refused unless the manifest given is the one the\n"
+          "a paused sandbox (sbx pause, idle eviction) is resumed. Prints\n"
+          "'resumed'. Refused unless the manifest given is the one the\n"
           "session was provisioned with (same digest), or none is given for a\n"
           "session made without one.\n"
           "\n"
@@ -67,6 +68,8 @@ static void print_state(const struct sbx_session_state *st)
                            st->run_as[0] ? json_object_new_string(st->run_as) : NULL);
     json_object_object_add(o, "created_at", json_object_new_int64(st->created_at));
     json_object_object_add(o, "deleting", json_object_new_boolean(st->deleting));
+    json_object_object_add(o, "paused", json_object_new_boolean(st->paused));
+    json_object_object_add(o, "last_used_at", json_object_new_int64(st->last_used_at));
     printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);

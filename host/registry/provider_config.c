@@ -3,6 +3,7 @@
  * declared configuration keys, and rewriting typed values in canonical form.
  */
 #include "config/config.h"
+#include "config/provider_lifecycle.h"
 #include "registry/loader.h"
 
 #include <ctype.h>
@@ -235,6 +236,13 @@ int sbxh_config_check_section(struct sbx_config_section *sec,
          * dotted key is an element already covered by its MAP/SEQ entry. */
         if (strchr(e->key, '.'))
             continue;
+        /* the host's own keys (idle eviction, quotas), in every section */
+        if (sbxh_config_lifecycle_key(e->key)) {
+            int rc = sbxh_config_lifecycle_check(sec->name, e, err);
+            if (rc != SBX_OK)
+                return rc;
+            continue;
+        }
         const struct sbx_config_key *k = find_key(keys, e->key);
         if (!k) {
             char list[512];

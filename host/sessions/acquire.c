@@ -12,6 +12,7 @@
 
 #include <sbx/manifest.h>
 #include "config/config.h"
+#include "sessions/activity.h"
 #include "sessions/internal.h"
 #include "sessions/memory_hooks.h"
 #include "base/struct_size.h"
@@ -73,7 +74,8 @@ static int attach_binding(sbx_sessions *m, const struct sbx_binding *b,
                              label, b->provider, b->external_id, why.message);
     if (rc != SBX_OK)
         return sbx_error_set(err, rc, "session %s: %s", label, why.message);
-    if ((rc = sbxh_session_memory_hook(m, b->session_key, *out, err)) != SBX_OK) {
+    if ((rc = sbxh_session_memory_hook(m, b->session_key, *out, err)) != SBX_OK ||
+        (rc = sbxh_session_activity_hook(m, b->session_key, *out, err)) != SBX_OK) {
         sbx_release(*out);
         *out = NULL;
     }
@@ -126,6 +128,7 @@ SBX_API int sbx_session_state(sbx_sessions *m, const char *session_key,
     snprintf(st.spec_hash, sizeof st.spec_hash, "%s", b.spec_hash ? b.spec_hash : "");
     st.created_at = b.created_at;
     st.deleting = b.deleting;
+    sbxh_session_activity_of(m, session_key, b.created_at, &st.paused, &st.last_used_at);
     sbxh_binding_clear(&b);
     bool found = false;
     rc = sbxh_store_get_manifest(m->store, session_key, st.manifest_digest, st.run_as,
@@ -161,6 +164,13 @@ SBX_API int sbx_session_resume(sbx_sessions *m, const char *session_key,
                              label, st.manifest_digest,
                              manifest ? "this manifest differs" : "none was given");
     }
+    /* A paused sandbox is resumed here, explicitly (any op would resume
+     * it; this makes `sbx resume` the way to wake one). */
+    bool paused;
+    int64_t last_used;
+    sbxh_session_activity_of(m, session_key, st.created_at, &paused, &last_used);
+    if (paused && (rc = sbx_session_unpause(m, session_key, cancel, err)) != SBX_OK)
+        return rc;
     return sbx_session_attach(m, session_key, cancel, out, err);
 }
 
@@ -307,6 +317,7 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         /* as every later attach does (attach_binding); admission checked
          * SBX_CAP_USERS, so set_user cannot be refused */
         if ((rc = sbxh_session_memory_hook(m, key, h, err)) != SBX_OK ||
+            (rc = sbxh_session_activity_hook(m, key, h, err)) != SBX_OK ||
             (run_as && (rc = sbx_handle_set_user(h, run_as, err)) != SBX_OK)) {
             sbx_release(h);
             return rc;
@@ -458,6 +469,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
             .owner = m->owner,
             .spec_hash = spec_hash,
             .step = "claimed",
+            .max_sandboxes = sbxh_session_max_sandboxes(m, p),
         };
         struct sbx_claim claim = {0};
         rc = sbxh_store_claim(m->store, &req, &claim, err);

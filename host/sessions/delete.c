@@ -98,6 +98,7 @@ int sbxh_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
              * key's next provisioning */
             sbxh_store_drop_manifest(m->store, key, NULL);
             sbxh_store_memory_drop(m->store, key, NULL);
+            sbxh_store_activity_drop(m->store, key, NULL);
             return SBX_OK;
         }
         if (rc != SBX_E_UNAVAILABLE)

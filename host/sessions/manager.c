@@ -4,6 +4,7 @@
  */
 #include "mkdirs.h"
 #include "base/process_id.h"
+#include "sessions/activity.h"
 #include "sessions/internal.h"
 #include "base/struct_size.h"
 
@@ -158,6 +159,8 @@ SBX_API int sbx_session_list(sbx_sessions *m, const char *after, size_t limit,
             .created_at = b->created_at,
             .deleting = b->deleting,
         };
+        sbxh_session_activity_of(m, b->session_key, b->created_at, &info.paused,
+                                 &info.last_used_at);
         int stop = fn(ud, &info);
         if (stop) {
             if (more)

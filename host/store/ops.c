@@ -154,6 +154,10 @@ static int claim_tx(struct sbx_store *s, const struct sbx_claim_request *req,
         if ((rc = p->touch_intent(s, key, &out->intent, err)) != SBX_OK)
             return rc;
     } else {
+        if (req->max_sandboxes > 0 &&
+            (rc = sbxh_store_quota_check_tx(s, req->provider, req->max_sandboxes, err)) !=
+                SBX_OK)
+            return rc;
         if ((rc = p->insert_intent(s, req, err)) != SBX_OK)
             return rc;
         /* Read it back so the caller gets exactly what is stored. */

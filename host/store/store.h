@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 /* Schema version this build creates and understands. */
-#define SBX_STORE_SCHEMA_VERSION 5
+#define SBX_STORE_SCHEMA_VERSION 7
 
 /* Default wait for a lock held by another writer before SBX_E_UNAVAILABLE. */
 #define SBX_STORE_LOCK_TIMEOUT_MS 5000
@@ -107,6 +107,11 @@ struct sbx_claim_request {
     const char *owner;
     const char *spec_hash;
     const char *step;
+    /* When > 0: a new intent is refused (SBX_E_UNAVAILABLE naming the
+     * provider and the limit) when the provider's bindings and intents
+     * (and pool members) already number this many, counted in the claim's
+     * transaction (sbxh_store_quota_check_tx). */
+    int64_t max_sandboxes;
 };
 
 /* One page of a list call. `more` is true when rows follow the last item:
@@ -389,6 +394,41 @@ int sbxh_store_get_manifest(struct sbx_store *s, const char *key, char digest[65
                             char run_as[SBX_USER_NAME_MAX + 1], bool *found,
                             sbx_error *err);
 int sbxh_store_drop_manifest(struct sbx_store *s, const char *key, sbx_error *err);
+
+/*
+ * Last use and the paused mark of sessions (store/session_activity.c).
+ * touch: last use = now, paused cleared (a use resumes). set_paused: the
+ * mark; clearing it counts as a use. get: *found false when the session
+ * has no row (made before schema 7, or never used since). drop: forget.
+ */
+struct sbx_store_activity {
+    int64_t last_used_at; /* ms */
+    bool paused;
+};
+int sbxh_store_activity_touch(struct sbx_store *s, const char *key, sbx_error *err);
+int sbxh_store_activity_set_paused(struct sbx_store *s, const char *key, bool paused,
+                                   sbx_error *err);
+int sbxh_store_activity_get(struct sbx_store *s, const char *key,
+                            struct sbx_store_activity *out, bool *found, sbx_error *err);
+int sbxh_store_activity_drop(struct sbx_store *s, const char *key, sbx_error *err);
+
+/*
+ * A session's use lock, held across processes (and, on PostgreSQL,
+ * machines) and dropped with its holder: commands hold it shared, the
+ * idle evictor tries it exclusive. Never waits: SBX_E_EXISTS when a
+ * conflicting holder has it. Release with sbxh_store_use_unlock (NULL is
+ * ignored).
+ */
+struct sbx_store_use_lock;
+int sbxh_store_use_lock(struct sbx_store *s, const char *key, bool exclusive,
+                        struct sbx_store_use_lock **out, sbx_error *err);
+void sbxh_store_use_unlock(struct sbx_store *s, struct sbx_store_use_lock *l);
+
+/* In a claim's transaction: SBX_OK when the provider has fewer than max
+ * sandboxes (bindings, intents, pool members), else SBX_E_UNAVAILABLE
+ * naming the provider and the limit. */
+int sbxh_store_quota_check_tx(struct sbx_store *s, const char *provider, int64_t max,
+                              sbx_error *err);
 
 /* Writeback state of a session's memory attachment (store/memory_attachments.c). */
 enum sbx_store_memory_state {

@@ -264,6 +264,11 @@ struct sbx_session_state {
     /* The manifest's run_as: every handle of the session acts as this
      * user (sbx_handle_set_user); "" for the sandbox's default user. */
     char run_as[SBX_USER_NAME_MAX + 1];
+    /* Paused by sbx_session_pause or the idle evictor, and not used
+     * since; and the last use (ms since the epoch: an attach, a command;
+     * created_at for a session not used since it was made). */
+    bool paused;
+    int64_t last_used_at;
 };
 
 /* The state of a session with a sandbox. SBX_E_NOT_FOUND when it has none. */
@@ -273,12 +278,53 @@ SBX_API int sbx_session_state(sbx_sessions *m, const char *session_key,
 /*
  * Attach to a session's sandbox only when the caller holds the manifest it
  * was provisioned with (the same digest; NULL for a session made without
- * one): otherwise SBX_E_DENIED naming the recorded digest's start. Then as
+ * one): otherwise SBX_E_DENIED naming the recorded digest's start. A
+ * paused session is resumed first (sbx_session_unpause). Then as
  * sbx_session_attach.
  */
 SBX_API int sbx_session_resume(sbx_sessions *m, const char *session_key,
                                const struct sbx_manifest *manifest, sbx_cancel *cancel,
                                sbx_handle **out, sbx_error *err);
+
+/*
+ * Pause a session's sandbox (its provider must declare SBX_CAP_PAUSE, else
+ * SBX_E_UNSUPPORTED naming it) and mark the session paused in the store.
+ * What survives a pause is the provider's (docs/providers/). Idempotent.
+ * Any later use of the session, from any worker, resumes it transparently
+ * (the provider resumes a paused sandbox before any op) and clears the
+ * mark. SBX_E_NOT_FOUND without a sandbox, SBX_E_DENIED while deleted.
+ */
+SBX_API int sbx_session_pause(sbx_sessions *m, const char *session_key,
+                              sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * Resume a session's sandbox now (rather than at its next use) and clear
+ * its paused mark. A session that is not paused is SBX_OK; so is one whose
+ * provider cannot pause. Errors as for sbx_session_pause.
+ */
+SBX_API int sbx_session_unpause(sbx_sessions *m, const char *session_key,
+                                sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * Fork: a new session `to` whose workspace starts as a copy of the
+ * workspace of `from` (a streamed snapshot of it, restored into the new
+ * sandbox before its binding is published; checked like any restore).
+ * The fork has its own key, sandbox and identity; nothing of the source's
+ * spec is carried over: spec (NULL: an empty one) says what the fork gets
+ * (its provider defaults to the source's; manifest, packages, memory
+ * attachments, ports only when given; spec->snapshot must be NULL). So a
+ * fork never writes back into the source's memory stores unless its spec
+ * attaches them itself.
+ * SBX_E_EXISTS when `to` already has a session (or gets one from another
+ * worker meanwhile: it is left alone); SBX_E_INVALID when to equals from;
+ * else the errors of sbx_session_attach (on from), sbx_snapshot_save and
+ * sbx_session_acquire (on to). A fork interrupted after the new session's
+ * intent was written leaves it for sbx_sessions_reconcile. out may be
+ * NULL; else the caller releases *out.
+ */
+SBX_API int sbx_session_fork(sbx_sessions *m, const char *from, const char *to,
+                             const struct sbx_session_spec *spec, sbx_cancel *cancel,
+                             sbx_handle **out, sbx_error *err);
 
 /* One binding as listed (borrowed for the callback). */
 struct sbx_session_info {
@@ -288,6 +334,8 @@ struct sbx_session_info {
     const char *spec_hash; /* NULL when none recorded */
     int64_t created_at;    /* ms since the epoch */
     bool deleting;         /* fenced for deletion */
+    bool paused;           /* paused and not used since */
+    int64_t last_used_at;  /* ms since the epoch (created_at when unused) */
 };
 
 typedef int (*sbx_session_info_fn)(void *ud, const struct sbx_session_info *info);
@@ -337,6 +385,31 @@ SBX_API int sbx_sessions_reconcile(sbx_sessions *m, int64_t lease_ms,
                                    sbx_cancel *cancel,
                                    struct sbx_reconcile_report *report,
                                    sbx_error *err);
+
+/* What one eviction pass did. Zero-initialize and set size. */
+struct sbx_evict_report {
+    uint32_t size;
+    size_t seen;      /* sessions whose provider sets an idle duration */
+    size_t paused;    /* paused (idle_pause) */
+    size_t destroyed; /* deleted (idle_destroy) */
+    size_t in_use;    /* skipped: a command was running (its use lock) */
+    size_t failures;  /* items that failed (retried next pass) */
+};
+
+/*
+ * One idle eviction pass (`sbx reconcile` runs one after each reconcile
+ * pass). For each session whose provider's configuration sets idle_pause
+ * or idle_destroy (providers.<name>, docs/CONFIG.md): idle (now minus its
+ * last use) for idle_destroy or longer: deleted as sbx_session_delete
+ * does; else idle for idle_pause or longer and not paused: paused, when
+ * the provider declares SBX_CAP_PAUSE. A session in use is never evicted:
+ * its use lock (held by every running command, in any process) is tried
+ * without waiting and the session skipped when it is held; its last use
+ * is read again under the lock. Failures are counted and the first one's
+ * status returned after visiting everything. report may be NULL.
+ */
+SBX_API int sbx_sessions_evict(sbx_sessions *m, sbx_cancel *cancel,
+                               struct sbx_evict_report *report, sbx_error *err);
 
 #ifdef __cplusplus
 }
