@@ -12,6 +12,7 @@
 
 #include <sbx/manifest.h>
 #include "config/config.h"
+#include "config/manifest_internal.h"
 #include "sessions/internal.h"
 #include "sessions/memory_hooks.h"
 #include "base/struct_size.h"
@@ -149,7 +150,8 @@ SBX_API int sbx_session_resume(sbx_sessions *m, const char *session_key,
     char label[13];
     sbxh_session_label(session_key, label);
     const char *given = manifest ? sbx_manifest_digest(manifest) : "";
-    if (strcmp(given, st.manifest_digest) != 0) {
+    if (strcmp(given, st.manifest_digest) != 0 &&
+        !(manifest && strcmp(manifest->text_digest, st.manifest_digest) == 0)) {
         if (!st.manifest_digest[0])
             return sbx_error_set(err, SBX_E_DENIED,
                                  "session %s was provisioned without a manifest: resume "
