@@ -173,6 +173,16 @@ struct sbx_host {
      * permissions, SBX_E_DENIED when refused; a written file is owned by
      * it). Borrowed for the call. */
     const char *(*call_user)(const struct sbx_host *host, const sbx_call *call);
+
+    /* ABI 1.2 (check size; SBX_HOST_SIZE_PROGRESS_1_2): report the progress
+     * of a long step of this call (an image pull, say): `what` names the
+     * step in a few words ("pulling debian:bookworm-slim"; never a
+     * credential), done and total count its bytes (total 0 while unknown),
+     * detail is one line of what the step says (a layer's state) or NULL.
+     * Cheap, optional, from the thread running the call; the host shows it
+     * to its caller throttled. Strings are borrowed for the call. */
+    void (*progress)(const struct sbx_host *host, const sbx_call *call, const char *what,
+                     uint64_t done, uint64_t total, const char *detail);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -592,6 +602,9 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_provider_ops, memory_watch) + sizeof(void (*)(void)))
 #define SBX_HOST_SIZE_USERS_1_1 \
     (offsetof(struct sbx_host, call_user) + sizeof(void (*)(void)))
+/* ABI 1.2: a host table this large has progress. */
+#define SBX_HOST_SIZE_PROGRESS_1_2 \
+    (offsetof(struct sbx_host, progress) + sizeof(void (*)(void)))
 /* ABI 1.2: the ops table must reach this far for SBX_CAP_PROCESSES
  * (proc_start .. proc_list), SBX_CAP_PTY (proc_resize), SBX_CAP_FILE_OPS
  * (file_list .. file_rename) and SBX_CAP_PORTS (port_resolve); a create

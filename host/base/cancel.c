@@ -46,6 +46,25 @@ SBX_API bool sbx_cancel_fired(const sbx_cancel *c)
     return c && atomic_load(&((sbx_cancel *)c)->fired) != 0;
 }
 
+SBX_API void sbx_cancel_set_progress(sbx_cancel *c, sbx_progress_fn fn, void *ud)
+{
+    if (!c)
+        return;
+    c->progress = fn;
+    c->progress_ud = ud;
+}
+
+void sbxh_progress(sbx_cancel *c, const char *what, const char *unit, uint64_t done,
+                   uint64_t total, const char *detail, bool finished)
+{
+    if (!c || !c->progress)
+        return;
+    struct sbx_progress p = {.size = sizeof p, .what = what ? what : "", .done = done,
+                             .total = total, .unit = unit, .detail = detail,
+                             .finished = finished};
+    c->progress(c->progress_ud, &p);
+}
+
 SBX_API void sbx_cancel_free(sbx_cancel *c)
 {
     if (!c)

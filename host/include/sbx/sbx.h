@@ -80,6 +80,36 @@ SBX_API bool sbx_cancel_fired(const sbx_cancel *c);
 SBX_API void sbx_cancel_free(sbx_cancel *c);
 
 /* ------------------------------------------------------------------------ */
+/* Progress of long calls                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* One report of a long step: an image pull, package installation, a
+ * snapshot or restore, a memory load or write-back over 1 MiB. */
+struct sbx_progress {
+    uint32_t size;      /* sizeof as libsbx built it */
+    const char *what;   /* the step, a few words: "pulling debian:bookworm-slim",
+                           "installing apt packages", "snapshot" */
+    uint64_t done;      /* bytes (or, for packages, steps) done so far */
+    uint64_t total;     /* of that many; 0 while unknown */
+    const char *unit;   /* "bytes" or "steps" */
+    const char *detail; /* one line of what the step says (a package manager's
+                           output, a layer's state), or NULL */
+    bool finished;      /* the step's last report */
+};
+
+/* Called with each report; the struct and its strings are borrowed for the
+ * call. Reports come from the thread running the call or from one of its
+ * helper threads (a restore reads its archive in one), one at a time per
+ * call; make fn thread-safe when one token serves calls on several
+ * threads. Keep it short; throttle what you show. */
+typedef void (*sbx_progress_fn)(void *ud, const struct sbx_progress *p);
+
+/* Ask every call given this token to report progress to fn (NULL: stop).
+ * Calls without a token, and tokens without a callback, cost nothing. Set
+ * it before the calls start, not while one runs. */
+SBX_API void sbx_cancel_set_progress(sbx_cancel *c, sbx_progress_fn fn, void *ud);
+
+/* ------------------------------------------------------------------------ */
 /* Bounded capture sink                                                       */
 /* ------------------------------------------------------------------------ */
 
