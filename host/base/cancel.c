@@ -9,6 +9,7 @@
 #include "base/cancel.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -63,6 +64,25 @@ void sbxh_progress(sbx_cancel *c, const char *what, const char *unit, uint64_t d
                              .total = total, .unit = unit, .detail = detail,
                              .finished = finished};
     c->progress(c->progress_ud, &p);
+}
+
+void sbxh_meter_add(struct sbxh_meter *m, uint64_t n)
+{
+    m->done += n;
+    if (!m->cancel || !m->cancel->progress || m->done < m->threshold ||
+        m->done - m->reported < 1024 * 1024)
+        return;
+    m->reported = m->done;
+    m->shown = true;
+    sbxh_progress(m->cancel, m->what, "bytes", m->done, m->total, NULL, false);
+}
+
+void sbxh_meter_end(struct sbxh_meter *m)
+{
+    if (m->shown)
+        sbxh_progress(m->cancel, m->what, "bytes", m->done, m->total ? m->total : m->done,
+                      NULL, true);
+    m->shown = false;
 }
 
 SBX_API void sbx_cancel_free(sbx_cancel *c)

@@ -115,7 +115,8 @@ static void json_line(const struct sbx_progress *p)
     if (p->detail)
         json_object_object_add(o, "detail", json_object_new_string(p->detail));
     json_object_object_add(o, "finished", json_object_new_boolean(p->finished));
-    fprintf(stderr, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    fprintf(stderr, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                             JSON_C_TO_STRING_NOSLASHESCAPE));
     fflush(stderr);
     json_object_put(o);
 }

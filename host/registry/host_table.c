@@ -94,8 +94,16 @@ static void host_progress(const struct sbx_host *host, const sbx_call *call,
                           const char *detail)
 {
     (void)host;
-    if (call)
-        sbxh_progress(call->cancel, what, "bytes", done, total, detail, false);
+    if (!call || !call->cancel || !call->cancel->progress)
+        return;
+    /* kept to be repeated as the step's finished report when the op ends
+     * (the call is the host's: only its progress members are written) */
+    struct sbx_call *c = (struct sbx_call *)call;
+    c->progressed = true;
+    snprintf(c->progress_what, sizeof c->progress_what, "%s", what ? what : "");
+    c->progress_done = done;
+    c->progress_total = total;
+    sbxh_progress(call->cancel, c->progress_what, "bytes", done, total, detail, false);
 }
 
 void sbxh_host_table_init(struct sbx_provider *p)
