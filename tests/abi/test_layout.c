@@ -126,8 +126,10 @@ Test(layout, host_table)
     PIN_OFF(sbx_host, cancelled, 48);
     PIN_OFF(sbx_host, cancel_fd, 56);
     PIN_OFF(sbx_host, call_user, 64); /* ABI 1.1 */
-    PIN_SIZE(sbx_host, 72);
+    PIN_OFF(sbx_host, progress, 72); /* ABI 1.2 */
+    PIN_SIZE(sbx_host, 80);
     cr_expect_eq(SBX_HOST_SIZE_USERS_1_1, 72);
+    cr_expect_eq(SBX_HOST_SIZE_PROGRESS_1_2, 80);
 }
 
 Test(layout, streams)
