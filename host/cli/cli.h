@@ -50,6 +50,7 @@ int cmd_restore(const struct cli_globals *g, int argc, char **argv);
 int cmd_state(const struct cli_globals *g, int argc, char **argv);
 int cmd_resume(const struct cli_globals *g, int argc, char **argv);
 int cmd_mcp(const struct cli_globals *g, int argc, char **argv);
+int cmd_health(const struct cli_globals *g, int argc, char **argv);
 
 /* Print "sbx: <message>\n" on stderr. */
 void cli_error(const char *fmt, ...) SBX_PRINTF_LIKE(1, 2);

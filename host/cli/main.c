@@ -48,6 +48,7 @@ static const struct subcommand subcommands[] = {
     {"resume", cmd_resume, "reconnect to a session, with its trusted manifest"},
     {"memory", cmd_memory, "memory stores: create, list, ls, cat, log, put, rm"},
     {"mcp", cmd_mcp, "serve sandboxes as MCP tools on stdio (agent clients)"},
+    {"health", cmd_health, "initialize the providers and check their backends live"},
     {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
 };
 

@@ -254,6 +254,8 @@ int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_
 
 /* GET /_ping within timeout_ms: is the daemon still answering? */
 int docker_ping(struct docker_state *st, int64_t timeout_ms, sbxp_http_error *err);
+/* The health op: _ping, then /version into detail. */
+int docker_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
 
 /* Build "/v1.41" + path into buf (printf-style). 0, or -1 when too long. */
 int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,

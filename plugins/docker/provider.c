@@ -105,6 +105,7 @@ static const struct sbx_provider_ops docker_ops = {
     .file_remove = docker_file_remove,
     .file_rename = docker_file_rename,
     .port_resolve = docker_port_resolve,
+    .health = docker_health,
 };
 
 SBX_PROVIDER_DEFINE("docker", "0.1.0",

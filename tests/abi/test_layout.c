@@ -102,7 +102,8 @@ Test(layout, provider_ops)
     PIN_OFF(sbx_provider_ops, port_resolve, 280);
     PIN_OFF(sbx_provider_ops, pause, 288);
     PIN_OFF(sbx_provider_ops, resume, 296);
-    PIN_SIZE(sbx_provider_ops, 304);
+    PIN_OFF(sbx_provider_ops, health, 304);
+    PIN_SIZE(sbx_provider_ops, 312);
     cr_expect_eq(SBX_OPS_SIZE_PROCESSES_1_2, 232);
     cr_expect_eq(SBX_OPS_SIZE_PTY_1_2, 240);
     cr_expect_eq(SBX_OPS_SIZE_FILE_OPS_1_2, 280);

@@ -360,6 +360,23 @@ SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
  * itself). All sandbox functions call this themselves. */
 SBX_API int sbx_provider_ready(sbx_provider *p, sbx_cancel *cancel, sbx_error *err);
 
+/* A provider's health: its init (run now when it has not run yet) and its
+ * live check of the backend (the optional health op). */
+struct sbx_health {
+    uint32_t size;        /* set by the caller: sizeof(struct sbx_health) */
+    bool checked;         /* the provider has a live check and it ran */
+    uint64_t init_us;     /* how long init took here (0 when it ran before) */
+    uint64_t check_us;    /* how long the live check took */
+    char detail[256];     /* what answered ("Docker Engine 20.10.24, API 1.41"),
+                             or why there is no check */
+};
+
+/* Initialize p (as sbx_provider_ready) and run its live check. SBX_OK when
+ * both passed (out filled); else the provider's status and message (init
+ * failures as for sbx_provider_ready; a failed check names the provider). */
+SBX_API int sbx_provider_health(sbx_provider *p, sbx_cancel *cancel, struct sbx_health *out,
+                                sbx_error *err);
+
 /* Admission from the descriptor alone: SBX_OK when the provider declares
  * every capability in `caps`, else SBX_E_UNSUPPORTED naming the provider and
  * the missing capabilities. Never runs init. */
