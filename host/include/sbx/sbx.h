@@ -485,6 +485,18 @@ SBX_API void sbx_release(sbx_handle *h);
 SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *ref,
                 sbx_cancel *cancel, sbx_error *err);
 
+/* SBX_CAP_POOL: attach and destroy a sandbox made ahead of its session
+ * for another key (a pool member's), on behalf of session_key: the
+ * provider checks ownership by pool_key_hash (sbx_key_hash of the key it
+ * was created for, SBX_KEY_HASH_LEN lowercase hex digits) alone.
+ * SBX_E_UNSUPPORTED when the provider does not declare SBX_CAP_POOL. */
+SBX_API int sbx_attach_pooled(sbx_provider *p, const char *session_key,
+                              const char *pool_key_hash, const char *ref, sbx_cancel *cancel,
+                              sbx_handle **out, sbx_error *err);
+SBX_API int sbx_destroy_pooled(sbx_provider *p, const char *session_key,
+                               const char *pool_key_hash, const char *ref, sbx_cancel *cancel,
+                               sbx_error *err);
+
 /* Capability calls: SBX_E_UNSUPPORTED when the provider lacks the cap. */
 SBX_API int sbx_mount_put(sbx_handle *h, const char *path, const struct sbx_blob *blob,
                   sbx_cancel *cancel, sbx_error *err);
