@@ -38,7 +38,7 @@ void cf_case_pause_idempotent(struct cf_test *t)
 /* Bytes in the ticks file (each tick is "t\n"), or -1 after failing. */
 static long ticks(struct cf_test *t, sbx_handle *h)
 {
-    char *out = cf_sh(t, h, "wc -c < ticks");
+    char *out = cf_sh(t, h, "wc -c < ticks 2>/dev/null || echo 0");
     if (!out)
         return -1;
     long n = strtol(out, NULL, 10) / 2;

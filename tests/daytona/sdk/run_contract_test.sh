@@ -37,9 +37,14 @@ printf 'providers:\n  daytona:\n    api_url: "%s/api"\n    image: "debian:bookwo
 # Every case: each op the provider has is exercised. The time bounds are
 # doubled as in test_daytona_conformance: every process read is a toolbox
 # round trip to the fake, slow on a loaded machine.
+# Pause is stop on Daytona (docs/providers/daytona.md): processes end, so
+# pause_freezes_processes is left out (test_daytona_conformance checks that
+# it fails for that reason only).
+cases=$(SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" --config "$dir/sbx.yaml" \
+  conformance --list daytona | awk '$1 != "pause_freezes_processes" {print $1}' | paste -sd, -)
 SBX_CONFORMANCE_TIME_SCALE=${SBX_CONFORMANCE_TIME_SCALE:-2} \
 DAYTONA_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" \
-  --config "$dir/sbx.yaml" conformance daytona
+  --config "$dir/sbx.yaml" conformance --filter "$cases" daytona
 curl -sf "$url/_fake/stats" >"$dir/requests.json"
 # The processes, file operations and ports (test_daytona_procs, its own
 # fakes) log their requests too.
