@@ -49,6 +49,7 @@ static const struct subcommand subcommands[] = {
     {"memory", cmd_memory, "memory stores: create, list, ls, cat, log, put, rm"},
     {"mcp", cmd_mcp, "serve sandboxes as MCP tools on stdio (agent clients)"},
     {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
+    {"pools", cmd_pools, "list the warm pools and their members"},
 };
 
 #define NSUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])

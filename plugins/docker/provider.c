@@ -112,5 +112,5 @@ SBX_PROVIDER_DEFINE("docker", "0.1.0",
                     SBX_ISOLATION_CONTAINER,
                     SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |
                         SBX_CAP_PACKAGES | SBX_CAP_MEMORY | SBX_CAP_USERS |
-                        SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS,
+                        SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS | SBX_CAP_POOL,
                     &docker_ops, docker_keys)

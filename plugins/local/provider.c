@@ -257,5 +257,5 @@ static const struct sbx_provider_ops local_ops = {
 SBX_PROVIDER_DEFINE("local", "0.2.0",
                     "host processes in a workspace directory on this machine",
                     SBX_ISOLATION_NONE,
-                    SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS, &local_ops,
+                    SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS | SBX_CAP_POOL, &local_ops,
                     local_config_keys)
