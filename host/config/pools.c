@@ -6,14 +6,13 @@
  *     py:
  *       provider: docker
  *       size: 4
- *       spec:
- *         caps: [processes, file_ops]
- *         network: limited          # or none (default: the provider's)
- *         allow: [pypi.org]
- *         setup_allow: []
- *         ports: [8080]
+ *       caps: [processes, file_ops]
+ *       network: limited            # or none (default: the provider's)
+ *       allow: [pypi.org]
+ *       setup_allow: []
+ *       ports: [8080]
  *
- * The spec is the part of a session spec that a create is given (the
+ * caps .. ports are the pool's spec: the part of a session spec that a create is given (the
  * session manager hashes it the way it hashes session specs, so a session
  * matches a pool exactly when its spec without manifest and packages has
  * the pool's hash). Image and limits are the provider section's, as for
@@ -27,8 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define POOL_KEYS "provider, size, spec"
-#define SPEC_KEYS "caps, network, allow, setup_allow, ports"
+#define POOL_KEYS "provider, size, caps, network, allow, setup_allow, ports"
 
 static int bad(sbx_error *err, const struct sbx_config_entry *e, const char *pool,
                const char *problem)
@@ -78,7 +76,7 @@ static int read_port(struct sbx_config_pool *pl, const struct sbx_config_entry *
 }
 
 static int read_entry(struct sbx_config_pool *pl, const struct sbx_config_entry *e,
-                      bool *network_seen, sbx_error *err)
+                      sbx_error *err)
 {
     const char *k = e->key;
     if (!strcmp(k, "provider")) {
@@ -96,12 +94,7 @@ static int read_entry(struct sbx_config_pool *pl, const struct sbx_config_entry 
         pl->size = strtoul(v, NULL, 10);
         return SBX_OK;
     }
-    if (!strcmp(k, "spec"))
-        return e->node == SBX_NODE_MAP ? SBX_OK
-                                       : bad(err, e, pl->name, "expected a map (" SPEC_KEYS ")");
-    if (strncmp(k, "spec.", 5) != 0)
-        return bad(err, e, pl->name, "unknown key (expected one of " POOL_KEYS ")");
-    const char *sk = k + 5;
+    const char *sk = k;
     int rc = SBX_OK;
     if (!strcmp(sk, "caps") || !strcmp(sk, "allow") || !strcmp(sk, "setup_allow") ||
         !strcmp(sk, "ports")) {
@@ -115,11 +108,10 @@ static int read_entry(struct sbx_config_pool *pl, const struct sbx_config_entry 
             return bad(err, e, pl->name,
                        "expected limited (deny by default, allow what is listed) or none");
         pl->limited_network = !strcmp(e->value, "limited");
-        *network_seen = true;
         return SBX_OK;
     }
     if (e->node != SBX_NODE_SCALAR || !e->value || !*e->value)
-        return bad(err, e, pl->name, "unknown key (expected one of " SPEC_KEYS ")");
+        return bad(err, e, pl->name, "unknown key (expected one of " POOL_KEYS ")");
     if (element_of(sk, "caps"))
         rc = push(&pl->caps, &pl->ncaps, e->value);
     else if (element_of(sk, "allow"))
@@ -133,7 +125,7 @@ static int read_entry(struct sbx_config_pool *pl, const struct sbx_config_entry 
     else if (element_of(sk, "ports"))
         return read_port(pl, e, err);
     else
-        return bad(err, e, pl->name, "unknown key (expected one of " SPEC_KEYS ")");
+        return bad(err, e, pl->name, "unknown key (expected one of " POOL_KEYS ")");
     return rc == SBX_E_NOMEM ? sbx_error_set(err, SBX_E_NOMEM, "out of memory") : rc;
 }
 
@@ -167,9 +159,8 @@ int sbxh_config_pools_read(struct sbx_config *cfg, sbx_error *err)
         pl->line = sec->line;
         if (!(pl->name = strdup(sec->name)))
             return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
-        bool network_seen = false;
         for (size_t j = 0; j < sec->count; j++) {
-            int rc = read_entry(pl, &sec->entries[j], &network_seen, err);
+            int rc = read_entry(pl, &sec->entries[j], err);
             if (rc != SBX_OK)
                 return rc;
         }
@@ -180,10 +171,9 @@ int sbxh_config_pools_read(struct sbx_config *cfg, sbx_error *err)
                                  sec->file, sec->line, pl->name);
         if ((pl->nallow || pl->nsetup_allow) && !pl->limited_network)
             return sbx_error_set(err, SBX_E_CONFIG,
-                                 "%s:%d: pools.%s.spec: allow and setup_allow need "
+                                 "%s:%d: pools.%s: allow and setup_allow need "
                                  "network: limited",
                                  sec->file, sec->line, pl->name);
-        (void)network_seen;
     }
     return SBX_OK;
 }

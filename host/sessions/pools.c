@@ -112,7 +112,7 @@ int sbxh_pools_open(sbx_sessions *m, sbx_error *err)
             uint64_t bit;
             if (!cap_bit(pl->caps[c], &bit))
                 return sbx_error_set(err, SBX_E_CONFIG,
-                                     "%s:%d: pools.%s.spec.caps: unknown capability "
+                                     "%s:%d: pools.%s.caps: unknown capability "
                                      "\"%.64s\"",
                                      pl->file, pl->line, pl->name, pl->caps[c]);
             rt->caps |= bit;
@@ -124,7 +124,7 @@ int sbxh_pools_open(sbx_sessions *m, sbx_error *err)
             rc = sbx_session_spec_hash(&spec, rt->spec_hash, &why);
             free(targets);
             if (rc != SBX_OK)
-                return sbx_error_set(err, SBX_E_CONFIG, "%s:%d: pools.%s.spec: %s",
+                return sbx_error_set(err, SBX_E_CONFIG, "%s:%d: pools.%s: %s",
                                      pl->file, pl->line, pl->name, why.message);
         }
         if (rc != SBX_OK)
