@@ -588,6 +588,11 @@ out:
 /* Listing                                                                    */
 /* ------------------------------------------------------------------------ */
 
+SBX_API size_t sbx_config_pool_count(const sbx_ctx *ctx)
+{
+    return ctx && ctx->config ? ctx->config->npools : 0;
+}
+
 SBX_API int sbx_pools_list(sbx_sessions *m, sbx_pool_info_fn pool_fn,
                            sbx_pool_member_fn member_fn, void *ud, sbx_error *err)
 {

@@ -368,6 +368,10 @@ struct sbx_pool_member_info {
 typedef int (*sbx_pool_info_fn)(void *ud, const struct sbx_pool_info *pool);
 typedef int (*sbx_pool_member_fn)(void *ud, const struct sbx_pool_member_info *member);
 
+/* How many warm pools the context's configuration declares (no store is
+ * opened: `sbx run` asks before choosing how to make its sandbox). */
+SBX_API size_t sbx_config_pool_count(const sbx_ctx *ctx);
+
 /* Call pool_fn for every configured pool, then member_fn for every member
  * in the store (of configured pools or not). Either may be NULL; a nonzero
  * return stops and is returned. */
