@@ -43,6 +43,7 @@ int cmd_write(const struct cli_globals *g, int argc, char **argv);
 int cmd_destroy(const struct cli_globals *g, int argc, char **argv);
 int cmd_sessions(const struct cli_globals *g, int argc, char **argv);
 int cmd_reconcile(const struct cli_globals *g, int argc, char **argv);
+int cmd_pools(const struct cli_globals *g, int argc, char **argv);
 int cmd_export(const struct cli_globals *g, int argc, char **argv);
 int cmd_memory(const struct cli_globals *g, int argc, char **argv);
 int cmd_snapshot(const struct cli_globals *g, int argc, char **argv);

@@ -18,8 +18,11 @@ static void usage(FILE *f)
           "intent whose worker is gone (a process of this machine that no\n"
           "longer exists) or whose lease expired has its sandbox destroyed and\n"
           "is dropped (the next use of the session provisions it afresh); a\n"
-          "session fenced for deletion is deleted. Prints one summary line per\n"
-          "pass.\n"
+          "session fenced for deletion is deleted. Then the warm pools: members\n"
+          "a killed refill left are destroyed, ready members are health-checked\n"
+          "(a failed one is replaced), members of removed or shrunk pools are\n"
+          "destroyed and each pool is filled to its size. Prints one summary\n"
+          "line per pass (and one for the pools when they did something).\n"
           "\n"
           "Options:\n"
           "  -w, --watch          run a pass every interval until SIGTERM or\n"
@@ -33,6 +36,29 @@ static void usage(FILE *f)
           "Exit status: 0 when everything was reconciled (with --watch: when\n"
           "stopped by a signal), 125 when sbx failed or an item is left for a\n"
           "later pass.\n", f);
+}
+
+/* The warm pools' pass (sbx_pools_reconcile), after the sessions': its
+ * own summary line when pools are configured or members are left. */
+static int pools_pass(sbx_sessions *m)
+{
+    struct sbx_pool_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.size = sizeof rep;
+    sbx_error err;
+    int rc = sbx_pools_reconcile(m, cli_run_cancel(), &rep, &err);
+    if (rc == SBX_E_CANCELLED && cli_caught_signal())
+        return rc;
+    if (rep.created || rep.checked || rep.replaced || rep.removed || rep.cleaned ||
+        rep.failures)
+        printf("pools: %zu members created, %zu checked, %zu replaced after a failed "
+               "check, %zu removed, %zu left by killed workers cleaned; %zu failures\n",
+               rep.created, rep.checked, rep.replaced, rep.removed, rep.cleaned,
+               rep.failures);
+    fflush(stdout);
+    if (rc != SBX_OK)
+        cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)rc));
+    return rc;
 }
 
 /* One pass; prints its summary. Returns the sbx_status. */
@@ -50,7 +76,10 @@ static int pass(sbx_sessions *m, int64_t lease_ms)
     fflush(stdout);
     if (rc != SBX_OK)
         cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)rc));
-    return rc;
+    if (rc == SBX_E_CANCELLED && cli_caught_signal())
+        return rc;
+    int prc = pools_pass(m);
+    return rc != SBX_OK ? rc : prc;
 }
 
 struct reconcile_args {

@@ -50,6 +50,7 @@ static const struct subcommand subcommands[] = {
     {"mcp", cmd_mcp, "serve sandboxes as MCP tools on stdio (agent clients)"},
     {"health", cmd_health, "initialize the providers and check their backends live"},
     {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
+    {"pools", cmd_pools, "list the warm pools and their members"},
 };
 
 #define NSUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])

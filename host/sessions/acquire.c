@@ -15,6 +15,8 @@
 #include "config/manifest_internal.h"
 #include "sessions/internal.h"
 #include "sessions/memory_hooks.h"
+#include "sessions/pools.h"
+#include "store/pools.h"
 #include "base/struct_size.h"
 
 #include <stdio.h>
@@ -58,8 +60,12 @@ static int attach_binding(sbx_sessions *m, const struct sbx_binding *b,
     rc = sbxh_store_get_manifest(m->store, b->session_key, digest, run_as, &found, err);
     if (rc != SBX_OK)
         return rc;
+    char skey_buf[SBX_STORE_KEY_MAX + 1];
+    const char *skey;
+    if ((rc = sbxh_session_sandbox_key(m, b->session_key, skey_buf, &skey, err)) != SBX_OK)
+        return rc;
     sbx_error why;
-    rc = sbx_attach(p, b->session_key, b->external_id, cancel, out, &why);
+    rc = sbx_attach(p, skey, b->external_id, cancel, out, &why);
     if (rc == SBX_OK && run_as[0] && sbx_handle_set_user(*out, run_as, &why) != SBX_OK) {
         sbx_release(*out);
         *out = NULL;
@@ -200,7 +206,10 @@ static int restore_snapshot(sbx_sessions *m, sbx_provider *p, const char *key,
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     sbx_release(h);
     sbx_error ignored;
-    if (sbxh_session_destroy_resource(p, key, ref, NULL, &ignored) == SBX_OK)
+    char skey_buf[SBX_STORE_KEY_MAX + 1];
+    const char *skey;
+    if (sbxh_session_sandbox_key(m, key, skey_buf, &skey, &ignored) == SBX_OK &&
+        sbxh_session_destroy_resource(p, skey, ref, NULL, &ignored) == SBX_OK)
         sbxh_store_release_intent(m->store, key, m->owner, NULL);
     return rc;
 }
@@ -228,6 +237,10 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
                  ? sbxh_store_set_manifest(m->store, key, sbx_manifest_digest(spec->manifest),
                                            sbx_manifest_run_as(spec->manifest), err)
                  : sbxh_store_drop_manifest(m->store, key, err);
+    /* created under the session's own key: a sandbox key left by an
+     * earlier, pooled incarnation of the key must not apply */
+    if (rc == SBX_OK)
+        rc = sbxh_store_drop_sandbox_key(m->store, key, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_session_egress eg;
@@ -266,7 +279,18 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         return rc;
     }
     sbxh_session_crash_point(m, "after-create");
+    return sbxh_session_provision_rest(m, p, key, spec, &eg, h, NULL, cancel, out, retry,
+                                       err);
+}
 
+int sbxh_session_provision_rest(sbx_sessions *m, sbx_provider *p, const char *key,
+                                const struct sbx_session_spec *spec,
+                                struct sbx_session_egress *egp, sbx_handle *h,
+                                const char *member_key, sbx_cancel *cancel,
+                                sbx_handle **out, bool *retry, sbx_error *err)
+{
+    struct sbx_session_egress eg = *egp;
+    int rc;
     if (spec && spec->manifest) {
         rc = sbxh_store_update_intent(m->store, key, m->owner, "manifest", NULL, err);
         if (rc == SBX_OK)
@@ -303,6 +327,13 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
 
     sbx_error why;
     rc = sbxh_store_publish(m->store, key, m->owner, NULL, &why);
+    if (rc == SBX_OK && member_key) {
+        /* the member is the session's now (its sandbox key was recorded at
+         * claim); its row is bookkeeping only: a leftover is dropped by
+         * reconcile */
+        sbxh_session_crash_point(m, "pool-after-publish");
+        sbxh_store_pool_delete(m->store, member_key, NULL);
+    }
     if (rc == SBX_OK) {
         const char *run_as = spec && spec->manifest ? sbx_manifest_run_as(spec->manifest)
                                                     : NULL;
@@ -339,8 +370,10 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         sbx_release(h);
         /* Fenced for deletion: the resource we made must not outlive us. */
         sbx_error ignored;
-        if (fenced && sbxh_session_destroy_resource(p, key, ref, cancel, &ignored) ==
-                          SBX_OK)
+        char skey_buf[SBX_STORE_KEY_MAX + 1];
+        const char *skey = key;
+        if (fenced && sbxh_session_sandbox_key(m, key, skey_buf, &skey, &ignored) == SBX_OK &&
+            sbxh_session_destroy_resource(p, skey, ref, cancel, &ignored) == SBX_OK)
             sbxh_store_release_intent(m->store, key, m->owner, NULL);
         return sbx_error_set(err, SBX_E_DENIED,
                              "session %s: the sandbox was not published: %s", label,
@@ -487,9 +520,18 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 continue;
             }
             sbxh_claim_clear(&claim);
-            bool retry = false;
-            rc = provision(m, p, session_key, spec, spec_hash, caps, cancel, out,
-                           &retry, err);
+            bool retry = false, pooled = false;
+            /* A warm pool's ready member when one matches; an empty pool
+             * (or only broken members) falls through to a cold create. */
+            const struct sbxh_pool *pool = sbxh_pool_match(m, p, spec);
+            rc = pool ? sbxh_pool_provision(m, p, pool, session_key, spec, cancel, out,
+                                            &retry, &pooled, err)
+                      : SBX_OK;
+            if (!pooled && rc == SBX_OK)
+                rc = provision(m, p, session_key, spec, spec_hash, caps, cancel, out,
+                               &retry, err);
+            if (rc == SBX_OK && !retry && info)
+                info->pooled = pooled;
             if (rc == SBX_OK && retry)
                 continue;
             if (rc == SBX_OK && info) {

@@ -53,7 +53,7 @@
 #include <stdint.h>
 
 /* Schema version this build creates and understands. */
-#define SBX_STORE_SCHEMA_VERSION 5
+#define SBX_STORE_SCHEMA_VERSION 6
 
 /* Default wait for a lock held by another writer before SBX_E_UNAVAILABLE. */
 #define SBX_STORE_LOCK_TIMEOUT_MS 5000
