@@ -524,9 +524,15 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
             /* A warm pool's ready member when one matches; an empty pool
              * (or only broken members) falls through to a cold create. */
             const struct sbxh_pool *pool = sbxh_pool_match(m, p, spec);
-            rc = pool ? sbxh_pool_provision(m, p, pool, session_key, spec, cancel, out,
-                                            &retry, &pooled, err)
+            sbx_handle *ph = NULL;
+            struct sbx_session_egress eg;
+            char member_key[SBX_STORE_KEY_MAX + 1];
+            rc = pool ? sbxh_pool_claim(m, p, pool, session_key, spec, cancel, &ph, &eg,
+                                        member_key, &pooled, err)
                       : SBX_OK;
+            if (rc == SBX_OK && pooled)
+                rc = sbxh_session_provision_rest(m, p, session_key, spec, &eg, ph,
+                                                 member_key, cancel, out, &retry, err);
             if (!pooled && rc == SBX_OK)
                 rc = provision(m, p, session_key, spec, spec_hash, caps, cancel, out,
                                &retry, err);

@@ -283,3 +283,14 @@ int sbxh_session_reclaim(sbx_sessions *m, const struct sbx_intent *in,
     sbxh_intent_clear(&taken);
     return rc;
 }
+
+int sbxh_session_sandbox_key(sbx_sessions *m, const char *key, char *buf,
+                             const char **use, sbx_error *err)
+{
+    bool found = false;
+    *use = key;
+    int rc = sbxh_store_sandbox_key(m->store, key, buf, &found, err);
+    if (rc == SBX_OK && found)
+        *use = buf;
+    return rc;
+}

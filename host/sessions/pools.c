@@ -8,13 +8,13 @@
  * it goes to the pool's provider. The session's binding records its full
  * spec hash, as a cold create would.
  *
- * Claim (sbxh_pool_provision): one store transaction hands a ready member
+ * Claim (sbxh_pool_claim): one store transaction hands a ready member
  * to the session's intent and records the member key as the session's
  * sandbox key; the member is attached with that key and checked with a
  * trivial command before anything else: a broken one is given back
  * (unclaimed into `checking`, so a crash leaves it to reconcile),
  * destroyed, and the next one tried; none left means a cold create. Then
- * the same steps as after a cold create.
+ * the same steps as after a cold create (acquire.c runs them).
  *
  * Reconcile (sbx_pools_reconcile) and listing (sbx_pools_list) are here
  * too, apart from the sessions' reconcile pass.
@@ -180,16 +180,6 @@ const struct sbxh_pool *sbxh_pool_match(sbx_sessions *m, sbx_provider *p,
     return NULL;
 }
 
-int sbxh_session_sandbox_key(sbx_sessions *m, const char *key, char *buf,
-                             const char **use, sbx_error *err)
-{
-    bool found = false;
-    *use = key;
-    int rc = sbxh_store_sandbox_key(m->store, key, buf, &found, err);
-    if (rc == SBX_OK && found)
-        *use = buf;
-    return rc;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Health check                                                               */
@@ -241,10 +231,10 @@ static int attach_checked(sbx_provider *p, const struct sbx_pool_member *pm,
 /* Claim                                                                      */
 /* ------------------------------------------------------------------------ */
 
-int sbxh_pool_provision(sbx_sessions *m, sbx_provider *p, const struct sbxh_pool *pool,
-                        const char *key, const struct sbx_session_spec *spec,
-                        sbx_cancel *cancel, sbx_handle **out, bool *retry, bool *claimed,
-                        sbx_error *err)
+int sbxh_pool_claim(sbx_sessions *m, sbx_provider *p, const struct sbxh_pool *pool,
+                    const char *key, const struct sbx_session_spec *spec, sbx_cancel *cancel,
+                    sbx_handle **out, struct sbx_session_egress *egp, char *member_key,
+                    bool *claimed, sbx_error *err)
 {
     *claimed = false;
     int rc = spec && spec->manifest
@@ -298,10 +288,11 @@ int sbxh_pool_provision(sbx_sessions *m, sbx_provider *p, const struct sbxh_pool
             return rc;
         }
         *claimed = true;
-        rc = sbxh_session_provision_rest(m, p, key, spec, &eg, h, pm.member_key, cancel,
-                                         out, retry, err);
+        *out = h;
+        *egp = eg;
+        snprintf(member_key, SBX_STORE_KEY_MAX + 1, "%s", pm.member_key);
         sbxh_pool_member_clear(&pm);
-        return rc;
+        return SBX_OK;
     }
 }
 

@@ -31,16 +31,18 @@ const struct sbxh_pool *sbxh_pool_match(sbx_sessions *m, sbx_provider *p,
                                         const struct sbx_session_spec *spec);
 
 /*
- * Provision session key (whose intent the manager holds) from a ready
- * member of pool: claim, health-check (attach + a trivial command; a
- * broken member is destroyed and the next one tried), then the steps a
- * cold create runs after create (sbxh_session_provision_rest). *claimed
- * false (SBX_OK) when the pool had no healthy ready member: the caller
- * creates cold. Never waits for a refill.
+ * Claim a healthy ready member of pool for session key (whose intent the
+ * manager holds): claim, health-check (attach + a trivial command; a
+ * broken member is destroyed and the next one tried). On *claimed, *out is
+ * the member's handle, *eg the session's egress policies (setup already in
+ * force when packages follow), member_key (SBX_STORE_KEY_MAX + 1 bytes)
+ * its key: the caller runs sbxh_session_provision_rest. *claimed false
+ * (SBX_OK) when the pool had no healthy ready member: create cold. Never
+ * waits for a refill.
  */
-int sbxh_pool_provision(sbx_sessions *m, sbx_provider *p, const struct sbxh_pool *pool,
-                        const char *key, const struct sbx_session_spec *spec,
-                        sbx_cancel *cancel, sbx_handle **out, bool *retry, bool *claimed,
-                        sbx_error *err);
+int sbxh_pool_claim(sbx_sessions *m, sbx_provider *p, const struct sbxh_pool *pool,
+                    const char *key, const struct sbx_session_spec *spec, sbx_cancel *cancel,
+                    sbx_handle **out, struct sbx_session_egress *eg, char *member_key,
+                    bool *claimed, sbx_error *err);
 
 #endif
