@@ -301,6 +301,36 @@ const struct cf_case cf_cases[] = {
      "an HTTP server started in the sandbox answers at the endpoint's URL, and an "
      "endpoint on loopback answers on no other address of this machine",
      SBX_CAP_PORTS | SBX_CAP_PROCESSES, cf_case_ports_reachable},
+    {"pause_idempotent_resume_idempotent",
+     "pause of a paused sandbox and resume of a running one are SBX_OK; it runs "
+     "commands after",
+     SBX_CAP_PAUSE, cf_case_pause_idempotent},
+    {"pause_freezes_processes",
+     "a process appending a tick every 50 ms makes no progress while its sandbox "
+     "is paused, and runs on after resume",
+     SBX_CAP_PAUSE | SBX_CAP_PROCESSES, cf_case_pause_freezes_processes},
+    {"pause_keeps_workspace",
+     "files written before a pause read back after resume",
+     SBX_CAP_PAUSE, cf_case_pause_keeps_workspace},
+    {"exec_resumes_paused",
+     "exec, read_file and write_file on a paused sandbox resume it and work, "
+     "without an error",
+     SBX_CAP_PAUSE, cf_case_exec_resumes_paused},
+    {"attach_resumes_paused",
+     "a sandbox paused through one handle is attached from a new instance and "
+     "runs a command",
+     SBX_CAP_PAUSE, cf_case_attach_resumes_paused},
+    {"destroy_paused",
+     "destroy of a paused sandbox succeeds (twice); attach is then "
+     "SBX_E_NOT_FOUND and a new create of the key starts empty",
+     SBX_CAP_PAUSE, cf_case_destroy_paused},
+    {"pause_gone",
+     "pause and resume of a destroyed sandbox are SBX_E_NOT_FOUND with a message",
+     SBX_CAP_PAUSE, cf_case_pause_gone},
+    {"pool_handover",
+     "a sandbox made for key A is attached, used and destroyed under key B with "
+     "A's key hash; nothing of A's text is in its environment or hostname",
+     SBX_CAP_POOL, cf_case_pool_handover},
 #undef PROC
 #undef PTY
 };

@@ -120,6 +120,14 @@ void cf_case_fileops_rename(struct cf_test *t);
 void cf_case_fileops_escape(struct cf_test *t);
 void cf_case_ports_resolve(struct cf_test *t);
 void cf_case_ports_reachable(struct cf_test *t);
+void cf_case_pause_idempotent(struct cf_test *t);
+void cf_case_pause_freezes_processes(struct cf_test *t);
+void cf_case_pause_keeps_workspace(struct cf_test *t);
+void cf_case_exec_resumes_paused(struct cf_test *t);
+void cf_case_attach_resumes_paused(struct cf_test *t);
+void cf_case_destroy_paused(struct cf_test *t);
+void cf_case_pause_gone(struct cf_test *t);
+void cf_case_pool_handover(struct cf_test *t);
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: per-case state and cleanup (fixture.c)                            */

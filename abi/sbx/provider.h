@@ -71,6 +71,9 @@ extern "C" {
 #error "SBX_ABI_TARGET_MINOR must be between 0 and SBX_ABI_MINOR"
 #endif
 
+/* Size of the detail line of the health op (ABI 1.2), NUL included. */
+#define SBX_HEALTH_DETAIL_MAX 256
+
 /* Name of the one exported entry point. */
 #define SBX_PROVIDER_ENTRY "sbx_provider_describe"
 
@@ -173,6 +176,16 @@ struct sbx_host {
      * permissions, SBX_E_DENIED when refused; a written file is owned by
      * it). Borrowed for the call. */
     const char *(*call_user)(const struct sbx_host *host, const sbx_call *call);
+
+    /* ABI 1.2 (check size; SBX_HOST_SIZE_PROGRESS_1_2): report the progress
+     * of a long step of this call (an image pull, say): `what` names the
+     * step in a few words ("pulling debian:bookworm-slim"; never a
+     * credential), done and total count its bytes (total 0 while unknown),
+     * detail is one line of what the step says (a layer's state) or NULL.
+     * Cheap, optional, from the thread running the call; the host shows it
+     * to its caller throttled. Strings are borrowed for the call. */
+    void (*progress)(const struct sbx_host *host, const sbx_call *call, const char *what,
+                     uint64_t done, uint64_t total, const char *detail);
 };
 
 /* ------------------------------------------------------------------------ */
@@ -524,6 +537,17 @@ struct sbx_provider_ops {
     /* Resume a paused sandbox; a running one is SBX_OK. */
     int (*resume)(sbx_sandbox *sb, sbx_call *call);
 
+    /* --- optional, any provider (may be NULL) -----------------------------
+     * A cheap live check of the backend, for `sbx health` and monitoring,
+     * after init: reach the service as every op would (docker: _ping and
+     * version; a remote service: an authenticated read of its API), honour
+     * cancellation and the configured request timeout, create nothing. SBX_OK
+     * when it answers as it should, with one line about what answered (its
+     * version) in detail, NUL-terminated; else a status and message as for
+     * any op (SBX_E_UNAVAILABLE unreachable, SBX_E_DENIED credentials
+     * refused, SBX_E_PROTOCOL a malformed answer). */
+    int (*health)(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
+
     /* --- SBX_CAP_POOL (no op) --------------------------------------------
      * The sandbox may be made before the session that will use it: the
      * host creates it for a key of its own (a pool member's) and, when a
@@ -592,6 +616,9 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_provider_ops, memory_watch) + sizeof(void (*)(void)))
 #define SBX_HOST_SIZE_USERS_1_1 \
     (offsetof(struct sbx_host, call_user) + sizeof(void (*)(void)))
+/* ABI 1.2: a host table this large has progress. */
+#define SBX_HOST_SIZE_PROGRESS_1_2 \
+    (offsetof(struct sbx_host, progress) + sizeof(void (*)(void)))
 /* ABI 1.2: the ops table must reach this far for SBX_CAP_PROCESSES
  * (proc_start .. proc_list), SBX_CAP_PTY (proc_resize), SBX_CAP_FILE_OPS
  * (file_list .. file_rename) and SBX_CAP_PORTS (port_resolve); a create
@@ -606,6 +633,9 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_provider_ops, port_resolve) + sizeof(void (*)(void)))
 #define SBX_CREATE_ARGS_SIZE_PORTS_1_2 \
     (offsetof(struct sbx_create_args, ports) + sizeof(void *))
+/* ABI 1.2: the optional health op is present when ops_size reaches this. */
+#define SBX_OPS_SIZE_HEALTH_1_2 \
+    (offsetof(struct sbx_provider_ops, health) + sizeof(void (*)(void)))
 /* ABI 1.2: the ops table must reach this far for SBX_CAP_PAUSE (pause,
  * resume). */
 #define SBX_OPS_SIZE_PAUSE_1_2 \

@@ -196,8 +196,34 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
     return new_handle(p, sb, ref, out, err);
 }
 
-SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref,
-                       sbx_cancel *cancel, sbx_handle **out, sbx_error *err)
+/* The key hash a sandbox is attached or destroyed by: the session key's
+ * own, or (SBX_CAP_POOL) the hash of the key it was made for. */
+static int owner_hash(sbx_provider *p, const char *session_key, const char *pool_hash,
+                      char hash[SBX_KEY_HASH_LEN + 1], sbx_error *err)
+{
+    if (!pool_hash) {
+        if (sbx_key_hash(session_key, hash) != SBX_OK)
+            return sbx_error_set(err, SBX_E_INTERNAL, "cannot hash the session key "
+                                                      "(libcrypto failed)");
+        return SBX_OK;
+    }
+    int rc = sbx_provider_admit(p, SBX_CAP_POOL, err);
+    if (rc != SBX_OK)
+        return rc;
+    size_t n = strlen(pool_hash);
+    for (size_t i = 0; i < n; i++)
+        if (!((pool_hash[i] >= '0' && pool_hash[i] <= '9') ||
+              (pool_hash[i] >= 'a' && pool_hash[i] <= 'f')))
+            n = 0;
+    if (n != SBX_KEY_HASH_LEN)
+        return sbx_error_set(err, SBX_E_INVALID, "the pooled sandbox's key hash must be %d "
+                             "lowercase hex digits", SBX_KEY_HASH_LEN);
+    memcpy(hash, pool_hash, SBX_KEY_HASH_LEN + 1);
+    return SBX_OK;
+}
+
+static int attach_as(sbx_provider *p, const char *session_key, const char *pool_hash,
+                     const char *ref, sbx_cancel *cancel, sbx_handle **out, sbx_error *err)
 {
     int rc = check_key(session_key, err);
     if (rc != SBX_OK)
@@ -208,9 +234,8 @@ SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref
     if ((rc = prepare(p, cancel, err)) != SBX_OK)
         return rc;
     char hash[SBX_KEY_HASH_LEN + 1];
-    if (sbx_key_hash(session_key, hash) != SBX_OK)
-        return sbx_error_set(err, SBX_E_INTERNAL, "cannot hash the session key "
-                                                  "(libcrypto failed)");
+    if ((rc = owner_hash(p, session_key, pool_hash, hash, err)) != SBX_OK)
+        return rc;
     struct sbx_attach_args args = {
         .size = sizeof args, .session_key = session_key, .key_hash = hash, .ref = ref,
     };
@@ -232,6 +257,21 @@ SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref
     memset(copy, 0, sizeof copy);
     memcpy(copy, ref, strlen(ref));
     return new_handle(p, sb, copy, out, err);
+}
+
+SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref,
+                       sbx_cancel *cancel, sbx_handle **out, sbx_error *err)
+{
+    return attach_as(p, session_key, NULL, ref, cancel, out, err);
+}
+
+SBX_API int sbx_attach_pooled(sbx_provider *p, const char *session_key,
+                              const char *pool_key_hash, const char *ref, sbx_cancel *cancel,
+                              sbx_handle **out, sbx_error *err)
+{
+    if (!pool_key_hash)
+        return sbx_error_set(err, SBX_E_INVALID, "the pooled sandbox's key hash is missing");
+    return attach_as(p, session_key, pool_key_hash, ref, cancel, out, err);
 }
 
 SBX_API const char *sbx_handle_ref(const sbx_handle *h)
@@ -409,8 +449,8 @@ SBX_API void sbx_release(sbx_handle *h)
     free(h);
 }
 
-SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *ref,
-                        sbx_cancel *cancel, sbx_error *err)
+static int destroy_as(sbx_provider *p, const char *session_key, const char *pool_hash,
+                      const char *ref, sbx_cancel *cancel, sbx_error *err)
 {
     int rc = check_key(session_key, err);
     if (rc != SBX_OK)
@@ -420,9 +460,8 @@ SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *re
     if ((rc = prepare(p, cancel, err)) != SBX_OK)
         return rc;
     char hash[SBX_KEY_HASH_LEN + 1];
-    if (sbx_key_hash(session_key, hash) != SBX_OK)
-        return sbx_error_set(err, SBX_E_INTERNAL, "cannot hash the session key "
-                                                  "(libcrypto failed)");
+    if ((rc = owner_hash(p, session_key, pool_hash, hash, err)) != SBX_OK)
+        return rc;
     struct sbx_destroy_args args = {
         .size = sizeof args, .session_key = session_key, .key_hash = hash, .ref = ref,
     };
@@ -434,6 +473,21 @@ SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *re
     rc = sbxh_call_end(&call, rc, p->plugin.name, "destroy");
     sbxh_key_unlock(p->plugin.name, hash);
     return rc;
+}
+
+SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *ref,
+                        sbx_cancel *cancel, sbx_error *err)
+{
+    return destroy_as(p, session_key, NULL, ref, cancel, err);
+}
+
+SBX_API int sbx_destroy_pooled(sbx_provider *p, const char *session_key,
+                               const char *pool_key_hash, const char *ref, sbx_cancel *cancel,
+                               sbx_error *err)
+{
+    if (!pool_key_hash)
+        return sbx_error_set(err, SBX_E_INVALID, "the pooled sandbox's key hash is missing");
+    return destroy_as(p, session_key, pool_key_hash, ref, cancel, err);
 }
 
 /* Capability ops: refuse unless the descriptor declares the cap (the loader

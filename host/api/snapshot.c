@@ -32,6 +32,7 @@
 #include "base/archive_lazy.h"
 #include "hex.h"
 #include "api/snapshot_internal.h"
+#include "base/cancel.h"
 #include "api/stream_pipe.h"
 
 #include <sbx/sbx.h>
@@ -73,8 +74,19 @@ ssize_t sbxh_snapshot_counted_read(struct archive *a, void *ud, const void **out
     if (n < 0)
         return -1;
     c->bytes += (uint64_t)n;
+    if (c->progress && c->bytes - c->reported >= 1024 * 1024) {
+        c->reported = c->bytes;
+        sbxh_progress(c->progress, c->what, "bytes", c->bytes, c->total, NULL, false);
+    }
     *out = c->buf;
     return n;
+}
+
+void sbxh_snapshot_counted_done(struct sbx_snapshot_counted *c)
+{
+    if (c->progress)
+        sbxh_progress(c->progress, c->what, "bytes", c->bytes,
+                      c->total ? c->total : c->bytes, NULL, true);
 }
 
 int sbxh_snapshot_writer_setup(struct archive *w)
@@ -236,6 +248,8 @@ static int save_stream(sbx_handle *h, struct archive *w, sbx_cancel *cancel,
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     }
     cnt->src = &src;
+    cnt->progress = cancel;
+    cnt->what = "snapshot";
     struct archive *r = archive_read_new();
     struct sbxs_error xerr;
     sbxs_error_clear(&xerr);
@@ -249,8 +263,10 @@ static int save_stream(sbx_handle *h, struct archive *w, sbx_cancel *cancel,
     } else {
         xrc = sbxh_snapshot_copy_entries(r, w, false, &xerr);
     }
-    if (xrc == SBX_OK)
+    if (xrc == SBX_OK) {
+        sbxh_snapshot_counted_done(cnt);
         sbxh_stream_pipe_drain(&pipe);
+    }
     else
         sbxh_stream_pipe_abort(&pipe);
     sbxh_stream_pipe_join(&pipe);

@@ -26,8 +26,16 @@ struct archive;
 struct sbx_snapshot_counted {
     const struct sbx_source *src;
     uint64_t bytes;
+    /* progress: reported to this token's callback every MiB, as `what`
+     * with `total` bytes (0: unknown); NULL for none */
+    sbx_cancel *progress;
+    const char *what;
+    uint64_t total, reported;
     unsigned char buf[256 * 1024];
 };
+
+/* The last progress report of a counted read (finished). */
+void sbxh_snapshot_counted_done(struct sbx_snapshot_counted *c);
 
 /* libarchive's read callback over a struct sbx_snapshot_counted. */
 ssize_t sbxh_snapshot_counted_read(struct archive *a, void *ud, const void **out);

@@ -17,6 +17,7 @@
 #include "archive_check.h"
 #include "base/archive_lazy.h"
 #include "api/snapshot_internal.h"
+#include "base/cancel.h"
 #include "api/stream_pipe.h"
 
 #include <sbx/sbx.h>
@@ -48,6 +49,8 @@ static long fd_read(void *ctx, void *buf, size_t cap)
 
 struct restore_producer {
     int fd;
+    uint64_t size;      /* of the file, for progress */
+    sbx_cancel *cancel; /* whose progress callback gets the bytes read */
     struct sbxs_error xerr;
     int xrc;
 };
@@ -70,8 +73,12 @@ static int produce_plain(void *ud, const struct sbx_sink *sink, sbx_error *err)
     struct archive *r = cnt ? archive_read_new() : NULL;
     struct archive *w = r ? archive_write_new() : NULL;
     sbxs_error_clear(&p->xerr);
-    if (cnt)
+    if (cnt) {
         cnt->src = &src;
+        cnt->progress = p->cancel;
+        cnt->what = "restore";
+        cnt->total = p->size;
+    }
     if (!w) {
         p->xrc = sbxs_error_set(&p->xerr, SBX_E_NOMEM, "out of memory");
     } else if (archive_read_support_filter_all(r) != ARCHIVE_OK ||
@@ -88,6 +95,8 @@ static int produce_plain(void *ud, const struct sbx_sink *sink, sbx_error *err)
         p->xrc = sbxh_snapshot_copy_entries(r, w, true, &p->xerr);
         if (p->xrc == SBX_OK && archive_write_close(w) != ARCHIVE_OK)
             p->xrc = sbxs_error_set(&p->xerr, SBX_E_IO, "the stream to the sandbox broke");
+        if (p->xrc == SBX_OK)
+            sbxh_snapshot_counted_done(cnt);
     }
     if (w)
         archive_write_free(w);
@@ -99,10 +108,10 @@ static int produce_plain(void *ud, const struct sbx_sink *sink, sbx_error *err)
 
 /* Extract the checked stream into stage/new: SBX_OK only when every entry
  * was checked and tar exited 0. */
-static int extract(sbx_handle *h, int fd, const char *file, const char *stage,
-                   sbx_cancel *cancel, sbx_error *err)
+static int extract(sbx_handle *h, int fd, uint64_t size, const char *file,
+                   const char *stage, sbx_cancel *cancel, sbx_error *err)
 {
-    struct restore_producer rp = {.fd = fd, .xrc = SBX_OK};
+    struct restore_producer rp = {.fd = fd, .size = size, .cancel = cancel, .xrc = SBX_OK};
     struct sbx_stream_pipe pipe;
     int rc = sbxh_stream_pipe_start(&pipe, produce_plain, &rp, err);
     if (rc != SBX_OK)
@@ -155,7 +164,7 @@ SBX_API int sbx_snapshot_restore(sbx_handle *h, const char *file, sbx_cancel *ca
     }
     /* An empty file is an empty archive: nothing to extract. */
     if (st.st_size > 0)
-        rc = extract(h, fd, file, stage, cancel, err);
+        rc = extract(h, fd, (uint64_t)st.st_size, file, stage, cancel, err);
     close(fd);
     if (rc == SBX_OK && sbxh_snapshot_crash_requested("restore-before-swap"))
         raise(SIGKILL);

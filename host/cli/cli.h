@@ -43,6 +43,7 @@ int cmd_write(const struct cli_globals *g, int argc, char **argv);
 int cmd_destroy(const struct cli_globals *g, int argc, char **argv);
 int cmd_sessions(const struct cli_globals *g, int argc, char **argv);
 int cmd_reconcile(const struct cli_globals *g, int argc, char **argv);
+int cmd_pools(const struct cli_globals *g, int argc, char **argv);
 int cmd_export(const struct cli_globals *g, int argc, char **argv);
 int cmd_memory(const struct cli_globals *g, int argc, char **argv);
 int cmd_snapshot(const struct cli_globals *g, int argc, char **argv);
@@ -52,6 +53,7 @@ int cmd_resume(const struct cli_globals *g, int argc, char **argv);
 int cmd_pause(const struct cli_globals *g, int argc, char **argv);
 int cmd_fork(const struct cli_globals *g, int argc, char **argv);
 int cmd_mcp(const struct cli_globals *g, int argc, char **argv);
+int cmd_health(const struct cli_globals *g, int argc, char **argv);
 
 /* Print "sbx: <message>\n" on stderr. */
 void cli_error(const char *fmt, ...) SBX_PRINTF_LIKE(1, 2);
@@ -82,10 +84,27 @@ typedef int (*cli_option_fn)(void *ud, int c, const char *arg);
 
 /* The long options every command accepts, and the end of the table: the
  * last entries of a command's longopts. */
-#define CLI_COMMON_LONGOPTS                      \
-    {"config", required_argument, NULL, 'c'},    \
-    {"help", no_argument, NULL, 'h'},            \
+#define CLI_COMMON_LONGOPTS                                  \
+    {"config", required_argument, NULL, 'c'},                \
+    {"help", no_argument, NULL, 'h'},                        \
+    {"quiet", no_argument, NULL, CLI_OPT_QUIET},             \
+    {"progress", required_argument, NULL, CLI_OPT_PROGRESS}, \
     {NULL, 0, NULL, 0}
+
+/* getopt values of the common long options without a short form. */
+#define CLI_OPT_QUIET 0x1001
+#define CLI_OPT_PROGRESS 0x1002
+
+/* Progress of long steps on stderr (cli_progress.c): --progress=MODE,
+ * --quiet is none. auto: on a terminal, human; else none. */
+enum { CLI_PROGRESS_AUTO, CLI_PROGRESS_HUMAN, CLI_PROGRESS_JSON, CLI_PROGRESS_NONE };
+/* Set the mode by name; -1 when it is none of auto, human, json, none. */
+int cli_progress_set_mode(const char *arg);
+/* Show c's progress reports as the mode says (cli_interrupt_setup does it
+ * for the run token). */
+void cli_progress_attach(sbx_cancel *c);
+/* Erase a progress line still on the terminal (before a message, at exit). */
+void cli_progress_end(void);
 
 /* How a (sub)command parses its options. Every command accepts -c/--config
  * and -h/--help; its own options go to `own`, except long flags that set an

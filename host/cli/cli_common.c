@@ -9,6 +9,7 @@
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
+    cli_progress_end();
     fputs("sbx: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
@@ -64,6 +65,16 @@ int cli_parse_options(const struct cli_command *cmd, int argc, char **argv)
         case 'h':
             cmd->usage(stdout);
             return CLI_HELP_SHOWN;
+        case CLI_OPT_QUIET:
+            cli_progress_set_mode("none");
+            continue;
+        case CLI_OPT_PROGRESS:
+            if (cli_progress_set_mode(optarg) != 0)
+                return cli_usage_error(cmd->name, cmd->usage_status,
+                                       "--progress: expected auto, human, json or none, "
+                                       "not '%s'",
+                                       optarg);
+            continue;
         case ':':
         case '?':
             status = CLI_OPTION_UNKNOWN;

@@ -164,11 +164,13 @@ int cli_interrupt_setup(void)
         sigaction(handled_signals[i], &sa, NULL);
     sa.sa_handler = on_sigpipe;
     sigaction(SIGPIPE, &sa, NULL);
+    cli_progress_attach(run_cancel);
     return SBX_OK;
 }
 
 void cli_interrupt_teardown(void)
 {
+    cli_progress_end();
     /* The handlers use the tokens: put them back before freeing those. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -18,11 +18,14 @@ static void usage(FILE *f)
           "intent whose worker is gone (a process of this machine that no\n"
           "longer exists) or whose lease expired has its sandbox destroyed and\n"
           "is dropped (the next use of the session provisions it afresh); a\n"
-          "session fenced for deletion is deleted. Then idle eviction: a session\n"
-          "unused for its provider's idle_destroy is deleted, one unused for\n"
-          "idle_pause is paused (never one whose command is running). Prints\n"
-          "one summary line per pass (and one for eviction when a provider sets\n"
-          "an idle duration).\n"
+          "session fenced for deletion is deleted. Then the warm pools: members\n"
+          "a killed refill left are destroyed, ready members are health-checked\n"
+          "(a failed one is replaced), members of removed or shrunk pools are\n"
+          "destroyed and each pool is filled to its size. Then idle eviction: a\n"
+          "session unused for its provider's idle_destroy is deleted, one unused\n"
+          "for idle_pause is paused (never one whose command is running). Prints\n"
+          "one summary line per pass (and one for the pools and one for eviction\n"
+          "when they did something).\n"
           "\n"
           "Options:\n"
           "  -w, --watch          run a pass every interval until SIGTERM or\n"
@@ -36,6 +39,30 @@ static void usage(FILE *f)
           "Exit status: 0 when everything was reconciled (with --watch: when\n"
           "stopped by a signal), 125 when sbx failed or an item is left for a\n"
           "later pass.\n", f);
+}
+
+/* The warm pools' pass (sbx_pools_reconcile), after the sessions': its
+ * own summary line when pools are configured or members are left. */
+static int pools_pass(sbx_sessions *m)
+{
+    struct sbx_pool_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.size = sizeof rep;
+    sbx_error err;
+    int rc = sbx_pools_reconcile(m, cli_run_cancel(), &rep, &err);
+    if (rc == SBX_E_CANCELLED && cli_caught_signal())
+        return rc;
+    if (rep.created || rep.checked || rep.replaced || rep.removed || rep.cleaned ||
+        rep.held || rep.failures)
+        printf("pools: %zu members created, %zu checked, %zu replaced after a failed "
+               "check, %zu removed, %zu left by killed workers cleaned, %zu pools held "
+               "short by max_sandboxes; %zu failures\n",
+               rep.created, rep.checked, rep.replaced, rep.removed, rep.cleaned, rep.held,
+               rep.failures);
+    fflush(stdout);
+    if (rc != SBX_OK)
+        cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)rc));
+    return rc;
 }
 
 /* One pass; prints its summary. Returns the sbx_status. */
@@ -53,8 +80,11 @@ static int pass(sbx_sessions *m, int64_t lease_ms)
     fflush(stdout);
     if (rc != SBX_OK)
         cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)rc));
-    if (rc == SBX_E_CANCELLED)
+    if (rc == SBX_E_CANCELLED && cli_caught_signal())
         return rc;
+    int prc = pools_pass(m);
+    if (prc == SBX_E_CANCELLED && cli_caught_signal())
+        return prc;
     /* then idle eviction (providers' idle_pause, idle_destroy) */
     struct sbx_evict_report ev;
     memset(&ev, 0, sizeof ev);
@@ -68,7 +98,9 @@ static int pass(sbx_sessions *m, int64_t lease_ms)
     }
     if (erc != SBX_OK && !(erc == SBX_E_CANCELLED && cli_caught_signal()))
         cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)erc));
-    return rc != SBX_OK ? rc : erc;
+    if (rc != SBX_OK)
+        return rc;
+    return prc != SBX_OK ? prc : erc;
 }
 
 struct reconcile_args {

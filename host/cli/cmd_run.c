@@ -2,6 +2,8 @@
  * cmd_run.c - `sbx run`: create a sandbox under a fresh random session key,
  * run one command in it with its output streamed live to our stdout and
  * stderr (cli_exec.c), then destroy the sandbox, also when interrupted.
+ * When warm pools are configured the sandbox is a session's instead, so
+ * that a matching pool's ready member is claimed (run_in_session).
  */
 #include "cli.h"
 
@@ -180,6 +182,84 @@ static int run_in_sandbox(sbx_provider *p, const struct run_options *ro,
     return status;
 }
 
+/*
+ * With warm pools configured: the sandbox is a session's under the fresh
+ * key (sbx_session_acquire, which claims a ready member of a matching
+ * pool, else creates cold), deleted after the command. Returns the exit
+ * status.
+ */
+static int run_in_session(sbx_ctx *ctx, const struct run_options *ro,
+                          const sbx_manifest *mf, char *const *cmd)
+{
+    if (cli_caught_signal())
+        return CLI_EXIT_SIGNAL + cli_caught_signal();
+    char key[64];
+    if (make_session_key(key, sizeof key) != 0) {
+        cli_error("cannot make a session key: getrandom: %s", strerror(errno));
+        return CLI_EXIT_SBX;
+    }
+    struct sbx_sessions_options so;
+    memset(&so, 0, sizeof so);
+    so.size = sizeof so;
+    sbx_sessions *m;
+    sbx_error err;
+    if (sbx_sessions_open(ctx, &so, &m, &err) != SBX_OK) {
+        cli_error("%s", err.message);
+        return CLI_EXIT_SBX;
+    }
+    struct sbx_session_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.size = sizeof spec;
+    spec.provider = ro->provider;
+    spec.manifest = mf;
+    spec.ports = ro->nports ? ro->ports : NULL;
+    spec.nports = ro->nports;
+    sbx_handle *h;
+    int status;
+    int rc = sbx_session_acquire(m, key, &spec, cli_run_cancel(), &h, NULL, &err);
+    if (rc != SBX_OK) {
+        status = CLI_EXIT_SIGNAL + cli_caught_signal();
+        if (!cli_caught_signal()) {
+            cli_error("%s", err.message);
+            status = CLI_EXIT_SBX;
+        }
+        /* whatever the failed acquire left is the session's to delete */
+        sbx_session_delete(m, key, cli_cleanup_cancel(), &err);
+        sbx_sessions_close(m);
+        return status;
+    }
+    for (size_t i = 0; i < ro->nports; i++) {
+        struct sbx_port_endpoint ep = {.size = sizeof ep};
+        if (sbx_port_resolve(h, ro->ports[i], &ep, cli_run_cancel(), &err) == SBX_OK)
+            fprintf(stderr, "sbx: port %u: %s\n", (unsigned)ro->ports[i],
+                    ep.url[0] ? ep.url : ep.host);
+        else
+            cli_error("port %u: %s", (unsigned)ro->ports[i], err.message);
+    }
+    struct cli_exec_options eo = ro->exec;
+    const char **env = NULL;
+    if (mf && !(env = cli_manifest_env(mf, &ro->exec))) {
+        cli_error("out of memory");
+        status = CLI_EXIT_SBX;
+    } else {
+        if (env) {
+            eo.env = env;
+            for (eo.nenv = 0; env[eo.nenv]; eo.nenv++)
+                ;
+        }
+        status = cli_exec_streamed(h, &eo, cmd);
+    }
+    free(env);
+    sbx_release(h);
+    if (sbx_session_delete(m, key, cli_cleanup_cancel(), &err) != SBX_OK) {
+        cli_error("cannot delete the run's session: %s (left for 'sbx reconcile')",
+                  err.message);
+        status = CLI_EXIT_SBX;
+    }
+    sbx_sessions_close(m);
+    return status;
+}
+
 int cmd_run(const struct cli_globals *g, int argc, char **argv)
 {
     struct cli_globals globals = *g;
@@ -214,7 +294,8 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
         sbx_manifest *mf = NULL;
         status = cli_manifest_load(ctx, ro.manifest, &mf) != SBX_OK
                      ? cli_failure_status()
-                     : run_in_sandbox(p, &ro, mf, cmd);
+                     : sbx_config_pool_count(ctx) ? run_in_session(ctx, &ro, mf, cmd)
+                                                  : run_in_sandbox(p, &ro, mf, cmd);
         sbx_manifest_free(mf);
     }
     sbx_close(ctx);

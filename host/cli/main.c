@@ -50,7 +50,9 @@ static const struct subcommand subcommands[] = {
     {"fork", cmd_fork, "a new session whose workspace is a copy of another's"},
     {"memory", cmd_memory, "memory stores: create, list, ls, cat, log, put, rm"},
     {"mcp", cmd_mcp, "serve sandboxes as MCP tools on stdio (agent clients)"},
+    {"health", cmd_health, "initialize the providers and check their backends live"},
     {"reconcile", cmd_reconcile, "clean up after crashed workers (--watch: keep at it)"},
+    {"pools", cmd_pools, "list the warm pools and their members"},
 };
 
 #define NSUBCOMMANDS (sizeof subcommands / sizeof subcommands[0])

@@ -35,7 +35,7 @@
 
 #define TOP_KEYS \
     "default_provider, plugin_dir, store, providers, package_managers, manifest, " \
-    "session"
+    "session, pools"
 #define STORE_KEYS "driver, path, dsn"
 #define NAME_RULE "1 to 64 characters of a-z, 0-9, '_' and '-'"
 
@@ -62,7 +62,7 @@ struct reader {
     yaml_event_t ev;
     bool have_ev;
     int store_line, providers_line, managers_line,
-        manifest_line; /* same-file duplicates of these maps */
+        manifest_line, pools_line; /* same-file duplicates of these maps */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -803,6 +803,11 @@ static int read_top(struct reader *r)
                                       &cfg->managers,
                                       &cfg->nmanagers};
             rc = read_group_once(r, &g, line, &r->managers_line);
+        } else if (strcmp(key, "pools") == 0) {
+            /* checked and turned into cfg->pools by config/pools.c */
+            struct section_group g = {"pools", "pool", &cfg->pool_sections,
+                                      &cfg->npool_sections};
+            rc = read_group_once(r, &g, line, &r->pools_line);
         } else {
             rc = sbx_error_set(ld->err, SBX_E_CONFIG,
                                "%s:%d: %.80s: unknown key (expected one of " TOP_KEYS
@@ -1101,6 +1106,8 @@ int sbxh_config_load_dir(const char *path, const char *sysconfdir,
         rc = read_dropins(&ld, dir);
     if (rc == SBX_OK)
         rc = check_store(&ld);
+    if (rc == SBX_OK)
+        rc = sbxh_config_pools_read(cfg, err);
     free(dir);
     if (rc) {
         sbxh_config_free(cfg);
@@ -1148,6 +1155,8 @@ void sbxh_config_free(struct sbx_config *cfg)
     free_sections(cfg->manifest, cfg->manifest ? 1 : 0);
     free_sections(cfg->session, cfg->session ? 1 : 0);
     free(cfg->session_ports);
+    free_sections(cfg->pool_sections, cfg->npool_sections);
+    sbxh_config_pools_free(cfg);
     for (size_t i = 0; i < cfg->nfiles; i++)
         free(cfg->files[i]);
     free(cfg->files);

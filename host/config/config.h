@@ -76,9 +76,47 @@ struct sbx_config {
     struct sbx_config_section *session;
     uint16_t *session_ports;
     size_t nsession_ports;
+    /* `pools.<name>`: warm pools (config/pools.c reads the sections into
+     * pools at load; whether each provider declares SBX_CAP_POOL is
+     * checked when a session manager opens, sessions/pools.c). */
+    struct sbx_config_section *pool_sections;
+    size_t npool_sections;
+    struct sbx_config_pool *pools;
+    size_t npools;
     char **files; /* every file read, in order; owns the strings */
     size_t nfiles;
 };
+
+/* Most members one pool may keep. */
+#define SBX_CONFIG_POOL_SIZE_MAX 1024
+/* Most targets in a pool's allow or setup_allow. */
+#define SBX_CONFIG_POOL_TARGETS_MAX 256
+
+/* One warm pool: `size` sandboxes of `provider` made ahead of time for
+ * the sessions whose spec has this shape (what a create is given: caps,
+ * network and allowlists, ports; not the manifest or packages, which are
+ * applied at claim). Strings owned. */
+struct sbx_config_pool {
+    char *name;
+    const char *file; /* borrowed from files */
+    int line;
+    char *provider;
+    size_t size;
+    char **caps;       /* capability names; resolved by sessions/pools.c */
+    size_t ncaps;
+    bool limited_network;
+    char **allow;
+    size_t nallow;
+    char **setup_allow;
+    size_t nsetup_allow;
+    uint16_t *ports;   /* NULL when none */
+    size_t nports;
+};
+
+/* config/pools.c: read cfg->pool_sections into cfg->pools (SBX_E_CONFIG
+ * "file:line: pools.<name>.<key>: problem"), and free them. */
+int sbxh_config_pools_read(struct sbx_config *cfg, sbx_error *err);
+void sbxh_config_pools_free(struct sbx_config *cfg);
 
 /*
  * Load the configuration. path: an explicit file (must exist); NULL means

@@ -59,7 +59,10 @@ struct manifest_group {
 
 struct sbx_manifest {
     char *name; /* file name (or "manifest") for messages */
-    char digest[65];
+    char digest[65];      /* of the meaning (manifest_digest.c) */
+    char text_digest[65]; /* SHA-256 of the text: what sbx recorded before
+                           * digests covered the meaning; a session recorded
+                           * with it still resumes with that text */
     struct manifest_entry *entries;
     size_t nentries;
     char **env; /* "NAME=value", NULL-terminated (may be empty) */
@@ -84,6 +87,10 @@ struct sbx_manifest {
  * "NAME:LINE: problem" for anything malformed. */
 int sbxh_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t len,
                              sbx_cancel *cancel, sbx_error *err);
+
+/* Set m->digest from what m declares (manifest_digest.c): equivalent
+ * manifests, whatever their shape or text, have one digest. */
+int sbxh_manifest_digest_compute(struct sbx_manifest *m, sbx_error *err);
 
 /* Check entry paths (relative, no "..", no duplicates or overlaps), users,
  * groups and run_as; resolve local sources under base_dir or one of the

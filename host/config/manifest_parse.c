@@ -138,7 +138,8 @@ static const struct {
              {"git_repo", MF_GIT_REPO}};
 
 /* Which keys an entry of each type may have (besides path, type, mode,
- * group). */
+ * group, permissions, executable, description). The SDK's names (src;
+ * repo and host; a dir's children) are accepted beside sbx's. */
 static bool key_allowed(int type, const char *key)
 {
     switch (type) {
@@ -146,9 +147,12 @@ static bool key_allowed(int type, const char *key)
         return !strcmp(key, "content") || !strcmp(key, "encoding");
     case MF_LOCAL_FILE:
     case MF_LOCAL_DIR:
-        return !strcmp(key, "source");
+        return !strcmp(key, "source") || !strcmp(key, "src");
     case MF_GIT_REPO:
-        return !strcmp(key, "url") || !strcmp(key, "ref");
+        return !strcmp(key, "url") || !strcmp(key, "ref") || !strcmp(key, "repo") ||
+               !strcmp(key, "host");
+    case MF_DIR:
+        return !strcmp(key, "children");
     default:
         return false;
     }
@@ -185,13 +189,111 @@ static int decode_base64(struct parse *p, const yaml_node_t *n, const char *text
     return SBX_OK;
 }
 
-static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_entry *e)
+/* The mode the SDK's `permissions` gives: a number (the mode, as the SDK's
+ * Permissions.fromMode takes it: decimal, or octal with a leading 0 or
+ * 0o), a string like "-rwxr-xr-x", or a mapping of owner, group and other
+ * (0 to 7 each; owner defaults to 7, the others to 0, as in the SDK) with
+ * an optional directory flag. Bits outside 0777 (set-id, sticky) are
+ * refused: sbx writes permission bits only. */
+static int parse_permissions(struct parse *p, const yaml_node_t *n, const char *shown,
+                             long *mode)
+{
+    if (n->type == YAML_SCALAR_NODE) {
+        const char *s = scalar(n);
+        size_t len = strlen(s);
+        if (len == 11 && strchr(".@+", s[10]))
+            len = 10; /* ls's ACL and context markers */
+        if (len == 10 && (s[0] == '-' || s[0] == 'd')) {
+            static const char want[] = "rwxrwxrwx";
+            long m = 0;
+            for (int i = 0; i < 9; i++) {
+                if (s[1 + i] == want[i])
+                    m |= 1L << (8 - i);
+                else if (s[1 + i] != '-')
+                    return bad(p, n,
+                               "entry %s: permissions \"%.12s\": only r, w, x and - "
+                               "(set-id and sticky bits are not written)",
+                               shown, s);
+            }
+            *mode = m;
+        } else {
+            char *end;
+            errno = 0;
+            int base = 10;
+            if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O'))
+                s += 2, base = 8;
+            else if (s[0] == '0' && s[1])
+                base = 8;
+            long v = strtol(s, &end, base);
+            if (errno || end == s || *end || v < 0 || v > 0177777)
+                return bad(p, n,
+                           "entry %s: permissions: expected a mode number, a string like "
+                           "-rwxr-xr-x or a mapping of owner, group and other",
+                           shown);
+            if (v & 07000)
+                return bad(p, n,
+                           "entry %s: permissions %#lo has set-id or sticky bits (only "
+                           "0777 is written)",
+                           shown, v & 07777);
+            *mode = v & 0777;
+        }
+    } else if (n->type == YAML_MAPPING_NODE) {
+        long bits[3] = {7, 0, 0};
+        static const char *const who[] = {"owner", "group", "other"};
+        int rc = check_map(p, n, "permissions");
+        for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
+             rc == SBX_OK && kv < n->data.mapping.pairs.top; kv++) {
+            yaml_node_t *kn = node(p, kv->key, n, &rc);
+            yaml_node_t *vn = kn ? node(p, kv->value, kn, &rc) : NULL;
+            const char *k = scalar(kn);
+            if (!vn)
+                break;
+            int i = 0;
+            while (i < 3 && (!k || strcmp(k, who[i])))
+                i++;
+            if (i < 3)
+                rc = want_long(p, vn, who[i], 0, 7, 10, &bits[i]);
+            else if (k && !strcmp(k, "directory"))
+                continue; /* the entry's type says it */
+            else if (k && !strcmp(k, "sticky")) {
+                const char *v = scalar(vn);
+                if (!v || strcmp(v, "false"))
+                    rc = bad(p, vn, "entry %s: permissions: sticky is not written", shown);
+            } else
+                rc = bad(p, kn,
+                         "entry %s: permissions: unknown key \"%.40s\" (expected owner, "
+                         "group, other, directory)",
+                         shown, k ? k : "?");
+        }
+        if (rc != SBX_OK)
+            return rc;
+        *mode = bits[0] << 6 | bits[1] << 3 | bits[2];
+    } else
+        return bad(p, n,
+                   "entry %s: permissions: expected a mode number, a string like "
+                   "-rwxr-xr-x or a mapping of owner, group and other",
+                   shown);
+    if (*mode == 0)
+        return bad(p, n, "entry %s: permissions give mode 0, which sbx does not write",
+                   shown);
+    return SBX_OK;
+}
+
+static int parse_entries_into(struct parse *p, const yaml_node_t *n, const char *prefix);
+
+/* One entry. In the list shape (keypath NULL) the mapping has a path; in
+ * the SDK's mapping shape keypath is the entry's path (its key, below the
+ * dir whose children it is). */
+static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_entry *e,
+                       const char *keypath)
 {
     e->mode = -1;
     e->root = -1;
     e->line = line_of(n);
     if (n->type != YAML_MAPPING_NODE)
-        return bad(p, n, "an entry must be a mapping with path and type");
+        return bad(p, n, keypath ? "entry %.120s: expected a mapping with type"
+                                 : "an entry must be a mapping with path and type%.0s",
+                   keypath ? keypath : "");
     const yaml_node_t *path = NULL, *type = NULL;
     int rc = check_map(p, n, "entry");
     if (rc != SBX_OK)
@@ -205,9 +307,16 @@ static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_en
         else if (k && !strcmp(k, "type"))
             type = yaml_document_get_node(&p->doc, kv->value);
     }
-    if (!path)
+    if (keypath && path)
+        return bad(p, path, "entry %.120s: path: an entry of a mapping is named by its key",
+                   keypath);
+    if (keypath)
+        rc = dup_into(p, keypath, strlen(keypath), &e->path);
+    else if (!path)
         return bad(p, n, "an entry has no path");
-    if ((rc = want_string(p, path, "path", &e->path)) != SBX_OK)
+    else
+        rc = want_string(p, path, "path", &e->path);
+    if (rc != SBX_OK)
         return rc;
     char shown[160];
     sbxh_text_escape(shown, sizeof shown, e->path, 120);
@@ -219,7 +328,8 @@ static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_en
         return bad(p, type ? type : n,
                    "entry %s: type must be file, dir, local_file, local_dir or git_repo",
                    shown);
-    const yaml_node_t *content = NULL, *encoding = NULL;
+    const yaml_node_t *content = NULL, *encoding = NULL, *children = NULL, *mode_node = NULL;
+    const yaml_node_t *repo = NULL, *host = NULL;
     for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
          rc == SBX_OK && kv < n->data.mapping.pairs.top; kv++) {
         yaml_node_t *kn = node(p, kv->key, n, &rc);
@@ -229,29 +339,108 @@ static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_en
         const char *k = scalar(kn);
         if (!k)
             rc = bad(p, kn, "entry %s: keys must be strings", shown);
-        else if (!strcmp(k, "path") || !strcmp(k, "type"))
+        else if (!strcmp(k, "path") || !strcmp(k, "type") || !strcmp(k, "description"))
             continue;
-        else if (!strcmp(k, "mode")) {
-            long mode;
-            rc = want_long(p, vn, "mode", 1, 0777, 8, &mode);
+        else if (!strcmp(k, "mode") || !strcmp(k, "permissions") || !strcmp(k, "executable")) {
+            /* one way of saying the mode per entry */
+            if (mode_node)
+                rc = bad(p, kn, "entry %s: give one of mode, permissions and executable",
+                         shown);
+            mode_node = kn;
+            long mode = -1;
+            if (rc != SBX_OK)
+                break;
+            if (!strcmp(k, "mode"))
+                rc = want_long(p, vn, "mode", 1, 0777, 8, &mode);
+            else if (!strcmp(k, "permissions"))
+                rc = parse_permissions(p, vn, shown, &mode);
+            else {
+                const char *v = scalar(vn);
+                if (e->type != MF_FILE && e->type != MF_LOCAL_FILE)
+                    rc = bad(p, kn, "entry %s: executable is for files", shown);
+                else if (v && !strcmp(v, "true"))
+                    mode = 0755;
+                else if (!v || strcmp(v, "false"))
+                    rc = bad(p, vn, "entry %s: executable: expected true or false", shown);
+            }
             e->mode = (int)mode;
-        } else if (!strcmp(k, "group"))
-            rc = want_string(p, vn, "group", &e->group);
-        else if (!key_allowed(e->type, k))
+        } else if (!strcmp(k, "group")) {
+            /* a name, or the SDK's group object with a name */
+            const yaml_node_t *gn = vn;
+            if (vn->type == YAML_MAPPING_NODE) {
+                gn = NULL;
+                for (yaml_node_pair_t *g = vn->data.mapping.pairs.start;
+                     g < vn->data.mapping.pairs.top; g++) {
+                    const char *gk = scalar(yaml_document_get_node(&p->doc, g->key));
+                    if (gk && !strcmp(gk, "name"))
+                        gn = yaml_document_get_node(&p->doc, g->value);
+                    else
+                        return bad(p, vn, "entry %s: group: expected a name", shown);
+                }
+                if (!gn)
+                    return bad(p, vn, "entry %s: group: expected a name", shown);
+            }
+            rc = want_string(p, gn, "group", &e->group);
+        } else if (!strcmp(k, "ephemeral")) {
+            const char *v = scalar(vn);
+            if (!v || strcmp(v, "false"))
+                rc = bad(p, vn,
+                         "entry %s: ephemeral entries are not supported (a snapshot "
+                         "holds the whole workspace)",
+                         shown);
+        } else if (!key_allowed(e->type, k))
             rc = bad(p, kn, "entry %s: unknown key \"%.40s\" for type %s", shown, k, t);
         else if (!strcmp(k, "content"))
             content = vn;
         else if (!strcmp(k, "encoding"))
             encoding = vn;
-        else if (!strcmp(k, "source"))
-            rc = want_string(p, vn, "source", &e->source);
-        else if (!strcmp(k, "url"))
+        else if (!strcmp(k, "source") || !strcmp(k, "src")) {
+            if (e->source)
+                rc = bad(p, kn, "entry %s: give source or src, not both", shown);
+            else
+                rc = want_string(p, vn, k, &e->source);
+        } else if (!strcmp(k, "url"))
             rc = want_string(p, vn, "url", &e->url);
         else if (!strcmp(k, "ref"))
             rc = want_string(p, vn, "ref", &e->ref);
+        else if (!strcmp(k, "repo"))
+            repo = vn;
+        else if (!strcmp(k, "host"))
+            host = vn;
+        else if (!strcmp(k, "children"))
+            children = vn;
     }
     if (rc != SBX_OK)
         return rc;
+    if (repo || host) {
+        /* the SDK's git_repo: repo "owner/name" on host (github.com) */
+        const char *r = NULL, *h = "github.com";
+        if (e->url)
+            return bad(p, repo ? repo : host, "entry %s: give url or repo, not both", shown);
+        if (!repo)
+            return bad(p, host, "entry %s: host without repo", shown);
+        if ((rc = want_scalar(p, repo, "repo", &r)) != SBX_OK ||
+            (host && (rc = want_scalar(p, host, "host", &h)) != SBX_OK))
+            return rc;
+        if (!*r || !*h || strchr(h, '/') || strchr(h, '@') || strstr(r, "..") ||
+            r[0] == '/' || strspn(r, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                     "0123456789._-/") != strlen(r))
+            return bad(p, repo, "entry %s: repo \"%.60s\" on host \"%.60s\" is not owner/name",
+                       shown, r, h);
+        size_t l = strlen(h) + strlen(r) + 10;
+        if (!(e->url = malloc(l)))
+            return sbx_error_set(p->err, SBX_E_NOMEM, "out of memory");
+        snprintf(e->url, l, "https://%s/%s", h, r);
+    }
+    if (children) {
+        /* the SDK's nested dir: its children are entries below its path */
+        if (children->type != YAML_MAPPING_NODE)
+            return bad(p, children, "entry %s: children: expected a mapping of name: entry",
+                       shown);
+        rc = parse_entries_into(p, children, e->path);
+        if (rc != SBX_OK)
+            return rc;
+    }
     if (e->type == MF_FILE) {
         const char *text = NULL, *enc = "text";
         if (!content)
@@ -279,22 +468,67 @@ static int parse_entry(struct parse *p, const yaml_node_t *n, struct manifest_en
     return SBX_OK;
 }
 
+/* A new zeroed entry at the end of the manifest's entries (the array is
+ * allocated for SBX_MANIFEST_ENTRIES_MAX at the first entry: a dir's
+ * children make the count known only while parsing). */
+static int next_entry(struct parse *p, const yaml_node_t *n, struct manifest_entry **out)
+{
+    if (p->m->nentries == SBX_MANIFEST_ENTRIES_MAX)
+        return bad(p, n, "entries: more than %d", SBX_MANIFEST_ENTRIES_MAX);
+    if (!p->m->entries &&
+        !(p->m->entries = calloc(SBX_MANIFEST_ENTRIES_MAX, sizeof *p->m->entries)))
+        return sbx_error_set(p->err, SBX_E_NOMEM, "out of memory");
+    *out = &p->m->entries[p->m->nentries++];
+    return SBX_OK;
+}
+
+/* The SDK's shape: a mapping of path: entry; below a dir, a mapping of
+ * name: entry, whose paths are the dir's path, "/", the name. */
+static int parse_entries_into(struct parse *p, const yaml_node_t *n, const char *prefix)
+{
+    int rc = check_map(p, n, prefix ? "children" : "entries");
+    for (yaml_node_pair_t *kv = n->data.mapping.pairs.start;
+         rc == SBX_OK && kv < n->data.mapping.pairs.top; kv++) {
+        yaml_node_t *kn = node(p, kv->key, n, &rc);
+        yaml_node_t *vn = kn ? node(p, kv->value, kn, &rc) : NULL;
+        const char *k = NULL;
+        struct manifest_entry *e;
+        if (!vn || (rc = want_scalar(p, kn, "entry path", &k)) != SBX_OK ||
+            (rc = next_entry(p, kn, &e)) != SBX_OK)
+            break;
+        if (prefix && (!*k || strchr(k, '/') || !strcmp(k, ".") || !strcmp(k, ".."))) {
+            char shown[160];
+            rc = bad(p, kn, "entry %s: children: \"%.60s\" is not a name", prefix,
+                     sbxh_text_escape(shown, sizeof shown, k, 60));
+            break;
+        }
+        size_t l = (prefix ? strlen(prefix) + 1 : 0) + strlen(k) + 1;
+        char *path = malloc(l);
+        if (!path)
+            return sbx_error_set(p->err, SBX_E_NOMEM, "out of memory");
+        snprintf(path, l, "%s%s%s", prefix ? prefix : "", prefix ? "/" : "", k);
+        rc = parse_entry(p, vn, e, path);
+        free(path);
+    }
+    return rc;
+}
+
 static int parse_entries(struct parse *p, const yaml_node_t *n)
 {
+    if (n->type == YAML_MAPPING_NODE)
+        return parse_entries_into(p, n, NULL);
     if (n->type != YAML_SEQUENCE_NODE)
-        return bad(p, n, "entries: expected a list");
+        return bad(p, n, "entries: expected a list of entries or a mapping of path: entry");
     size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
     if (count > SBX_MANIFEST_ENTRIES_MAX)
         return bad(p, n, "entries: more than %d", SBX_MANIFEST_ENTRIES_MAX);
-    p->m->entries = calloc(count ? count : 1, sizeof *p->m->entries);
-    if (!p->m->entries)
-        return sbx_error_set(p->err, SBX_E_NOMEM, "out of memory");
     int rc = SBX_OK;
     for (yaml_node_item_t *it = n->data.sequence.items.start;
          rc == SBX_OK && it < n->data.sequence.items.top; it++) {
+        struct manifest_entry *e;
         yaml_node_t *en = node(p, *it, n, &rc);
-        if (en)
-            rc = parse_entry(p, en, &p->m->entries[p->m->nentries++]);
+        if (en && (rc = next_entry(p, en, &e)) == SBX_OK)
+            rc = parse_entry(p, en, e, NULL);
     }
     return rc;
 }
@@ -597,7 +831,7 @@ int sbxh_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t le
     if (EVP_Digest(text, len, md, NULL, EVP_sha256(), NULL) != 1)
         return sbx_error_set(err, SBX_E_INTERNAL, "%s: SHA-256 failed", m->name);
     for (size_t i = 0; i < sizeof md; i++)
-        snprintf(m->digest + 2 * i, 3, "%02x", md[i]);
+        snprintf(m->text_digest + 2 * i, 3, "%02x", md[i]);
     if (!(m->env = calloc(1, sizeof *m->env)))
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
 
@@ -625,6 +859,8 @@ int sbxh_manifest_parse_text(struct sbx_manifest *m, const char *text, size_t le
         p.seen[0] = 1;
         rc = parse_top(&p, root);
     }
+    if (rc == SBX_OK)
+        rc = sbxh_manifest_digest_compute(m, err);
     free(p.seen);
     yaml_document_delete(&p.doc);
     return rc;

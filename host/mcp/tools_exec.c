@@ -430,6 +430,67 @@ static int write_stdin(struct sbxm_call *c, json_object **result, sbx_error *err
     return rc;
 }
 
+/* The signals kill_process sends by name (Linux numbers, as proc_signal
+ * takes them); others by number. */
+static const struct {
+    const char *name;
+    int signo;
+} signal_names[] = {{"HUP", 1}, {"INT", 2}, {"QUIT", 3}, {"KILL", 9},
+                    {"USR1", 10}, {"USR2", 12}, {"TERM", 15}, {"CONT", 18},
+                    {"STOP", 19}, {"WINCH", 28}};
+
+/* The signal argument: a name above (with or without "SIG") or 1..64;
+ * absent is TERM. 0 when it is neither. */
+static int signal_arg(struct sbxm_call *c)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(c->args, "signal", &v) || !v)
+        return 15;
+    if (json_object_is_type(v, json_type_int)) {
+        int64_t n = json_object_get_int64(v);
+        return n >= 1 && n <= 64 ? (int)n : 0;
+    }
+    const char *s = json_object_get_string(v);
+    if (!s)
+        return 0;
+    if (strncmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
+        if (strcmp(s, signal_names[i].name) == 0)
+            return signal_names[i].signo;
+    return 0;
+}
+
+/* Send a signal to a process exec_command left running; its output and
+ * status are read with write_stdin as before. */
+static int signal_process(struct sbxm_call *c, json_object **result, sbx_error *err)
+{
+    const char *sandbox = sbxm_arg_str(c, "sandbox"), *id = sbxm_arg_str(c, "process_id");
+    int signo = signal_arg(c);
+    if (!signo)
+        return sbx_error_set(err, SBX_E_INVALID,
+                             "signal: expected one of HUP, INT, QUIT, KILL, USR1, USR2, TERM, "
+                             "CONT, STOP, WINCH or a number from 1 to 64");
+    struct sbxm_proc_state st;
+    memset(&st, 0, sizeof st);
+    sbxm_proc_get(c->srv, sandbox, id, &st);
+    sbx_handle *h;
+    int rc = sbxm_handle_as(c, sandbox, st.user[0] ? st.user : NULL, &h, err);
+    if (rc != SBX_OK)
+        return rc;
+    if (!(provider_caps(h) & SBX_CAP_PROCESSES))
+        return sbx_error_set(err, SBX_E_UNSUPPORTED,
+                             "the provider has no processes: no command outlives its "
+                             "exec_command call");
+    rc = sbx_proc_signal(h, id, signo, c->cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    *result = json_object_new_object();
+    json_object_object_add(*result, "process_id", json_object_new_string(id));
+    json_object_object_add(*result, "signal", json_object_new_int(signo));
+    return SBX_OK;
+}
+
 #define KEY_SCHEMA "{\"type\":\"string\",\"minLength\":1,\"maxLength\":1024}"
 #define OUTPUT_SCHEMA                                                                     \
     "{\"type\":\"object\",\"properties\":{\"output\":{\"type\":\"string\"},\"stdout\":"   \
@@ -489,6 +550,25 @@ const struct sbxm_tool sbxm_tools_exec[] = {
         .group = SBXM_TOOLS_AGENT,
         .read_only = false,
         .run = write_stdin,
+    },
+    {
+        .name = "kill_process",
+        .title = "Signal a running command",
+        .description = "Send a signal (default TERM; KILL, INT, HUP, ... or a number) to the "
+                       "process group of a command exec_command left running; read what it "
+                       "printed and how it ended with write_stdin.",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{\"sandbox\":" KEY_SCHEMA ",\"process_id\":"
+            "{\"type\":\"string\",\"minLength\":1,\"maxLength\":127},\"signal\":{"
+            "\"type\":[\"string\",\"integer\"],\"maxLength\":16,\"description\":\"a "
+            "name (TERM, KILL, INT, HUP, QUIT, USR1, USR2, CONT, STOP, WINCH) or 1 to 64\"}},"
+            "\"required\":[\"sandbox\",\"process_id\"],\"additionalProperties\":false}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"process_id\":{\"type\":"
+                         "\"string\"},\"signal\":{\"type\":\"integer\"}},\"required\":["
+                         "\"process_id\",\"signal\"]}",
+        .group = SBXM_TOOLS_AGENT,
+        .read_only = false,
+        .run = signal_process,
     },
     {0},
 };

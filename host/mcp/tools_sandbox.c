@@ -101,15 +101,33 @@ static int connect_sandbox(struct sbxm_call *c, json_object **result, sbx_error 
     if (st.deleting)
         return sbx_error_set(err, SBX_E_DENIED, "sandbox \"%.200s\" is being destroyed",
                              key);
+    json_object *manifest_arg = NULL;
+    json_object_object_get_ex(c->args, "manifest", &manifest_arg);
+    if (manifest_arg && want)
+        return sbx_error_set(err, SBX_E_INVALID, "give manifest or manifest_digest, not both");
+    sbx_handle *h;
+    if (manifest_arg) {
+        /* resume with the trusted manifest itself: libsbx compares its
+         * digest with the recorded one */
+        sbx_manifest *mf = NULL;
+        if ((rc = sbxm_manifest_from_arg(manifest_arg, &mf, err)) != SBX_OK)
+            return rc;
+        rc = sbx_session_resume(c->srv->m, key, mf, c->cancel, &h, err);
+        sbx_manifest_free(mf);
+        if (rc != SBX_OK)
+            return rc;
+        struct sbxm_handle_ref *ref;
+        sbxm_handles_adopt(c->srv->handles, key, h, &ref);
+        sbxm_call_keep(c, ref);
+    }
     /* resume: only with the digest of the manifest it was made with */
-    if (want && strcmp(want, st.manifest_digest))
+    else if (want && strcmp(want, st.manifest_digest))
         return sbx_error_set(err, SBX_E_DENIED,
                              "sandbox \"%.200s\" was provisioned %s%.12s%s: "
                              "manifest_digest %.12s does not match, refused",
                              key, st.manifest_digest[0] ? "with manifest " : "without a manifest",
                              st.manifest_digest, st.manifest_digest[0] ? "..." : "", want);
-    sbx_handle *h;
-    if ((rc = sbxm_handle(c, key, &h, err)) != SBX_OK)
+    else if ((rc = sbxm_handle(c, key, &h, err)) != SBX_OK)
         return rc;
     json_object *r = json_object_new_object();
     json_object_object_add(r, "sandbox", json_object_new_string(key));
@@ -202,13 +220,17 @@ const struct sbxm_tool sbxm_tools_sandbox[] = {
         .name = "connect_sandbox",
         .title = "Connect to a sandbox",
         .description = "Connect to the existing sandbox `sandbox` (never creates one). "
-                       "With manifest_digest, refused unless the sandbox was provisioned "
-                       "with that manifest (resume).",
+                       "With manifest (the trusted manifest object) or manifest_digest, "
+                       "refused unless the sandbox was provisioned with that manifest "
+                       "(resume).",
         .input_schema = "{\"type\":\"object\",\"properties\":{\"sandbox\":" KEY_SCHEMA
                         "\"description\":\"the sandbox's name\"},\"manifest_digest\":"
                         "{\"type\":\"string\",\"maxLength\":64,\"description\":\"the "
-                        "manifest_digest create_sandbox returned\"}},\"required\":"
-                        "[\"sandbox\"],\"additionalProperties\":false}",
+                        "manifest_digest create_sandbox returned\"},\"manifest\":{\"type\":"
+                        "\"object\",\"description\":\"the manifest the sandbox was "
+                        "created with (inline entries only): its digest must be the "
+                        "recorded one\"}},\"required\":[\"sandbox\"],"
+                        "\"additionalProperties\":false}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"sandbox\":{\"type\":"
                          "\"string\"},\"provider\":{\"type\":\"string\"},\"manifest_digest\":"
                          "{\"type\":[\"string\",\"null\"]},\"run_as\":{\"type\":[\"string\","

@@ -1,5 +1,6 @@
 /* call.c - per-call contexts for provider ops. */
 #include "registry/call.h"
+#include "base/cancel.h"
 
 #include <string.h>
 
@@ -9,12 +10,16 @@ void sbxh_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel)
     call->err = err ? err : &call->scratch;
     call->cancel = cancel;
     call->user = NULL;
+    call->progressed = false;
     sbx_error_clear(call->err);
 }
 
 int sbxh_call_end(struct sbx_call *call, int rc, const char *provider,
                   const char *op)
 {
+    if (call->progressed)
+        sbxh_progress(call->cancel, call->progress_what, "bytes", call->progress_done,
+                      call->progress_total, NULL, true);
     if (rc == SBX_OK) {
         sbx_error_clear(call->err);
         return rc;

@@ -10,6 +10,9 @@
 #include <sbx/provider.h>
 #include <sbx/sbx.h>
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct sbx_call {
     sbx_error *err;     /* never NULL: points at scratch when the caller
                            passed none */
@@ -17,6 +20,11 @@ struct sbx_call {
     const char *user;   /* the user the op acts as (SBX_CAP_USERS), or NULL;
                            borrowed from the handle */
     sbx_error scratch;
+    /* the provider's last progress report (host->progress), repeated as
+     * finished when the op returns */
+    bool progressed;
+    char progress_what[128];
+    uint64_t progress_done, progress_total;
 };
 
 /* Prepare a call for one op. */

@@ -89,6 +89,23 @@ static const char *host_call_user(const struct sbx_host *host, const sbx_call *c
     return call ? call->user : NULL;
 }
 
+static void host_progress(const struct sbx_host *host, const sbx_call *call,
+                          const char *what, uint64_t done, uint64_t total,
+                          const char *detail)
+{
+    (void)host;
+    if (!call || !call->cancel || !call->cancel->progress)
+        return;
+    /* kept to be repeated as the step's finished report when the op ends
+     * (the call is the host's: only its progress members are written) */
+    struct sbx_call *c = (struct sbx_call *)call;
+    c->progressed = true;
+    snprintf(c->progress_what, sizeof c->progress_what, "%s", what ? what : "");
+    c->progress_done = done;
+    c->progress_total = total;
+    sbxh_progress(call->cancel, c->progress_what, "bytes", done, total, detail, false);
+}
+
 void sbxh_host_table_init(struct sbx_provider *p)
 {
     p->host.size = sizeof p->host;
@@ -101,4 +118,5 @@ void sbxh_host_table_init(struct sbx_provider *p)
     p->host.cancelled = host_cancelled;
     p->host.cancel_fd = host_cancel_fd;
     p->host.call_user = host_call_user;
+    p->host.progress = host_progress;
 }

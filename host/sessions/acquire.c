@@ -13,8 +13,11 @@
 #include <sbx/manifest.h>
 #include "config/config.h"
 #include "sessions/activity.h"
+#include "config/manifest_internal.h"
 #include "sessions/internal.h"
 #include "sessions/memory_hooks.h"
+#include "sessions/pools.h"
+#include "store/pools.h"
 #include "base/struct_size.h"
 
 #include <stdio.h>
@@ -58,8 +61,12 @@ static int attach_binding(sbx_sessions *m, const struct sbx_binding *b,
     rc = sbxh_store_get_manifest(m->store, b->session_key, digest, run_as, &found, err);
     if (rc != SBX_OK)
         return rc;
+    char skey_buf[SBX_STORE_KEY_MAX + 1];
+    const char *skey;
+    if ((rc = sbxh_session_sandbox_key(m, b->session_key, skey_buf, &skey, err)) != SBX_OK)
+        return rc;
     sbx_error why;
-    rc = sbx_attach(p, b->session_key, b->external_id, cancel, out, &why);
+    rc = sbx_attach(p, skey, b->external_id, cancel, out, &why);
     if (rc == SBX_OK && run_as[0] && sbx_handle_set_user(*out, run_as, &why) != SBX_OK) {
         sbx_release(*out);
         *out = NULL;
@@ -152,7 +159,8 @@ SBX_API int sbx_session_resume(sbx_sessions *m, const char *session_key,
     char label[13];
     sbxh_session_label(session_key, label);
     const char *given = manifest ? sbx_manifest_digest(manifest) : "";
-    if (strcmp(given, st.manifest_digest) != 0) {
+    if (strcmp(given, st.manifest_digest) != 0 &&
+        !(manifest && strcmp(manifest->text_digest, st.manifest_digest) == 0)) {
         if (!st.manifest_digest[0])
             return sbx_error_set(err, SBX_E_DENIED,
                                  "session %s was provisioned without a manifest: resume "
@@ -208,7 +216,10 @@ static int restore_snapshot(sbx_sessions *m, sbx_provider *p, const char *key,
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     sbx_release(h);
     sbx_error ignored;
-    if (sbxh_session_destroy_resource(p, key, ref, NULL, &ignored) == SBX_OK)
+    char skey_buf[SBX_STORE_KEY_MAX + 1];
+    const char *skey;
+    if (sbxh_session_sandbox_key(m, key, skey_buf, &skey, &ignored) == SBX_OK &&
+        sbxh_session_destroy_resource(p, skey, ref, NULL, &ignored) == SBX_OK)
         sbxh_store_release_intent(m->store, key, m->owner, NULL);
     return rc;
 }
@@ -236,6 +247,10 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
                  ? sbxh_store_set_manifest(m->store, key, sbx_manifest_digest(spec->manifest),
                                            sbx_manifest_run_as(spec->manifest), err)
                  : sbxh_store_drop_manifest(m->store, key, err);
+    /* created under the session's own key: a sandbox key left by an
+     * earlier, pooled incarnation of the key must not apply */
+    if (rc == SBX_OK)
+        rc = sbxh_store_drop_sandbox_key(m->store, key, err);
     if (rc != SBX_OK)
         return rc;
     struct sbx_session_egress eg;
@@ -274,7 +289,18 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         return rc;
     }
     sbxh_session_crash_point(m, "after-create");
+    return sbxh_session_provision_rest(m, p, key, spec, &eg, h, NULL, cancel, out, retry,
+                                       err);
+}
 
+int sbxh_session_provision_rest(sbx_sessions *m, sbx_provider *p, const char *key,
+                                const struct sbx_session_spec *spec,
+                                struct sbx_session_egress *egp, sbx_handle *h,
+                                const char *member_key, sbx_cancel *cancel,
+                                sbx_handle **out, bool *retry, sbx_error *err)
+{
+    struct sbx_session_egress eg = *egp;
+    int rc;
     if (spec && spec->manifest) {
         rc = sbxh_store_update_intent(m->store, key, m->owner, "manifest", NULL, err);
         if (rc == SBX_OK)
@@ -311,6 +337,13 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
 
     sbx_error why;
     rc = sbxh_store_publish(m->store, key, m->owner, NULL, &why);
+    if (rc == SBX_OK && member_key) {
+        /* the member is the session's now (its sandbox key was recorded at
+         * claim); its row is bookkeeping only: a leftover is dropped by
+         * reconcile */
+        sbxh_session_crash_point(m, "pool-after-publish");
+        sbxh_store_pool_delete(m->store, member_key, NULL);
+    }
     if (rc == SBX_OK) {
         const char *run_as = spec && spec->manifest ? sbx_manifest_run_as(spec->manifest)
                                                     : NULL;
@@ -348,8 +381,10 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         sbx_release(h);
         /* Fenced for deletion: the resource we made must not outlive us. */
         sbx_error ignored;
-        if (fenced && sbxh_session_destroy_resource(p, key, ref, cancel, &ignored) ==
-                          SBX_OK)
+        char skey_buf[SBX_STORE_KEY_MAX + 1];
+        const char *skey = key;
+        if (fenced && sbxh_session_sandbox_key(m, key, skey_buf, &skey, &ignored) == SBX_OK &&
+            sbxh_session_destroy_resource(p, skey, ref, cancel, &ignored) == SBX_OK)
             sbxh_store_release_intent(m->store, key, m->owner, NULL);
         return sbx_error_set(err, SBX_E_DENIED,
                              "session %s: the sandbox was not published: %s", label,
@@ -463,6 +498,9 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
         }
 
         sbxh_session_crash_point(m, "before-intent");
+        /* A warm pool's ready member when one matches; an empty pool
+         * (or only broken members) falls through to a cold create. */
+        const struct sbxh_pool *pool = sbxh_pool_match(m, p, spec);
         struct sbx_claim_request req = {
             .session_key = session_key,
             .provider = sbx_provider_info_name(sbx_provider_get_info(p)),
@@ -470,6 +508,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
             .spec_hash = spec_hash,
             .step = "claimed",
             .max_sandboxes = sbxh_session_max_sandboxes(m, p),
+            .pool = pool ? pool->cfg->name : NULL,
         };
         struct sbx_claim claim = {0};
         rc = sbxh_store_claim(m->store, &req, &claim, err);
@@ -497,9 +536,26 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 continue;
             }
             sbxh_claim_clear(&claim);
-            bool retry = false;
-            rc = provision(m, p, session_key, spec, spec_hash, caps, cancel, out,
-                           &retry, err);
+            bool retry = false, pooled = false;
+            sbx_handle *ph = NULL;
+            struct sbx_session_egress eg;
+            char member_key[SBX_STORE_KEY_MAX + 1];
+            rc = pool ? sbxh_pool_claim(m, p, pool, session_key, spec, cancel, &ph, &eg,
+                                        member_key, &pooled, err)
+                      : SBX_OK;
+            if (rc == SBX_OK && pooled)
+                rc = sbxh_session_provision_rest(m, p, session_key, spec, &eg, ph,
+                                                 member_key, cancel, out, &retry, err);
+            if (!pooled && rc == SBX_OK && pool && req.max_sandboxes > 0 &&
+                (rc = sbxh_store_quota_recheck(m->store, req.provider, req.max_sandboxes,
+                                               err)) != SBX_OK)
+                /* admitted on a member another session took meanwhile */
+                sbxh_store_release_intent(m->store, session_key, m->owner, NULL);
+            if (!pooled && rc == SBX_OK)
+                rc = provision(m, p, session_key, spec, spec_hash, caps, cancel, out,
+                               &retry, err);
+            if (rc == SBX_OK && !retry && info)
+                info->pooled = pooled;
             if (rc == SBX_OK && retry)
                 continue;
             if (rc == SBX_OK && info) {

@@ -4,6 +4,7 @@
  */
 #include "clock.h"
 #include "sessions/internal.h"
+#include "store/pools.h"
 #include "sessions/memory_hooks.h"
 #include "store/store.h"
 
@@ -38,7 +39,11 @@ static int flush_memory(sbx_sessions *m, sbx_provider *p, const struct sbx_bindi
     if (!unclean)
         return SBX_OK;
     sbx_handle *h;
-    rc = sbx_attach(p, b->session_key, b->external_id, cancel, &h, &why);
+    char skey_buf[SBX_STORE_KEY_MAX + 1];
+    const char *skey;
+    if ((rc = sbxh_session_sandbox_key(m, b->session_key, skey_buf, &skey, err)) != SBX_OK)
+        return rc;
+    rc = sbx_attach(p, skey, b->external_id, cancel, &h, &why);
     /* gone, or no longer trusted (SBX_E_DENIED: tampered with): what its
      * mounts hold cannot be written back, and must not block deletion */
     if (rc == SBX_E_NOT_FOUND || rc == SBX_E_DENIED)
@@ -73,7 +78,11 @@ int sbxh_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
         if (rc == SBX_OK) {
             sbxh_session_crash_point(m, "during-destroy");
             sbx_error why;
-            rc = sbxh_session_destroy_resource(p, key, b.external_id, cancel, &why);
+            char skey_buf[SBX_STORE_KEY_MAX + 1];
+            const char *skey = key;
+            rc = sbxh_session_sandbox_key(m, key, skey_buf, &skey, &why);
+            if (rc == SBX_OK)
+                rc = sbxh_session_destroy_resource(p, skey, b.external_id, cancel, &why);
             if (rc != SBX_OK)
                 sbx_error_set(err, rc,
                               "session %s: cannot destroy its sandbox (provider "
@@ -99,6 +108,7 @@ int sbxh_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
             sbxh_store_drop_manifest(m->store, key, NULL);
             sbxh_store_memory_drop(m->store, key, NULL);
             sbxh_store_activity_drop(m->store, key, NULL);
+            sbxh_store_drop_sandbox_key(m->store, key, NULL);
             return SBX_OK;
         }
         if (rc != SBX_E_UNAVAILABLE)

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "base/process_id.h"
 #include "sessions/internal.h"
+#include "store/pools.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -214,6 +215,11 @@ int sbxh_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
     if (rc != SBX_OK)
         return rc;
     char ref[SBX_REF_MAX];
+    char skey_buf[SBX_STORE_KEY_MAX + 1];
+    const char *skey = in->session_key;
+    if (in->external_id &&
+        (rc = sbxh_session_sandbox_key(m, in->session_key, skey_buf, &skey, err)) != SBX_OK)
+        return rc;
     if (in->external_id) {
         snprintf(ref, sizeof ref, "%s", in->external_id);
     } else {
@@ -236,8 +242,12 @@ int sbxh_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
         if (rc != SBX_OK)
             return rc;
     }
-    rc = sbxh_session_destroy_resource(p, in->session_key, ref, cancel, err);
+    rc = sbxh_session_destroy_resource(p, skey, ref, cancel, err);
     if (rc != SBX_OK)
+        return rc;
+    /* a claimed pool member's key goes with its sandbox */
+    if (skey != in->session_key &&
+        (rc = sbxh_store_drop_sandbox_key(m->store, in->session_key, err)) != SBX_OK)
         return rc;
     return sbxh_store_release_intent(m->store, in->session_key, m->owner, err);
 }
@@ -271,5 +281,16 @@ int sbxh_session_reclaim(sbx_sessions *m, const struct sbx_intent *in,
     else if (rc == SBX_E_NOT_FOUND)
         rc = SBX_E_EXISTS; /* finished meanwhile */
     sbxh_intent_clear(&taken);
+    return rc;
+}
+
+int sbxh_session_sandbox_key(sbx_sessions *m, const char *key, char *buf,
+                             const char **use, sbx_error *err)
+{
+    bool found = false;
+    *use = key;
+    int rc = sbxh_store_sandbox_key(m->store, key, buf, &found, err);
+    if (rc == SBX_OK && found)
+        *use = buf;
     return rc;
 }

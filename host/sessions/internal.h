@@ -27,6 +27,8 @@ struct sbx_sessions {
     int64_t lease_ms;
     int64_t wait_ms;
     char crash_at[64];        /* test hook (SBX_TEST_HOOKS builds): "" when unset */
+    struct sbxh_pool *pools;  /* warm pools (sessions/pools.c) */
+    size_t npools;
 };
 
 /* Default intent lease (5 minutes). */
@@ -154,5 +156,26 @@ int sbxh_session_install_packages(sbx_handle *h, const struct sbx_config *cfg,
                                   int (*progress)(void *ud, const char *manager,
                                                   sbx_error *err),
                                   void *ud, sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * The key the session's sandbox was created under: the pool member's key
+ * when it was claimed from a warm pool (attach and destroy pass that key,
+ * hence its key_hash, as SBX_CAP_POOL says), else the session key itself.
+ * *use points at buf or at key (sessions/pools.c).
+ */
+int sbxh_session_sandbox_key(sbx_sessions *m, const char *key, char *buf,
+                             const char **use, sbx_error *err);
+
+/*
+ * What provisioning does after the sandbox exists (acquire.c): manifest,
+ * packages, the final egress policy, a snapshot, publish, memory hook and
+ * run_as. Takes over h and *eg (freed). member_key: the pool member the
+ * sandbox came from (its row is dropped once published), or NULL.
+ */
+int sbxh_session_provision_rest(sbx_sessions *m, sbx_provider *p, const char *key,
+                                const struct sbx_session_spec *spec,
+                                struct sbx_session_egress *eg, sbx_handle *h,
+                                const char *member_key, sbx_cancel *cancel,
+                                sbx_handle **out, bool *retry, sbx_error *err);
 
 #endif

@@ -6,6 +6,7 @@
 #include "base/process_id.h"
 #include "sessions/activity.h"
 #include "sessions/internal.h"
+#include "sessions/pools.h"
 #include "base/struct_size.h"
 
 #include <errno.h>
@@ -116,6 +117,10 @@ SBX_API int sbx_sessions_open(sbx_ctx *ctx, const struct sbx_sessions_options *o
     if (crash)
         snprintf(m->crash_at, sizeof m->crash_at, "%s", crash);
 #endif
+    if ((rc = sbxh_pools_open(m, err)) != SBX_OK) {
+        sbx_sessions_close(m);
+        return rc;
+    }
     *out = m;
     return SBX_OK;
 }
@@ -124,6 +129,7 @@ SBX_API void sbx_sessions_close(sbx_sessions *m)
 {
     if (!m)
         return;
+    sbxh_pools_close(m);
     sbxh_store_close(m->store);
     pthread_mutex_destroy(&m->busy_lock);
     pthread_cond_destroy(&m->busy_done);

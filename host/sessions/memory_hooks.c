@@ -29,6 +29,7 @@
  * a process dies, so a crash never leaves a session locked.
  */
 #include "sessions/memory_hooks.h"
+#include "base/cancel.h"
 
 #include "base/archive_lazy.h"
 #include "api/handle_hooks.h"
@@ -154,7 +155,11 @@ struct heads_tar {
     const char *slug;
     int64_t version;
     struct head_list *list;
+    struct sbxh_meter *meter; /* progress of the load */
 };
+
+/* Loads and write-backs smaller than this report no progress. */
+#define MEMORY_PROGRESS_THRESHOLD (1024 * 1024)
 
 /* One file's content, spooled through a growing buffer: at most one file
  * (bounded by the store's per-file limit) is held at a time. */
@@ -183,6 +188,7 @@ static int buf_write(void *ctx, const void *data, size_t len)
 
 struct sink_out {
     const struct sbx_sink *sink;
+    struct sbxh_meter *meter; /* or NULL */
 };
 
 static la_ssize_t sink_write(struct archive *a, void *ud, const void *data, size_t len)
@@ -191,6 +197,8 @@ static la_ssize_t sink_write(struct archive *a, void *ud, const void *data, size
     const struct sbx_sink *s = ((struct sink_out *)ud)->sink;
     if (s->write(s->ctx, data, len) != SBX_OK)
         return -1; /* the reader went away */
+    if (((struct sink_out *)ud)->meter)
+        sbxh_meter_add(((struct sink_out *)ud)->meter, len);
     return (la_ssize_t)len;
 }
 
@@ -198,7 +206,7 @@ static la_ssize_t sink_write(struct archive *a, void *ud, const void *data, size
 static int produce_heads(void *ud, const struct sbx_sink *sink, sbx_error *err)
 {
     struct heads_tar *h = ud;
-    struct sink_out so = {sink};
+    struct sink_out so = {sink, h->meter};
     struct archive *a = archive_write_new();
     if (!a || sbxs_archive_write_pax_bytes(a) != ARCHIVE_OK ||
         archive_write_open(a, &so, NULL, sink_write, NULL) != ARCHIVE_OK) {
@@ -247,14 +255,19 @@ static int load_heads(sbx_sessions *m, sbx_handle *h, const char *slug, int64_t 
     struct head_list list = {0};
     if (info.version > 0)
         rc = sbxh_mstore_heads(m->store, slug, info.version, collect_head, &list, err);
-    struct heads_tar ht = {m, slug, info.version, &list};
+    struct sbxh_meter meter = {.cancel = cancel, .total = (uint64_t)info.bytes,
+                               .threshold = MEMORY_PROGRESS_THRESHOLD};
+    snprintf(meter.what, sizeof meter.what, "loading memory %s", slug);
+    struct heads_tar ht = {m, slug, info.version, &list, &meter};
     struct sbx_stream_pipe pipe;
     if (rc == SBX_OK && (rc = sbxh_archive_load(err)) == SBX_OK &&
         (rc = sbxh_stream_pipe_start(&pipe, produce_heads, &ht, err)) == SBX_OK) {
         struct sbx_source src = sbxh_stream_pipe_source(&pipe);
         rc = sbxh_handle_memory_load(h, slug, &src, cancel, err);
-        if (rc == SBX_OK)
+        if (rc == SBX_OK) {
             sbxh_stream_pipe_drain(&pipe);
+            sbxh_meter_end(&meter);
+        }
         else
             sbxh_stream_pipe_abort(&pipe);
         sbxh_stream_pipe_join(&pipe);
@@ -293,6 +306,7 @@ struct wb {
     struct buf content;
     int64_t files_seen, bytes_seen; /* changed files read so far */
     char *chunk; /* SPOOL_CHUNK bytes: what libarchive reads the spool into */
+    struct sbxh_meter meter; /* progress of reading the changes */
 };
 
 static struct change *add_change(struct wb *w)
@@ -336,6 +350,7 @@ static int spool_write(void *ctx, const void *data, size_t len)
         return SBX_E_INVALID;
     }
     w->spool_left -= (int64_t)len;
+    sbxh_meter_add(&w->meter, len);
     while (len) {
         ssize_t n = write(w->spool_fd, p, len);
         if (n < 0 && errno == EINTR)
@@ -563,7 +578,13 @@ static int gather(struct wb *w, sbx_handle *h, const struct sbx_mstore_info *inf
     w->spool_left = spool_bound(info);
     struct sbx_sink sink = SBX_SINK_INIT(w, spool_write);
     struct sbx_memory_changes ch = {sizeof ch, &sink, w, on_removed};
+    memset(&w->meter, 0, sizeof w->meter);
+    w->meter.cancel = cancel;
+    w->meter.threshold = MEMORY_PROGRESS_THRESHOLD;
+    snprintf(w->meter.what, sizeof w->meter.what, "writing back memory %s", w->slug);
     int rc = sbxh_handle_memory_diff(h, w->slug, 0, &ch, cancel, err);
+    if (rc == SBX_OK)
+        sbxh_meter_end(&w->meter);
     if (rc != SBX_OK && w->spool_full)
         rc = sbx_error_set(err, SBX_E_INVALID,
                            "memory store '%s': the changes are larger than the store's "

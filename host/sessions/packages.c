@@ -7,6 +7,7 @@
 #include "api/handle_user.h"
 #include "config/package_managers.h"
 #include "registry/provider.h"
+#include "base/cancel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,16 +21,64 @@ static size_t argv_len(const char **v)
     return n;
 }
 
+/* Progress of one manager's installation: its step (check, refresh,
+ * install) and, as detail, the last complete line its commands printed. */
+struct step_progress {
+    sbx_cancel *cancel;
+    char what[64];
+    uint64_t step, steps;
+};
+
+/* One output stream of a step: passed on to its capture, reported by line. */
+struct line_tee {
+    struct step_progress *sp;
+    const struct sbx_sink *inner;
+    char line[160];
+    size_t len;
+};
+
+static void report_step(struct step_progress *sp, const char *detail, bool finished)
+{
+    sbxh_progress(sp->cancel, sp->what, "steps", sp->step, sp->steps, detail, finished);
+}
+
+/* A sink that passes output on to the capture and reports each line. */
+static int tee_lines(void *ctx, const void *buf, size_t len)
+{
+    struct line_tee *t = ctx;
+    const char *b = buf;
+    for (size_t i = 0; i < len; i++) {
+        if (b[i] == '\n' || b[i] == '\r') {
+            if (t->len) {
+                t->line[t->len] = '\0';
+                report_step(t->sp, t->line, false);
+            }
+            t->len = 0;
+        } else if (t->len < sizeof t->line - 1)
+            t->line[t->len++] = b[i];
+    }
+    return t->inner->write(t->inner->ctx, buf, len);
+}
+
 /* Run argv; SBX_OK only when it exited 0. A failure's message names the
  * manager and quotes the end of the command's error output. */
 static int run(sbx_handle *h, const char *mgr, const char *const *argv,
-               const char *const *env, sbx_cancel *cancel, sbx_error *err)
+               const char *const *env, struct step_progress *sp, sbx_cancel *cancel,
+               sbx_error *err)
 {
     sbx_capture out, errs;
     sbx_capture_init(&out, 0, 1024);
     sbx_capture_init(&errs, 0, 1024);
-    struct sbx_sink out_sink = sbx_capture_sink(&out);
-    struct sbx_sink err_sink = sbx_capture_sink(&errs);
+    struct sbx_sink out_capture = sbx_capture_sink(&out);
+    struct sbx_sink err_capture = sbx_capture_sink(&errs);
+    struct sbx_sink out_sink = out_capture, err_sink = err_capture;
+    struct line_tee out_tee = {sp, &out_capture, "", 0}, err_tee = {sp, &err_capture, "", 0};
+    sp->step++;
+    report_step(sp, NULL, false);
+    if (cancel && cancel->progress) {
+        out_sink = (struct sbx_sink)SBX_SINK_INIT(&out_tee, tee_lines);
+        err_sink = (struct sbx_sink)SBX_SINK_INIT(&err_tee, tee_lines);
+    }
     struct sbx_exec_args args;
     memset(&args, 0, sizeof args);
     args.size = sizeof args;
@@ -84,9 +133,11 @@ static int install_manager(sbx_handle *h, const struct sbx_config *cfg,
     if (rc != SBX_OK)
         return rc;
     const char *const *env = c.env[0] ? c.env : NULL;
-    rc = run(h, mgr, c.check, env, cancel, err);
+    struct step_progress sp = {.cancel = cancel, .steps = c.refresh[0] ? 3 : 2};
+    snprintf(sp.what, sizeof sp.what, "installing %s packages", mgr);
+    rc = run(h, mgr, c.check, env, &sp, cancel, err);
     if (rc == SBX_OK && c.refresh[0])
-        rc = run(h, mgr, c.refresh, env, cancel, err);
+        rc = run(h, mgr, c.refresh, env, &sp, cancel, err);
     const char **argv = NULL;
     if (rc == SBX_OK) {
         size_t prefix = argv_len(c.install);
@@ -102,8 +153,10 @@ static int install_manager(sbx_handle *h, const struct sbx_config *cfg,
             if (spec->packages[i].manager == manager)
                 argv[n++] = spec->packages[i].name;
         argv[n] = NULL;
-        rc = run(h, mgr, argv, env, cancel, err);
+        rc = run(h, mgr, argv, env, &sp, cancel, err);
     }
+    if (rc == SBX_OK)
+        report_step(&sp, NULL, true);
     free(argv);
     sbxh_package_cmds_free(&c);
     return rc;

@@ -155,7 +155,7 @@ static int claim_tx(struct sbx_store *s, const struct sbx_claim_request *req,
             return rc;
     } else {
         if (req->max_sandboxes > 0 &&
-            (rc = sbxh_store_quota_check_tx(s, req->provider, req->max_sandboxes, err)) !=
+            (rc = sbxh_store_quota_check_tx(s, req->provider, req->pool, req->max_sandboxes, err)) !=
                 SBX_OK)
             return rc;
         if ((rc = p->insert_intent(s, req, err)) != SBX_OK)

@@ -206,9 +206,56 @@ static const struct sbx_store_migration migrations[] = {
         /* PostgreSQL */
         "ALTER TABLE session_manifests ADD COLUMN run_as TEXT;",
     },
-    /* Version 6 (warm pools) is another line of work's; until the two
-     * meet, this chain goes from 5 to 7 (the runner applies each migration
-     * whose version is above the recorded one, so a gap is harmless). */
+    {
+        6,
+        "warm pools: pool members and the key each session's sandbox was made under",
+        /* SQLite. A member row is written before its sandbox is created
+         * (state creating, the worker's owner token), so a refill killed at
+         * any step leaves a row the reconciler cleans. session_sandboxes
+         * holds, for a session that claimed a member, the member key its
+         * sandbox was created under (attach and destroy use its hash). */
+        "CREATE TABLE pool_members ("
+        "  member_key TEXT NOT NULL PRIMARY KEY,"
+        "  pool TEXT NOT NULL,"
+        "  provider TEXT NOT NULL,"
+        "  spec_hash TEXT NOT NULL,"
+        "  external_id TEXT,"
+        "  state TEXT NOT NULL"
+        "    CHECK (state IN ('creating', 'ready', 'checking', 'claimed')),"
+        "  owner TEXT NOT NULL,"
+        "  claimed_by TEXT,"
+        "  created_at INTEGER NOT NULL,"
+        "  updated_at INTEGER NOT NULL"
+        ") WITHOUT ROWID;"
+        "CREATE INDEX pool_members_by_state ON pool_members (pool, state, created_at);"
+        "CREATE TABLE session_sandboxes ("
+        "  session_key TEXT NOT NULL PRIMARY KEY,"
+        "  sandbox_key TEXT NOT NULL,"
+        "  pool TEXT NOT NULL,"
+        "  updated_at INTEGER NOT NULL"
+        ") WITHOUT ROWID;",
+        /* PostgreSQL */
+        "CREATE TABLE pool_members ("
+        "  member_key TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+        "  pool TEXT COLLATE \"C\" NOT NULL,"
+        "  provider TEXT NOT NULL,"
+        "  spec_hash TEXT NOT NULL,"
+        "  external_id TEXT,"
+        "  state TEXT NOT NULL"
+        "    CHECK (state IN ('creating', 'ready', 'checking', 'claimed')),"
+        "  owner TEXT NOT NULL,"
+        "  claimed_by TEXT,"
+        "  created_at BIGINT NOT NULL,"
+        "  updated_at BIGINT NOT NULL"
+        ");"
+        "CREATE INDEX pool_members_by_state ON pool_members (pool, state, created_at);"
+        "CREATE TABLE session_sandboxes ("
+        "  session_key TEXT COLLATE \"C\" NOT NULL PRIMARY KEY,"
+        "  sandbox_key TEXT NOT NULL,"
+        "  pool TEXT NOT NULL,"
+        "  updated_at BIGINT NOT NULL"
+        ");",
+    },
     {
         7,
         "the last use and the paused mark of each session",

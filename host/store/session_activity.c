@@ -264,63 +264,129 @@ void sbxh_store_use_unlock(struct sbx_store *s, struct sbx_store_use_lock *l)
 /* ---- max_sandboxes ---------------------------------------------------- */
 
 /*
- * Warm pool members of the provider that count against max_sandboxes.
- * Pools keep their own rows (schema 6, another table): when they land,
- * count the provider's members here, in the same transaction. None yet.
+ * Warm pool members of the provider that count against max_sandboxes:
+ * every member not yet claimed (a claimed one is counted by its session's
+ * intent or binding). When `pool` is given, also how many of that pool's
+ * members are ready: the admission about to claim one of them.
  */
-static int pool_members(struct sbx_store *s, const char *provider, int64_t *n,
-                        sbx_error *err)
-{
-    (void)s;
-    (void)provider;
-    (void)err;
-    *n = 0;
-    return SBX_OK;
-}
-
-int sbxh_store_quota_check_tx(struct sbx_store *s, const char *provider, int64_t max,
-                              sbx_error *err)
+static int pool_members(struct sbx_store *s, const char *provider, const char *pool,
+                        int64_t *n, int64_t *ready, sbx_error *err)
 {
     const struct sbx_store_prims *p = sbx_store_prims_of(s);
-    struct sbx_store_value v[] = {SBX_SV_T(provider), SBX_SV_I(lock_id(provider))};
-    int rc = SBX_OK;
-    if (is_pg(s)) {
-        /* Under READ COMMITTED two claims could both count max - 1: one
-         * transaction-level advisory lock per provider makes them take
-         * turns (SQLite's BEGIN IMMEDIATE already does). */
-        struct sbx_store_cursor *c = NULL;
-        rc = p->query(s, "SELECT pg_advisory_xact_lock($1::bigint)::text", &v[1], 1, &c,
-                      NULL, err);
-        bool row;
-        if (rc == SBX_OK)
-            rc = c->next(c, &row, err);
-        if (c)
-            p->query_end(s, c);
-        if (rc != SBX_OK)
-            return rc;
-    }
+    struct sbx_store_value v[] = {SBX_SV_T(provider), SBX_SV_T(pool ? pool : "")};
     struct sbx_store_cursor *c = NULL;
-    rc = p->query(s,
-                  "SELECT (SELECT count(*) FROM bindings WHERE provider = $1) + "
-                  "(SELECT count(*) FROM intents WHERE provider = $1)",
-                  v, 1, &c, NULL, err);
+    int rc = p->query(s,
+                      "SELECT (SELECT count(*) FROM pool_members WHERE provider = $1 "
+                      "AND state <> 'claimed'), (SELECT count(*) FROM pool_members "
+                      "WHERE provider = $1 AND pool = $2 AND state = 'ready')",
+                      v, 2, &c, NULL, err);
     bool row = false;
-    int64_t n = 0;
+    *n = *ready = 0;
+    if (rc == SBX_OK && (rc = c->next(c, &row, err)) == SBX_OK && row) {
+        *n = c->integer(c, 0);
+        *ready = pool ? c->integer(c, 1) : 0;
+    }
+    if (c)
+        p->query_end(s, c);
+    return rc;
+}
+
+/* Under READ COMMITTED two claims could both count max - 1: one
+ * transaction-level advisory lock per provider makes them take turns
+ * (SQLite's BEGIN IMMEDIATE already does). */
+static int quota_lock_tx(struct sbx_store *s, const char *provider, sbx_error *err)
+{
+    if (!is_pg(s))
+        return SBX_OK;
+    const struct sbx_store_prims *p = sbx_store_prims_of(s);
+    struct sbx_store_value v[] = {SBX_SV_I(lock_id(provider))};
+    struct sbx_store_cursor *c = NULL;
+    int rc = p->query(s, "SELECT pg_advisory_xact_lock($1::bigint)::text", v, 1, &c, NULL,
+                      err);
+    bool row;
+    if (rc == SBX_OK)
+        rc = c->next(c, &row, err);
+    if (c)
+        p->query_end(s, c);
+    return rc;
+}
+
+/* The provider's bindings and intents plus its unclaimed pool members. */
+static int count_sandboxes(struct sbx_store *s, const char *provider, const char *pool,
+                           int64_t *n, int64_t *ready, sbx_error *err)
+{
+    const struct sbx_store_prims *p = sbx_store_prims_of(s);
+    struct sbx_store_value v[] = {SBX_SV_T(provider)};
+    struct sbx_store_cursor *c = NULL;
+    int rc = p->query(s,
+                      "SELECT (SELECT count(*) FROM bindings WHERE provider = $1) + "
+                      "(SELECT count(*) FROM intents WHERE provider = $1)",
+                      v, 1, &c, NULL, err);
+    bool row = false;
+    *n = 0;
     if (rc == SBX_OK && (rc = c->next(c, &row, err)) == SBX_OK && row)
-        n = c->integer(c, 0);
+        *n = c->integer(c, 0);
     if (c)
         p->query_end(s, c);
     int64_t pooled = 0;
     if (rc == SBX_OK)
-        rc = pool_members(s, provider, &pooled, err);
+        rc = pool_members(s, provider, pool, &pooled, ready, err);
+    *n += pooled;
+    return rc;
+}
+
+static int over_limit(const char *provider, int64_t max, int64_t n, sbx_error *err)
+{
+    return sbx_error_set(err, SBX_E_UNAVAILABLE,
+                         "provider \"%s\" has reached max_sandboxes (%lld): %lld "
+                         "sandboxes exist or are being made; delete a session or "
+                         "raise providers.%s.max_sandboxes",
+                         provider, (long long)max, (long long)n, provider);
+}
+
+int sbxh_store_quota_check_tx(struct sbx_store *s, const char *provider, const char *pool,
+                              int64_t max, sbx_error *err)
+{
+    int64_t n = 0, ready = 0;
+    int rc = quota_lock_tx(s, provider, err);
+    if (rc == SBX_OK)
+        rc = count_sandboxes(s, provider, pool, &n, &ready, err);
     if (rc != SBX_OK)
         return rc;
-    if (n + pooled >= max)
-        return sbx_error_set(err, SBX_E_UNAVAILABLE,
-                             "provider \"%s\" has reached max_sandboxes (%lld): %lld "
-                             "sandboxes exist or are being made; delete a session or "
-                             "raise providers.%s.max_sandboxes",
-                             provider, (long long)max, (long long)(n + pooled),
-                             provider);
+    /* an admission that will take a ready member adds no sandbox (the
+     * member stops counting when claimed, its intent starts); if the
+     * member is gone by then, sbxh_store_quota_recheck decides */
+    if (n - (ready > 0 ? 1 : 0) >= max)
+        return over_limit(provider, max, n, err);
     return SBX_OK;
+}
+
+int sbxh_store_quota_recheck(struct sbx_store *s, const char *provider, int64_t max,
+                             sbx_error *err)
+{
+    const struct sbx_store_prims *p = sbx_store_prims_of(s);
+    int64_t n = 0, ready = 0;
+    pthread_mutex_lock(&s->lock);
+    int rc = p->begin(s, err);
+    if (rc == SBX_OK) {
+        int trc = quota_lock_tx(s, provider, err);
+        if (trc == SBX_OK)
+            trc = count_sandboxes(s, provider, NULL, &n, &ready, err);
+        rc = p->finish(s, trc, err);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (rc != SBX_OK)
+        return rc;
+    /* the caller's own intent is among the n */
+    return n > max ? over_limit(provider, max, n, err) : SBX_OK;
+}
+
+int sbxh_store_quota_count(struct sbx_store *s, const char *provider, int64_t *n,
+                           sbx_error *err)
+{
+    int64_t ready = 0;
+    pthread_mutex_lock(&s->lock);
+    int rc = count_sandboxes(s, provider, NULL, n, &ready, err);
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }

@@ -112,6 +112,9 @@ struct sbx_claim_request {
      * (and pool members) already number this many, counted in the claim's
      * transaction (sbxh_store_quota_check_tx). */
     int64_t max_sandboxes;
+    /* The warm pool whose ready member this admission will try to claim,
+     * or NULL (see sbxh_store_quota_check_tx). */
+    const char *pool;
 };
 
 /* One page of a list call. `more` is true when rows follow the last item:
@@ -425,10 +428,25 @@ int sbxh_store_use_lock(struct sbx_store *s, const char *key, bool exclusive,
 void sbxh_store_use_unlock(struct sbx_store *s, struct sbx_store_use_lock *l);
 
 /* In a claim's transaction: SBX_OK when the provider has fewer than max
- * sandboxes (bindings, intents, pool members), else SBX_E_UNAVAILABLE
- * naming the provider and the limit. */
-int sbxh_store_quota_check_tx(struct sbx_store *s, const char *provider, int64_t max,
-                              sbx_error *err);
+ * sandboxes (bindings, intents, unclaimed pool members; one ready member
+ * of `pool`, when given, not counted: the admission will claim it), else
+ * SBX_E_UNAVAILABLE naming the provider and the limit. */
+int sbxh_store_quota_check_tx(struct sbx_store *s, const char *provider, const char *pool,
+                              int64_t max, sbx_error *err);
+
+/* After an admission that counted on one of `pool`'s ready members found
+ * none left to claim (another admission took it): in its own transaction,
+ * SBX_OK when the provider's sandboxes, the caller's intent among them,
+ * are at most max; else SBX_E_UNAVAILABLE (the caller drops its intent and
+ * fails rather than create over the limit). */
+/* The provider's sandboxes as max_sandboxes counts them (bindings,
+ * intents, unclaimed pool members), outside any transaction: a pool refill
+ * stops at the limit. */
+int sbxh_store_quota_count(struct sbx_store *s, const char *provider, int64_t *n,
+                           sbx_error *err);
+
+int sbxh_store_quota_recheck(struct sbx_store *s, const char *provider, int64_t max,
+                             sbx_error *err);
 
 /* Writeback state of a session's memory attachment (store/memory_attachments.c). */
 enum sbx_store_memory_state {

@@ -111,11 +111,25 @@ static int transitional(const char *s)
     return 0;
 }
 
-int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id,
-                             json_object **out)
+/* A failure of the wait: either a request's (err, prefixed with what) or
+ * a plain one (err's message alone, what empty). */
+static int wait_fail_http(struct daytona_wait *w, const sbxp_http_error *err, const char *doing,
+                          const char *id, const char *state)
+{
+    w->err = *err;
+    if (state)
+        snprintf(w->what, sizeof w->what, "%s sandbox %s (it was %s)", doing, id, state);
+    else
+        snprintf(w->what, sizeof w->what, "%s sandbox %s", doing, id);
+    return err->status;
+}
+
+int daytona_api_wait_started_quiet(struct daytona_state *st, sbx_call *call, const char *id,
+                                   json_object **out, struct daytona_wait *w)
 {
     if (out)
         *out = NULL;
+    w->what[0] = '\0';
     int64_t end = sbxs_now_ms() + st->cfg.start_timeout_ms;
     int64_t wait = 50;
     int started_once = 0;
@@ -125,9 +139,9 @@ int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const cha
         sbxp_http_error err;
         int rc = daytona_api_get(st, call, id, &doc, &err);
         if (rc == SBX_E_NOT_FOUND)
-            return daytona_error(st, call, SBX_E_NOT_FOUND, DT ": sandbox %s no longer exists", id);
+            return sbxp_http_fail(&w->err, SBX_E_NOT_FOUND, "sandbox %s no longer exists", id);
         if (rc != SBX_OK)
-            return daytona_report(st, call, &err, "looking up sandbox %s", id);
+            return wait_fail_http(w, &err, "looking up", id, NULL);
         const char *s = sbxp_json_str(doc, "state");
         snprintf(last, sizeof last, "%s", s ? s : "?");
         if (s && !strcmp(s, "started")) {
@@ -143,24 +157,98 @@ int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const cha
             rc = daytona_api_start(st, call, id, &err);
             if (rc != SBX_OK && rc != SBX_E_EXISTS) {
                 json_object_put(doc);
-                return daytona_report(st, call, &err, "starting sandbox %s (it was %s)", id, last);
+                if (rc == SBX_E_NOT_FOUND && err.http_status == 404)
+                    return sbxp_http_fail(&w->err, SBX_E_NOT_FOUND,
+                                          "sandbox %s no longer exists", id);
+                return wait_fail_http(w, &err, "starting", id, last);
             }
         } else if (!s || (!transitional(s) && !started_once)) {
             const char *why = sbxp_json_str(doc, "errorReason");
-            rc = daytona_error(st, call, SBX_E_UNAVAILABLE, DT ": sandbox %s is %s%s%s", id, last,
-                               why ? ": " : "", why ? why : "");
+            rc = sbxp_http_fail(&w->err, SBX_E_UNAVAILABLE, "sandbox %s is %s%s%s", id, last,
+                                why ? ": " : "", why ? why : "");
             json_object_put(doc);
             return rc;
         }
         json_object_put(doc);
         int64_t left = end - sbxs_now_ms();
         if (left <= 0)
-            return daytona_error(st, call, SBX_E_TIMEOUT,
-                                 DT ": sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
-                                 last, (long long)st->cfg.start_timeout_ms);
+            return sbxp_http_fail(&w->err, SBX_E_TIMEOUT,
+                                  "sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
+                                  last, (long long)st->cfg.start_timeout_ms);
         if (nap(st, call, wait < left ? wait : left) != SBX_OK)
-            return daytona_error(st, call, SBX_E_CANCELLED,
-                                 DT ": cancelled while sandbox %s was %s", id, last);
+            return sbxp_http_fail(&w->err, SBX_E_CANCELLED, "cancelled while sandbox %s was %s",
+                                  id, last);
+        if (wait < 1000)
+            wait *= 2;
+    }
+}
+
+int daytona_wait_report(struct daytona_state *st, sbx_call *call, struct daytona_wait *w)
+{
+    if (w->what[0])
+        return daytona_report(st, call, &w->err, "%s", w->what);
+    return daytona_error(st, call, w->err.status, DT ": %s", w->err.message);
+}
+
+int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id,
+                             json_object **out)
+{
+    struct daytona_wait w;
+    int rc = daytona_api_wait_started_quiet(st, call, id, out, &w);
+    return rc == SBX_OK ? SBX_OK : daytona_wait_report(st, call, &w);
+}
+
+int daytona_api_stop(struct daytona_state *st, sbx_call *call, const char *id,
+                     sbxp_http_error *err)
+{
+    return sbxp_api_sandbox(&st->ctl, call, "POST", "/sandbox/", id, "/stop", NULL, NULL, err);
+}
+
+int daytona_api_wait_stopped(struct daytona_state *st, sbx_call *call, const char *id,
+                             struct daytona_wait *w)
+{
+    w->what[0] = '\0';
+    int64_t end = sbxs_now_ms() + st->cfg.start_timeout_ms;
+    int64_t wait = 50;
+    int stopped_once = 0;
+    char last[64] = "?";
+    for (;;) {
+        json_object *doc = NULL;
+        sbxp_http_error err;
+        int rc = daytona_api_get(st, call, id, &doc, &err);
+        if (rc == SBX_E_NOT_FOUND)
+            return sbxp_http_fail(&w->err, SBX_E_NOT_FOUND, "sandbox %s no longer exists", id);
+        if (rc != SBX_OK)
+            return wait_fail_http(w, &err, "looking up", id, NULL);
+        const char *s = sbxp_json_str(doc, "state");
+        snprintf(last, sizeof last, "%s", s ? s : "?");
+        json_object_put(doc);
+        /* Paused or archived keep the filesystem and run nothing, as
+         * stopped does: what pause asks for. */
+        if (!strcmp(last, "stopped") || !strcmp(last, "paused") || !strcmp(last, "archived"))
+            return SBX_OK;
+        if (!strcmp(last, "destroyed") || !strcmp(last, "destroying"))
+            return sbxp_http_fail(&w->err, SBX_E_NOT_FOUND, "sandbox %s no longer exists", id);
+        if (!strcmp(last, "started") && !stopped_once) {
+            stopped_once = 1;
+            rc = daytona_api_stop(st, call, id, &err);
+            if (rc == SBX_E_NOT_FOUND && err.http_status == 404)
+                return sbxp_http_fail(&w->err, SBX_E_NOT_FOUND, "sandbox %s no longer exists",
+                                      id);
+            if (rc != SBX_OK)
+                return wait_fail_http(w, &err, "stopping", id, last);
+        } else if (!transitional(last) && strcmp(last, "started") != 0) {
+            return sbxp_http_fail(&w->err, SBX_E_UNAVAILABLE, "sandbox %s is %s: cannot stop it",
+                                  id, last);
+        }
+        int64_t left = end - sbxs_now_ms();
+        if (left <= 0)
+            return sbxp_http_fail(&w->err, SBX_E_TIMEOUT,
+                                  "sandbox %s is still %s after %lld ms (start_timeout_ms)", id,
+                                  last, (long long)st->cfg.start_timeout_ms);
+        if (nap(st, call, wait < left ? wait : left) != SBX_OK)
+            return sbxp_http_fail(&w->err, SBX_E_CANCELLED, "cancelled while sandbox %s was %s",
+                                  id, last);
         if (wait < 1000)
             wait *= 2;
     }

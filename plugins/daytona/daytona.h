@@ -8,6 +8,8 @@
  *   provider.c   descriptor, configuration keys, init/fini, error reports
  *   api.c        control plane calls (get, create, start, delete, wait)
  *   lifecycle.c  create/attach/destroy/release/root, ownership labels
+ *   pause.c      pause and resume (PAUSE) as stop and start, and the
+ *                transparent start of a sandbox a toolbox call found down
  *   toolbox.c    toolbox requests: JSON calls, download, streamed
  *                multipart upload, folders, move, permissions, sessions
  *   exec.c       commands through process sessions, stdout and stderr
@@ -98,7 +100,7 @@ struct daytona_state {
     char *toolbox_url;
 };
 
-/* A sandbox handle. Immutable after attach. */
+/* A sandbox handle. Immutable after attach but for the paused hint. */
 struct sbx_sandbox {
     struct daytona_state *st;
     char id[128];
@@ -108,6 +110,7 @@ struct sbx_sandbox {
     char prefix[200];   /* "/<escaped id>", prepended to toolbox paths */
     struct sbxp_rmem mem; /* memory attachments, from create or state_dir */
     uint16_t ports[DT_PORTS_MAX]; /* declared at create (the label), 0-ended */
+    int paused;          /* atomic: this handle stopped it (pause.c) */
 };
 
 /* ---- provider.c -------------------------------------------------------- */
@@ -150,6 +153,31 @@ int daytona_api_delete(struct daytona_state *st, sbx_call *call, const char *id,
 int daytona_api_wait_started(struct daytona_state *st, sbx_call *call, const char *id,
                              json_object **out);
 
+/* Why a wait failed: a request's error prefixed with what (when what is
+ * not empty), or err's message alone. */
+struct daytona_wait {
+    sbxp_http_error err;
+    char what[200];
+};
+
+/* daytona_api_wait_started without reporting: w says why it failed (a
+ * gone sandbox is SBX_E_NOT_FOUND). */
+int daytona_api_wait_started_quiet(struct daytona_state *st, sbx_call *call, const char *id,
+                                   json_object **out, struct daytona_wait *w);
+
+/* Report a failed wait on the call; returns its status. */
+int daytona_wait_report(struct daytona_state *st, sbx_call *call, struct daytona_wait *w);
+
+/* POST /sandbox/{id}/stop (SIGTERM to its processes; the filesystem is
+ * kept). */
+int daytona_api_stop(struct daytona_state *st, sbx_call *call, const char *id,
+                     sbxp_http_error *err);
+
+/* Stop the sandbox when it is started and poll until it is stopped (or
+ * paused, or archived: nothing of it runs) within start_timeout_ms. */
+int daytona_api_wait_stopped(struct daytona_state *st, sbx_call *call, const char *id,
+                             struct daytona_wait *w);
+
 /* Poll until GET answers 404 (or state destroyed), bounded likewise. */
 int daytona_api_wait_gone(struct daytona_state *st, sbx_call *call, const char *id);
 
@@ -162,6 +190,23 @@ int daytona_attach(void *state, sbx_call *call, const struct sbx_attach_args *ar
 int daytona_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
 const char *daytona_root(sbx_sandbox *sb);
 void daytona_release(sbx_sandbox *sb);
+
+/* ---- pause.c ----------------------------------------------------------- */
+
+int daytona_pause(sbx_sandbox *sb, sbx_call *call, uint32_t flags);
+int daytona_resume(sbx_sandbox *sb, sbx_call *call);
+
+/* Before a toolbox request: when this handle stopped the sandbox, start it
+ * and wait until it runs (nothing at all while the hint is clear: the hot
+ * path of a running sandbox pays no request). A failure fills err. */
+int daytona_wake(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err);
+
+/* After a toolbox request failed in a way the proxy answers for a sandbox
+ * that does not run: when the API says it is stopped, paused or archived
+ * (auto-stop, or stopped elsewhere), start it and wait. SBX_OK: it runs
+ * and the request may be repeated; otherwise nothing changed and err is
+ * untouched. */
+int daytona_revive(sbx_sandbox *sb, sbx_call *call, const sbxp_http_error *err);
 
 /* ---- toolbox.c --------------------------------------------------------- */
 

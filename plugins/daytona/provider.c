@@ -26,7 +26,7 @@ static const struct sbx_config_key daytona_keys[] = {
     SBX_CONFIG_KEY("workspace", SBX_CFG_STRING, "workspace directory (default /home/daytona/workspace)"),
     SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one API or toolbox request (default 60000)"),
     SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
-    SBX_CONFIG_KEY("start_timeout_ms", SBX_CFG_INT, "how long a sandbox may take to reach started (default 180000)"),
+    SBX_CONFIG_KEY("start_timeout_ms", SBX_CFG_INT, "how long a sandbox may take to reach started, or stopped at pause (default 180000)"),
     SBX_CONFIG_KEY("retries", SBX_CFG_INT, "retries of idempotent calls on transient failures (default 4)"),
     SBX_CONFIG_KEY("proc_buffer_bytes", SBX_CFG_INT, "replay buffer per stream of a process, in the sandbox (default 1048576)"),
     SBX_CONFIG_KEY("state_dir", SBX_CFG_STRING, "absolute host directory of memory attachments and baselines (default $XDG_STATE_HOME/sbx/daytona)"),
@@ -200,10 +200,13 @@ static const struct sbx_provider_ops daytona_ops = {
     .file_remove = daytona_file_remove,
     .file_rename = daytona_file_rename,
     .port_resolve = daytona_port_resolve,
+    .pause = daytona_pause,
+    .resume = daytona_resume,
 };
 
 SBX_PROVIDER_DEFINE("daytona", "0.2.0", "Daytona sandboxes over the Daytona API and toolbox",
                     SBX_ISOLATION_CONTAINER,
                     SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_MEMORY | SBX_CAP_PROCESSES |
-                        SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS,
+                        SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS | SBX_CAP_PAUSE |
+                        SBX_CAP_POOL,
                     &daytona_ops, daytona_keys)

@@ -131,8 +131,15 @@ static int tb_json(sbx_sandbox *sb, sbx_call *call, const char *method, const ch
     headers[1] = extra;
     headers[2] = NULL;
     req.timeout_ms = timeout_ms;
-    int rc = sbxp_http_json_retry(sb->tb, &req, body, out, NULL, err,
-                             idempotent ? &sb->st->cfg.retry : NULL);
+    int rc = daytona_wake(sb, call, err);
+    if (rc == SBX_OK)
+        rc = sbxp_http_json_retry(sb->tb, &req, body, out, NULL, err,
+                                  idempotent ? &sb->st->cfg.retry : NULL);
+    /* Refused by the proxy for a sandbox that does not run: the request
+     * never reached the toolbox, so it is repeated once it runs again. */
+    if (rc != SBX_OK && daytona_revive(sb, call, err) == SBX_OK)
+        rc = sbxp_http_json_retry(sb->tb, &req, body, out, NULL, err,
+                                  idempotent ? &sb->st->cfg.retry : NULL);
     free(fp);
     return rc;
 }
@@ -195,7 +202,12 @@ int daytona_tb_get(sbx_sandbox *sb, sbx_call *call, const char *path,
      * fails. */
     req.stall_timeout_ms = sb->st->cfg.request_timeout_ms;
     memset(err, 0, sizeof *err);
-    int rc = sbxp_http_request(sb->tb, &req, sink, NULL, err);
+    int rc = daytona_wake(sb, call, err);
+    if (rc == SBX_OK)
+        rc = sbxp_http_request(sb->tb, &req, sink, NULL, err);
+    /* An error status delivers nothing to the sink: safe to repeat. */
+    if (rc != SBX_OK && daytona_revive(sb, call, err) == SBX_OK)
+        rc = sbxp_http_request(sb->tb, &req, sink, NULL, err);
     free(fp);
     return rc;
 }
@@ -279,7 +291,12 @@ int daytona_tb_upload(sbx_sandbox *sb, sbx_call *call, const char *abs,
     }
     req.stall_timeout_ms = sb->st->cfg.request_timeout_ms;
     memset(err, 0, sizeof *err);
-    int rc = sbxp_http_request(sb->tb, &req, NULL, NULL, err);
+    /* The body streams from src and cannot be sent twice: start first (a
+     * sandbox stopped elsewhere was started by the path checks that
+     * precede every upload). */
+    int rc = daytona_wake(sb, call, err);
+    if (rc == SBX_OK)
+        rc = sbxp_http_request(sb->tb, &req, NULL, NULL, err);
     free(fp);
     return rc;
 }

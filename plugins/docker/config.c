@@ -211,6 +211,12 @@ int docker_config_load(const struct sbx_host *host, sbx_call *call,
                                get(host, "kill_timeout"));
     v = get(host, "agent");
     cfg->agent = !v || strcmp(v, "true") == 0;
+    v = get(host, "pause_mode");
+    if (v && strcmp(v, "freeze") != 0 && strcmp(v, "stop") != 0)
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.docker.pause_mode: \"%s\" is not freeze or stop",
+                               v);
+    cfg->pause_stop = v && strcmp(v, "stop") == 0;
     if ((v = get(host, "process_buffer")) && *v) {
         char *end;
         unsigned long long n = strtoull(v, &end, 10);

@@ -32,6 +32,8 @@
  *   mounts.c     mount_put/mount_remove (FILE_MOUNTS)
  *   skills.c     skill_install and the repair of skills at attach (SKILLS)
  *   memory*.c    memory stores (MEMORY; memory_internal.h lists the parts)
+ *   pause.c      pause/resume (PAUSE) and the transparent resume of a
+ *                paused container before every other op
  */
 #ifndef SBX_DOCKER_H
 #define SBX_DOCKER_H
@@ -122,6 +124,9 @@ struct docker_config {
     char *agent_path;    /* the static agent binary on the daemon's host */
     /* Host address declared ports are published on (ports.c). */
     char *publish_address;
+    /* pause_mode: stop (stop the container, start it on resume) instead of
+     * freeze (the cgroup freezer) (pause.c). */
+    int pause_stop;
 };
 
 /* A provider instance. */
@@ -254,6 +259,8 @@ int docker_json_within(struct docker_state *st, sbx_call *call, int64_t timeout_
 
 /* GET /_ping within timeout_ms: is the daemon still answering? */
 int docker_ping(struct docker_state *st, int64_t timeout_ms, sbxp_http_error *err);
+/* The health op: _ping, then /version into detail. */
+int docker_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
 
 /* Build "/v1.41" + path into buf (printf-style). 0, or -1 when too long. */
 int docker_path(struct docker_state *st, char *buf, size_t cap, const char *fmt,
@@ -286,6 +293,25 @@ int docker_attach(void *state, sbx_call *call, const struct sbx_attach_args *arg
 int docker_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
 const char *docker_root(sbx_sandbox *sb);
 void docker_release(sbx_sandbox *sb);
+
+/* Wait until the agent of a (re)started container answers, restarting a
+ * wedged one once (lifecycle.c). */
+int docker_agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb);
+
+/* ---- pause.c (SBX_CAP_PAUSE) ------------------------------------------- */
+
+int docker_pause(sbx_sandbox *sb, sbx_call *call, uint32_t flags);
+int docker_resume(sbx_sandbox *sb, sbx_call *call);
+/* Resume the container first when this provider paused it (a local
+ * marker file in the session's resource directory, so the check costs no
+ * request to the daemon); SBX_OK at once otherwise. */
+int docker_awake(sbx_sandbox *sb, sbx_call *call);
+/* Make the container of (id, key_hash) run (unpause, or start a stopped
+ * one) and forget the pause, under the session's pause lock. *started is
+ * set when it was started (its agent must be waited for). info (may be
+ * NULL: inspected here) is its inspect output. */
+int docker_wake_container(struct docker_state *st, sbx_call *call, const char *id,
+                          const char *key_hash, json_object *info, int *started);
 
 /* ---- memory.c (SBX_CAP_MEMORY) ----------------------------------------- */
 

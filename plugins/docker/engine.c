@@ -122,6 +122,40 @@ int docker_ping(struct docker_state *st, int64_t timeout_ms, sbxp_http_error *er
     return sbxp_http_request(st->http, &req, NULL, NULL, err);
 }
 
+int docker_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX])
+{
+    struct docker_state *st = state;
+    struct sbxp_call_cancel dc;
+    sbxp_call_cancel_init(&dc, st->host, call);
+    struct sbxp_http_request req = {0};
+    req.method = "GET";
+    req.path = "/_ping";
+    req.cancel = &dc.c;
+    req.timeout_ms = st->cfg.request_timeout_ms;
+    sbxp_http_error err;
+    int rc = sbxp_http_request(st->http, &req, NULL, NULL, &err);
+    if (rc != SBX_OK)
+        return docker_report(st, call, &err, "pinging the daemon at %s", st->cfg.host);
+    req.path = "/version";
+    json_object *ver = NULL;
+    rc = sbxp_http_json(st->http, &req, &ver, NULL, &err);
+    if (rc != SBX_OK)
+        return docker_report(st, call, &err, "asking the daemon at %s for its version",
+                             st->cfg.host);
+    const char *v = sbxp_json_str(ver, "Version"), *api = sbxp_json_str(ver, "ApiVersion");
+    if (!v || !api) {
+        json_object_put(ver);
+        return st->host->set_error(st->host, call, SBX_E_PROTOCOL,
+                                   "docker: %s answered /version without Version and "
+                                   "ApiVersion",
+                                   st->cfg.host);
+    }
+    snprintf(detail, SBX_HEALTH_DETAIL_MAX, "Docker Engine %.40s (API %.16s) at %.150s", v,
+             api, st->cfg.host);
+    json_object_put(ver);
+    return SBX_OK;
+}
+
 /* "1.41" -> 41 (major must be 1); -1 when unparsable. */
 static int api_minor(const char *v)
 {

@@ -120,6 +120,13 @@ static int exec_create(struct run *r)
     int rc = docker_json_within(st, spec->cancellable ? r->call : NULL,
                                 request_budget(r), "POST", body, &resp, &err,
                                 "/containers/%s/exec", r->sb->id);
+    /* Paused without this provider's marker (docker pause from outside):
+     * the daemon says so; resume and ask once more (pause.c). */
+    if (rc != SBX_OK && err.http_status == 409 && strstr(err.message, "is paused") &&
+        docker_resume(r->sb, r->call) == SBX_OK)
+        rc = docker_json_within(st, spec->cancellable ? r->call : NULL, request_budget(r),
+                                "POST", body, &resp, &err, "/containers/%s/exec",
+                                r->sb->id);
     json_object_put(body);
     if (rc != SBX_OK) {
         /* 404: the container is gone; 409: it is not running (or paused) */

@@ -444,23 +444,13 @@ static int verify_and_start(struct docker_state *st, sbx_call *call,
 
     json_object *state = sbxp_json_obj(info, "State");
     const char *status = sbxp_json_str(state, "Status");
-    sbxp_http_error err;
-    int rc = SBX_OK;
     if (status && (strcmp(status, "removing") == 0 || strcmp(status, "dead") == 0))
         return st->host->set_error(st->host, call, SBX_E_NOT_FOUND,
                                    "docker: container %.12s is being removed", id);
-    if (sbxp_json_bool(state, "Paused", 0)) {
-        rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/unpause",
-                         id);
-        if (rc != SBX_OK)
-            return docker_report(st, call, &err, "unpausing container %.12s", id);
-    } else if (!sbxp_json_bool(state, "Running", 0)) {
-        rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/start",
-                         id);
-        if (rc != SBX_OK && err.http_status != 304)
-            return docker_report(st, call, &err, "starting container %.12s", id);
-    }
-    return SBX_OK;
+    /* paused (by pause, or stopped by pause_mode stop): resumed here, and
+     * the pause forgotten, under the session's pause lock (pause.c) */
+    int started = 0;
+    return docker_wake_container(st, call, id, key_hash, info, &started);
 }
 
 /* After a create that made no container: remove the resource directory
@@ -555,7 +545,7 @@ static int adopt_existing(struct docker_state *st, sbx_call *call, const char *n
  * container restarted once (its agent then makes its socket again); one
  * whose container stopped right after the start (it refused to start: a
  * user the image lacks) fails the call with its reason. */
-static int agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb)
+int docker_agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb)
 {
     if (!sb->agent_sock)
         return SBX_OK;
@@ -649,7 +639,7 @@ static int start_fresh(struct docker_state *st, sbx_call *call, const char *name
     if ((rc = own_workspace(st, call, id)) != SBX_OK)
         return rc;
     *out = new_handle(st, id, key_hash, mounts, 0); /* mounts borrowed */
-    if (*out && (rc = agent_up(st, call, *out)) != SBX_OK) {
+    if (*out && (rc = docker_agent_up(st, call, *out)) != SBX_OK) {
         docker_release(*out);
         *out = NULL;
     }
@@ -664,7 +654,7 @@ static int resume_existing(struct docker_state *st, sbx_call *call, json_object 
     if (rc != SBX_OK)
         return rc;
     *out = new_handle(st, id, key_hash, inspect_mounts(info), 1);
-    if (*out && ((rc = agent_up(st, call, *out)) != SBX_OK ||
+    if (*out && ((rc = docker_agent_up(st, call, *out)) != SBX_OK ||
                  (rc = docker_skills_repair(*out, call)) != SBX_OK)) {
         docker_release(*out);
         *out = NULL;
@@ -826,7 +816,7 @@ int docker_attach(void *state, sbx_call *call, const struct sbx_attach_args *arg
         return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
     /* the agent must answer (and speak our protocol), and skills must be
      * whole, before a restarted process uses them */
-    rc = agent_up(st, call, *out);
+    rc = docker_agent_up(st, call, *out);
     if (rc == SBX_OK)
         rc = docker_skills_repair(*out, call);
     if (rc != SBX_OK) {

@@ -31,6 +31,7 @@ static const struct sbx_config_key docker_keys[] = {
     SBX_CONFIG_KEY("agent_path", SBX_CFG_STRING, "host path of the static sbx-agent binary bound into new containers (default: next to docker.so)"),
     SBX_CONFIG_KEY("process_buffer", SBX_CFG_SIZE, "replay buffer per output stream of a process started with buffer_bytes 0 (default 1 MiB, at most 64 MiB)"),
     SBX_CONFIG_KEY("publish_address", SBX_CFG_STRING, "host address declared ports are published on (default 127.0.0.1; another address exposes the sandbox's servers to whoever reaches it)"),
+    SBX_CONFIG_KEY("pause_mode", SBX_CFG_STRING, "how pause works: freeze (the cgroup freezer: processes, their output and the workspace survive; default) or stop (the container is stopped and started on resume: processes end, the agent restarts)"),
     SBX_CONFIG_KEYS_END};
 
 static int docker_init(const struct sbx_host *host, sbx_call *call, void **state)
@@ -72,39 +73,76 @@ static void docker_fini(void *state)
     free(st);
 }
 
+/* Every op that reaches into the container resumes a paused one first
+ * (pause.c: one stat(2) when it is not paused). The memory ops work on
+ * the host's trees and need no running container. */
+#define AWAKE_OP(op, params, args)                                   \
+    static int awake_##op(sbx_sandbox *sb, sbx_call *call, params)   \
+    {                                                                \
+        int rc = docker_awake(sb, call);                             \
+        return rc != SBX_OK ? rc : docker_##op(sb, call, args);      \
+    }
+#define P(...) __VA_ARGS__
+AWAKE_OP(exec, P(const struct sbx_exec_args *args, struct sbx_exec_result *res), P(args, res))
+AWAKE_OP(read_file, P(const char *path, const struct sbx_sink *sink), P(path, sink))
+AWAKE_OP(write_file, P(const char *path, const struct sbx_source *src, unsigned mode), P(path, src, mode))
+AWAKE_OP(mount_put, P(const char *path, const struct sbx_blob *blob), P(path, blob))
+AWAKE_OP(mount_remove, P(const char *path), P(path))
+AWAKE_OP(export_outputs, P(const struct sbx_sink *tar_sink), P(tar_sink))
+AWAKE_OP(skill_install, P(const char *name, const struct sbx_blob *bundle), P(name, bundle))
+AWAKE_OP(group_add, P(const struct sbx_group_spec *group), P(group))
+AWAKE_OP(user_add, P(const struct sbx_user_spec *user), P(user))
+AWAKE_OP(proc_start, P(const struct sbx_proc_spec *spec, char id[SBX_PROC_ID_MAX]), P(spec, id))
+AWAKE_OP(proc_write, P(const char *id, const void *data, size_t len, uint32_t flags), P(id, data, len, flags))
+AWAKE_OP(proc_read, P(const char *id, const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res), P(id, args, res))
+AWAKE_OP(proc_signal, P(const char *id, int signo), P(id, signo))
+AWAKE_OP(proc_list, P(const struct sbx_proc_list_sink *sink), P(sink))
+AWAKE_OP(proc_resize, P(const char *id, uint16_t rows, uint16_t cols), P(id, rows, cols))
+AWAKE_OP(file_list, P(const char *path, const struct sbx_file_list_sink *sink), P(path, sink))
+AWAKE_OP(file_stat, P(const char *path, struct sbx_file_info *out), P(path, out))
+AWAKE_OP(file_mkdir, P(const char *path, unsigned mode, uint32_t flags), P(path, mode, flags))
+AWAKE_OP(file_remove, P(const char *path, uint32_t flags), P(path, flags))
+AWAKE_OP(file_rename, P(const char *from, const char *to, uint32_t flags), P(from, to, flags))
+AWAKE_OP(port_resolve, P(uint16_t port, struct sbx_port_endpoint *out), P(port, out))
+#undef P
+#undef AWAKE_OP
+
 static const struct sbx_provider_ops docker_ops = {
     .init = docker_init,
     .fini = docker_fini,
     .create = docker_create,
     .attach = docker_attach,
-    .exec = docker_exec,
-    .read_file = docker_read_file,
-    .write_file = docker_write_file,
+    .exec = awake_exec,
+    .read_file = awake_read_file,
+    .write_file = awake_write_file,
     .root = docker_root,
     .release = docker_release,
     .destroy = docker_destroy,
-    .mount_put = docker_mount_put,
-    .mount_remove = docker_mount_remove,
-    .export_outputs = docker_export_outputs,
-    .skill_install = docker_skill_install,
+    .mount_put = awake_mount_put,
+    .mount_remove = awake_mount_remove,
+    .export_outputs = awake_export_outputs,
+    .skill_install = awake_skill_install,
     .memory_load = docker_memory_load,
     .memory_diff = docker_memory_diff,
     .memory_accept = docker_memory_accept,
     .memory_watch = docker_memory_watch,
-    .group_add = docker_group_add,
-    .user_add = docker_user_add,
-    .proc_start = docker_proc_start,
-    .proc_write = docker_proc_write,
-    .proc_read = docker_proc_read,
-    .proc_signal = docker_proc_signal,
-    .proc_list = docker_proc_list,
-    .proc_resize = docker_proc_resize,
-    .file_list = docker_file_list,
-    .file_stat = docker_file_stat,
-    .file_mkdir = docker_file_mkdir,
-    .file_remove = docker_file_remove,
-    .file_rename = docker_file_rename,
-    .port_resolve = docker_port_resolve,
+    .group_add = awake_group_add,
+    .user_add = awake_user_add,
+    .proc_start = awake_proc_start,
+    .proc_write = awake_proc_write,
+    .proc_read = awake_proc_read,
+    .proc_signal = awake_proc_signal,
+    .proc_list = awake_proc_list,
+    .proc_resize = awake_proc_resize,
+    .file_list = awake_file_list,
+    .file_stat = awake_file_stat,
+    .file_mkdir = awake_file_mkdir,
+    .file_remove = awake_file_remove,
+    .file_rename = awake_file_rename,
+    .port_resolve = awake_port_resolve,
+    .pause = docker_pause,
+    .resume = docker_resume,
+    .health = docker_health,
 };
 
 SBX_PROVIDER_DEFINE("docker", "0.1.0",
@@ -112,5 +150,6 @@ SBX_PROVIDER_DEFINE("docker", "0.1.0",
                     SBX_ISOLATION_CONTAINER,
                     SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |
                         SBX_CAP_PACKAGES | SBX_CAP_MEMORY | SBX_CAP_USERS |
-                        SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS,
+                        SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS |
+                        SBX_CAP_PAUSE | SBX_CAP_POOL,
                     &docker_ops, docker_keys)

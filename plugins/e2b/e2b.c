@@ -19,6 +19,7 @@ static const struct sbx_config_key e2b_keys[] = {
     SBX_CONFIG_KEY("auto_pause", SBX_CFG_BOOL, "pause instead of kill when the lifetime ends (default false)"),
     SBX_CONFIG_KEY("internet", SBX_CFG_BOOL, "allow internet access from the sandbox (default false)"),
     SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one API or envd request (default 60000)"),
+    SBX_CONFIG_KEY("pause_timeout_ms", SBX_CFG_INT, "timeout of one pause or resume request (default 120000)"),
     SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
     SBX_CONFIG_KEY("retries", SBX_CFG_INT, "retries of idempotent calls on transient failures (default 4)"),
     SBX_CONFIG_KEY("key_file", SBX_CFG_STRING, "file holding the API key, used when E2B_API_KEY is not set"),

@@ -87,6 +87,53 @@ int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
     return post_lifetime(st, call, id, "/timeout", NULL, err);
 }
 
+int e2b_api_pause(struct e2b_state *st, sbx_call *call, const char *id,
+                  sbxp_http_error *err)
+{
+    struct sbxp_api api = st->ctl;
+    api.timeout_ms = st->cfg.pause_timeout_ms;
+    /* SandboxPauseRequest's memory defaults to true: the memory snapshot
+     * that keeps processes; said explicitly so no default can change it.
+     * Cube's route takes no body. */
+    json_object *body = NULL;
+    if (!st->cfg.resume_endpoint) {
+        body = json_object_new_object();
+        if (!body)
+            return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+        json_object_object_add(body, "memory", json_object_new_boolean(1));
+    }
+    int rc = sbxp_api_sandbox(&api, call, "POST", "/sandboxes/", id, "/pause", body, NULL, err);
+    json_object_put(body);
+    return rc;
+}
+
+int e2b_api_resume(struct e2b_state *st, sbx_call *call, const char *id,
+                   json_object **out, sbxp_http_error *err)
+{
+    struct sbxp_api api = st->ctl;
+    api.timeout_ms = st->cfg.pause_timeout_ms;
+    if (out)
+        *out = NULL;
+    json_object *body = json_object_new_object();
+    if (!body)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
+    json_object *doc = NULL;
+    int rc = sbxp_api_sandbox(&api, call, "POST", "/sandboxes/", id,
+                              st->cfg.resume_endpoint ? "/resume" : "/connect", body, &doc,
+                              err);
+    json_object_put(body);
+    /* Cube: 409 "Sandbox is already running" (cubesandbox openapi.yml
+     * /resume); set the TTL as connect would. */
+    if (rc != SBX_OK && st->cfg.resume_endpoint && err->http_status == 409)
+        rc = e2b_api_set_timeout(st, call, id, err);
+    if (rc == SBX_OK && out)
+        *out = doc;
+    else
+        json_object_put(doc);
+    return rc;
+}
+
 int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
                    sbxp_http_error *err)
 {

@@ -77,6 +77,7 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     cfg->key_var = d->key_var;
     cfg->key_source = d->key_var;
     cfg->missing_http = d->missing_http;
+    cfg->resume_endpoint = d->resume_endpoint;
     int rc;
     const char *kf = sbxp_config_get(host, "key_file");
     const char *env = getenv(d->key_var);
@@ -124,6 +125,10 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     if ((rc = sbxp_config_int(host, call, p, "lifetime", 3600, 2, 86400 * 30, &cfg->lifetime_s)) ||
         (rc = sbxp_http_config(host, call, p, &cfg->request_timeout_ms, &cfg->connect_timeout_ms,
                                &cfg->retry)))
+        return rc;
+    /* Pausing writes a memory snapshot: longer than an ordinary request. */
+    if ((rc = sbxp_config_int(host, call, p, "pause_timeout_ms", 120000, 100, 3600000,
+                              &cfg->pause_timeout_ms)))
         return rc;
     if ((rc = sbxp_config_int(host, call, p, "process_buffer", 1 << 20, 1024, 1 << 30,
                               &cfg->proc_buffer)))

@@ -12,6 +12,8 @@
  *   envd.c       envd endpoints, headers, unary RPCs and missing-sandbox
  *                mapping
  *   lifecycle.c  create/attach/destroy/release/root, ownership metadata
+ *   pause.c      pause, resume (PAUSE) and the transparent resume of a
+ *                sandbox found paused
  *   exec.c       process.Process/Start streaming, timeout, cancel, stdin
  *   kill.c       killing a command's whole process tree
  *   paths.c      workspace confinement through filesystem.Stat
@@ -93,6 +95,8 @@ struct e2b_conf {
     char *state_dir;        /* host directory of per-sandbox state (memory) */
     int64_t proc_buffer;    /* default replay buffer per stream (processes) */
     int missing_http;       /* status envd's proxy gives for a gone sandbox */
+    int resume_endpoint;    /* resume through POST /resume (Cube), not /connect */
+    int64_t pause_timeout_ms; /* one pause or resume request */
     struct sbxp_http_retry retry;
 };
 
@@ -109,9 +113,9 @@ struct e2b_state {
     struct sbxp_reporter report; /* how e2b_report names the provider */
 };
 
-/* A sandbox handle. Immutable after attach except the lifetime stamp and
- * the memory attachments' last diffs (the host never runs two memory ops
- * of one sandbox at once). */
+/* A sandbox handle. Immutable after attach except the lifetime stamp, the
+ * paused hint and the memory attachments' last diffs (the host never runs
+ * two memory ops of one sandbox at once). */
 struct sbx_sandbox {
     struct e2b_state *st;
     char id[128];
@@ -124,6 +128,8 @@ struct sbx_sandbox {
     char auth[256];          /* "Authorization: Basic ..." */
     pthread_mutex_t lock;    /* guards extended_ms */
     int64_t extended_ms;     /* when the TTL was last set */
+    int paused;              /* guarded by lock: this handle paused it (the
+                                next envd request resumes first) */
     struct sbxp_rmem mem;     /* memory attachments, from create or state_dir */
     char domain[256];        /* the sandbox's domain (its ports' URLs) */
     uint16_t ports[E2B_PORTS_MAX]; /* declared at create (SBX_CAP_PORTS) */
@@ -143,6 +149,8 @@ struct e2b_conf_defaults {
     int missing_http;       /* 502 (E2B) or 500 (CubeProxy) */
     int api_url_required;   /* else https://api.<domain> */
     int envd_tls;           /* default of envd_tls */
+    int resume_endpoint;    /* resume through /resume (Cube's documented
+                               route) rather than /connect (E2B's) */
 };
 
 /*
@@ -197,6 +205,18 @@ int e2b_api_connect(struct e2b_state *st, sbx_call *call, const char *id,
 int e2b_api_set_timeout(struct e2b_state *st, sbx_call *call, const char *id,
                         sbxp_http_error *err);
 
+/* POST /sandboxes/{id}/pause {} (a memory snapshot: processes survive),
+ * within the configured pause timeout. */
+int e2b_api_pause(struct e2b_state *st, sbx_call *call, const char *id,
+                  sbxp_http_error *err);
+
+/* Resume: POST /sandboxes/{id}/connect {timeout} (E2B; /resume is
+ * deprecated there), or POST /sandboxes/{id}/resume {timeout} (Cube, whose
+ * 409 means "already running": SBX_OK), within the pause timeout. *out
+ * (may be NULL) the Sandbox answer when there is one. */
+int e2b_api_resume(struct e2b_state *st, sbx_call *call, const char *id,
+                   json_object **out, sbxp_http_error *err);
+
 /* DELETE /sandboxes/{id}; 404 is SBX_OK. */
 int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
                    sbxp_http_error *err);
@@ -234,6 +254,22 @@ int e2b_envd_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err,
 /* Extend the sandbox's TTL when half of it has passed since it was set,
  * so an active session does not expire. Failures are logged only. */
 void e2b_keep_alive(sbx_sandbox *sb, sbx_call *call);
+
+/* ---- pause.c ----------------------------------------------------------- */
+
+/* The ops (SBX_CAP_PAUSE): idempotent, on the sandbox, from any process. */
+int e2b_pause(sbx_sandbox *sb, sbx_call *call, uint32_t flags);
+int e2b_resume(sbx_sandbox *sb, sbx_call *call);
+
+/* Before an envd request: when this handle paused the sandbox, resume it
+ * first (no request at all while the hint is clear, so the hot path of a
+ * running sandbox pays nothing); a failure fills err. A sandbox paused by another process is
+ * found by e2b_envd_resume from the proxy's answer instead. */
+int e2b_wake(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err);
+
+/* Resume without reporting to the call: err says why it failed (a gone
+ * sandbox is SBX_E_NOT_FOUND). For e2b_envd_resume. */
+int e2b_resume_quiet(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err);
 
 /* ---- lifecycle.c ------------------------------------------------------- */
 
@@ -448,12 +484,13 @@ void e2b_fini(void *state);
         .file_list = e2b_file_list, .file_stat = e2b_file_stat,                \
         .file_mkdir = e2b_file_mkdir, .file_remove = e2b_file_remove,          \
         .file_rename = e2b_file_rename, .port_resolve = e2b_port_resolve,      \
+        .pause = e2b_pause, .resume = e2b_resume,                              \
     }
 
 /* The capabilities both providers declare. */
 #define E2B_PROVIDER_CAPS                                                      \
     (SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_FILE_MOUNTS |         \
      SBX_CAP_MEMORY | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS |   \
-     SBX_CAP_PORTS)
+     SBX_CAP_PORTS | SBX_CAP_PAUSE | SBX_CAP_POOL)
 
 #endif /* SBX_E2B_CORE_H */

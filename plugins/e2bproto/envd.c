@@ -88,18 +88,15 @@ int e2b_envd_resume(sbx_sandbox *sb, sbx_call *call, const sbxp_http_error *err)
     if (!paused)
         return SBX_E_UNAVAILABLE;
     /* connect resumes it (openapi.yml: "If the sandbox is paused, it will
-     * be resumed") and sets the TTL. envd's access token is the sandbox's
-     * own and outlives a pause, so the handle keeps its headers. */
-    rc = e2b_api_connect(st, call, sb->id, &doc, &e2);
-    json_object_put(doc);
+     * be resumed"; Cube: /resume) and sets the TTL. envd's access token is
+     * the sandbox's own and outlives a pause, so the handle keeps its
+     * headers. */
+    rc = e2b_resume_quiet(sb, call, &e2);
     if (rc != SBX_OK) {
         st->host->log(st->host, SBX_LOG_WARN, "%s: resuming paused sandbox %s: %s",
                       st->cfg.provider, sb->id, e2.message);
         return rc;
     }
-    pthread_mutex_lock(&sb->lock);
-    sb->extended_ms = sbxs_now_ms();
-    pthread_mutex_unlock(&sb->lock);
     st->host->log(st->host, SBX_LOG_INFO, "%s: sandbox %s was paused: resumed",
                   st->cfg.provider, sb->id);
     return SBX_OK;
@@ -111,9 +108,12 @@ int e2b_envd_unary(sbx_sandbox *sb, sbx_call *call, const char *rpc, json_object
     struct e2b_state *st = sb->st;
     struct sbxp_call_cancel c;
     sbxp_call_cancel_init(&c, st->host, call);
+    int rc = e2b_wake(sb, call, err);
+    if (rc != SBX_OK)
+        return rc;
     struct e2b_headers hs = {{NULL}, 0};
     e2b_envd_headers(sb, &hs);
-    int rc = e2b_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
+    rc = e2b_unary(sb->envd, hs.v, rpc, body, out, st->cfg.request_timeout_ms,
                        st->cfg.connect_timeout_ms, &c.c,
                        idempotent ? &st->cfg.retry : NULL, err);
     /* The proxy's answer: the call never reached envd, so it is repeated
@@ -165,7 +165,8 @@ void e2b_keep_alive(sbx_sandbox *sb, sbx_call *call)
     struct e2b_state *st = sb->st;
     int64_t now = sbxs_now_ms();
     pthread_mutex_lock(&sb->lock);
-    int due = now - sb->extended_ms > st->cfg.lifetime_s * 1000 / 2;
+    /* A paused sandbox gets its TTL from the resume that comes first. */
+    int due = !sb->paused && now - sb->extended_ms > st->cfg.lifetime_s * 1000 / 2;
     if (due)
         sb->extended_ms = now; /* one thread extends; the others go on */
     pthread_mutex_unlock(&sb->lock);

@@ -480,7 +480,9 @@ static int run_command(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_ar
     sbxp_http_xfer *x = NULL;
     sbxp_http_error err;
     memset(&err, 0, sizeof err);
-    int rc = sbxp_http_start(sb->envd, &req, &x, &err);
+    int rc = e2b_wake(sb, call, &err);
+    if (rc == SBX_OK)
+        rc = sbxp_http_start(sb->envd, &req, &x, &err);
     /* The proxy answered (nothing started): run it once the sandbox is
      * resumed. */
     if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)

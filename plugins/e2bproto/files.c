@@ -96,7 +96,9 @@ int e2b_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     files_request(sb, &req, &hs, &c, "GET", rp);
     sbxp_http_error err;
     memset(&err, 0, sizeof err);
-    rc = sbxp_http_request(sb->envd, &req, sink, NULL, &err);
+    rc = e2b_wake(sb, call, &err);
+    if (rc == SBX_OK)
+        rc = sbxp_http_request(sb->envd, &req, sink, NULL, &err);
     /* An error status delivers nothing to the sink: safe to repeat. */
     if (rc != SBX_OK && e2b_envd_resume(sb, call, &err) == SBX_OK)
         rc = sbxp_http_request(sb->envd, &req, sink, NULL, &err);
@@ -166,7 +168,12 @@ int e2b_files_upload(sbx_sandbox *sb, sbx_call *call, const char *abs, const cha
             req.body_src_len = l;
     }
     memset(err, 0, sizeof *err);
-    int rc = sbxp_http_request(sb->envd, &req, NULL, NULL, err);
+    /* The body streams from src and cannot be sent twice: resume first
+     * (a sandbox paused elsewhere was resumed by the path checks that
+     * precede every upload). */
+    int rc = e2b_wake(sb, call, err);
+    if (rc == SBX_OK)
+        rc = sbxp_http_request(sb->envd, &req, NULL, NULL, err);
     free(rp);
     return rc;
 }
@@ -256,7 +263,12 @@ int e2b_files_get(sbx_sandbox *sb, sbx_call *call, const char *abs,
     files_request(sb, &req, &hs, &c, "GET", rp);
     req.timeout_ms = st->cfg.request_timeout_ms;
     memset(err, 0, sizeof *err);
-    int rc = sbxp_http_request(sb->envd, &req, sink, NULL, err);
+    int rc = e2b_wake(sb, call, err);
+    if (rc != SBX_OK) {
+        free(rp);
+        return rc;
+    }
+    rc = sbxp_http_request(sb->envd, &req, sink, NULL, err);
     if (rc != SBX_OK && !err->from_callback && err->http_status != 404 &&
         e2b_envd_resume(sb, call, err) == SBX_OK)
         rc = sbxp_http_request(sb->envd, &req, sink, NULL, err);

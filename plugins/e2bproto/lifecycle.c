@@ -75,6 +75,11 @@ static int open_handle(struct e2b_state *st, sbx_call *call, const char *id,
     json_object *doc = NULL;
     sbxp_http_error err;
     int rc = e2b_api_connect(st, call, id, &doc, &err);
+    /* Cube documents no connect route, only /resume: a paused sandbox
+     * whose connect is refused (409) is resumed there, then connected. */
+    if (rc != SBX_OK && st->cfg.resume_endpoint && err.http_status == 409 &&
+        (rc = e2b_api_resume(st, call, id, NULL, &err)) == SBX_OK)
+        rc = e2b_api_connect(st, call, id, &doc, &err);
     if (rc != SBX_OK)
         return e2b_report(st, call, &err, "connecting to sandbox %s", id);
     sbx_sandbox *sb = calloc(1, sizeof *sb);

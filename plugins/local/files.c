@@ -6,9 +6,10 @@
  * absolute paths and symlinks leading out are refused, race-free. Data is
  * streamed in LOCAL_CHUNK pieces; no file is ever held in memory.
  *
- * write_file writes a temporary file in the target's directory and
- * renames it over the target, so readers see the old or the new content,
- * never a part. A symlink at the target is replaced, not followed (after
+ * write_file writes an unnamed file (O_TMPFILE) in the target's directory,
+ * names it once complete and renames it over the target, so readers see
+ * the old or the new content, never a part, and a writer killed midway
+ * leaves nothing behind. A symlink at the target is replaced, not followed (after
  * checking that it does not lead out, to refuse such writes clearly).
  */
 #include "local.h"
@@ -152,6 +153,24 @@ static void temp_name(char name[28])
     sbxs_random_hex(name + 11, 8);
 }
 
+/* Give the complete unnamed file fd a fresh temporary name in dirfd
+ * (written to tmp). 0, or an errno. AT_EMPTY_PATH needs
+ * CAP_DAC_READ_SEARCH; /proc/self/fd works without it. */
+static int link_unnamed(int fd, int dirfd, char tmp[28])
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    for (int i = 0; i < LOCAL_TMP_TRIES; i++) {
+        temp_name(tmp);
+        if (linkat(fd, "", dirfd, tmp, AT_EMPTY_PATH) == 0 ||
+            linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return errno;
+    }
+    return EEXIST;
+}
+
 /* Write everything from src into fd, checking for cancellation between
  * chunks. Returns SBX_OK, SBX_E_IO after a source error (whose message the
  * host has set), or a status with the message set. */
@@ -261,11 +280,16 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         return rc;
     }
 
-    /* The temporary is created in a confined directory fd with a plain
-     * name, O_EXCL and O_NOFOLLOW: it cannot land anywhere else. */
+    /* The content goes to an unnamed file (O_TMPFILE) in the confined
+     * directory: if the host process dies mid-write, nothing is left
+     * behind. It gets a temporary name only once it is complete, for the
+     * rename over the target. Where the filesystem has no O_TMPFILE, the
+     * temporary is named from the start (plain name, O_EXCL, O_NOFOLLOW:
+     * it cannot land anywhere else). */
     char tmp[28];
-    int fd = -1;
-    for (int i = 0; i < LOCAL_TMP_TRIES && fd < 0; i++) {
+    int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    int named = fd < 0;
+    for (int i = 0; named && i < LOCAL_TMP_TRIES && fd < 0; i++) {
         temp_name(tmp);
         fd = openat(dirfd, tmp,
                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -286,11 +310,16 @@ int local_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
         rc = copy_source(host, call, path, src, fd);
     if (rc == SBX_OK && fsync(fd) < 0)
         rc = local_path_error(host, call, "write", path, errno);
+    if (rc == SBX_OK && !named) {
+        rc = link_unnamed(fd, dirfd, tmp);
+        named = rc == 0;
+        rc = rc == 0 ? SBX_OK : local_path_error(host, call, "write", path, rc);
+    }
     if (close(fd) < 0 && rc == SBX_OK)
         rc = local_path_error(host, call, "write", path, errno);
     if (rc == SBX_OK && renameat(dirfd, tmp, dirfd, base) < 0)
         rc = local_path_error(host, call, "write", path, errno);
-    if (rc != SBX_OK)
+    if (rc != SBX_OK && named)
         (void)unlinkat(dirfd, tmp, 0);
     close(dirfd);
     return rc;

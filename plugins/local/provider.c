@@ -252,10 +252,13 @@ static const struct sbx_provider_ops local_ops = {
     .port_resolve = local_port_resolve,
 };
 
-/* File operations and ports; processes (supervisor.c). No packages,
- * egress, mounts, memory or users. */
+/* File operations and ports; processes (supervisor.c); POOL: attach and
+ * destroy check the key hash alone (workspace.c) and nothing of the key
+ * reaches a command. No packages, egress, mounts, memory, users or pause. */
 SBX_PROVIDER_DEFINE("local", "0.2.0",
                     "host processes in a workspace directory on this machine",
                     SBX_ISOLATION_NONE,
-                    SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS, &local_ops,
+                    SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS |
+                        SBX_CAP_POOL,
+                    &local_ops,
                     local_config_keys)

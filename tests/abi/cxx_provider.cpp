@@ -126,6 +126,7 @@ const sbx_provider_ops cxx_ops = {
     .port_resolve = nullptr,
     .pause = nullptr,
     .resume = nullptr,
+    .health = nullptr,
 };
 #else
 // By position, in the order of struct sbx_provider_ops.
@@ -139,8 +140,8 @@ const sbx_provider_ops cxx_ops = {
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
     // proc_resize, file_list, file_stat, file_mkdir, file_remove
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
-    // file_rename, port_resolve, pause, resume
-    nullptr,     nullptr,       nullptr,        nullptr,
+    // file_rename, port_resolve, pause, resume, health
+    nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
 };
 #endif
 

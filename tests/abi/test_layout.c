@@ -102,7 +102,8 @@ Test(layout, provider_ops)
     PIN_OFF(sbx_provider_ops, port_resolve, 280);
     PIN_OFF(sbx_provider_ops, pause, 288);
     PIN_OFF(sbx_provider_ops, resume, 296);
-    PIN_SIZE(sbx_provider_ops, 304);
+    PIN_OFF(sbx_provider_ops, health, 304);
+    PIN_SIZE(sbx_provider_ops, 312);
     cr_expect_eq(SBX_OPS_SIZE_PROCESSES_1_2, 232);
     cr_expect_eq(SBX_OPS_SIZE_PTY_1_2, 240);
     cr_expect_eq(SBX_OPS_SIZE_FILE_OPS_1_2, 280);
@@ -126,8 +127,10 @@ Test(layout, host_table)
     PIN_OFF(sbx_host, cancelled, 48);
     PIN_OFF(sbx_host, cancel_fd, 56);
     PIN_OFF(sbx_host, call_user, 64); /* ABI 1.1 */
-    PIN_SIZE(sbx_host, 72);
+    PIN_OFF(sbx_host, progress, 72); /* ABI 1.2 */
+    PIN_SIZE(sbx_host, 80);
     cr_expect_eq(SBX_HOST_SIZE_USERS_1_1, 72);
+    cr_expect_eq(SBX_HOST_SIZE_PROGRESS_1_2, 80);
 }
 
 Test(layout, streams)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -372,6 +373,66 @@ void cli_run(const struct cli_env *e, const char *const *args, const char *input
     err.data[err.len] = '\0';
     r->out = out.data;
     r->err = err.data;
+}
+
+void cli_run_pty(const struct cli_env *e, const char *const *args, int timeout_ms,
+                 struct cli_result *r)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    cr_assert_geq(master, 0, "posix_openpt: %s", strerror(errno));
+    cr_assert_eq(grantpt(master), 0);
+    cr_assert_eq(unlockpt(master), 0);
+    char name[128];
+    cr_assert_eq(ptsname_r(master, name, sizeof name), 0);
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = CLI_SBX_BIN;
+    for (size_t i = 0; args[i]; i++) {
+        cr_assert(n < 63, "too many arguments");
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    char *envp[16];
+    char storage[12 * PATH_MAX];
+    make_env(e, envp, storage, sizeof storage);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        /* a session of its own with the terminal as its controlling one */
+        setsid();
+        int slave = open(name, O_RDWR);
+        if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) != 0)
+            _exit(127);
+        struct winsize ws = {.ws_row = 24, .ws_col = 120};
+        ioctl(slave, TIOCSWINSZ, &ws);
+        dup2(slave, 0);
+        dup2(slave, 1);
+        dup2(slave, 2);
+        if (slave > 2)
+            close(slave);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(CLI_SBX_BIN, (char *const *)argv, envp);
+        _exit(127);
+    }
+    fcntl(master, F_SETFL, O_NONBLOCK);
+    long long deadline = cli_now_ms() + timeout_ms;
+    struct buf out = {0};
+    bool eof = false;
+    while (!eof && cli_now_ms() < deadline) {
+        struct pollfd pfd = {master, POLLIN, 0};
+        poll(&pfd, 1, 50);
+        eof = drain(master, &out); /* EIO once the last slave fd closed */
+    }
+    struct cli_proc p = {.pid = pid, .out_fd = -1, .err_fd = -1, .in_fd = -1};
+    long long left = deadline - cli_now_ms();
+    r->status = cli_wait(&p, left > 0 ? (int)left : 1);
+    close(master);
+    reserve(&out);
+    out.data[out.len] = '\0';
+    r->out = out.data;
+    r->err = calloc(1, 1);
 }
 
 void cli_result_free(struct cli_result *r)

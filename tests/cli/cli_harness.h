@@ -104,6 +104,12 @@ struct cli_result {
 void cli_run(const struct cli_env *e, const char *const *args, const char *input,
              int timeout_ms, struct cli_result *r);
 
+/* The same with stdin, stdout and stderr on a pseudo-terminal (120x24) that
+ * is sbx's controlling terminal: r->out is everything the terminal showed
+ * (stdout and stderr together), r->err is empty. */
+void cli_run_pty(const struct cli_env *e, const char *const *args, int timeout_ms,
+                 struct cli_result *r);
+
 void cli_result_free(struct cli_result *r);
 
 /* Milliseconds on the monotonic clock. */

@@ -79,7 +79,7 @@ Test(cli_commands, providers_json_lists_local_with_its_fields)
     for (size_t i = 0; i < json_object_array_length(lcaps); i++) {
         const char *c = json_object_get_string(json_object_array_get_idx(lcaps, i));
         cr_assert(!strcmp(c, "processes") || !strcmp(c, "pty") || !strcmp(c, "file_ops") ||
-                      !strcmp(c, "ports"),
+                      !strcmp(c, "ports") || !strcmp(c, "pool"),
                   "local declares %s", c);
     }
     cr_assert_str_eq(json_object_get_string(member(local, "path")),

@@ -358,7 +358,7 @@ Test(config_load, unknown_top_level_key)
                                        "defualt_provider: local\n");
     assert_msg(msg,
                "%s/sbx.yaml:3: defualt_provider: unknown key (expected one of "
-               "default_provider, plugin_dir, store, providers, package_managers, manifest, session)",
+               "default_provider, plugin_dir, store, providers, package_managers, manifest, session, pools)",
                cfg_dir());
 }
 

@@ -662,6 +662,15 @@ int fxp_proc_list(const struct fxp_sandbox *sb, sbx_call *call,
     return rc;
 }
 
+void fxp_procs_signal(const char *owner, int signo)
+{
+    pthread_mutex_lock(&procs_lock);
+    for (struct fxp_proc *p = procs_head; p; p = p->next)
+        if (!strcmp(p->owner, owner) && !p->exited)
+            kill(-p->pid, signo);
+    pthread_mutex_unlock(&procs_lock);
+}
+
 void fxp_procs_destroy(const char *owner, int mode)
 {
     if (mode == FXP_SURVIVES_DESTROY)

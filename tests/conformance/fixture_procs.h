@@ -54,6 +54,9 @@ int fxp_proc_resize(const struct fxp_sandbox *sb, sbx_call *call, const char *id
                     uint16_t rows, uint16_t cols);
 /* Kill and forget every process of owner (unless the mode keeps them). */
 void fxp_procs_destroy(const char *owner, int mode);
+/* Send signo to the process group of each running process of owner (pause:
+ * SIGSTOP, resume: SIGCONT). */
+void fxp_procs_signal(const char *owner, int signo);
 
 int fxp_file_list(const struct fxp_sandbox *sb, sbx_call *call, const char *path,
                   const struct sbx_file_list_sink *sink);

@@ -86,6 +86,15 @@
  *   proc_ids_unchecked    any sandbox may use any process id
  *   buffer_grows          buffer_bytes is ignored: a flooding process's
  *                         output is kept, up to 64 MiB, never dropped
+ * It also declares PAUSE (pause stops its processes with SIGSTOP, resume
+ * continues them; a paused mark per owner key hash, kept for the life of
+ * the process, makes every op resume first) and POOL, with
+ *   pause_keeps_running   pause marks the sandbox paused and stops nothing
+ *   pause_loses_workspace resume removes the workspace's top-level files
+ *   resume_not_transparent an op on a paused sandbox fails (UNAVAILABLE)
+ *   pause_not_idempotent  pausing a paused sandbox is SBX_E_INVALID
+ *   pool_checks_session_key attach refuses a session key other than the one
+ *                         create got (ownership by key, not key hash)
  * and three that break what libsbx itself checks (test_libsbx_1_2.c):
  *   cursor_skips          proc_read's new cursor is one past the bytes
  *   list_name_slash       file_list names every entry "../escape"
@@ -103,7 +112,9 @@
 #include "fixture_procs.h"
 #endif
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -157,7 +168,12 @@ enum fx_break {
     FX_BUFFER_GROWS,
     FX_CURSOR_SKIPS,
     FX_LIST_NAME_SLASH,
-    FX_PROC_ID_MALFORMED
+    FX_PROC_ID_MALFORMED,
+    FX_PAUSE_KEEPS_RUNNING,
+    FX_PAUSE_LOSES_WORKSPACE,
+    FX_RESUME_NOT_TRANSPARENT,
+    FX_PAUSE_NOT_IDEMPOTENT,
+    FX_POOL_CHECKS_SESSION_KEY
 };
 
 static const struct {
@@ -200,6 +216,11 @@ static const struct {
     {"cursor_skips", FX_CURSOR_SKIPS},
     {"list_name_slash", FX_LIST_NAME_SLASH},
     {"proc_id_malformed", FX_PROC_ID_MALFORMED},
+    {"pause_keeps_running", FX_PAUSE_KEEPS_RUNNING},
+    {"pause_loses_workspace", FX_PAUSE_LOSES_WORKSPACE},
+    {"resume_not_transparent", FX_RESUME_NOT_TRANSPARENT},
+    {"pause_not_idempotent", FX_PAUSE_NOT_IDEMPOTENT},
+    {"pool_checks_session_key", FX_POOL_CHECKS_SESSION_KEY},
 };
 
 #ifdef FX_PROCS
@@ -235,6 +256,122 @@ struct sbx_sandbox {
     sbx_sandbox *inner; /* local's handle */
     char owner[SBX_KEY_HASH_LEN + 1];
 };
+
+#ifdef FX_PROCS
+/* ---- pause, per owner (SBX_CAP_PAUSE), and the keys create got ------------ */
+
+#define FX_PAUSE_SLOTS 64
+static struct {
+    char owner[SBX_KEY_HASH_LEN + 1];
+    char key[128];  /* the session key create got (pool_checks_session_key) */
+    bool paused;
+} fx_pause_tab[FX_PAUSE_SLOTS];
+static pthread_mutex_t fx_pause_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slot of owner (made when `make`), or -1. Called with the lock. */
+static int pause_slot(const char *owner, int make)
+{
+    int free_slot = -1;
+    for (int i = 0; i < FX_PAUSE_SLOTS; i++) {
+        if (!strcmp(fx_pause_tab[i].owner, owner))
+            return i;
+        if (!fx_pause_tab[i].owner[0] && free_slot < 0)
+            free_slot = i;
+    }
+    if (make && free_slot >= 0)
+        snprintf(fx_pause_tab[free_slot].owner, sizeof fx_pause_tab[0].owner, "%s", owner);
+    return make ? free_slot : -1;
+}
+
+static bool fx_is_paused(const char *owner)
+{
+    pthread_mutex_lock(&fx_pause_lock);
+    int i = pause_slot(owner, 0);
+    bool paused = i >= 0 && fx_pause_tab[i].paused;
+    pthread_mutex_unlock(&fx_pause_lock);
+    return paused;
+}
+
+static void fx_set_paused(const char *owner, bool paused)
+{
+    pthread_mutex_lock(&fx_pause_lock);
+    int i = pause_slot(owner, 1);
+    if (i >= 0)
+        fx_pause_tab[i].paused = paused;
+    pthread_mutex_unlock(&fx_pause_lock);
+}
+
+static void fx_record_key(const char *owner, const char *key)
+{
+    pthread_mutex_lock(&fx_pause_lock);
+    int i = pause_slot(owner, 1);
+    if (i >= 0)
+        snprintf(fx_pause_tab[i].key, sizeof fx_pause_tab[0].key, "%s", key ? key : "");
+    pthread_mutex_unlock(&fx_pause_lock);
+}
+
+/* Whether key is the one create got for owner (unknown owners pass). */
+static bool fx_key_matches(const char *owner, const char *key)
+{
+    pthread_mutex_lock(&fx_pause_lock);
+    int i = pause_slot(owner, 0);
+    bool ok = i < 0 || !fx_pause_tab[i].key[0] || !strcmp(fx_pause_tab[i].key, key ? key : "");
+    pthread_mutex_unlock(&fx_pause_lock);
+    return ok;
+}
+
+static void fx_forget_pause(const char *owner)
+{
+    pthread_mutex_lock(&fx_pause_lock);
+    int i = pause_slot(owner, 0);
+    if (i >= 0)
+        memset(&fx_pause_tab[i], 0, sizeof fx_pause_tab[i]);
+    pthread_mutex_unlock(&fx_pause_lock);
+}
+
+static const char *fx_root(sbx_sandbox *sb);
+static void fx_release(sbx_sandbox *sb);
+
+/* The deliberate loss of pause_loses_workspace: the regular files at the
+ * top of the workspace go (beneath its directory, nothing followed). */
+static void lose_workspace(sbx_sandbox *sb)
+{
+    int fd = open(fx_root(sb), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_type == DT_REG)
+            unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+}
+
+static int fx_resume(sbx_sandbox *sb, sbx_call *call);
+
+/* Every op on a paused sandbox resumes it first (or, broken, fails). */
+static int fx_awake(sbx_sandbox *sb, sbx_call *call)
+{
+    if (!fx_is_paused(sb->owner))
+        return SBX_OK;
+    if (sb->st->mode == FX_RESUME_NOT_TRANSPARENT)
+        return sb->st->host->set_error(sb->st->host, call, SBX_E_UNAVAILABLE,
+                                       "cfproc: the sandbox is paused");
+    return fx_resume(sb, call);
+}
+#define FX_AWAKE(sb, call)                          \
+    do {                                            \
+        int awake_rc_ = fx_awake((sb), (call));     \
+        if (awake_rc_ != SBX_OK)                    \
+            return awake_rc_;                       \
+    } while (0)
+#else
+#define FX_AWAKE(sb, call) ((void)0)
+#endif
 
 /* ---- memory attachments, per owner (for memory_attach_accepts) ----------- */
 
@@ -423,6 +560,7 @@ static int fx_create(void *state, sbx_call *call, const struct sbx_create_args *
         return rc;
     }
 #ifdef FX_PROCS
+    fx_record_key(args->key_hash, args->session_key);
     if (args->size >= SBX_CREATE_ARGS_SIZE_PORTS_1_2 && args->ports &&
         (rc = fxp_ports_declare(st->host, call, args->key_hash, args->ports,
                                 fxp_mode(st->mode))) != SBX_OK) {
@@ -462,6 +600,13 @@ static int fx_attach(void *state, sbx_call *call, const struct sbx_attach_args *
         return rc;
     struct sbx_attach_args inner_args = *args;
     inner_args.ref = inner_ref;
+#ifdef FX_PROCS
+    /* The deliberate defect of pool_checks_session_key: ownership by the
+     * key create got, not by its hash. */
+    if (st->mode == FX_POOL_CHECKS_SESSION_KEY && !fx_key_matches(owner, args->session_key))
+        return st->host->set_error(st->host, call, SBX_E_DENIED,
+                                   "cfproc: the sandbox was made for another session key");
+#endif
     /* The deliberate defect: the caller's key is not checked. */
     if (st->mode == FX_ATTACH_IGNORES_OWNER)
         inner_args.key_hash = owner;
@@ -483,7 +628,16 @@ static int fx_attach(void *state, sbx_call *call, const struct sbx_attach_args *
             fx_egress[i].n = 0;
         pthread_mutex_unlock(&fx_egress_lock);
     }
+#ifdef FX_PROCS
+    rc = wrap(st, call, inner, args->key_hash, out);
+    if (rc == SBX_OK && (rc = fx_awake(*out, call)) != SBX_OK) {
+        fx_release(*out);
+        *out = NULL;
+    }
+    return rc;
+#else
     return wrap(st, call, inner, args->key_hash, out);
+#endif
 }
 
 /* ---- commands running, per owner (for destroy_waits) --------------------- */
@@ -548,6 +702,7 @@ static int fx_destroy(void *state, sbx_call *call, const struct sbx_destroy_args
     /* Only for a reference of the caller's own key: parse_ref's owner is
      * what the reference says, which local checks below. */
     if (!strcmp(owner, args->key_hash)) {
+        fx_forget_pause(owner);
         fxp_procs_destroy(owner, fxp_mode(st->mode));
         fxp_ports_destroy(owner);
     }
@@ -755,6 +910,7 @@ static int cwd_unusable(sbx_sandbox *sb, const char *cwd)
 static int fx_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
                    struct sbx_exec_result *res)
 {
+    FX_AWAKE(sb, call);
     struct sbx_exec_args a = *args;
     const char *wrapped[64] = {"sh", "-c", "exec 9< .; exec \"$@\"", "sh"};
     switch (sb->st->mode) {
@@ -899,6 +1055,7 @@ static int read_blocking(sbx_sandbox *sb, sbx_call *call, const char *path,
 static int fx_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                         const struct sbx_sink *sink)
 {
+    FX_AWAKE(sb, call);
     if (sb->st->mode == FX_READ_FIFO_BLOCKS)
         return read_blocking(sb, call, path, sink);
     if (sb->st->mode == FX_READ_UNCONFINED)
@@ -1011,6 +1168,7 @@ static int write_in_place(sbx_sandbox *sb, sbx_call *call, const char *path,
 static int fx_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                          const struct sbx_source *src, unsigned mode)
 {
+    FX_AWAKE(sb, call);
     if (sb->st->mode == FX_MODE_UNCHECKED)
         mode &= 0777u; /* the deliberate defect */
     if (sb->st->mode == FX_WRITE_IN_PLACE)
@@ -1193,6 +1351,7 @@ static struct fxp_sandbox fxp_of(sbx_sandbox *sb)
 static int fx_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_spec *spec,
                          char id[SBX_PROC_ID_MAX])
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_proc_start(&f, call, spec, id);
 }
@@ -1200,6 +1359,7 @@ static int fx_proc_start(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_
 static int fx_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const void *data,
                          size_t len, uint32_t flags)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_proc_write(&f, call, id, data, len, flags);
 }
@@ -1207,18 +1367,21 @@ static int fx_proc_write(sbx_sandbox *sb, sbx_call *call, const char *id, const 
 static int fx_proc_read(sbx_sandbox *sb, sbx_call *call, const char *id,
                         const struct sbx_proc_read_args *args, struct sbx_proc_read_result *res)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_proc_read(&f, call, id, args, res);
 }
 
 static int fx_proc_signal(sbx_sandbox *sb, sbx_call *call, const char *id, int signo)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_proc_signal(&f, call, id, signo);
 }
 
 static int fx_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_list_sink *sink)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_proc_list(&f, call, sink);
 }
@@ -1226,6 +1389,7 @@ static int fx_proc_list(sbx_sandbox *sb, sbx_call *call, const struct sbx_proc_l
 static int fx_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint16_t rows,
                           uint16_t cols)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_proc_resize(&f, call, id, rows, cols);
 }
@@ -1233,6 +1397,7 @@ static int fx_proc_resize(sbx_sandbox *sb, sbx_call *call, const char *id, uint1
 static int fx_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
                         const struct sbx_file_list_sink *sink)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_file_list(&f, call, path, sink);
 }
@@ -1240,6 +1405,7 @@ static int fx_file_list(sbx_sandbox *sb, sbx_call *call, const char *path,
 static int fx_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
                         struct sbx_file_info *out)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_file_stat(&f, call, path, out);
 }
@@ -1247,12 +1413,14 @@ static int fx_file_stat(sbx_sandbox *sb, sbx_call *call, const char *path,
 static int fx_file_mkdir(sbx_sandbox *sb, sbx_call *call, const char *path, unsigned mode,
                          uint32_t flags)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_file_mkdir(&f, call, path, mode, flags);
 }
 
 static int fx_file_remove(sbx_sandbox *sb, sbx_call *call, const char *path, uint32_t flags)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_file_remove(&f, call, path, flags);
 }
@@ -1260,6 +1428,7 @@ static int fx_file_remove(sbx_sandbox *sb, sbx_call *call, const char *path, uin
 static int fx_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, const char *to,
                           uint32_t flags)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_file_rename(&f, call, from, to, flags);
 }
@@ -1267,8 +1436,48 @@ static int fx_file_rename(sbx_sandbox *sb, sbx_call *call, const char *from, con
 static int fx_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
                            struct sbx_port_endpoint *out)
 {
+    FX_AWAKE(sb, call);
     struct fxp_sandbox f = fxp_of(sb);
     return fxp_port_resolve(&f, call, port, out);
+}
+
+/* A sandbox that is gone (destroyed by anyone) cannot be paused. */
+static int gone(sbx_sandbox *sb, sbx_call *call, const char *op)
+{
+    struct stat st;
+    if (lstat(fx_root(sb), &st) == 0 && S_ISDIR(st.st_mode))
+        return SBX_OK;
+    return sb->st->host->set_error(sb->st->host, call, SBX_E_NOT_FOUND,
+                                   "cfproc: %s: the sandbox no longer exists", op);
+}
+
+static int fx_pause(sbx_sandbox *sb, sbx_call *call, uint32_t flags)
+{
+    (void)flags;
+    int rc = gone(sb, call, "pause");
+    if (rc != SBX_OK)
+        return rc;
+    if (sb->st->mode == FX_PAUSE_NOT_IDEMPOTENT && fx_is_paused(sb->owner))
+        return sb->st->host->set_error(sb->st->host, call, SBX_E_INVALID,
+                                       "cfproc: already paused");
+    fx_set_paused(sb->owner, true);
+    if (sb->st->mode != FX_PAUSE_KEEPS_RUNNING)
+        fxp_procs_signal(sb->owner, SIGSTOP);
+    return SBX_OK;
+}
+
+static int fx_resume(sbx_sandbox *sb, sbx_call *call)
+{
+    int rc = gone(sb, call, "resume");
+    if (rc != SBX_OK)
+        return rc;
+    if (!fx_is_paused(sb->owner))
+        return SBX_OK;
+    fx_set_paused(sb->owner, false);
+    fxp_procs_signal(sb->owner, SIGCONT);
+    if (sb->st->mode == FX_PAUSE_LOSES_WORKSPACE)
+        lose_workspace(sb);
+    return SBX_OK;
 }
 #endif
 
@@ -1308,6 +1517,8 @@ static const struct sbx_provider_ops fx_ops = {
     .file_remove = fx_file_remove,
     .file_rename = fx_file_rename,
     .port_resolve = fx_port_resolve,
+    .pause = fx_pause,
+    .resume = fx_resume,
 #endif
 };
 
@@ -1330,7 +1541,7 @@ SBX_PROVIDER_DEFINE("cfproc", "0.0.1",
                     "contract broken on purpose",
                     SBX_ISOLATION_NONE,
                     SBX_CAP_EGRESS | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS |
-                        SBX_CAP_PORTS,
+                        SBX_CAP_PORTS | SBX_CAP_PAUSE | SBX_CAP_POOL,
                     &fx_ops, fx_keys)
 #elif defined(FX_USERS)
 SBX_PROVIDER_DEFINE("cfusers", "0.0.1",

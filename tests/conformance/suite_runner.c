@@ -185,3 +185,22 @@ void sr_free(struct sr_run *r)
     free(r->output);
     r->output = NULL;
 }
+
+void sr_save_requests(const char *stats)
+{
+    const char *path = getenv("SBX_CF_REQUEST_LOG");
+    if (!path || !*path)
+        return;
+    unlink(path);
+    if (!stats)
+        return;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    int ok = fputs(stats, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}

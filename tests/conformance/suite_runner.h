@@ -68,6 +68,13 @@ int sr_xmllint(const char *path);
 /* Number of occurrences of needle in the file at path (-1: unreadable). */
 int sr_count_in_file(const char *path, const char *needle);
 
+/* With SBX_CF_REQUEST_LOG=FILE: remove FILE, then, when stats is not
+ * NULL, write stats (a fake's /_fake/stats answer) there, for the
+ * contract tests that check every request against the published specs
+ * (tests/<area>/sdk/run_contract_test.sh). Called with NULL when a run
+ * starts, so that a failed run leaves no older log behind. */
+void sr_save_requests(const char *stats);
+
 /* Remove the temporary directory and free the output. */
 void sr_free(struct sr_run *r);
 

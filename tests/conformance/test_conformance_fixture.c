@@ -415,7 +415,9 @@ static const char cases_1_2[] =
     "pty_resize,pty_ctrl_c,"
     "pty_eof,pty_paste,fileops_list,fileops_list_large,fileops_stat,fileops_mkdir,"
     "fileops_remove,fileops_remove_symlink_out,fileops_rename,fileops_escape,ports_resolve,"
-    "ports_reachable,exec_exit_codes";
+    "ports_reachable,exec_exit_codes,pause_idempotent_resume_idempotent,"
+    "pause_freezes_processes,pause_keeps_workspace,exec_resumes_paused,"
+    "attach_resumes_paused,destroy_paused,pause_gone,pool_handover";
 
 static void run_cfproc(const char *mode, const char *filter)
 {
@@ -483,12 +485,16 @@ static const char fileops_cases[] =
     "fileops_list,fileops_list_large,fileops_stat,fileops_mkdir,fileops_remove,"
     "fileops_remove_symlink_out,fileops_rename,fileops_escape,exec_exit_codes";
 static const char ports_cases[] = "ports_resolve,ports_reachable,proc_exit_and_streams";
+static const char pause_cases[] =
+    "pause_idempotent_resume_idempotent,pause_freezes_processes,pause_keeps_workspace,"
+    "exec_resumes_paused,attach_resumes_paused,destroy_paused,pause_gone,pool_handover,"
+    "exec_exit_codes";
 
 Test(conformance_fixture, cfproc_intact_passes_every_1_2_case, .fini = cleanup, .timeout = 600)
 {
     const char *failing[] = {NULL};
     expect_cfproc("none", NULL, failing, NULL);
-    cr_assert_eq(run.nresults, 30);
+    cr_assert_eq(run.nresults, 38);
 }
 
 Test(conformance_fixture, pty_not_a_terminal_fails_pty_cases, .fini = cleanup, .timeout = 600)
@@ -570,4 +576,46 @@ Test(conformance_fixture, growing_buffer_fails_flood_case, .fini = cleanup, .tim
     cr_assert(res && (strstr(res->message, "peak RSS grew by") ||
                       strstr(res->message, "kept more than 1 MiB")),
               "%s", res ? res->message : "missing");
+}
+
+/* SBX_CAP_PAUSE and SBX_CAP_POOL: each broken promise fails its case. */
+Test(conformance_fixture, pause_that_stops_nothing_fails_the_freeze_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"pause_freezes_processes", NULL};
+    expect_cfproc("pause_keeps_running", pause_cases, failing, NULL);
+}
+
+Test(conformance_fixture, resume_that_loses_files_fails_the_workspace_cases, .fini = cleanup,
+     .timeout = 600)
+{
+    /* every case that reads back a file written before the pause */
+    const char *failing[] = {"pause_keeps_workspace", NULL};
+    const char *may[] = {"exec_resumes_paused", "attach_resumes_paused", "destroy_paused",
+                         "pause_freezes_processes", NULL};
+    expect_cfproc_may("pause_loses_workspace", pause_cases, failing, may, NULL);
+}
+
+Test(conformance_fixture, ops_refused_while_paused_fail_the_resume_cases, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"exec_resumes_paused", "attach_resumes_paused", NULL};
+    const char *may[] = {"pause_freezes_processes", "pause_keeps_workspace", "destroy_paused",
+                         NULL};
+    expect_cfproc_may("resume_not_transparent", pause_cases, failing, may, NULL);
+}
+
+Test(conformance_fixture, pause_twice_refused_fails_the_idempotence_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"pause_idempotent_resume_idempotent", NULL};
+    expect_cfproc("pause_not_idempotent", pause_cases, failing, NULL);
+}
+
+Test(conformance_fixture, ownership_by_session_key_fails_the_handover, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"pool_handover", NULL};
+    expect_cfproc("pool_checks_session_key", pause_cases, failing,
+                  "attach under another session key");
 }

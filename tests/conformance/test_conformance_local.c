@@ -25,7 +25,8 @@ static void cleanup(void)
 static const char local_yaml[] = "  local:\n    root: @ROOT@\n";
 
 /* The capabilities local declares (docs/providers/local.md). */
-#define LOCAL_CAPS (SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS)
+#define LOCAL_CAPS (SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS | \
+                    SBX_CAP_POOL)
 
 /* Does the local provider skip case i (it needs a capability local lacks)? */
 static bool local_skips(size_t i)

@@ -18,8 +18,10 @@ uid, like the sandbox user "daytona"; files the toolbox creates belong to
 that uid. This is a test double, not a sandbox: nothing is isolated.
 
 Lifecycle: a new sandbox is "creating" for CREATE_DELAY seconds, then
-"started"; stop/pause kill its processes; start brings it back through
-"starting"; DELETE makes it "destroying" for a moment, then it is gone.
+"started"; stop/pause kill its processes and pass through "stopping" /
+"pausing" for a moment to "stopped" / "paused" (the toolbox refuses every
+call meanwhile: 400 "Sandbox is not running"); start brings it back
+through "starting" (a "stopping" one is refused with 400, as mid-transition); DELETE makes it "destroying" for a moment, then it is gone.
 
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "<path prefix>", "kind": ..., "times": n,
@@ -30,7 +32,8 @@ Control endpoints (not part of any spec) under /_fake/:
       bytes closes the connection after half the body), "vanish" (the
       sandbox disappears before the request is served), "truncate" (a JSON
       answer closes the connection after half its body), "stuck" (a sandbox
-      created while it is armed stays in "pending_build" forever).
+      created while it is armed stays in "pending_build" forever),
+      "stuck_stop" (POST /sandbox/{id}/stop leaves it "stopping" forever).
   Toolbox faults match "/toolbox/<path below the sandbox>", e.g.
   "/toolbox/process/session"; API faults the request path ("/api/sandbox").
   POST /_fake/state   {"id": ..., "state": "stopped"|"paused"}
@@ -117,6 +120,7 @@ class Sandbox:
         self.created = time.time()
         self.state = "pending_build" if stuck else "creating"
         self.stuck = stuck
+        self.stop_stuck = False
         self.ready_at = self.created + CREATE_DELAY
         self.dir = tempfile.mkdtemp(prefix="sbx-fake-daytona-", dir=base)
         os.chmod(self.dir, 0o755)
@@ -145,6 +149,9 @@ class Sandbox:
             self.state = "started"
         if self.state == "starting" and time.time() >= self.ready_at:
             self.state = "started"
+        if self.state in ("stopping", "pausing") and not self.stop_stuck and \
+                time.time() >= self.ready_at:
+            self.state = "stopped" if self.state == "stopping" else "paused"
 
     def kill_all(self):
         with self.lock:
@@ -709,8 +716,17 @@ class Handler(BaseHTTPRequestHandler):
                     raise ApiError(400, "Sandbox is in state %s" % sb.state)
                 return self.send_json(200, sb.to_json(self.base_url()))
             if rest in (["stop"], ["pause"]) and self.command == "POST":
-                sb.kill_all()
-                sb.state = "stopped" if rest == ["stop"] else "paused"
+                sb.tick()
+                if sb.state not in ("started", "stopping", "stopped", "pausing", "paused"):
+                    raise ApiError(400, "Sandbox is in state %s" % sb.state)
+                if sb.state in ("started",):
+                    # Its processes end (a container that stops); the
+                    # filesystem stays. "stopping"/"pausing" for a moment,
+                    # or for ever with the "stuck_stop" fault.
+                    sb.kill_all()
+                    sb.state = "stopping" if rest == ["stop"] else "pausing"
+                    sb.ready_at = time.time() + CREATE_DELAY
+                    sb.stop_stuck = bool(ST.take_fault(url.path, ("stuck_stop",)))
                 return self.send_json(200, sb.to_json(self.base_url()))
             if len(rest) == 3 and rest[0] == "ports" and rest[2] == "preview-url" and \
                     self.command == "GET":

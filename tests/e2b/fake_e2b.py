@@ -23,8 +23,12 @@ of the call: envd keeps no history), SendInput (stdin or pty), StreamInput
 (a client stream), CloseStdin, SendSignal, Update (the PTY's size), List;
 selectors by pid or tag. Each sandbox has its own /tmp (bound over /tmp for
 its commands, like /home and /mnt), every command carries E2B_SANDBOX_ID,
-and delete or pause kills every process that carries it, detached ones
-too. A Host "<port>-<id>.<domain>" other than envd's port is the service's
+and delete kills every process that carries it, detached ones too.
+Pause (POST /sandboxes/{id}/pause, auto-pause at the end of the TTL, the
+"pause" fault) stops them all with SIGSTOP, as a VM paused with its memory
+snapshot; resume (connect; /resume, the route CubeAPI documents) continues
+them with SIGCONT. While paused, envd is unreachable: the proxy's answer
+for a sandbox it cannot reach (E2B 502, CubeProxy 500). A Host "<port>-<id>.<domain>" other than envd's port is the service's
 port proxy: the request is forwarded to 127.0.0.1:<port>.
 
 Control endpoints (not part of any spec) under /_fake/:
@@ -33,9 +37,11 @@ Control endpoints (not part of any spec) under /_fake/:
       before answering), "cut" (Start stream closed mid-envelope after
       "after" data events; GET /files: half the body, then the connection
       closes), "truncate" (Start: half an envelope, then a
-      clean end of the body), "vanish" (the sandbox disappears before the
-      request is served), "pause" (the sandbox is paused). "times" (default 1)
-      bounds how often a fault fires.
+      clean end of the body; a control plane path: half its JSON answer,
+      then the connection closes), "vanish" (the sandbox disappears before the
+      request is served), "pause" (the sandbox is paused), "stuck" (POST
+      /sandboxes/{id}/pause never finishes: 30 s, then 500). "times"
+      (default 1) bounds how often a fault fires.
   GET  /_fake/stats   {"connections": n, "requests": [{method, path, body}]}
   POST /_fake/reset   forget faults and the request log
 Start: fake_e2b.py --port-file F [--mode e2b|cube] [--api-key K] [--dir D]
@@ -120,6 +126,7 @@ class Sandbox:
         self.end = self.started + timeout
         self.auto_pause = auto_pause
         self.state = "running"
+        self.cold = False
         self.token = secrets.token_hex(16) if mode == "e2b" else None
         # CubeAPI hard-codes envdVersion 0.2.0 (constants.rs:8).
         self.envd_version = ENVD_VERSION if mode == "e2b" else "0.2.0"
@@ -150,19 +157,18 @@ class Sandbox:
             return hpath[len(self.dir):] or "/"
         return hpath
 
-    def kill_all(self):
-        # As a VM that stops: every process the sandbox started, also those
-        # that left their session (found by the E2B_SANDBOX_ID each
-        # command inherits).
+    def signal_all(self, sig):
+        # Every process the sandbox started, also those that left their
+        # session (found by the E2B_SANDBOX_ID each command inherits).
         with self.lock:
             procs = list(self.procs.values())
         for p in procs:
             try:
-                os.killpg(p.popen.pid, signal.SIGKILL)
+                os.killpg(p.popen.pid, sig)
             except OSError:
                 pass
         mark = ("E2B_SANDBOX_ID=%s" % self.id).encode()
-        for _ in range(3):
+        for _ in range(3 if sig == signal.SIGKILL else 1):
             found = 0
             for pid in os.listdir("/proc"):
                 if not pid.isdigit() or int(pid) == os.getpid():
@@ -171,12 +177,32 @@ class Sandbox:
                     with open("/proc/%s/environ" % pid, "rb") as f:
                         if mark not in f.read().split(b"\0"):
                             continue
-                    os.kill(int(pid), signal.SIGKILL)
+                    os.kill(int(pid), sig)
                     found += 1
                 except OSError:
                     pass
             if not found:
                 break
+
+    def kill_all(self):
+        # As a VM that stops. A stopped process dies of SIGKILL as well.
+        self.signal_all(signal.SIGKILL)
+
+    def pause(self, memory=True):
+        # As a VM paused with a memory snapshot: nothing of it runs, its
+        # processes continue where they stopped on resume. Without the
+        # memory snapshot (SandboxPauseRequest.memory false) only the
+        # filesystem is kept: resume cold-boots, the processes are gone.
+        self.state = "paused"
+        self.cold = not memory
+        if memory:
+            self.signal_all(signal.SIGSTOP)
+        else:
+            self.kill_all()
+
+    def resume(self):
+        self.state = "running"
+        self.signal_all(signal.SIGCONT)
 
     def detail(self, full=True):
         d = {"templateID": self.template, "sandboxID": self.id, "clientID": "fake",
@@ -326,8 +352,7 @@ class State:
                         if s.state == "running" and s.end < now]
             for s in gone:
                 if s.auto_pause:
-                    s.state = "paused"
-                    s.kill_all()
+                    s.pause()
                 else:
                     self.delete(s.id)
 
@@ -439,6 +464,14 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.end_headers()
+        if getattr(self, "truncate_answer", False) and data:
+            # The "truncate" fault on a control plane path: half the
+            # answer, then the connection closes.
+            self.truncate_answer = False
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
         self.wfile.write(data)
 
     def api_error(self, code, message):
@@ -551,6 +584,7 @@ class Handler(BaseHTTPRequestHandler):
     # ---- control plane -------------------------------------------------
     def api(self, url):
         raw = self.body() if self.command in ("POST", "PUT") else b""
+        self.truncate_answer = bool(ST.take_fault(url.path, ("truncate",)))
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -592,21 +626,49 @@ class Handler(BaseHTTPRequestHandler):
                 timeout = (body or {}).get("timeout") if isinstance(body, dict) else None
                 if not isinstance(timeout, int) and not (v2 and timeout is None):
                     return self.api_error(400, "timeout is required")
+                if ST.mode == "cube":
+                    # CubeAPI documents no connect route (cubesandbox
+                    # openapi.yml): it serves E2B's shape for a running
+                    # sandbox, resuming is /resume's.
+                    if sb.state == "paused":
+                        return self.api_error(409, "sandbox is paused: resume it")
                 resumed = sb.state == "paused"
-                sb.state = "running"
+                if resumed:
+                    sb.resume()
                 if timeout is not None:
                     sb.end = time.time() + timeout
                 return self.send_json(201 if resumed else 200, sb.created(ST.domain))
+            if rest == ["resume"] and self.command == "POST" and not v2:
+                # Deprecated in E2B, Cube's documented route: 201 Sandbox,
+                # 409 when it is already running.
+                if not isinstance(body, dict):
+                    return self.api_error(400, "body is required")
+                timeout = body.get("timeout", 15)
+                if not isinstance(timeout, int):
+                    return self.api_error(400, "timeout: want an integer")
+                if sb.state != "paused":
+                    return self.api_error(409, "sandbox %s is already running" % sb.id)
+                sb.resume()
+                sb.end = time.time() + timeout
+                return self.send_json(201, sb.created(ST.domain))
             if rest == ["timeout"] and self.command == "POST":
                 if not isinstance(body, dict) or not isinstance(body.get("timeout"), int):
                     return self.api_error(400, "timeout is required")
                 sb.end = time.time() + body["timeout"]
                 return self.send_json(204, None)
             if rest == ["pause"] and self.command == "POST":
+                # SandboxPauseRequest (optional): memory, default true.
+                if body is not None and (not isinstance(body, dict) or
+                                         not isinstance(body.get("memory", True), bool)):
+                    return self.api_error(400, "memory: want a boolean")
+                if ST.take_fault(url.path, ("stuck",)):
+                    # The service never finishes pausing (the client's
+                    # deadline ends the call); the sandbox runs on.
+                    time.sleep(30)
+                    return self.api_error(500, "pause did not finish")
                 if sb.state == "paused":
-                    return self.api_error(409, "already paused")
-                sb.state = "paused"
-                sb.kill_all()
+                    return self.api_error(409, "sandbox %s is already paused" % sb.id)
+                sb.pause((body or {}).get("memory", True))
                 return self.send_json(204, None)
         return self.api_error(404, "no route %s %s" % (self.command, url.path))
 
@@ -647,8 +709,7 @@ class Handler(BaseHTTPRequestHandler):
                 ST.delete(sb.id)
                 sb = None
             else:
-                sb.state = "paused"
-                sb.kill_all()
+                sb.pause()
         if not sb or sb.state != "running":
             self.body()
             if ST.mode == "cube":

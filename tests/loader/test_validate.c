@@ -81,7 +81,7 @@ static const struct sbx_provider_ops full_ops = {
     /* ABI 1.2 */
     op_proc_start, op_proc_write, op_proc_read, op_proc_signal, op_proc_list,
     op_proc_resize, op_file_list, op_file_stat, op_file_mkdir, op_file_remove,
-    op_file_rename, op_port_resolve, op_pause, op_resume,
+    op_file_rename, op_port_resolve, op_pause, op_resume, NULL,
 };
 
 /* A valid descriptor named "demo" over `ops`. */
@@ -470,7 +470,9 @@ Test(validate, processes_pty_file_ops_and_ports_in_1_2_need_their_ops)
                  offsetof(struct sbx_provider_ops, file_rename) + sizeof(void *));
     cr_expect_eq(SBX_OPS_SIZE_PORTS_1_2,
                  offsetof(struct sbx_provider_ops, port_resolve) + sizeof(void *));
-    cr_expect_eq(SBX_OPS_SIZE_PAUSE_1_2, sizeof(struct sbx_provider_ops));
+    cr_expect_eq(SBX_OPS_SIZE_PAUSE_1_2,
+                 offsetof(struct sbx_provider_ops, resume) + sizeof(void *));
+    cr_expect_eq(SBX_OPS_SIZE_HEALTH_1_2, sizeof(struct sbx_provider_ops));
 }
 
 Test(validate, bits_of_1_2_wait_for_1_2)

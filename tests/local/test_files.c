@@ -7,6 +7,8 @@
 
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +116,45 @@ Test(local_files, failed_source_leaves_old_content_and_no_temporaries)
     cr_assert_str_eq(buf_sink_str(&got), "old");
     buf_sink_free(&got);
     cr_assert_eq(count_entries(H.ws), 1, "a temporary file was left");
+}
+
+/* A source that kills its process after `at` bytes: the writer dies
+ * mid-write, as a host process killed with SIGKILL does. */
+struct killing_source {
+    size_t pos, at;
+};
+
+static long killing_read(void *ctx, void *buf, size_t cap)
+{
+    struct killing_source *k = ctx;
+    if (k->pos >= k->at)
+        raise(SIGKILL);
+    size_t n = cap < 4096 ? cap : 4096;
+    memset(buf, 'x', n);
+    k->pos += n;
+    return (long)n;
+}
+
+Test(local_files, writer_killed_midway_leaves_old_content_and_nothing_else)
+{
+    cr_assert_eq(put_file("doc.txt", "old", 3, 0), SBX_OK);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        struct killing_source k = {.at = 256 * 1024};
+        struct sbx_source src = {.size = sizeof src, .ctx = &k, .read = killing_read};
+        harness_call_init(&H.call);
+        (void)H.ops->write_file(H.sb, &H.call, "doc.txt", &src, 0);
+        _exit(0); /* not reached: the source kills the process */
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the writer died midway");
+    struct buf_sink got = {0};
+    cr_assert_eq(get_file("doc.txt", &got), SBX_OK);
+    cr_assert_str_eq(buf_sink_str(&got), "old");
+    buf_sink_free(&got);
+    cr_assert_eq(count_entries(H.ws), 1, "the dead writer left a temporary file");
 }
 
 Test(local_files, missing_file_is_not_found)

@@ -36,10 +36,10 @@ Test(local_lifecycle, descriptor_is_valid_static_data)
     cr_assert_eq(d->ops_size, sizeof(struct sbx_provider_ops));
     cr_assert_str_eq(d->name, "local");
     cr_assert_str_eq(d->version, "0.2.0");
-    /* processes with a PTY, file ops and ports; nothing that needs
-     * isolation (packages, egress, mounts, memory, users) */
+    /* processes with a PTY, file ops, ports and warm pools; nothing that
+     * needs isolation (packages, egress, mounts, memory, users) */
     cr_assert_eq(d->caps & ~(SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS |
-                             SBX_CAP_PORTS),
+                             SBX_CAP_PORTS | SBX_CAP_POOL),
                  0, "local declares caps it cannot honour: %#llx",
                  (unsigned long long)d->caps);
     const struct sbx_provider_ops *o = d->ops;

@@ -113,6 +113,38 @@ Test(manifest_local, run_materializes_every_entry)
     cr_assert_eq(cli_dir_entries(e.ws_root), 0, "sbx run left its workspace");
 }
 
+/* The same workspace written in the SDK's shape materializes the same. */
+Test(manifest_local, the_sdk_shape_materializes_the_same)
+{
+    make_sources();
+    char m[PATH_MAX * 4 + 1024];
+    snprintf(m, sizeof m,
+             "version: 1\n"
+             "environment: {GREETING: hello from the manifest}\n"
+             "entries:\n"
+             "  notes: {type: dir, children: {readme.md: {type: file, content: \"inline\\n\","
+             " permissions: -rw-------}}}\n"
+             "  blob.bin: {type: file, encoding: base64, content: AAEC/w==}\n"
+             "  cache: {type: dir, permissions: {owner: 7}}\n"
+             "  single.txt: {type: local_file, src: %s/single.txt}\n"
+             "  tree: {type: local_dir, src: %s/src}\n"
+             "  repo: {type: git_repo, url: %s/repo, ref: v1}\n"
+             "  tool.sh: {type: file, content: \"#!/bin/sh\\necho tool\\n\", executable: true}\n",
+             e.dir, e.dir, e.dir);
+    write_file("sdk.yaml", m, 0644);
+    char mpath[PATH_MAX + 32], probe2[2048];
+    snprintf(mpath, sizeof mpath, "%s/sdk.yaml", e.dir);
+    snprintf(probe2, sizeof probe2, "%s; ./tool.sh; stat -c '%%a' tool.sh", probe);
+    struct cli_result r;
+    cli_run(&e, (const char *[]){"run", "--manifest", mpath, "--", "sh", "-c", probe2, NULL},
+            NULL, 120000, &r);
+    cr_assert_eq(r.status, 0, "exit %d: %s", r.status, r.err);
+    char want[1024];
+    snprintf(want, sizeof want, "%stool\n755\n", expected);
+    cr_assert_str_eq(r.out, want);
+    cli_result_free(&r);
+}
+
 Test(manifest_local, a_symlink_in_a_tree_stops_the_run_and_leaves_nothing)
 {
     sh("mkdir -p src && ln -s /etc/passwd src/link");

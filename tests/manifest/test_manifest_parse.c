@@ -95,7 +95,7 @@ Test(manifest, a_complete_manifest_is_read)
     sbx_manifest_free(m);
 }
 
-Test(manifest, json_is_read_too_and_the_digest_is_of_the_text)
+Test(manifest, json_is_read_too_and_the_digest_follows_the_content)
 {
     const char *json = "{\"version\": 1, \"entries\": [{\"path\": \"a\", \"type\": \"file\", "
                        "\"content\": \"x\"}]}";
@@ -171,6 +171,165 @@ Test(manifest, sources_stay_under_the_base_or_a_grant)
     if (access("/etc/hostname", R_OK) == 0)
         cr_assert_eq(rc, SBX_OK, "%s", err.message);
     sbxh_manifest_clear(&m);
+}
+
+/* The OpenAI Agents SDK's shape: entries as a mapping of path: entry, src,
+ * executable, permissions, a dir's children, git_repo as repo and host. */
+Test(manifest, the_sdk_shape_is_read)
+{
+    sbx_manifest *m = parse_ok("version: 1\n"
+                               "entries:\n"
+                               "  run.sh: {type: file, content: \"#!/bin/sh\\n\", executable: true}\n"
+                               "  copy.txt: {type: local_file, src: src/a.txt}\n"
+                               "  tree: {type: local_dir, src: src, permissions: -rwxr-x---}\n"
+                               "  out:\n"
+                               "    type: dir\n"
+                               "    permissions: {owner: 7, group: 5, other: 5, directory: true}\n"
+                               "    children:\n"
+                               "      notes.md: {type: file, content: hi, permissions: 384}\n"
+                               "      deep: {type: dir, children: {x: {type: file, content: x}}}\n"
+                               "  lib: {type: git_repo, repo: example/lib, ref: v1, description: d}\n"
+                               "  lib2: {type: git_repo, host: git.example.org, repo: a/b}\n");
+    cr_assert_eq(m->nentries, 9);
+    struct {
+        const char *path;
+        int type, mode;
+    } want[] = {{"run.sh", MF_FILE, 0755},      {"copy.txt", MF_LOCAL_FILE, -1},
+                {"tree", MF_LOCAL_DIR, 0750},   {"out", MF_DIR, 0755},
+                {"out/notes.md", MF_FILE, 0600}, {"out/deep", MF_DIR, -1},
+                {"out/deep/x", MF_FILE, -1},    {"lib", MF_GIT_REPO, -1},
+                {"lib2", MF_GIT_REPO, -1}};
+    for (size_t i = 0; i < 9; i++) {
+        const struct manifest_entry *e = NULL;
+        for (size_t j = 0; j < m->nentries; j++)
+            if (!strcmp(m->entries[j].path, want[i].path))
+                e = &m->entries[j];
+        cr_assert(e, "no entry %s", want[i].path);
+        cr_expect_eq(e->type, want[i].type, "%s", want[i].path);
+        cr_expect_eq(e->mode, want[i].mode, "%s: mode %o", want[i].path, e->mode);
+        if (!strcmp(e->path, "lib"))
+            cr_expect_str_eq(e->url, "https://github.com/example/lib");
+        if (!strcmp(e->path, "lib2"))
+            cr_expect_str_eq(e->url, "https://git.example.org/a/b");
+        if (e->type == MF_LOCAL_FILE)
+            cr_expect(e->resolved && strstr(e->resolved, "/src/a.txt"));
+    }
+    sbx_manifest_free(m);
+}
+
+/* One workspace written in both shapes, in another order, as JSON: one
+ * digest. Any difference in what would be written: another. */
+Test(manifest, equivalent_manifests_have_one_digest)
+{
+    const char *list = "version: 1\n"
+                       "environment: {B: two, A: one}\n"
+                       "entries:\n"
+                       "  - {path: run.sh, type: file, content: \"echo hi\\n\", mode: 0755}\n"
+                       "  - {path: out, type: dir}\n"
+                       "  - {path: out/n.txt, type: file, content: n, mode: 0600}\n"
+                       "  - {path: copy.txt, type: local_file, source: src/a.txt}\n"
+                       "  - {path: lib, type: git_repo, url: https://github.com/example/lib}\n";
+    const char *sdk = "# the SDK's shape\n"
+                      "version: 1\n"
+                      "entries:\n"
+                      "  copy.txt: {type: local_file, src: src/a.txt}\n"
+                      "  lib: {type: git_repo, repo: example/lib, description: a library}\n"
+                      "  out: {type: dir, children: {n.txt: {type: file, content: n, "
+                      "permissions: -rw-------}}}\n"
+                      "  run.sh: {type: file, content: \"echo hi\\n\", executable: true}\n"
+                      "environment: {A: one, B: two}\n";
+    const char *json = "{\"version\":1,\"environment\":{\"A\":\"one\",\"B\":\"two\"},"
+                       "\"entries\":{\"run.sh\":{\"type\":\"file\",\"content\":\"echo hi\\n\","
+                       "\"permissions\":493},\"out\":{\"type\":\"dir\"},\"out/n.txt\":{\"type\":"
+                       "\"file\",\"content\":\"n\",\"permissions\":{\"owner\":6}},\"copy.txt\":"
+                       "{\"type\":\"local_file\",\"source\":\"src/a.txt\"},\"lib\":{\"type\":"
+                       "\"git_repo\",\"url\":\"https://github.com/example/lib\"}}}";
+    sbx_manifest *a = parse_ok(list), *b = parse_ok(sdk), *c = parse_ok(json);
+    cr_expect_str_eq(sbx_manifest_digest(a), sbx_manifest_digest(b));
+    cr_expect_str_eq(sbx_manifest_digest(a), sbx_manifest_digest(c));
+    /* the text digests differ: only the meaning counts */
+    cr_expect_str_neq(a->text_digest, b->text_digest);
+    sbx_manifest_free(b);
+    sbx_manifest_free(c);
+    const char *differ[] = {
+        /* a mode */
+        "version: 1\nenvironment: {A: one, B: two}\nentries:\n"
+        "  run.sh: {type: file, content: \"echo hi\\n\"}\n  out: {type: dir}\n"
+        "  out/n.txt: {type: file, content: n, mode: 0600}\n"
+        "  copy.txt: {type: local_file, src: src/a.txt}\n"
+        "  lib: {type: git_repo, repo: example/lib}\n",
+        /* an environment value */
+        "version: 1\nenvironment: {A: one, B: three}\nentries:\n"
+        "  run.sh: {type: file, content: \"echo hi\\n\", executable: true}\n  out: {type: dir}\n"
+        "  out/n.txt: {type: file, content: n, mode: 0600}\n"
+        "  copy.txt: {type: local_file, src: src/a.txt}\n"
+        "  lib: {type: git_repo, repo: example/lib}\n",
+        /* a ref */
+        "version: 1\nenvironment: {A: one, B: two}\nentries:\n"
+        "  run.sh: {type: file, content: \"echo hi\\n\", executable: true}\n  out: {type: dir}\n"
+        "  out/n.txt: {type: file, content: n, mode: 0600}\n"
+        "  copy.txt: {type: local_file, src: src/a.txt}\n"
+        "  lib: {type: git_repo, repo: example/lib, ref: v2}\n",
+        /* content */
+        "version: 1\nenvironment: {A: one, B: two}\nentries:\n"
+        "  run.sh: {type: file, content: \"echo ho\\n\", executable: true}\n  out: {type: dir}\n"
+        "  out/n.txt: {type: file, content: n, mode: 0600}\n"
+        "  copy.txt: {type: local_file, src: src/a.txt}\n"
+        "  lib: {type: git_repo, repo: example/lib}\n",
+    };
+    for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++) {
+        sbx_manifest *d = parse_ok(differ[i]);
+        cr_expect_str_neq(sbx_manifest_digest(a), sbx_manifest_digest(d), "variant %zu", i);
+        sbx_manifest_free(d);
+    }
+    sbx_manifest_free(a);
+}
+
+Test(manifest, sdk_shape_errors_name_the_line)
+{
+    REFUSED("version: 1\nentries:\n  a: {path: b, type: dir}\n",
+            "m.yaml:3: entry a: path: an entry of a mapping is named by its key");
+    REFUSED("version: 1\nentries:\n  a: {type: local_file, src: src/a.txt, source: src/a.txt}\n",
+            "give source or src, not both");
+    REFUSED("version: 1\nentries:\n  a: {type: file, content: x, mode: 0644, executable: true}\n",
+            "give one of mode, permissions and executable");
+    REFUSED("version: 1\nentries:\n  a: {type: dir, executable: true}\n",
+            "executable is for files");
+    REFUSED("version: 1\nentries:\n  a: {type: file, content: x, executable: yes}\n",
+            "executable: expected true or false");
+    REFUSED("version: 1\nentries:\n  a: {type: file, content: x, permissions: -rwsr-xr-x}\n",
+            "set-id and sticky bits are not written");
+    REFUSED("version: 1\nentries:\n  a: {type: file, content: x, permissions: 2541}\n",
+            "has set-id or sticky bits");
+    REFUSED("version: 1\nentries:\n  a: {type: file, content: x, permissions: {owner: 8}}\n",
+            "owner: expected a number from 0 to 7");
+    REFUSED("version: 1\nentries:\n  a: {type: file, content: x, permissions: {owner: 0}}\n",
+            "permissions give mode 0");
+    REFUSED("version: 1\nentries:\n  a: {type: file, content: x, permissions: {sticky: true}}\n",
+            "sticky is not written");
+    REFUSED("version: 1\nentries:\n  a: {type: file, content: x, ephemeral: true}\n",
+            "ephemeral entries are not supported");
+    REFUSED("version: 1\nentries:\n  a: {type: dir, children: {b/c: {type: dir}}}\n",
+            "children: \"b/c\" is not a name");
+    REFUSED("version: 1\nentries:\n  a: {type: dir, children: {..: {type: dir}}}\n",
+            "is not a name");
+    REFUSED("version: 1\nentries:\n  a: {type: dir, children: [x]}\n",
+            "children: expected a mapping");
+    REFUSED("version: 1\nentries:\n  a: {type: git_repo, repo: x/y, url: https://e.org/r}\n",
+            "give url or repo, not both");
+    REFUSED("version: 1\nentries:\n  a: {type: git_repo, repo: ../../etc}\n",
+            "is not owner/name");
+    REFUSED("version: 1\nentries:\n  a: {type: git_repo, repo: x/y, host: 'evil/x'}\n",
+            "is not owner/name");
+    REFUSED("version: 1\nentries:\n  a: {type: file, children: {}}\n",
+            "unknown key \"children\" for type file");
+    REFUSED("version: 1\nentries:\n  a: b\n", "m.yaml:3: entry a: expected a mapping with type");
+    REFUSED("version: 1\nentries: x\n",
+            "entries: expected a list of entries or a mapping of path: entry");
+    /* the checks of the list shape apply: escaping paths, overlaps */
+    REFUSED("version: 1\nentries:\n  ../x: {type: dir}\n", "m.yaml:3");
+    REFUSED("version: 1\nentries:\n  a: {type: dir, children: {b: {type: dir}}}\n  a/b: {type: dir}\n",
+            "a/b");
 }
 
 Test(manifest, shape_errors_name_the_line)

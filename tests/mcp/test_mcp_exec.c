@@ -376,6 +376,45 @@ Test(exec, eof_while_calls_run)
     cr_assert(cli_pid_gone(pid), "the call's command was killed");
 }
 
+/* kill_process ends a command that ignores its stdin; write_stdin then
+ * reports the signal. Bad signals and foreign ids are tool errors. */
+Test(exec, kill_process_ends_a_running_command)
+{
+    struct mcp_client c;
+    mcp_start(&c, NULL);
+    create(&c, SB);
+    json_object *r = exec(&c, 1, "{\"sandbox\":\"" SB "\",\"cmd\":\"echo started; sleep 30\","
+                                 "\"yield_time_ms\":300}");
+    cr_assert(sc_bool(r, "running"), "%s", mcp_text(r));
+    char id[160], args[512];
+    snprintf(id, sizeof id, "%s", mcp_sc_str(r, "process_id"));
+    json_object_put(r);
+    snprintf(args, sizeof args, "{\"sandbox\":\"" SB "\",\"process_id\":\"%s\",\"signal\":"
+             "\"SIGBOGUS\"}", id);
+    r = mcp_call(&c, 2, "kill_process", args, T, NULL);
+    cr_assert(mcp_is_error(r) && strstr(mcp_text(r), "signal: expected"), "%s", mcp_text(r));
+    json_object_put(r);
+    r = mcp_call(&c, 3, "kill_process", "{\"sandbox\":\"" SB "\",\"process_id\":\"pnotmine\"}",
+                 T, NULL);
+    cr_assert(mcp_is_error(r), "a process id the sandbox did not make: %s", mcp_text(r));
+    json_object_put(r);
+    snprintf(args, sizeof args, "{\"sandbox\":\"" SB "\",\"process_id\":\"%s\",\"signal\":"
+             "\"KILL\"}", id);
+    r = mcp_call(&c, 4, "kill_process", args, T, NULL);
+    cr_assert(r && !mcp_is_error(r), "%s", mcp_text(r));
+    cr_assert_eq(sc_int(r, "signal"), 9);
+    json_object_put(r);
+    snprintf(args, sizeof args, "{\"sandbox\":\"" SB "\",\"process_id\":\"%s\","
+             "\"yield_time_ms\":5000}", id);
+    r = mcp_call(&c, 5, "write_stdin", args, T, NULL);
+    cr_assert(r && !mcp_is_error(r), "%s", mcp_text(r));
+    cr_assert(!sc_bool(r, "running"), "%s", mcp_text(r));
+    cr_assert_eq(sc_int(r, "exit_code"), 128 + 9, "%s", mcp_text(r));
+    cr_assert_eq(sc_int(r, "signal"), 9);
+    json_object_put(r);
+    cr_assert_eq(mcp_stop(&c, T), 0);
+}
+
 Test(exec, errors_are_tool_errors)
 {
     struct mcp_client c;

@@ -89,6 +89,40 @@ Test(sandbox, manifest_and_resume_digest)
     cr_assert(mcp_is_error(r), "a resume with another manifest is refused");
     cr_assert(strstr(mcp_text(r), "does not match"), "%s", mcp_text(r));
     json_object_put(r);
+    /* resume with the manifest itself, here in the SDK's shape: the digest
+     * is of what it declares, so it matches */
+    r = call_ok(&c, 41, "connect_sandbox",
+                "{\"sandbox\":\"m\",\"manifest\":{\"version\":1,\"entries\":{\"out\":{"
+                "\"type\":\"dir\",\"permissions\":493},\"README.md\":{\"type\":\"file\","
+                "\"content\":\"hi\\n\"}}}}");
+    cr_assert_str_eq(mcp_sc_str(r, "manifest_digest"), digest);
+    json_object_put(r);
+    r = mcp_call(&c, 42, "connect_sandbox",
+                 "{\"sandbox\":\"m\",\"manifest\":{\"version\":1,\"entries\":{\"README.md\":{"
+                 "\"type\":\"file\",\"content\":\"changed\\n\"}}}}",
+                 T, NULL);
+    cr_assert(mcp_is_error(r) && strstr(mcp_text(r), "resume refused"), "%s", mcp_text(r));
+    json_object_put(r);
+    snprintf(args, sizeof args,
+             "{\"sandbox\":\"m\",\"manifest_digest\":\"%s\",\"manifest\":{\"version\":1}}",
+             digest);
+    r = mcp_call(&c, 43, "connect_sandbox", args, T, NULL);
+    cr_assert(mcp_is_error(r) && strstr(mcp_text(r), "not both"), "%s", mcp_text(r));
+    json_object_put(r);
+    /* a host source hidden in a dir's children is refused like a top one */
+    r = mcp_call(&c, 44, "create_sandbox",
+                 "{\"sandbox\":\"m2\",\"manifest\":{\"version\":1,\"entries\":{\"a\":{"
+                 "\"type\":\"dir\",\"children\":{\"x\":{\"type\":\"local_dir\",\"src\":"
+                 "\"/etc\"}}}}}}",
+                 T, NULL);
+    cr_assert(mcp_is_error(r) && strstr(mcp_text(r), "host sources"), "%s", mcp_text(r));
+    json_object_put(r);
+    r = mcp_call(&c, 45, "create_sandbox",
+                 "{\"sandbox\":\"m2\",\"manifest\":{\"version\":1,\"entries\":{\"a\":{"
+                 "\"type\":\"file\",\"content\":\"x\",\"src\":\"/etc/passwd\"}}}}",
+                 T, NULL);
+    cr_assert(mcp_is_error(r) && strstr(mcp_text(r), "not allowed"), "%s", mcp_text(r));
+    json_object_put(r);
     r = call_ok(&c, 5, "apply_manifest",
                 "{\"sandbox\":\"m\",\"manifest\":{\"version\":1,\"entries\":[{\"path\":"
                 "\"later.txt\",\"type\":\"file\",\"content\":\"x\"}]}}");

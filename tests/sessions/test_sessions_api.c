@@ -346,7 +346,8 @@ Test(sessions_api, reconcile_cleans_its_own_leftovers)
     sbx_release(h);
 
     struct sbx_claim claim = {0};
-    struct sbx_claim_request req = {"left", "local", a.m->owner, NULL, "claimed"};
+    struct sbx_claim_request req = {
+        .session_key = "left", .provider = "local", .owner = a.m->owner, .step = "claimed"};
     cr_assert_eq(sbxh_store_claim(a.m->store, &req, &claim, &err), SBX_OK);
     cr_assert_eq(claim.outcome, SBX_CLAIM_WON);
     sbxh_claim_clear(&claim);
@@ -356,7 +357,8 @@ Test(sessions_api, reconcile_cleans_its_own_leftovers)
     char other[256];
     snprintf(other, sizeof other, "%s:%ld:%llu:feedfacefeedface", a.m->realm,
              (long)getppid(), sbxh_process_start_time(getppid()));
-    struct sbx_claim_request req2 = {"busy", "local", other, NULL, "claimed"};
+    struct sbx_claim_request req2 = {
+        .session_key = "busy", .provider = "local", .owner = other, .step = "claimed"};
     cr_assert_eq(sbxh_store_claim(a.m->store, &req2, &claim, &err), SBX_OK);
     sbxh_claim_clear(&claim);
     /* The same pid with another start time: that worker died and its pid
@@ -364,14 +366,18 @@ Test(sessions_api, reconcile_cleans_its_own_leftovers)
     char reused[256];
     snprintf(reused, sizeof reused, "%s:%ld:%llu:feedfacefeedface", a.m->realm,
              (long)getppid(), sbxh_process_start_time(getppid()) + 1);
-    struct sbx_claim_request req3 = {"reused", "local", reused, NULL, "claimed"};
+    struct sbx_claim_request req3 = {
+        .session_key = "reused", .provider = "local", .owner = reused, .step = "claimed"};
     cr_assert_eq(sbxh_store_claim(a.m->store, &req3, &claim, &err), SBX_OK);
     sbxh_claim_clear(&claim);
     /* A worker of another machine (or pid namespace) with a pid that is
      * dead here: not judged from here, only its lease tells. */
-    struct sbx_claim_request req4 = {"foreign", "local",
-                                     "0123-other-boot-4026531836:999999:1:feedface", NULL,
-                                     "claimed"};
+    struct sbx_claim_request req4 = {
+        .session_key = "foreign",
+        .provider = "local",
+        .owner = "0123-other-boot-4026531836:999999:1:feedface",
+        .step = "claimed",
+    };
     cr_assert_eq(sbxh_store_claim(a.m->store, &req4, &claim, &err), SBX_OK);
     sbxh_claim_clear(&claim);
 

@@ -273,11 +273,16 @@ BOTH(lifecycle, eviction_never_touches_a_running_command)
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+        /* fork before opening: a store connection is one process's */
+        pid_t other = fork();
         struct env c = e;
         open_manager(&c);
-        pid_t other = fork();
         const char *key = other == 0 ? "busy-l" : "busy-p";
-        int code = sh(c.m, key, "sleep 2; echo done", NULL);
+        /* local runs on the host: the command marks its start in e.dir */
+        char script[PATH_MAX + 64];
+        snprintf(script, sizeof script, ": > '%s/started-%s'; sleep 2; echo done", c.dir,
+                 key);
+        int code = sh(c.m, key, script, NULL);
         if (other > 0) {
             int st;
             waitpid(other, &st, 0);
@@ -285,7 +290,16 @@ BOTH(lifecycle, eviction_never_touches_a_running_command)
         }
         _exit(code == 0 ? 0 : 3);
     }
-    sleep_ms(700);
+    /* both commands running (however loaded the machine) before evicting */
+    for (int waited = 0;; waited += 10) {
+        char a[PATH_MAX + 32], b[PATH_MAX + 32];
+        snprintf(a, sizeof a, "%s/started-busy-l", e.dir);
+        snprintf(b, sizeof b, "%s/started-busy-p", e.dir);
+        if (access(a, F_OK) == 0 && access(b, F_OK) == 0)
+            break;
+        cr_assert_lt(waited, 30000, "the commands did not start");
+        sleep_ms(10);
+    }
     struct sbx_evict_report r = evict(&e);
     cr_expect_eq(r.in_use, 2, "in use: %zu (paused %zu, destroyed %zu)", r.in_use, r.paused,
                  r.destroyed);

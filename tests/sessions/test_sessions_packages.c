@@ -151,6 +151,32 @@ Test(sessions_packages, installs_as_argv_postgres) { installs_as_argv("postgres"
 
 /* The command lines come from the configuration where it sets them: an
  * image whose "apt" packages go through apk, a pip that needs sudo. */
+/* --progress=json: each step of each manager, with the lines its commands
+ * print as detail, the last report of a manager finished. */
+Test(sessions_packages, progress_names_the_step_and_the_managers_lines)
+{
+    struct pkg_env e;
+    pkg_env_init(&e, "sqlite");
+    stand_in(&e, "apt-get", 0, "Unpacking curl (7.88.1-10)");
+    struct cli_result r;
+    RUN(&e.s, &r, "create", "pg", "--provider", "pkgtest", "--progress=json", "--package",
+        "apt:curl");
+    cr_assert_eq(r.status, 0, "create: %s", r.err);
+    cr_assert(strstr(r.err, "{\"progress\":\"installing apt packages\",\"unit\":\"steps\","
+                            "\"done\":1,\"total\":3,"),
+              "%s", r.err);
+    cr_assert(strstr(r.err, "\"done\":3,\"total\":3,\"detail\":\"Unpacking curl (7.88.1-10)\""),
+              "the install's own line: %s", r.err);
+    cr_assert(strstr(r.err, "\"done\":3,\"total\":3,\"finished\":true}"), "%s", r.err);
+    cli_result_free(&r);
+    /* without a mode, stderr being a pipe: nothing */
+    RUN(&e.s, &r, "create", "pg2", "--provider", "pkgtest", "--package", "apt:curl");
+    cr_assert_eq(r.status, 0, "create: %s", r.err);
+    cr_assert_str_eq(r.err, "");
+    cli_result_free(&r);
+    pkg_env_fini(&e);
+}
+
 Test(sessions_packages, configured_command_lines)
 {
     struct pkg_env e;

@@ -85,7 +85,7 @@ export class SbxSandboxClient {
                 feature: 'snapshot',
             });
         const runAs = runAsName(c.options?.runAs ?? this.options.runAs);
-        const { manifest, digest } = await toSbxManifest(c.manifest, { runAs, ...this.#limits() });
+        const { manifest } = await toSbxManifest(c.manifest, { runAs, ...this.#limits() });
         const key = `oai-${randomUUID()}`;
         const r = await this.#server.call('create_sandbox', { sandbox: key, manifest });
         const environment = await c.manifest.resolveEnvironment();
@@ -96,7 +96,7 @@ export class SbxSandboxClient {
                 manifest: c.manifest,
                 sessionKey: r.sandbox ?? key,
                 provider: r.provider,
-                manifestDigest: r.manifest_digest ?? digest,
+                manifestDigest: r.manifest_digest,
                 ...(runAs ? { runAs } : {}),
                 environment,
                 workspaceReady: true,
@@ -153,8 +153,11 @@ export class SbxSandboxClient {
             });
         const manifest = trusted instanceof Manifest ? trusted : new Manifest(trusted);
         const runAs = runAsName(options.clientOptions?.runAs ?? this.options.runAs);
-        const { digest } = await toSbxManifest(manifest, { runAs, ...this.#limits() });
-        const r = await this.#server.call('connect_sandbox', { sandbox: state.sessionKey, manifest_digest: digest });
+        // sbx compares the digest of what the manifest declares with the one
+        // it recorded at create: the manifest itself is sent, the client
+        // computes no digest.
+        const { manifest: sbxManifest } = await toSbxManifest(manifest, { runAs, ...this.#limits() });
+        const r = await this.#server.call('connect_sandbox', { sandbox: state.sessionKey, manifest: sbxManifest });
         if (state.provider && r.provider && r.provider !== state.provider)
             throw new SandboxConfigurationError(`sbx session ${state.sessionKey} runs on provider ${r.provider}, not ${state.provider} as its state says`, {
                 provider: 'SbxSandboxClient',
@@ -166,7 +169,7 @@ export class SbxSandboxClient {
                 ...state,
                 manifest,
                 provider: r.provider ?? state.provider,
-                manifestDigest: digest,
+                manifestDigest: r.manifest_digest,
                 ...(runAs ? { runAs } : {}),
                 environment: { ...(await manifest.resolveEnvironment()) },
                 workspaceReady: true,

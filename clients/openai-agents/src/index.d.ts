@@ -146,5 +146,4 @@ export declare class SbxSandboxClient implements SandboxClient<SbxCreateOptions,
 export declare function toSbxManifest(
     manifest: Manifest,
     options?: { runAs?: string; maxBytes?: number; maxFiles?: number },
-): Promise<{ manifest: Record<string, unknown>; text: string; digest: string }>;
-export declare function sbxManifestDigest(canonicalText: string): string;
+): Promise<{ manifest: Record<string, unknown>; text: string }>;

@@ -2,4 +2,4 @@
 export { SbxSandboxClient, SBX_SESSION_STATE_VERSION } from './client.js';
 export { SbxSandboxSession, SbxEditor } from './session.js';
 export { SbxServer, SbxToolError } from './server.js';
-export { sbxManifestDigest, toSbxManifest } from './manifest.js';
+export { toSbxManifest } from './manifest.js';

@@ -5,7 +5,6 @@
 // (local_file, local_dir) are read here, by the client, which is trusted
 // application code: each file is opened without following symlinks, checked
 // on its descriptor, bounded in size and count, and sent as inline base64.
-import { createHash } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import { open, opendir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -179,19 +178,9 @@ export function sbxUsersAndGroups(manifest) {
 }
 
 /**
- * The digest sbx records for a manifest given as a JSON object: SHA-256 of
- * the text json-c makes of it (JSON_C_TO_STRING_PLAIN: members in the order
- * sent, no spaces, "/" written as "\/"), which sbx_manifest_parse hashes.
- * "/" occurs only inside strings in JSON text, so escaping every one is
- * exact; other escapes agree with JSON.stringify for valid UTF-8.
- */
-export function sbxManifestDigest(canonicalText) {
-    return createHash('sha256').update(canonicalText.replace(/\//g, '\\/')).digest('hex');
-}
-
-/**
  * The sbx manifest of an SDK manifest plus an optional run_as, in canonical
- * form (keys sorted, sent in that order), and its digest.
+ * form (keys sorted, sent in that order), and that text. sbx computes the
+ * digest (of what the manifest declares, whatever its text).
  */
 export async function toSbxManifest(manifest, { runAs, maxBytes = DEFAULT_MAX_MANIFEST_BYTES, maxFiles = DEFAULT_MAX_MANIFEST_FILES } = {}) {
     if (manifest.extraPathGrants?.length)
@@ -209,5 +198,5 @@ export async function toSbxManifest(manifest, { runAs, maxBytes = DEFAULT_MAX_MA
     if (groups.length) m.groups = groups;
     if (runAs) m.run_as = runAs;
     const text = stableJsonStringify(m);
-    return { manifest: JSON.parse(text), text, digest: sbxManifestDigest(text) };
+    return { manifest: JSON.parse(text), text };
 }

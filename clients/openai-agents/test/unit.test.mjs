@@ -49,8 +49,9 @@ describe('SbxSandboxClient on local', { skip }, () => {
     test('create applies inline and host entries; readFile, listDir, exists', async () => {
         assert.equal(session.state.provider, 'local');
         assert.match(session.state.manifestDigest, /^[0-9a-f]{64}$/);
-        // The digest sbx recorded is the one the client computes for resume.
-        assert.equal((await toSbxManifest(manifest)).digest, session.state.manifestDigest);
+        // The digest is sbx's: the one connect_sandbox reports for this session.
+        const connected = await client.server.call('connect_sandbox', { sandbox: session.state.sessionKey, manifest: (await toSbxManifest(manifest)).manifest });
+        assert.equal(connected.manifest_digest, session.state.manifestDigest);
         assert.equal(Buffer.from(await session.readFile({ path: 'hello.txt' })).toString(), 'hello\n');
         assert.deepEqual([...(await session.readFile({ path: '/workspace/bytes.bin' }))], [9, 8, 7]);
         assert.equal(Buffer.from(await session.readFile({ path: 'tree/a.txt' })).toString(), 'from host\n');

@@ -80,6 +80,36 @@ SBX_API bool sbx_cancel_fired(const sbx_cancel *c);
 SBX_API void sbx_cancel_free(sbx_cancel *c);
 
 /* ------------------------------------------------------------------------ */
+/* Progress of long calls                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* One report of a long step: an image pull, package installation, a
+ * snapshot or restore, a memory load or write-back over 1 MiB. */
+struct sbx_progress {
+    uint32_t size;      /* sizeof as libsbx built it */
+    const char *what;   /* the step, a few words: "pulling debian:bookworm-slim",
+                           "installing apt packages", "snapshot" */
+    uint64_t done;      /* bytes (or, for packages, steps) done so far */
+    uint64_t total;     /* of that many; 0 while unknown */
+    const char *unit;   /* "bytes" or "steps" */
+    const char *detail; /* one line of what the step says (a package manager's
+                           output, a layer's state), or NULL */
+    bool finished;      /* the step's last report */
+};
+
+/* Called with each report; the struct and its strings are borrowed for the
+ * call. Reports come from the thread running the call or from one of its
+ * helper threads (a restore reads its archive in one), one at a time per
+ * call; make fn thread-safe when one token serves calls on several
+ * threads. Keep it short; throttle what you show. */
+typedef void (*sbx_progress_fn)(void *ud, const struct sbx_progress *p);
+
+/* Ask every call given this token to report progress to fn (NULL: stop).
+ * Calls without a token, and tokens without a callback, cost nothing. Set
+ * it before the calls start, not while one runs. */
+SBX_API void sbx_cancel_set_progress(sbx_cancel *c, sbx_progress_fn fn, void *ud);
+
+/* ------------------------------------------------------------------------ */
 /* Bounded capture sink                                                       */
 /* ------------------------------------------------------------------------ */
 
@@ -330,6 +360,23 @@ SBX_API int sbx_list_installed(sbx_ctx *ctx, sbx_provider_info_fn fn, void *ud,
  * itself). All sandbox functions call this themselves. */
 SBX_API int sbx_provider_ready(sbx_provider *p, sbx_cancel *cancel, sbx_error *err);
 
+/* A provider's health: its init (run now when it has not run yet) and its
+ * live check of the backend (the optional health op). */
+struct sbx_health {
+    uint32_t size;        /* set by the caller: sizeof(struct sbx_health) */
+    bool checked;         /* the provider has a live check and it ran */
+    uint64_t init_us;     /* how long init took here (0 when it ran before) */
+    uint64_t check_us;    /* how long the live check took */
+    char detail[256];     /* what answered ("Docker Engine 20.10.24, API 1.41"),
+                             or why there is no check */
+};
+
+/* Initialize p (as sbx_provider_ready) and run its live check. SBX_OK when
+ * both passed (out filled); else the provider's status and message (init
+ * failures as for sbx_provider_ready; a failed check names the provider). */
+SBX_API int sbx_provider_health(sbx_provider *p, sbx_cancel *cancel, struct sbx_health *out,
+                                sbx_error *err);
+
 /* Admission from the descriptor alone: SBX_OK when the provider declares
  * every capability in `caps`, else SBX_E_UNSUPPORTED naming the provider and
  * the missing capabilities. Never runs init. */
@@ -484,6 +531,18 @@ SBX_API void sbx_release(sbx_handle *h);
 /* Destroy the sandbox of (session_key, ref). Idempotent. */
 SBX_API int sbx_destroy(sbx_provider *p, const char *session_key, const char *ref,
                 sbx_cancel *cancel, sbx_error *err);
+
+/* SBX_CAP_POOL: attach and destroy a sandbox made ahead of its session
+ * for another key (a pool member's), on behalf of session_key: the
+ * provider checks ownership by pool_key_hash (sbx_key_hash of the key it
+ * was created for, SBX_KEY_HASH_LEN lowercase hex digits) alone.
+ * SBX_E_UNSUPPORTED when the provider does not declare SBX_CAP_POOL. */
+SBX_API int sbx_attach_pooled(sbx_provider *p, const char *session_key,
+                              const char *pool_key_hash, const char *ref, sbx_cancel *cancel,
+                              sbx_handle **out, sbx_error *err);
+SBX_API int sbx_destroy_pooled(sbx_provider *p, const char *session_key,
+                               const char *pool_key_hash, const char *ref, sbx_cancel *cancel,
+                               sbx_error *err);
 
 /* Capability calls: SBX_E_UNSUPPORTED when the provider lacks the cap. */
 SBX_API int sbx_mount_put(sbx_handle *h, const char *path, const struct sbx_blob *blob,

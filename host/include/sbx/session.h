@@ -191,6 +191,8 @@ struct sbx_acquire_info {
                           which one is in force) */
     char recorded_spec_hash[SBX_KEY_HASH_LEN + 1]; /* "" when none recorded */
     char provider[64]; /* the provider of the binding */
+    bool pooled;       /* created is true and the sandbox was claimed from a
+                          warm pool (sbx_pools_list) rather than created */
 };
 
 /*
@@ -410,6 +412,69 @@ struct sbx_evict_report {
  */
 SBX_API int sbx_sessions_evict(sbx_sessions *m, sbx_cancel *cancel,
                                struct sbx_evict_report *report, sbx_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Warm pools (docs/SESSIONS.md, "Warm pools"; configuration: `pools:`)       */
+/* ------------------------------------------------------------------------ */
+
+/* A configured pool. Strings borrowed for the callback. */
+struct sbx_pool_info {
+    const char *name;
+    const char *provider;
+    const char *spec_hash; /* what a session's spec, without its manifest
+                              and packages, must hash to */
+    size_t size;           /* members reconcile keeps */
+};
+
+/* A pool member: a sandbox made ahead of its session. */
+struct sbx_pool_member_info {
+    const char *pool;
+    const char *provider;
+    const char *member_key;  /* the key it was created under */
+    const char *external_id; /* NULL until create returned */
+    const char *state;       /* creating, ready, checking or claimed */
+    const char *claimed_by;  /* the claiming session's key, or NULL */
+    int64_t created_at;      /* ms since the epoch */
+    bool configured;         /* its pool is configured with this spec */
+};
+
+typedef int (*sbx_pool_info_fn)(void *ud, const struct sbx_pool_info *pool);
+typedef int (*sbx_pool_member_fn)(void *ud, const struct sbx_pool_member_info *member);
+
+/* How many warm pools the context's configuration declares (no store is
+ * opened: `sbx run` asks before choosing how to make its sandbox). */
+SBX_API size_t sbx_config_pool_count(const sbx_ctx *ctx);
+
+/* Call pool_fn for every configured pool, then member_fn for every member
+ * in the store (of configured pools or not). Either may be NULL; a nonzero
+ * return stops and is returned. */
+SBX_API int sbx_pools_list(sbx_sessions *m, sbx_pool_info_fn pool_fn,
+                           sbx_pool_member_fn member_fn, void *ud, sbx_error *err);
+
+/* What sbx_pools_reconcile did; zero-initialize and set size. */
+struct sbx_pool_report {
+    uint32_t size;
+    size_t created;   /* members made ready */
+    size_t checked;   /* ready members that passed their health check */
+    size_t replaced;  /* ready members that failed it: destroyed */
+    size_t removed;   /* members of a pool removed, shrunk or respecified */
+    size_t cleaned;   /* members a killed refill or check left: destroyed */
+    size_t failures;  /* items that failed (retried next pass) */
+    size_t held;      /* pools left short: their provider is at max_sandboxes */
+};
+
+/*
+ * One pass over the warm pools: destroy what a killed refill or health
+ * check left (a creating or checking member whose worker is gone or whose
+ * lease expired), health-check each ready member (attach and a trivial
+ * command; one that fails is destroyed), destroy the members of pools
+ * removed from the configuration, shrunk or given another spec, drop the
+ * rows of claimed members whose session finished provisioning, and create
+ * members until each pool has its size. SBX_OK when everything succeeded;
+ * else the first failure (every other item was still tried).
+ */
+SBX_API int sbx_pools_reconcile(sbx_sessions *m, sbx_cancel *cancel,
+                                struct sbx_pool_report *report, sbx_error *err);
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,7 @@ import { makeEnv, freePort, dockerBridge, assert, assertEq, sleep } from './comm
 const provider = process.argv[2] || 'local';
 const AGENT_TOOLS = [
   'create_sandbox', 'connect_sandbox', 'destroy_sandbox', 'list_sandboxes',
-  'exec_command', 'write_stdin', 'read_file', 'write_file', 'list_files',
+  'exec_command', 'write_stdin', 'kill_process', 'read_file', 'write_file', 'list_files',
   'stat', 'mkdir', 'move', 'delete', 'search', 'git_clone', 'snapshot',
   'restore', 'port_url',
 ];
