@@ -1,0 +1,157 @@
+/*
+ * test_lifecycle_docker.c - session pause, transparent resume, idle
+ * eviction, max_sandboxes and fork through the built `sbx` on the docker
+ * provider against the daemon of SBX_TEST_DOCKER_HOST (skipped when
+ * unset). Every `sbx` invocation is a worker of its own: a session paused
+ * by one is resumed by another's command. The daemon's own view
+ * (State.Paused) is read with the docker CLI.
+ */
+#include "cli_harness.h"
+
+#include <criterion/criterion.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RUN(e, r, ...)                                        \
+    do {                                                      \
+        const char *args_[] = {__VA_ARGS__, NULL};            \
+        cli_run((e), args_, NULL, 60000, (r));                \
+    } while (0)
+
+static void ok(struct cli_env *e, const char *const *args, const char *want_out)
+{
+    struct cli_result r;
+    cli_run(e, args, NULL, 60000, &r);
+    cr_assert_eq(r.status, 0, "sbx %s: status %d: %s%s", args[0], r.status, r.out, r.err);
+    if (want_out)
+        cr_assert_str_eq(r.out, want_out, "sbx %s", args[0]);
+    cli_result_free(&r);
+}
+
+/* The session's container reference (sbx state). */
+static void ref_of(struct cli_env *e, const char *key, char ref[128])
+{
+    struct cli_result r;
+    RUN(e, &r, "state", key);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_object *o = json_tokener_parse(r.out), *v;
+    cr_assert(o && json_object_object_get_ex(o, "reference", &v), "%s", r.out);
+    snprintf(ref, 128, "%s", json_object_get_string(v));
+    json_object_put(o);
+    cli_result_free(&r);
+}
+
+/* The daemon's State.Paused of container ref. */
+static bool daemon_paused(const char *ref)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "docker -H '%s' inspect -f '{{.State.Paused}}' '%s'",
+             getenv("SBX_TEST_DOCKER_HOST"), ref);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    char line[64] = "";
+    cr_assert_not_null(fgets(line, sizeof line, f));
+    pclose(f);
+    return !strncmp(line, "true", 4);
+}
+
+/* The session's paused mark as `sbx sessions --json` shows it. */
+static bool listed_paused(struct cli_env *e, const char *key)
+{
+    struct cli_result r;
+    RUN(e, &r, "sessions", "--json");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    json_object *o = json_tokener_parse(r.out);
+    cr_assert(o && json_object_is_type(o, json_type_array), "%s", r.out);
+    bool paused = false, seen = false;
+    for (size_t i = 0; i < json_object_array_length(o); i++) {
+        json_object *s = json_object_array_get_idx(o, i), *k, *p;
+        if (json_object_object_get_ex(s, "session", &k) &&
+            !strcmp(json_object_get_string(k), key)) {
+            seen = true;
+            cr_assert(json_object_object_get_ex(s, "paused", &p), "%s", r.out);
+            paused = json_object_get_boolean(p);
+        }
+    }
+    cr_assert(seen, "%s not listed: %s", key, r.out);
+    json_object_put(o);
+    cli_result_free(&r);
+    return paused;
+}
+
+static void env_with(struct cli_env *e, const char *provider_keys)
+{
+    cli_env_init(e);
+    char head[PATH_MAX + 64];
+    snprintf(head, sizeof head, "store: { driver: sqlite, path: %s/db }\n", e->home);
+    cli_env_docker_config(e, head);
+    FILE *f = fopen(e->config, "a");
+    cr_assert_not_null(f);
+    fputs(provider_keys, f);
+    fclose(f);
+}
+
+Test(lifecycle_docker, pause_resume_by_another_worker_fork, .timeout = 180)
+{
+    struct cli_env e;
+    env_with(&e, "");
+    ok(&e, (const char *const[]){"exec", "s1", "--", "sh", "-c", "echo one > f", NULL}, "");
+    char ref[128];
+    ref_of(&e, "s1", ref);
+    ok(&e, (const char *const[]){"pause", "s1", NULL}, "paused\n");
+    cr_assert(daemon_paused(ref), "the container is not paused");
+    cr_assert(listed_paused(&e, "s1"));
+    ok(&e, (const char *const[]){"pause", "s1", NULL}, "paused\n"); /* idempotent */
+    /* another worker's command resumes it */
+    ok(&e, (const char *const[]){"exec", "s1", "--", "cat", "f", NULL}, "one\n");
+    cr_assert_not(daemon_paused(ref), "still paused after a command");
+    cr_assert_not(listed_paused(&e, "s1"));
+    /* explicit resume */
+    ok(&e, (const char *const[]){"pause", "s1", NULL}, "paused\n");
+    ok(&e, (const char *const[]){"resume", "s1", NULL}, "resumed\n");
+    cr_assert_not(daemon_paused(ref));
+    /* fork: a copy, then two independent workspaces */
+    ok(&e, (const char *const[]){"fork", "s1", "s2", NULL}, "forked\n");
+    ok(&e, (const char *const[]){"exec", "s2", "--", "cat", "f", NULL}, "one\n");
+    ok(&e, (const char *const[]){"exec", "s2", "--", "sh", "-c", "echo two > f", NULL}, "");
+    ok(&e, (const char *const[]){"exec", "s1", "--", "cat", "f", NULL}, "one\n");
+    char ref2[128];
+    ref_of(&e, "s2", ref2);
+    cr_assert_str_neq(ref, ref2, "the fork shares the container");
+    struct cli_result r;
+    RUN(&e, &r, "fork", "s1", "s2");
+    cr_assert_neq(r.status, 0, "a fork onto an existing session");
+    cli_result_free(&r);
+    ok(&e, (const char *const[]){"destroy", "s1", NULL}, NULL);
+    ok(&e, (const char *const[]){"destroy", "s2", NULL}, NULL);
+    cli_env_fini(&e);
+}
+
+Test(lifecycle_docker, idle_pause_then_max_sandboxes, .timeout = 180)
+{
+    struct cli_env e;
+    env_with(&e, "    idle_pause: 1ms\n    max_sandboxes: 2\n");
+    ok(&e, (const char *const[]){"exec", "a", "--", "true", NULL}, "");
+    ok(&e, (const char *const[]){"exec", "b", "--", "true", NULL}, "");
+    struct cli_result r;
+    RUN(&e, &r, "exec", "c", "--", "true");
+    cr_assert_neq(r.status, 0, "a third sandbox past max_sandboxes 2");
+    cr_assert(strstr(r.err, "max_sandboxes (2)"), "%s", r.err);
+    cli_result_free(&r);
+    RUN(&e, &r, "reconcile");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "2 paused"), "%s", r.out);
+    cli_result_free(&r);
+    char ref[128];
+    ref_of(&e, "a", ref);
+    cr_assert(daemon_paused(ref), "idle_pause did not pause the container");
+    ok(&e, (const char *const[]){"exec", "a", "--", "echo", "up", NULL}, "up\n");
+    ok(&e, (const char *const[]){"destroy", "a", NULL}, NULL);
+    ok(&e, (const char *const[]){"exec", "c", "--", "true", NULL}, "");
+    ok(&e, (const char *const[]){"destroy", "b", NULL}, NULL);
+    ok(&e, (const char *const[]){"destroy", "c", NULL}, NULL);
+    cli_env_fini(&e);
+}
