@@ -118,8 +118,10 @@ int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *
     int rc = sbxp_http_json_retry(svc->http, &req, body, out, NULL, err,
                                   idempotent ? &sb->st->cfg.retry : NULL);
     /* No answer, or the proxy's for a sandbox it cannot reach: paused by
-     * a client that does not share state_dir? Then resume and send once
-     * more (the request did not reach the frozen service). */
+     * a client that does not share state_dir? Then resume, and send an
+     * idempotent request once more. (A frozen service may still read the
+     * first one when it thaws: a request that is not idempotent is never
+     * sent twice.) */
     if (rc != SBX_OK && !err->from_callback && rc != SBX_E_CANCELLED &&
         (err->http_status == 0 || err->http_status >= 500)) {
         json_object *doc = NULL;
@@ -129,7 +131,7 @@ int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *
                                 : "";
         int woke = osb_wake_after(sb, call, state) == SBX_OK;
         json_object_put(doc);
-        if (woke) {
+        if (woke && idempotent) {
             osb_service_request(sb, svc, &req, hdrs, 16, NULL, &c);
             req.method = method;
             req.path = path;
