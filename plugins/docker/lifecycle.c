@@ -261,6 +261,14 @@ static json_object *create_body(struct docker_state *st,
     }
     static const char *const secopt[] = {"no-new-privileges:true", NULL};
     json_object_object_add(hc, "SecurityOpt", str_array(secopt));
+    /* The daemon's default read-only paths (the list replaces them) plus
+     * the cgroup file system: on a cgroup v1 host /sys/fs/cgroup is a
+     * writable tmpfs under the read-only controllers, where root inside
+     * could make files and directories (a fake cgroup.freeze); read-only,
+     * nothing in it changes from inside, and the limits stay readable. */
+    static const char *const ro_paths[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                           "/proc/sysrq-trigger", "/sys/fs/cgroup", NULL};
+    json_object_object_add(hc, "ReadonlyPaths", str_array(ro_paths));
     json_object_object_add(hc, "Mounts", json_object_get(mounts));
     json_object *restart = json_object_new_object();
     json_object_object_add(restart, "Name", json_object_new_string("no"));

@@ -73,7 +73,7 @@ static json_object *oldest_owned(json_object *list, const char *key_hash)
     return best;
 }
 
-static int sleep_ms(struct osb_state *st, sbx_call *call, int ms)
+int osb_sleep_ms(struct osb_state *st, sbx_call *call, int ms)
 {
     struct sbxp_call_cancel c;
     sbxp_call_cancel_init(&c, st->host, call);
@@ -104,6 +104,8 @@ static int wait_running(struct osb_state *st, sbx_call *call, const char *id, js
         const char *state = osb_state_of(s);
         snprintf(last, sizeof last, "%s", state);
         if (!strcmp(state, "Running")) {
+            if (resumed)
+                osb_marker_clear(st, id); /* pause.c: this machine's note */
             if (doc)
                 *doc = s;
             else
@@ -129,7 +131,7 @@ static int wait_running(struct osb_state *st, sbx_call *call, const char *id, js
                              "opensandbox: sandbox %s did not reach Running within %lld ms "
                              "(last state %s)",
                              id, (long long)st->cfg.ready_timeout_ms, last[0] ? last : "unknown");
-        if ((rc = sleep_ms(st, call, POLL_MS)) != SBX_OK)
+        if ((rc = osb_sleep_ms(st, call, POLL_MS)) != SBX_OK)
             return rc;
     }
 }

@@ -24,6 +24,8 @@
  *   egress.c     the sidecar's policy: read, set, reconcile on attach
  *   outputs.c    OUTPUT_EXPORT
  *   memory.c     MEMORY through the shared remote_memory.c (state_dir)
+ *   pause.c      SBX_CAP_PAUSE: pause, resume, transparent resume (a
+ *                marker in state_dir)
  *   provider.c   descriptor and ops table
  */
 #ifndef SBX_OSB_H
@@ -164,6 +166,22 @@ const char *osb_root(sbx_sandbox *sb);
 void osb_release(sbx_sandbox *sb);
 /* Renew the expiration when half the lifetime passed since the last renewal. */
 void osb_keep_alive(sbx_sandbox *sb, sbx_call *call);
+/* Sleep ms, or SBX_E_CANCELLED (set on call) when the call is cancelled. */
+int osb_sleep_ms(struct osb_state *st, sbx_call *call, int ms);
+
+/* ---- pause.c ----------------------------------------------------------- */
+int osb_pause(sbx_sandbox *sb, sbx_call *call, uint32_t flags);
+int osb_resume(sbx_sandbox *sb, sbx_call *call);
+/* Before a request to the sandbox: resume it when it was paused from this
+ * machine (the marker in state_dir); err (may be NULL) says why not. */
+int osb_wake(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err);
+/* After a failed request, with the state the lifecycle server gave: resume
+ * a sandbox paused elsewhere (Paused, Pausing, Resuming); SBX_OK when it
+ * runs again, SBX_E_UNAVAILABLE when the state is another. */
+int osb_wake_after(sbx_sandbox *sb, sbx_call *call, const char *state);
+/* The marker of a sandbox paused from this machine. */
+int osb_marker_present(const struct osb_state *st, const char *id);
+void osb_marker_clear(const struct osb_state *st, const char *id);
 
 /* ---- service.c --------------------------------------------------------- */
 /* Resolve the endpoint of port and prepare svc. */

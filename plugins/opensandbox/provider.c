@@ -19,7 +19,8 @@ static const struct sbx_config_key osb_keys[] = {
     SBX_CONFIG_KEY("lifetime", SBX_CFG_INT,
                    "seconds a sandbox lives past its last use, renewed while in use (default 3600)"),
     SBX_CONFIG_KEY("ready_timeout_ms", SBX_CFG_INT,
-                   "how long create waits for a sandbox to be Running (default 120000)"),
+                   "how long create, attach, pause and resume wait for the sandbox's state "
+                   "(Running, Paused; default 120000)"),
     SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one request (default 60000)"),
     SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
     SBX_CONFIG_KEY("retries", SBX_CFG_INT,
@@ -63,12 +64,15 @@ static const struct sbx_provider_ops osb_ops = {
     .file_remove = osb_file_remove,
     .file_rename = osb_file_rename,
     .port_resolve = osb_port_resolve,
+    .pause = osb_pause,
+    .resume = osb_resume,
 };
 
 SBX_PROVIDER_DEFINE("opensandbox", "0.1.0",
                     "OpenSandbox containers over the lifecycle API, execd and the egress sidecar",
                     SBX_ISOLATION_CONTAINER,
                     SBX_CAP_OUTPUT_EXPORT | SBX_CAP_EGRESS | SBX_CAP_PACKAGES | SBX_CAP_MEMORY |
-                        SBX_CAP_PROCESSES | SBX_CAP_FILE_OPS | SBX_CAP_PORTS,
+                        SBX_CAP_PROCESSES | SBX_CAP_FILE_OPS | SBX_CAP_PORTS | SBX_CAP_PAUSE |
+                        SBX_CAP_POOL,
                     &osb_ops,
                     osb_keys)

@@ -94,6 +94,9 @@ void osb_service_request(sbx_sandbox *sb, const struct osb_service *svc,
     for (size_t i = 0; extra && extra[i] && n + 1 < cap; i++)
         hdrs[n++] = extra[i];
     hdrs[n] = NULL;
+    /* A paused sandbox answers nothing: resume it first (pause.c). A
+     * failure shows in the request itself. */
+    osb_wake(sb, c->call, NULL);
     memset(req, 0, sizeof *req);
     req->headers = hdrs;
     req->connect_timeout_ms = sb->st->cfg.connect_timeout_ms;
@@ -112,8 +115,32 @@ int osb_service_json(sbx_sandbox *sb, sbx_call *call, const struct osb_service *
     req.method = method;
     req.path = path;
     req.timeout_ms = sb->st->cfg.request_timeout_ms;
-    return sbxp_http_json_retry(svc->http, &req, body, out, NULL, err,
-                                idempotent ? &sb->st->cfg.retry : NULL);
+    int rc = sbxp_http_json_retry(svc->http, &req, body, out, NULL, err,
+                                  idempotent ? &sb->st->cfg.retry : NULL);
+    /* No answer, or the proxy's for a sandbox it cannot reach: paused by
+     * a client that does not share state_dir? Then resume, and send an
+     * idempotent request once more. (A frozen service may still read the
+     * first one when it thaws: a request that is not idempotent is never
+     * sent twice.) */
+    if (rc != SBX_OK && !err->from_callback && rc != SBX_E_CANCELLED &&
+        (err->http_status == 0 || err->http_status >= 500)) {
+        json_object *doc = NULL;
+        sbxp_http_error e2;
+        const char *state = osb_api_get(sb->st, call, sb->id, &doc, &e2) == SBX_OK
+                                ? osb_state_of(doc)
+                                : "";
+        int woke = osb_wake_after(sb, call, state) == SBX_OK;
+        json_object_put(doc);
+        if (woke && idempotent) {
+            osb_service_request(sb, svc, &req, hdrs, 16, NULL, &c);
+            req.method = method;
+            req.path = path;
+            req.timeout_ms = sb->st->cfg.request_timeout_ms;
+            rc = sbxp_http_json_retry(svc->http, &req, body, out, NULL, err,
+                                      idempotent ? &sb->st->cfg.retry : NULL);
+        }
+    }
+    return rc;
 }
 
 int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, const char *fmt,
@@ -135,14 +162,22 @@ int osb_service_report(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err, co
         const char *state = rc == SBX_OK ? osb_state_of(doc) : "";
         int gone = rc == SBX_E_NOT_FOUND || !strcmp(state, "Terminated") ||
                    !strcmp(state, "Stopping") || !strcmp(state, "Failed");
-        char note[48] = "";
+        char note[96] = "";
         if (*state)
             snprintf(note, sizeof note, " (state %.20s)", state);
+        /* Paused by a client that does not share state_dir: this request
+         * is lost, the next one finds it running. */
+        int woke = !gone && osb_wake_after(sb, call, state) == SBX_OK;
+        if (woke)
+            snprintf(note, sizeof note, " (the sandbox was %.20s, paused elsewhere: resumed)",
+                     state);
         json_object_put(doc);
         if (gone)
             return osb_error(st, call, SBX_E_NOT_FOUND,
                              "opensandbox: %s: sandbox %s no longer exists%s", what, sb->id,
                              note);
+        if (woke)
+            return osb_report(st, call, err, "%s%s", what, note);
     }
     return osb_report(st, call, err, "%s", what);
 }

@@ -4,7 +4,7 @@
  * resume with all of it; a paused container removed by another process
  * makes pause and resume SBX_E_NOT_FOUND; pause and resume racing from two
  * instances end consistent (the daemon's State.Paused matches the marker);
- * root inside cannot unfreeze itself or fake the marker.
+ * root inside cannot fake the marker or write any cgroup file.
  */
 #include "harness.h"
 
@@ -185,20 +185,43 @@ Test(docker_pause, root_inside_cannot_fake_the_pause)
     dh_sandbox_teardown(&h, key, ref, sb);
 }
 
-/* Known weakness found here: on this daemon the container's root can
- * write /sys/fs/cgroup/cgroup.freeze (the cgroup file system is mounted
- * writable for the agent's root), so it can freeze itself without the
- * daemon knowing (State.Paused stays false). Disabled until the provider
- * mounts the cgroup file system read-only or drops the agent's right to. */
-Test(docker_pause, root_inside_cannot_touch_the_freezer, .disabled = true)
+/* Root inside (the container's default user here) can change no cgroup
+ * file: not the freezer (cgroup v2 cgroup.freeze, v1 freezer.state), not
+ * a process list, and it cannot make one either (a new file or a child
+ * cgroup). On a cgroup v1 host /sys/fs/cgroup is a tmpfs holding the
+ * controllers' mounts: the controllers are read-only, but the tmpfs was
+ * writable, so a file named cgroup.freeze could be made there. The
+ * provider makes /sys/fs/cgroup read-only (HostConfig.ReadonlyPaths). */
+Test(docker_pause, root_inside_cannot_touch_the_freezer)
 {
     struct dh h;
     char key[64], hash[SBX_KEY_HASH_LEN + 1], ref[SBX_REF_MAX];
     sbx_sandbox *sb;
     dh_sandbox_setup(&h, key, hash, ref, &sb);
+    char *who = dh_sh(&h, sb, "id -u");
+    cr_assert_str_eq(who, "0\n", "the case needs root inside, got uid %s", who);
+    free(who);
     char *out = dh_sh(&h, sb,
-                      "echo 0 > /sys/fs/cgroup/cgroup.freeze 2>/dev/null && echo wrote; true");
-    cr_assert_str_eq(out, "", "root inside can write the freezer: %s", out);
+                      "for f in /sys/fs/cgroup/cgroup.freeze /sys/fs/cgroup/cgroup.procs "
+                      "/sys/fs/cgroup/freezer/freezer.state /sys/fs/cgroup/freezer/tasks "
+                      "/sys/fs/cgroup/cgroup.subtree_control /sys/fs/cgroup/planted; do "
+                      "(echo 0 > $f) 2>/dev/null && echo \"wrote $f\"; done; "
+                      "for d in /sys/fs/cgroup/child /sys/fs/cgroup/freezer/child; do "
+                      "mkdir $d 2>/dev/null && echo \"made $d\"; done; "
+                      "mount -o remount,rw /sys/fs/cgroup 2>/dev/null && echo remounted; "
+                      "umount /sys/fs/cgroup 2>/dev/null && echo unmounted; true");
+    cr_assert_str_eq(out, "", "root inside can write the cgroup file system: %s", out);
     free(out);
+    /* what reads them still works: the limits are visible, pause works */
+    out = dh_sh(&h, sb, "cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
+                        "/sys/fs/cgroup/memory.max 2>/dev/null | head -1 | wc -l");
+    cr_assert_str_eq(out, "1\n", "the container cannot read its memory limit");
+    free(out);
+    struct sbx_call c;
+    dh_call_init(&c);
+    cr_assert_eq(h.ops->pause(sb, &c, 0), SBX_OK, "%s", c.message);
+    cr_assert(daemon_paused(ref));
+    cr_assert_eq(h.ops->resume(sb, &c), SBX_OK, "%s", c.message);
+    dh_call_free(&c);
     dh_sandbox_teardown(&h, key, ref, sb);
 }

@@ -118,6 +118,9 @@ def now_iso(t=None):
 
 
 class Sandbox:
+    # The variable every command carries, naming its sandbox (signal_all).
+    MARK_VAR = "E2B_SANDBOX_ID"
+
     def __init__(self, base, template, metadata, timeout, auto_pause, envs, mode):
         self.id = "i" + secrets.token_hex(10)
         self.template = template
@@ -167,7 +170,7 @@ class Sandbox:
                 os.killpg(p.popen.pid, sig)
             except OSError:
                 pass
-        mark = ("E2B_SANDBOX_ID=%s" % self.id).encode()
+        mark = ("%s=%s" % (self.MARK_VAR, self.id)).encode()
         for _ in range(3 if sig == signal.SIGKILL else 1):
             found = 0
             for pid in os.listdir("/proc"):

@@ -28,13 +28,31 @@ when the command is not running; `POST /files/mv` refuses an existing
 destination (utils.go RenameFile); `GET /directories/list` (depth, 400 for
 a symlink or a file), `GET /files/search` (glob on names below a path).
 
+Pause and resume (sandbox-lifecycle.yml: Running -> Pausing -> Paused,
+Paused -> Resuming -> Running, each transition taking --transition-ms):
+pause stops every process of the sandbox with SIGSTOP (as the docker
+runtime's freezer: nothing runs, everything is kept), resume continues
+them with SIGCONT when the sandbox is Running again. Pause of a sandbox
+that is not Running and resume of one that is not Paused are 409
+(Conflict: "conflicts with the current state"). A paused sandbox can be
+deleted, renewed, looked up and its endpoints resolved; its TTL keeps
+running (Running/Paused -> Stopping when the TTL expires). A request to
+execd, the sidecar or a port of a sandbox that is Pausing, Paused or
+Resuming reaches a frozen process: it is held, unanswered, and served when
+the sandbox runs again (as a request to a frozen container); after
+--frozen-hold-s (FAKE_OS_FROZEN_HOLD_S, default 30) the connection closes
+unanswered. Every command carries SBX_FAKE_SANDBOX_ID (how the fake finds
+the processes that left their process group).
+
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/command", "kind": ..., "times": n}]
       kinds: "status" (answer "status" with "body"), "slow" ("delay_ms"),
       "cut" (the /command stream closed after "after" output events; a
       /files/download or /directories/list answer cut in the middle),
       "vanish" (the sandbox disappears before the request is served),
-      "stuck" (the next sandbox created stays Pending).
+      "stuck" (the next sandbox created stays Pending),
+      "stuck_pause" (the next pause stays in Pausing for ever; its
+      processes are stopped).
       "match" is a prefix of the path below the endpoint ("/command",
       "/files/upload", "/policy") or of the lifecycle path ("/v1/sandboxes").
   GET  /_fake/stats   {"connections", "sandboxes", "requests": [...]}
@@ -92,6 +110,8 @@ def parse_iso(s):
 
 
 class Sandbox(fake_e2b.Sandbox):
+    MARK_VAR = "SBX_FAKE_SANDBOX_ID"
+
     def __init__(self, base, body, stuck):
         super().__init__(base, body["image"]["uri"], body.get("metadata"), 0, False,
                          body.get("env"), "e2b")
@@ -113,10 +133,23 @@ class Sandbox(fake_e2b.Sandbox):
         now = time.time()
         if self.state == "Pending" and self.ready_at and now >= self.ready_at:
             self.state = "Running"
-        elif self.state == "Pausing" and now >= self.ready_at:
+        elif self.state == "Pausing" and self.ready_at and now >= self.ready_at:
             self.state = "Paused"
         elif self.state == "Resuming" and now >= self.ready_at:
             self.state = "Running"
+            self.signal_all(signal.SIGCONT)
+
+    def pause(self, stuck):
+        # The freezer takes every process where it is, at once.
+        self.state, self.ready_at = "Pausing", None if stuck else time.time() + ST.transition_s
+        self.signal_all(signal.SIGSTOP)
+
+    def resume(self):
+        self.state, self.ready_at = "Resuming", time.time() + ST.transition_s
+
+    def frozen(self):
+        self.tick()
+        return self.state in ("Pausing", "Paused", "Resuming")
 
     def view(self):
         self.tick()
@@ -173,6 +206,8 @@ class State:
 
 
 ST = None
+# Serializes pause and resume requests (a state test and its transition).
+TRANSITION = threading.Lock()
 
 
 class Handler(fake_e2b.Handler):
@@ -301,15 +336,18 @@ class Handler(fake_e2b.Handler):
                 ST.delete(sb.id)
                 return self.send_json(204, None)
             if rest == ["pause"] and self.command == "POST":
-                if sb.state != "Running":
-                    return self.err(409, "SANDBOX::INVALID_STATE", "sandbox is %s" % sb.state)
-                sb.state, sb.ready_at = "Pausing", time.time() + 0.05
-                sb.kill_all()
+                with TRANSITION:
+                    if sb.state != "Running":
+                        return self.err(409, "SANDBOX::INVALID_STATE",
+                                        "sandbox is %s, not Running" % sb.state)
+                    sb.pause(ST.take_fault("/v1/sandboxes", ("stuck_pause",)) is not None)
                 return self.send_json(202, None)
             if rest == ["resume"] and self.command == "POST":
-                if sb.state != "Paused":
-                    return self.err(409, "SANDBOX::INVALID_STATE", "sandbox is %s" % sb.state)
-                sb.state, sb.ready_at = "Resuming", time.time() + 0.05
+                with TRANSITION:
+                    if sb.state != "Paused":
+                        return self.err(409, "SANDBOX::INVALID_STATE",
+                                        "sandbox is %s, not Paused" % sb.state)
+                    sb.resume()
                 return self.send_json(202, None)
             if rest == ["renew-expiration"] and self.command == "POST":
                 try:
@@ -446,6 +484,19 @@ class Handler(fake_e2b.Handler):
         if not proxied and self.headers.get("OpenSandbox-Access") != sb.token:
             self.body()
             return self.err(401, "UNAUTHORIZED", "endpoint header missing")
+        if sb.frozen():
+            # A frozen process: the request waits, unanswered, until the
+            # sandbox runs again (or is deleted).
+            until = time.time() + ST.frozen_hold_s
+            while sb.frozen() and time.time() < until and ST.sandboxes.get(sb.id) is sb:
+                time.sleep(0.01)
+            if ST.sandboxes.get(sb.id) is not sb:
+                self.body()
+                return self.err(404, "DOCKER::SANDBOX_NOT_FOUND", "Sandbox %s not found" % sid)
+            if sb.frozen():
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
         if sb.state != "Running":
             self.body()
             return self.err(503, "SANDBOX::NOT_RUNNING", "sandbox is %s" % sb.state)
@@ -883,6 +934,7 @@ class Handler(fake_e2b.Handler):
                "USER": USER}
         env.update(sb.envs)
         env.update(req.get("envs") or {})
+        env[Sandbox.MARK_VAR] = sb.id
         vcwd = os.path.normpath(req.get("cwd") or "/home/" + USER)
         cwd = sb.host_path(vcwd)
         timeout_ms = int(req.get("timeout") or 0)
@@ -1056,10 +1108,18 @@ def main():
     ap.add_argument("--extra-path", default=os.environ.get("FAKE_OS_EXTRA_PATH", ""),
                     help="a directory put first in the PATH of commands (stub tools)")
     ap.add_argument("--no-namespaces", action="store_true")
+    ap.add_argument("--transition-ms", type=float,
+                    default=float(os.environ.get("FAKE_OS_TRANSITION_MS", "50")),
+                    help="how long Pausing and Resuming last")
+    ap.add_argument("--frozen-hold-s", type=float,
+                    default=float(os.environ.get("FAKE_OS_FROZEN_HOLD_S", "30")),
+                    help="how long a request to a paused sandbox is held")
     args = ap.parse_args()
     ST = State(args)
     ST.sse_data = args.sse_data
     ST.ping_s = args.ping_s
+    ST.transition_s = args.transition_ms / 1000.0
+    ST.frozen_hold_s = args.frozen_hold_s
     ST.extra_path = args.extra_path + ":" if args.extra_path else ""
     fake_e2b.ST = ST
     if not args.no_namespaces:

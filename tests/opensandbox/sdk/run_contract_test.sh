@@ -4,7 +4,8 @@
 # with direct endpoints and through the server proxy, and the processes,
 # file operations and ports of test_opensandbox_procs, then check every
 # request the fake logged against the published OpenAPI documents
-# (contract.mjs). Exit 77 (skipped) when npm or the specs are missing.
+# (contract.mjs); the pause and pool cases among them. Exit 77 (skipped)
+# when npm or the specs are missing.
 set -euo pipefail
 src=$1 build=$2
 here="$src/tests/opensandbox/sdk"
@@ -39,7 +40,7 @@ for proxy in false true; do
     "$url" "$proxy" >"$dir/sbx.yaml"
   OPEN_SANDBOX_API_KEY=contract_key SBX_PLUGIN_PATH="$build/providers" "$build/bin/sbx" \
     --config "$dir/sbx.yaml" conformance opensandbox \
-    --filter 'identity_two_instances,attach_after_restart,attach_after_destroy,destroy_twice,exec_stdin_left_open,exec_env,exec_cwd,exec_killed_by_signal,file_mode,write_file_atomic,path_escape_read,cancel_running,timeout_kills_children,export_shell_and_files,egress_create_limited,egress_set_exact'
+    --filter 'identity_two_instances,attach_after_restart,attach_after_destroy,destroy_twice,exec_stdin_left_open,exec_env,exec_cwd,exec_killed_by_signal,file_mode,write_file_atomic,path_escape_read,cancel_running,timeout_kills_children,export_shell_and_files,egress_create_limited,egress_set_exact,pause_idempotent_resume_idempotent,exec_resumes_paused,attach_resumes_paused,destroy_paused,pool_handover'
 done
 curl -sf "$url/_fake/stats" >"$dir/requests.json"
 # Processes, file operations and ports: test_opensandbox_procs (each test

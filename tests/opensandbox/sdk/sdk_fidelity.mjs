@@ -139,14 +139,56 @@ await sbx.deleteEgressRules(['pypi.org'])
 const removed = await sbx.getEgressPolicy()
 assert.deepEqual(removed.egress, [{ action: 'allow', target: '*.example.com' }])
 
-step('renew, pause, resume')
+step('renew, pause: Pausing then Paused, processes frozen, ops held until resume')
 await sbx.renew(1200)
+const ticker = await sbx.commands.run(
+  'while :; do date +%s%N >> /home/user/ticks; sleep 0.05; done', { background: true })
+await new Promise((r) => setTimeout(r, 300))
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 await sbx.pause()
-for (let i = 0; i < 50 && (await sbx.getInfo()).status.state !== 'Paused'; i++)
-  await new Promise((r) => setTimeout(r, 50))
+const seen = []
+for (let i = 0; i < 100; i++) {
+  const st = (await sbx.getInfo()).status.state
+  if (seen[seen.length - 1] !== st) seen.push(st)
+  if (st === 'Paused') break
+  await sleep(10)
+}
+assert.equal(seen[seen.length - 1], 'Paused', JSON.stringify(seen))
+assert.ok(seen.every((st) => st === 'Pausing' || st === 'Paused'), JSON.stringify(seen))
+// pause of a paused sandbox conflicts with its state (409)
+await assert.rejects(sbx.pause(), (e) => e.statusCode === 409 || /409/.test(String(e)))
+// a command sent to the paused sandbox is not answered until it runs again
+let held = null
+const heldRun = sbx.commands.run('echo held').then((r) => { held = r })
+await sleep(600)
+assert.equal(held, null, 'a paused sandbox answered a command')
+const pausedInfo = await sbx.getInfo()
+assert.equal(pausedInfo.status.state, 'Paused')
+
+step('resume: Resuming then Running, the same processes continue, the held command completes')
 const resumed = await sbx.resume()
+assert.equal((await resumed.getInfo()).status.state, 'Running')
+await heldRun
+assert.equal(held.logs.stdout.map((m) => m.text).join(''), 'held\n', JSON.stringify(held))
+await assert.rejects(manager.resumeSandbox(sbx.id),
+  (e) => e.statusCode === 409 || /409/.test(String(e)))
+const tstatus = await resumed.commands.getCommandStatus(ticker.id)
+assert.equal(tstatus.running, true, JSON.stringify(tstatus))
+await sleep(300)
+const ticks = (await resumed.files.readFile('/home/user/ticks')).trim().split('\n').map(BigInt)
+let gap = 0n
+for (let i = 1; i < ticks.length; i++) if (ticks[i] - ticks[i - 1] > gap) gap = ticks[i] - ticks[i - 1]
+// frozen across the pause (over 600 ms without a tick), ticking again after it
+assert.ok(gap >= 550000000n, `largest gap between ticks ${gap} ns`)
+const lastTick = ticks[ticks.length - 1]
+assert.ok(Number(BigInt(Date.now()) * 1000000n - lastTick) < 300e6, 'no tick since the resume')
 const again = await resumed.commands.run('echo back')
 assert.equal(again.logs.stdout.map((m) => m.text).join(''), 'back\n')
+
+step('a paused sandbox can be deleted')
+await resumed.pause()
+for (let i = 0; i < 50 && (await resumed.getInfo()).status.state !== 'Paused'; i++) await sleep(20)
+assert.equal((await resumed.getInfo()).status.state, 'Paused')
 
 step('kill')
 await resumed.kill()
