@@ -41,8 +41,8 @@ int sbxp_api_health(const struct sbxp_api *api, sbx_call *call,
                                        "API key is set: set %s",
                                        probe->who, probe->service, origin, hs, probe->key_var);
             return sbxp_call_error(host, call, SBX_E_DENIED,
-                                   "%s: the %s at %s refused the API key (HTTP %ld): set %s to "
-                                   "a valid key",
+                                   "%s: the %s at %s: the API key was refused (HTTP %ld): set "
+                                   "%s to a valid key",
                                    probe->who, probe->service, origin, hs, probe->key_var);
         }
         if (hs >= 500)

@@ -29,7 +29,7 @@ struct sbxp_health_probe {
  * Failures, each naming the host:
  *   no answer (refused, unresolved, timed out): SBX_E_UNAVAILABLE or
  *     SBX_E_TIMEOUT, "cannot reach ...";
- *   401/403: SBX_E_DENIED, "... the API key was refused (HTTP 401): set
+ *   401/403: SBX_E_DENIED, "...: the API key was refused (HTTP 401): set
  *     <key_var> to a valid key" (or "no API key is set" without one);
  *   5xx: SBX_E_UNAVAILABLE, "... is failing (HTTP 503) ...";
  *   an answer of the wrong shape: SBX_E_PROTOCOL.
