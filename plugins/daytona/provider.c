@@ -90,18 +90,18 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct daytona
         return rc;
     if (!url)
         url = DEFAULT_API_URL;
-    /* snapshot and image are one choice: the configuration's (either key)
-     * wins over the environment's. */
-    const char *snap = sbxp_config_get(host, "snapshot"), *img = sbxp_config_get(host, "image");
-    const char *img_from = "providers." DT ".image";
-    if (!snap && !img) {
-        snap = getenv(SNAPSHOT_VAR);
-        img = getenv(IMAGE_VAR);
-        img_from = IMAGE_VAR;
-        if (snap && *snap && img && *img)
-            return host->set_error(host, call, SBX_E_CONFIG,
-                                   DT ": set " SNAPSHOT_VAR " or " IMAGE_VAR ", not both");
-    }
+    /* Each key by the one rule (configuration, then its variable), so
+     * that `sbx check` shows what is used; a snapshot and an image from
+     * any two sources are refused together. */
+    char sn[64], in[64];
+    const char *snap_from, *img_from;
+    const char *snap = sbxp_config_env(host, DT, "snapshot", SNAPSHOT_VAR, sn, sizeof sn,
+                                       &snap_from);
+    const char *img = sbxp_config_env(host, DT, "image", IMAGE_VAR, in, sizeof in, &img_from);
+    if (snap && *snap && img && *img)
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               DT ": set snapshot or image, not both (%s and %s)", snap_from,
+                               img_from);
     if ((rc = dup_opt(host, call, key, &c->api_key)) || (rc = dup_opt(host, call, url, &c->api_url)) ||
         (rc = dup_opt(host, call, sbxp_config_env(host, DT, "target", TARGET_VAR, NULL, 0, NULL),
                       &c->target)) ||
@@ -109,9 +109,6 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct daytona
         (rc = dup_opt(host, call, img, &c->image)) ||
         (rc = dup_opt(host, call, sbxp_config_get(host, "user"), &c->user)))
         return rc;
-    if (c->snapshot && c->image)
-        return host->set_error(host, call, SBX_E_CONFIG,
-                               "providers." DT ": set snapshot or image, not both");
     if (c->image && strpbrk(c->image, "\n\r \t"))
         return host->set_error(host, call, SBX_E_CONFIG, "%s: an image reference has no spaces",
                                img_from);

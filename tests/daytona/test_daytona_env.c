@@ -158,11 +158,9 @@ Test(daytona_env, the_configuration_wins_over_the_variables)
     setenv("DAYTONA_API_KEY", KEY, 1);
     setenv("DAYTONA_API_URL", "http://127.0.0.1:1/api", 1);
     setenv("DAYTONA_TARGET", "eu-env", 1);
-    setenv("DAYTONA_IMAGE", "debian:env-slim", 1);
+    setenv("DAYTONA_SNAPSHOT", "snap-env", 1);
     setenv("DAYTONA_AUTO_PAUSE_MINUTES", "9", 1);
     char sec[256];
-    /* the configuration's snapshot also overrides the environment's image:
-     * snapshot and image are one choice */
     snprintf(sec, sizeof sec,
              "    api_url: \"%s\"\n    target: us-cfg\n    snapshot: snap-cfg\n"
              "    auto_stop_minutes: 3\n",
@@ -174,9 +172,15 @@ Test(daytona_env, the_configuration_wins_over_the_variables)
     cr_expect(strstr(s, "\"target\": \"us-cfg\""), "%.3000s", s);
     cr_expect(strstr(s, "\"snapshot\": \"snap-cfg\""), "%.3000s", s);
     cr_expect(strstr(s, "\"autoStopInterval\": 3"), "%.3000s", s);
-    cr_expect_null(strstr(s, "env-slim"), "%.3000s", s);
+    cr_expect_null(strstr(s, "snap-env"), "%.3000s", s);
     cr_expect_null(strstr(s, "eu-env"), "%.3000s", s);
     free(s);
+    /* a snapshot from the configuration and an image from the environment
+     * are two choices: refused, naming both */
+    setenv("DAYTONA_IMAGE", "debian:env-slim", 1);
+    cr_expect_eq(open_ctx(sec, 1, &err), SBX_E_CONFIG);
+    cr_expect(strstr(err.message, "providers.daytona.snapshot and DAYTONA_IMAGE"), "%s",
+              err.message);
 }
 
 Test(daytona_env, bad_values_name_the_variable)
@@ -200,7 +204,8 @@ Test(daytona_env, bad_values_name_the_variable)
     setenv("DAYTONA_SNAPSHOT", "a", 1);
     setenv("DAYTONA_IMAGE", "b", 1);
     cr_expect_eq(open_ctx("", 1, &err), SBX_E_CONFIG);
-    cr_expect(strstr(err.message, "DAYTONA_SNAPSHOT or DAYTONA_IMAGE"), "%s", err.message);
+    cr_expect(strstr(err.message, "not both (DAYTONA_SNAPSHOT and DAYTONA_IMAGE)"), "%s",
+              err.message);
     cr_expect_eq(open_ctx("    api_key: nope_secret\n", 0, &err), SBX_E_CONFIG);
     cr_expect(strstr(err.message, "DAYTONA_API_KEY"), "%s", err.message);
     cr_expect_null(strstr(err.message, "nope_secret"), "%s", err.message);
