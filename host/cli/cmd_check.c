@@ -33,6 +33,22 @@ static void usage(FILE *f)
           "  -h, --help         show this help\n", f);
 }
 
+/* value into buf with the user info of a URL ("https://user:pass@host")
+ * masked: a URL may carry a credential. */
+static const char *mask_userinfo(const char *value, char *buf, size_t cap)
+{
+    const char *s = strstr(value, "://");
+    if (!s)
+        return value;
+    const char *h = s + 3;
+    size_t hl = strcspn(h, "/?#");
+    const char *at = memchr(h, '@', hl);
+    if (!at)
+        return value;
+    snprintf(buf, cap, "%.*s***%s", (int)(h - value), value, at);
+    return buf;
+}
+
 /* One line per key that has a service environment variable as its
  * fallback: its value (a credential only as set/unset) and where it came
  * from, as the provider reads it (configuration, then environment, then
@@ -46,10 +62,11 @@ static void print_origins(const sbx_provider *p)
          i++) {
         if (!env)
             continue;
+        char masked[512];
         const char *shown = secret ? (origin == SBX_ORIGIN_DEFAULT ? "unset" : "set")
                             : origin == SBX_ORIGIN_DEFAULT ? "(default)"
-                            : value                        ? value
-                                                           : "(set)";
+                            : value ? mask_userinfo(value, masked, sizeof masked)
+                                    : "(set)";
         if (origin == SBX_ORIGIN_ENV)
             printf("    %-18s %s  [env %s]\n", key, shown, env);
         else if (origin == SBX_ORIGIN_CONFIG)

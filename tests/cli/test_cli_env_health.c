@@ -59,6 +59,13 @@ Test(cli_env_health, check_names_each_source_and_hides_the_key)
     cr_expect_null(strstr(r.out, KEY), "the key was printed: %s", r.out);
     cr_expect_null(strstr(r.err, KEY), "the key was printed: %s", r.err);
     cli_result_free(&r);
+    /* a URL's user info is a credential too */
+    cli_env_setenv(&env, "E2B_API_URL", "https://user:url_secret@e2b.invalid/api");
+    cli_run(&env, (const char *[]){"check", NULL}, NULL, 30000, &r);
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_expect(strstr(r.out, "https://***@e2b.invalid/api  [env E2B_API_URL]"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "url_secret"), "%s", r.out);
+    cli_result_free(&r);
     /* without the key: unset, and plain check (no init) still passes */
     cli_env_setenv(&env, "E2B_API_KEY", "");
     cli_run(&env, (const char *[]){"check", NULL}, NULL, 30000, &r);
