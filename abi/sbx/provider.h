@@ -108,12 +108,32 @@ struct sbx_config_key {
     const char *key;
     int type;                /* enum sbx_config_type */
     const char *description; /* one line, shown by `sbx providers --keys` */
+    /* ABI 1.2 (read by the host when size reaches SBX_CONFIG_KEY_SIZE_ENV_1_2):
+     * the backend service's own environment variable the provider reads
+     * when the key is not in the configuration (configuration first, then
+     * a non-empty variable, then the default), or NULL. `sbx check` reports
+     * which of the three each key's value came from. */
+    const char *env;
+    /* SBX_CFG_F_* bits, zero for none. */
+    uint32_t flags;
 };
 
+/* The key is a credential (ABI 1.2): it comes only from env, never from
+ * the configuration (the host refuses it there), and no host output shows
+ * its value, only whether it is set. */
+#define SBX_CFG_F_SECRET 0x1u
+
 #define SBX_CONFIG_KEY(key_, type_, description_)                       \
-    {(uint32_t)sizeof(struct sbx_config_key), (key_), (type_), (description_)}
+    {(uint32_t)sizeof(struct sbx_config_key), (key_), (type_), (description_), NULL, 0}
+/* A key with the service's environment variable as its fallback. */
+#define SBX_CONFIG_KEY_ENV(key_, type_, description_, env_)             \
+    {(uint32_t)sizeof(struct sbx_config_key), (key_), (type_), (description_), (env_), 0}
+/* A credential read only from env_ (SBX_CFG_F_SECRET). */
+#define SBX_CONFIG_SECRET(key_, description_, env_)                      \
+    {(uint32_t)sizeof(struct sbx_config_key), (key_), SBX_CFG_STRING, (description_), \
+     (env_), SBX_CFG_F_SECRET}
 #define SBX_CONFIG_KEYS_END \
-    {(uint32_t)sizeof(struct sbx_config_key), NULL, 0, NULL}
+    {(uint32_t)sizeof(struct sbx_config_key), NULL, 0, NULL, NULL, 0}
 
 /* ------------------------------------------------------------------------ */
 /* Host table                                                                 */
@@ -591,6 +611,9 @@ struct sbx_provider_desc {
     (offsetof(struct sbx_provider_ops, destroy) + sizeof(void (*)(void)))
 #define SBX_CONFIG_KEY_SIZE_1_0 \
     (offsetof(struct sbx_config_key, description) + sizeof(const char *))
+/* ABI 1.2: a config key entry this large carries env and flags. */
+#define SBX_CONFIG_KEY_SIZE_ENV_1_2 \
+    (offsetof(struct sbx_config_key, flags) + sizeof(uint32_t))
 /* The smallest sink and source a 1.0 provider may be given. */
 #define SBX_SINK_SIZE_1_0 \
     (offsetof(struct sbx_sink, write) + sizeof(void (*)(void)))

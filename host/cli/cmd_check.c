@@ -21,12 +21,59 @@ static void usage(FILE *f)
           "provider that is not a security boundary gets a warning) and exits 0,\n"
           "or prints every problem (file:line for configuration errors, one line\n"
           "per broken provider) and exits 1.\n"
+          "Under each provider, every key that falls back to the service's own\n"
+          "environment variable shows its value and where it came from:\n"
+          "[config], [env VAR] or [default; VAR not set] (credentials only as\n"
+          "set or unset).\n"
           "\n"
           "Options:\n"
           "  --init             also initialize each provider (reads its\n"
           "                     credentials, may contact its backend)\n"
           "  -c, --config FILE  read this configuration file\n"
           "  -h, --help         show this help\n", f);
+}
+
+/* value into buf with the user info of a URL ("https://user:pass@host")
+ * masked: a URL may carry a credential. */
+static const char *mask_userinfo(const char *value, char *buf, size_t cap)
+{
+    const char *s = strstr(value, "://");
+    if (!s)
+        return value;
+    const char *h = s + 3;
+    size_t hl = strcspn(h, "/?#");
+    const char *at = memchr(h, '@', hl);
+    if (!at)
+        return value;
+    snprintf(buf, cap, "%.*s***%s", (int)(h - value), value, at);
+    return buf;
+}
+
+/* One line per key that has a service environment variable as its
+ * fallback: its value (a credential only as set/unset) and where it came
+ * from, as the provider reads it (configuration, then environment, then
+ * default). */
+static void print_origins(const sbx_provider *p)
+{
+    const char *key, *env, *value;
+    int origin;
+    bool secret;
+    for (size_t i = 0; sbx_provider_config_origin(p, i, &key, &env, &origin, &value, &secret);
+         i++) {
+        if (!env)
+            continue;
+        char masked[512];
+        const char *shown = secret ? (origin == SBX_ORIGIN_DEFAULT ? "unset" : "set")
+                            : origin == SBX_ORIGIN_DEFAULT ? "(default)"
+                            : value ? mask_userinfo(value, masked, sizeof masked)
+                                    : "(set)";
+        if (origin == SBX_ORIGIN_ENV)
+            printf("    %-18s %s  [env %s]\n", key, shown, env);
+        else if (origin == SBX_ORIGIN_CONFIG)
+            printf("    %-18s %s  [config]\n", key, shown);
+        else
+            printf("    %-18s %s  [default; %s not set]\n", key, shown, env);
+    }
 }
 
 int cmd_check(const struct cli_globals *g, int argc, char **argv)
@@ -74,6 +121,7 @@ int cmd_check(const struct cli_globals *g, int argc, char **argv)
                cli_caps_text(sbx_provider_info_caps(d), caps, sizeof caps),
                init ? ", initialized" : "", strcmp(name, def) ? "" : " [default]",
                sbx_provider_path(p));
+        print_origins(p);
         if (sbx_provider_info_isolation(d) == SBX_ISOLATION_NONE)
             printf("    warning: %s runs commands on this host with your privileges: "
                    "not a security boundary\n", name);

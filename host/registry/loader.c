@@ -241,6 +241,21 @@ static int validate_config_keys(const struct sbx_config_key *keys, const char *n
                           "%d (ABI %d.%d)",
                           k->key, k->type, SBX_CFG_STRING, SBX_CFG_NUMBER,
                           SBX_ABI_MAJOR, SBX_ABI_MINOR);
+        if (k->size >= SBX_CONFIG_KEY_SIZE_ENV_1_2) {
+            if (k->env && !text_valid(k->env, NAME_MAX_LEN))
+                return refuse(err, SBX_E_ABI, name, path,
+                              "config key \"%s\" has an invalid environment variable name",
+                              k->key);
+            if ((k->flags & SBX_CFG_F_SECRET) && (!k->env || k->type != SBX_CFG_STRING))
+                return refuse(err, SBX_E_ABI, name, path,
+                              "config key \"%s\" is SBX_CFG_F_SECRET: expected a string "
+                              "read from an environment variable (SBX_CONFIG_SECRET)",
+                              k->key);
+            if (k->flags & ~SBX_CFG_F_SECRET)
+                return refuse(err, SBX_E_ABI, name, path,
+                              "config key \"%s\" has unknown flags 0x%x", k->key,
+                              (unsigned)(k->flags & ~SBX_CFG_F_SECRET));
+        }
     }
     return refuse(err, SBX_E_ABI, name, path,
                   "config key array has no terminator within %d entries: expected "

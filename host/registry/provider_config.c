@@ -256,6 +256,11 @@ int sbxh_config_check_section(struct sbx_config_section *sec,
                                  "%s:%d: providers.%s.%s: unknown key (known: %s)",
                                  e->file, e->line, sec->name, e->key, list);
         }
+        if (k->size >= SBX_CONFIG_KEY_SIZE_ENV_1_2 && (k->flags & SBX_CFG_F_SECRET))
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s:%d: providers.%s.%s: a credential is never read from "
+                                 "the configuration: set %s in the environment",
+                                 e->file, e->line, sec->name, e->key, k->env);
         int want;
         switch (k->type) {
         case SBX_CFG_MAP: want = SBX_NODE_MAP; break;

@@ -6,6 +6,8 @@
 #include "registry/loader.h"
 #include "registry/provider.h"
 
+#include <stdlib.h>
+
 void sbxh_provider_info_init(struct sbx_provider *p)
 {
     p->info = (struct sbx_provider_info){
@@ -102,4 +104,41 @@ SBX_API void sbx_provider_abi_version(unsigned *major, unsigned *minor)
         *major = SBX_ABI_MAJOR;
     if (minor)
         *minor = SBX_ABI_MINOR;
+}
+
+SBX_API bool sbx_provider_config_origin(const sbx_provider *p, size_t i, const char **key,
+                                        const char **env, int *origin, const char **value,
+                                        bool *secret)
+{
+    const struct sbx_config_key *k =
+        p->info.desc ? sbxh_config_key_at(p->info.desc->config_keys, i) : NULL;
+    if (!k)
+        return false;
+    bool has_env = k->size >= SBX_CONFIG_KEY_SIZE_ENV_1_2;
+    const char *var = has_env ? k->env : NULL;
+    bool sec = has_env && (k->flags & SBX_CFG_F_SECRET);
+    /* The host refuses a credential in the configuration: never look. */
+    bool in_config = !sec && sbxh_config_section_node(p->section, k->key) != 0;
+    const char *cv = in_config ? sbxh_config_section_get(p->section, k->key) : NULL;
+    const char *ev = var ? getenv(var) : NULL;
+    int o = SBX_ORIGIN_DEFAULT;
+    const char *v = NULL;
+    if (in_config) {
+        o = SBX_ORIGIN_CONFIG;
+        v = cv;
+    } else if (ev && *ev) {
+        o = SBX_ORIGIN_ENV;
+        v = ev;
+    }
+    if (key)
+        *key = k->key;
+    if (env)
+        *env = var;
+    if (origin)
+        *origin = o;
+    if (value)
+        *value = sec || k->type == SBX_CFG_MAP || k->type == SBX_CFG_LIST ? NULL : v;
+    if (secret)
+        *secret = sec;
+    return true;
 }

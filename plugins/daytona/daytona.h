@@ -196,6 +196,10 @@ void daytona_release(sbx_sandbox *sb);
 int daytona_pause(sbx_sandbox *sb, sbx_call *call, uint32_t flags);
 int daytona_resume(sbx_sandbox *sb, sbx_call *call);
 
+/* health.c: the optional health op, GET /sandbox?limit=1 (an
+ * authenticated read that creates nothing). */
+int daytona_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
+
 /* Before a toolbox request: when this handle stopped the sandbox, start it
  * and wait until it runs (nothing at all while the hint is clear: the hot
  * path of a running sandbox pays no request). A failure fills err. */

@@ -13,14 +13,19 @@
 
 #define KEY_VAR "DAYTONA_API_KEY"
 #define URL_VAR "DAYTONA_API_URL"
+#define TARGET_VAR "DAYTONA_TARGET"
+#define SNAPSHOT_VAR "DAYTONA_SNAPSHOT"
+#define IMAGE_VAR "DAYTONA_IMAGE"
+#define AUTO_VAR "DAYTONA_AUTO_PAUSE_MINUTES"
 #define DEFAULT_API_URL "https://app.daytona.io/api"
 
 static const struct sbx_config_key daytona_keys[] = {
-    SBX_CONFIG_KEY("api_url", SBX_CFG_STRING, "API URL (default $DAYTONA_API_URL, else https://app.daytona.io/api)"),
-    SBX_CONFIG_KEY("target", SBX_CFG_STRING, "region of new sandboxes (default: the organization's)"),
-    SBX_CONFIG_KEY("snapshot", SBX_CFG_STRING, "snapshot of new sandboxes"),
-    SBX_CONFIG_KEY("image", SBX_CFG_STRING, "image of new sandboxes (instead of a snapshot)"),
-    SBX_CONFIG_KEY("auto_stop_minutes", SBX_CFG_INT, "minutes of inactivity before the sandbox stops (default 15, 0: never)"),
+    SBX_CONFIG_SECRET("api_key", "API key: only from DAYTONA_API_KEY, never the configuration (required)", KEY_VAR),
+    SBX_CONFIG_KEY_ENV("api_url", SBX_CFG_STRING, "API URL (default $DAYTONA_API_URL, else https://app.daytona.io/api)", URL_VAR),
+    SBX_CONFIG_KEY_ENV("target", SBX_CFG_STRING, "region of new sandboxes (default $DAYTONA_TARGET, else the organization's)", TARGET_VAR),
+    SBX_CONFIG_KEY_ENV("snapshot", SBX_CFG_STRING, "snapshot of new sandboxes (default $DAYTONA_SNAPSHOT)", SNAPSHOT_VAR),
+    SBX_CONFIG_KEY_ENV("image", SBX_CFG_STRING, "image of new sandboxes instead of a snapshot (default $DAYTONA_IMAGE)", IMAGE_VAR),
+    SBX_CONFIG_KEY_ENV("auto_stop_minutes", SBX_CFG_INT, "minutes of inactivity before the sandbox stops, which is what pause does (default $DAYTONA_AUTO_PAUSE_MINUTES, else 15; 0: never)", AUTO_VAR),
     SBX_CONFIG_KEY("network", SBX_CFG_BOOL, "allow network access from the sandbox (default false: networkBlockAll)"),
     SBX_CONFIG_KEY("user", SBX_CFG_STRING, "OS user of new sandboxes (default: the snapshot's)"),
     SBX_CONFIG_KEY("workspace", SBX_CFG_STRING, "workspace directory (default /home/daytona/workspace)"),
@@ -80,23 +85,37 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct daytona
         return host->set_error(host, call, SBX_E_CONFIG,
                                DT ": the API key in " KEY_VAR " has spaces or control characters");
     int rc;
-    const char *url = sbxp_config_get(host, "api_url");
+    const char *url;
+    if ((rc = sbxp_config_url_env(host, call, DT, "api_url", URL_VAR, &url)))
+        return rc;
     if (!url)
-        url = getenv(URL_VAR);
-    if (!url || !*url)
         url = DEFAULT_API_URL;
+    /* Each key by the one rule (configuration, then its variable), so
+     * that `sbx check` shows what is used; a snapshot and an image from
+     * any two sources are refused together. */
+    char sn[64], in[64];
+    const char *snap_from, *img_from;
+    const char *snap = sbxp_config_env(host, DT, "snapshot", SNAPSHOT_VAR, sn, sizeof sn,
+                                       &snap_from);
+    const char *img = sbxp_config_env(host, DT, "image", IMAGE_VAR, in, sizeof in, &img_from);
+    if (snap && *snap && img && *img)
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               DT ": set snapshot or image, not both (%s and %s)", snap_from,
+                               img_from);
     if ((rc = dup_opt(host, call, key, &c->api_key)) || (rc = dup_opt(host, call, url, &c->api_url)) ||
-        (rc = dup_opt(host, call, sbxp_config_get(host, "target"), &c->target)) ||
-        (rc = dup_opt(host, call, sbxp_config_get(host, "snapshot"), &c->snapshot)) ||
-        (rc = dup_opt(host, call, sbxp_config_get(host, "image"), &c->image)) ||
+        (rc = dup_opt(host, call, sbxp_config_env(host, DT, "target", TARGET_VAR, NULL, 0, NULL),
+                      &c->target)) ||
+        (rc = dup_opt(host, call, snap, &c->snapshot)) ||
+        (rc = dup_opt(host, call, img, &c->image)) ||
         (rc = dup_opt(host, call, sbxp_config_get(host, "user"), &c->user)))
         return rc;
-    if (c->snapshot && c->image)
-        return host->set_error(host, call, SBX_E_CONFIG,
-                               "providers." DT ": set snapshot or image, not both");
     if (c->image && strpbrk(c->image, "\n\r \t"))
-        return host->set_error(host, call, SBX_E_CONFIG,
-                               "providers." DT ".image: an image reference has no spaces");
+        return host->set_error(host, call, SBX_E_CONFIG, "%s: an image reference has no spaces",
+                               img_from);
+    if (c->target && strpbrk(c->target, "\n\r \t/?#&"))
+        return host->set_error(host, call, SBX_E_CONFIG, "%s: want a region name such as us",
+                               sbxp_config_get(host, "target") ? "providers." DT ".target"
+                                                                : TARGET_VAR);
     const char *ws = sbxp_config_get(host, "workspace");
     if ((rc = sbxp_rmem_state_dir(host, call, DT, sbxp_config_get(host, "state_dir"),
                                   &c->state_dir)) ||
@@ -109,8 +128,8 @@ static int conf_load(const struct sbx_host *host, sbx_call *call, struct daytona
         strpbrk(c->workspace, "\n'"))
         return host->set_error(host, call, SBX_E_CONFIG,
                                "providers." DT ".workspace: want an absolute path below /");
-    if ((rc = sbxp_config_int(host, call, DT, "auto_stop_minutes", 15, 0, 60 * 24 * 30,
-                              &c->auto_stop_min)) ||
+    if ((rc = sbxp_config_int_env(host, call, DT, "auto_stop_minutes", AUTO_VAR, 15, 0,
+                                  60 * 24 * 30, &c->auto_stop_min)) ||
         (rc = sbxp_http_config(host, call, DT, &c->request_timeout_ms, &c->connect_timeout_ms,
                                &c->retry)) ||
         (rc = sbxp_config_int(host, call, DT, "start_timeout_ms", 180000, 100, 3600000,
@@ -202,6 +221,7 @@ static const struct sbx_provider_ops daytona_ops = {
     .port_resolve = daytona_port_resolve,
     .pause = daytona_pause,
     .resume = daytona_resume,
+    .health = daytona_health,
 };
 
 SBX_PROVIDER_DEFINE("daytona", "0.2.0", "Daytona sandboxes over the Daytona API and toolbox",

@@ -12,17 +12,18 @@
 #include <string.h>
 
 static const struct sbx_config_key e2b_keys[] = {
-    SBX_CONFIG_KEY("api_url", SBX_CFG_STRING, "control plane URL (default https://api.<domain>)"),
-    SBX_CONFIG_KEY("domain", SBX_CFG_STRING, "sandbox domain (default e2b.app)"),
-    SBX_CONFIG_KEY("template", SBX_CFG_STRING, "template of new sandboxes (default base)"),
-    SBX_CONFIG_KEY("lifetime", SBX_CFG_INT, "TTL in seconds (2 or more), renewed with use: a sandbox lives half of it to all of it past its last use (default 3600)"),
+    SBX_CONFIG_SECRET("api_key", "API key: only from E2B_API_KEY, never the configuration (or see key_file)", "E2B_API_KEY"),
+    SBX_CONFIG_KEY_ENV("api_url", SBX_CFG_STRING, "control plane URL (default $E2B_API_URL, else https://api.<domain>)", "E2B_API_URL"),
+    SBX_CONFIG_KEY_ENV("domain", SBX_CFG_STRING, "sandbox domain (default $E2B_DOMAIN, else e2b.app)", "E2B_DOMAIN"),
+    SBX_CONFIG_KEY_ENV("template", SBX_CFG_STRING, "template of new sandboxes (default $E2B_TEMPLATE_ID, else base)", "E2B_TEMPLATE_ID"),
+    SBX_CONFIG_KEY_ENV("lifetime", SBX_CFG_INT, "TTL in seconds (2 or more), renewed with use: a sandbox lives half of it to all of it past its last use (default $E2B_IDLE_TIMEOUT, else 3600)", "E2B_IDLE_TIMEOUT"),
     SBX_CONFIG_KEY("auto_pause", SBX_CFG_BOOL, "pause instead of kill when the lifetime ends (default false)"),
     SBX_CONFIG_KEY("internet", SBX_CFG_BOOL, "allow internet access from the sandbox (default false)"),
     SBX_CONFIG_KEY("request_timeout_ms", SBX_CFG_INT, "timeout of one API or envd request (default 60000)"),
     SBX_CONFIG_KEY("pause_timeout_ms", SBX_CFG_INT, "timeout of one pause or resume request (default 120000)"),
     SBX_CONFIG_KEY("connect_timeout_ms", SBX_CFG_INT, "TCP/TLS connect timeout (default 10000)"),
     SBX_CONFIG_KEY("retries", SBX_CFG_INT, "retries of idempotent calls on transient failures (default 4)"),
-    SBX_CONFIG_KEY("key_file", SBX_CFG_STRING, "file holding the API key, used when E2B_API_KEY is not set"),
+    SBX_CONFIG_KEY("key_file", SBX_CFG_STRING, "file holding the API key (wins over E2B_API_KEY)"),
     SBX_CONFIG_KEY("envd_url", SBX_CFG_STRING, "send envd traffic to this URL, routed by E2b-Sandbox-Id headers"),
     SBX_CONFIG_KEY("envd_tls", SBX_CFG_BOOL, "https to 49983-<id>.<domain> (default true)"),
     SBX_CONFIG_KEY("user", SBX_CFG_STRING, "sandbox user commands and files run as (default user)"),
@@ -42,6 +43,10 @@ static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
         .template_id = "base",
         .missing_http = 502,
         .envd_tls = 1,
+        .api_url_var = "E2B_API_URL",
+        .domain_var = "E2B_DOMAIN",
+        .template_var = "E2B_TEMPLATE_ID",
+        .lifetime_var = "E2B_IDLE_TIMEOUT",
     };
     struct e2b_conf cfg;
     int rc = e2b_conf_load(host, call, &d, &cfg);

@@ -79,13 +79,16 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     cfg->missing_http = d->missing_http;
     cfg->resume_endpoint = d->resume_endpoint;
     int rc;
+    /* Configuration first: a key_file wins over the variable. */
     const char *kf = sbxp_config_get(host, "key_file");
     const char *env = getenv(d->key_var);
-    if (env && *env) {
-        rc = dup_key(host, call, env, NULL, &cfg->api_key);
-    } else if (kf) {
+    int from_env = 0;
+    if (kf) {
         cfg->key_source = "the file providers.<name>.key_file names";
         rc = read_key_file(host, call, p, kf, &cfg->api_key);
+    } else if (env && *env) {
+        from_env = 1;
+        rc = dup_key(host, call, env, NULL, &cfg->api_key);
     } else if (d->key_required) {
         return host->set_error(host, call, SBX_E_CONFIG,
                                "%s: no API key: set %s (or providers.%s.key_file)", p,
@@ -98,12 +101,21 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     if (cfg->api_key && !header_safe(cfg->api_key))
         return host->set_error(host, call, SBX_E_CONFIG,
                                "%s: the API key in %s has spaces or control characters", p,
-                               env && *env ? d->key_var : "key_file");
+                               from_env ? d->key_var : "key_file");
 
-    const char *domain = sbxp_config_get(host, "domain");
+    char name[128];
+    const char *what;
+    const char *domain = sbxp_config_env(host, p, "domain", d->domain_var, name, sizeof name,
+                                         &what);
+    if (domain && strpbrk(domain, "/ ?#@\t\r\n"))
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "%s: want a domain name such as e2b.app (no scheme or path)",
+                               what);
     if ((rc = dup_key(host, call, domain, d->domain, &cfg->domain)) != SBX_OK)
         return rc;
-    const char *api = sbxp_config_get(host, "api_url");
+    const char *api;
+    if ((rc = sbxp_config_url_env(host, call, p, "api_url", d->api_url_var, &api)))
+        return rc;
     if (api) {
         rc = dup_key(host, call, api, NULL, &cfg->api_url);
     } else if (cfg->domain && !d->api_url_required) {
@@ -114,15 +126,21 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     if (rc != SBX_OK)
         return rc;
     if (!cfg->api_url)
-        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.api_url is required", p);
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.%s.api_url is required (or set %s)", p,
+                               d->api_url_var);
     if (!cfg->domain)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.domain is required", p);
-    const char *tmpl = sbxp_config_get(host, "template");
+    const char *tmpl = sbxp_config_env(host, p, "template", d->template_var, name, sizeof name,
+                                       NULL);
     if ((rc = dup_key(host, call, tmpl, d->template_id, &cfg->template_id)) != SBX_OK)
         return rc;
     if (!cfg->template_id || !*cfg->template_id)
-        return host->set_error(host, call, SBX_E_CONFIG, "providers.%s.template is required", p);
-    if ((rc = sbxp_config_int(host, call, p, "lifetime", 3600, 2, 86400 * 30, &cfg->lifetime_s)) ||
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "providers.%s.template is required (or set %s)", p,
+                               d->template_var);
+    if ((rc = sbxp_config_seconds_env(host, call, p, "lifetime", d->lifetime_var, 3600, 2,
+                                      86400 * 30, &cfg->lifetime_s)) ||
         (rc = sbxp_http_config(host, call, p, &cfg->request_timeout_ms, &cfg->connect_timeout_ms,
                                &cfg->retry)))
         return rc;

@@ -151,11 +151,18 @@ struct e2b_conf_defaults {
     int envd_tls;           /* default of envd_tls */
     int resume_endpoint;    /* resume through /resume (Cube's documented
                                route) rather than /connect (E2B's) */
+    /* The service's own environment variables, fallbacks of the keys of
+     * the same meaning (configuration first; NULL: none). */
+    const char *api_url_var;  /* E2B_API_URL, CUBE_API_URL */
+    const char *domain_var;   /* E2B_DOMAIN, CUBE_SANDBOX_DOMAIN */
+    const char *template_var; /* E2B_TEMPLATE_ID, CUBE_TEMPLATE_ID */
+    const char *lifetime_var; /* E2B_IDLE_TIMEOUT, CUBE_IDLE_TIMEOUT */
 };
 
 /*
- * Read the keys shared by the providers (see e2b.c's key table) and the
- * API key (the environment variable, else the file `key_file` names) into
+ * Read the keys shared by the providers (see e2b.c's key table), each
+ * from the configuration, else its environment variable, else its default,
+ * and the API key (the file `key_file` names, else the variable) into
  * cfg; the caller then sets routing (e2b: envd_url; cube: the proxy).
  * SBX_E_CONFIG naming the key or the variable, never a value of the key.
  */
@@ -466,6 +473,9 @@ int e2b_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
 /* fini of both providers: the instance e2b_state_new made (state.c). */
 void e2b_fini(void *state);
 
+/* The health op of both providers (health.c). */
+int e2b_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
+
 /* The ops of a provider built on this core; only init differs. */
 #define E2B_PROVIDER_OPS(init_)                                                \
     {                                                                          \
@@ -484,7 +494,7 @@ void e2b_fini(void *state);
         .file_list = e2b_file_list, .file_stat = e2b_file_stat,                \
         .file_mkdir = e2b_file_mkdir, .file_remove = e2b_file_remove,          \
         .file_rename = e2b_file_rename, .port_resolve = e2b_port_resolve,      \
-        .pause = e2b_pause, .resume = e2b_resume,                              \
+        .pause = e2b_pause, .resume = e2b_resume, .health = e2b_health,        \
     }
 
 /* The capabilities both providers declare. */

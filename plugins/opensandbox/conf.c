@@ -12,6 +12,8 @@
 
 #define KEY_VAR "OPEN_SANDBOX_API_KEY"
 #define DOMAIN_VAR "OPEN_SANDBOX_DOMAIN"
+#define IMAGE_VAR "OPEN_SANDBOX_IMAGE"
+#define PROXY_VAR "OPEN_SANDBOX_USE_SERVER_PROXY"
 
 static int dup_to(const struct sbx_host *host, sbx_call *call, const char *v, const char *def,
                   char **out)
@@ -40,8 +42,8 @@ static void conf_free(struct osb_conf *c)
     memset(c, 0, sizeof *c);
 }
 
-/* api_url (scheme://host:port) or OPEN_SANDBOX_DOMAIN (host:port, http),
- * with /v1 appended. */
+/* api_url (scheme://host:port), else OPEN_SANDBOX_DOMAIN (host:port over
+ * http, or a URL as the SDKs also accept), with /v1 appended. */
 static int load_url(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
 {
     const char *url = sbxp_config_get(host, "api_url");
@@ -51,9 +53,14 @@ static int load_url(const struct sbx_host *host, sbx_call *call, struct osb_conf
         if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
             return host->set_error(host, call, SBX_E_CONFIG,
                                    "providers.opensandbox.api_url: want http://host:port or "
-                                   "https://host:port, got %s", url);
+                                   "https://host:port");
         snprintf(buf, sizeof buf, "%s", url);
     } else if (domain && *domain) {
+        if (strstr(domain, "://") && strncmp(domain, "http://", 7) &&
+            strncmp(domain, "https://", 8))
+            return host->set_error(host, call, SBX_E_CONFIG,
+                                   DOMAIN_VAR ": want host:port, http://host:port or "
+                                   "https://host:port");
         if (strstr(domain, "://"))
             snprintf(buf, sizeof buf, "%s", domain);
         else
@@ -63,13 +70,17 @@ static int load_url(const struct sbx_host *host, sbx_call *call, struct osb_conf
                                "opensandbox: no server: set providers.opensandbox.api_url "
                                "or " DOMAIN_VAR);
     }
+    const char *what = url ? "providers.opensandbox.api_url" : DOMAIN_VAR;
+    const char *hostpart = strstr(buf, "://") + 3;
+    if (!*hostpart || *hostpart == '/' || strpbrk(buf, " \t\r\n"))
+        return host->set_error(host, call, SBX_E_CONFIG,
+                               "%s: want a host (and port) after the scheme, no spaces", what);
     size_t n = strlen(buf);
     while (n && buf[n - 1] == '/')
         buf[--n] = '\0';
     if (n < 3 || strcmp(buf + n - 3, "/v1") != 0) {
         if (n + 4 >= sizeof buf)
-            return host->set_error(host, call, SBX_E_CONFIG,
-                                   "providers.opensandbox.api_url is too long");
+            return host->set_error(host, call, SBX_E_CONFIG, "%s is too long", what);
         strcat(buf, "/v1");
     }
     return dup_to(host, call, buf, NULL, &c->api_url);
@@ -90,7 +101,9 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
             return rc;
     }
     if ((rc = load_url(host, call, c)) ||
-        (rc = dup_to(host, call, sbxp_config_get(host, "image"), "ubuntu:22.04", &c->image)) ||
+        (rc = dup_to(host, call,
+                     sbxp_config_env(host, OSB_PROVIDER, "image", IMAGE_VAR, NULL, 0, NULL),
+                     "ubuntu:22.04", &c->image)) ||
         (rc = dup_to(host, call, sbxp_config_get(host, "cpu"), "500m", &c->cpu)) ||
         (rc = dup_to(host, call, sbxp_config_get(host, "memory"), "512Mi", &c->memory)) ||
         (rc = dup_to(host, call, sbxp_config_get(host, "workspace"), "/workspace",
@@ -122,6 +135,10 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
     }
     if (!*c->image)
         return host->set_error(host, call, SBX_E_CONFIG, "providers.opensandbox.image is empty");
+    if (strpbrk(c->image, " \t\r\n"))
+        return host->set_error(host, call, SBX_E_CONFIG, "%s: an image reference has no spaces",
+                               sbxp_config_get(host, "image") ? "providers.opensandbox.image"
+                                                              : IMAGE_VAR);
     size_t ne = 0;
     const char *name, *val;
     while (host->config_entry && ne < 7 && host->config_entry(host, "entrypoint", ne, &name, &val))
@@ -147,9 +164,10 @@ static int load(const struct sbx_host *host, sbx_call *call, struct osb_conf *c)
         (rc = sbxp_http_config(host, call, OSB_PROVIDER, &c->request_timeout_ms,
                                &c->connect_timeout_ms, &c->retry)))
         return rc;
-    const char *v = sbxp_config_get(host, "use_server_proxy");
-    c->use_server_proxy = v && !strcmp(v, "true");
-    v = sbxp_config_get(host, "internet");
+    if ((rc = sbxp_config_bool_env(host, call, OSB_PROVIDER, "use_server_proxy", PROXY_VAR, 0,
+                                   &c->use_server_proxy)))
+        return rc;
+    const char *v = sbxp_config_get(host, "internet");
     c->internet = v && !strcmp(v, "true");
     return SBX_OK;
 }

@@ -311,6 +311,10 @@ void osb_ports_load(sbx_sandbox *sb, json_object *sandbox);
 int osb_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
                      struct sbx_port_endpoint *out);
 
+/* health.c: the optional health op, GET /sandboxes?pageSize=1 (an
+ * authenticated read that creates nothing). */
+int osb_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
+
 /* ---- egress.c ---------------------------------------------------------- */
 /* Check a policy's targets and default (SBX_E_INVALID naming the culprit). */
 int osb_egress_check(struct osb_state *st, sbx_call *call, const struct sbx_egress_policy *p);

@@ -5,15 +5,22 @@
 #include "osb.h"
 
 static const struct sbx_config_key osb_keys[] = {
-    SBX_CONFIG_KEY("api_url", SBX_CFG_STRING,
-                   "lifecycle server, scheme://host:port (/v1 is appended; default from "
-                   "OPEN_SANDBOX_DOMAIN)"),
-    SBX_CONFIG_KEY("image", SBX_CFG_STRING, "container image of new sandboxes (default ubuntu:22.04)"),
+    SBX_CONFIG_SECRET("api_key", "API key: only from OPEN_SANDBOX_API_KEY, never the configuration (optional)",
+                      "OPEN_SANDBOX_API_KEY"),
+    SBX_CONFIG_KEY_ENV("api_url", SBX_CFG_STRING,
+                       "lifecycle server, scheme://host:port (/v1 is appended; default "
+                       "$OPEN_SANDBOX_DOMAIN, host:port over http)",
+                       "OPEN_SANDBOX_DOMAIN"),
+    SBX_CONFIG_KEY_ENV("image", SBX_CFG_STRING,
+                       "container image of new sandboxes (default $OPEN_SANDBOX_IMAGE, else ubuntu:22.04)",
+                       "OPEN_SANDBOX_IMAGE"),
     SBX_CONFIG_KEY("entrypoint", SBX_CFG_LIST, "entry process (default tail -f /dev/null)"),
     SBX_CONFIG_KEY("cpu", SBX_CFG_STRING, "CPU limit, e.g. 500m (default 500m)"),
     SBX_CONFIG_KEY("memory", SBX_CFG_STRING, "memory limit, e.g. 512Mi (default 512Mi)"),
-    SBX_CONFIG_KEY("use_server_proxy", SBX_CFG_BOOL,
-                   "reach execd and the egress sidecar through the server's proxy (default false)"),
+    SBX_CONFIG_KEY_ENV("use_server_proxy", SBX_CFG_BOOL,
+                       "reach execd and the egress sidecar through the server's proxy (default "
+                       "$OPEN_SANDBOX_USE_SERVER_PROXY, else false)",
+                       "OPEN_SANDBOX_USE_SERVER_PROXY"),
     SBX_CONFIG_KEY("internet", SBX_CFG_BOOL,
                    "create sandboxes without a network policy, all egress allowed (default false)"),
     SBX_CONFIG_KEY("lifetime", SBX_CFG_INT,
@@ -66,6 +73,7 @@ static const struct sbx_provider_ops osb_ops = {
     .port_resolve = osb_port_resolve,
     .pause = osb_pause,
     .resume = osb_resume,
+    .health = osb_health,
 };
 
 SBX_PROVIDER_DEFINE("opensandbox", "0.1.0",

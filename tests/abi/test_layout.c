@@ -157,8 +157,11 @@ Test(layout, config_key)
     PIN_OFF(sbx_config_key, key, 8);
     PIN_OFF(sbx_config_key, type, 16);
     PIN_OFF(sbx_config_key, description, 24);
-    PIN_SIZE(sbx_config_key, 32);
+    PIN_OFF(sbx_config_key, env, 32);   /* ABI 1.2 */
+    PIN_OFF(sbx_config_key, flags, 40); /* ABI 1.2 */
+    PIN_SIZE(sbx_config_key, 48);
     cr_expect_eq(SBX_CONFIG_KEY_SIZE_1_0, 32);
+    cr_expect_eq(SBX_CONFIG_KEY_SIZE_ENV_1_2, 44);
 }
 
 Test(layout, attach_and_destroy_args)
@@ -427,6 +430,7 @@ Test(abi_numbers, enums_in_the_descriptor_and_host_table)
     cr_expect_eq(SBX_CFG_MAP, 5);
     cr_expect_eq(SBX_CFG_LIST, 6);
     cr_expect_eq(SBX_CFG_NUMBER, 7);
+    cr_expect_eq(SBX_CFG_F_SECRET, 1u); /* ABI 1.2 */
     cr_expect_eq(SBX_LOG_ERROR, 0);
     cr_expect_eq(SBX_LOG_WARN, 1);
     cr_expect_eq(SBX_LOG_INFO, 2);

@@ -684,8 +684,18 @@ class Handler(BaseHTTPRequestHandler):
         if parts == ["sandbox"] and self.command == "POST":
             return self.create(body)
         if parts == ["sandbox"] and self.command == "GET":
-            # ListSandboxesResponse: one page, no cursor.
-            return self.send_json(200, {"items": self.list(q), "nextCursor": None})
+            # ListSandboxesResponse: one page of at most `limit` items
+            # (openapi.yaml listSandboxes); a cursor when more remain.
+            items = self.list(q)
+            try:
+                limit = int(q.get("limit", ["100"])[0])
+            except ValueError:
+                raise ApiError(400, "limit must be a number")
+            if limit < 1:
+                raise ApiError(400, "limit must be at least 1")
+            return self.send_json(200, {"items": items[:limit],
+                                        "nextCursor": str(limit) if len(items) > limit
+                                        else None})
         if parts == ["sandbox", "paginated"] and self.command == "GET":
             items = self.list(q)
             return self.send_json(200, {"items": items, "total": len(items), "page": 1,

@@ -700,6 +700,15 @@ class Handler(BaseHTTPRequestHandler):
             sbs = list(ST.sandboxes.values())
         out = [s.detail(full=False) for s in sbs
                if s.state in states and all(s.metadata.get(k) == v for k, v in want.items())]
+        if v2 and "limit" in q:
+            # paginationLimit (openapi.yml): at most that many, 1 to 100
+            try:
+                limit = int(q["limit"][0])
+            except ValueError:
+                return self.api_error(400, "limit must be an integer")
+            if not 1 <= limit <= 100:
+                return self.api_error(400, "limit must be from 1 to 100")
+            out = out[:limit]
         return self.send_json(200, out)
 
     # ---- envd ----------------------------------------------------------

@@ -590,9 +590,9 @@ struct big_key {
 Test(validate, config_keys_are_stepped_by_their_size)
 {
     static const struct big_key keys[] = {
-        {{sizeof(struct big_key), "root", SBX_CFG_STRING, "a dir"}, "x"},
-        {{sizeof(struct big_key), "limit", SBX_CFG_SIZE, "a size"}, "y"},
-        {{sizeof(struct big_key), NULL, 0, NULL}, NULL},
+        {{sizeof(struct big_key), "root", SBX_CFG_STRING, "a dir", NULL, 0}, "x"},
+        {{sizeof(struct big_key), "limit", SBX_CFG_SIZE, "a size", NULL, 0}, "y"},
+        {{sizeof(struct big_key), NULL, 0, NULL, NULL, 0}, NULL},
     };
     struct sbx_provider_desc d = demo_desc(&full_ops, 0);
     d.config_keys = &keys[0].k;
@@ -609,20 +609,20 @@ Test(validate, malformed_config_keys_are_refused)
     struct sbx_provider_desc d = demo_desc(&full_ops, 0);
 
     static const struct sbx_config_key unsized[] = {
-        {0, "root", SBX_CFG_STRING, "a dir"}, SBX_CONFIG_KEYS_END};
+        {0, "root", SBX_CFG_STRING, "a dir", NULL, 0}, SBX_CONFIG_KEYS_END};
     d.config_keys = unsized;
     expect_abi(&d, &err);
     assert_msg_has(&err, "config key entry size invalid: expected a multiple of 8 of "
                          "at least 32 bytes");
 
     static const struct big_key mixed[] = {
-        {{sizeof(struct big_key), "root", SBX_CFG_STRING, "a dir"}, "x"},
-        {{sizeof(struct sbx_config_key), "limit", SBX_CFG_SIZE, "a size"}, "y"},
-        {{sizeof(struct big_key), NULL, 0, NULL}, NULL},
+        {{sizeof(struct big_key), "root", SBX_CFG_STRING, "a dir", NULL, 0}, "x"},
+        {{sizeof(struct sbx_config_key), "limit", SBX_CFG_SIZE, "a size", NULL, 0}, "y"},
+        {{sizeof(struct big_key), NULL, 0, NULL, NULL, 0}, NULL},
     };
     d.config_keys = &mixed[0].k;
     expect_abi(&d, &err);
-    assert_msg_has(&err, "config key 1 has size 32, the first has 40");
+    assert_msg_has(&err, "config key 1 has size 48, the first has 56");
 
     static const struct sbx_config_key dotted[] = {
         SBX_CONFIG_KEY("labels.team", SBX_CFG_STRING, "x"), SBX_CONFIG_KEYS_END};

@@ -335,6 +335,29 @@ SBX_API bool sbx_provider_info_config_key(const sbx_provider_info *info, size_t 
                                           const char **key, int *type,
                                           const char **description);
 
+/* Where the value of a provider's configuration key comes from. */
+enum sbx_config_origin {
+    SBX_ORIGIN_DEFAULT = 0, /* neither set: the provider's default */
+    SBX_ORIGIN_CONFIG = 1,  /* its section of sbx.yaml */
+    SBX_ORIGIN_ENV = 2      /* the service's environment variable the key
+                               declares (ABI 1.2), set and not empty */
+};
+
+/*
+ * Configuration key i of an enabled provider and where its value comes
+ * from, by the rule the providers follow: the configuration, else the
+ * key's environment variable when it is set and not empty, else the
+ * default. Each out-pointer may be NULL: *key its name, *env its
+ * variable (NULL when it declares none), *origin an enum
+ * sbx_config_origin, *value the value (borrowed; NULL for the default, for
+ * a map or list, and always for a credential), *secret whether the key is
+ * a credential (SBX_CFG_F_SECRET), whose value no caller is shown. The
+ * environment is read at the call. Returns false past the last key.
+ */
+SBX_API bool sbx_provider_config_origin(const sbx_provider *p, size_t i, const char **key,
+                                        const char **env, int *origin, const char **value,
+                                        bool *secret);
+
 /* The provider ABI this libsbx loads: plugins built for this major and a
  * minor up to this one (into *major and *minor, each may be NULL). The
  * library's own, so a program linked against a newer libsbx reports what
