@@ -116,12 +116,45 @@ int sbxs_op_spool_open(const char *path)
 /* The writer's state, one per process. */
 static struct {
     pthread_mutex_t lock;
-    pid_t pid;           /* whose state this is (a forked child starts over) */
+    pid_t pid;           /* this process (names its files); 0 until opened */
     int dirfd, fd;       /* -1 when closed */
     uint64_t written;    /* bytes in the current file */
     uint64_t next_check; /* monotonic ns: when a closed writer looks again */
     unsigned seq;
 } w = {PTHREAD_MUTEX_INITIALIZER, 0, -1, -1, 0, 0, 0};
+
+/* fork: the child must not append to the parent's file (its pid names
+ * it) nor inherit a lock held mid-record. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&w.lock);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&w.lock);
+}
+
+static void after_fork_child(void)
+{
+    if (w.fd >= 0)
+        close(w.fd); /* the child's copy; the parent's lock stays */
+    if (w.dirfd >= 0)
+        close(w.dirfd);
+    w.fd = w.dirfd = -1;
+    w.pid = 0;
+    w.seq = 0;
+    w.written = 0;
+    w.next_check = 0;
+    pthread_mutex_unlock(&w.lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void register_fork(void)
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
 
 static void writer_close(void)
 {
@@ -163,6 +196,8 @@ static bool writer_open(void)
         writer_close();
         return false;
     }
+    if (w.pid == 0)
+        w.pid = getpid();
     char tmp[64], name[64];
     unsigned seq = w.seq++;
     snprintf(tmp, sizeof tmp, ".%ld-%u.tmp", (long)w.pid, seq);
@@ -185,6 +220,7 @@ void sbxs_op_sample_reset(void)
     pthread_mutex_lock(&w.lock);
     writer_close();
     w.pid = 0;
+    w.seq = 0;
     w.next_check = 0;
     pthread_mutex_unlock(&w.lock);
 }
@@ -205,21 +241,8 @@ void sbxs_op_sample_record(const char *provider, const char *op, int status,
     memcpy(s.provider, provider, strlen(provider));
     memcpy(s.op, op, strlen(op));
 
+    pthread_once(&fork_once, register_fork);
     pthread_mutex_lock(&w.lock);
-    pid_t pid = getpid();
-    if (w.pid != pid) {
-        /* a forked child: the descriptors are the parent's; start over */
-        if (w.pid != 0) {
-            if (w.fd >= 0)
-                close(w.fd);
-            if (w.dirfd >= 0)
-                close(w.dirfd);
-            w.fd = w.dirfd = -1;
-        }
-        w.pid = pid;
-        w.seq = 0;
-        w.next_check = 0;
-    }
     if (w.fd < 0) {
         uint64_t now = sbxs_op_now_ns();
         if (now < w.next_check || !writer_open()) {

@@ -185,7 +185,8 @@ static void parse_page(const char *text, struct page *pg)
                               name);
                 cr_assert_lt(pg->nfam, 256);
                 snprintf(pg->fam[pg->nfam], sizeof pg->fam[0], "%s", name);
-                snprintf(pg->type[pg->nfam], sizeof pg->type[0], "%s", rest);
+                cr_assert_lt(strlen(rest), sizeof pg->type[0]);
+                memcpy(pg->type[pg->nfam], rest, strlen(rest) + 1);
                 pg->nfam++;
             } else {
                 cr_assert_str_eq(kw, "HELP", "unknown comment: %s", line);
