@@ -203,8 +203,10 @@ static bool writer_open(void)
     snprintf(tmp, sizeof tmp, ".%ld-%u.tmp", (long)w.pid, seq);
     snprintf(name, sizeof name, "%ld-%u.ops", (long)w.pid, seq);
     unlinkat(w.dirfd, tmp, 0);
+    /* group-readable: in a shared setgid spool the server runs as another
+     * member of the group (docs/OPERATIONS.md); a record holds no secret */
     w.fd = sbxs_op_spool_openat(w.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_APPEND,
-                                0600);
+                                0640);
     if (w.fd < 0 || flock(w.fd, LOCK_SH | LOCK_NB) != 0 ||
         renameat(w.dirfd, tmp, w.dirfd, name) != 0) {
         unlinkat(w.dirfd, tmp, 0);
