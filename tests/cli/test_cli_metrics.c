@@ -425,6 +425,87 @@ Test(cli_metrics, a_scrape_shows_what_other_processes_did)
     stop_server(&sv);
 }
 
+static void start_server_with(struct server *sv, const char *config)
+{
+    cli_spawn(&env,
+              (const char *[]){"reconcile", "--watch", "--interval", "100ms", "--config", config,
+                               "--metrics", "127.0.0.1:0", NULL},
+              CLI_STDIN_NULL, &sv->p);
+    char line[256];
+    cr_assert(cli_read_line(&sv->p, line, sizeof line, 10000), "no metrics line");
+    cr_assert(!strncmp(line, "metrics: http://127.0.0.1:", 26), "%s", line);
+    snprintf(sv->url, sizeof sv->url, "%s", line + 9);
+}
+
+static bool failing_seen(const struct page *pg)
+{
+    return value_of(pg, "sbx_reconcile_failures_total", "") >= 2 &&
+           value_of(pg, "sbx_sessions", "provider=\"local\",state=\"deleting\"") == 1;
+}
+
+static bool repaired(const struct page *pg)
+{
+    return value_of(pg, "sbx_reconcile_intents_cleaned_total", "") == 1 &&
+           value_of(pg, "sbx_reconcile_deletions_total", "") == 1 &&
+           value_of(pg, "sbx_pool_members",
+                    "pool=\"warm\",provider=\"local\",state=\"ready\"") == 2;
+}
+
+Test(cli_metrics, failing_passes_intents_deletions_and_pools)
+{
+    /* the workers' configuration: local, and a warm pool of 2 */
+    cli_env_add_fixtures(&env);
+    cli_env_write_config(&env, "default_provider: local\nproviders:\n  local:\n    root: @ROOT@\n"
+                               "pools:\n  warm: { provider: local, size: 2 }\n");
+    char good[8192];
+    snprintf(good, sizeof good, "%s", env.config);
+    run_ok((const char *[]){"create", "one", NULL});
+    /* a deletion and a provisioning killed half-way */
+    cli_env_setenv(&env, "SBX_TEST_CRASH_AT", "during-destroy");
+    struct cli_result r;
+    cli_run(&env, (const char *[]){"destroy", "one", NULL}, NULL, 30000, &r);
+    cr_assert_eq(r.status, CLI_KILLED_BY + SIGKILL, "%d %s", r.status, r.err);
+    cli_result_free(&r);
+    cli_env_setenv(&env, "SBX_TEST_CRASH_AT", "after-create");
+    cli_run(&env, (const char *[]){"create", "two", NULL}, NULL, 30000, &r);
+    cr_assert_eq(r.status, CLI_KILLED_BY + SIGKILL, "%d %s", r.status, r.err);
+    cli_result_free(&r);
+    cli_env_setenv(&env, "SBX_TEST_CRASH_AT", "nowhere");
+
+    /* a reconciler whose configuration lacks local: every pass fails */
+    char bad[8192];
+    snprintf(bad, sizeof bad, "%s/other.yaml", env.dir);
+    FILE *f = fopen(bad, "w");
+    cr_assert_not_null(f);
+    fputs("default_provider: good\nproviders:\n  good: {}\n", f);
+    fclose(f);
+    struct server sv;
+    start_server_with(&sv, bad);
+    static struct page pg;
+    scrape_until(&sv, &pg, failing_seen, NULL, 0);
+    cr_assert_geq(value_of(&pg, "sbx_reconcile_item_failures_total", ""), 2);
+    cr_assert_eq(value_of(&pg, "sbx_reconcile_last_success_timestamp_seconds", ""), 0);
+    cr_assert_gt(value_of(&pg, "sbx_reconcile_last_run_timestamp_seconds", ""), 1e9);
+    cr_assert_eq(value_of(&pg, "sbx_sessions", "provider=\"local\",state=\"provisioning\""), 1);
+    cr_assert_eq(value_of(&pg, "sbx_provisioning_intents", "provider=\"local\""), 1);
+    cr_assert_geq(value_of(&pg, "sbx_provisioning_intent_max_age_seconds",
+                           "provider=\"local\""), 0);
+    stop_server(&sv);
+
+    /* the right configuration: the intent cleaned, the deletion finished,
+     * the pool filled */
+    start_server_with(&sv, good);
+    scrape_until(&sv, &pg, repaired, NULL, 0);
+    cr_assert_eq(value_of(&pg, "sbx_pool_size", "pool=\"warm\",provider=\"local\""), 2);
+    cr_assert_eq(value_of(&pg, "sbx_pool_members",
+                          "pool=\"warm\",provider=\"local\",state=\"creating\""), 0);
+    cr_assert_geq(value_of(&pg, "sbx_pool_members_created_total", ""), 2);
+    cr_assert_eq(value_of(&pg, "sbx_sessions", "provider=\"local\",state=\"deleting\""), -1);
+    cr_assert_eq(value_of(&pg, "sbx_provisioning_intents", "provider=\"local\""), -1);
+    cr_assert_gt(value_of(&pg, "sbx_reconcile_last_success_timestamp_seconds", ""), 1e9);
+    stop_server(&sv);
+}
+
 static void spool_path(char *out, size_t len, const char *name)
 {
     snprintf(out, len, "%s/sbx/metrics/%s", env.state, name);
