@@ -245,14 +245,28 @@ void sbxs_op_sample_record(const char *provider, const char *op, int status,
 
     pthread_once(&fork_once, register_fork);
     pthread_mutex_lock(&w.lock);
-    if (w.fd < 0) {
-        uint64_t now = sbxs_op_now_ns();
-        if (now < w.next_check || !writer_open()) {
-            if (now >= w.next_check)
-                w.next_check = now + RECHECK_NS;
+    uint64_t now = sbxs_op_now_ns();
+    if (w.fd >= 0 && now >= w.next_check) {
+        /* an open writer looks again too: when the server stopped, its
+         * file is closed (the next server folds it) and nothing more is
+         * written */
+        w.next_check = now + RECHECK_NS;
+        if (!server_running(w.dirfd))
+            writer_close();
+    } else if (w.fd < 0) {
+        if (now < w.next_check) {
             pthread_mutex_unlock(&w.lock);
             return;
         }
+        w.next_check = now + RECHECK_NS;
+        if (!writer_open()) {
+            pthread_mutex_unlock(&w.lock);
+            return;
+        }
+    }
+    if (w.fd < 0) {
+        pthread_mutex_unlock(&w.lock);
+        return;
     }
     ssize_t n = write(w.fd, &s, sizeof s);
     if (n != (ssize_t)sizeof s) {

@@ -60,8 +60,9 @@ bool sbxs_op_spool_dir(char *out, size_t len);
  * Record one op (thread-safe, never fails the caller: any problem only
  * drops the sample). Names longer than the record's fields, or with bytes
  * other than [a-z0-9_-], are not recorded. Costs one clock read and one
- * write(2) while a server runs; without one, a check of the server's lock
- * at most every few seconds and nothing else.
+ * write(2) while a server runs (and a look at the server's lock every 5 s:
+ * a writer stops within 5 s of the server); without one, a clock read and
+ * a check of the server's lock at most every 5 s.
  */
 void sbxs_op_sample_record(const char *provider, const char *op, int status,
                            uint64_t duration_ns);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 static struct cli_env env;
+static pid_t running_server; /* a server a failed assertion left running */
 
 static void setup(void)
 {
@@ -38,6 +39,9 @@ static void setup(void)
 
 static void teardown(void)
 {
+    if (running_server > 0 && !cli_pid_gone(running_server))
+        kill(running_server, SIGKILL);
+    running_server = 0;
     cli_env_fini(&env);
 }
 
@@ -318,6 +322,7 @@ static void start_server(struct server *sv)
               (const char *[]){"reconcile", "--watch", "--interval", "100ms", "--metrics",
                                "127.0.0.1:0", NULL},
               CLI_STDIN_NULL, &sv->p);
+    running_server = sv->p.pid;
     char line[256];
     cr_assert(cli_read_line(&sv->p, line, sizeof line, 10000), "no metrics line");
     cr_assert(!strncmp(line, "metrics: http://127.0.0.1:", 26), "%s", line);
@@ -328,6 +333,7 @@ static void stop_server(struct server *sv)
 {
     kill(sv->p.pid, SIGTERM);
     cr_assert_eq(cli_wait(&sv->p, 10000), 0, "reconcile did not stop cleanly on SIGTERM");
+    running_server = 0;
 }
 
 /* Scrape until `done` holds for the parsed page (the store gauges are read
@@ -431,6 +437,7 @@ static void start_server_with(struct server *sv, const char *config)
               (const char *[]){"reconcile", "--watch", "--interval", "100ms", "--config", config,
                                "--metrics", "127.0.0.1:0", NULL},
               CLI_STDIN_NULL, &sv->p);
+    running_server = sv->p.pid;
     char line[256];
     cr_assert(cli_read_line(&sv->p, line, sizeof line, 10000), "no metrics line");
     cr_assert(!strncmp(line, "metrics: http://127.0.0.1:", 26), "%s", line);
@@ -649,6 +656,7 @@ Test(cli_metrics, ipv6_loopback_serves)
     cli_spawn(&env,
               (const char *[]){"reconcile", "--watch", "--metrics", "[::1]:0", NULL},
               CLI_STDIN_NULL, &p);
+    running_server = p.pid;
     char line[256];
     cr_assert(cli_read_line(&p, line, sizeof line, 10000));
     cr_assert(!strncmp(line, "metrics: http://[::1]:", 22), "%s", line);

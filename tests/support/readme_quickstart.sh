@@ -53,6 +53,11 @@ for i in 1 2 3 4; do
     [ "$lines" -le 10 ] || fail "Quick start '$title': $lines lines (at most 10)"
     [ "$lines" -ge 1 ] || fail "Quick start '$title': empty"
     bash -n "$work/blocks/$i.sh" || fail "Quick start '$title': not valid sh"
+    # `a && b` and `a || b` hide a failure of a from -e: one command per
+    # line (or `;`), so that every failing command fails the block
+    if grep -nE '&&|\|\|' "$work/blocks/$i.sh"; then
+        fail "Quick start '$title': && or || in a line above (a failure there would not stop the block)"
+    fi
 done
 
 # 3. The scratch checkout.
@@ -71,10 +76,18 @@ run_block() { # N: runs block N in a copy of the tree, line by line
     { echo 'set -eo pipefail'
       echo 'trap '"'"'echo "FAIL: this line failed (status $?): $BASH_COMMAND" >&2'"'"' ERR'
       cat "$work/blocks/$i.sh"; } >"$script"
-    (cd "$tree" && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$work/home" \
+    # a fresh machine per user: its own HOME and state
+    rm -rf "$work/home" "$work/state"
+    mkdir -p "$work/home" "$work/state"
+    # in a session of its own, so that what a failed block left running (a
+    # background reconciler) is stopped with it
+    (cd "$tree"; exec setsid env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$work/home" \
         XDG_STATE_HOME="$work/state" TERM=dumb LANG=C.UTF-8 \
-        bash -x "$script" </dev/null) >"$work/block$i.log" 2>&1
+        bash -x "$script" </dev/null) >"$work/block$i.log" 2>&1 &
+    local pid=$!
+    wait "$pid"
     local rc=$?
+    kill -TERM -- "-$pid" 2>/dev/null
     cat "$work/block$i.log"
     [ $rc -eq 0 ] || fail "Quick start '$title' failed (status $rc); output above"
 }
