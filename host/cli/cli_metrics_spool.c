@@ -166,6 +166,12 @@ static void fold_file(struct cli_spool *sp, const char *name, struct cli_metrics
     if (done && fstat(fd, &st) != 0)
         st.st_size = 0;
     struct tracked *t = find(sp, &st);
+    if (!t && !done && sp->nfiles >= TRACKED_MAX) {
+        /* no room to remember how far it was read: left for a later fold
+         * (reading it now would count its records again next time) */
+        close(fd);
+        return;
+    }
     off_t off = t ? t->off : 0;
     off_t end = st.st_size;
     if (end > (off_t)SBXS_OP_SPOOL_FILE_MAX)
@@ -182,7 +188,7 @@ static void fold_file(struct cli_spool *sp, const char *name, struct cli_metrics
     } else if (t) {
         t->off = off;
         t->seen = true;
-    } else if (sp->nfiles < TRACKED_MAX) {
+    } else {
         sp->files[sp->nfiles++] = (struct tracked){st.st_dev, st.st_ino, off, true};
     }
     close(fd);

@@ -95,9 +95,10 @@ run_block() { # N: runs block N in a copy of the tree, line by line
 run_block 1
 run_block 2
 if [ "${SBX_QUICKSTART_PACKAGER:-0}" = 1 ]; then
-    cp -r "$src"/. "$tree/src-copy" 2>/dev/null
-    # a package build needs the whole tree: run it in a full copy
-    rm -rf "$tree/src-copy/build" "$tree/src-copy/_install"
+    # a package build needs the whole tree: run it in a copy without builds
+    mkdir -p "$tree/src-copy"
+    tar -C "$src" --exclude=./build --exclude=./_install --exclude=./.git -cf - . |
+        tar -C "$tree/src-copy" -xf - || fail "copying the source tree"
     saved_tree=$tree
     tree=$tree/src-copy
     run_block 3
