@@ -355,6 +355,28 @@ static void scrape_until(const struct server *sv, struct page *pg,
     }
 }
 
+/* Prometheus's own linter on the page, when it is installed (Debian's
+ * prometheus package has promtool; the test does not require it). */
+static void promtool_lint(const char *body)
+{
+    if (access("/usr/bin/promtool", X_OK) != 0)
+        return;
+    char path[8192], cmd[8300];
+    snprintf(path, sizeof path, "%s/page.txt", env.dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(body, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "/usr/bin/promtool check metrics <'%s' 2>&1", path);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char out[4096];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    cr_assert_eq(st, 0, "promtool check metrics: %s", out);
+}
+
 static void run_ok(const char *const *args)
 {
     struct cli_result r;
@@ -406,6 +428,10 @@ Test(cli_metrics, a_scrape_shows_what_other_processes_did)
     double sum = value_of(&pg, "sbx_op_duration_seconds_sum", "provider=\"local\",op=\"exec\"");
     cr_assert(sum > 0 && sum < 30, "exec latency sum %g", sum);
     cr_assert_eq(value_of(&pg, "sbx_op_samples_total", "result=\"invalid\""), 0);
+    char *page;
+    cr_assert_eq(http(sv.url, NULL, &page, NULL, 0), 200);
+    promtool_lint(page);
+    free(page);
 
     /* a session deleted shows up at the next pass */
     run_ok((const char *[]){"destroy", "two", NULL});
