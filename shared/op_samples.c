@@ -275,6 +275,7 @@ void sbxs_op_sample_record(const char *provider, const char *op, int status,
         w.next_check = sbxs_op_now_ns() + RECHECK_NS;
     } else if ((w.written += sizeof s) >= SBXS_OP_SPOOL_FILE_MAX) {
         writer_close(); /* the next sample starts a file (if a server runs) */
+        w.next_check = 0;
     }
     pthread_mutex_unlock(&w.lock);
 }
