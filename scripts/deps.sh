@@ -16,6 +16,8 @@ test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps libxml2-u
            python3 curl clang-14 libclang-rt-14-dev bash-completion zsh git
            debootstrap lintian help2man dpkg-dev file
            python3-websockets)
+# The HTTP server of `sbx reconcile --metrics` (docs/OPERATIONS.md).
+build_pkgs+=(libmicrohttpd-dev)
 # tmux: the interactive terminal tests (tests/cli/test_cli_tty.c)
 test_pkgs+=(tmux)
 

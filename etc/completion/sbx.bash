@@ -68,7 +68,7 @@ _sbx()
     sessions) opts+=" --json" ;;
     providers) opts+=" --json --keys" ;;
     conformance) opts+=" --junit --tap --filter" ;;
-    reconcile) opts+=" --watch --interval --lease" ;;
+    reconcile) opts+=" --watch --interval --lease --metrics" ;;
     memory)
         local actions="create delete list ls cat log put rm resolve"
         if [[ ${words[i + 1]-} == "$cur" ]]; then

@@ -1,9 +1,12 @@
 /*
- * cmd_reconcile.c - `sbx reconcile [--watch [--interval DUR]]`: clean up
- * what crashed workers left behind (see sbx_sessions_reconcile), once or
- * periodically as a service until SIGTERM/SIGINT.
+ * cmd_reconcile.c - `sbx reconcile [--watch [--interval DUR] [--metrics
+ * ADDR]]`: clean up what crashed workers left behind (see
+ * sbx_sessions_reconcile), once or periodically as a service until
+ * SIGTERM/SIGINT, serving Prometheus metrics with --metrics (metrics.h).
  */
 #include "cli.h"
+#include "metrics.h"
+#include "op_samples.h"
 
 #include <getopt.h>
 #include <string.h>
@@ -33,6 +36,11 @@ static void usage(FILE *f)
           "  -i, --interval DUR   time between passes with --watch (default 30s)\n"
           "  -l, --lease DUR      take over intents not updated for DUR even\n"
           "                       when their worker may be alive (default 5m)\n"
+          "  -m, --metrics ADDR   with --watch: serve Prometheus metrics at\n"
+          "                       http://ADDR/metrics; ADDR is a loopback\n"
+          "                       HOST:PORT (127.0.0.1:9464, [::1]:9464); op\n"
+          "                       latencies come from the spool directory\n"
+          "                       $SBX_METRICS_DIR (docs/OPERATIONS.md)\n"
           "  -c, --config FILE    read this configuration file\n"
           "  -h, --help           show this help\n"
           "\n"
@@ -43,13 +51,14 @@ static void usage(FILE *f)
 
 /* The warm pools' pass (sbx_pools_reconcile), after the sessions': its
  * own summary line when pools are configured or members are left. */
-static int pools_pass(sbx_sessions *m)
+static int pools_pass(sbx_sessions *m, struct sbx_pool_report *out)
 {
     struct sbx_pool_report rep;
     memset(&rep, 0, sizeof rep);
     rep.size = sizeof rep;
     sbx_error err;
     int rc = sbx_pools_reconcile(m, cli_run_cancel(), &rep, &err);
+    *out = rep;
     if (rc == SBX_E_CANCELLED && cli_caught_signal())
         return rc;
     if (rep.created || rep.checked || rep.replaced || rep.removed || rep.cleaned ||
@@ -65,12 +74,36 @@ static int pools_pass(sbx_sessions *m)
     return rc;
 }
 
-/* One pass; prints its summary. Returns the sbx_status. */
-static int pass(sbx_sessions *m, int64_t lease_ms)
+static int pass_inner(sbx_sessions *m, int64_t lease_ms, struct sbx_reconcile_report *out,
+                      struct sbx_pool_report *pools, bool *pools_ran);
+
+/* One pass; prints its summary; with metrics, counts it and reads the
+ * store's gauges. Returns the sbx_status. */
+static int pass(sbx_sessions *m, int64_t lease_ms, struct cli_metrics *mx)
 {
     struct sbx_reconcile_report rep;
+    struct sbx_pool_report pools;
+    memset(&rep, 0, sizeof rep);
+    memset(&pools, 0, sizeof pools);
+    bool pools_ran = false;
+    uint64_t t0 = sbxs_op_now_ns();
+    int rc = pass_inner(m, lease_ms, &rep, &pools, &pools_ran);
+    if (mx && !cli_caught_signal()) {
+        cli_metrics_pass(mx, &rep, pools_ran ? &pools : NULL, rc == SBX_OK,
+                         sbxs_op_now_ns() - t0);
+        cli_metrics_collect(mx, m);
+    }
+    return rc;
+}
+
+static int pass_inner(sbx_sessions *m, int64_t lease_ms, struct sbx_reconcile_report *out,
+                      struct sbx_pool_report *pools, bool *pools_ran)
+{
+    struct sbx_reconcile_report rep;
+    memset(&rep, 0, sizeof rep);
     sbx_error err;
     int rc = sbx_sessions_reconcile(m, lease_ms, cli_run_cancel(), &rep, &err);
+    *out = rep;
     if (rc == SBX_E_CANCELLED && cli_caught_signal())
         return rc;
     printf("reconcile: %zu intents seen, %zu cleaned, %zu left to live workers; "
@@ -82,7 +115,8 @@ static int pass(sbx_sessions *m, int64_t lease_ms)
         cli_error("%s", err.message[0] ? err.message : sbx_strerror((sbx_status)rc));
     if (rc == SBX_E_CANCELLED && cli_caught_signal())
         return rc;
-    int prc = pools_pass(m);
+    int prc = pools_pass(m, pools);
+    *pools_ran = true;
     if (prc == SBX_E_CANCELLED && cli_caught_signal())
         return prc;
     /* then idle eviction (providers' idle_pause, idle_destroy) */
@@ -106,6 +140,7 @@ static int pass(sbx_sessions *m, int64_t lease_ms)
 struct reconcile_args {
     bool watch, interval_given;
     int64_t interval_ms, lease_ms;
+    const char *metrics; /* --metrics ADDR, or NULL */
 };
 
 static int on_option(void *ud, int c, const char *arg)
@@ -129,6 +164,9 @@ static int on_option(void *ud, int c, const char *arg)
                                    "invalid --lease '%s' (expected a positive "
                                    "duration such as 30, 500ms, 5m)", arg);
         return CLI_EXIT_OK;
+    case 'm':
+        a->metrics = arg;
+        return CLI_EXIT_OK;
     default:
         return CLI_OPTION_UNKNOWN;
     }
@@ -140,11 +178,12 @@ int cmd_reconcile(const struct cli_globals *g, int argc, char **argv)
         {"watch", no_argument, NULL, 'w'},
         {"interval", required_argument, NULL, 'i'},
         {"lease", required_argument, NULL, 'l'},
+        {"metrics", required_argument, NULL, 'm'},
         CLI_COMMON_LONGOPTS,
     };
     struct cli_globals globals = *g;
-    struct reconcile_args a = {false, false, DEFAULT_INTERVAL_MS, 0};
-    const struct cli_command cmd = {"reconcile", CLI_EXIT_SBX, usage, "+:wi:l:c:h",
+    struct reconcile_args a = {false, false, DEFAULT_INTERVAL_MS, 0, NULL};
+    const struct cli_command cmd = {"reconcile", CLI_EXIT_SBX, usage, "+:wi:l:m:c:h",
                                     longopts, on_option, &a, &globals};
     int status = cli_parse_no_operands(&cmd, argc, argv);
     if (status != CLI_EXIT_OK)
@@ -152,6 +191,18 @@ int cmd_reconcile(const struct cli_globals *g, int argc, char **argv)
     if (a.interval_given && !a.watch)
         return cli_usage_error("reconcile", CLI_EXIT_SBX,
                                "--interval needs --watch");
+    if (a.metrics && !a.watch)
+        return cli_usage_error("reconcile", CLI_EXIT_SBX,
+                               "--metrics needs --watch (metrics are served while the "
+                               "reconciler runs as a service)");
+    if (a.metrics) {
+        /* the address first: a bad one is a usage error before anything opens */
+        struct sockaddr_storage sa;
+        socklen_t salen;
+        char msg[512];
+        if (!cli_metrics_parse_addr(a.metrics, &sa, &salen, msg, sizeof msg))
+            return cli_usage_error("reconcile", CLI_EXIT_SBX, "%s", msg);
+    }
     if (cli_interrupt_setup() != SBX_OK)
         return CLI_EXIT_SBX;
     sbx_ctx *ctx;
@@ -159,19 +210,32 @@ int cmd_reconcile(const struct cli_globals *g, int argc, char **argv)
     if (cli_sessions_open(&globals, NULL, &ctx, &m) != SBX_OK) {
         status = CLI_EXIT_SBX;
     } else if (!a.watch) {
-        status = pass(m, a.lease_ms) == SBX_OK ? CLI_EXIT_OK : CLI_EXIT_SBX;
+        status = pass(m, a.lease_ms, NULL) == SBX_OK ? CLI_EXIT_OK : CLI_EXIT_SBX;
         if (cli_caught_signal())
             status = CLI_EXIT_SIGNAL + cli_caught_signal();
         cli_sessions_close(ctx, m);
     } else {
+        struct cli_metrics *mx = NULL;
+        struct cli_spool *spool = NULL;
+        struct cli_http *http = NULL;
+        status = CLI_EXIT_OK;
+        if (a.metrics) {
+            if (!(mx = cli_metrics_new()))
+                cli_error("out of memory");
+            if (!mx || !(spool = cli_spool_open()) || !(cli_metrics_set_spool(mx, spool),
+                                                        http = cli_http_start(mx, a.metrics)))
+                status = CLI_EXIT_SBX;
+        }
         /* A failed pass is reported and retried at the next interval: a
          * service keeps running through a store or backend outage. */
-        for (;;) {
-            pass(m, a.lease_ms);
+        while (status == CLI_EXIT_OK) {
+            pass(m, a.lease_ms, mx);
             if (cli_caught_signal() || !cli_sleep_ms(a.interval_ms))
                 break;
         }
-        status = CLI_EXIT_OK;
+        cli_http_stop(http); /* no request runs after this */
+        cli_spool_close(spool);
+        cli_metrics_free(mx);
         cli_sessions_close(ctx, m);
     }
     cli_interrupt_teardown();

@@ -1,6 +1,7 @@
 /* call.c - per-call contexts for provider ops. */
 #include "registry/call.h"
 #include "base/cancel.h"
+#include "op_samples.h"
 
 #include <string.h>
 
@@ -12,6 +13,7 @@ void sbxh_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel)
     call->user = NULL;
     call->progressed = false;
     sbx_error_clear(call->err);
+    call->started_ns = sbxs_op_now_ns();
 }
 
 int sbxh_call_end(struct sbx_call *call, int rc, const char *provider,
@@ -20,6 +22,7 @@ int sbxh_call_end(struct sbx_call *call, int rc, const char *provider,
     if (call->progressed)
         sbxh_progress(call->cancel, call->progress_what, "bytes", call->progress_done,
                       call->progress_total, NULL, true);
+    sbxs_op_sample_record(provider, op, rc, sbxs_op_now_ns() - call->started_ns);
     if (rc == SBX_OK) {
         sbx_error_clear(call->err);
         return rc;

@@ -25,6 +25,7 @@ struct sbx_call {
     bool progressed;
     char progress_what[128];
     uint64_t progress_done, progress_total;
+    uint64_t started_ns; /* monotonic: the op's latency sample (op_samples.h) */
 };
 
 /* Prepare a call for one op. */
@@ -33,6 +34,7 @@ void sbxh_call_begin(struct sbx_call *call, sbx_error *err, sbx_cancel *cancel);
 /*
  * Finish a call: when the op failed without a message, write a generic one
  * naming the provider and the op; copy the result into the caller's error.
+ * Records the op's latency and status in the metrics spool (op_samples.h).
  * Returns rc.
  */
 int sbxh_call_end(struct sbx_call *call, int rc, const char *provider,

@@ -180,3 +180,45 @@ SBX_API int sbx_session_list(sbx_sessions *m, const char *after, size_t limit,
     sbxh_binding_page_free(&page);
     return SBX_OK;
 }
+
+SBX_API int sbx_intent_list(sbx_sessions *m, sbx_intent_info_fn fn, void *ud,
+                            sbx_error *err)
+{
+    sbx_error_clear(err);
+    if (!m || !fn)
+        return sbx_error_set(err, SBX_E_INVALID, "intents: no manager or callback given");
+    char *after = NULL;
+    for (;;) {
+        struct sbx_intent_page page = {0};
+        int rc = sbxh_store_list_intents(m->store, after, SBX_STORE_PAGE_MAX, &page, err);
+        free(after);
+        after = NULL;
+        if (rc != SBX_OK)
+            return rc;
+        for (size_t i = 0; i < page.count; i++) {
+            const struct sbx_intent *it = &page.items[i];
+            struct sbx_intent_info info = {
+                .session_key = it->session_key,
+                .provider = it->provider,
+                .step = it->step,
+                .has_reference = it->external_id != NULL,
+                .created_at = it->created_at,
+                .age_ms = it->age_ms,
+            };
+            int stop = fn(ud, &info);
+            if (stop) {
+                sbxh_intent_page_free(&page);
+                return stop;
+            }
+        }
+        if (page.more && page.count > 0 &&
+            !(after = strdup(page.items[page.count - 1].session_key))) {
+            sbxh_intent_page_free(&page);
+            return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        }
+        bool more = page.more && page.count > 0;
+        sbxh_intent_page_free(&page);
+        if (!more)
+            return SBX_OK;
+    }
+}

@@ -353,6 +353,26 @@ SBX_API int sbx_session_list(sbx_sessions *m, const char *after, size_t limit,
                              sbx_session_info_fn fn, void *ud, bool *more,
                              sbx_error *err);
 
+/* A provisioning intent as listed (borrowed for the callback): a session
+ * whose sandbox is being made (or was left half made by a killed worker). */
+struct sbx_intent_info {
+    const char *session_key;
+    const char *provider;
+    const char *step;        /* the step reached (docs/SESSIONS.md) */
+    bool has_reference;      /* the provider's create returned */
+    int64_t created_at;      /* ms since the epoch */
+    int64_t age_ms;          /* since its worker last updated it */
+};
+
+typedef int (*sbx_intent_info_fn)(void *ud, const struct sbx_intent_info *info);
+
+/*
+ * Call fn for every provisioning intent in the store, in strcmp order of
+ * key (all pages). A nonzero return of fn stops and is returned.
+ */
+SBX_API int sbx_intent_list(sbx_sessions *m, sbx_intent_info_fn fn, void *ud,
+                            sbx_error *err);
+
 /* What one reconcile pass did. */
 struct sbx_reconcile_report {
     size_t intents_seen;      /* intents found */
