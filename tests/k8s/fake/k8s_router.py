@@ -45,6 +45,7 @@ class Router:
         self.retries = retries
         self.conns = {}          # local port of a splice's upstream side -> client socket
         self.conns_lock = threading.Lock()
+        self.resets = set()
         self.channels = {}
         self.channels_lock = threading.Lock()
         self.requests = 0
@@ -127,8 +128,15 @@ class Router:
             return
         with self.conns_lock:
             s = self.conns.get(port)
+            if s is not None:
+                self.resets.add(s)
         if s is not None:
-            rst(s)
+            # Wakes the splice's reader without sending anything; the
+            # splice then closes the socket with SO_LINGER 0 (a TCP RST).
+            try:
+                s.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
 
 
 def rst(sock):
@@ -168,8 +176,10 @@ class GrpcProxy(grpc.GenericRpcHandler):
                and not k.startswith(":") and not k.lower().startswith("grpc-")]
         short = method.rsplit("/", 1)[-1]
         fault = r.faults.take(("reset", "rst_stream"), short, "router", d.get("x-sandbox-id"))
-        call = r.channel(target).stream_stream(method)(req_iter, metadata=fwd,
-                                                       timeout=ctx.time_remaining())
+        left = ctx.time_remaining()
+        if left is not None and (left <= 0 or left > 1e7):
+            left = None  # no grpc-timeout from the client
+        call = r.channel(target).stream_stream(method)(req_iter, metadata=fwd, timeout=left)
         ctx.add_callback(call.cancel)
         n = 0
         try:
@@ -383,9 +393,17 @@ def serve(router, host="127.0.0.1", port=0):
             t = threading.Thread(target=splice, args=(u, c), daemon=True)
             t.start()
             splice(c, u)
-            t.join()
             with router.conns_lock:
                 router.conns.pop(lp, None)
+                reset = c in router.resets
+                router.resets.discard(c)
+            if reset:
+                rst(c)
+                try:
+                    u.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            t.join()
             for s in (c, u):
                 try:
                     s.close()
