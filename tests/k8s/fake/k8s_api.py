@@ -95,6 +95,40 @@ def resource_list(group, version):
             "resources": res}
 
 
+_V2 = None
+
+
+def openapi_v2_protobuf():
+    """An OpenAPI v2 document with no paths, in the protobuf encoding kubectl
+    before 1.27 fetches (gnostic's openapi.v2.Document: swagger = 1,
+    info = 2 {title = 1, version = 2}, paths = 8). With no schema for a
+    custom resource, kubectl validates nothing client-side, as for a CRD
+    that publishes none."""
+    global _V2
+    if _V2 is None:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        f = descriptor_pb2.FileDescriptorProto(name="fake_openapiv2.proto", package="openapi.v2",
+                                               syntax="proto3")
+        info = f.message_type.add(name="Info")
+        for n, i in (("title", 1), ("version", 2)):
+            info.field.add(name=n, number=i, type=9, label=1)
+        f.message_type.add(name="Paths")
+        doc = f.message_type.add(name="Document")
+        doc.field.add(name="swagger", number=1, type=9, label=1)
+        doc.field.add(name="info", number=2, type=11, label=1, type_name=".openapi.v2.Info")
+        doc.field.add(name="paths", number=8, type=11, label=1, type_name=".openapi.v2.Paths")
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(f)
+        cls = message_factory.MessageFactory(pool).GetPrototype(
+            pool.FindMessageTypeByName("openapi.v2.Document"))
+        d = cls(swagger="2.0")
+        d.info.title = "Kubernetes (fake)"
+        d.info.version = "v1.32.0"
+        d.paths.SetInParent()
+        _V2 = d.SerializeToString()
+    return _V2
+
+
 def openapi_v3(rest):
     """Just enough OpenAPI v3 for kubectl: the root lists one document per
     group version; each document declares the resources' operations with
@@ -229,8 +263,8 @@ class Handler(BaseHTTPRequestHandler):
             verb, plural, name = self._route(method, parts)
         except ApiError as e:
             self._fail(e)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        except OSError:  # the client went away (a reset, an SSL EOF)
+            self.close_connection = True
         finally:
             if parts[:1] != ["_fake"]:
                 self.api.record(method=method, path=u.path, query=u.query, verb=verb,
@@ -261,6 +295,15 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             return "get", "namespaces", None
+        if parts == ["openapi", "v2"]:
+            body = openapi_v2_protobuf()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self._code = 200
+            return "get", None, None
         if parts[:2] == ["openapi", "v3"]:
             self._send(200, openapi_v3(parts[2:]))
             return "get", None, None
@@ -571,7 +614,7 @@ class Handler(BaseHTTPRequestHandler):
                         "metadata": {"resourceVersion": str(last)}}}) + b"\n")
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:
             self.close_connection = True
 
     # -- control ------------------------------------------------------------
