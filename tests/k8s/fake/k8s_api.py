@@ -191,6 +191,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(e.code, e.status(), e.headers)
 
     def _body(self):
+        self._body_read = True
         n = int(self.headers.get("Content-Length") or 0)
         if n > 8 << 20:
             raise ApiError(413, "RequestEntityTooLarge", "request entity too large")
@@ -246,6 +247,7 @@ class Handler(BaseHTTPRequestHandler):
         self.q = {k: v[-1] for k, v in urllib.parse.parse_qs(u.query, keep_blank_values=True).items()}
         parts = [urllib.parse.unquote(p) for p in u.path.split("/") if p]
         self._code = 0
+        self._body_read = False
         verb, plural, name = method.lower(), None, None
         t0 = time.time()
         try:
@@ -262,6 +264,13 @@ class Handler(BaseHTTPRequestHandler):
             self._auth()
             verb, plural, name = self._route(method, parts)
         except ApiError as e:
+            if not getattr(self, "_body_read", False):
+                # Read what the client sent: closing on unread bytes would
+                # reset the connection and lose this answer.
+                try:
+                    self._body()
+                except (ApiError, ValueError, OSError):
+                    self.close_connection = True
             self._fail(e)
         except OSError:  # the client went away (a reset, an SSL EOF)
             self.close_connection = True
@@ -655,6 +664,19 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    ssl_ctx = None
+
+    def finish_request(self, request, client_address):
+        # The TLS handshake in the connection's own thread: a client that
+        # stalls in it holds up no one else.
+        if self.ssl_ctx is not None:
+            request.settimeout(30)
+            try:
+                request = self.ssl_ctx.wrap_socket(request, server_side=True)
+            except OSError:
+                return
+            request.settimeout(None)
+        self.RequestHandlerClass(request, client_address, self)
 
 
 def serve(api, host="127.0.0.1", port=0, tls=None):
@@ -665,6 +687,6 @@ def serve(api, host="127.0.0.1", port=0, tls=None):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(tls[0], tls[1])
         ctx.set_alpn_protocols(["http/1.1"])
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        srv.ssl_ctx = ctx
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
