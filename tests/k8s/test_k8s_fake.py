@@ -652,6 +652,41 @@ class ApiServer(unittest.TestCase):
         self.assertEqual(api("GET", SBX + "/sandboxes/" + sb)[0], 404)
         api("DELETE", EXT + "/sandboxclaims/short-claim", expect=200)
 
+    def test_sandbox_direct_suspend_and_shutdown(self):
+        # A Sandbox made directly (no claim): routable by name, suspended
+        # and resumed, then deleted at its shutdownTime (policy Delete).
+        sb = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+              "metadata": {"name": "direct-sb"},
+              "spec": {"podTemplate": {"spec": {"containers": [{"name": "sandboxd"}]}},
+                       "shutdownPolicy": "Delete"}}
+        api("POST", SBX + "/sandboxes", sb, expect=201)
+
+        def wait_sb(pred, timeout=15):
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                code, o = api("GET", SBX + "/sandboxes/direct-sb")
+                if pred(code, o):
+                    return code, o
+                time.sleep(0.05)
+            raise AssertionError("sandbox: %s %s" % (code, o))
+        wait_sb(lambda c, o: c == 200 and ready(o).get("status") == "True")
+        self.assertEqual(rest("direct-sb", "PUT", "/v1/files/f", b"1")[0], 204)
+        api("PATCH", SBX + "/sandboxes/direct-sb", {"spec": {"operatingMode": "Suspended"}},
+            ctype="application/merge-patch+json", expect=200)
+        _, o = wait_sb(lambda c, o: ready(o).get("reason") == "SandboxSuspended")
+        self.assertEqual(o["status"]["replicas"], 0)
+        self.assertEqual(rest("direct-sb", "GET", "/v1/health")[0], 502)
+        api("PATCH", SBX + "/sandboxes/direct-sb", {"spec": {"operatingMode": "Running"}},
+            ctype="application/merge-patch+json", expect=200)
+        wait_sb(lambda c, o: ready(o).get("status") == "True")
+        self.assertEqual(rest("direct-sb", "GET", "/v1/health")[0], 200)
+        self.assertEqual(rest("direct-sb", "GET", "/v1/files/f")[0], 404)  # a new pod
+        api("PATCH", SBX + "/sandboxes/direct-sb", {"spec": {"shutdownTime": time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))}},
+            ctype="application/merge-patch+json", expect=200)
+        wait_sb(lambda c, o: c == 404)
+        self.assertEqual(rest("direct-sb", "GET", "/v1/health")[0], 502)
+
     def test_missing_pool(self):
         api("POST", EXT + "/sandboxclaims", claim("nopool", warmPoolRef={"name": "nope"}), expect=201)
         o = wait_claim("nopool", want="False")

@@ -150,6 +150,7 @@ class Controller:
         self.binds = []         # claim bind records for /_fake/stats
         self.never_ready_uids = set()
         self.claim_env = {}
+        self.pod_seq = 0
         self.stopping = False
         store.hooks.append(self._on_event)
 
@@ -246,7 +247,11 @@ class Controller:
                 if isinstance(e, dict) and e.get("name"):
                     env[e["name"]] = str(e.get("value", ""))
             healthy = uid not in self.never_ready_uids
-            pod = Pod((ns, name, uid), os.path.join(self.dir, "%s-%s-%s" % (ns, name, uid[:8])),
+            # A directory per pod, not per Sandbox: a stopped pod's cleanup
+            # must not remove the workspace of the one that replaces it.
+            self.pod_seq += 1
+            pod = Pod((ns, name, uid), os.path.join(self.dir, "%s-%s-%s-%d" % (
+                ns, name, uid[:8], self.pod_seq)),
                       env, healthy, self.ready_delay)
             with self.pods_lock:
                 self.pods[uid] = pod
