@@ -515,7 +515,8 @@ class ApiServer(unittest.TestCase):
         # resourceVersions below move only with this test's writes.
         T = EXT + "/sandboxtemplates"
         t = {"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
-             "metadata": {"name": "conflict-tmpl"}, "spec": {"podTemplate": {"spec": {}}},
+             "metadata": {"name": "conflict-tmpl"},
+             "spec": {"podTemplate": {"spec": {"containers": [{"name": "c"}]}}},
              "status": {"x": 1}}
         code, o = api("POST", T, t, expect=201)
         self.assertNotIn("status", o)  # status is only written through /status
@@ -542,18 +543,50 @@ class ApiServer(unittest.TestCase):
                                                         "value": "3"}],
                        ctype="application/json-patch+json", expect=200)
         self.assertEqual(p2["metadata"]["labels"]["z"], "3")
-        # the status subresource writes the status only; the main resource ignores it
-        p2["status"] = {"phase": "x"}
-        p2["spec"] = {"changed": True}
-        code, s1 = api("PUT", T + "/conflict-tmpl/status", p2, expect=200)
-        self.assertEqual((s1["status"], s1["spec"]), ({"phase": "x"}, {"podTemplate": {"spec": {}}}))
-        s1["status"] = {"phase": "y"}
-        code, s2 = api("PUT", T + "/conflict-tmpl", s1, expect=200)
-        self.assertEqual(s2["status"], {"phase": "x"})
+        # a field the schema does not know is pruned, with a warning; refused
+        # with fieldValidation=Strict; a schema violation is 422
+        bad = {"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
+               "metadata": {"name": "pruned-tmpl"},
+               "spec": {"podTemplate": {"spec": {"containers": [{"name": "c"}]}}, "bogus": 1}}
+        self.assertEqual(api("POST", T + "?fieldValidation=Strict", bad)[0], 400)
+        code, pr = api("POST", T, bad, expect=201)
+        self.assertNotIn("bogus", pr["spec"])
+        api("DELETE", T + "/pruned-tmpl", expect=200)
+        del bad["spec"]["podTemplate"]
+        code, e = api("POST", T, bad)
+        self.assertEqual((code, e["reason"]), (422, "Invalid"))
+        self.assertIn("spec.podTemplate: Required value", e["message"])
         self.assertEqual(api("PATCH", T + "/conflict-tmpl", {},
                              ctype="application/strategic-merge-patch+json")[0], 415)
         api("DELETE", T + "/conflict-tmpl", expect=200)
         self.assertEqual(api("DELETE", T + "/conflict-tmpl")[0], 404)
+
+    def test_status_subresource(self):
+        C = EXT + "/sandboxclaims/status-claim"
+        api("POST", EXT + "/sandboxclaims", claim("status-claim", warmPoolRef={"name": "nope"}),
+            expect=201)
+        o = wait_claim("status-claim", want="False")
+        o["spec"]["warmPoolRef"]["name"] = "changed"
+        o["status"]["sandbox"] = {"name": "written-by-test"}
+        code, s1 = api("PUT", C + "/status", o, expect=200)
+        self.assertEqual(s1["spec"]["warmPoolRef"]["name"], "nope")  # spec untouched
+        self.assertEqual(s1["status"]["sandbox"]["name"], "written-by-test")
+        for _ in range(20):  # the controller writes the status too: retry a conflict
+            _, cur = api("GET", C)
+            stored = cur["status"]
+            cur["status"] = {"sandbox": {"name": "ignored"}}
+            code, s2 = api("PUT", C, cur)
+            if code != 409:
+                break
+        self.assertEqual(code, 200)
+        self.assertEqual(s2["status"], stored)  # the main resource keeps the stored status
+        for _ in range(20):
+            _, cur = api("GET", C)
+            code, e = api("PUT", C + "/status", dict(cur, status={"conditions": [{"type": "Ready"}]}))
+            if code != 409:
+                break
+        self.assertEqual((code, e["reason"]), (422, "Invalid"))  # the condition lacks its fields
+        api("DELETE", C, expect=200)
 
     def test_label_selector(self):
         for n, lab in (("sel-a", "one"), ("sel-b", "two")):
@@ -674,7 +707,7 @@ class ApiServer(unittest.TestCase):
         api("PATCH", SBX + "/sandboxes/direct-sb", {"spec": {"operatingMode": "Suspended"}},
             ctype="application/merge-patch+json", expect=200)
         _, o = wait_sb(lambda c, o: ready(o).get("reason") == "SandboxSuspended")
-        self.assertEqual(o["status"]["replicas"], 0)
+        self.assertNotIn("podIPs", o["status"])
         self.assertEqual(rest("direct-sb", "GET", "/v1/health")[0], 502)
         api("PATCH", SBX + "/sandboxes/direct-sb", {"spec": {"operatingMode": "Running"}},
             ctype="application/merge-patch+json", expect=200)

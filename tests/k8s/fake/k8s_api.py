@@ -248,6 +248,7 @@ class Handler(BaseHTTPRequestHandler):
         parts = [urllib.parse.unquote(p) for p in u.path.split("/") if p]
         self._code = 0
         self._body_read = False
+        self._warnings = []
         verb, plural, name = method.lower(), None, None
         t0 = time.time()
         try:
@@ -410,13 +411,16 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "create":
             body = self._json_body()
             self._check_kind(body, group, plural)
-            self._send(201, self._out(st.create(plural, ns, body, dry), group, version))
+            self._send(201, self._out(st.create(plural, ns, body, dry, self._validation(),
+                                                self._warnings), group, version), self._warn_headers())
             return verb, plural, body.get("metadata", {}).get("name")
         if verb == "update":
             body = self._json_body()
             self._check_kind(body, group, plural)
-            self._send(200, self._out(st.update(plural, ns, name, body, sub, dry_run=dry),
-                                      group, version))
+            self._send(200, self._out(st.update(plural, ns, name, body, sub, dry_run=dry,
+                                                validation=self._validation(),
+                                                warnings=self._warnings),
+                                      group, version), self._warn_headers())
             return verb, plural, name
         if verb == "patch":
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
@@ -440,17 +444,20 @@ class Handler(BaseHTTPRequestHandler):
             if not want:
                 # no precondition: retry against the latest version
                 try:
-                    out = st.update(plural, ns, name, new, sub, dry_run=dry)
+                    out = st.update(plural, ns, name, new, sub, dry_run=dry,
+                                    validation=self._validation(), warnings=self._warnings)
                 except ApiError as e:
                     if e.code != 409:
                         raise
                     cur = st.get(plural, ns, name)
                     new = ks.merge_patch(cur, patch) if ctype.startswith("application/merge") \
                         else ks.json_patch(cur, patch)
-                    out = st.update(plural, ns, name, new, sub, dry_run=dry)
+                    out = st.update(plural, ns, name, new, sub, dry_run=dry,
+                                    validation=self._validation(), warnings=self._warnings)
             else:
-                out = st.update(plural, ns, name, new, sub, dry_run=dry)
-            self._send(200, self._out(out, group, version))
+                out = st.update(plural, ns, name, new, sub, dry_run=dry,
+                                validation=self._validation(), warnings=self._warnings)
+            self._send(200, self._out(out, group, version), self._warn_headers())
             return verb, plural, name
         if verb == "delete":
             opts = self._json_body() if int(self.headers.get("Content-Length") or 0) else {}
@@ -471,6 +478,17 @@ class Handler(BaseHTTPRequestHandler):
                     pass
             self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
             return verb, plural, name
+
+    def _validation(self):
+        v = self.q.get("fieldValidation", "Warn")
+        if v not in ("Ignore", "Warn", "Strict"):
+            raise ApiError(400, "BadRequest", "fieldValidation must be one of Ignore, Warn, Strict")
+        return v
+
+    def _warn_headers(self):
+        if not self._warnings:
+            return None
+        return {"Warning": ", ".join('299 - "%s"' % w.replace('"', '\\"') for w in self._warnings)}
 
     def _check_kind(self, body, group, plural):
         if not isinstance(body, dict):

@@ -225,7 +225,6 @@ class Controller:
             def expired(o):
                 set_condition(o, "Ready", "False", "SandboxExpired", "Sandbox has expired",
                               o["metadata"].get("generation"))
-                o["status"]["replicas"] = 0
                 o["status"].pop("podIPs", None)
             self.store.mutate("sandboxes", ns, name, expired, "status")
             return
@@ -236,7 +235,6 @@ class Controller:
                 set_condition(o, "Ready", "False", "SandboxSuspended", "Sandbox is suspended",
                               o["metadata"].get("generation"))
                 set_condition(o, "Suspended", "True", "PodTerminated", "Pod has been terminated")
-                o["status"]["replicas"] = 0
                 o["status"].pop("podIPs", None)
             self.store.mutate("sandboxes", ns, name, suspended, "status")
             return
@@ -271,7 +269,6 @@ class Controller:
                 for c in o["status"]["conditions"]:
                     if c["type"] == "Suspended":
                         c.update(status="False", reason="NotSuspended", message="Sandbox is running")
-            s["replicas"] = 1
             s["selector"] = "%s=%s" % (NAME_HASH_LABEL, name_hash(name))
             s["service"] = name
             s["serviceFQDN"] = "%s.%s.svc.cluster.local" % (name, ns)
