@@ -551,6 +551,10 @@ class ApiServer(unittest.TestCase):
         self.assertEqual(api("POST", T + "?fieldValidation=Strict", bad)[0], 400)
         code, pr = api("POST", T, bad, expect=201)
         self.assertNotIn("bogus", pr["spec"])
+        log = control_stats()["requests"]
+        self.assertEqual([r["warnings"] for r in log if r["verb"] == "create"
+                          and r["name"] == "pruned-tmpl" and r["code"] == 201],
+                         [['unknown field "spec.bogus"']])
         api("DELETE", T + "/pruned-tmpl", expect=200)
         del bad["spec"]["podTemplate"]
         code, e = api("POST", T, bad)

@@ -67,6 +67,7 @@ class Api:
         self.log = []
         self.log_lock = threading.Lock()
         self.controller = None
+        self.field_validation = "Warn"  # for requests that name none
 
     def record(self, **e):
         with self.log_lock:
@@ -279,7 +280,7 @@ class Handler(BaseHTTPRequestHandler):
             if parts[:1] != ["_fake"]:
                 self.api.record(method=method, path=u.path, query=u.query, verb=verb,
                                 resource=plural, name=name, code=self._code,
-                                ms=int((time.time() - t0) * 1000))
+                                ms=int((time.time() - t0) * 1000), warnings=self._warnings)
 
     def _route(self, method, parts):
         if parts == ["version"]:
@@ -480,7 +481,7 @@ class Handler(BaseHTTPRequestHandler):
             return verb, plural, name
 
     def _validation(self):
-        v = self.q.get("fieldValidation", "Warn")
+        v = self.q.get("fieldValidation", self.api.field_validation)
         if v not in ("Ignore", "Warn", "Strict"):
             raise ApiError(400, "BadRequest", "fieldValidation must be one of Ignore, Warn, Strict")
         return v
