@@ -651,6 +651,20 @@ class ApiServer(unittest.TestCase):
         self.assertEqual(ready(o).get("reason"), "DependenciesNotReady")
         api("DELETE", EXT + "/sandboxclaims/stuck-claim", expect=200)
 
+    def test_never_ready_sandbox(self):
+        control("faults", [{"kind": "never_ready", "resource": "sandboxes", "name": "stuck-sb"}])
+        sb = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+              "metadata": {"name": "stuck-sb"},
+              "spec": {"podTemplate": {"spec": {"containers": [{"name": "sandboxd"}]}}}}
+        api("POST", SBX + "/sandboxes", sb, expect=201)
+        time.sleep(2)
+        o = api("GET", SBX + "/sandboxes/stuck-sb")[1]
+        self.assertEqual((ready(o).get("status"), ready(o).get("reason")),
+                         ("False", "DependenciesNotReady"))
+        api("DELETE", SBX + "/sandboxes/stuck-sb", expect=200)
+        self.assertEqual(control_stats()["controller"]["pods"] and
+                         [p for p in control_stats()["controller"]["pods"] if p["sandbox"] == "stuck-sb"], [])
+
     def test_warm_adoption_refill_and_cascade(self):
         api("POST", EXT + "/sandboxclaims", claim("cascade-claim"), expect=201)
         o = wait_claim("cascade-claim")

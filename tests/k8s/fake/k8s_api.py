@@ -43,11 +43,11 @@ class Faults:
         with self.lock:
             self.rules = []
 
-    def take(self, kinds, verb, resource, name=None):
+    def take(self, kinds, verb, resource, name=None, exact=False):
         with self.lock:
             for r in self.rules:
                 if r["kind"] in kinds and r["verb"] in ("*", verb) \
-                        and r["resource"] in ("*", resource) \
+                        and (r["resource"] == resource or (r["resource"] == "*" and not exact)) \
                         and r.get("name") in (None, "*", name) and r["times"] != 0:
                     if r["times"] > 0:
                         r["times"] -= 1
@@ -559,7 +559,11 @@ class Handler(BaseHTTPRequestHandler):
         table = self._wants_table()
         include = self.q.get("includeObject", "Metadata")
         rv_param = self.q.get("resourceVersion", "")
-        drop = self.api.faults.take(("drop_watch",), "watch", plural, None)
+        fname = None
+        for part in (self.q.get("fieldSelector") or "").split(","):
+            if part.startswith("metadata.name="):
+                fname = part.split("=", 1)[1]
+        drop = self.api.faults.take(("drop_watch",), "watch", plural, fname)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")

@@ -244,7 +244,8 @@ class Controller:
             for e in self.claim_env.pop(uid, []):
                 if isinstance(e, dict) and e.get("name"):
                     env[e["name"]] = str(e.get("value", ""))
-            healthy = uid not in self.never_ready_uids
+            healthy = uid not in self.never_ready_uids and not self.faults.take(
+                ("never_ready",), "create", "sandboxes", name, exact=True)
             # A directory per pod, not per Sandbox: a stopped pod's cleanup
             # must not remove the workspace of the one that replaces it.
             self.pod_seq += 1
