@@ -501,6 +501,21 @@ class ApiServer(unittest.TestCase):
         time.sleep(0.4)
         self.assertEqual(api("GET", EXT + "/sandboxclaims", token="short-lived")[0], 401)
 
+    def test_serviceaccount_rotation(self):
+        sa = INFO["serviceaccount"]
+        with open(os.path.join(sa, "token")) as f:
+            old = f.read()
+        self.assertEqual(api("GET", EXT + "/sandboxclaims", token=old)[0], 200)
+        new = control("token", {"rotate": True, "grace": 0.5})["token"]
+        with open(os.path.join(sa, "token")) as f:
+            self.assertEqual(f.read(), new)
+        self.assertEqual(api("GET", EXT + "/sandboxclaims", token=old)[0], 200)  # grace
+        time.sleep(0.6)
+        self.assertEqual(api("GET", EXT + "/sandboxclaims", token=old)[0], 401)
+        self.assertEqual(api("GET", EXT + "/sandboxclaims", token=new)[0], 200)
+        INFO["token"] = new  # the other tests go on with the new token
+        self.assertTrue(os.path.exists(os.path.join(sa, "ca.crt")))
+
     def test_discovery(self):
         self.assertEqual(api("GET", "/apis")[1]["kind"], "APIGroupList")
         rl = api("GET", "/apis/extensions.agents.x-k8s.io/v1beta1")[1]

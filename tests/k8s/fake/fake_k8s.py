@@ -12,7 +12,9 @@ Start:  fake_k8s.py --dir D [--port-file F] [--token T] [--plain-http] [--seed]
 Prints (and writes to F) one JSON line:
   {"api": "http://127.0.0.1:P", "router": "http://127.0.0.1:Q",
    "token": T, "kubeconfig": "D/kubeconfig", "namespace": "default",
-   "ca": "D/tls.crt" (not with --plain-http), "pid": N}
+   "ca": "D/tls.crt" (not with --plain-http), "pid": N,
+   "serviceaccount": "D/serviceaccount" (token, ca.crt, namespace),
+   "host": "127.0.0.1", "port": P (KUBERNETES_SERVICE_HOST/PORT)}
 FAKE_K8S_FAULTS may hold a JSON list of fault rules armed at start.
 """
 import os
@@ -139,6 +141,18 @@ def main():
             "kubeconfig": kc, "namespace": "default", "pid": os.getpid()}
     if tls:
         info["ca"] = tls[0]
+    # In-cluster credentials, as a pod's service account sees them.
+    sa = os.path.join(a.dir, "serviceaccount")
+    os.makedirs(sa, exist_ok=True)
+    for fname, text in (("token", token), ("namespace", "default")):
+        with open(os.path.join(sa, fname), "w") as f:
+            f.write(text)
+    if tls:
+        import shutil
+        shutil.copyfile(tls[0], os.path.join(sa, "ca.crt"))
+    api.token_file = os.path.join(sa, "token")
+    info["serviceaccount"] = sa
+    info["host"], info["port"] = "127.0.0.1", srv.server_address[1]
     line = json.dumps(info)
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:

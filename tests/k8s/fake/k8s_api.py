@@ -4,6 +4,8 @@ watches, bearer-token authentication, Tables for kubectl, the fault
 injection and the /_fake/ control endpoints."""
 import base64
 import json
+import os
+import secrets
 import socket
 import struct
 import threading
@@ -68,6 +70,7 @@ class Api:
         self.log_lock = threading.Lock()
         self.controller = None
         self.field_validation = "Warn"  # for requests that name none
+        self.token_file = None
 
     def record(self, **e):
         with self.log_lock:
@@ -671,6 +674,18 @@ class Handler(BaseHTTPRequestHandler):
                     api.tokens[t] = time.time() - 1
             if b.get("token"):
                 api.tokens[b["token"]] = (time.time() + b["ttl"]) if b.get("ttl") else None
+            if b.get("rotate"):
+                # kubelet's rotation: a new token in the service account's
+                # token file; the old ones stay valid for "grace" seconds
+                new = secrets.token_hex(16)
+                for t in list(api.tokens):
+                    api.tokens[t] = time.time() + float(b.get("grace", 0))
+                api.tokens[new] = None
+                if api.token_file:
+                    with open(api.token_file + ".tmp", "w") as f:
+                        f.write(new)
+                    os.rename(api.token_file + ".tmp", api.token_file)
+                return self._send(200, {"token": new})
             return self._send(200, {"tokens": len(api.tokens)})
         if parts == ["compact"]:
             api.store.compact()
