@@ -151,11 +151,15 @@ class Controller:
         self.never_ready_uids = set()
         self.claim_env = {}
         self.pod_seq = 0
+        self.created = {}       # claim uid -> when the API server stored it
         self.stopping = False
         store.hooks.append(self._on_event)
 
     # -- events ---------------------------------------------------------------
     def _on_event(self, typ, plural, obj):
+        if typ == "ADDED" and plural == "sandboxclaims":
+            # the claim's creation, precisely (creationTimestamp has seconds)
+            self.created[obj["metadata"]["uid"]] = time.time()
         if typ == "DELETED" and plural == "sandboxes":
             uid = obj["metadata"]["uid"]
             with self.pods_lock:
@@ -427,8 +431,8 @@ class Controller:
         except ApiError:
             self._claim_fail(claim, "TemplateNotFound", 'SandboxTemplate "%s" not found' % tname)
             return None
-        t0 = ks.parse_iso(md.get("creationTimestamp")) or time.time()
-        rec = {"namespace": ns, "claim": name, "uid": uid, "t0": time.time(), "ready_ms": None}
+        t0 = self.created.pop(uid, None) or time.time()
+        rec = {"namespace": ns, "claim": name, "uid": uid, "t0": t0, "ready_ms": None}
         stuck = self.faults.take(("never_ready",), "create", "sandboxclaims", name)
         members = [] if stuck else self._pool_members(pool)
         members.sort(key=lambda s: ((ready_condition(s) or {}).get("status") != "True",
