@@ -20,7 +20,8 @@ dir=$(mktemp -d /tmp/sbx-k8s-kubectl.XXXXXX)
 fake=$!
 cleanup() { kill "$fake" 2>/dev/null; wait "$fake" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-for _ in $(seq 200); do [ -s "$dir/info" ] && break; sleep 0.05; done
+for _ in $(seq 1200); do [ -s "$dir/info" ] && break; sleep 0.05; done
+[ -s "$dir/info" ] || { echo "the fake cluster did not start in 60 s" >&2; exit 1; }
 export KUBECONFIG="$dir/kubeconfig"
 step() { echo "== $*"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }

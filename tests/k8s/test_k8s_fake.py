@@ -55,7 +55,7 @@ def setUpModule():
     PROC = subprocess.Popen([sys.executable, os.path.join(HERE, "fake", "fake_k8s.py"),
                              "--dir", d, "--port-file", os.path.join(d, "info"), "--seed"],
                             stdout=subprocess.DEVNULL)
-    for _ in range(300):
+    for _ in range(1200):  # 60 s: a loaded machine starts it slowly
         if os.path.exists(os.path.join(d, "info")):
             break
         time.sleep(0.05)

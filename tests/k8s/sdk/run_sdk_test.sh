@@ -31,7 +31,8 @@ dir=$(mktemp -d /tmp/sbx-k8s-sdk.XXXXXX)
 "$py" "$src/tests/k8s/fake/fake_k8s.py" --dir "$dir" --port-file "$dir/info" --seed >/dev/null &
 fake=$!
 trap 'kill $fake 2>/dev/null; wait $fake 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 200); do [ -s "$dir/info" ] && break; sleep 0.05; done
+for _ in $(seq 1200); do [ -s "$dir/info" ] && break; sleep 0.05; done
+[ -s "$dir/info" ] || { echo "the fake cluster did not start in 60 s" >&2; exit 1; }
 api=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"])' "$dir/info")
 cd "$work"
 KUBECONFIG="$dir/kubeconfig" FAKE_K8S_API="$api" "$node" client_node.mjs
