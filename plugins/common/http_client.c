@@ -758,12 +758,16 @@ static int setup(sbxp_http *h, struct sbxp_http_xfer *x, sbxp_http_error *err)
     if (h->unix_path)
         curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, h->unix_path);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (h->http2)
-        curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                         (long)(strncmp(h->base_url, "https:", 6) == 0
-                                    ? CURL_HTTP_VERSION_2TLS
-                                    : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-    else
+    if (h->http2 && strncmp(h->base_url, "https:", 6) == 0) {
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    } else if (h->http2) {
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+        /* libcurl 7.88 (Debian 12) sends nothing on a reused h2c
+         * prior-knowledge connection (`curl --http2-prior-knowledge URL
+         * --next ... URL` shows it): one connection per request. */
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    } else
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     if (h->ca.data)
         curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &h->ca);

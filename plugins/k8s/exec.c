@@ -186,7 +186,11 @@ static void *feeder_main(void *arg)
         if (feeder_stopped(f))
             break;
         if (got == 0) {
-            write_stdin(f->sb, pid, NULL, 0);
+            int wrc = write_stdin(f->sb, pid, NULL, 0);
+            if (wrc != SBX_OK)
+                f->sb->st->host->log(f->sb->st->host, SBX_LOG_DEBUG,
+                                     "k8s: closing stdin of process %d: %s", (int)pid,
+                                     sbx_strerror((sbx_status)wrc));
             break;
         }
         /* NOT_FOUND: the process ended; its output tells the rest */

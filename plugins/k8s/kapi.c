@@ -53,7 +53,7 @@ int k8s_call(struct k8s_state *st, sbx_call *call, const char *method, const cha
             req.content_type = "application/json";
         json_object *o = NULL;
         long code = 0;
-        int rc = sbxp_http_json_body(st->api, &req, body, out ? &o : NULL, &code, err);
+        int rc = sbxp_http_json_body(st->api, &req, body, &o, &code, err);
         if (auth) {
             memset(auth, 0, strlen(auth));
             free(auth);
