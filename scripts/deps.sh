@@ -5,7 +5,11 @@
 #                           dockerd, PostgreSQL, busybox for the test image,
 #                           python3 for the fake remote services and
 #                           python3-websockets for their WebSocket PTYs, npm for
-#                           the E2B SDK test; debootstrap, lintian,
+#                           the E2B SDK test; python3-grpcio,
+#                           python3-protobuf, protobuf-compiler and openssl
+#                           for the fake Kubernetes cluster (tests/k8s/fake)
+#                           and kubectl (kubernetes-client) for its test;
+#                           debootstrap, lintian,
 #                           help2man, dpkg-dev and file to build the Debian
 #                           packages and install them into a fresh root)
 set -euo pipefail
@@ -19,6 +23,8 @@ test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps libxml2-u
            python3-websockets)
 # tmux: the interactive terminal tests (tests/cli/test_cli_tty.c)
 test_pkgs+=(tmux)
+# The fake Kubernetes cluster's sandboxd and router speak gRPC (tests/k8s).
+test_pkgs+=(python3-grpcio python3-protobuf protobuf-compiler openssl)
 
 want=("${build_pkgs[@]}")
 [ "${1:-build}" = test ] && want+=("${test_pkgs[@]}")
@@ -33,6 +39,11 @@ done
 # A Node installed from elsewhere (nodesource) brings its own npm.
 if [ "${1:-build}" = test ] && ! command -v npm >/dev/null; then
   missing+=(npm)
+fi
+# kubectl for tests/k8s/kubectl_test.sh: Debian's kubernetes-client, unless
+# a kubectl from elsewhere is already on PATH (it would clash with it).
+if [ "${1:-build}" = test ] && ! command -v kubectl >/dev/null; then
+  missing+=(kubernetes-client)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
