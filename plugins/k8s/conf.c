@@ -290,7 +290,7 @@ static int load(const struct sbx_host *host, sbx_call *call, struct k8s_conf *c)
     if (ws && ws[0] != '/')
         return host->set_error(host, call, SBX_E_CONFIG,
                                "providers.k8s.workspace must be absolute, got \"%s\"", ws);
-    if ((rc = set_str(host, call, &c->workspace, ws ? ws : "/workspace")) != SBX_OK)
+    if (ws && (rc = set_str(host, call, &c->workspace, ws)) != SBX_OK)
         return rc;
 
     int64_t v;

@@ -13,9 +13,10 @@
  * Environment: sandboxd adds ProcessConfig.env_vars to its own
  * environment, so a caller's env (the command's whole environment by the
  * ABI) runs the command through `env -i NAME=value... argv`. Every command
- * carries SBX_EXEC_TAG=<random> (plugins/common/exec_tree.h): once it has
- * ended, an Execute of the sweep script kills every process still carrying
- * the tag (background jobs, setsid daemons).
+ * carries SBX_EXEC_TAG=<random> (plugins/common/exec_tree.h) and runs in
+ * the wrapper below, whose watcher kills every process still carrying the
+ * tag (background jobs, setsid daemons) as soon as the command has ended;
+ * an Execute of the same sweep after the stream makes sure.
  *
  * Exit status: sandboxd reports Go's ExitCode(), which is -1 for every
  * death by a signal and names no signal. A -1 is reported as killed
@@ -118,6 +119,39 @@ static void sweep(sbx_sandbox *sb, const char *tok)
                           "k8s: the sweep after a command failed: %s", err.message);
     free(resp);
     free(buf);
+}
+
+void k8s_exec_root(sbx_sandbox *sb, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    char *cmd[] = {"sh", "-c", "pwd"};
+    Process__V1__ProcessConfig cfg = PROCESS__V1__PROCESS_CONFIG__INIT;
+    cfg.n_command = 3;
+    cfg.command = cmd;
+    Process__V1__ExecuteRequest rq = PROCESS__V1__EXECUTE_REQUEST__INIT;
+    rq.config = &cfg;
+    uint8_t req[128];
+    size_t n = process__v1__execute_request__pack(&rq, req);
+    uint8_t *resp;
+    size_t rlen;
+    struct k8s_grpc_status gs;
+    sbxp_http_error err;
+    if (k8s_grpc_unary(sb, NULL, "Execute", req, n, UNARY_MS, &resp, &rlen, &gs, &err) !=
+        SBX_OK)
+        return;
+    Process__V1__ExecuteResponse *r = process__v1__execute_response__unpack(NULL, rlen, resp);
+    free(resp);
+    if (!r)
+        return;
+    size_t len = r->stdout.len;
+    while (len && (r->stdout.data[len - 1] == '\n' || r->stdout.data[len - 1] == '\r'))
+        len--;
+    if (r->exit_code == 0 && len > 0 && len < cap && r->stdout.data[0] == '/' &&
+        !memchr(r->stdout.data, '\n', len) && !memchr(r->stdout.data, '\0', len)) {
+        memcpy(buf, r->stdout.data, len);
+        buf[len] = '\0';
+    }
+    process__v1__execute_response__free_unpacked(r, NULL);
 }
 
 /* ---- stdin --------------------------------------------------------------- */
@@ -230,7 +264,27 @@ static void feeder_finish(struct feeder *f)
 
 /* ---- the command ----------------------------------------------------------- */
 
-/* Start's request: argv (through env -i with a caller's env), the tag. */
+/*
+ * The wrapper every command runs in: `sh -c WRAP sh KILL TOK argv...`. It
+ * starts a watcher in the background (stdio on /dev/null, so it holds none
+ * of the command's pipes), then execs the command in its own place, so
+ * sandboxd waits for the command itself and reports its real status. The
+ * watcher polls until that pid is gone or a zombie (/proc/<pid>/stat: a
+ * daemon may reap it only once its pipes are closed), then runs the sweep
+ * without the tag in its own environment (else it would chase its own
+ * helpers for ever): what the command left behind stops holding its output
+ * at once, instead of keeping the stream open until sandboxd's pipe drain
+ * grace (5 s upstream) or for ever.
+ */
+static const char wrap_sh[] =
+    "k=$1; t=$2; shift 2; p=$$; "
+    "(while { read -r s </proc/$p/stat; } 2>/dev/null; do "
+    "case \"${s##*) }\" in Z*|X*) break;; esac; sleep 0.2; done; "
+    "unset " SBXP_EXEC_TAG_VAR "; exec sh -c \"$k\" sh \"$t\") "
+    "</dev/null >/dev/null 2>&1 & exec \"$@\"";
+
+/* Start's request: argv in the wrapper (through env -i with a caller's
+ * env), the tag. */
 static int pack_start(const struct sbx_exec_args *args, const char *tok, uint8_t **out,
                       size_t *len)
 {
@@ -242,13 +296,19 @@ static int pack_start(const struct sbx_exec_args *args, const char *tok, uint8_t
             nenv++;
     char tag[64];
     snprintf(tag, sizeof tag, SBXP_EXEC_TAG_VAR "=%s", tok);
-    char **cmd = calloc(nargv + nenv + 4, sizeof *cmd);
+    char **cmd = calloc(nargv + nenv + 10, sizeof *cmd);
     Process__V1__ProcessConfig__EnvVarsEntry ent = PROCESS__V1__PROCESS_CONFIG__ENV_VARS_ENTRY__INIT;
     Process__V1__ProcessConfig__EnvVarsEntry *ents[1] = {&ent};
     if (!cmd)
         return SBX_E_NOMEM;
     size_t n = 0;
     Process__V1__ProcessConfig cfg = PROCESS__V1__PROCESS_CONFIG__INIT;
+    cmd[n++] = "sh";
+    cmd[n++] = "-c";
+    cmd[n++] = (char *)wrap_sh;
+    cmd[n++] = "sh";
+    cmd[n++] = (char *)sbxp_exec_tree_kill_sh;
+    cmd[n++] = (char *)tok;
     if (args->env) {
         cmd[n++] = "env";
         cmd[n++] = "-i";
@@ -419,9 +479,12 @@ int k8s_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
     if (f.failed)
         return SBX_E_IO; /* the source's owner set the error */
     if (!exited) {
-        if (gs.code == 5 && strstr(gs.message, "chdir"))
-            return k8s_error(st, call, SBX_E_INVALID, "k8s: exec: cwd %s: not a directory in "
-                                                      "the workspace", args->cwd);
+        /* NOT_FOUND is the program or the cwd: the program runs through
+         * sh, so it is the cwd when sh is there */
+        if ((gs.code == 5 || gs.code == 7 || gs.code == 13) && args->cwd && *args->cwd &&
+            !k8s_is_dir(sb, args->cwd))
+            return k8s_error(st, call, SBX_E_INVALID,
+                             "k8s: exec: cwd %s is not a directory in the workspace", args->cwd);
         if (gs.code == 5)
             return k8s_error(st, call, SBX_E_NO_COMMAND, "k8s: exec %s: %s", args->argv[0],
                              gs.message);

@@ -120,18 +120,59 @@ static int file_error(sbx_sandbox *sb, sbx_call *call, const char *what, const c
 }
 
 struct type_check {
-    int is_dir;
+    int is_json;
 };
 
 static int on_type(void *ctx, const char *name, const char *value)
 {
     struct type_check *t = ctx;
-    if (strcasecmp(name, "Content-Type") == 0 &&
-        strncasecmp(value, "application/json", 16) == 0) {
-        t->is_dir = 1;
-        return SBX_E_INVALID; /* a listing: stop before the body */
-    }
+    if (strcasecmp(name, "Content-Type") == 0)
+        t->is_json = strncasecmp(value, "application/json", 16) == 0;
     return 0;
+}
+
+/* GET /v1/files/<path> up to the headers: *x, and whether it is a
+ * directory's listing (JSON). */
+static int file_get(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
+                    struct sbxp_http_request *req, struct rest_hdrs *h,
+                    struct sbxp_call_cancel *cc, struct type_check *t, sbxp_http_xfer **x,
+                    sbxp_http_error *err)
+{
+    rest_headers(sb, h);
+    sbxp_call_cancel_init(cc, sb->st->host, call);
+    memset(req, 0, sizeof *req);
+    memset(t, 0, sizeof *t);
+    req->method = method;
+    req->path = file_path(path, NULL);
+    if (!req->path)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    req->headers = h->list;
+    req->on_header = on_type;
+    req->header_ctx = t;
+    req->stall_timeout_ms = sb->st->cfg.request_timeout_ms;
+    req->connect_timeout_ms = sb->st->cfg.connect_timeout_ms;
+    req->cancel = call ? &cc->c : NULL;
+    int rc = sbxp_http_start(sb->st->rest, req, x, err);
+    if (rc != SBX_OK) {
+        free((char *)req->path);
+        req->path = NULL;
+    }
+    return rc;
+}
+
+int k8s_is_dir(sbx_sandbox *sb, const char *path)
+{
+    struct sbxp_http_request req;
+    struct rest_hdrs h;
+    struct sbxp_call_cancel cc;
+    struct type_check t;
+    sbxp_http_xfer *x = NULL;
+    sbxp_http_error err;
+    if (file_get(sb, NULL, "HEAD", path, &req, &h, &cc, &t, &x, &err) != SBX_OK)
+        return 0;
+    sbxp_http_xfer_free(x);
+    free((char *)req.path);
+    return t.is_json;
 }
 
 int k8s_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
@@ -140,28 +181,24 @@ int k8s_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     int rc = k8s_check_path(sb, call, "read_file", path);
     if (rc != SBX_OK)
         return rc;
-    char *p = file_path(path, NULL);
-    if (!p)
-        return k8s_error(sb->st, call, SBX_E_NOMEM, "out of memory");
+    struct sbxp_http_request req;
     struct rest_hdrs h;
-    rest_headers(sb, &h);
     struct sbxp_call_cancel cc;
-    sbxp_call_cancel_init(&cc, sb->st->host, call);
-    struct type_check t = {0};
-    struct sbxp_http_request req = {0};
-    req.method = "GET";
-    req.path = p;
-    req.headers = h.list;
-    req.on_header = on_type;
-    req.header_ctx = &t;
-    req.stall_timeout_ms = sb->st->cfg.request_timeout_ms;
-    req.connect_timeout_ms = sb->st->cfg.connect_timeout_ms;
-    req.cancel = &cc.c;
+    struct type_check t;
+    sbxp_http_xfer *x = NULL;
     sbxp_http_error err;
-    rc = sbxp_http_request(sb->st->rest, &req, sink, NULL, &err);
-    free(p);
-    if (t.is_dir)
+    rc = file_get(sb, call, "GET", path, &req, &h, &cc, &t, &x, &err);
+    if (rc != SBX_OK)
+        return file_error(sb, call, "read_file", path, &err);
+    if (t.is_json) {
+        /* a listing: nothing reaches the sink */
+        sbxp_http_xfer_free(x);
+        free((char *)req.path);
         return k8s_error(sb->st, call, SBX_E_INVALID, "k8s: read_file %s: a directory", path);
+    }
+    rc = sbxp_http_xfer_pump(x, sink, &err);
+    sbxp_http_xfer_free(x);
+    free((char *)req.path);
     if (rc != SBX_OK)
         return file_error(sb, call, "read_file", path, &err);
     return SBX_OK;

@@ -68,7 +68,7 @@ struct k8s_conf {
     char *router_url;
     char *router_token;     /* bearer for the router (tokenreview), or NULL */
     int grpc_port, rest_port;
-    char *workspace;        /* sandboxd's --root-dir */
+    char *workspace;        /* sandboxd's --root-dir, or NULL: ask sandboxd */
     int64_t ready_timeout_ms;
     int64_t request_timeout_ms;
     int64_t connect_timeout_ms;
@@ -93,6 +93,8 @@ struct sbx_sandbox {
     char name[K8S_NAME_MAX];  /* the claim's or Sandbox's name */
     char pod[254];            /* the Sandbox (pod) name: X-Sandbox-ID */
     char key_hash[SBX_KEY_HASH_LEN + 1];
+    pthread_mutex_t lock;     /* guards root */
+    char root[4096];          /* "" until known (k8s_root) */
 };
 
 /* ---- conf.c ------------------------------------------------------------ */
@@ -220,11 +222,17 @@ void k8s_route_headers(sbx_sandbox *sb, int port, char *id, size_t idcap, char *
 int k8s_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
              struct sbx_exec_result *res);
 
+/* sandboxd's root: the working directory of a command without cwd (an
+ * Execute of `sh -c pwd`), into buf; "" when it cannot be learnt. */
+void k8s_exec_root(sbx_sandbox *sb, char *buf, size_t cap);
+
 /* ---- files.c ----------------------------------------------------------- */
 int k8s_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                   const struct sbx_sink *sink);
 int k8s_write_file(sbx_sandbox *sb, sbx_call *call, const char *path,
                    const struct sbx_source *src, unsigned mode);
+/* Whether path is a directory sandboxd lists (GET answers a listing). */
+int k8s_is_dir(sbx_sandbox *sb, const char *path);
 /* Check a workspace-relative path ("..", absolute, empty segments):
  * SBX_E_INVALID naming what. */
 int k8s_check_path(sbx_sandbox *sb, sbx_call *call, const char *what, const char *path);

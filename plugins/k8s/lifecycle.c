@@ -99,6 +99,7 @@ static int make_handle(struct k8s_state *st, sbx_call *call, int kind, const cha
     snprintf(sb->name, sizeof sb->name, "%s", name);
     snprintf(sb->pod, sizeof sb->pod, "%s", pod);
     snprintf(sb->key_hash, sizeof sb->key_hash, "%s", key_hash);
+    pthread_mutex_init(&sb->lock, NULL);
     *out = sb;
     return SBX_OK;
 }
@@ -379,10 +380,23 @@ int k8s_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args
 
 const char *k8s_root(sbx_sandbox *sb)
 {
-    return sb->st->cfg.workspace;
+    if (sb->st->cfg.workspace)
+        return sb->st->cfg.workspace;
+    /* Learnt once per handle: the directory sandboxd runs a command in
+     * when it names no cwd (its --root-dir); /workspace when it cannot
+     * say. Only reported, never used to open anything. */
+    pthread_mutex_lock(&sb->lock);
+    if (!sb->root[0]) {
+        k8s_exec_root(sb, sb->root, sizeof sb->root);
+        if (!sb->root[0])
+            snprintf(sb->root, sizeof sb->root, "/workspace");
+    }
+    pthread_mutex_unlock(&sb->lock);
+    return sb->root;
 }
 
 void k8s_release(sbx_sandbox *sb)
 {
+    pthread_mutex_destroy(&sb->lock);
     free(sb);
 }

@@ -45,7 +45,9 @@ static const struct sbx_config_key k8s_keys[] = {
                    "bearer token file sent to the router (its tokenreview mode), or unset"),
     SBX_CONFIG_KEY("grpc_port", SBX_CFG_INT, "sandboxd's gRPC port in the pod (default 9090)"),
     SBX_CONFIG_KEY("rest_port", SBX_CFG_INT, "sandboxd's REST port in the pod (default 8080)"),
-    SBX_CONFIG_KEY("workspace", SBX_CFG_STRING, "sandboxd's --root-dir (default /workspace)"),
+    SBX_CONFIG_KEY("workspace", SBX_CFG_STRING,
+                   "sandboxd's --root-dir, reported as the root (default: asked of sandboxd, "
+                   "else /workspace)"),
     SBX_CONFIG_KEY("ready_timeout_ms", SBX_CFG_INT,
                    "how long create waits for the claim to be Ready (default 120000)"),
     SBX_CONFIG_KEY("exec_grace_ms", SBX_CFG_INT,
