@@ -154,6 +154,36 @@ void k8s_exec_root(sbx_sandbox *sb, char *buf, size_t cap)
     process__v1__execute_response__free_unpacked(r, NULL);
 }
 
+int k8s_is_regular(sbx_sandbox *sb, const char *path)
+{
+    /* a symlink to a regular file is a regular file for sandboxd */
+    char *cmd[] = {"sh", "-c", "test -f \"$1\" && ! test -p \"$1\"", "sh", (char *)path};
+    Process__V1__ProcessConfig cfg = PROCESS__V1__PROCESS_CONFIG__INIT;
+    cfg.n_command = 5;
+    cfg.command = cmd;
+    Process__V1__ExecuteRequest rq = PROCESS__V1__EXECUTE_REQUEST__INIT;
+    rq.config = &cfg;
+    size_t n = process__v1__execute_request__get_packed_size(&rq);
+    uint8_t *req = malloc(n);
+    if (!req)
+        return 0;
+    process__v1__execute_request__pack(&rq, req);
+    uint8_t *resp;
+    size_t rlen;
+    struct k8s_grpc_status gs;
+    sbxp_http_error err;
+    int rc = k8s_grpc_unary(sb, NULL, "Execute", req, n, UNARY_MS, &resp, &rlen, &gs, &err);
+    free(req);
+    if (rc != SBX_OK)
+        return 0;
+    Process__V1__ExecuteResponse *r = process__v1__execute_response__unpack(NULL, rlen, resp);
+    free(resp);
+    int regular = r && r->exit_code == 0;
+    if (r)
+        process__v1__execute_response__free_unpacked(r, NULL);
+    return regular;
+}
+
 /* ---- stdin --------------------------------------------------------------- */
 
 struct feeder {
@@ -494,6 +524,12 @@ int k8s_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
         if (gs.code == 7)
             return k8s_error(st, call, SBX_E_NOT_EXEC, "k8s: exec %s: %s", args->argv[0],
                              gs.message);
+        if (gs.code == 1 || gs.code == 14)
+            /* we did not cancel: the stream was cut (the router, the pod) */
+            return k8s_error(st, call, SBX_E_PROTOCOL,
+                             "k8s: exec %s: the stream ended before the command did "
+                             "(grpc-status %d%s%s); the command was killed",
+                             args->argv[0], gs.code, gs.message[0] ? ": " : "", gs.message);
         if (gs.code != 0)
             return k8s_error(st, call, k8s_grpc_map(gs.code), "k8s: exec %s: sandboxd: %s",
                              args->argv[0], gs.message);

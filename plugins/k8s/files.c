@@ -119,6 +119,10 @@ static int file_error(sbx_sandbox *sb, sbx_call *call, const char *what, const c
     return k8s_error(sb->st, call, st, "k8s: %s %s: %s", what, path, err->message);
 }
 
+/* How long read_file waits for sandboxd's first answer before it asks
+ * whether the path is a regular file. */
+#define HEADERS_MS 1000
+
 struct type_check {
     int is_json;
 };
@@ -134,7 +138,7 @@ static int on_type(void *ctx, const char *name, const char *value)
 /* GET /v1/files/<path> up to the headers: *x, and whether it is a
  * directory's listing (JSON). */
 static int file_get(sbx_sandbox *sb, sbx_call *call, const char *method, const char *path,
-                    struct sbxp_http_request *req, struct rest_hdrs *h,
+                    int64_t timeout_ms, struct sbxp_http_request *req, struct rest_hdrs *h,
                     struct sbxp_call_cancel *cc, struct type_check *t, sbxp_http_xfer **x,
                     sbxp_http_error *err)
 {
@@ -149,6 +153,7 @@ static int file_get(sbx_sandbox *sb, sbx_call *call, const char *method, const c
     req->headers = h->list;
     req->on_header = on_type;
     req->header_ctx = t;
+    req->timeout_ms = timeout_ms;
     req->stall_timeout_ms = sb->st->cfg.request_timeout_ms;
     req->connect_timeout_ms = sb->st->cfg.connect_timeout_ms;
     req->cancel = call ? &cc->c : NULL;
@@ -168,7 +173,7 @@ int k8s_is_dir(sbx_sandbox *sb, const char *path)
     struct type_check t;
     sbxp_http_xfer *x = NULL;
     sbxp_http_error err;
-    if (file_get(sb, NULL, "HEAD", path, &req, &h, &cc, &t, &x, &err) != SBX_OK)
+    if (file_get(sb, NULL, "HEAD", path, HEADERS_MS, &req, &h, &cc, &t, &x, &err) != SBX_OK)
         return 0;
     sbxp_http_xfer_free(x);
     free((char *)req.path);
@@ -187,9 +192,20 @@ int k8s_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,
     struct type_check t;
     sbxp_http_xfer *x = NULL;
     sbxp_http_error err;
-    rc = file_get(sb, call, "GET", path, &req, &h, &cc, &t, &x, &err);
+    /* sandboxd opens the file before it answers: on a FIFO without a
+     * writer it never does. Headers that do not come quickly make us ask
+     * what the path is; anything but a regular file is refused. */
+    rc = file_get(sb, call, "GET", path, HEADERS_MS, &req, &h, &cc, &t, &x, &err);
+    if (rc == SBX_E_TIMEOUT) {
+        if (!k8s_is_regular(sb, path))
+            return k8s_error(sb->st, call, SBX_E_INVALID,
+                             "k8s: read_file %s: not a regular file (a FIFO, socket or device)",
+                             path);
+        rc = file_get(sb, call, "GET", path, 0, &req, &h, &cc, &t, &x, &err);
+    }
     if (rc != SBX_OK)
         return file_error(sb, call, "read_file", path, &err);
+    sbxp_http_xfer_set_timeout(x, 0);
     if (t.is_json) {
         /* a listing: nothing reaches the sink */
         sbxp_http_xfer_free(x);

@@ -225,6 +225,9 @@ int k8s_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
 /* sandboxd's root: the working directory of a command without cwd (an
  * Execute of `sh -c pwd`), into buf; "" when it cannot be learnt. */
 void k8s_exec_root(sbx_sandbox *sb, char *buf, size_t cap);
+/* Whether the workspace-relative path is a regular file, not followed if a
+ * symlink at its end (an Execute of test -f / test -L). */
+int k8s_is_regular(sbx_sandbox *sb, const char *path);
 
 /* ---- files.c ----------------------------------------------------------- */
 int k8s_read_file(sbx_sandbox *sb, sbx_call *call, const char *path,

@@ -196,7 +196,8 @@ int k8s_wait_ready(struct k8s_state *st, sbx_call *call, int kind, const char *n
             break;
         if (err.http_status == 401 && k8s_auth_reload(st))
             continue;
-        if (err.http_status != 0 && !sbxp_http_transient(&err) && err.http_status < 500) {
+        /* a 4xx is final; a watch cut short (after its 200) is not */
+        if (err.http_status >= 400 && err.http_status < 500 && !sbxp_http_transient(&err)) {
             rc = k8s_report(st, call, &err, "watching %s", name);
             goto out;
         }
