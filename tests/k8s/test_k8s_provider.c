@@ -566,3 +566,37 @@ Test(k8s, config_errors)
     cr_expect(strstr(err.message, "no context \"nope\""), "%s", err.message);
     cr_expect(!strstr(err.message, k.token), "%s", err.message);
 }
+
+/* Template mode: a Sandbox carrying the template's pod template, named
+ * and labelled as a claim, Ready, used, destroyed. */
+Test(k8s, template_mode)
+{
+    sbx_error err;
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "  k8s:\n    kubeconfig: \"%s\"\n    template: sandboxd-template\n"
+             "    router_url: \"%s\"\n    ready_timeout_ms: 20000\n",
+             k.kubeconfig, k.router);
+    cr_assert_eq(open_ctx_section(yaml, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k8s-template");
+    char ref[SBX_REF_MAX], path[1024];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    cr_expect(!strncmp(ref, "sandbox:sbx-", 12), "ref %s", ref);
+    snprintf(path, sizeof path, "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes/%s",
+             ref + 8);
+    long st = 0;
+    char *body = k8s_stack_http(&k, "GET", path, NULL, 1, &st);
+    cr_expect_eq(st, 200);
+    cr_expect(body && strstr(body, "\"podTemplate\"") && strstr(body, "sbx.dev/owner"), "%s",
+              body ? body : "");
+    free(body);
+    echo_ok(h, "from-template");
+    sbx_release(h);
+    cr_expect_eq(sbx_attach(prov, "other", ref, NULL, &h, &err), SBX_E_DENIED, "%s", err.message);
+    cr_expect_eq(sbx_destroy(prov, "k8s-template", ref, NULL, &err), SBX_OK, "%s", err.message);
+    body = k8s_stack_http(&k, "GET", path, NULL, 1, &st);
+    free(body);
+    cr_expect(st == 404 || st == 200, "status %ld", st); /* deleted, or going */
+    cr_expect_eq(sbx_attach(prov, "k8s-template", ref, NULL, &h, &err), SBX_E_NOT_FOUND, "%s",
+                 err.message);
+}
