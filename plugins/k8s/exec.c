@@ -375,6 +375,96 @@ static int sink_write(const struct sbx_sink *s, const void *buf, size_t len)
     return s->write(s->ctx, buf, len);
 }
 
+/*
+ * The StartResponses of one stream are unpacked into one reused buffer (a
+ * bump allocator reset after each message) instead of malloc per message:
+ * a flood of output then costs no allocation per chunk (and no allocator
+ * churn that a sanitizer's quarantine would hold on to).
+ */
+struct arena {
+    uint8_t *buf;
+    size_t cap, used;
+};
+
+static void *arena_alloc(void *ud, size_t size)
+{
+    struct arena *a = ud;
+    size = (size + 15) & ~(size_t)15;
+    if (a->used + size <= a->cap) {
+        void *p = a->buf + a->used;
+        a->used += size;
+        return p;
+    }
+    return malloc(size ? size : 1);
+}
+
+static void arena_free(void *ud, void *p)
+{
+    struct arena *a = ud;
+    if (p && !((uint8_t *)p >= a->buf && (uint8_t *)p < a->buf + a->cap))
+        free(p);
+}
+
+/* One exec's stream as it is read. */
+struct run {
+    struct arena arena;
+    sbx_sandbox *sb;
+    sbx_call *call;
+    const struct sbx_exec_args *args;
+    struct sbx_exec_result *res;
+    struct feeder *f;
+    int32_t pid;
+    int exited;
+    int32_t code;
+};
+
+/* One StartResponse: the process id, output to the sinks, the exit. */
+static int on_event(void *ctx, const uint8_t *m, size_t n)
+{
+    struct run *r = ctx;
+    /* room for the message's bytes and its structs */
+    size_t want = n + 1024;
+    if (r->arena.cap < want) {
+        uint8_t *b = realloc(r->arena.buf, want);
+        if (b) {
+            r->arena.buf = b;
+            r->arena.cap = want;
+        }
+    }
+    r->arena.used = 0;
+    ProtobufCAllocator alloc = {arena_alloc, arena_free, &r->arena};
+    Process__V1__StartResponse *ev = process__v1__start_response__unpack(&alloc, n, m);
+    if (!ev)
+        return k8s_error(r->sb->st, r->call, SBX_E_PROTOCOL,
+                         "k8s: exec: a malformed StartResponse from sandboxd");
+    int rc = SBX_OK;
+    switch (ev->event_case) {
+    case PROCESS__V1__START_RESPONSE__EVENT_INIT:
+        r->pid = ev->init ? ev->init->process_id : 0;
+        if (r->f->started)
+            feeder_set_pid(r->f, r->pid);
+        else if (r->pid)
+            write_stdin(r->sb, r->pid, NULL, 0); /* an empty stdin: EOF now */
+        break;
+    case PROCESS__V1__START_RESPONSE__EVENT_STDOUT:
+        r->res->out_bytes += ev->stdout.len;
+        rc = sink_write(r->args->out, ev->stdout.data, ev->stdout.len);
+        break;
+    case PROCESS__V1__START_RESPONSE__EVENT_STDERR:
+        r->res->err_bytes += ev->stderr.len;
+        rc = sink_write(r->args->err, ev->stderr.data, ev->stderr.len);
+        break;
+    case PROCESS__V1__START_RESPONSE__EVENT_EXIT:
+        r->exited = 1;
+        r->code = ev->exit ? ev->exit->exit_code : 0;
+        break;
+    default:
+        break; /* an event this client does not know: skip it */
+    }
+    process__v1__start_response__free_unpacked(ev, &alloc);
+    return rc;
+}
+
 int k8s_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
              struct sbx_exec_result *res)
 {
@@ -425,66 +515,27 @@ int k8s_exec(sbx_sandbox *sb, sbx_call *call, const struct sbx_exec_args *args,
         return k8s_error(st, call, rc, "k8s: exec %s through the router: %s", args->argv[0],
                          err.message);
     }
-    int32_t pid = 0;
-    int exited = 0, killed = 0, cancelled = 0;
-    int32_t code = 0;
+    struct run r = {{NULL, 0, 0}, sb, call, args, res, &f, 0, 0, 0};
+    int killed = 0, cancelled = 0;
     for (;;) {
-        const uint8_t *m;
-        size_t n;
-        rc = k8s_grpc_next(&s, &m, &n, &err);
-        if (rc == SBX_E_TIMEOUT && deadline && !killed) {
+        rc = k8s_grpc_pump(&s, on_event, &r, &err);
+        if (rc == SBX_E_TIMEOUT && !err.from_callback && deadline && !killed) {
             /* the command's timeout: kill it, then read on to its exit */
             res->timed_out = 1;
             killed = 1;
-            if (pid)
-                send_signal(sb, pid, SIGKILL);
+            if (r.pid)
+                send_signal(sb, r.pid, SIGKILL);
             sweep(sb, tok);
             sbxp_http_xfer_set_timeout(s.x, st->cfg.exec_grace_ms);
             continue;
         }
-        if (rc == SBX_E_CANCELLED) {
+        if (rc == SBX_E_CANCELLED && !err.from_callback)
             cancelled = 1;
-            break;
-        }
-        if (rc != SBX_OK || !m)
-            break;
-        Process__V1__StartResponse *ev = process__v1__start_response__unpack(NULL, n, m);
-        if (!ev) {
-            rc = sbxp_http_fail(&err, SBX_E_PROTOCOL, "Start: a malformed StartResponse");
-            break;
-        }
-        int src = SBX_OK;
-        switch (ev->event_case) {
-        case PROCESS__V1__START_RESPONSE__EVENT_INIT:
-            pid = ev->init ? ev->init->process_id : 0;
-            if (f.started)
-                feeder_set_pid(&f, pid);
-            else if (pid)
-                write_stdin(sb, pid, NULL, 0); /* an empty stdin: EOF now */
-            break;
-        case PROCESS__V1__START_RESPONSE__EVENT_STDOUT:
-            res->out_bytes += ev->stdout.len;
-            src = sink_write(args->out, ev->stdout.data, ev->stdout.len);
-            break;
-        case PROCESS__V1__START_RESPONSE__EVENT_STDERR:
-            res->err_bytes += ev->stderr.len;
-            src = sink_write(args->err, ev->stderr.data, ev->stderr.len);
-            break;
-        case PROCESS__V1__START_RESPONSE__EVENT_EXIT:
-            exited = 1;
-            code = ev->exit ? ev->exit->exit_code : 0;
-            break;
-        default:
-            break; /* an event this client does not know: skip it */
-        }
-        process__v1__start_response__free_unpacked(ev, NULL);
-        if (src != SBX_OK) {
-            /* a sink refused: the command must not outlive the call */
-            rc = src;
-            err.from_callback = 1;
-            break;
-        }
+        break;
     }
+    int32_t pid = r.pid, code = r.code;
+    int exited = r.exited;
+    free(r.arena.buf);
     struct k8s_grpc_status gs = s.status;
     k8s_grpc_close(&s);
     if (!exited && (pid || cancelled || rc != SBX_OK)) {

@@ -212,6 +212,83 @@ int k8s_grpc_next(struct k8s_grpc_stream *s, const uint8_t **msg, size_t *len,
     return SBX_OK;
 }
 
+/* The push side: bytes of the response body as curl hands them over,
+ * cut into messages for s->on_msg. Nothing waits between curl and the
+ * caller's sinks, so the transfer is never paused: a paused HTTP/2 stream
+ * makes libcurl 7.88 buffer what the server sends, up to its 32 MiB
+ * window. */
+static int on_bytes(void *ctx, const void *buf, size_t len)
+{
+    struct k8s_grpc_stream *s = ctx;
+    const uint8_t *p = buf;
+    while (len) {
+        size_t want = s->flen < 5 ? 5 - s->flen : s->need - (s->flen - 5);
+        size_t take = len < want ? len : want;
+        if (s->flen + take > s->fcap) {
+            size_t cap = s->fcap ? s->fcap : 4096;
+            while (cap < s->flen + take)
+                cap *= 2;
+            uint8_t *b = realloc(s->frame, cap);
+            if (!b)
+                return sbxp_http_fail(&s->perr, SBX_E_NOMEM, "out of memory");
+            s->frame = b;
+            s->fcap = cap;
+        }
+        memcpy(s->frame + s->flen, p, take);
+        s->flen += take;
+        p += take;
+        len -= take;
+        if (s->flen == 5) {
+            if (s->frame[0] != 0)
+                return sbxp_http_fail(&s->perr, SBX_E_PROTOCOL,
+                                      "%s: a compressed gRPC message (not asked for)",
+                                      s->req.path);
+            s->need = ((size_t)s->frame[1] << 24) | ((size_t)s->frame[2] << 16) |
+                      ((size_t)s->frame[3] << 8) | s->frame[4];
+            if (s->need > K8S_GRPC_MSG_MAX)
+                return sbxp_http_fail(&s->perr, SBX_E_PROTOCOL,
+                                      "%s: a gRPC message of %zu bytes (limit %u)", s->req.path,
+                                      s->need, K8S_GRPC_MSG_MAX);
+        }
+        if (s->flen >= 5 && s->flen - 5 == s->need) {
+            int rc = s->on_msg(s->msg_ctx, s->frame + 5, s->need);
+            s->flen = 0;
+            s->need = 0;
+            if (rc != SBX_OK) {
+                s->perr.status = rc;
+                s->perr.from_callback = 1;
+                return rc;
+            }
+        }
+    }
+    return SBX_OK;
+}
+
+int k8s_grpc_pump(struct k8s_grpc_stream *s, int (*on_msg)(void *ctx, const uint8_t *msg,
+                                                           size_t len),
+                  void *ctx, sbxp_http_error *err)
+{
+    s->on_msg = on_msg;
+    s->msg_ctx = ctx;
+    memset(&s->perr, 0, sizeof s->perr);
+    struct sbx_sink sink = SBX_SINK_INIT(s, on_bytes);
+    int rc = sbxp_http_xfer_pump(s->x, &sink, err);
+    if (rc != SBX_OK && err->from_callback && s->perr.status) {
+        *err = s->perr; /* ours, or the caller's callback's */
+        return s->perr.status;
+    }
+    if (rc != SBX_OK)
+        return rc;
+    if (s->flen)
+        return sbxp_http_fail(err, SBX_E_PROTOCOL,
+                              "%s: the gRPC stream ended in the middle of a message",
+                              s->req.path);
+    if (!s->status.have)
+        return sbxp_http_fail(err, SBX_E_PROTOCOL,
+                              "%s: the gRPC stream ended without a grpc-status", s->req.path);
+    return SBX_OK;
+}
+
 void k8s_grpc_close(struct k8s_grpc_stream *s)
 {
     sbxp_http_xfer_free(s->x);

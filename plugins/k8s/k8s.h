@@ -196,6 +196,10 @@ struct k8s_grpc_stream {
     size_t flen, fcap;
     struct k8s_grpc_status status;
     int64_t stall_ms;
+    size_t need;              /* push mode: the length of the message read */
+    int (*on_msg)(void *ctx, const uint8_t *msg, size_t len);
+    void *msg_ctx;
+    sbxp_http_error perr;     /* what on_bytes stopped with */
 };
 /* Start method ("Start") with the packed request msg: up to the response
  * headers. timeout_ms 0: none. call may be NULL (not cancellable). */
@@ -207,6 +211,14 @@ int k8s_grpc_open(sbx_sandbox *sb, sbx_call *call, struct k8s_grpc_stream *s,
  * s->status holds grpc-status). */
 int k8s_grpc_next(struct k8s_grpc_stream *s, const uint8_t **msg, size_t *len,
                   sbxp_http_error *err);
+/* Push mode (a long stream): every message to on_msg as it arrives, until
+ * the stream ends (SBX_OK with s->status set), on_msg returns nonzero (that
+ * status, err->from_callback set), or the transfer fails or reaches its
+ * deadline (SBX_E_TIMEOUT: sbxp_http_xfer_set_timeout and call again to go
+ * on). Never pauses the transfer. Do not mix with k8s_grpc_next. */
+int k8s_grpc_pump(struct k8s_grpc_stream *s, int (*on_msg)(void *ctx, const uint8_t *msg,
+                                                           size_t len),
+                  void *ctx, sbxp_http_error *err);
 void k8s_grpc_close(struct k8s_grpc_stream *s);
 /* A unary call: the one response message into *resp (malloc'd, *rlen). */
 int k8s_grpc_unary(sbx_sandbox *sb, sbx_call *call, const char *method, const void *msg,
