@@ -78,6 +78,14 @@ if kubectl replace -f "$dir/stale.json" 2>"$dir/replace.err"; then fail "stale r
 cat "$dir/replace.err"
 grep -q "the object has been modified" "$dir/replace.err" || fail "no conflict message"
 
+step "an unknown field is named (refused by kubectl's strict validation, a warning before 1.25)"
+sed 's/    name: kubectl-pool/    name: kubectl-pool\n  bogusField: 1/' "$here/manifests/claim.yaml" |
+  sed 's/kubectl-claim/kubectl-typo/' >"$dir/typo.yaml"
+kubectl apply -f "$dir/typo.yaml" >"$dir/typo.out" 2>&1 || true
+cat "$dir/typo.out"
+grep -q 'unknown field "spec.bogusField"' "$dir/typo.out" || fail "the unknown field went unnoticed"
+kubectl delete --ignore-not-found -f "$dir/typo.yaml"
+
 step "apply a change is configured"
 sed 's/owner: kubectl/owner: kubectl\n    changed: "yes"/' "$here/manifests/claim.yaml" >"$dir/claim2.yaml"
 kubectl apply -f "$dir/claim2.yaml" | grep -q configured || fail "changed apply not configured"

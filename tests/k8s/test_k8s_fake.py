@@ -405,8 +405,16 @@ class RouterFaults(Base):
         self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
         self.assertGreaterEqual(len(got), 2)
         self.assertFalse(any(ev.HasField("exit") for ev in got))
-        # the next call works again
-        self.assertEqual(g.execute(["true"]).exit_code, 0)
+        # the next call works again (UNAVAILABLE is retryable: the channel
+        # may first try the connection that was reset)
+        for attempt in range(5):
+            try:
+                self.assertEqual(g.execute(["true"]).exit_code, 0)
+                break
+            except grpc.RpcError as e:
+                if e.code() != grpc.StatusCode.UNAVAILABLE or attempt == 4:
+                    raise
+                time.sleep(0.2)
 
     def test_rst_stream_mid_output(self):
         control("faults", [{"kind": "rst_stream", "resource": "router", "verb": "Start",
@@ -493,6 +501,21 @@ class ApiServer(unittest.TestCase):
         time.sleep(0.4)
         self.assertEqual(api("GET", EXT + "/sandboxclaims", token="short-lived")[0], 401)
 
+    def test_serviceaccount_rotation(self):
+        sa = INFO["serviceaccount"]
+        with open(os.path.join(sa, "token")) as f:
+            old = f.read()
+        self.assertEqual(api("GET", EXT + "/sandboxclaims", token=old)[0], 200)
+        new = control("token", {"rotate": True, "grace": 0.5})["token"]
+        with open(os.path.join(sa, "token")) as f:
+            self.assertEqual(f.read(), new)
+        self.assertEqual(api("GET", EXT + "/sandboxclaims", token=old)[0], 200)  # grace
+        time.sleep(0.6)
+        self.assertEqual(api("GET", EXT + "/sandboxclaims", token=old)[0], 401)
+        self.assertEqual(api("GET", EXT + "/sandboxclaims", token=new)[0], 200)
+        INFO["token"] = new  # the other tests go on with the new token
+        self.assertTrue(os.path.exists(os.path.join(sa, "ca.crt")))
+
     def test_discovery(self):
         self.assertEqual(api("GET", "/apis")[1]["kind"], "APIGroupList")
         rl = api("GET", "/apis/extensions.agents.x-k8s.io/v1beta1")[1]
@@ -507,7 +530,8 @@ class ApiServer(unittest.TestCase):
         # resourceVersions below move only with this test's writes.
         T = EXT + "/sandboxtemplates"
         t = {"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
-             "metadata": {"name": "conflict-tmpl"}, "spec": {"podTemplate": {"spec": {}}},
+             "metadata": {"name": "conflict-tmpl"},
+             "spec": {"podTemplate": {"spec": {"containers": [{"name": "c"}]}}},
              "status": {"x": 1}}
         code, o = api("POST", T, t, expect=201)
         self.assertNotIn("status", o)  # status is only written through /status
@@ -534,18 +558,54 @@ class ApiServer(unittest.TestCase):
                                                         "value": "3"}],
                        ctype="application/json-patch+json", expect=200)
         self.assertEqual(p2["metadata"]["labels"]["z"], "3")
-        # the status subresource writes the status only; the main resource ignores it
-        p2["status"] = {"phase": "x"}
-        p2["spec"] = {"changed": True}
-        code, s1 = api("PUT", T + "/conflict-tmpl/status", p2, expect=200)
-        self.assertEqual((s1["status"], s1["spec"]), ({"phase": "x"}, {"podTemplate": {"spec": {}}}))
-        s1["status"] = {"phase": "y"}
-        code, s2 = api("PUT", T + "/conflict-tmpl", s1, expect=200)
-        self.assertEqual(s2["status"], {"phase": "x"})
+        # a field the schema does not know is pruned, with a warning; refused
+        # with fieldValidation=Strict; a schema violation is 422
+        bad = {"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
+               "metadata": {"name": "pruned-tmpl"},
+               "spec": {"podTemplate": {"spec": {"containers": [{"name": "c"}]}}, "bogus": 1}}
+        self.assertEqual(api("POST", T + "?fieldValidation=Strict", bad)[0], 400)
+        code, pr = api("POST", T, bad, expect=201)
+        self.assertNotIn("bogus", pr["spec"])
+        log = control_stats()["requests"]
+        self.assertEqual([r["warnings"] for r in log if r["verb"] == "create"
+                          and r["name"] == "pruned-tmpl" and r["code"] == 201],
+                         [['unknown field "spec.bogus"']])
+        api("DELETE", T + "/pruned-tmpl", expect=200)
+        del bad["spec"]["podTemplate"]
+        code, e = api("POST", T, bad)
+        self.assertEqual((code, e["reason"]), (422, "Invalid"))
+        self.assertIn("spec.podTemplate: Required value", e["message"])
         self.assertEqual(api("PATCH", T + "/conflict-tmpl", {},
                              ctype="application/strategic-merge-patch+json")[0], 415)
         api("DELETE", T + "/conflict-tmpl", expect=200)
         self.assertEqual(api("DELETE", T + "/conflict-tmpl")[0], 404)
+
+    def test_status_subresource(self):
+        C = EXT + "/sandboxclaims/status-claim"
+        api("POST", EXT + "/sandboxclaims", claim("status-claim", warmPoolRef={"name": "nope"}),
+            expect=201)
+        o = wait_claim("status-claim", want="False")
+        o["spec"]["warmPoolRef"]["name"] = "changed"
+        o["status"]["sandbox"] = {"name": "written-by-test"}
+        code, s1 = api("PUT", C + "/status", o, expect=200)
+        self.assertEqual(s1["spec"]["warmPoolRef"]["name"], "nope")  # spec untouched
+        self.assertEqual(s1["status"]["sandbox"]["name"], "written-by-test")
+        for _ in range(20):  # the controller writes the status too: retry a conflict
+            _, cur = api("GET", C)
+            stored = cur["status"]
+            cur["status"] = {"sandbox": {"name": "ignored"}}
+            code, s2 = api("PUT", C, cur)
+            if code != 409:
+                break
+        self.assertEqual(code, 200)
+        self.assertEqual(s2["status"], stored)  # the main resource keeps the stored status
+        for _ in range(20):
+            _, cur = api("GET", C)
+            code, e = api("PUT", C + "/status", dict(cur, status={"conditions": [{"type": "Ready"}]}))
+            if code != 409:
+                break
+        self.assertEqual((code, e["reason"]), (422, "Invalid"))  # the condition lacks its fields
+        api("DELETE", C, expect=200)
 
     def test_label_selector(self):
         for n, lab in (("sel-a", "one"), ("sel-b", "two")):
@@ -606,6 +666,20 @@ class ApiServer(unittest.TestCase):
         self.assertEqual(ready(o).get("reason"), "DependenciesNotReady")
         api("DELETE", EXT + "/sandboxclaims/stuck-claim", expect=200)
 
+    def test_never_ready_sandbox(self):
+        control("faults", [{"kind": "never_ready", "resource": "sandboxes", "name": "stuck-sb"}])
+        sb = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+              "metadata": {"name": "stuck-sb"},
+              "spec": {"podTemplate": {"spec": {"containers": [{"name": "sandboxd"}]}}}}
+        api("POST", SBX + "/sandboxes", sb, expect=201)
+        time.sleep(2)
+        o = api("GET", SBX + "/sandboxes/stuck-sb")[1]
+        self.assertEqual((ready(o).get("status"), ready(o).get("reason")),
+                         ("False", "DependenciesNotReady"))
+        api("DELETE", SBX + "/sandboxes/stuck-sb", expect=200)
+        self.assertEqual(control_stats()["controller"]["pods"] and
+                         [p for p in control_stats()["controller"]["pods"] if p["sandbox"] == "stuck-sb"], [])
+
     def test_warm_adoption_refill_and_cascade(self):
         api("POST", EXT + "/sandboxclaims", claim("cascade-claim"), expect=201)
         o = wait_claim("cascade-claim")
@@ -627,13 +701,57 @@ class ApiServer(unittest.TestCase):
 
     def test_claim_shutdown_time(self):
         c = claim("short-claim", lifecycle={"shutdownTime": time.strftime(
-            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2)), "shutdownPolicy": "Retain"})
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3)), "shutdownPolicy": "Retain"})
         api("POST", EXT + "/sandboxclaims", c, expect=201)
-        sb = wait_claim("short-claim")["status"]["sandbox"]["name"]
-        o = wait_claim("short-claim", timeout=10, want="False")
+        deadline = time.time() + 10
+        sb = None
+        while sb is None and time.time() < deadline:
+            sb = next((b["sandbox"] for b in control_stats()["controller"]["binds"]
+                       if b["claim"] == "short-claim"), None)
+            time.sleep(0.05)
+        self.assertIsNotNone(sb, "the claim was never bound")
+        o = wait_claim("short-claim", timeout=15, want="False")
+        while ready(o)["reason"] != "ClaimExpired" and time.time() < deadline + 5:
+            o = wait_claim("short-claim", timeout=15, want="False")
         self.assertEqual(ready(o)["reason"], "ClaimExpired")
+        self.assertEqual(o["status"].get("sandbox"), {})
         self.assertEqual(api("GET", SBX + "/sandboxes/" + sb)[0], 404)
         api("DELETE", EXT + "/sandboxclaims/short-claim", expect=200)
+
+    def test_sandbox_direct_suspend_and_shutdown(self):
+        # A Sandbox made directly (no claim): routable by name, suspended
+        # and resumed, then deleted at its shutdownTime (policy Delete).
+        sb = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+              "metadata": {"name": "direct-sb"},
+              "spec": {"podTemplate": {"spec": {"containers": [{"name": "sandboxd"}]}},
+                       "shutdownPolicy": "Delete"}}
+        api("POST", SBX + "/sandboxes", sb, expect=201)
+
+        def wait_sb(pred, timeout=15):
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                code, o = api("GET", SBX + "/sandboxes/direct-sb")
+                if pred(code, o):
+                    return code, o
+                time.sleep(0.05)
+            raise AssertionError("sandbox: %s %s" % (code, o))
+        wait_sb(lambda c, o: c == 200 and ready(o).get("status") == "True")
+        self.assertEqual(rest("direct-sb", "PUT", "/v1/files/f", b"1")[0], 204)
+        api("PATCH", SBX + "/sandboxes/direct-sb", {"spec": {"operatingMode": "Suspended"}},
+            ctype="application/merge-patch+json", expect=200)
+        _, o = wait_sb(lambda c, o: ready(o).get("reason") == "SandboxSuspended")
+        self.assertNotIn("podIPs", o["status"])
+        self.assertEqual(rest("direct-sb", "GET", "/v1/health")[0], 502)
+        api("PATCH", SBX + "/sandboxes/direct-sb", {"spec": {"operatingMode": "Running"}},
+            ctype="application/merge-patch+json", expect=200)
+        wait_sb(lambda c, o: ready(o).get("status") == "True")
+        self.assertEqual(rest("direct-sb", "GET", "/v1/health")[0], 200)
+        self.assertEqual(rest("direct-sb", "GET", "/v1/files/f")[0], 404)  # a new pod
+        api("PATCH", SBX + "/sandboxes/direct-sb", {"spec": {"shutdownTime": time.strftime(
+            "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))}},
+            ctype="application/merge-patch+json", expect=200)
+        wait_sb(lambda c, o: c == 404)
+        self.assertEqual(rest("direct-sb", "GET", "/v1/health")[0], 502)
 
     def test_missing_pool(self):
         api("POST", EXT + "/sandboxclaims", claim("nopool", warmPoolRef={"name": "nope"}), expect=201)

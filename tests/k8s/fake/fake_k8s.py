@@ -8,10 +8,13 @@ does not, and the fault knobs.
 Start:  fake_k8s.py --dir D [--port-file F] [--token T] [--plain-http] [--seed]
         [--api-port 0] [--router-port 0] [--ready-delay-ms 0]
         [--router-require-token] [--router-retry-ms 50] [--history 2000]
+        [--field-validation Ignore|Warn|Strict]
 Prints (and writes to F) one JSON line:
   {"api": "http://127.0.0.1:P", "router": "http://127.0.0.1:Q",
    "token": T, "kubeconfig": "D/kubeconfig", "namespace": "default",
-   "ca": "D/tls.crt" (not with --plain-http), "pid": N}
+   "ca": "D/tls.crt" (not with --plain-http), "pid": N,
+   "serviceaccount": "D/serviceaccount" (token, ca.crt, namespace),
+   "host": "127.0.0.1", "port": P (KUBERNETES_SERVICE_HOST/PORT)}
 FAKE_K8S_FAULTS may hold a JSON list of fault rules armed at start.
 """
 import os
@@ -100,6 +103,9 @@ def main():
     ap.add_argument("--router-require-token", action="store_true")
     ap.add_argument("--router-retry-ms", type=int, default=50)
     ap.add_argument("--history", type=int, default=2000)
+    ap.add_argument("--field-validation", choices=("Ignore", "Warn", "Strict"), default="Warn",
+                    help="for requests that name no fieldValidation (Strict: an unknown "
+                         "field is a 400, to catch a client's typos)")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     import time
@@ -112,6 +118,7 @@ def main():
     ctl = k8s_controller.Controller(store, faults, a.dir, a.ready_delay_ms / 1000.0)
     api = k8s_api.Api(store, tokens, faults)
     api.controller = ctl
+    api.field_validation = a.field_validation
     tls = None if a.plain_http else make_cert(a.dir)
     srv = k8s_api.serve(api, port=a.api_port, tls=tls)
     router = k8s_router.Router(store, ctl, faults, tokens, a.router_require_token,
@@ -134,6 +141,18 @@ def main():
             "kubeconfig": kc, "namespace": "default", "pid": os.getpid()}
     if tls:
         info["ca"] = tls[0]
+    # In-cluster credentials, as a pod's service account sees them.
+    sa = os.path.join(a.dir, "serviceaccount")
+    os.makedirs(sa, exist_ok=True)
+    for fname, text in (("token", token), ("namespace", "default")):
+        with open(os.path.join(sa, fname), "w") as f:
+            f.write(text)
+    if tls:
+        import shutil
+        shutil.copyfile(tls[0], os.path.join(sa, "ca.crt"))
+    api.token_file = os.path.join(sa, "token")
+    info["serviceaccount"] = sa
+    info["host"], info["port"] = "127.0.0.1", srv.server_address[1]
     line = json.dumps(info)
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:

@@ -497,6 +497,7 @@ class RestHandler(BaseHTTPRequestHandler):
 
     def do_PUT(self):
         path, q = self._route()
+        body = self._body()  # first: an answer before it would reset the connection
         if not path.startswith("/v1/files/"):
             return self._err(404, "NOT_FOUND", "no such endpoint")
         mode = 0o644
@@ -505,7 +506,6 @@ class RestHandler(BaseHTTPRequestHandler):
                 return self._err(400, "INVALID_ARGUMENT",
                                  "mode %r must match ^0[0-7]{3}$" % q["mode"])
             mode = int(q["mode"], 8)
-        body = self._body()
         target, ok = self._target(path[len("/v1/files/"):])
         if not ok:
             return

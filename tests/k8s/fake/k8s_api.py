@@ -4,6 +4,8 @@ watches, bearer-token authentication, Tables for kubectl, the fault
 injection and the /_fake/ control endpoints."""
 import base64
 import json
+import os
+import secrets
 import socket
 import struct
 import threading
@@ -43,11 +45,11 @@ class Faults:
         with self.lock:
             self.rules = []
 
-    def take(self, kinds, verb, resource, name=None):
+    def take(self, kinds, verb, resource, name=None, exact=False):
         with self.lock:
             for r in self.rules:
                 if r["kind"] in kinds and r["verb"] in ("*", verb) \
-                        and r["resource"] in ("*", resource) \
+                        and (r["resource"] == resource or (r["resource"] == "*" and not exact)) \
                         and r.get("name") in (None, "*", name) and r["times"] != 0:
                     if r["times"] > 0:
                         r["times"] -= 1
@@ -67,6 +69,8 @@ class Api:
         self.log = []
         self.log_lock = threading.Lock()
         self.controller = None
+        self.field_validation = "Warn"  # for requests that name none
+        self.token_file = None
 
     def record(self, **e):
         with self.log_lock:
@@ -191,6 +195,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(e.code, e.status(), e.headers)
 
     def _body(self):
+        self._body_read = True
         n = int(self.headers.get("Content-Length") or 0)
         if n > 8 << 20:
             raise ApiError(413, "RequestEntityTooLarge", "request entity too large")
@@ -246,6 +251,8 @@ class Handler(BaseHTTPRequestHandler):
         self.q = {k: v[-1] for k, v in urllib.parse.parse_qs(u.query, keep_blank_values=True).items()}
         parts = [urllib.parse.unquote(p) for p in u.path.split("/") if p]
         self._code = 0
+        self._body_read = False
+        self._warnings = []
         verb, plural, name = method.lower(), None, None
         t0 = time.time()
         try:
@@ -262,6 +269,13 @@ class Handler(BaseHTTPRequestHandler):
             self._auth()
             verb, plural, name = self._route(method, parts)
         except ApiError as e:
+            if not getattr(self, "_body_read", False):
+                # Read what the client sent: closing on unread bytes would
+                # reset the connection and lose this answer.
+                try:
+                    self._body()
+                except (ApiError, ValueError, OSError):
+                    self.close_connection = True
             self._fail(e)
         except OSError:  # the client went away (a reset, an SSL EOF)
             self.close_connection = True
@@ -269,7 +283,7 @@ class Handler(BaseHTTPRequestHandler):
             if parts[:1] != ["_fake"]:
                 self.api.record(method=method, path=u.path, query=u.query, verb=verb,
                                 resource=plural, name=name, code=self._code,
-                                ms=int((time.time() - t0) * 1000))
+                                ms=int((time.time() - t0) * 1000), warnings=self._warnings)
 
     def _route(self, method, parts):
         if parts == ["version"]:
@@ -401,13 +415,16 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "create":
             body = self._json_body()
             self._check_kind(body, group, plural)
-            self._send(201, self._out(st.create(plural, ns, body, dry), group, version))
+            self._send(201, self._out(st.create(plural, ns, body, dry, self._validation(),
+                                                self._warnings), group, version), self._warn_headers())
             return verb, plural, body.get("metadata", {}).get("name")
         if verb == "update":
             body = self._json_body()
             self._check_kind(body, group, plural)
-            self._send(200, self._out(st.update(plural, ns, name, body, sub, dry_run=dry),
-                                      group, version))
+            self._send(200, self._out(st.update(plural, ns, name, body, sub, dry_run=dry,
+                                                validation=self._validation(),
+                                                warnings=self._warnings),
+                                      group, version), self._warn_headers())
             return verb, plural, name
         if verb == "patch":
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
@@ -431,17 +448,20 @@ class Handler(BaseHTTPRequestHandler):
             if not want:
                 # no precondition: retry against the latest version
                 try:
-                    out = st.update(plural, ns, name, new, sub, dry_run=dry)
+                    out = st.update(plural, ns, name, new, sub, dry_run=dry,
+                                    validation=self._validation(), warnings=self._warnings)
                 except ApiError as e:
                     if e.code != 409:
                         raise
                     cur = st.get(plural, ns, name)
                     new = ks.merge_patch(cur, patch) if ctype.startswith("application/merge") \
                         else ks.json_patch(cur, patch)
-                    out = st.update(plural, ns, name, new, sub, dry_run=dry)
+                    out = st.update(plural, ns, name, new, sub, dry_run=dry,
+                                    validation=self._validation(), warnings=self._warnings)
             else:
-                out = st.update(plural, ns, name, new, sub, dry_run=dry)
-            self._send(200, self._out(out, group, version))
+                out = st.update(plural, ns, name, new, sub, dry_run=dry,
+                                validation=self._validation(), warnings=self._warnings)
+            self._send(200, self._out(out, group, version), self._warn_headers())
             return verb, plural, name
         if verb == "delete":
             opts = self._json_body() if int(self.headers.get("Content-Length") or 0) else {}
@@ -462,6 +482,17 @@ class Handler(BaseHTTPRequestHandler):
                     pass
             self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})
             return verb, plural, name
+
+    def _validation(self):
+        v = self.q.get("fieldValidation", self.api.field_validation)
+        if v not in ("Ignore", "Warn", "Strict"):
+            raise ApiError(400, "BadRequest", "fieldValidation must be one of Ignore, Warn, Strict")
+        return v
+
+    def _warn_headers(self):
+        if not self._warnings:
+            return None
+        return {"Warning": ", ".join('299 - "%s"' % w.replace('"', '\\"') for w in self._warnings)}
 
     def _check_kind(self, body, group, plural):
         if not isinstance(body, dict):
@@ -531,7 +562,11 @@ class Handler(BaseHTTPRequestHandler):
         table = self._wants_table()
         include = self.q.get("includeObject", "Metadata")
         rv_param = self.q.get("resourceVersion", "")
-        drop = self.api.faults.take(("drop_watch",), "watch", plural, None)
+        fname = None
+        for part in (self.q.get("fieldSelector") or "").split(","):
+            if part.startswith("metadata.name="):
+                fname = part.split("=", 1)[1]
+        drop = self.api.faults.take(("drop_watch",), "watch", plural, fname)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -639,6 +674,18 @@ class Handler(BaseHTTPRequestHandler):
                     api.tokens[t] = time.time() - 1
             if b.get("token"):
                 api.tokens[b["token"]] = (time.time() + b["ttl"]) if b.get("ttl") else None
+            if b.get("rotate"):
+                # kubelet's rotation: a new token in the service account's
+                # token file; the old ones stay valid for "grace" seconds
+                new = secrets.token_hex(16)
+                for t in list(api.tokens):
+                    api.tokens[t] = time.time() + float(b.get("grace", 0))
+                api.tokens[new] = None
+                if api.token_file:
+                    with open(api.token_file + ".tmp", "w") as f:
+                        f.write(new)
+                    os.rename(api.token_file + ".tmp", api.token_file)
+                return self._send(200, {"token": new})
             return self._send(200, {"tokens": len(api.tokens)})
         if parts == ["compact"]:
             api.store.compact()
@@ -655,6 +702,19 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    ssl_ctx = None
+
+    def finish_request(self, request, client_address):
+        # The TLS handshake in the connection's own thread: a client that
+        # stalls in it holds up no one else.
+        if self.ssl_ctx is not None:
+            request.settimeout(30)
+            try:
+                request = self.ssl_ctx.wrap_socket(request, server_side=True)
+            except OSError:
+                return
+            request.settimeout(None)
+        self.RequestHandlerClass(request, client_address, self)
 
 
 def serve(api, host="127.0.0.1", port=0, tls=None):
@@ -665,6 +725,6 @@ def serve(api, host="127.0.0.1", port=0, tls=None):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(tls[0], tls[1])
         ctx.set_alpn_protocols(["http/1.1"])
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        srv.ssl_ctx = ctx
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv

@@ -150,11 +150,16 @@ class Controller:
         self.binds = []         # claim bind records for /_fake/stats
         self.never_ready_uids = set()
         self.claim_env = {}
+        self.pod_seq = 0
+        self.created = {}       # claim uid -> when the API server stored it
         self.stopping = False
         store.hooks.append(self._on_event)
 
     # -- events ---------------------------------------------------------------
     def _on_event(self, typ, plural, obj):
+        if typ == "ADDED" and plural == "sandboxclaims":
+            # the claim's creation, precisely (creationTimestamp has seconds)
+            self.created[obj["metadata"]["uid"]] = time.time()
         if typ == "DELETED" and plural == "sandboxes":
             uid = obj["metadata"]["uid"]
             with self.pods_lock:
@@ -224,7 +229,6 @@ class Controller:
             def expired(o):
                 set_condition(o, "Ready", "False", "SandboxExpired", "Sandbox has expired",
                               o["metadata"].get("generation"))
-                o["status"]["replicas"] = 0
                 o["status"].pop("podIPs", None)
             self.store.mutate("sandboxes", ns, name, expired, "status")
             return
@@ -235,7 +239,6 @@ class Controller:
                 set_condition(o, "Ready", "False", "SandboxSuspended", "Sandbox is suspended",
                               o["metadata"].get("generation"))
                 set_condition(o, "Suspended", "True", "PodTerminated", "Pod has been terminated")
-                o["status"]["replicas"] = 0
                 o["status"].pop("podIPs", None)
             self.store.mutate("sandboxes", ns, name, suspended, "status")
             return
@@ -245,8 +248,13 @@ class Controller:
             for e in self.claim_env.pop(uid, []):
                 if isinstance(e, dict) and e.get("name"):
                     env[e["name"]] = str(e.get("value", ""))
-            healthy = uid not in self.never_ready_uids
-            pod = Pod((ns, name, uid), os.path.join(self.dir, "%s-%s-%s" % (ns, name, uid[:8])),
+            healthy = uid not in self.never_ready_uids and not self.faults.take(
+                ("never_ready",), "create", "sandboxes", name, exact=True)
+            # A directory per pod, not per Sandbox: a stopped pod's cleanup
+            # must not remove the workspace of the one that replaces it.
+            self.pod_seq += 1
+            pod = Pod((ns, name, uid), os.path.join(self.dir, "%s-%s-%s-%d" % (
+                ns, name, uid[:8], self.pod_seq)),
                       env, healthy, self.ready_delay)
             with self.pods_lock:
                 self.pods[uid] = pod
@@ -266,7 +274,6 @@ class Controller:
                 for c in o["status"]["conditions"]:
                     if c["type"] == "Suspended":
                         c.update(status="False", reason="NotSuspended", message="Sandbox is running")
-            s["replicas"] = 1
             s["selector"] = "%s=%s" % (NAME_HASH_LABEL, name_hash(name))
             s["service"] = name
             s["serviceFQDN"] = "%s.%s.svc.cluster.local" % (name, ns)
@@ -424,8 +431,8 @@ class Controller:
         except ApiError:
             self._claim_fail(claim, "TemplateNotFound", 'SandboxTemplate "%s" not found' % tname)
             return None
-        t0 = ks.parse_iso(md.get("creationTimestamp")) or time.time()
-        rec = {"namespace": ns, "claim": name, "uid": uid, "t0": time.time(), "ready_ms": None}
+        t0 = self.created.pop(uid, None) or time.time()
+        rec = {"namespace": ns, "claim": name, "uid": uid, "t0": t0, "ready_ms": None}
         stuck = self.faults.take(("never_ready",), "create", "sandboxclaims", name)
         members = [] if stuck else self._pool_members(pool)
         members.sort(key=lambda s: ((ready_condition(s) or {}).get("status") != "True",

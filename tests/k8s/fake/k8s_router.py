@@ -45,7 +45,7 @@ class Router:
         self.retries = retries
         self.conns = {}          # local port of a splice's upstream side -> client socket
         self.conns_lock = threading.Lock()
-        self.resets = set()
+        self.resets = {}
         self.channels = {}
         self.channels_lock = threading.Lock()
         self.requests = 0
@@ -126,17 +126,21 @@ class Router:
             port = int(peer.rsplit(":", 1)[1])
         except (ValueError, IndexError):
             return
+        done = threading.Event()
         with self.conns_lock:
             s = self.conns.get(port)
             if s is not None:
-                self.resets.add(s)
+                self.resets[s] = done
         if s is not None:
             # Wakes the splice's reader without sending anything; the
             # splice then closes the socket with SO_LINGER 0 (a TCP RST).
+            # Wait for that, so that nothing the proxy sends after (the
+            # stream's cancellation) reaches the client first.
             try:
                 s.shutdown(socket.SHUT_RD)
             except OSError:
                 pass
+            done.wait(10)
 
 
 def rst(sock):
@@ -395,10 +399,10 @@ def serve(router, host="127.0.0.1", port=0):
             splice(c, u)
             with router.conns_lock:
                 router.conns.pop(lp, None)
-                reset = c in router.resets
-                router.resets.discard(c)
+                reset = router.resets.pop(c, None)
             if reset:
                 rst(c)
+                reset.set()
                 try:
                     u.shutdown(socket.SHUT_RDWR)
                 except OSError:

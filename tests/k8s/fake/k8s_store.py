@@ -12,6 +12,8 @@ import time
 import uuid
 from datetime import datetime, timezone
 
+import k8s_schema
+
 SANDBOX_GROUP = "agents.x-k8s.io"
 EXT_GROUP = "extensions.agents.x-k8s.io"
 VERSIONS = ["v1beta1", "v1alpha1"]     # the first is the storage version
@@ -99,6 +101,27 @@ def invalid(plural, name, field, msg):
         r["kind"], r["group"], name, field, msg),
         {"name": name, "group": r["group"], "kind": r["kind"],
          "causes": [{"reason": "FieldValueInvalid", "message": msg, "field": field}]})
+
+
+def check_schema(plural, name, obj, parts, validation, warnings):
+    """The CRD's structural schema on obj (pruned and defaulted in place):
+    422 Invalid for violations; unknown fields a 400 with
+    fieldValidation=Strict, else warnings (Warn, the default) or nothing
+    (Ignore)."""
+    errs, unknown = k8s_schema.validate(plural, obj, parts)
+    r = RESOURCES[plural]
+    if errs:
+        msg = "; ".join("%s: %s" % e for e in errs)
+        raise ApiError(422, "Invalid", '%s.%s "%s" is invalid: %s' % (r["kind"], r["group"], name, msg),
+                       {"name": name, "group": r["group"], "kind": r["kind"],
+                        "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f}
+                                   for f, m in errs]})
+    if unknown and validation == "Strict":
+        raise ApiError(400, "BadRequest", "%s in version \"%s\" cannot be handled as a %s: "
+                       "strict decoding error: %s" % (r["kind"], STORAGE, r["kind"], ", ".join(
+                           'unknown field "%s"' % u for u in unknown)))
+    if unknown and validation != "Ignore" and warnings is not None:
+        warnings.extend('unknown field "%s"' % u for u in unknown)
 
 
 # -- selectors --------------------------------------------------------------
@@ -369,7 +392,7 @@ class Store:
         return self.events[i:]
 
     # writes
-    def create(self, plural, ns, obj, dry_run=False):
+    def create(self, plural, ns, obj, dry_run=False, validation="Warn", warnings=None):
         r = RESOURCES[plural]
         with self.lock:
             md = obj.setdefault("metadata", {})
@@ -393,8 +416,6 @@ class Store:
                                "namespace sent on the request")
             if (plural, ns, name) in self.objs:
                 raise already_exists(plural, name)
-            if "spec" not in obj and plural != "sandboxtemplates":
-                raise invalid(plural, name, "spec", "Required value")
             for k in ("labels", "annotations"):
                 if md.get(k) is not None and not isinstance(md[k], dict):
                     raise invalid(plural, name, "metadata." + k, "must be a map")
@@ -405,6 +426,7 @@ class Store:
             obj["apiVersion"] = "%s/%s" % (r["group"], STORAGE)
             obj["kind"] = r["kind"]
             obj.pop("status", None)  # the status subresource is the only way in
+            check_schema(plural, name, obj, ("spec",), validation, warnings)
             self._defaults(plural, obj)
             if dry_run:
                 md["resourceVersion"] = str(self.rv)
@@ -424,7 +446,8 @@ class Store:
         if plural == "sandboxes":
             spec.setdefault("operatingMode", "Running")
 
-    def update(self, plural, ns, name, new, subresource=None, require_rv=True, dry_run=False):
+    def update(self, plural, ns, name, new, subresource=None, require_rv=True, dry_run=False,
+               validation="Warn", warnings=None):
         """A PUT (or the result of a PATCH): optimistic concurrency on
         metadata.resourceVersion; the main resource keeps the stored status,
         the status subresource keeps everything but the status."""
@@ -467,6 +490,8 @@ class Store:
                 self._defaults(plural, out)
                 if out.get("spec") != cur.get("spec"):
                     out["metadata"]["generation"] = cur["metadata"].get("generation", 1) + 1
+            check_schema(plural, name, out, ("status",) if subresource == "status" else ("spec",),
+                         validation, warnings)
             if out == cur:
                 return copy.deepcopy(cur)  # a no-op write keeps its resourceVersion
             if dry_run:
