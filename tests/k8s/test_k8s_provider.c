@@ -48,7 +48,9 @@ static void up_with(const char *const *extra)
 
 static void up(void)
 {
-    up_with(NULL);
+    /* the provider's request bodies follow the CRDs' schemas */
+    const char *strict[] = {"--field-validation", "Strict", NULL};
+    up_with(strict);
 }
 
 static void close_ctx(void)
@@ -359,7 +361,7 @@ Test(k8s, watch_dropped_mid_wait)
     close_ctx();
     k8s_stack_stop(&k);
     /* the pool's pods take 1.5 s to be Ready: the first claim waits */
-    const char *extra[] = {"--ready-delay-ms", "1500", NULL};
+    const char *extra[] = {"--ready-delay-ms", "1500", "--field-validation", "Strict", NULL};
     up_with(extra);
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
@@ -384,7 +386,7 @@ Test(k8s, watch_expired_relists)
 {
     close_ctx();
     k8s_stack_stop(&k);
-    const char *extra[] = {"--ready-delay-ms", "1500", NULL};
+    const char *extra[] = {"--ready-delay-ms", "1500", "--field-validation", "Strict", NULL};
     up_with(extra);
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
