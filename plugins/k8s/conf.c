@@ -202,7 +202,12 @@ static int load_in_cluster(const struct sbx_host *host, sbx_call *call, struct k
                                    strerror(errno));
     }
     if (!c->ns) {
-        char *ns = k8s_slurp(SA_DIR "/namespace", 256, NULL);
+        /* the namespace file beside the token (a pod's serviceaccount/) */
+        char nsfile[4200];
+        const char *slash = strrchr(c->token_file, '/');
+        snprintf(nsfile, sizeof nsfile, "%.*s/namespace",
+                 slash ? (int)(slash - c->token_file) : 1, slash ? c->token_file : ".");
+        char *ns = k8s_slurp(nsfile, 256, NULL);
         if (ns) {
             ns[strcspn(ns, " \r\n\t")] = '\0';
             c->ns = ns;

@@ -602,3 +602,31 @@ Test(k8s, template_mode)
     cr_expect_eq(sbx_attach(prov, "k8s-template", ref, NULL, &h, &err), SBX_E_NOT_FOUND, "%s",
                  err.message);
 }
+
+/* In a pod: the service account's token, CA and namespace files; a token
+ * rotated in place (as kubelet does) is read again after the 401. */
+Test(k8s, in_cluster_rotation)
+{
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "  k8s:\n    in_cluster: true\n    api_url: \"%s\"\n"
+             "    token_file: \"%s/serviceaccount/token\"\n"
+             "    ca_file: \"%s/serviceaccount/ca.crt\"\n    warm_pool: sandboxd-pool\n"
+             "    router_url: \"%s\"\n",
+             k.api, k.dir, k.dir, k.router);
+    sbx_error err;
+    cr_assert_eq(open_ctx_section(yaml, &err), SBX_OK, "%s", err.message);
+    sbx_handle *h = make("k8s-in-cluster");
+    echo_ok(h, "in-cluster");
+    char ref[SBX_REF_MAX];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    sbx_release(h);
+    long st = 0;
+    free(k8s_stack_http(&k, "POST", "/_fake/token", "{\"rotate\": true, \"grace\": 0}", 0, &st));
+    cr_assert_eq(st, 200);
+    cr_assert_eq(sbx_attach(prov, "k8s-in-cluster", ref, NULL, &h, &err), SBX_OK,
+                 "after the rotation: %s", err.message);
+    sbx_release(h);
+    cr_expect_eq(sbx_destroy(prov, "k8s-in-cluster", ref, NULL, &err), SBX_OK, "%s",
+                 err.message);
+}
