@@ -15,7 +15,8 @@
 set -euo pipefail
 
 build_pkgs=(gcc make cmake pkg-config libcurl4-openssl-dev libjson-c-dev
-            libyaml-dev libarchive-dev libpq-dev libsqlite3-dev libssl-dev)
+            libyaml-dev libarchive-dev libpq-dev libsqlite3-dev libssl-dev
+            libprotobuf-c-dev protobuf-c-compiler)
 test_pkgs=(libcriterion-dev docker.io busybox-static postgresql procps libxml2-utils
            python3 curl clang-14 libclang-rt-14-dev bash-completion zsh git
            debootstrap lintian help2man dpkg-dev file

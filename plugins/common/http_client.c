@@ -56,6 +56,8 @@ struct sbxp_http {
     pthread_mutex_t lock;
     struct slot *idle;
     size_t idle_count;
+    int http2;                 /* sbxp_http_set_options */
+    struct curl_blob ca, cert, key;
 };
 
 struct sbxp_http_xfer {
@@ -248,11 +250,46 @@ void sbxp_http_free(sbxp_http *h)
         s = next;
     }
     pthread_mutex_destroy(&h->lock);
+    free(h->ca.data);
+    free(h->cert.data);
+    if (h->key.data) {
+        /* the private key is a credential: leave no copy in freed memory */
+        volatile unsigned char *k = h->key.data;
+        for (size_t i = 0; i < h->key.len; i++)
+            k[i] = 0;
+    }
+    free(h->key.data);
     free(h->unix_path);
     free(h->base_url);
     free(h->endpoint);
     free(h);
     curl_global_cleanup();
+}
+
+static int blob_set(struct curl_blob *b, const void *data, size_t len)
+{
+    if (!data || !len)
+        return 0;
+    void *copy = malloc(len);
+    if (!copy)
+        return -1;
+    memcpy(copy, data, len);
+    free(b->data);
+    b->data = copy;
+    b->len = len;
+    b->flags = CURL_BLOB_COPY;
+    return 0;
+}
+
+int sbxp_http_set_options(sbxp_http *h, const struct sbxp_http_options *o,
+                          sbxp_http_error *err)
+{
+    if (blob_set(&h->ca, o->ca_pem, o->ca_pem_len) != 0 ||
+        blob_set(&h->cert, o->cert_pem, o->cert_pem_len) != 0 ||
+        blob_set(&h->key, o->key_pem, o->key_pem_len) != 0)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    h->http2 = o->http2 ? 1 : 0;
+    return SBX_OK;
 }
 
 const char *sbxp_http_endpoint(const sbxp_http *h)
@@ -577,6 +614,7 @@ static int fail_curl(struct sbxp_http_xfer *x, CURLcode rc, sbxp_http_error *err
     case CURLE_PARTIAL_FILE:
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM: /* the stream was reset mid-response */
     case CURLE_BAD_CONTENT_ENCODING:
         return sbxp_http_fail(err, SBX_E_PROTOCOL, "%s: bad or truncated response from %s: %s",
                               what, where, curl_easy_strerror(rc));
@@ -720,7 +758,23 @@ static int setup(sbxp_http *h, struct sbxp_http_xfer *x, sbxp_http_error *err)
     if (h->unix_path)
         curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, h->unix_path);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    if (h->http2 && strncmp(h->base_url, "https:", 6) == 0) {
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    } else if (h->http2) {
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+        /* libcurl 7.88 (Debian 12) sends nothing on a reused h2c
+         * prior-knowledge connection (`curl --http2-prior-knowledge URL
+         * --next ... URL` shows it): one connection per request. */
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    } else
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    if (h->ca.data)
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &h->ca);
+    if (h->cert.data)
+        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &h->cert);
+    if (h->key.data)
+        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &h->key);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "sbx/0.1");
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);

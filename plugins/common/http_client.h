@@ -108,6 +108,28 @@ int sbxp_http_new(const char *endpoint, sbxp_http **out, sbxp_http_error *err);
  * NULL is ignored. */
 void sbxp_http_free(sbxp_http *h);
 
+/*
+ * Transport settings of a client beyond its endpoint: HTTP/2 (gRPC needs
+ * it), the CA that verifies an https:// server instead of the system's, and
+ * a client certificate (mutual TLS: a kubeconfig's client-certificate-data).
+ * PEM blobs are copied (key material is wiped when the client is freed);
+ * a NULL or zero-length blob leaves that setting as it was.
+ */
+struct sbxp_http_options {
+    int http2;                 /* 1: HTTP/2 only - h2c with prior knowledge
+                                  on http://, ALPN h2 on https:// */
+    const void *ca_pem;        /* PEM bundle of trusted CAs */
+    size_t ca_pem_len;
+    const void *cert_pem;      /* client certificate chain */
+    size_t cert_pem_len;
+    const void *key_pem;       /* its private key; never logged */
+    size_t key_pem_len;
+};
+
+/* Apply options before the first request (not while one runs). */
+int sbxp_http_set_options(sbxp_http *h, const struct sbxp_http_options *o,
+                          sbxp_http_error *err);
+
 /* The endpoint as given to sbxp_http_new (borrowed), for messages. */
 const char *sbxp_http_endpoint(const sbxp_http *h);
 

@@ -65,7 +65,8 @@ SBX_JOBS=${SBX_JOBS:-$(nproc)} "$src/scripts/package.sh" "$work/build" >"$work/p
 debs=$work/build/packages
 deb() { echo "$debs/$1"_*.deb; }
 for p in sbx libsbx1 libsbx-dev libsbx-conformance0 sbx-provider-dev sbx-provider-docker \
-         sbx-provider-e2b sbx-provider-cube sbx-provider-opensandbox sbx-provider-daytona; do
+         sbx-provider-e2b sbx-provider-cube sbx-provider-opensandbox sbx-provider-daytona \
+         sbx-provider-k8s; do
     [ -f "$(deb $p)" ] || fail "no package $p in $debs: $(ls "$debs")"
 done
 stamp "packages built"
@@ -179,7 +180,7 @@ all=()
 for d in "$debs"/*.deb; do all+=("/debs/$(basename "$d")"); done
 dpkg_in -i "${all[@]}"
 got=$(names)
-[ "$got" = "cube daytona docker e2b local opensandbox" ] || fail "sbx providers lists '$got'"
+[ "$got" = "cube daytona docker e2b k8s local opensandbox" ] || fail "sbx providers lists '$got'"
 out=$(in_root sbx check 2>&1) || fail "sbx check with every package: $out"
 stamp "every package"
 

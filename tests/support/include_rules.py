@@ -231,7 +231,9 @@ class Checker:
                 p = tok
                 for var, base in (('${CMAKE_SOURCE_DIR}', '.'), ('${PROJECT_SOURCE_DIR}', '.'),
                                   ('${CMAKE_CURRENT_SOURCE_DIR}', here),
-                                  ('${CMAKE_CURRENT_LIST_DIR}', here)):
+                                  ('${CMAKE_CURRENT_LIST_DIR}', here),
+                                  # generated at build time by this folder's rules
+                                  ('${CMAKE_CURRENT_BINARY_DIR}', here)):
                     if p.startswith(var):
                         p = base + p[len(var):]
                         break
