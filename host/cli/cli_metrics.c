@@ -73,6 +73,7 @@ struct cli_metrics {
     /* reconcile passes */
     uint64_t runs, failed_runs, item_failures, intents_cleaned, deletions;
     uint64_t pool_created, pool_replaced;
+    uint64_t evict_paused, evict_destroyed, evict_in_use;
     double last_run_s, last_success_s, last_duration_s;
     /* the store */
     struct snapshot snap;
@@ -144,7 +145,8 @@ void cli_metrics_set_spool(struct cli_metrics *mx, struct cli_spool *spool)
 }
 
 void cli_metrics_pass(struct cli_metrics *mx, const struct sbx_reconcile_report *rep,
-                      const struct sbx_pool_report *pools, bool ok, uint64_t duration_ns)
+                      const struct sbx_pool_report *pools,
+                      const struct sbx_evict_report *evict, bool ok, uint64_t duration_ns)
 {
     pthread_mutex_lock(&mx->lock);
     mx->runs++;
@@ -156,6 +158,12 @@ void cli_metrics_pass(struct cli_metrics *mx, const struct sbx_reconcile_report 
     if (pools) {
         mx->pool_created += pools->created;
         mx->pool_replaced += pools->replaced;
+    }
+    if (evict) {
+        mx->item_failures += evict->failures;
+        mx->evict_paused += evict->paused;
+        mx->evict_destroyed += evict->destroyed;
+        mx->evict_in_use += evict->in_use;
     }
     mx->last_run_s = now_s();
     if (ok)
@@ -199,7 +207,9 @@ static int on_session(void *ud, const struct sbx_session_info *info)
     struct collect *c = ud;
     snprintf(c->last, sizeof c->last, "%s", info->session_key);
     struct session_row *r = session_row(c, info->provider,
-                                        info->deleting ? "deleting" : "active");
+                                        info->deleting ? "deleting"
+                                        : info->paused ? "paused"
+                                                       : "active");
     if (!r) {
         c->failed = true;
         return 1;
@@ -452,6 +462,16 @@ static void render_reconcile(FILE *f, const struct cli_metrics *mx)
          "Ready warm pool members destroyed after a failed health check.");
     fprintf(f, "sbx_pool_members_replaced_total %llu\n",
             (unsigned long long)mx->pool_replaced);
+    head(f, "sbx_evictions_total", "counter",
+         "Idle sessions paused (idle_pause) or deleted (idle_destroy) by eviction.");
+    fprintf(f, "sbx_evictions_total{action=\"pause\"} %llu\n",
+            (unsigned long long)mx->evict_paused);
+    fprintf(f, "sbx_evictions_total{action=\"destroy\"} %llu\n",
+            (unsigned long long)mx->evict_destroyed);
+    head(f, "sbx_eviction_skipped_in_use_total", "counter",
+         "Idle-limited sessions eviction left alone because a command was running.");
+    fprintf(f, "sbx_eviction_skipped_in_use_total %llu\n",
+            (unsigned long long)mx->evict_in_use);
     head(f, "sbx_reconcile_last_run_timestamp_seconds", "gauge",
          "When the last pass ended (0: none yet).");
     fprintf(f, "sbx_reconcile_last_run_timestamp_seconds %.3f\n", mx->last_run_s);

@@ -27,7 +27,8 @@ static void usage(FILE *f)
           "  --json          print a JSON array (name, version, description,\n"
           "                  isolation, security_boundary, abi, capabilities,\n"
           "                  config_keys, path, enabled, default, status, error)\n"
-          "  --keys          also list each provider's configuration keys\n"
+          "  --keys          also list each provider's configuration keys (and\n"
+          "                  the environment variable each falls back to)\n"
           "  -c, --config FILE  read this configuration file\n"
           "  -h, --help      show this help\n", f);
 }
@@ -86,6 +87,11 @@ static json_object *describe_keys(const sbx_provider_info *info)
         json_object_object_add(k, "key", json_object_new_string(key));
         json_object_object_add(k, "type", json_object_new_string(config_type_name(type)));
         json_object_object_add(k, "description", string_or_null(description));
+        const char *env = NULL;
+        bool secret = false;
+        sbx_provider_info_config_env(info, i, &env, &secret);
+        json_object_object_add(k, "env", string_or_null(env));
+        json_object_object_add(k, "secret", json_object_new_boolean(secret));
         json_object_array_add(arr, k);
     }
     return arr;
@@ -222,8 +228,15 @@ static void print_table(json_object *arr, bool keys)
             size_t nk = json_object_array_length(ks);
             for (size_t k = 0; k < nk; k++) {
                 json_object *key = json_object_array_get_idx(ks, k);
-                printf("%*s  %s (%s): %s\n", wname, "", field(key, "key"),
-                       field(key, "type"), field(key, "description"));
+                json_object *env, *secret;
+                bool has_env = json_object_object_get_ex(key, "env", &env) &&
+                               json_object_get_type(env) == json_type_string;
+                bool is_secret = json_object_object_get_ex(key, "secret", &secret) &&
+                                 json_object_get_boolean(secret);
+                printf("%*s  %s (%s): %s%s%s%s\n", wname, "", field(key, "key"),
+                       field(key, "type"), field(key, "description"),
+                       has_env ? (is_secret ? " [only from $" : " [else $") : "",
+                       has_env ? json_object_get_string(env) : "", has_env ? "]" : "");
             }
         }
     }

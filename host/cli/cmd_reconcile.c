@@ -75,7 +75,8 @@ static int pools_pass(sbx_sessions *m, struct sbx_pool_report *out)
 }
 
 static int pass_inner(sbx_sessions *m, int64_t lease_ms, struct sbx_reconcile_report *out,
-                      struct sbx_pool_report *pools, bool *pools_ran);
+                      struct sbx_pool_report *pools, bool *pools_ran,
+                      struct sbx_evict_report *evict, bool *evict_ran);
 
 /* One pass; prints its summary; with metrics, counts it and reads the
  * store's gauges. Returns the sbx_status. */
@@ -85,19 +86,22 @@ static int pass(sbx_sessions *m, int64_t lease_ms, struct cli_metrics *mx)
     struct sbx_pool_report pools;
     memset(&rep, 0, sizeof rep);
     memset(&pools, 0, sizeof pools);
-    bool pools_ran = false;
+    struct sbx_evict_report evict;
+    memset(&evict, 0, sizeof evict);
+    bool pools_ran = false, evict_ran = false;
     uint64_t t0 = sbxs_op_now_ns();
-    int rc = pass_inner(m, lease_ms, &rep, &pools, &pools_ran);
+    int rc = pass_inner(m, lease_ms, &rep, &pools, &pools_ran, &evict, &evict_ran);
     if (mx && !cli_caught_signal()) {
-        cli_metrics_pass(mx, &rep, pools_ran ? &pools : NULL, rc == SBX_OK,
-                         sbxs_op_now_ns() - t0);
+        cli_metrics_pass(mx, &rep, pools_ran ? &pools : NULL, evict_ran ? &evict : NULL,
+                         rc == SBX_OK, sbxs_op_now_ns() - t0);
         cli_metrics_collect(mx, m);
     }
     return rc;
 }
 
 static int pass_inner(sbx_sessions *m, int64_t lease_ms, struct sbx_reconcile_report *out,
-                      struct sbx_pool_report *pools, bool *pools_ran)
+                      struct sbx_pool_report *pools, bool *pools_ran,
+                      struct sbx_evict_report *evict, bool *evict_ran)
 {
     struct sbx_reconcile_report rep;
     memset(&rep, 0, sizeof rep);
@@ -124,6 +128,8 @@ static int pass_inner(sbx_sessions *m, int64_t lease_ms, struct sbx_reconcile_re
     memset(&ev, 0, sizeof ev);
     ev.size = sizeof ev;
     int erc = sbx_sessions_evict(m, cli_run_cancel(), &ev, &err);
+    *evict = ev;
+    *evict_ran = true;
     if (ev.seen || erc != SBX_OK) {
         printf("evict: %zu idle-limited sessions seen, %zu paused, %zu destroyed, "
                "%zu in use, %zu failures\n",

@@ -26,7 +26,8 @@ void cli_metrics_free(struct cli_metrics *mx);
 /* After a reconcile pass: its reports (pools may be NULL when the pools'
  * pass did not run), whether the whole pass succeeded, how long it took. */
 void cli_metrics_pass(struct cli_metrics *mx, const struct sbx_reconcile_report *rep,
-                      const struct sbx_pool_report *pools, bool ok, uint64_t duration_ns);
+                      const struct sbx_pool_report *pools,
+                      const struct sbx_evict_report *evict, bool ok, uint64_t duration_ns);
 
 /* Read the sessions, intents and pools from the store (after each pass). */
 void cli_metrics_collect(struct cli_metrics *mx, sbx_sessions *m);

@@ -98,6 +98,21 @@ SBX_API bool sbx_provider_info_config_key(const sbx_provider_info *info, size_t 
     return true;
 }
 
+SBX_API bool sbx_provider_info_config_env(const sbx_provider_info *info, size_t i,
+                                          const char **env, bool *secret)
+{
+    const struct sbx_config_key *k =
+        info->desc ? sbxh_config_key_at(info->desc->config_keys, i) : NULL;
+    if (!k)
+        return false;
+    bool has_env = k->size >= SBX_CONFIG_KEY_SIZE_ENV_1_2;
+    if (env)
+        *env = has_env ? k->env : NULL;
+    if (secret)
+        *secret = has_env && (k->flags & SBX_CFG_F_SECRET);
+    return true;
+}
+
 SBX_API void sbx_provider_abi_version(unsigned *major, unsigned *minor)
 {
     if (major)

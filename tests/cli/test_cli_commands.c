@@ -132,6 +132,9 @@ Test(cli_commands, providers_table_names_every_plugin)
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     cr_assert_not_null(strstr(r.out, "greeting (string): a string the fixture accepts"),
                        "%s", r.out);
+    /* the services' variables each key falls back to (e2b's descriptor) */
+    cr_assert_not_null(strstr(r.out, "[else $E2B_API_URL]"), "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "[only from $E2B_API_KEY]"), "%s", r.out);
     cli_result_free(&r);
 }
 

@@ -564,6 +564,26 @@ static bool hostile_folded(const struct page *pg)
     return value_of(pg, "sbx_op_duration_seconds_count", "provider=\"planted\",op=\"exec\"") == 1;
 }
 
+static bool evicted(const struct page *pg)
+{
+    return value_of(pg, "sbx_evictions_total", "action=\"destroy\"") == 1 &&
+           value_of(pg, "sbx_sessions", "provider=\"local\",state=\"active\"") == -1;
+}
+
+Test(cli_metrics, idle_eviction_is_counted)
+{
+    cli_env_write_config(&env, "default_provider: local\nproviders:\n  local:\n"
+                               "    root: @ROOT@\n    idle_destroy: 200ms\n");
+    run_ok((const char *[]){"create", "idle", NULL});
+    struct server sv;
+    start_server_with(&sv, env.config);
+    static struct page pg;
+    scrape_until(&sv, &pg, evicted, NULL, 0);
+    cr_assert_eq(value_of(&pg, "sbx_evictions_total", "action=\"pause\""), 0);
+    cr_assert_eq(value_of(&pg, "sbx_reconcile_failures_total", ""), 0);
+    stop_server(&sv);
+}
+
 Test(cli_metrics, hostile_spool_files_are_skipped)
 {
     struct server sv;

@@ -335,6 +335,13 @@ SBX_API bool sbx_provider_info_config_key(const sbx_provider_info *info, size_t 
                                           const char **key, int *type,
                                           const char **description);
 
+/* The environment variable configuration key i of a plugin falls back to
+ * (*env, NULL when it declares none or predates ABI 1.2; borrowed) and
+ * whether the key is a credential read only from it (*secret). Each
+ * out-pointer may be NULL. Returns false past the last key. */
+SBX_API bool sbx_provider_info_config_env(const sbx_provider_info *info, size_t i,
+                                          const char **env, bool *secret);
+
 /* Where the value of a provider's configuration key comes from. */
 enum sbx_config_origin {
     SBX_ORIGIN_DEFAULT = 0, /* neither set: the provider's default */
