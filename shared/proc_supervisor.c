@@ -13,6 +13,26 @@
  * it waits for happens: every pass of the loop looks at the pending reads
  * after draining output, so an echo is answered within the pass that
  * read it.
+ *
+ * Coalescing. A terminal's master gives at most one line-discipline
+ * buffer (4 KiB, mostly 1 or 2 KiB) per read, and a reader that keeps up
+ * with a flood would get one such read per answer: a round trip per
+ * 2 KiB. So a read is held for more when what it waits on floods: the
+ * stream brought at least SBXS_PSV_FLOOD_BYTES in the current and the
+ * previous SBXS_PSV_FLOOD_WINDOW_US bucket (10 to 20 ms: at least
+ * 0.8 MiB/s), or it did so less than SBXS_PSV_FLOOD_MEMORY_US ago and the
+ * read has at least SBXS_PSV_FLOOD_CHUNK bytes to send (a flood whose
+ * writer was off the CPU for longer than the window, on a loaded
+ * machine, goes on; an echo or a prompt is fewer bytes). Such a read is answered once max_bytes are there, once the
+ * stream or the process ends, or hold_us (4 ms) after it first had a byte
+ * to send, whichever comes first. Any other read (a keystroke's echo: a
+ * few bytes on a stream that was quiet) is answered in the pass that read
+ * its first byte, as before, so interactive latency is untouched; a byte
+ * of a flood waits at most hold_us more, far less than what a round trip
+ * per 2 KiB cost its reader. There is no "gone quiet" rule: on a loaded
+ * machine a flood's own chunks come milliseconds apart (the writer and
+ * the supervisor wake each other per terminal read), so any short quiet
+ * threshold would end most holds early.
  */
 #include "proc_supervisor.h"
 
@@ -45,6 +65,14 @@
 
 struct conn;
 
+/* How fast a stream brings bytes (Coalescing, above): the bytes of the
+ * current and the previous SBXS_PSV_FLOOD_WINDOW_US bucket. */
+struct flow {
+    int64_t bucket;
+    uint64_t cur, prev;
+    int64_t flooded_us; /* when it last brought FLOOD_BYTES in a window, 0: never */
+};
+
 struct proc {
     struct proc *next;
     char id[24];
@@ -54,6 +82,7 @@ struct proc {
     pid_t pid;           /* leader = its process group = its session */
     int in_fd, out_fd, err_fd; /* a PTY: in_fd == out_fd, err_fd -1 */
     struct sbxs_ring out, err;
+    struct flow fout, ferr;
     int leader_done, status;
     int64_t leader_end;  /* monotonic ms of the leader's exit, 0 before */
     int ended;           /* reaped and its output closed: final */
@@ -92,6 +121,7 @@ struct conn {
     size_t rmax;
     int64_t rdeadline;
     int rend;            /* a start's first read: answered at the end or the deadline */
+    int64_t rhold;       /* a held read's latest answer (monotonic us), 0: not held yet */
     const unsigned char *wdata; /* inside rbuf */
     size_t wlen, woff;
     int wclose, wpeek;
@@ -116,6 +146,13 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static int64_t unix_ms(void)
@@ -357,6 +394,33 @@ static void advance(struct sbxs_psv *s, struct proc *p, int64_t now)
     fail_writers(p);
 }
 
+static void flow_add(struct flow *f, size_t n)
+{
+    int64_t us = now_us(), b = us / SBXS_PSV_FLOOD_WINDOW_US;
+    if (b != f->bucket) {
+        f->prev = b == f->bucket + 1 ? f->cur : 0;
+        f->cur = 0;
+        f->bucket = b;
+    }
+    f->cur += n;
+    if (f->cur + f->prev >= SBXS_PSV_FLOOD_BYTES)
+        f->flooded_us = us;
+}
+
+/* Is the stream flooding at us (Coalescing), for a read with pending
+ * bytes waiting on it? */
+static int flow_floods(const struct flow *f, int64_t us, uint64_t pending)
+{
+    int64_t b = us / SBXS_PSV_FLOOD_WINDOW_US;
+    uint64_t n = b == f->bucket ? f->cur + f->prev : b == f->bucket + 1 ? f->cur : 0;
+    if (n >= SBXS_PSV_FLOOD_BYTES)
+        return 1;
+    /* a flood that paused (its writer did not get the CPU for a while)
+     * and goes on: not the few bytes of an echo or a prompt */
+    return pending >= SBXS_PSV_FLOOD_CHUNK && f->flooded_us &&
+           us - f->flooded_us < SBXS_PSV_FLOOD_MEMORY_US;
+}
+
 /* Read what a stream holds into its ring. */
 static void drain(struct proc *p, int err)
 {
@@ -390,6 +454,7 @@ static void drain(struct proc *p, int err)
             return;
         }
         sbxs_ring_append(r, buf, (size_t)n);
+        flow_add(err ? &p->ferr : &p->fout, (size_t)n);
         /* a short read took all there was: the next poll tells of more
          * (and of the end), without a read that finds nothing */
         if ((size_t)n < sizeof buf)
@@ -532,6 +597,7 @@ static void answer_read(struct conn *c)
     c->pend = PEND_NONE;
     c->p = NULL;
     c->rend = 0;
+    c->rhold = 0;
     conn_send(c, b, n);
 }
 
@@ -557,15 +623,41 @@ static void answer_peek(struct conn *c)
     conn_send(c, b, sbxs_ap_out_end(&o));
 }
 
-static int read_ready(const struct conn *c, int64_t now)
+/* May a read's pending bytes on this stream wait for more (Coalescing)?
+ * Not once max_bytes are there, nor after the stream's end. */
+static int stream_holds(const struct proc *p, int err, uint64_t pending, size_t rmax,
+                        int64_t us)
+{
+    int open = err ? p->err_fd >= 0 : p->out_fd >= 0 && !p->out_eof;
+    return pending < rmax && open && flow_floods(err ? &p->ferr : &p->fout, us, pending);
+}
+
+/* Is a pending read to be answered now? A read held for more bytes gets
+ * c->rhold, its latest answer. */
+static int read_ready(const struct sbxs_psv *s, struct conn *c, int64_t now)
 {
     const struct proc *p = c->p;
     if (c->rend)
         return p->ended || now >= c->rdeadline;
-    return p->ended || now >= c->rdeadline || sbxs_ring_pending(&p->out, c->rc_out) ||
-           sbxs_ring_pending(&p->err, c->rc_err) || c->rc_out < sbxs_ring_start(&p->out) ||
-           c->rc_err < sbxs_ring_start(&p->err);
+    if (p->ended || now >= c->rdeadline || c->rc_out < sbxs_ring_start(&p->out) ||
+        c->rc_err < sbxs_ring_start(&p->err))
+        return 1;
+    uint64_t po = sbxs_ring_pending(&p->out, c->rc_out);
+    uint64_t pe = sbxs_ring_pending(&p->err, c->rc_err);
+    if (!po && !pe)
+        return 0;
+    if (s->cfg.hold_us < 0)
+        return 1;
+    int64_t us = now_us();
+    if ((po && !stream_holds(p, 0, po, c->rmax, us)) ||
+        (pe && !stream_holds(p, 1, pe, c->rmax, us)))
+        return 1;
+    if (!c->rhold)
+        c->rhold = us + (s->cfg.hold_us ? s->cfg.hold_us : SBXS_PSV_HOLD_US);
+    return us >= c->rhold;
 }
+
+
 
 /* ---- requests ----------------------------------------------------------- */
 
@@ -800,6 +892,7 @@ static void do_start(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
                                                                              : read_max;
         c->rdeadline = now_ms() + read_wait;
         c->rend = 1;
+        c->rhold = 0;
     }
 out:
     if (fd_cwd >= 0)
@@ -884,7 +977,8 @@ static void do_read(struct sbxs_psv *s, struct conn *c, struct ap_in *in)
     c->rc_err = ec;
     c->rmax = max == 0 ? READ_DEFAULT : max > AP_PROC_READ_MAX ? AP_PROC_READ_MAX : max;
     c->rdeadline = now_ms() + wait;
-    if (read_ready(c, now_ms()))
+    c->rhold = 0;
+    if (read_ready(s, c, now_ms()))
         answer_read(c);
 }
 
@@ -1284,7 +1378,7 @@ int sbxs_psv_run(struct sbxs_psv *s)
         /* answer the reads that can be answered, drop broken connections */
         for (struct conn *c = s->conns, *n; c; c = n) {
             n = c->next;
-            if (c->pend == PEND_READ && !c->obuf && read_ready(c, now))
+            if (c->pend == PEND_READ && !c->obuf && read_ready(s, c, now))
                 answer_read(c);
             else if (c->pend == PEND_PEEK && !c->obuf &&
                      (c->p->ended || now >= c->rdeadline ||
@@ -1332,12 +1426,13 @@ int sbxs_psv_run(struct sbxs_psv *s)
             ADD(s->cfg.handoff_fd, POLLIN, W_HANDOFF, NULL);
         if (s->cfg.stop_fd >= 0)
             ADD(s->cfg.stop_fd, POLLIN, W_STOP, NULL);
-        int64_t wake = 0;
-#define WAKE(t_)                                                                           \
+        int64_t wake = 0; /* monotonic us */
+#define WAKE_US(t_)                                                                        \
     do {                                                                                   \
         if (!wake || (t_) < wake)                                                          \
             wake = (t_);                                                                   \
     } while (0)
+#define WAKE(t_) WAKE_US((t_) * 1000)
         for (struct proc *p = s->procs; p; p = p->next) {
             if (p->ended)
                 continue;
@@ -1363,6 +1458,8 @@ int sbxs_psv_run(struct sbxs_psv *s)
             ADD(c->fd, ev, W_CONN, c);
             if (c->pend == PEND_READ || c->pend == PEND_PEEK)
                 WAKE(c->rdeadline);
+            if (c->pend == PEND_READ && c->rhold && !c->obuf)
+                WAKE_US(c->rhold);
         }
         if (s->cfg.idle_exit_ms && !s->nprocs && !s->nconns)
             WAKE(s->idle_since + s->cfg.idle_exit_ms);
@@ -1370,12 +1467,15 @@ int sbxs_psv_run(struct sbxs_psv *s)
             WAKE(last_forget + 60001);
         if (s->nprocs)
             WAKE(last_reap + 1000);
-        int timeout = -1;
+        struct timespec ts, *tsp = NULL;
         if (wake) {
-            int64_t left = wake - now_ms();
-            timeout = left < 0 ? 0 : left > 60000 ? 60000 : (int)left;
+            int64_t left = wake - now_us();
+            left = left < 0 ? 0 : left > 60000000 ? 60000000 : left;
+            ts.tv_sec = (time_t)(left / 1000000);
+            ts.tv_nsec = (long)(left % 1000000) * 1000;
+            tsp = &ts;
         }
-        int r = poll(pf, np, timeout);
+        int r = ppoll(pf, np, tsp, NULL);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)

@@ -55,6 +55,9 @@
  * - stop_fd: optional (-1): run returns when it becomes readable or hangs up.
  * - idle_exit_ms: optional (0: never): run returns once no process has run
  *   or been kept, and no connection has been open, for that long.
+ * - hold_us: optional (0: SBXS_PSV_HOLD_US): the longest a read of a
+ *   flooding stream is held for more bytes; negative: never (every read is
+ *   answered at its first byte).
  *
  * The embedding program gives the supervisor its process: run blocks
  * SIGCHLD (a signalfd wakes it) and ignores SIGPIPE; the loop reaps every
@@ -77,6 +80,18 @@
 #define SBXS_PSV_KEEP_MS (10 * 60 * 1000) /* an ended process stays this long at least */
 #define SBXS_PSV_FORGET_MS (60 * 60 * 1000) /* ... and is forgotten after this */
 #define SBXS_PSV_LINGER_MS 250 /* output may stay open this long after the leader's exit */
+/* Coalescing (proc_supervisor.c, "Coalescing"): a read waiting on a stream
+ * that floods (at least SBXS_PSV_FLOOD_BYTES in the current and previous
+ * SBXS_PSV_FLOOD_WINDOW_US; or at least SBXS_PSV_FLOOD_CHUNK bytes to send
+ * and a flood less than SBXS_PSV_FLOOD_MEMORY_US ago) is answered when
+ * max_bytes are there, when the stream or the process ends, or
+ * SBXS_PSV_HOLD_US after its first byte; any other read at its first
+ * byte. */
+#define SBXS_PSV_FLOOD_BYTES (16u * 1024)
+#define SBXS_PSV_FLOOD_WINDOW_US 10000
+#define SBXS_PSV_FLOOD_CHUNK 1024u
+#define SBXS_PSV_FLOOD_MEMORY_US 1000000
+#define SBXS_PSV_HOLD_US 4000
 
 struct sbxs_psv_config {
     int listen_fd;
@@ -90,6 +105,7 @@ struct sbxs_psv_config {
     int stop_fd;
     int64_t idle_exit_ms;
     uint64_t default_buffer; /* 0: SBXS_PSV_BUFFER_DEFAULT */
+    int64_t hold_us;         /* 0: SBXS_PSV_HOLD_US; < 0: never hold a read */
     void *ctx;
 };
 

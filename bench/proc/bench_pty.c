@@ -15,7 +15,9 @@
  *               (target >= 0.5x), and this process's peak RSS growth while
  *               sbx streams it (target <= 8 MiB). Bytes the replay buffer
  *               dropped because we read slower than the command wrote are
- *               counted and printed (they are not part of the rate).
+ *               counted and printed (they are not part of the rate), and
+ *               so are the sbx_proc_read calls (each one round trip to the
+ *               supervisor) and this process's CPU time per MiB read.
  *
  * Usage: bench_pty keystroke|throughput [--provider local|docker]
  *                  [--rounds N] [--bytes N]
@@ -34,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -275,6 +278,16 @@ static int count(void *ctx, const void *buf, size_t len)
     return 0;
 }
 
+static uint64_t reads_made; /* sbx_proc_read calls */
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 /* Read until `want` more bytes came (or the end); returns the read result. */
 static void read_some(struct env *e, const char *id, uint64_t *cursor, uint64_t want,
                       uint64_t *lost, int *eof)
@@ -295,6 +308,7 @@ static void read_some(struct env *e, const char *id, uint64_t *cursor, uint64_t 
         sbx_error err;
         if (sbx_proc_read(e->h, id, &a, &r, NULL, &err) != SBX_OK)
             die("sbx_proc_read", err.message);
+        reads_made++;
         *cursor = r.out_cursor;
         if (lost)
             *lost += r.out_lost;
@@ -430,20 +444,23 @@ static double sbx_keystroke_pending(struct env *e, unsigned rounds)
 }
 
 static double sbx_throughput(struct env *e, uint64_t bytes, long *rss_growth_kib,
-                             uint64_t *lost_out)
+                             uint64_t *lost_out, double *kib_per_read, double *cpu_ms_per_mib)
 {
     char script[160];
     snprintf(script, sizeof script, "stty raw -echo; exec head -c %llu /dev/zero",
              (unsigned long long)bytes);
     long hwm0 = status_kib("VmHWM"), rss0 = status_kib("VmRSS");
     char id[SBX_PROC_ID_MAX];
-    double t0 = now();
+    double t0 = now(), c0 = cpu_s();
     start(e, script, id);
-    uint64_t cursor = 0, lost = 0;
+    uint64_t cursor = 0, lost = 0, r0 = reads_made;
     int eof = 0;
     while (!eof)
         read_some(e, id, &cursor, UINT64_MAX, &lost, &eof);
     double t = now() - t0;
+    double mib = (double)(cursor - lost) / 1048576.0;
+    *kib_per_read = (double)(cursor - lost) / 1024.0 / (double)(reads_made - r0);
+    *cpu_ms_per_mib = mib > 0 ? (cpu_s() - c0) * 1e3 / mib : 0;
     long hwm1 = status_kib("VmHWM");
     /* growth of the peak over what we had before (the peak before may be
      * higher than the resident set then: compare with the larger) */
@@ -517,9 +534,10 @@ int main(int argc, char **argv)
         double raw[PAIRS], sbx[PAIRS], ratio[PAIRS], sorted[PAIRS];
         long growth[PAIRS];
         uint64_t lost[PAIRS];
+        double kpr[PAIRS], cpu[PAIRS];
         for (int i = 0; i < PAIRS; i++) {
             raw[i] = raw_throughput(bytes);
-            sbx[i] = sbx_throughput(&e, bytes, &growth[i], &lost[i]);
+            sbx[i] = sbx_throughput(&e, bytes, &growth[i], &lost[i], &kpr[i], &cpu[i]);
             ratio[i] = sorted[i] = sbx[i] / raw[i];
         }
         double mid = median(sorted, PAIRS);
@@ -527,9 +545,10 @@ int main(int argc, char **argv)
         for (int i = 0; i < PAIRS; i++) {
             if (growth[i] > max_growth)
                 max_growth = growth[i];
-            printf("  pair %d: raw PTY %.0f MiB/s, sbx %.0f MiB/s, ratio %.2f, dropped %llu\n",
+            printf("  pair %d: raw PTY %.0f MiB/s, sbx %.0f MiB/s, ratio %.2f, dropped %llu; "
+                   "%.1f KiB per sbx_proc_read, reader CPU %.2f ms per MiB\n",
                    i + 1, raw[i] / 1048576.0, sbx[i] / 1048576.0, ratio[i],
-                   (unsigned long long)lost[i]);
+                   (unsigned long long)lost[i], kpr[i], cpu[i]);
         }
         printf("PTY output %llu MiB, %s, %d interleaved pairs: median ratio %.2f; peak RSS "
                "growth at most %.1f MiB\n",

@@ -37,6 +37,7 @@ struct buf {
 static int last_status;
 static pid_t sup = -1;
 static struct sbxp_proc_client *cl;
+static int64_t sup_hold_us; /* the supervisor's hold_us (0: its default) */
 
 static void h_log(const struct sbx_host *h, int level, const char *fmt, ...)
 {
@@ -164,7 +165,7 @@ static void setup(void)
                                NULL};
         struct sbxs_psv_config cfg = {.listen_fd = lfd, .auth = auth_uid, .handoff_fd = -1,
                                       .root_fd = root, .base_env = base, .stop_fd = -1,
-                                      .resolve_user = resolve_user};
+                                      .resolve_user = resolve_user, .hold_us = sup_hold_us};
         struct sbxs_psv *s = sbxs_psv_new(&cfg);
         sbxs_psv_run(s);
         sbxs_psv_free(s);
@@ -852,4 +853,176 @@ Test(proc_supervisor, kill_all_ends_every_process)
     cr_assert_eq(r.term_signal, 9);
     r = read_all(b, &out, &err, NULL);
     cr_assert_eq(r.term_signal, 9);
+}
+
+/* ---- coalescing: a flood's reads carry large chunks, an echo is not held */
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+struct flood_stats {
+    size_t median_chunk; /* of the answers that carried bytes */
+    size_t answers;
+    double tail_ms;      /* the marker after the flood: from the flood's last byte */
+    double echo_median_ms, echo_max_ms;
+};
+
+/* 8 MiB of terminal output read with 256 KiB reads, as fast as this
+ * process can (so that a reader that keeps up gets what the supervisor
+ * answers with), then a marker, then keystrokes echoed by cat after 50 ms
+ * of quiet. */
+static void flood_then_keys(struct flood_stats *st)
+{
+    enum { FLOOD = 8 << 20, KEYS = 20, MAXA = 8192 };
+    const char *argv[] = {"sh", "-c",
+                          "stty raw -echo; head -c 8388608 /dev/zero; printf M; exec cat",
+                          NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .flags = SBX_PROC_PTY, .argv = argv};
+    char id[SBX_PROC_ID_MAX] = "";
+    start(id, &spec);
+    struct buf out = {0};
+    struct sbx_sink so = {sizeof so, &out, buf_write};
+    struct sbx_proc_read_args a = {.size = sizeof a, .wait_ms = 5000, .max_bytes = 256 << 10,
+                                   .out = &so};
+    struct sbx_proc_read_result r = {.size = sizeof r};
+    static size_t sizes[MAXA];
+    size_t n = 0;
+    uint64_t lost = 0;
+    double last_flood = 0;
+    /* the flood: only the sizes are kept (out is reset at each answer) */
+    while (a.out_cursor < FLOOD) {
+        out.n = 0;
+        cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK, "%s", last_err);
+        cr_assert(r.state == SBX_PROC_RUNNING, "the flood ended early at %llu",
+                  (unsigned long long)r.out_cursor);
+        lost += r.out_lost;
+        size_t got = (size_t)(r.out_cursor - a.out_cursor - r.out_lost);
+        if (got && n < MAXA && r.out_cursor <= FLOOD - 1)
+            sizes[n++] = got; /* not the last, which may carry the marker */
+        a.out_cursor = r.out_cursor;
+        last_flood = mono_ms_now();
+    }
+    /* the marker (it may have come with the flood's last bytes) */
+    while (!(out.n && out.p[out.n - 1] == 'M')) {
+        out.n = 0;
+        cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK, "%s", last_err);
+        a.out_cursor = r.out_cursor;
+    }
+    st->tail_ms = mono_ms_now() - last_flood;
+    cr_assert_eq(a.out_cursor, (uint64_t)FLOOD + 1, "cursor %llu, lost %llu",
+                 (unsigned long long)a.out_cursor, (unsigned long long)lost);
+    cr_assert_gt(n, 0);
+    qsort(sizes, n, sizeof *sizes, cmp_size);
+    st->median_chunk = sizes[n / 2];
+    st->answers = n;
+    /* quiet, then keystrokes: each echo is answered when it comes */
+    struct timespec q = {0, 50 * 1000 * 1000};
+    nanosleep(&q, NULL);
+    static double t[KEYS];
+    st->echo_max_ms = 0;
+    for (int i = 0; i < KEYS; i++) {
+        double t0 = mono_ms_now();
+        cr_assert_eq(sbxp_proc_write(cl, CALL, id, "k", 1, 0), SBX_OK, "%s", last_err);
+        uint64_t want = a.out_cursor + 1;
+        while (a.out_cursor < want) {
+            cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK, "%s", last_err);
+            a.out_cursor = r.out_cursor;
+        }
+        t[i] = mono_ms_now() - t0;
+        if (t[i] > st->echo_max_ms)
+            st->echo_max_ms = t[i];
+    }
+    st->echo_median_ms = median_of(t, KEYS);
+    cr_assert_eq(sbxp_proc_signal(cl, CALL, id, SIGKILL), SBX_OK, "%s", last_err);
+    fprintf(stderr,
+            "[measured] flood of 8 MiB: %zu answers, median %zu bytes, lost %llu; marker "
+            "%.2f ms after the flood; echo after quiet: median %.2f ms, max %.2f ms\n",
+            n, st->median_chunk, (unsigned long long)lost, st->tail_ms, st->echo_median_ms,
+            st->echo_max_ms);
+}
+
+/* A reader that keeps up with a flood gets answers of tens of KiB, not
+ * one terminal read's worth (4 KiB at most, 1 to 2 KiB mostly): the
+ * supervisor holds a read of a flooding stream until max_bytes are there
+ * or for 4 ms. A keystroke's echo after the flood is answered at
+ * once (its stream is quiet: nothing is held). */
+Test(proc_supervisor, a_flood_is_read_in_large_chunks_and_an_echo_is_not_held)
+{
+    struct flood_stats st;
+    flood_then_keys(&st);
+    cr_expect_geq(st.median_chunk, 32u << 10, "median answer %zu bytes over %zu answers",
+                  st.median_chunk, st.answers);
+    cr_expect_lt(st.echo_median_ms, 20.0, "echo median %.2f ms", st.echo_median_ms);
+}
+
+/* With a hold far longer than anything else in the test (500 ms), what
+ * ends a hold is unmistakable: a flood's reads are answered when
+ * max_bytes (256 KiB) are there, so every answer but the last carries
+ * exactly that (the old rule answered one terminal read, 4 KiB at most);
+ * the last is answered when the process ends, not at the hold; and a
+ * keystroke's echo on a terminal that flooded 50 ms before is not held (a
+ * rule that held it would make it wait the 500 ms). */
+static void long_hold(void)
+{
+    sup_hold_us = 500 * 1000;
+    setup();
+}
+
+static void long_hold_fini(void)
+{
+    teardown();
+    sup_hold_us = 0;
+}
+
+TestSuite(proc_coalesce, .init = long_hold, .fini = long_hold_fini, .timeout = 30);
+
+Test(proc_coalesce, a_held_read_ends_at_max_bytes_or_the_end_and_never_holds_an_echo)
+{
+    enum { FLOOD = 8 << 20, MAXA = 4096 };
+    const char *argv[] = {"sh", "-c", "stty raw -echo; exec head -c 8388608 /dev/zero", NULL};
+    struct sbx_proc_spec spec = {.size = sizeof spec, .flags = SBX_PROC_PTY, .argv = argv};
+    char id[SBX_PROC_ID_MAX] = "";
+    start(id, &spec);
+    struct buf out = {0};
+    struct sbx_sink so = {sizeof so, &out, buf_write};
+    struct sbx_proc_read_args a = {.size = sizeof a, .wait_ms = 5000, .max_bytes = 256 << 10,
+                                   .out = &so};
+    struct sbx_proc_read_result r = {.size = sizeof r};
+    static size_t sizes[MAXA];
+    size_t n = 0, full = 0;
+    uint64_t lost = 0;
+    double last_ms = 0;
+    do {
+        out.n = 0;
+        double t0 = mono_ms_now();
+        cr_assert_eq(sbxp_proc_read(cl, CALL, id, &a, &r), SBX_OK, "%s", last_err);
+        last_ms = mono_ms_now() - t0;
+        lost += r.out_lost;
+        size_t got = (size_t)(r.out_cursor - a.out_cursor - r.out_lost);
+        if (got && n < MAXA)
+            sizes[n++] = got;
+        full += got == 256u << 10;
+        a.out_cursor = r.out_cursor;
+    } while (!r.eof);
+    cr_assert_eq(a.out_cursor, (uint64_t)FLOOD);
+    cr_assert_gt(n, 1);
+    n--; /* not the last */
+    qsort(sizes, n, sizeof *sizes, cmp_size);
+    /* the process's end answers the last read, not the 500 ms hold */
+    fprintf(stderr,
+            "[measured] hold 500 ms, 8 MiB flood: %zu answers before the last, %zu of 256 "
+            "KiB, median %zu bytes, lost %llu; the last read %.2f ms\n",
+            n, full, sizes[n / 2], (unsigned long long)lost, last_ms);
+    /* a flood, then keystrokes on the same terminal: their echoes are
+     * not held (a few bytes) */
+    struct flood_stats st;
+    flood_then_keys(&st);
+    cr_expect_eq(sizes[n / 2], 256u << 10, "median answer %zu bytes over %zu answers",
+                 sizes[n / 2], n);
+    cr_expect_lt(last_ms, 300.0, "the last read took %.2f ms", last_ms);
+    cr_expect_lt(st.echo_median_ms, 50.0, "echo median %.2f ms", st.echo_median_ms);
+    cr_expect_lt(st.echo_max_ms, 300.0, "echo max %.2f ms", st.echo_max_ms);
 }
