@@ -4,7 +4,10 @@
 #
 #   scripts/fuzz.sh [SECONDS]     default: $SBX_FUZZ_SECONDS, else 30 per harness
 #
-# Runs as many harnesses at a time as there are cores ($SBX_FUZZ_JOBS).
+# Runs as many harnesses at a time as there are cores ($SBX_FUZZ_JOBS), at
+# niceness $SBX_FUZZ_NICE (default 0; scripts/test.sh fuzzes beside the
+# tests and gives them the CPU first: a run is bounded in time, not in
+# executions).
 # Prints one line per harness: runs, executions per second, corpus size.
 # A crash, leak or timeout fails the run and names the reproducer, which
 # belongs in tests/fuzz/corpus/<name>/ with a regression test. Called by
@@ -25,6 +28,7 @@ cmake --build build/fuzz -j"$(nproc)" --target "${harnesses[@]/#/fuzz_}" >/dev/n
 work=$(mktemp -d /tmp/sbx-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fuzz_jobs=${SBX_FUZZ_JOBS:-$(nproc)}
+fuzz_nice=${SBX_FUZZ_NICE:-0}
 
 # fuzz_one NAME: run one harness; its summary goes to $work/NAME/result
 # when it found nothing.
@@ -34,7 +38,7 @@ fuzz_one() {
     cp tests/fuzz/corpus/"$name"/* "$work/$name/corpus/"
     local log=$work/$name/log
     if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1 \
-        build/fuzz/tests/fuzz/fuzz_"$name" -max_total_time="$seconds" -max_len=65536 \
+        nice -n "$fuzz_nice" build/fuzz/tests/fuzz/fuzz_"$name" -max_total_time="$seconds" -max_len=65536 \
         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$work/$name/artifacts/" "$work/$name/corpus" >"$log" 2>&1; then
         local runs speed size

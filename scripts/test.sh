@@ -9,8 +9,8 @@
 #   1. the gcc build, with the services starting beside it;
 #   2. the gcc tests (ctest -j$SBX_TEST_JOBS), while the ASan build and
 #      then the ASan tests (ctest -j$SBX_TEST_JOBS) and the fuzzing run
-#      beside them; builds and fuzzing run at a lower priority (nice) so
-#      that the tests' time bounds see the CPU first.
+#      beside them; the fuzzers run at a lower priority (nice: a run is
+#      bounded in time), so that the tests' time bounds see the CPU first.
 # Each pass writes its own log, printed whole when the pass ends (so the
 # CI log reads pass by pass). In each pass the longest tests start first
 # (COST, tests/costs.txt). The slowest ten of each build are listed at the
@@ -104,7 +104,7 @@ run_gcc_tests() {
 build_asan() {
   cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON \
         -DSBX_SANITIZE=ON -DSBX_BUILD_BENCH=OFF >/dev/null
-  nice -n 10 cmake --build build/asan -j"$jobs"
+  cmake --build build/asan -j"$jobs"
 }
 # Instrumented code runs slower: the conformance suite's time bounds
 # (cancellation within 1 s, ...) are doubled there.
@@ -115,7 +115,7 @@ run_asan_tests() {
       --repeat until-pass:2
 }
 # $fuzz_seconds per harness (a longer run: scripts/fuzz.sh 300).
-run_fuzz() { nice -n 10 scripts/fuzz.sh "$fuzz_seconds"; }
+run_fuzz() { SBX_FUZZ_NICE=10 scripts/fuzz.sh "$fuzz_seconds"; }
 
 if [ "$serial" = 1 ]; then
   phase gcc run_gcc_tests || true
