@@ -39,6 +39,8 @@ stop_services() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   [ -x scripts/services/dockerd.sh ] && scripts/services/dockerd.sh stop "$svc/docker" || true
+  [ -x scripts/services/dockerd.sh ] && [ -d "$svc/docker-asan" ] &&
+    scripts/services/dockerd.sh stop "$svc/docker-asan" || true
   [ -x scripts/services/postgres.sh ] && scripts/services/postgres.sh stop "$svc/pg" || true
   rm -rf "$svc" "$logs"
 }
@@ -65,13 +67,18 @@ show() {
 }
 
 # The services start while the gcc build runs (they are idle until the
-# tests; dockerd builds its test image meanwhile).
+# tests; dockerd builds its test image meanwhile). Each pass has a Docker
+# daemon of its own: tests that count a daemon's containers see only
+# their own pass's neighbours, as when the passes ran one after another.
 start_services() {
   if [ -x scripts/services/postgres.sh ]; then
     scripts/services/postgres.sh start "$svc/pg" >"$svc/pg.dsn"
   fi
   if [ -x scripts/services/dockerd.sh ]; then
     scripts/services/dockerd.sh start "$svc/docker" >"$svc/docker.addr"
+    if [ "$serial" != 1 ]; then
+      scripts/services/dockerd.sh start "$svc/docker-asan" >"$svc/docker-asan.addr"
+    fi
   fi
 }
 phase services start_services &
@@ -109,6 +116,9 @@ build_asan() {
 # Instrumented code runs slower: the conformance suite's time bounds
 # (cancellation within 1 s, ...) are doubled there.
 run_asan_tests() {
+  if [ -s "$svc/docker-asan.addr" ]; then
+    SBX_TEST_DOCKER_HOST=$(cat "$svc/docker-asan.addr")
+  fi
   SBX_CONFORMANCE_TIME_SCALE=2 \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build/asan --output-on-failure --timeout 900 -j"$test_jobs" \
