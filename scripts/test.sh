@@ -38,6 +38,12 @@ pids=()
 stop_services() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  # Interrupted before the logs were printed: print what there is.
+  if [ ! -e "$logs/shown" ]; then
+    for f in "$logs"/*.out; do
+      [ -f "$f" ] && { echo "== $(basename "$f" .out) (interrupted) =="; tail -200 "$f"; }
+    done
+  fi
   [ -x scripts/services/dockerd.sh ] && scripts/services/dockerd.sh stop "$svc/docker" || true
   [ -x scripts/services/dockerd.sh ] && [ -d "$svc/docker-asan" ] &&
     scripts/services/dockerd.sh stop "$svc/docker-asan" || true
@@ -60,6 +66,7 @@ phase() {
 }
 # show NAME TITLE: print a finished phase's output and time; fails when it did.
 show() {
+  [ -f "$logs/$1.rc" ] || { echo "== $2: did not run =="; return 1; }
   echo "== $2 =="
   cat "$logs/$1.out"
   echo "== $2 took $(cat "$logs/$1.time") s (ended at +$(cat "$logs/$1.end") s) =="
@@ -146,10 +153,11 @@ else
   wait "$gcc_pid" || true
 fi
 pids=()
+: >"$logs/shown"
 
 show gcc "tests (gcc, -Werror; ctest -j$test_jobs)" || status=1
 # The ASan build's output only when it failed.
-if [ "$(cat "$logs/asan_build.rc")" = 0 ]; then
+if [ "$(cat "$logs/asan_build.rc" 2>/dev/null)" = 0 ]; then
   echo "== build (ASan + UBSan) took $(cat "$logs/asan_build.time") s (ended at +$(cat "$logs/asan_build.end") s) =="
 else
   show asan_build "build (ASan + UBSan)" || status=1
