@@ -3,6 +3,8 @@
 # for a bounded time against a copy of its seed corpus.
 #
 #   scripts/fuzz.sh [SECONDS]     default: $SBX_FUZZ_SECONDS, else 30 per harness
+#   scripts/fuzz.sh --build       only build them (scripts/test.sh builds
+#                                 before the tests, fuzzes beside them)
 #
 # Runs as many harnesses at a time as there are cores ($SBX_FUZZ_JOBS), at
 # niceness $SBX_FUZZ_NICE (default 0; scripts/test.sh fuzzes beside the
@@ -15,6 +17,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+build_only=0
+if [ "${1:-}" = --build ]; then build_only=1; shift; fi
 seconds=${1:-${SBX_FUZZ_SECONDS:-30}}
 
 cc=$(command -v clang-14 || command -v clang || true)
@@ -24,6 +28,7 @@ cmake -S . -B build/fuzz -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Debug \
       -DSBX_FUZZ=ON -DBUILD_TESTING=OFF -DSBX_BUILD_BENCH=OFF >/dev/null
 harnesses=(config archive demux http sse manifest mcp_message)
 cmake --build build/fuzz -j"$(nproc)" --target "${harnesses[@]/#/fuzz_}" >/dev/null
+[ "$build_only" = 1 ] && exit 0
 
 work=$(mktemp -d /tmp/sbx-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -4,12 +4,13 @@
 # services the tests need (dockerd on a private socket, a throwaway
 # PostgreSQL) and stops them on exit.
 #
-# The phases overlap, because most tests wait on daemons, fakes and child
-# processes rather than use the CPU (docs/TESTING.md):
-#   1. the gcc build, with the services starting beside it;
-#   2. the gcc tests (ctest -j$SBX_TEST_JOBS), while the ASan build and
-#      then the ASan tests (ctest -j$SBX_TEST_JOBS) and the fuzzing run
-#      beside them; the fuzzers run at a lower priority (nice: a run is
+# The test passes overlap, because most tests wait on daemons, fakes and
+# child processes rather than use the CPU (docs/TESTING.md):
+#   1. the builds (gcc, ASan + UBSan, the fuzzers), one after another, with
+#      the services starting beside them; no test runs while a compiler
+#      does, so the tests' time bounds do not compete with it;
+#   2. the gcc tests and the ASan tests side by side (ctest -j$SBX_TEST_JOBS
+#      each), the fuzzers beside them at a lower priority (nice: a run is
 #      bounded in time), so that the tests' time bounds see the CPU first.
 # Each pass writes its own log, printed whole when the pass ends (so the
 # CI log reads pass by pass). In each pass the longest tests start first
@@ -73,7 +74,7 @@ show() {
   return "$(cat "$logs/$1.rc")"
 }
 
-# The services start while the gcc build runs (they are idle until the
+# The services start while the builds run (they are idle until the
 # tests; dockerd builds its test image meanwhile). Each pass has a Docker
 # daemon of its own: tests that count a daemon's containers see only
 # their own pass's neighbours, as when the passes ran one after another.
@@ -134,34 +135,45 @@ run_asan_tests() {
 # $fuzz_seconds per harness (a longer run: scripts/fuzz.sh 300).
 run_fuzz() { SBX_FUZZ_NICE=10 scripts/fuzz.sh "$fuzz_seconds"; }
 
+build_fuzz() { scripts/fuzz.sh --build; }
 if [ "$serial" = 1 ]; then
   phase gcc run_gcc_tests || true
   phase asan_build build_asan || true
   [ "$(cat "$logs/asan_build.rc")" = 0 ] && { phase asan run_asan_tests || true; }
   phase fuzz run_fuzz || true
 else
+  phase asan_build build_asan || true
+  phase fuzz_build build_fuzz || true
   phase gcc run_gcc_tests &
   gcc_pid=$!
   pids+=("$gcc_pid")
-  if phase asan_build build_asan; then
+  if [ "$(cat "$logs/asan_build.rc")" = 0 ]; then
     phase asan run_asan_tests &
     asan_pid=$!
     pids+=("$asan_pid")
-    phase fuzz run_fuzz || true
-    wait "$asan_pid" || true
   fi
+  if [ "$(cat "$logs/fuzz_build.rc")" = 0 ]; then
+    phase fuzz run_fuzz || true
+  else
+    cp "$logs/fuzz_build.out" "$logs/fuzz.out"
+    cp "$logs/fuzz_build.rc" "$logs/fuzz.rc"; cp "$logs/fuzz_build.time" "$logs/fuzz.time"
+    cp "$logs/fuzz_build.end" "$logs/fuzz.end"
+  fi
+  [ -n "${asan_pid:-}" ] && { wait "$asan_pid" || true; }
   wait "$gcc_pid" || true
 fi
 pids=()
 : >"$logs/shown"
 
-show gcc "tests (gcc, -Werror; ctest -j$test_jobs)" || status=1
 # The ASan build's output only when it failed.
 if [ "$(cat "$logs/asan_build.rc" 2>/dev/null)" = 0 ]; then
   echo "== build (ASan + UBSan) took $(cat "$logs/asan_build.time") s (ended at +$(cat "$logs/asan_build.end") s) =="
 else
   show asan_build "build (ASan + UBSan)" || status=1
 fi
+[ -f "$logs/fuzz_build.time" ] &&
+  echo "== build (fuzzers) took $(cat "$logs/fuzz_build.time") s (ended at +$(cat "$logs/fuzz_build.end") s) =="
+show gcc "tests (gcc, -Werror; ctest -j$test_jobs)" || status=1
 if [ -f "$logs/asan.rc" ]; then
   show asan "tests (ASan + UBSan; ctest -j$test_jobs)" || status=1
 fi
