@@ -7,9 +7,8 @@
 #                                 before the tests, fuzzes beside them)
 #
 # Runs as many harnesses at a time as there are cores ($SBX_FUZZ_JOBS), at
-# niceness $SBX_FUZZ_NICE (default 0; scripts/test.sh fuzzes beside the
-# tests and gives them the CPU first: a run is bounded in time, not in
-# executions).
+# niceness $SBX_FUZZ_NICE (default 0: a run is bounded in time, so a niced
+# one on a busy machine makes few executions).
 # Prints one line per harness: runs, executions per second, corpus size.
 # A crash, leak or timeout fails the run and names the reproducer, which
 # belongs in tests/fuzz/corpus/<name>/ with a regression test. Called by

@@ -10,8 +10,8 @@
 #      the services starting beside them; no test runs while a compiler
 #      does, so the tests' time bounds do not compete with it;
 #   2. the gcc tests and the ASan tests side by side (ctest -j$SBX_TEST_JOBS
-#      each), the fuzzers beside them at a lower priority (nice: a run is
-#      bounded in time), so that the tests' time bounds see the CPU first.
+#      each); the fuzzers start when the first of them has ended, beside
+#      the other's last tests.
 # Each pass writes its own log, printed whole when the pass ends (so the
 # CI log reads pass by pass). In each pass the longest tests start first
 # (COST, tests/costs.txt). The slowest ten of each build are listed at the
@@ -133,7 +133,7 @@ run_asan_tests() {
       --repeat until-pass:2
 }
 # $fuzz_seconds per harness (a longer run: scripts/fuzz.sh 300).
-run_fuzz() { SBX_FUZZ_NICE=10 scripts/fuzz.sh "$fuzz_seconds"; }
+run_fuzz() { scripts/fuzz.sh "$fuzz_seconds"; }
 
 build_fuzz() { scripts/fuzz.sh --build; }
 if [ "$serial" = 1 ]; then
@@ -152,6 +152,13 @@ else
     asan_pid=$!
     pids+=("$asan_pid")
   fi
+  # The fuzzers start when the first pass has ended, beside the other's
+  # last (longest) tests, when fewer tests are left running.
+  if [ -n "${asan_pid:-}" ]; then
+    wait -n "$gcc_pid" "$asan_pid" || true
+  else
+    wait "$gcc_pid" || true
+  fi
   if [ "$(cat "$logs/fuzz_build.rc")" = 0 ]; then
     phase fuzz run_fuzz || true
   else
@@ -159,8 +166,7 @@ else
     cp "$logs/fuzz_build.rc" "$logs/fuzz.rc"; cp "$logs/fuzz_build.time" "$logs/fuzz.time"
     cp "$logs/fuzz_build.end" "$logs/fuzz.end"
   fi
-  [ -n "${asan_pid:-}" ] && { wait "$asan_pid" || true; }
-  wait "$gcc_pid" || true
+  wait || true
 fi
 pids=()
 : >"$logs/shown"
