@@ -327,11 +327,14 @@ static int slow_out(void *ctx, const void *buf, size_t len)
 static void *slow_run(void *arg)
 {
     struct slow_exec *s = arg;
+    /* The other writer's commit (a local store write, milliseconds) lands
+     * in the pause between the '!' and the write: a second, scaled like
+     * the suite's other bounds for slow builds. */
     char cmd[512];
     snprintf(cmd, sizeof cmd,
-             "cd /mnt/memory/%s && cat a.md >/dev/null && echo '!' && sleep 3 && "
+             "cd /mnt/memory/%s && cat a.md >/dev/null && echo '!' && sleep %d && "
              "echo mine > a.md",
-             s->w->slug);
+             s->w->slug, (int)cf_bound(1.0));
     struct sbx_sink out = SBX_SINK_INIT(s, slow_out);
     s->status = sh_to(s->h, cmd, &out, 60000, &s->err);
     pthread_mutex_lock(&s->lock);

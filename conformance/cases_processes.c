@@ -165,21 +165,19 @@ void cf_case_proc_cursor_continues(struct cf_test *t)
     if (!h || !cf_proc_sh(t, h, &p, "seq 1000000 1016383", 0))
         return;
     double deadline = cf_now() + cf_bound(15);
+    /* A failure leaves the loop (not the case): p's buffers are freed below. */
     while (!p.res.eof && !cf_failed(t)) {
         uint64_t before = p.out_cursor;
         int rc = cf_proc_read(t, &p, 200, 1000); /* small reads: many cursors */
         if (rc != SBX_OK)
-            return (void)cf_fail(t, "proc_read at cursor %llu: %s: %s",
-                                 (unsigned long long)before, cf_status_name(rc),
-                                 p.err_msg.message);
-        if (p.res.out_lost)
-            return (void)cf_fail(t, "128 KiB in a default (1 MiB) buffer: a read at %llu "
-                                    "lost %llu bytes",
-                                 (unsigned long long)before,
-                                 (unsigned long long)p.res.out_lost);
-        if (cf_now() > deadline)
-            return (void)cf_fail(t, "not at eof after %.0f s (cursor %llu)", cf_bound(15),
-                                 (unsigned long long)p.out_cursor);
+            cf_fail(t, "proc_read at cursor %llu: %s: %s", (unsigned long long)before,
+                    cf_status_name(rc), p.err_msg.message);
+        else if (p.res.out_lost)
+            cf_fail(t, "128 KiB in a default (1 MiB) buffer: a read at %llu lost %llu bytes",
+                    (unsigned long long)before, (unsigned long long)p.res.out_lost);
+        else if (cf_now() > deadline)
+            cf_fail(t, "not at eof after %.0f s (cursor %llu)", cf_bound(15),
+                    (unsigned long long)p.out_cursor);
     }
     long long bad = seq_mismatch(p.out, p.out_len, 0);
     if (!cf_failed(t) && (p.out_len != 131072 || bad >= 0))

@@ -327,7 +327,8 @@ void cf_sleep_ms(long ms);
 
 /*
  * After a command that wrote the pid files `pid` and `child` in the
- * workspace root: which of them are still alive after up to 3 s ("pid=N",
+ * workspace root: which of them are still alive after up to 3 s, looked at
+ * every 0.1 s (every second where sleep takes whole seconds only) ("pid=N",
  * "child=N", space-separated; "" when all are gone; zombies count as
  * gone). *no_pids is set when a pid file is missing (the output then says
  * which: "no-<f>-file"). NULL when the check could not run (the case has

@@ -399,11 +399,13 @@ static const char survivors_script[] =
     "alive() { kill -0 \"$1\" 2>/dev/null || return 1; "
     "if test -r /proc/$1/stat; then read -r s < /proc/$1/stat; "
     "case \"$s\" in *\") Z \"*) return 1;; esac; fi; return 0; }; "
-    "for i in 1 2 3 4; do left=''; "
+    "i=0; while :; do left=''; "
     "for f in pid child; do "
     "if test -s $f; then p=$(cat $f); if alive \"$p\"; then left=\"$left $f=$p\"; fi; "
     "else left=\"$left no-$f-file\"; fi; done; "
-    "test -z \"$left\" && break; sleep 1; done; echo $left";
+    "test -z \"$left\" && break; test $i -ge 30 && break; "
+    "if sleep 0.1 2>/dev/null; then i=$((i+1)); else sleep 1; i=$((i+10)); fi; "
+    "done; echo $left";
 
 char *cf_survivors(struct cf_test *t, sbx_handle *h, bool *no_pids)
 {

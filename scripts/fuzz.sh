@@ -3,8 +3,12 @@
 # for a bounded time against a copy of its seed corpus.
 #
 #   scripts/fuzz.sh [SECONDS]     default: $SBX_FUZZ_SECONDS, else 30 per harness
+#   scripts/fuzz.sh --build       only build them (scripts/test.sh builds
+#                                 before the tests, fuzzes beside them)
 #
-# Runs as many harnesses at a time as there are cores ($SBX_FUZZ_JOBS).
+# Runs as many harnesses at a time as there are cores ($SBX_FUZZ_JOBS), at
+# niceness $SBX_FUZZ_NICE (default 0: a run is bounded in time, so a niced
+# one on a busy machine makes few executions).
 # Prints one line per harness: runs, executions per second, corpus size.
 # A crash, leak or timeout fails the run and names the reproducer, which
 # belongs in tests/fuzz/corpus/<name>/ with a regression test. Called by
@@ -12,6 +16,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+build_only=0
+if [ "${1:-}" = --build ]; then build_only=1; shift; fi
 seconds=${1:-${SBX_FUZZ_SECONDS:-30}}
 
 cc=$(command -v clang-14 || command -v clang || true)
@@ -21,10 +27,12 @@ cmake -S . -B build/fuzz -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Debug \
       -DSBX_FUZZ=ON -DBUILD_TESTING=OFF -DSBX_BUILD_BENCH=OFF >/dev/null
 harnesses=(config archive demux http sse manifest mcp_message)
 cmake --build build/fuzz -j"$(nproc)" --target "${harnesses[@]/#/fuzz_}" >/dev/null
+[ "$build_only" = 1 ] && exit 0
 
 work=$(mktemp -d /tmp/sbx-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fuzz_jobs=${SBX_FUZZ_JOBS:-$(nproc)}
+fuzz_nice=${SBX_FUZZ_NICE:-0}
 
 # fuzz_one NAME: run one harness; its summary goes to $work/NAME/result
 # when it found nothing.
@@ -34,7 +42,7 @@ fuzz_one() {
     cp tests/fuzz/corpus/"$name"/* "$work/$name/corpus/"
     local log=$work/$name/log
     if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1 \
-        build/fuzz/tests/fuzz/fuzz_"$name" -max_total_time="$seconds" -max_len=65536 \
+        nice -n "$fuzz_nice" build/fuzz/tests/fuzz/fuzz_"$name" -max_total_time="$seconds" -max_len=65536 \
         -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$work/$name/artifacts/" "$work/$name/corpus" >"$log" 2>&1; then
         local runs speed size

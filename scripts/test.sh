@@ -1,11 +1,26 @@
 #!/usr/bin/env bash
 # Build everything and run every test: once with -Werror, once under
-# AddressSanitizer + UndefinedBehaviorSanitizer. Starts the real services the
-# tests need (dockerd on a private socket, a throwaway PostgreSQL) and stops
-# them on exit. Tests run side by side (ctest -j, $SBX_TEST_JOBS, default
-# twice the cores: most of them wait on daemons and child processes); the
-# slowest ten of each build are listed at the end, and so is any test that
-# failed at first and passed when run once more.
+# AddressSanitizer + UndefinedBehaviorSanitizer, then fuzz. Starts the real
+# services the tests need (dockerd on a private socket, a throwaway
+# PostgreSQL) and stops them on exit.
+#
+# The test passes overlap, because most tests wait on daemons, fakes and
+# child processes rather than use the CPU (docs/TESTING.md):
+#   1. the builds (gcc, ASan + UBSan, the fuzzers), one after another, with
+#      the services starting beside them; no test runs while a compiler
+#      does, so the tests' time bounds do not compete with it;
+#   2. the gcc tests and the ASan tests side by side (ctest -j$SBX_TEST_JOBS
+#      each); the fuzzers start when the first of them has ended, beside
+#      the other's last tests.
+# Each pass writes its own log, printed whole when the pass ends (so the
+# CI log reads pass by pass). In each pass the longest tests start first
+# (COST, tests/costs.txt). The slowest ten of each build are listed at the
+# end, and so is any test that failed at first and passed when run once
+# more.
+#
+# env: SBX_TEST_JOBS     tests at a time per pass (default twice the cores)
+#      SBX_FUZZ_SECONDS  seconds per fuzz harness (default 20)
+#      SBX_TEST_SERIAL=1 run the phases one after another (for comparing)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -14,73 +29,181 @@ scripts/deps.sh test
 
 jobs=$(nproc)
 test_jobs=${SBX_TEST_JOBS:-$((jobs * 2))}
+fuzz_seconds=${SBX_FUZZ_SECONDS:-20}
+serial=${SBX_TEST_SERIAL:-0}
 start=$(date +%s)
-cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON >/dev/null
-cmake --build build/ci -j"$jobs"
-cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON \
-      -DSBX_SANITIZE=ON -DSBX_BUILD_BENCH=OFF >/dev/null
-cmake --build build/asan -j"$jobs"
-echo "== builds took $(( $(date +%s) - start )) s =="
-
+logs=$(mktemp -d /tmp/sbx-test-logs.XXXXXX)
 svc=$(mktemp -d /tmp/sbx-test.XXXXXX)
 chmod 755 "$svc"
+pids=()
 stop_services() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  # Interrupted before the logs were printed: print what there is.
+  if [ ! -e "$logs/shown" ]; then
+    for f in "$logs"/*.out; do
+      [ -f "$f" ] && { echo "== $(basename "$f" .out) (interrupted) =="; tail -200 "$f"; }
+    done
+  fi
   [ -x scripts/services/dockerd.sh ] && scripts/services/dockerd.sh stop "$svc/docker" || true
+  [ -x scripts/services/dockerd.sh ] && [ -d "$svc/docker-asan" ] &&
+    scripts/services/dockerd.sh stop "$svc/docker-asan" || true
   [ -x scripts/services/postgres.sh ] && scripts/services/postgres.sh stop "$svc/pg" || true
-  rm -rf "$svc"
+  rm -rf "$svc" "$logs"
 }
 trap stop_services EXIT
 
-if [ -x scripts/services/postgres.sh ]; then
-  SBX_TEST_PG_DSN=$(scripts/services/postgres.sh start "$svc/pg")
+# phase NAME CMD...: run CMD with its output in $logs/NAME.out, its exit
+# status in $logs/NAME.rc and its seconds in $logs/NAME.time.
+phase() {
+  local name=$1 t rc=0
+  shift
+  t=$(date +%s)
+  "$@" >"$logs/$name.out" 2>&1 || rc=$?
+  echo $rc >"$logs/$name.rc"
+  echo $(( $(date +%s) - t )) >"$logs/$name.time"
+  echo $(( $(date +%s) - start )) >"$logs/$name.end"
+  return $rc
+}
+# show NAME TITLE: print a finished phase's output and time; fails when it did.
+show() {
+  [ -f "$logs/$1.rc" ] || { echo "== $2: did not run =="; return 1; }
+  echo "== $2 =="
+  cat "$logs/$1.out"
+  echo "== $2 took $(cat "$logs/$1.time") s (ended at +$(cat "$logs/$1.end") s) =="
+  return "$(cat "$logs/$1.rc")"
+}
+
+# The services start while the builds run (they are idle until the
+# tests; dockerd builds its test image meanwhile). Each pass has a Docker
+# daemon of its own: tests that count a daemon's containers see only
+# their own pass's neighbours, as when the passes ran one after another.
+start_services() {
+  if [ -x scripts/services/postgres.sh ]; then
+    scripts/services/postgres.sh start "$svc/pg" >"$svc/pg.dsn"
+  fi
+  if [ -x scripts/services/dockerd.sh ]; then
+    scripts/services/dockerd.sh start "$svc/docker" >"$svc/docker.addr"
+    if [ "$serial" != 1 ]; then
+      scripts/services/dockerd.sh start "$svc/docker-asan" >"$svc/docker-asan.addr"
+    fi
+  fi
+}
+phase services start_services &
+services_pid=$!
+pids+=("$services_pid")
+
+status=0
+cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON >/dev/null
+t=$(date +%s)
+cmake --build build/ci -j"$jobs"
+echo "== build (gcc) took $(( $(date +%s) - t )) s (ended at +$(( $(date +%s) - start )) s) =="
+wait "$services_pid" || { cat "$logs/services.out"; echo "== services did not start =="; exit 1; }
+cat "$logs/services.out"
+if [ -s "$svc/pg.dsn" ]; then
+  SBX_TEST_PG_DSN=$(cat "$svc/pg.dsn")
   export SBX_TEST_PG_DSN
 fi
-if [ -x scripts/services/dockerd.sh ]; then
-  SBX_TEST_DOCKER_HOST=$(scripts/services/dockerd.sh start "$svc/docker")
+if [ -s "$svc/docker.addr" ]; then
+  SBX_TEST_DOCKER_HOST=$(cat "$svc/docker.addr")
   export SBX_TEST_DOCKER_HOST SBX_TEST_DOCKER_IMAGE=sbx-test:busybox
 fi
+# Both builds' tests share one install of each npm lockfile
+# (tests/support/npm_ci.sh).
+export SBX_TEST_NPM_DIR="$root/build/npm"
+
+run_gcc_tests() {
+  ctest --test-dir build/ci --output-on-failure --timeout 600 -j"$test_jobs" \
+    --repeat until-pass:2
+}
+build_asan() {
+  cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DSBX_WERROR=ON -DSBX_TEST_HOOKS=ON \
+        -DSBX_SANITIZE=ON -DSBX_BUILD_BENCH=OFF >/dev/null
+  cmake --build build/asan -j"$jobs"
+}
+# Instrumented code runs slower: the conformance suite's time bounds
+# (cancellation within 1 s, ...) are doubled there.
+run_asan_tests() {
+  if [ -s "$svc/docker-asan.addr" ]; then
+    SBX_TEST_DOCKER_HOST=$(cat "$svc/docker-asan.addr")
+  fi
+  SBX_CONFORMANCE_TIME_SCALE=2 \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build/asan --output-on-failure --timeout 900 -j"$test_jobs" \
+      --repeat until-pass:2
+}
+# $fuzz_seconds per harness (a longer run: scripts/fuzz.sh 300).
+run_fuzz() { scripts/fuzz.sh "$fuzz_seconds"; }
+
+build_fuzz() { scripts/fuzz.sh --build; }
+if [ "$serial" = 1 ]; then
+  phase gcc run_gcc_tests || true
+  phase asan_build build_asan || true
+  [ "$(cat "$logs/asan_build.rc")" = 0 ] && { phase asan run_asan_tests || true; }
+  phase fuzz run_fuzz || true
+else
+  phase asan_build build_asan || true
+  phase fuzz_build build_fuzz || true
+  phase gcc run_gcc_tests &
+  gcc_pid=$!
+  pids+=("$gcc_pid")
+  if [ "$(cat "$logs/asan_build.rc")" = 0 ]; then
+    phase asan run_asan_tests &
+    asan_pid=$!
+    pids+=("$asan_pid")
+  fi
+  # The fuzzers start when the first pass has ended, beside the other's
+  # last (longest) tests, when fewer tests are left running.
+  if [ -n "${asan_pid:-}" ]; then
+    wait -n "$gcc_pid" "$asan_pid" || true
+  else
+    wait "$gcc_pid" || true
+  fi
+  if [ "$(cat "$logs/fuzz_build.rc")" = 0 ]; then
+    phase fuzz run_fuzz || true
+  else
+    cp "$logs/fuzz_build.out" "$logs/fuzz.out"
+    cp "$logs/fuzz_build.rc" "$logs/fuzz.rc"; cp "$logs/fuzz_build.time" "$logs/fuzz.time"
+    cp "$logs/fuzz_build.end" "$logs/fuzz.end"
+  fi
+  wait || true
+fi
+pids=()
+: >"$logs/shown"
+
+# The ASan build's output only when it failed.
+if [ "$(cat "$logs/asan_build.rc" 2>/dev/null)" = 0 ]; then
+  echo "== build (ASan + UBSan) took $(cat "$logs/asan_build.time") s (ended at +$(cat "$logs/asan_build.end") s) =="
+else
+  show asan_build "build (ASan + UBSan)" || status=1
+fi
+[ -f "$logs/fuzz_build.time" ] &&
+  echo "== build (fuzzers) took $(cat "$logs/fuzz_build.time") s (ended at +$(cat "$logs/fuzz_build.end") s) =="
+show gcc "tests (gcc, -Werror; ctest -j$test_jobs)" || status=1
+if [ -f "$logs/asan.rc" ]; then
+  show asan "tests (ASan + UBSan; ctest -j$test_jobs)" || status=1
+fi
+show fuzz "fuzzing (libFuzzer, clang, ASan + UBSan; $fuzz_seconds s per harness)" || status=1
 
 # slowest LOG: the ten longest tests of a ctest log, longest first. awk
 # reads to the end: `head` would close the pipe early and, with pipefail,
 # sort's SIGPIPE would fail the run.
 slowest() {
+  [ -f "$1" ] || return 0
   sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.*[^0-9]*([0-9.]+) sec$/\2 \1/p' "$1" |
     sort -rn | awk 'NR <= 10 { printf "  %8.2f s  %s\n", $1, $2 }'
 }
-
-status=0
-logs=$(mktemp -d /tmp/sbx-test-logs.XXXXXX)
-echo "== tests (gcc, -Werror; ctest -j$test_jobs) =="
-t=$(date +%s)
-ctest --test-dir build/ci --output-on-failure --timeout 600 -j"$test_jobs" --repeat until-pass:2 |
-  tee "$logs/ci.log" || status=1
-echo "== tests (gcc) took $(( $(date +%s) - t )) s =="
-t=$(date +%s)
-echo "== tests (ASan + UBSan; ctest -j$test_jobs) =="
-# Instrumented code runs slower: the conformance suite's time bounds
-# (cancellation within 1 s, ...) are doubled there.
-SBX_CONFORMANCE_TIME_SCALE=2 \
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure --timeout 900 -j"$test_jobs" --repeat until-pass:2 |
-  tee "$logs/asan.log" || status=1
-echo "== tests (ASan + UBSan) took $(( $(date +%s) - t )) s =="
-# 20 s per harness here (a longer run: scripts/fuzz.sh 300).
-fuzz_seconds=${SBX_FUZZ_SECONDS:-20}
-echo "== fuzzing (libFuzzer, clang, ASan + UBSan; $fuzz_seconds s per harness) =="
-t=$(date +%s)
-scripts/fuzz.sh "$fuzz_seconds" || status=1
-echo "== fuzzing took $(( $(date +%s) - t )) s =="
 # A test that fails is run once more (--repeat until-pass:2) and its first
 # failure stays in the log above; they are named here, so a flaky test is
 # seen and fixed rather than hidden.
-for b in ci asan; do
-  reran=$(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.*\*\*\*(Failed|Timeout).*/\1/p' "$logs/$b.log" | sort -u)
+for b in gcc asan; do
+  [ -f "$logs/$b.out" ] || continue
+  reran=$(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.*\*\*\*(Failed|Timeout).*/\1/p' "$logs/$b.out" | sort -u)
   [ -n "$reran" ] && echo "== failed at first, run again ($b): $(echo $reran) =="
 done
 echo "== slowest tests (gcc) =="
-slowest "$logs/ci.log"
+slowest "$logs/gcc.out"
 echo "== slowest tests (ASan + UBSan) =="
-slowest "$logs/asan.log"
-rm -rf "$logs"
+slowest "$logs/asan.out"
 echo "== scripts/test.sh took $(( $(date +%s) - start )) s =="
 exit $status

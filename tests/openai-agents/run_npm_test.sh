@@ -13,15 +13,11 @@ if [ "$providers" = docker ] && [ -z "${SBX_TEST_DOCKER_HOST:-}" ]; then
   echo "skipped: SBX_TEST_DOCKER_HOST is not set"; exit 77
 fi
 mkdir -p "$work"
-# npm ci only when the lockfile changed since the last install; a lock
-# keeps parallel tests from installing at once.
+# The pinned packages, installed once per lockfile (tests/support/npm_ci.sh);
+# a lock keeps parallel tests from copying the package at once.
 (
   flock 9
-  if ! cmp -s "$pkg/package-lock.json" "$work/node_modules/.sbx-lock" 2>/dev/null; then
-    cp "$pkg/package.json" "$pkg/package-lock.json" "$work/"
-    (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
-    cp "$pkg/package-lock.json" "$work/node_modules/.sbx-lock"
-  fi
+  bash "$src/tests/support/npm_ci.sh" "$pkg" "$build" "$work"
   rm -rf "$work/src" "$work/test" "$work/bench"
   cp -r "$pkg/src" "$pkg/test" "$pkg/bench" "$pkg/tsconfig.json" "$work/"
 ) 9>"$build/tests/openai-agents/.install-lock"

@@ -39,7 +39,13 @@ done
 fail() { echo "FAIL: $*" >&2; exit 1; }
 root=$work/root
 mounts=()
+debootstrap_pid=
 cleanup() {
+    # A debootstrap still running (a failure beside it) ends first.
+    if [ -n "$debootstrap_pid" ]; then
+        kill "$debootstrap_pid" 2>/dev/null
+        wait "$debootstrap_pid" 2>/dev/null
+    fi
     # Unmount before removing: rm must never reach through a bind mount
     # into the docker daemon's directory.
     for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
@@ -89,6 +95,18 @@ unversioned=$(readelf --dyn-syms -W "$lib" | awk '$5 == "GLOBAL" && $7 != "UND" 
 syms=$(readelf --dyn-syms -W "$lib")
 grep -q ' sbx_open@@SBX_1$' <<<"$syms" || fail "sbx_open@@SBX_1 not exported"
 
+# 2. and 3. run side by side: debootstrap mostly waits on the mirror,
+# lintian on the CPU.
+# 3. A fresh root with the system libraries the packages depend on.
+include=$(for d in "$debs"/*.deb; do dpkg-deb -f "$d" Depends; done | tr ',' '\n' |
+          sed 's/(.*)//; s/|.*//; s/ //g' | grep -v '^$' |
+          grep -v -x -e sbx -e 'libsbx1' -e 'libsbx-dev' -e 'libsbx-conformance0' |
+          sort -u | paste -sd, -)
+echo "debootstrap --include=$include"
+debootstrap --variant=minbase --include="$include" bookworm "$root" "$mirror" \
+    >"$work/debootstrap.log" 2>&1 &
+debootstrap_pid=$!
+
 # 2. lintian: no errors.
 lintian --tag-display-limit 0 "$debs"/*.deb >"$work/lintian.log" 2>&1
 grep -v '^running with root' "$work/lintian.log" | sed 's/^/lintian: /'
@@ -97,14 +115,8 @@ if grep -q '^E: ' "$work/lintian.log"; then
 fi
 stamp "lintian: $(grep -c '^E: ' "$work/lintian.log") errors, $(grep -c '^W: ' "$work/lintian.log") warnings"
 
-# 3. A fresh root with the system libraries the packages depend on.
-include=$(for d in "$debs"/*.deb; do dpkg-deb -f "$d" Depends; done | tr ',' '\n' |
-          sed 's/(.*)//; s/|.*//; s/ //g' | grep -v '^$' |
-          grep -v -x -e sbx -e 'libsbx1' -e 'libsbx-dev' -e 'libsbx-conformance0' |
-          sort -u | paste -sd, -)
-echo "debootstrap --include=$include"
-debootstrap --variant=minbase --include="$include" bookworm "$root" "$mirror" \
-    >"$work/debootstrap.log" 2>&1 || { tail -30 "$work/debootstrap.log"; fail "debootstrap"; }
+wait "$debootstrap_pid" || { debootstrap_pid=; tail -30 "$work/debootstrap.log"; fail "debootstrap"; }
+debootstrap_pid=
 stamp "debootstrap done"
 mount -t proc proc "$root/proc" || fail "mount /proc in the root"
 mounts+=("$root/proc")

