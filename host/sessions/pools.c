@@ -193,6 +193,17 @@ static int64_t check_timeout_ms(void)
     return ms > 0 ? ms : CHECK_TIMEOUT_MS;
 }
 
+/* How recent a member's last passed health check must be for a claim to
+ * skip its own (SBX_POOL_CHECK_FRESH_MS; 0 or unset, the default: every
+ * claim checks). With it set, refills check before `ready` too, so a ready
+ * member's updated_at is always the time of its last passed check. */
+static int64_t check_fresh_ms(void)
+{
+    const char *v = getenv("SBX_POOL_CHECK_FRESH_MS");
+    long long ms = v && *v ? strtoll(v, NULL, 10) : 0;
+    return ms > 0 ? ms : 0;
+}
+
 /* A trivial command must run and exit 0 within the deadline. */
 static int health_check(sbx_handle *h, sbx_cancel *cancel, sbx_error *err)
 {
@@ -214,12 +225,14 @@ static int health_check(sbx_handle *h, sbx_cancel *cancel, sbx_error *err)
     return rc;
 }
 
-/* Attach to a member under its own key and check it. */
-static int attach_checked(sbx_provider *p, const struct sbx_pool_member *pm,
+/* Attach to a member under its own key and check it (unless check is
+ * false: the attach alone, which on docker still proves the container is
+ * ours and running and that its agent answers). */
+static int attach_checked(sbx_provider *p, const struct sbx_pool_member *pm, bool check,
                           sbx_cancel *cancel, sbx_handle **out, sbx_error *err)
 {
     int rc = sbx_attach(p, pm->member_key, pm->external_id, cancel, out, err);
-    if (rc != SBX_OK)
+    if (rc != SBX_OK || !check)
         return rc;
     if ((rc = health_check(*out, cancel, err)) != SBX_OK) {
         sbx_release(*out);
@@ -255,7 +268,11 @@ int sbxh_pool_claim(sbx_sessions *m, sbx_provider *p, const struct sbxh_pool *po
         sbxh_session_crash_point(m, "pool-after-claim");
         sbx_handle *h = NULL;
         sbx_error why;
-        rc = attach_checked(p, &pm, cancel, &h, &why);
+        /* A member checked within the freshness window (reconcile's check
+         * or its refill's) is attached only: one exec less before the
+         * session's first command. */
+        int64_t fresh = check_fresh_ms();
+        rc = attach_checked(p, &pm, fresh == 0 || pm.age_ms >= fresh, cancel, &h, &why);
         if (rc != SBX_OK) {
             /* Broken: never handed out. Given back as `checking` first, so
              * that a crash from here leaves it to reconcile. */
@@ -389,7 +406,7 @@ static bool check_member(struct pass *ps, const struct sbx_pool_member *pm)
     sbx_handle *h = NULL;
     rc = sbxh_session_provider(ps->m, pm->member_key, pm->provider, &p, &why);
     if (rc == SBX_OK)
-        rc = attach_checked(p, pm, ps->cancel, &h, &why);
+        rc = attach_checked(p, pm, true, ps->cancel, &h, &why);
     if (rc == SBX_OK) {
         sbx_release(h);
         rc = sbxh_store_pool_set(ps->m->store, pm->member_key, ps->m->owner, NULL, true,
@@ -485,7 +502,14 @@ static int refill_one(struct pass *ps, const struct sbxh_pool *pool, sbx_error *
     sbxh_session_crash_point(m, "pool-after-create");
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    /* With a freshness window a claim may trust `ready`: check first. */
+    rc = check_fresh_ms() > 0 ? health_check(h, ps->cancel, err) : SBX_OK;
     sbx_release(h);
+    if (rc != SBX_OK) {
+        sbxh_session_destroy_resource(p, key, ref, ps->cancel, &ignored);
+        sbxh_store_pool_delete(m->store, key, NULL);
+        return rc;
+    }
     rc = sbxh_store_pool_set(m->store, key, m->owner, ref, true, err);
     if (rc != SBX_OK) {
         sbxh_session_destroy_resource(p, key, ref, ps->cancel, &ignored);

@@ -318,6 +318,32 @@ static void broken_never_handed_out(const char *driver)
     sess_env_fini(&s);
 }
 
+/* SBX_POOL_CHECK_FRESH_MS: a member checked within the window is only
+ * attached at claim (the documented trade-off: a member that broke in a
+ * way attach cannot see since its check is handed out); one checked
+ * longer ago is checked again and never handed out broken. */
+static void check_fresh_window(const char *driver)
+{
+    struct sess_env s;
+    pool_env(&s, driver, POOL2);
+    cli_env_setenv(&s.cli, "SBX_POOL_CHECK_FRESH_MS", "600000");
+    reconcile(&s);
+    char refs[4][128], ref[128];
+    cr_assert_eq(members(&s, "ready", refs, 4), 2);
+    touch_broken(&s, refs[0]);
+    touch_broken(&s, refs[1]);
+    ok(&s, (const char *const[]){"create", "k1", NULL});
+    session_ref(&s, "k1", ref);
+    cr_assert(in(refs, 2, ref), "k1 (window 10 min) was not given a fresh member");
+    cli_env_setenv(&s.cli, "SBX_POOL_CHECK_FRESH_MS", "1");
+    usleep(20 * 1000);
+    ok(&s, (const char *const[]){"create", "k2", NULL});
+    session_ref(&s, "k2", ref);
+    cr_assert(!in(refs, 2, ref), "k2 (window 1 ms) was handed the broken member %s", ref);
+    sess_env_fini(&s);
+}
+Test(pools_sessions, check_fresh_window_sqlite, .timeout = 60) { check_fresh_window("sqlite"); }
+
 Test(pools_sessions, broken_never_handed_out_sqlite, .timeout = 60) { broken_never_handed_out("sqlite"); }
 Test(pools_sessions, broken_never_handed_out_postgres, .timeout = 60) { broken_never_handed_out("postgres"); }
 
