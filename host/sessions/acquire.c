@@ -7,6 +7,7 @@
  * install packages, restore a snapshot, publish the binding (which drops
  * the intent in the same transaction).
  */
+#include "api/handle.h"
 #include "clock.h"
 #include "registry/provider.h"
 
@@ -172,14 +173,27 @@ SBX_API int sbx_session_resume(sbx_sessions *m, const char *session_key,
                              label, st.manifest_digest,
                              manifest ? "this manifest differs" : "none was given");
     }
-    /* A paused sandbox is resumed here, explicitly (any op would resume
-     * it; this makes `sbx resume` the way to wake one). */
+    /* A paused sandbox is resumed here, explicitly, on the handle the
+     * caller gets (one attach: the provider's attach already resumes a
+     * paused sandbox, its resume is then a no-op; this makes `sbx resume`
+     * the way to wake one whatever the provider's attach does). */
     bool paused;
     int64_t last_used;
     sbxh_session_activity_of(m, session_key, st.created_at, &paused, &last_used);
-    if (paused && (rc = sbx_session_unpause(m, session_key, cancel, err)) != SBX_OK)
+    if ((rc = sbx_session_attach(m, session_key, cancel, out, err)) != SBX_OK || !paused)
         return rc;
-    return sbx_session_attach(m, session_key, cancel, out, err);
+    if (sbx_provider_info_caps(sbx_provider_get_info((*out)->provider)) & SBX_CAP_PAUSE) {
+        sbx_error why;
+        if ((rc = sbx_resume(*out, cancel, &why)) != SBX_OK) {
+            sbx_release(*out);
+            *out = NULL;
+            return sbx_error_set(err, rc, "session %s: resume: %s", label, why.message);
+        }
+    }
+    /* the sandbox runs: a mark left by a store failure here is cleared by
+     * the next use */
+    sbxh_store_activity_set_paused(m->store, session_key, false, NULL);
+    return SBX_OK;
 }
 
 /* Progress callback of package installation: refresh the intent (the
