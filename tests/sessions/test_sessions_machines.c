@@ -20,11 +20,13 @@
 
 #include <criterion/criterion.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct world {
     struct scratch_db db;
@@ -120,11 +122,40 @@ static void start_cmd(struct world *x, int i, const char *key, const char *scrip
     cr_assert_str_eq(line, "started");
 }
 
+/* The child's stderr up to its end (at most cap - 1 bytes, 60 s). */
+static void read_err(struct cli_proc *p, char *buf, size_t cap)
+{
+    size_t len = 0;
+    for (long long end = cli_now_ms() + 60000; cli_now_ms() < end;) {
+        struct pollfd pf = {.fd = p->err_fd, .events = POLLIN};
+        poll(&pf, 1, 200);
+        ssize_t n = read(p->err_fd, buf + len, cap - 1 - len);
+        if (n == 0)
+            break;
+        if (n > 0)
+            len += (size_t)n;
+        if (len == cap - 1)
+            break;
+    }
+    buf[len] = '\0';
+}
+
 static void setup_session(struct world *x, const char *key)
 {
     run_ok(x, 0, (const char *[]){"create", key, "--memory", "notes:rw", NULL}, NULL);
     /* the first command loads the heads (none yet) */
     run_ok(x, 0, (const char *[]){"exec", key, "--", "true", NULL}, NULL);
+}
+
+/* A session key of this run: a container an aborted run left behind on
+ * the daemon (named by the key's hash) is never adopted. */
+static const char *run_key(const char *base)
+{
+    static char keys[4][64];
+    static int next;
+    char *k = keys[next++ % 4];
+    snprintf(k, sizeof keys[0], "%s-%ld", base, (long)getpid());
+    return k;
 }
 
 #define COMMITS "SELECT count(*) FROM memory_commits WHERE slug = 'notes'"
@@ -144,8 +175,9 @@ Test(sessions_machines, commands_of_two_workers_take_turns)
 {
     struct world x;
     world_init(&x);
+    const char *key = run_key("shared");
     run_ok(&x, 0, (const char *[]){"memory", "create", "notes", NULL}, NULL);
-    setup_session(&x, "shared");
+    setup_session(&x, key);
     cr_assert_eq(count(&x, COMMITS), 0);
 
     for (int round = 0; round < 2; round++) {
@@ -157,9 +189,9 @@ Test(sessions_machines, commands_of_two_workers_take_turns)
         snprintf(sb, sizeof sb, "echo b > /mnt/memory/notes/%s", fb);
         long long before = count(&x, COMMITS);
         struct cli_proc p;
-        start_cmd(&x, a, "shared", sa, &p);
+        start_cmd(&x, a, key, sa, &p);
         /* the other worker's command starts and ends while a's runs */
-        run_ok(&x, b, (const char *[]){"exec", "shared", "--", "sh", "-c", sb, NULL}, NULL);
+        run_ok(&x, b, (const char *[]){"exec", key, "--", "sh", "-c", sb, NULL}, NULL);
         cr_assert_eq(count(&x, COMMITS), before,
                      "round %d: a writeback happened while worker %d's command ran", round,
                      a);
@@ -170,34 +202,39 @@ Test(sessions_machines, commands_of_two_workers_take_turns)
         cr_assert_eq(versions_of(&x, fb), 1, "round %d: %s", round, fb);
     }
     cr_assert_eq(count(&x, "SELECT count(*) FROM session_memory WHERE state <> 0"), 0);
-    world_fini(&x, "shared");
+    world_fini(&x, key);
 }
 
 Test(sessions_machines, a_conflict_is_reported_to_the_writer)
 {
     struct world x;
     world_init(&x);
+    const char *key = run_key("conflicted");
     run_ok(&x, 0, (const char *[]){"memory", "create", "notes", NULL}, NULL);
-    setup_session(&x, "conflicted");
+    setup_session(&x, key);
     struct cli_proc p;
-    start_cmd(&x, 0, "conflicted",
+    start_cmd(&x, 0, key,
               "echo mine > /mnt/memory/notes/plan.md; echo started; sleep 2", &p);
     /* someone else commits the same path meanwhile (worker 1, directly) */
     run_ok(&x, 1, (const char *[]){"memory", "put", "notes", "plan.md", NULL}, "theirs\n");
+    char err[4096] = "";
+    read_err(&p, err, sizeof err);
     int status = cli_wait(&p, 60000);
     cr_assert_neq(status, 0, "the conflicting writeback was not reported");
+    cr_assert(strstr(err, "conflict"), "no conflict in: %s", err);
     cr_assert_eq(count(&x, "SELECT count(*) FROM session_memory WHERE state = 2"), 1,
                  "the attachment is not recorded in conflict");
     cr_assert_eq(versions_of(&x, "plan.md"), 1, "the conflicting change was committed");
-    world_fini(&x, "conflicted");
+    world_fini(&x, key);
 }
 
 Test(sessions_machines, kill_9_of_either_worker_releases_its_lock)
 {
     struct world x;
     world_init(&x);
+    const char *key = run_key("killed");
     run_ok(&x, 0, (const char *[]){"memory", "create", "notes", NULL}, NULL);
-    setup_session(&x, "killed");
+    setup_session(&x, key);
     for (int victim = 0; victim < 2; victim++) {
         int other = 1 - victim;
         char sk[128], so[128], fk[32], fo[32];
@@ -206,11 +243,11 @@ Test(sessions_machines, kill_9_of_either_worker_releases_its_lock)
         snprintf(sk, sizeof sk, "echo k > /mnt/memory/notes/%s; echo started; sleep 20", fk);
         snprintf(so, sizeof so, "echo o > /mnt/memory/notes/%s", fo);
         struct cli_proc p;
-        start_cmd(&x, victim, "killed", sk, &p);
+        start_cmd(&x, victim, key, sk, &p);
         cr_assert_eq(kill(p.pid, SIGKILL), 0);
         cr_assert_eq(cli_wait(&p, 10000), CLI_KILLED_BY + SIGKILL);
         long long t0 = cli_now_ms();
-        run_ok(&x, other, (const char *[]){"exec", "killed", "--", "sh", "-c", so, NULL},
+        run_ok(&x, other, (const char *[]){"exec", key, "--", "sh", "-c", so, NULL},
                NULL);
         cr_assert_lt(cli_now_ms() - t0, 15000, "the other worker waited for the dead one");
         /* what the dead worker's command changed and the survivor's own
@@ -218,5 +255,5 @@ Test(sessions_machines, kill_9_of_either_worker_releases_its_lock)
         cr_assert_eq(versions_of(&x, fk), 1, "victim %d: %s", victim, fk);
         cr_assert_eq(versions_of(&x, fo), 1, "victim %d: %s", victim, fo);
     }
-    world_fini(&x, "killed");
+    world_fini(&x, key);
 }
