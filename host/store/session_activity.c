@@ -252,9 +252,9 @@ int sbxh_store_lock_try(struct sbx_store_lock *l, int mode, bool *got, sbx_error
     int rc = l->conn ? server_try(l, mode, got, err) : file_try(l, mode, got, err);
     if (rc != SBX_OK) {
         /* the connection may be gone, and the server's locks with it: hold
-         * nothing from here on (close ends that connection) */
-        l->mode = SBX_STORE_UNLOCKED;
+         * nothing from here on (a file lock is left as it was) */
         if (l->conn) {
+            l->mode = SBX_STORE_UNLOCKED;
             sbx_store_prims_of(l->s)->lock_conn_close(l->s, l->conn, false);
             l->conn = NULL;
             l->fd = -2; /* neither: every further call fails */
