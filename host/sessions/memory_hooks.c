@@ -24,9 +24,12 @@
  * between commit and acceptance commits nothing twice). A conflict leaves
  * the attachment in CONFLICT with the changes in the mount.
  *
- * The lock is an open file description lock on a file per session in
- * $XDG_RUNTIME_DIR/sbx (else /tmp/sbx-<uid>): released by the kernel when
- * a process dies, so a crash never leaves a session locked.
+ * The lock is the store's session lock of kind MEMORY (store.h): with
+ * SQLite an open file description lock beside the database, with
+ * PostgreSQL an advisory lock on a connection of its own, so commands of
+ * one session run by workers on different machines take turns the same
+ * way. The kernel or the server releases it when its holder dies, so a
+ * crash never leaves a session locked.
  */
 #include "sessions/memory_hooks.h"
 #include "base/cancel.h"
@@ -44,6 +47,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -60,70 +65,68 @@
 struct memory_ctx {
     sbx_sessions *m;
     char *key;
+    pthread_mutex_t lock;        /* guards held */
+    struct sbx_store_lock **held; /* by token: the locks of running commands */
+    size_t nheld;
 };
 
 /* ---- the session's memory lock ------------------------------------------ */
 
-static int lock_path(const char *key, char *out, size_t cap, sbx_error *err)
+static int lock_open(sbx_sessions *m, const char *key, struct sbx_store_lock **l,
+                     sbx_error *err)
 {
-    const char *run = getenv("XDG_RUNTIME_DIR");
-    char dir[512];
-    if (run && *run == '/')
-        snprintf(dir, sizeof dir, "%s/sbx", run);
-    else
-        snprintf(dir, sizeof dir, "/tmp/sbx-%u", (unsigned)getuid());
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return sbx_error_set(err, SBX_E_IO, "memory: cannot create the lock directory %s: %s",
-                             dir, strerror(errno));
-    struct stat s;
-    /* A directory someone else made in /tmp would let them hold our lock. */
-    if (lstat(dir, &s) != 0 || !S_ISDIR(s.st_mode) || s.st_uid != getuid() ||
-        (s.st_mode & 022))
-        return sbx_error_set(err, SBX_E_DENIED,
-                             "memory: the lock directory %s is not a private directory "
-                             "of this user",
-                             dir);
-    char hash[SBX_KEY_HASH_LEN + 1];
-    if (sbx_key_hash(key, hash) != SBX_OK)
-        return sbx_error_set(err, SBX_E_INTERNAL, "cannot hash the session key");
-    snprintf(out, cap, "%s/%s.memory.lock", dir, hash);
-    return SBX_OK;
+    return sbxh_store_lock_open(m->store, key, SBX_STORE_LOCK_MEMORY, l, err);
 }
 
-static int lock_open(const char *key, int *fd, sbx_error *err)
-{
-    char path[640];
-    int rc = lock_path(key, path, sizeof path, err);
-    if (rc != SBX_OK)
-        return rc;
-    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (*fd < 0)
-        return sbx_error_set(err, SBX_E_IO, "memory: cannot open the lock %s: %s", path,
-                             strerror(errno));
-    return SBX_OK;
-}
-
-/* Set the lock of fd to type (F_WRLCK, F_RDLCK, F_UNLCK); wait or not. */
-static int lock_set(int fd, short type, bool wait)
-{
-    struct flock l = {.l_type = type, .l_whence = SEEK_SET};
-    return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &l) == 0 ? 0 : -errno;
-}
-
-/* Hold the lock exclusively, waiting (while others' commands run) in
- * short sleeps so that cancel is honoured. */
-static int lock_exclusive(int fd, sbx_cancel *cancel, sbx_error *err)
+/* Hold the lock in mode, waiting (while others' commands or a writeback
+ * run) in short sleeps so that cancel is honoured. */
+static int lock_wait(struct sbx_store_lock *l, int mode, sbx_cancel *cancel, sbx_error *err)
 {
     for (int64_t ms = 5;; ms = ms < 200 ? ms * 2 : 200) {
-        int e = lock_set(fd, F_WRLCK, false);
-        if (e == 0)
-            return SBX_OK;
-        if (e != -EAGAIN && e != -EACCES)
-            return sbx_error_set(err, SBX_E_IO, "memory: lock: %s", strerror(-e));
-        int rc = sbxh_session_sleep(ms, cancel, err);
-        if (rc != SBX_OK)
+        bool got;
+        int rc = sbxh_store_lock_try(l, mode, &got, err);
+        if (rc != SBX_OK || got)
+            return rc;
+        if ((rc = sbxh_session_sleep(ms, cancel, err)) != SBX_OK)
             return rc;
     }
+}
+
+/* A command's lock under a token for after_exec. */
+static int lock_keep(struct memory_ctx *mc, struct sbx_store_lock *l, int *token,
+                     sbx_error *err)
+{
+    pthread_mutex_lock(&mc->lock);
+    size_t i = 0;
+    while (i < mc->nheld && mc->held[i])
+        i++;
+    if (i == mc->nheld) {
+        struct sbx_store_lock **g = realloc(mc->held, (mc->nheld + 1) * sizeof *g);
+        if (!g || mc->nheld >= INT_MAX) {
+            if (g)
+                mc->held = g;
+            pthread_mutex_unlock(&mc->lock);
+            return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
+        }
+        mc->held = g;
+        mc->nheld++;
+    }
+    mc->held[i] = l;
+    pthread_mutex_unlock(&mc->lock);
+    *token = (int)i;
+    return SBX_OK;
+}
+
+static struct sbx_store_lock *lock_take(struct memory_ctx *mc, int token)
+{
+    struct sbx_store_lock *l = NULL;
+    pthread_mutex_lock(&mc->lock);
+    if (token >= 0 && (size_t)token < mc->nheld) {
+        l = mc->held[token];
+        mc->held[token] = NULL;
+    }
+    pthread_mutex_unlock(&mc->lock);
+    return l;
 }
 
 /* ---- loading the heads into a mount ------------------------------------- */
@@ -751,24 +754,24 @@ static int before_exec(void *ctx, sbx_handle *h, int *token, sbx_cancel *cancel,
                        sbx_error *err)
 {
     struct memory_ctx *mc = ctx;
-    int fd;
-    int rc = lock_open(mc->key, &fd, err);
+    struct sbx_store_lock *l;
+    int rc = lock_open(mc->m, mc->key, &l, err);
     if (rc != SBX_OK)
         return rc;
-    if (lock_set(fd, F_WRLCK, false) != 0) {
+    bool got;
+    if ((rc = sbxh_store_lock_try(l, SBX_STORE_EXCLUSIVE, &got, err)) == SBX_OK && !got) {
         /* another command runs: share the mount as it is (waits only for a
          * writeback in progress) */
-        if (lock_set(fd, F_RDLCK, true) != 0) {
-            rc = sbx_error_set(err, SBX_E_IO, "memory: lock: %s", strerror(errno));
-            close(fd);
-            return rc;
-        }
-        *token = fd;
-        return SBX_OK;
+        if ((rc = lock_wait(l, SBX_STORE_SHARED, cancel, err)) == SBX_OK &&
+            (rc = lock_keep(mc, l, token, err)) == SBX_OK)
+            return SBX_OK;
+        sbxh_store_lock_close(l);
+        return rc;
     }
     struct sbx_store_memory_row *rows = NULL;
     size_t n = 0;
-    rc = sbxh_store_memory_get(mc->m->store, mc->key, &rows, &n, err);
+    if (rc == SBX_OK)
+        rc = sbxh_store_memory_get(mc->m->store, mc->key, &rows, &n, err);
     /* Changes a crash left behind go in first; a conflict keeps the mount
      * as it is (the command then sees the session's own changes). */
     if (rc == SBX_OK) {
@@ -799,13 +802,15 @@ static int before_exec(void *ctx, sbx_handle *h, int *token, sbx_cancel *cancel,
                                           SBX_STORE_MEMORY_DIRTY, err);
     }
     free(rows);
-    if (rc == SBX_OK && lock_set(fd, F_RDLCK, false) != 0)
-        rc = sbx_error_set(err, SBX_E_IO, "memory: lock: %s", strerror(errno));
+    if (rc == SBX_OK && (rc = sbxh_store_lock_try(l, SBX_STORE_SHARED, &got, err)) == SBX_OK &&
+        !got)
+        rc = sbx_error_set(err, SBX_E_INTERNAL, "memory: lock: cannot share it");
+    if (rc == SBX_OK)
+        rc = lock_keep(mc, l, token, err);
     if (rc != SBX_OK) {
-        close(fd);
+        sbxh_store_lock_close(l);
         return rc;
     }
-    *token = fd;
     return SBX_OK;
 }
 
@@ -814,12 +819,14 @@ static int after_exec(void *ctx, sbx_handle *h, int token, sbx_cancel *cancel,
 {
     struct memory_ctx *mc = ctx;
     sbx_error_clear(err);
-    int fd = token;
-    if (fd < 0)
+    struct sbx_store_lock *l = lock_take(mc, token);
+    if (!l)
         return SBX_OK;
-    lock_set(fd, F_UNLCK, false);
-    int rc = SBX_OK;
-    if (lock_set(fd, F_WRLCK, false) == 0) {
+    bool got = false;
+    int rc = sbxh_store_lock_try(l, SBX_STORE_UNLOCKED, &got, err);
+    if (rc == SBX_OK)
+        rc = sbxh_store_lock_try(l, SBX_STORE_EXCLUSIVE, &got, err);
+    if (rc == SBX_OK && got) {
         /* the last command of the session: write back */
         struct sbx_store_memory_row *rows = NULL;
         size_t n = 0;
@@ -828,7 +835,7 @@ static int after_exec(void *ctx, sbx_handle *h, int token, sbx_cancel *cancel,
             rc = write_back_all(mc, h, rows, n, false, cancel, err);
         free(rows);
     }
-    close(fd);
+    sbxh_store_lock_close(l);
     return rc;
 }
 
@@ -836,6 +843,10 @@ static void free_ctx(void *ctx)
 {
     struct memory_ctx *mc = ctx;
     if (mc) {
+        for (size_t i = 0; i < mc->nheld; i++)
+            sbxh_store_lock_close(mc->held[i]);
+        free(mc->held);
+        pthread_mutex_destroy(&mc->lock);
         free(mc->key);
         free(mc);
     }
@@ -905,6 +916,7 @@ int sbxh_session_memory_hook(sbx_sessions *m, const char *key, sbx_handle *h,
         return sbx_error_set(err, SBX_E_NOMEM, "out of memory");
     }
     mc->m = m;
+    pthread_mutex_init(&mc->lock, NULL);
     struct sbx_exec_hooks hooks = {before_exec, after_exec, free_ctx, mc};
     sbxh_handle_set_hooks(h, &hooks);
     return SBX_OK;
@@ -924,20 +936,20 @@ int sbxh_session_memory_flush(sbx_sessions *m, const char *key, sbx_handle *h,
         free(rows);
         return rc;
     }
-    int fd;
-    if ((rc = lock_open(key, &fd, err)) != SBX_OK) {
+    struct sbx_store_lock *l;
+    if ((rc = lock_open(m, key, &l, err)) != SBX_OK) {
         free(rows);
         return rc;
     }
-    if ((rc = lock_exclusive(fd, cancel, err)) == SBX_OK) {
+    if ((rc = lock_wait(l, SBX_STORE_EXCLUSIVE, cancel, err)) == SBX_OK) {
         free(rows);
         rows = NULL;
         if ((rc = sbxh_store_memory_get(m->store, key, &rows, &n, err)) == SBX_OK) {
-            struct memory_ctx mc = {m, (char *)key};
+            struct memory_ctx mc = {.m = m, .key = (char *)key};
             rc = write_back_all(&mc, h, rows, n, true, cancel, err);
         }
     }
-    close(fd);
+    sbxh_store_lock_close(l);
     free(rows);
     return rc;
 }
@@ -972,10 +984,10 @@ int sbxh_session_memory_resolve(sbx_sessions *m, const char *key, sbx_handle *h,
                                 sbx_cancel *cancel, sbx_error *err)
 {
     const char *slug = row->slug;
-    int fd = -1;
-    int rc = lock_open(key, &fd, err);
+    struct sbx_store_lock *l = NULL;
+    int rc = lock_open(m, key, &l, err);
     if (rc == SBX_OK)
-        rc = lock_exclusive(fd, cancel, err);
+        rc = lock_wait(l, SBX_STORE_EXCLUSIVE, cancel, err);
     if (rc == SBX_OK) {
         if (keep) {
             /* the session's version wins: based on the heads as they are now */
@@ -983,7 +995,7 @@ int sbxh_session_memory_resolve(sbx_sessions *m, const char *key, sbx_handle *h,
             if ((rc = sbxh_mstore_info(m->store, slug, &info, err)) == SBX_OK) {
                 struct sbx_store_memory_row r = *row;
                 r.baseline = info.version;
-                struct memory_ctx mc = {m, (char *)key};
+                struct memory_ctx mc = {.m = m, .key = (char *)key};
                 int64_t baseline;
                 int state;
                 rc = write_back(&mc, h, &r, &baseline, &state, cancel, err);
@@ -996,7 +1008,6 @@ int sbxh_session_memory_resolve(sbx_sessions *m, const char *key, sbx_handle *h,
             rc = sbxh_store_memory_update(m->store, key, slug, -1, SBX_STORE_MEMORY_CLEAN, err);
         }
     }
-    if (fd >= 0)
-        close(fd);
+    sbxh_store_lock_close(l);
     return rc;
 }

@@ -193,6 +193,25 @@ struct sbx_store_prims {
                  const struct sbx_store_value *params, int n,
                  struct sbx_store_cursor **cur, int64_t *affected, sbx_error *err);
     void (*query_end)(struct sbx_store *s, struct sbx_store_cursor *cur);
+
+    /* Session locks (store/session_activity.c) on a server: NULL for a
+     * driver whose locks are file locks. lock_conn_open gives a connection
+     * of the caller's own (the store's lock is not needed); lock_conn_call
+     * runs one enum sbx_store_lock_call on lock number id there (*result:
+     * the server's answer); lock_conn_close ends or, with reuse and
+     * nothing held, keeps it for the next lock. */
+    int (*lock_conn_open)(struct sbx_store *s, void **conn, sbx_error *err);
+    int (*lock_conn_call)(struct sbx_store *s, void *conn, int call, int64_t id,
+                          bool *result, sbx_error *err);
+    void (*lock_conn_close)(struct sbx_store *s, void *conn, bool reuse);
+};
+
+/* The calls of prims->lock_conn_call. */
+enum sbx_store_lock_call {
+    SBX_STORE_LOCK_TRY_EXCLUSIVE,
+    SBX_STORE_LOCK_TRY_SHARED,
+    SBX_STORE_LOCK_DROP_EXCLUSIVE,
+    SBX_STORE_LOCK_DROP_SHARED
 };
 
 /* The base of a driver's store: drivers embed it first (instead of struct

@@ -20,6 +20,7 @@
 #include "store/driver.h"
 
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,12 +62,19 @@ struct pg_cursor {
     unsigned char *bytes; /* the last blob decoded (query cursors) */
 };
 
+/* Lock connections kept open for reuse once their locks are released. */
+#define LOCK_CONN_IDLE 8
+
 struct pg_store {
     struct sbx_store_impl impl;
     PGconn *conn;
     struct sbx_pg_dsn dsn;
     bool prepared[PS_COUNT]; /* on the current connection */
     struct pg_cursor list_cursor; /* of the list call in progress */
+    char *dsn_text; /* for the session locks' own connections */
+    pthread_mutex_t idle_lock; /* guards idle */
+    PGconn *idle[LOCK_CONN_IDLE]; /* lock connections holding nothing */
+    int nidle;
 };
 
 static const struct sbx_store_ops pg_ops;
@@ -744,6 +752,13 @@ static void pg_close(struct sbx_store *s)
     struct pg_store *st = from_base(s);
     if (st->conn)
         PQfinish(st->conn);
+    for (int i = 0; i < st->nidle; i++)
+        PQfinish(st->idle[i]);
+    if (st->dsn_text) {
+        explicit_bzero(st->dsn_text, strlen(st->dsn_text));
+        free(st->dsn_text);
+    }
+    pthread_mutex_destroy(&st->idle_lock);
     sbxh_pg_dsn_free(&st->dsn);
     free(st);
 }
@@ -858,8 +873,13 @@ int sbxh_store_pg_open(const char *dsn, int lock_timeout_ms, struct sbx_store **
         free(st);
         return rc;
     }
+    pthread_mutex_init(&st->idle_lock, NULL);
     st->impl.base.ops = &pg_ops;
     st->impl.prims = &pg_prims;
+    if (!(st->dsn_text = strdup(dsn))) {
+        pg_close(&st->impl.base);
+        return sbx_error_set(err, SBX_E_NOMEM, "postgres store: out of memory");
+    }
     st->impl.base.label = st->dsn.label;
     st->impl.base.lock_timeout_ms = lock_timeout_ms;
 
@@ -884,6 +904,108 @@ int sbxh_store_pg_open(const char *dsn, int lock_timeout_ms, struct sbx_store **
     return SBX_OK;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Session locks' connections                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Session-level advisory locks live on a connection of their own, one per
+ * held lock: on the store's shared connection every thread of the process
+ * would hold them together (a server session never conflicts with itself)
+ * and a reconnect would drop them silently. The server releases them when
+ * the connection ends, so a worker that dies (kill -9, a lost machine once
+ * TCP keepalives give up on it) leaves nothing locked.
+ */
+static int lock_conn_open(struct sbx_store *s, void **out, sbx_error *err)
+{
+    struct pg_store *st = from_base(s);
+    PGconn *c = NULL;
+    pthread_mutex_lock(&st->idle_lock);
+    if (st->nidle)
+        c = st->idle[--st->nidle];
+    pthread_mutex_unlock(&st->idle_lock);
+    if (c && PQstatus(c) == CONNECTION_OK) {
+        *out = c;
+        return SBX_OK;
+    }
+    if (c)
+        PQfinish(c);
+    /* keepalives: a worker machine that vanishes is noticed by the server
+     * (tcp_keepalives_*) within about 30 s instead of hours */
+    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *vals[] = {"5", "sbx-lock", st->dsn_text, NULL};
+    c = PQconnectdbParams(keys, vals, 1);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        char detail[SBX_ERROR_MAX];
+        snprintf(detail, sizeof detail, "%s", c ? PQerrorMessage(c) : "out of memory");
+        sbxh_pg_dsn_tidy(detail);
+        if (c)
+            PQfinish(c);
+        char msg[2 * SBX_ERROR_MAX + 256];
+        snprintf(msg, sizeof msg, "%s: cannot open a connection for session locks: %s",
+                 s->label, detail);
+        return report(st, SBX_E_UNAVAILABLE, msg, sizeof msg, err);
+    }
+    PQsetNoticeProcessor(c, ignore_notice, NULL);
+    PGresult *r = PQexec(c, "SELECT set_config('tcp_keepalives_idle', '10', false), "
+                            "set_config('tcp_keepalives_interval', '5', false), "
+                            "set_config('tcp_keepalives_count', '4', false)");
+    PQclear(r); /* best effort: a Unix socket has no keepalives */
+    *out = c;
+    return SBX_OK;
+}
+
+static const char *const lock_calls[] = {
+    [SBX_STORE_LOCK_TRY_EXCLUSIVE] = "SELECT pg_try_advisory_lock($1::bigint)::int",
+    [SBX_STORE_LOCK_TRY_SHARED] = "SELECT pg_try_advisory_lock_shared($1::bigint)::int",
+    [SBX_STORE_LOCK_DROP_EXCLUSIVE] = "SELECT pg_advisory_unlock($1::bigint)::int",
+    [SBX_STORE_LOCK_DROP_SHARED] = "SELECT pg_advisory_unlock_shared($1::bigint)::int",
+};
+
+static int lock_conn_call(struct sbx_store *s, void *conn, int call, int64_t id,
+                          bool *result, sbx_error *err)
+{
+    struct pg_store *st = from_base(s);
+    PGconn *c = conn;
+    char idt[24];
+    snprintf(idt, sizeof idt, "%lld", (long long)id);
+    const char *p[1] = {idt};
+    PGresult *r = PQexecParams(c, lock_calls[call], 1, NULL, p, NULL, NULL, 0);
+    int rc = SBX_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        char detail[SBX_ERROR_MAX];
+        snprintf(detail, sizeof detail, "%s", PQerrorMessage(c));
+        sbxh_pg_dsn_tidy(detail);
+        char msg[2 * SBX_ERROR_MAX + 256];
+        snprintf(msg, sizeof msg, "%s: session lock: %s", s->label,
+                 detail[0] ? detail : "no result");
+        rc = report(st, SBX_E_UNAVAILABLE, msg, sizeof msg, err);
+    } else {
+        *result = strcmp(PQgetvalue(r, 0, 0), "1") == 0;
+    }
+    PQclear(r);
+    return rc;
+}
+
+static void lock_conn_close(struct sbx_store *s, void *conn, bool reuse)
+{
+    struct pg_store *st = from_base(s);
+    PGconn *c = conn;
+    if (!c)
+        return;
+    if (reuse && PQstatus(c) == CONNECTION_OK &&
+        PQtransactionStatus(c) == PQTRANS_IDLE) {
+        pthread_mutex_lock(&st->idle_lock);
+        if (st->nidle < LOCK_CONN_IDLE) {
+            st->idle[st->nidle++] = c;
+            c = NULL;
+        }
+        pthread_mutex_unlock(&st->idle_lock);
+    }
+    if (c)
+        PQfinish(c);
+}
+
 static const struct sbx_store_prims pg_prims = {
     .ready = ready,
     .begin = begin,
@@ -905,6 +1027,9 @@ static const struct sbx_store_prims pg_prims = {
     .list_end = list_end,
     .query = query,
     .query_end = query_end,
+    .lock_conn_open = lock_conn_open,
+    .lock_conn_call = lock_conn_call,
+    .lock_conn_close = lock_conn_close,
 };
 
 static const struct sbx_store_ops pg_ops = {

@@ -4,19 +4,21 @@
  * idle evictor away from a session whose command is running, and the count
  * of a provider's sandboxes behind max_sandboxes.
  *
- * Use locks are held across processes without a row to clean up after a
- * crash: the kernel or the server drops them with their holder.
+ * Session locks (the use lock, the memory lock) are held across processes
+ * without a row to clean up after a crash: the kernel or the server drops
+ * them with their holder.
  *  - SQLite: an open-file-description lock (F_OFD_SETLK) on one byte of
  *    the file "<database>-use.lock", at an offset taken from the key's
- *    hash. Each lock opens the file anew, so two holders in one process
- *    conflict like two processes do.
- *  - PostgreSQL: a session-level advisory lock on the store's connection
- *    (pg_try_advisory_lock[_shared]) keyed by the key's hash. A lost
- *    connection drops it (the evictor may then see the session as free);
- *    holders in one process share the connection and so do not conflict
- *    with each other.
- * Commands hold the lock shared; the evictor tries it exclusive, without
- * waiting, and skips a session it cannot get.
+ *    hash and the lock's kind. Each lock opens the file anew, so two
+ *    holders in one process conflict like two processes do.
+ *  - PostgreSQL: a session-level advisory lock (pg_try_advisory_lock
+ *    [_shared]) with the same number, on a connection of the lock's own
+ *    (store/pg.c keeps a few idle ones for reuse): two holders in one
+ *    process conflict like two machines do, and a reconnect of the
+ *    store's shared connection drops nothing. A lost lock connection
+ *    drops the lock; the holder learns it at its next call.
+ * Commands hold the use lock shared; the evictor tries it exclusive,
+ * without waiting, and skips a session it cannot get.
  */
 #include "store/driver.h"
 
@@ -118,16 +120,19 @@ int sbxh_store_activity_drop(struct sbx_store *s, const char *key, sbx_error *er
     return rc;
 }
 
-/* ---- use locks -------------------------------------------------------- */
+/* ---- session locks ---------------------------------------------------- */
 
-struct sbx_store_use_lock {
-    int fd;         /* SQLite: the lock file, -1 for PostgreSQL */
-    int64_t id;     /* the lock's number */
-    bool exclusive;
+struct sbx_store_lock {
+    struct sbx_store *s;
+    int fd;     /* SQLite: the lock file */
+    void *conn; /* PostgreSQL: the lock's own connection */
+    int64_t id; /* the lock's number */
+    int mode;   /* enum sbx_store_lock_mode held now */
 };
 
-/* A lock number from the key's hash: its first 15 hex digits (positive,
- * and small enough for an off_t and a PostgreSQL bigint). */
+/* A session's number: the first 15 hex digits of the key's hash (positive,
+ * small enough for an off_t and a PostgreSQL bigint), with the kind in the
+ * two bits above them (USE keeps the bare number). */
 static int64_t lock_id(const char *key)
 {
     char hash[SBX_KEY_HASH_LEN + 1];
@@ -157,74 +162,32 @@ static int lock_file(struct sbx_store *s, char *out, size_t cap, sbx_error *err)
     return rc;
 }
 
-static int sqlite_lock(struct sbx_store *s, struct sbx_store_use_lock *l, bool *got,
-                       sbx_error *err)
-{
-    char path[PATH_MAX + 16];
-    int rc = lock_file(s, path, sizeof path, err);
-    if (rc != SBX_OK)
-        return rc;
-    l->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (l->fd < 0)
-        return sbx_error_set(err, SBX_E_IO, "%s: cannot open the use lock file: %s",
-                             s->label, strerror(errno));
-    struct flock fl = {0};
-    fl.l_type = l->exclusive ? F_WRLCK : F_RDLCK;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = (off_t)l->id;
-    fl.l_len = 1;
-    if (fcntl(l->fd, F_OFD_SETLK, &fl) == 0) {
-        *got = true;
-        return SBX_OK;
-    }
-    int e = errno;
-    close(l->fd);
-    l->fd = -1;
-    if (e == EAGAIN || e == EACCES)
-        return SBX_OK;
-    return sbx_error_set(err, SBX_E_IO, "%s: cannot take a use lock: %s", s->label,
-                         strerror(e));
-}
-
-static int pg_lock(struct sbx_store *s, struct sbx_store_use_lock *l, bool *got,
-                   sbx_error *err)
-{
-    struct sbx_store_value p[] = {SBX_SV_I(l->id)};
-    struct sbx_store_cursor *c = NULL;
-    int rc = sbx_store_prims_of(s)->query(s,
-                                          l->exclusive
-                                              ? "SELECT pg_try_advisory_lock($1::bigint)::int"
-                                              : "SELECT pg_try_advisory_lock_shared("
-                                                "$1::bigint)::int",
-                                          p, 1, &c, NULL, err);
-    bool row = false;
-    if (rc == SBX_OK && (rc = c->next(c, &row, err)) == SBX_OK && row)
-        *got = c->integer(c, 0) != 0;
-    if (c)
-        sbx_store_prims_of(s)->query_end(s, c);
-    return rc;
-}
-
-int sbxh_store_use_lock(struct sbx_store *s, const char *key, bool exclusive,
-                        struct sbx_store_use_lock **out, sbx_error *err)
+int sbxh_store_lock_open(struct sbx_store *s, const char *key, int kind,
+                         struct sbx_store_lock **out, sbx_error *err)
 {
     *out = NULL;
-    struct sbx_store_use_lock *l = calloc(1, sizeof *l);
+    struct sbx_store_lock *l = calloc(1, sizeof *l);
     if (!l)
         return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", s->label);
+    l->s = s;
     l->fd = -1;
-    l->id = lock_id(key);
-    l->exclusive = exclusive;
-    bool got = false;
-    pthread_mutex_lock(&s->lock);
-    int rc = sbx_store_ready(s, err);
-    if (rc == SBX_OK)
-        rc = is_pg(s) ? pg_lock(s, l, &got, err) : sqlite_lock(s, l, &got, err);
-    pthread_mutex_unlock(&s->lock);
-    if (rc == SBX_OK && !got) {
-        char lbl[13];
-        sbxh_store_key_label(key, lbl);
-        rc = sbx_error_set(err, SBX_E_EXISTS, "%s: session %s is in use", s->label, lbl);
+    l->id = lock_id(key) | ((int64_t)kind << 60);
+    const struct sbx_store_prims *p = sbx_store_prims_of(s);
+    int rc;
+    if (p->lock_conn_open) {
+        rc = p->lock_conn_open(s, &l->conn, err);
+    } else {
+        char path[PATH_MAX + 16];
+        pthread_mutex_lock(&s->lock);
+        rc = sbx_store_ready(s, err);
+        if (rc == SBX_OK)
+            rc = lock_file(s, path, sizeof path, err);
+        pthread_mutex_unlock(&s->lock);
+        /* each object opens the file anew: its own open file description */
+        if (rc == SBX_OK &&
+            (l->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+            rc = sbx_error_set(err, SBX_E_IO, "%s: cannot open the lock file: %s",
+                               s->label, strerror(errno));
     }
     if (rc != SBX_OK) {
         free(l);
@@ -234,31 +197,131 @@ int sbxh_store_use_lock(struct sbx_store *s, const char *key, bool exclusive,
     return SBX_OK;
 }
 
-void sbxh_store_use_unlock(struct sbx_store *s, struct sbx_store_use_lock *l)
+static int file_try(struct sbx_store_lock *l, int mode, bool *got, sbx_error *err)
+{
+    struct flock fl = {0};
+    fl.l_type = mode == SBX_STORE_EXCLUSIVE ? F_WRLCK
+                : mode == SBX_STORE_SHARED  ? F_RDLCK
+                                            : F_UNLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)l->id;
+    fl.l_len = 1;
+    /* a conversion on one description is atomic */
+    if (fcntl(l->fd, F_OFD_SETLK, &fl) == 0) {
+        *got = true;
+        return SBX_OK;
+    }
+    int e = errno;
+    if (e == EAGAIN || e == EACCES)
+        return SBX_OK;
+    return sbx_error_set(err, SBX_E_IO, "%s: session lock: %s", l->s->label, strerror(e));
+}
+
+/* On the server a session's own locks never conflict with each other: the
+ * new mode is taken first, then the old one dropped (so EXCLUSIVE to
+ * SHARED has no gap). */
+static int server_try(struct sbx_store_lock *l, int mode, bool *got, sbx_error *err)
+{
+    const struct sbx_store_prims *p = sbx_store_prims_of(l->s);
+    bool ok = true;
+    int rc = SBX_OK;
+    if (mode != SBX_STORE_UNLOCKED)
+        rc = p->lock_conn_call(l->s, l->conn,
+                               mode == SBX_STORE_EXCLUSIVE ? SBX_STORE_LOCK_TRY_EXCLUSIVE
+                                                           : SBX_STORE_LOCK_TRY_SHARED,
+                               l->id, &ok, err);
+    if (rc != SBX_OK || !ok)
+        return rc;
+    if (l->mode != SBX_STORE_UNLOCKED)
+        rc = p->lock_conn_call(l->s, l->conn,
+                               l->mode == SBX_STORE_EXCLUSIVE ? SBX_STORE_LOCK_DROP_EXCLUSIVE
+                                                              : SBX_STORE_LOCK_DROP_SHARED,
+                               l->id, &ok, err);
+    if (rc == SBX_OK)
+        *got = true;
+    return rc;
+}
+
+int sbxh_store_lock_try(struct sbx_store_lock *l, int mode, bool *got, sbx_error *err)
+{
+    *got = false;
+    if (mode == l->mode) {
+        *got = true;
+        return SBX_OK;
+    }
+    int rc = l->conn ? server_try(l, mode, got, err) : file_try(l, mode, got, err);
+    if (rc != SBX_OK) {
+        /* the connection may be gone, and the server's locks with it: hold
+         * nothing from here on (a file lock is left as it was) */
+        if (l->conn) {
+            l->mode = SBX_STORE_UNLOCKED;
+            sbx_store_prims_of(l->s)->lock_conn_close(l->s, l->conn, false);
+            l->conn = NULL;
+            l->fd = -2; /* neither: every further call fails */
+        }
+        return rc;
+    }
+    if (*got)
+        l->mode = mode;
+    return SBX_OK;
+}
+
+void sbxh_store_lock_close(struct sbx_store_lock *l)
 {
     if (!l)
         return;
-    if (l->fd >= 0) {
-        close(l->fd); /* drops the OFD lock */
-    } else {
-        struct sbx_store_value p[] = {SBX_SV_I(l->id)};
-        struct sbx_store_cursor *c = NULL;
+    if (l->conn) {
+        bool got = l->mode == SBX_STORE_UNLOCKED;
         sbx_error ignored;
-        pthread_mutex_lock(&s->lock);
-        int rc = sbx_store_prims_of(s)->query(s,
-                                              l->exclusive
-                                                  ? "SELECT pg_advisory_unlock($1::bigint)"
-                                                  : "SELECT pg_advisory_unlock_shared("
-                                                    "$1::bigint)",
-                                              p, 1, &c, NULL, &ignored);
-        bool row;
-        if (rc == SBX_OK)
-            c->next(c, &row, &ignored);
-        if (c)
-            sbx_store_prims_of(s)->query_end(s, c);
-        pthread_mutex_unlock(&s->lock);
+        if (!got && server_try(l, SBX_STORE_UNLOCKED, &got, &ignored) != SBX_OK)
+            got = false;
+        /* a connection that still holds something is ended, never reused */
+        sbx_store_prims_of(l->s)->lock_conn_close(l->s, l->conn, got);
+    } else if (l->fd >= 0) {
+        close(l->fd); /* drops the OFD lock */
     }
     free(l);
+}
+
+/* ---- use locks -------------------------------------------------------- */
+
+struct sbx_store_use_lock {
+    struct sbx_store_lock *l;
+};
+
+int sbxh_store_use_lock(struct sbx_store *s, const char *key, bool exclusive,
+                        struct sbx_store_use_lock **out, sbx_error *err)
+{
+    *out = NULL;
+    struct sbx_store_use_lock *u = calloc(1, sizeof *u);
+    if (!u)
+        return sbx_error_set(err, SBX_E_NOMEM, "%s: out of memory", s->label);
+    bool got = false;
+    int rc = sbxh_store_lock_open(s, key, SBX_STORE_LOCK_USE, &u->l, err);
+    if (rc == SBX_OK)
+        rc = sbxh_store_lock_try(u->l, exclusive ? SBX_STORE_EXCLUSIVE : SBX_STORE_SHARED,
+                                 &got, err);
+    if (rc == SBX_OK && !got) {
+        char lbl[13];
+        sbxh_store_key_label(key, lbl);
+        rc = sbx_error_set(err, SBX_E_EXISTS, "%s: session %s is in use", s->label, lbl);
+    }
+    if (rc != SBX_OK) {
+        sbxh_store_lock_close(u->l);
+        free(u);
+        return rc;
+    }
+    *out = u;
+    return SBX_OK;
+}
+
+void sbxh_store_use_unlock(struct sbx_store *s, struct sbx_store_use_lock *u)
+{
+    (void)s;
+    if (!u)
+        return;
+    sbxh_store_lock_close(u->l);
+    free(u);
 }
 
 /* ---- max_sandboxes ---------------------------------------------------- */

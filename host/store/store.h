@@ -416,11 +416,37 @@ int sbxh_store_activity_get(struct sbx_store *s, const char *key,
 int sbxh_store_activity_drop(struct sbx_store *s, const char *key, sbx_error *err);
 
 /*
- * A session's use lock, held across processes (and, on PostgreSQL,
- * machines) and dropped with its holder: commands hold it shared, the
- * idle evictor tries it exclusive. Never waits: SBX_E_EXISTS when a
- * conflicting holder has it. Release with sbxh_store_use_unlock (NULL is
- * ignored).
+ * Session locks (store/session_activity.c), held across processes and, on
+ * PostgreSQL, machines, and dropped with their holder (a process that
+ * dies, a connection that ends): SQLite, an OFD lock on a byte of a file
+ * beside the database; PostgreSQL, a session-level advisory lock on a
+ * connection of the lock's own. Each lock object is a holder of its own:
+ * two in one process conflict like two processes do. One kind per use:
+ *  - USE: commands hold it shared, the idle evictor tries it exclusive;
+ *  - MEMORY: the memory stores' steps around commands (exclusive to
+ *    refresh or write back, shared while a command runs).
+ * sbxh_store_lock_try changes the mode (UNLOCKED, SHARED, EXCLUSIVE)
+ * without waiting: *got false (mode unchanged) when a conflicting holder
+ * has it. EXCLUSIVE to SHARED never lets another exclusive holder in
+ * between. A failed call (a lost connection) may have lost the lock: the
+ * object then holds nothing. Close releases what it holds (NULL ignored).
+ */
+enum sbx_store_lock_kind { SBX_STORE_LOCK_USE = 0, SBX_STORE_LOCK_MEMORY = 1 };
+enum sbx_store_lock_mode {
+    SBX_STORE_UNLOCKED = 0,
+    SBX_STORE_SHARED = 1,
+    SBX_STORE_EXCLUSIVE = 2
+};
+struct sbx_store_lock;
+int sbxh_store_lock_open(struct sbx_store *s, const char *key, int kind,
+                         struct sbx_store_lock **out, sbx_error *err);
+int sbxh_store_lock_try(struct sbx_store_lock *l, int mode, bool *got, sbx_error *err);
+void sbxh_store_lock_close(struct sbx_store_lock *l);
+
+/*
+ * A session's use lock (kind USE) taken in one call: never waits,
+ * SBX_E_EXISTS when a conflicting holder has it. Release with
+ * sbxh_store_use_unlock (NULL is ignored).
  */
 struct sbx_store_use_lock;
 int sbxh_store_use_lock(struct sbx_store *s, const char *key, bool exclusive,
