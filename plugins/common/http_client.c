@@ -39,6 +39,13 @@
 /* Longest single wait in curl_multi_poll, so deadlines and cancellation
  * checks without an fd are honoured promptly. */
 #define POLL_SLICE_MS 200
+/* The same for an HTTP/2 handle: libcurl 7.88 can read the end of an h2
+ * stream (its last DATA, the trailers) together with earlier frames and
+ * keep it in nghttp2's buffers; curl_multi_poll then waits on a socket that
+ * has nothing more to say, and the transfer's end was noticed only when the
+ * slice ran out (every gRPC call of the k8s provider took ~200 ms longer;
+ * docs/PERFORMANCE.md "k8s provider"). A short slice bounds that delay. */
+#define POLL_SLICE_H2_MS 5
 
 struct slot {
     CURL *easy;
@@ -685,7 +692,7 @@ static int drive(struct sbxp_http_xfer *x, enum until u, sbxp_http_error *err)
             describe(x, what, sizeof what);
             return sbxp_http_fail(err, SBX_E_CANCELLED, "%s: cancelled", what);
         }
-        int wait = POLL_SLICE_MS;
+        int wait = x->h->http2 ? POLL_SLICE_H2_MS : POLL_SLICE_MS;
         if (x->deadline) {
             int64_t left_ms = x->deadline - sbxs_now_ms();
             if (left_ms <= 0) {

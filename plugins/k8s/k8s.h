@@ -20,7 +20,8 @@
  *   exec.c        exec through ProcessService.Start, stdin, signals,
  *                 timeout and cancellation, the sweep of leftovers
  *   files.c       read_file/write_file through /v1/files
- *   provider.c    descriptor and ops table, health
+ *   provider.c    descriptor and ops table
+ *   health.c      the health op: API server, credentials, CRDs, the list verb
  */
 #ifndef SBX_K8S_H
 #define SBX_K8S_H
@@ -106,6 +107,9 @@ char *k8s_auth_header(struct k8s_state *st);
 /* Re-read the token file after a 401: 1 when the token changed. */
 int k8s_auth_reload(struct k8s_state *st);
 
+/* ---- health.c ---------------------------------------------------------- */
+int k8s_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
+
 /* ---- kubeconfig.c ------------------------------------------------------ */
 /* What a kubeconfig's context selects. Strings malloc'd (k8s_kubeconfig_free). */
 struct k8s_kubeconfig {
@@ -140,6 +144,10 @@ void k8s_path(struct k8s_state *st, int kind, const char *name, const char *quer
  */
 int k8s_call(struct k8s_state *st, sbx_call *call, const char *method, const char *path,
              json_object *body, json_object **out, int64_t deadline_ms, sbxp_http_error *err);
+/* One GET, not retried (health): only a 401 is tried again, once, after
+ * re-reading the token file. */
+int k8s_get_once(struct k8s_state *st, sbx_call *call, const char *path, json_object **out,
+                 sbxp_http_error *err);
 /* Report a failed API call: 401/403 become SBX_E_CONFIG naming the
  * credentials' source (never their value). Returns the status. */
 int k8s_report(struct k8s_state *st, sbx_call *call, const sbxp_http_error *err,

@@ -25,8 +25,9 @@ void k8s_path(struct k8s_state *st, int kind, const char *name, const char *quer
              name ? name : "", query ? "?" : "", query ? query : "");
 }
 
-int k8s_call(struct k8s_state *st, sbx_call *call, const char *method, const char *path,
-             json_object *body, json_object **out, int64_t deadline_ms, sbxp_http_error *err)
+static int call_api(struct k8s_state *st, sbx_call *call, const char *method, const char *path,
+                    json_object *body, json_object **out, int64_t deadline_ms, int retry,
+                    sbxp_http_error *err)
 {
     if (out)
         *out = NULL;
@@ -72,7 +73,8 @@ int k8s_call(struct k8s_state *st, sbx_call *call, const char *method, const cha
             if (k8s_auth_reload(st))
                 continue;
         }
-        if (!sbxp_http_transient(err) && !(err->http_status >= 500 && err->http_status < 600))
+        if (!retry ||
+            (!sbxp_http_transient(err) && !(err->http_status >= 500 && err->http_status < 600)))
             return rc;
         /* 429 and 5xx (and a refused or reset connection): back off and
          * try again while the deadline allows. Repeating a create is safe:
@@ -82,6 +84,18 @@ int k8s_call(struct k8s_state *st, sbx_call *call, const char *method, const cha
         if (sbxp_http_backoff(&r, attempt + 1, &cc.c) != SBX_OK)
             return sbxp_http_fail(err, SBX_E_CANCELLED, "%s %s: cancelled", method, path);
     }
+}
+
+int k8s_call(struct k8s_state *st, sbx_call *call, const char *method, const char *path,
+             json_object *body, json_object **out, int64_t deadline_ms, sbxp_http_error *err)
+{
+    return call_api(st, call, method, path, body, out, deadline_ms, 1, err);
+}
+
+int k8s_get_once(struct k8s_state *st, sbx_call *call, const char *path, json_object **out,
+                 sbxp_http_error *err)
+{
+    return call_api(st, call, "GET", path, NULL, out, 0, 0, err);
 }
 
 int k8s_report(struct k8s_state *st, sbx_call *call, const sbxp_http_error *err,

@@ -1,6 +1,6 @@
 /*
- * provider.c - the `k8s` provider's descriptor, configuration keys, ops
- * table and health check (docs/providers/k8s.md). See k8s.h.
+ * provider.c - the `k8s` provider's descriptor, configuration keys and ops
+ * table (docs/providers/k8s.md). See k8s.h.
  *
  * Capabilities: none beyond the core ops. sandboxd's process service ties a
  * process's output to the one Start stream that started it, so processes
@@ -58,26 +58,6 @@ static const struct sbx_config_key k8s_keys[] = {
     SBX_CONFIG_KEY("retries", SBX_CFG_INT,
                    "backoff policy of retried calls: first 200 ms, up to 5 s (default 4)"),
     SBX_CONFIG_KEYS_END};
-
-/* An authenticated read of the API: the claims (or Sandboxes) of the
- * namespace this provider would use, one item at most. */
-static int k8s_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX])
-{
-    struct k8s_state *st = state;
-    char path[512];
-    k8s_path(st, st->cfg.kind, NULL, "limit=1", path, sizeof path);
-    json_object *o = NULL;
-    sbxp_http_error err;
-    int rc = k8s_call(st, call, "GET", path, NULL, &o, 0, &err);
-    if (rc != SBX_OK)
-        return k8s_report(st, call, &err, "listing %s in %s",
-                          st->cfg.kind == K8S_CLAIM ? "SandboxClaims" : "Sandboxes", st->cfg.ns);
-    json_object_put(o);
-    snprintf(detail, SBX_HEALTH_DETAIL_MAX, "API server %s, namespace %s, %s %s",
-             st->cfg.api_url, st->cfg.ns, st->cfg.kind == K8S_CLAIM ? "warm pool" : "template",
-             st->cfg.kind == K8S_CLAIM ? st->cfg.pool : st->cfg.template_name);
-    return SBX_OK;
-}
 
 static const struct sbx_provider_ops k8s_ops = {
     .init = k8s_init,

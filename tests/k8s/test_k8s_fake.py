@@ -52,9 +52,10 @@ def setUpModule():
     global PROC
     d = tempfile.mkdtemp(prefix="sbx-k8s-fake-test.")
     INFO["dir"] = d
+    env = dict(os.environ, FAKE_SANDBOXD_DRAIN_MS="1000")  # upstream's 5 s, shortened
     PROC = subprocess.Popen([sys.executable, os.path.join(HERE, "fake", "fake_k8s.py"),
                              "--dir", d, "--port-file", os.path.join(d, "info"), "--seed"],
-                            stdout=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, env=env)
     for _ in range(1200):  # 60 s: a loaded machine starts it slowly
         if os.path.exists(os.path.join(d, "info")):
             break
@@ -258,6 +259,19 @@ class ProcessService(Base):
             g.signal(pid, pb.SIGNAL_SIGTERM)
         self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
 
+    def test_grandchild_holding_the_pipes(self):
+        # upstream: once the child is reaped, the pipes get pipeDrainGrace
+        # (FAKE_SANDBOXD_DRAIN_MS here) to reach EOF, then the stream ends
+        t0 = time.time()
+        evs = list(Grpc(self.sandbox).start(["sh", "-c", "sleep 20 & echo $!; echo hi"]))
+        took = time.time() - t0
+        out = b"".join(e.stdout for e in evs if e.HasField("stdout")).split()
+        os.kill(int(out[0]), 9)  # the sleep this test started
+        self.assertEqual(out[1:], [b"hi"])
+        self.assertEqual(evs[-1].exit.exit_code, 0)
+        self.assertGreater(took, 0.9)
+        self.assertLess(took, 5)
+
     def test_unspecified_signal(self):
         g = Grpc(self.sandbox)
         it = g.start(["sleep", "30"])
@@ -452,6 +466,35 @@ class Filesystem(Base):
         self.assertEqual(rest(s, "DELETE", "/v1/files/d?recursive=true")[0], 204)
         self.assertEqual(rest(s, "GET", "/v1/files/d")[0], 404)
         self.assertEqual(rest(s, "HEAD", "/v1/files/nope")[0], 404)
+
+    def _cut_short(self, path, head, sent):
+        """A PUT through the router whose body stops early: the client
+        half-closes after sent bytes."""
+        c = socket.create_connection((INFO["router"].split("//")[1].split(":")[0],
+                                      int(INFO["router"].rsplit(":", 1)[1])), timeout=10)
+        c.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nX-Sandbox-ID: %s\r\n"
+                   "X-Sandbox-Port: 8080\r\n%s\r\n" % (path, self.sandbox, head)).encode()
+                  + sent)
+        c.shutdown(socket.SHUT_WR)
+        try:
+            answer = c.recv(4096)
+        except OSError:
+            answer = b""
+        c.close()
+        return answer
+
+    def test_cut_short_upload_is_not_saved(self):
+        s = self.sandbox
+        self.assertEqual(rest(s, "PUT", "/v1/files/cut.txt", b"old")[0], 204)
+        for head, sent in (("Content-Length: 100\r\n", b"0123456789"),
+                           ("Transfer-Encoding: chunked\r\n", b"a\r\n01234"),
+                           ("Transfer-Encoding: chunked\r\n", b"5\r\n01234\r\n")):
+            answer = self._cut_short("/v1/files/cut.txt", head, sent)
+            self.assertFalse(answer.startswith(b"HTTP/1.1 204"), (head, answer))
+            time.sleep(0.2)  # sandboxd finishes with it
+            self.assertEqual(rest(s, "GET", "/v1/files/cut.txt"), (200, b"old"), head)
+        names = [e["name"] for e in json.loads(rest(s, "GET", "/v1/files/")[1])["entries"]]
+        self.assertFalse([n for n in names if n.startswith(".sandboxd-tmp-")], names)
 
     def test_bad_mode_and_directory_target(self):
         s = self.sandbox

@@ -156,10 +156,8 @@ static json_object *claim_of(const char *ref)
     return o;
 }
 
-/* Requests to the claims in the fake's log: "create" (POST to the
- * collection), "get" (GET of one), "watch" (GET ?watch=1). By method and
- * path: the log names the verb of a request a fault answered by its
- * method. */
+/* Requests of one Kubernetes verb ("create", "get", "list", "watch", ...)
+ * to one resource in the fake's log, those a fault answered included. */
 static int requests(const char *verb, const char *resource)
 {
     long st = 0;
@@ -167,25 +165,14 @@ static int requests(const char *verb, const char *resource)
     cr_assert_not_null(s);
     json_object *o = json_tokener_parse(s), *reqs;
     free(s);
-    char coll[64], one[64];
-    snprintf(coll, sizeof coll, "/%s", resource);
-    snprintf(one, sizeof one, "/%s/", resource);
     int n = 0;
     if (o && json_object_object_get_ex(o, "requests", &reqs))
         for (size_t i = 0; i < json_object_array_length(reqs); i++) {
-            json_object *r = json_object_array_get_idx(reqs, i), *m, *p, *q;
-            if (!json_object_object_get_ex(r, "method", &m) ||
-                !json_object_object_get_ex(r, "path", &p))
-                continue;
-            const char *method = json_object_get_string(m), *path = json_object_get_string(p);
-            const char *query =
-                json_object_object_get_ex(r, "query", &q) ? json_object_get_string(q) : "";
-            size_t pl = strlen(path), cl = strlen(coll);
-            int is_coll = pl >= cl && !strcmp(path + pl - cl, coll);
-            int is_watch = query && strstr(query, "watch=1") != NULL;
-            if ((!strcmp(verb, "create") && !strcmp(method, "POST") && is_coll) ||
-                (!strcmp(verb, "get") && !strcmp(method, "GET") && strstr(path, one)) ||
-                (!strcmp(verb, "watch") && !strcmp(method, "GET") && is_coll && is_watch))
+            json_object *r = json_object_array_get_idx(reqs, i), *v, *res;
+            if (json_object_object_get_ex(r, "verb", &v) &&
+                json_object_object_get_ex(r, "resource", &res) &&
+                !strcmp(json_object_get_string(v), verb) &&
+                !strcmp(json_object_get_string(res), resource))
                 n++;
         }
     json_object_put(o);
@@ -629,4 +616,133 @@ Test(k8s, in_cluster_rotation)
     sbx_release(h);
     cr_expect_eq(sbx_destroy(prov, "k8s-in-cluster", ref, NULL, &err), SBX_OK, "%s",
                  err.message);
+}
+
+/* ---- health ---------------------------------------------------------------
+ * The health op: discovery of both agent-sandbox groups and a list in the
+ * namespace, each sent once. Its own suite: some tests start the fake with
+ * CRDs missing (--no-crd). */
+
+static int health(struct sbx_health *h, sbx_error *err)
+{
+    memset(h, 0, sizeof *h);
+    h->size = sizeof *h;
+    sbx_error_clear(err);
+    return sbx_provider_health(prov, NULL, h, err);
+}
+
+TestSuite(k8s_health, .fini = down, .timeout = 60);
+
+/* Healthy: the detail names the server's host and port and what was
+ * found, never the token; nothing was created. */
+Test(k8s_health, healthy)
+{
+    up();
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    struct sbx_health h;
+    cr_assert_eq(health(&h, &err), SBX_OK, "%s", err.message);
+    cr_expect(h.checked);
+    char hostport[64];
+    snprintf(hostport, sizeof hostport, "API server %.40s:", k.api + strlen("https://"));
+    cr_expect(strncmp(h.detail, hostport, strlen(hostport) - 1) == 0, "%s", h.detail);
+    cr_expect(strstr(h.detail, "sandboxclaims served"), "%s", h.detail);
+    cr_expect(strstr(h.detail, "namespace default"), "%s", h.detail);
+    cr_expect(!strstr(h.detail, k.token) && !strstr(h.detail, "https://"), "%s", h.detail);
+    cr_expect_eq(requests("list", "sandboxclaims"), 1);
+    cr_expect_eq(k8s_stack_claims(&k), 0);
+}
+
+/* A refused token: SBX_E_DENIED naming where the token came from. */
+Test(k8s_health, token_refused)
+{
+    up();
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    long st = 0;
+    free(k8s_stack_http(&k, "POST", "/_fake/token", "{\"expire\": true}", 0, &st));
+    cr_assert_eq(st, 200);
+    struct sbx_health h;
+    cr_assert_eq(health(&h, &err), SBX_E_DENIED, "%s", err.message);
+    cr_expect(strstr(err.message, "refused") && strstr(err.message, "HTTP 401") &&
+                  strstr(err.message, k.kubeconfig),
+              "%s", err.message);
+    cr_expect(!strstr(err.message, k.token), "the token is in the message: %s", err.message);
+}
+
+/* Nothing listening: SBX_E_UNAVAILABLE, "cannot reach", at once (no retries). */
+Test(k8s_health, unreachable)
+{
+    up();
+    sbx_error err;
+    cr_assert_eq(open_ctx("    api_url: \"https://127.0.0.1:1\"\n", &err), SBX_OK, "%s",
+                 err.message);
+    struct sbx_health h;
+    int64_t t0 = now_ms();
+    cr_assert_eq(health(&h, &err), SBX_E_UNAVAILABLE, "%s", err.message);
+    cr_expect(strstr(err.message, "cannot reach the API server at 127.0.0.1:1"), "%s",
+              err.message);
+    cr_expect_lt(now_ms() - t0, 2000, "retried?");
+}
+
+/* The SandboxClaim CRD not installed: its group still serves the other
+ * extensions, the claims are missing from its discovery document. */
+Test(k8s_health, claim_crd_missing)
+{
+    const char *args[] = {"--no-crd", "sandboxclaims", NULL};
+    up_with(args);
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    struct sbx_health h;
+    cr_assert_eq(health(&h, &err), SBX_E_UNAVAILABLE, "%s", err.message);
+    cr_expect(strstr(err.message, "not sandboxclaims") &&
+                  strstr(err.message, "sandboxclaims.extensions.agents.x-k8s.io is not installed"),
+              "%s", err.message);
+}
+
+/* No agent-sandbox at all: the group is not served (404). */
+Test(k8s_health, no_crds)
+{
+    const char *args[] = {"--no-crd", "sandboxes", "--no-crd", "sandboxclaims",
+                          "--no-crd", "sandboxtemplates", "--no-crd", "sandboxwarmpools", NULL};
+    up_with(args);
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    struct sbx_health h;
+    cr_assert_eq(health(&h, &err), SBX_E_UNAVAILABLE, "%s", err.message);
+    cr_expect(strstr(err.message, "does not serve agents.x-k8s.io/v1beta1") &&
+                  strstr(err.message, "CRDs are not installed"),
+              "%s", err.message);
+}
+
+/* Template mode needs sandboxtemplates, not sandboxclaims. */
+Test(k8s_health, template_mode_crds)
+{
+    const char *args[] = {"--no-crd", "sandboxclaims", NULL};
+    up_with(args);
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "  k8s:\n    kubeconfig: \"%s\"\n    template: sandboxd-template\n"
+             "    router_url: \"%s\"\n",
+             k.kubeconfig, k.router);
+    sbx_error err;
+    cr_assert_eq(open_ctx_section(yaml, &err), SBX_OK, "%s", err.message);
+    struct sbx_health h;
+    cr_assert_eq(health(&h, &err), SBX_OK, "%s", err.message);
+    cr_expect(strstr(h.detail, "sandboxtemplates served"), "%s", h.detail);
+}
+
+/* A failing API server (503 on discovery): SBX_E_UNAVAILABLE, sent once. */
+Test(k8s_health, failing)
+{
+    up();
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(k8s_stack_faults(&k, "[{\"kind\": \"status\", \"status\": 503, \"verb\": \"list\","
+                                      " \"resource\": \"sandboxclaims\", \"times\": 1}]"),
+                 0);
+    struct sbx_health h;
+    cr_assert_eq(health(&h, &err), SBX_E_UNAVAILABLE, "%s", err.message);
+    cr_expect(strstr(err.message, "is failing (HTTP 503)"), "%s", err.message);
+    cr_expect_eq(requests("list", "sandboxclaims"), 1, "retried");
 }

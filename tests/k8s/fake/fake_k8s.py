@@ -106,6 +106,10 @@ def main():
     ap.add_argument("--field-validation", choices=("Ignore", "Warn", "Strict"), default="Warn",
                     help="for requests that name no fieldValidation (Strict: an unknown "
                          "field is a 400, to catch a client's typos)")
+    ap.add_argument("--no-crd", action="append", default=[], choices=sorted(k8s_api.RESOURCES),
+                    help="serve this resource as if its CRD were not installed: absent from "
+                         "discovery, its paths 404 (repeatable; a group with none left is "
+                         "not served at all)")
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     import time
@@ -119,6 +123,7 @@ def main():
     api = k8s_api.Api(store, tokens, faults)
     api.controller = ctl
     api.field_validation = a.field_validation
+    api.absent = set(a.no_crd)
     tls = None if a.plain_http else make_cert(a.dir)
     srv = k8s_api.serve(api, port=a.api_port, tls=tls)
     router = k8s_router.Router(store, ctl, faults, tokens, a.router_require_token,

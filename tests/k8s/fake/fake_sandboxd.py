@@ -35,7 +35,11 @@ REST (/v1): GET/HEAD /files/{path} (file bytes, or a DirectoryListing for a
   credential-like names withheld).
 
 Test-only knobs (environment): FAKE_SANDBOXD_UNHEALTHY=1 makes /v1/health
-answer 503 for ever (a pod that never becomes Ready).
+answer 503 for ever (a pod that never becomes Ready); FAKE_SANDBOXD_DRAIN_MS
+(default 5000, upstream's pipeDrainGrace) is how long Start waits, once the
+child has exited, for its stdout/stderr pipes to reach EOF before it closes
+them and sends the ExitEvent (a grandchild holding them does not hold the
+stream; a PTY is closed at once, as upstream).
 
 Start: fake_sandboxd.py --root-dir D [--grpc-port 0] [--rest-port 0]
        [--port-file F]   (F gets '{"grpc": P, "rest": Q}' once both listen)
@@ -64,6 +68,7 @@ import json
 import pty as _pty  # noqa: F401  (documents the dependency on openpty)
 import queue
 import re
+import select
 import signal
 import struct
 import subprocess
@@ -174,6 +179,8 @@ class Daemon:
         self.ids = itertools.count(1)
         self.start_time = time.time()
         self.ready = os.environ.get("FAKE_SANDBOXD_UNHEALTHY") != "1"
+        # upstream's pipeDrainGrace; FAKE_SANDBOXD_DRAIN_MS shortens it for tests
+        self.drain_s = int(os.environ.get("FAKE_SANDBOXD_DRAIN_MS") or 5000) / 1000.0
 
     # -- gRPC ----------------------------------------------------------------
     def _cmd(self, config, context):
@@ -241,29 +248,64 @@ class Daemon:
         # child on its full pipe; memory stays bounded.
         q = queue.Queue(maxsize=64)
         live = [len(readers)]
+        stop = threading.Event()  # give up on the pipes (the grace is over)
+        gone = threading.Event()  # the stream has ended: nobody reads q
+
+        def put(item):
+            while not gone.is_set():
+                try:
+                    q.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    pass
+            return False
 
         def reader(fd, name):
-            while True:
+            # select, so that the stream can give up on a pipe a grandchild
+            # still holds; once told to stop, what is already buffered is
+            # still read (bounded), as a Go reader racing Close would.
+            left = 64
+            while left > 0:
+                if stop.is_set():
+                    left -= 1
+                r, _, _ = select.select([fd], [], [], 0 if stop.is_set() else 0.1)
+                if not r:
+                    if stop.is_set():
+                        break
+                    continue
                 try:
                     b = os.read(fd, self.chunk)
                 except OSError:
                     b = b""  # EIO: the PTY's last user closed it
-                if not b:
+                if not b or not put((name, b)):
                     break
-                q.put((name, b))
-            q.put((name, None))
+            put((name, None))  # the end of this pipe, even into a full queue
 
-        for fd, name in readers:
-            threading.Thread(target=reader, args=(fd, name), daemon=True).start()
+        threads = [threading.Thread(target=reader, args=(fd, name), daemon=True)
+                   for fd, name in readers]
+        for t in threads:
+            t.start()
 
         def on_done():
             if popen.poll() is None:
                 popen.kill()
         context.add_callback(on_done)
+        # Upstream: after reaping the child, a PTY is closed at once and
+        # pipes get pipeDrainGrace (5 s) to reach EOF, then are closed; a
+        # grandchild holding them does not hold the stream.
+        grace = 0.0 if use_pty else self.drain_s
         try:
             yield pb.StartResponse(init=pb.InitEvent(process_id=pid))
+            exited = None
             while live[0]:
-                name, b = q.get()
+                if exited is None and popen.poll() is not None:
+                    exited = time.monotonic()
+                if exited is not None and time.monotonic() >= exited + grace:
+                    stop.set()
+                try:
+                    name, b = q.get(timeout=0.05)
+                except queue.Empty:
+                    continue
                 if b is None:
                     live[0] -= 1
                     continue
@@ -274,11 +316,15 @@ class Daemon:
             rc = popen.wait()
             yield pb.StartResponse(exit=pb.ExitEvent(exit_code=self._exit_code(rc)))
         finally:
+            stop.set()
+            gone.set()
             with self.lock:
                 self.procs.pop(pid, None)
             if popen.poll() is None:
                 popen.kill()
             popen.wait()
+            for t in threads:
+                t.join()
             proc.close_stdin()
             if master is not None:
                 os.close(master)
@@ -393,19 +439,37 @@ class RestHandler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _body(self):
+        """The request body, and None or why it is cut short: a body shorter
+        than its Content-Length, or a chunked stream that ends (or goes
+        wrong) before its last chunk. Go's net/http reports both as
+        io.ErrUnexpectedEOF, so upstream's PUT never renames such an
+        upload into place."""
         n = int(self.headers.get("Content-Length") or 0)
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                line = self.rfile.readline(1024)
+                try:
+                    size = int(line.split(b";")[0].strip(), 16)
+                except ValueError:
+                    self.close_connection = True
+                    return b"".join(chunks), "unexpected EOF" if not line else \
+                        "malformed chunked encoding"
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
                         pass
                     break
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            return b"".join(chunks)
-        return self.rfile.read(n) if n else b""
+                b = self.rfile.read(size)
+                chunks.append(b)
+                if len(b) < size or self.rfile.readline(1024) not in (b"\r\n", b"\n"):
+                    self.close_connection = True
+                    return b"".join(chunks), "unexpected EOF"
+            return b"".join(chunks), None
+        b = self.rfile.read(n) if n else b""
+        if len(b) < n:
+            self.close_connection = True
+            return b, "unexpected EOF"
+        return b, None
 
     def _route(self):
         u = urllib.parse.urlsplit(self.path)
@@ -497,7 +561,12 @@ class RestHandler(BaseHTTPRequestHandler):
 
     def do_PUT(self):
         path, q = self._route()
-        body = self._body()  # first: an answer before it would reset the connection
+        # first: an answer before it would reset the connection
+        try:
+            body, short = self._body()
+        except OSError:  # reset by the client mid-upload
+            self.close_connection = True
+            body, short = b"", "unexpected EOF"
         if not path.startswith("/v1/files/"):
             return self._err(404, "NOT_FOUND", "no such endpoint")
         mode = 0o644
@@ -512,6 +581,10 @@ class RestHandler(BaseHTTPRequestHandler):
         if os.path.isdir(target):
             return self._err(400, "INVALID_ARGUMENT", "target path is a directory")
         ctype = self.headers.get("Content-Type", "")
+        if short and ctype.startswith("multipart/form-data"):
+            return self._err(400, "INVALID_ARGUMENT", "invalid multipart body: " + short)
+        if short:  # upstream: io.Copy into the temporary file fails, it is removed
+            return self._err(500, "INTERNAL", "failed to write file contents: " + short)
         if ctype.startswith("multipart/form-data"):
             data = multipart_file(ctype, body)
             if data is None:

@@ -71,6 +71,7 @@ class Api:
         self.controller = None
         self.field_validation = "Warn"  # for requests that name none
         self.token_file = None
+        self.absent = set()         # plurals whose CRD is not installed (--no-crd)
 
     def record(self, **e):
         with self.log_lock:
@@ -85,10 +86,10 @@ def discovery_group(group):
             "preferredVersion": vs[0]}
 
 
-def resource_list(group, version):
+def resource_list(group, version, absent=()):
     res = []
     for plural, r in RESOURCES.items():
-        if r["group"] != group:
+        if r["group"] != group or plural in absent:
             continue
         res.append({"name": plural, "singularName": r["singular"], "namespaced": True,
                     "kind": r["kind"], "shortNames": r["short"], "categories": [],
@@ -254,6 +255,7 @@ class Handler(BaseHTTPRequestHandler):
         self._body_read = False
         self._warnings = []
         verb, plural, name = method.lower(), None, None
+        self._seen = None  # (verb, plural, name) once _resource knows them
         t0 = time.time()
         try:
             if parts and parts[0] == "_fake":
@@ -269,6 +271,8 @@ class Handler(BaseHTTPRequestHandler):
             self._auth()
             verb, plural, name = self._route(method, parts)
         except ApiError as e:
+            if self._seen:  # a refused or fault-answered request: log its verb
+                verb, plural, name = self._seen
             if not getattr(self, "_body_read", False):
                 # Read what the client sent: closing on unread bytes would
                 # reset the connection and lose this answer.
@@ -321,11 +325,12 @@ class Handler(BaseHTTPRequestHandler):
         if parts[:2] == ["openapi", "v3"]:
             self._send(200, openapi_v3(parts[2:]))
             return "get", None, None
+        served = [g for g in (ks.SANDBOX_GROUP, ks.EXT_GROUP) if self._served(g)]
         if parts == ["apis"]:
             self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-                discovery_group(ks.SANDBOX_GROUP), discovery_group(ks.EXT_GROUP)]})
+                discovery_group(g) for g in served]})
             return "get", None, None
-        if len(parts) >= 2 and parts[0] == "apis" and parts[1] in (ks.SANDBOX_GROUP, ks.EXT_GROUP):
+        if len(parts) >= 2 and parts[0] == "apis" and parts[1] in served:
             group = parts[1]
             if len(parts) == 2:
                 self._send(200, discovery_group(group))
@@ -334,7 +339,7 @@ class Handler(BaseHTTPRequestHandler):
             if version not in VERSIONS:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if len(parts) == 3:
-                self._send(200, resource_list(group, version))
+                self._send(200, resource_list(group, version, self.api.absent))
                 return "get", None, None
             rest = parts[3:]
             ns = None
@@ -343,7 +348,8 @@ class Handler(BaseHTTPRequestHandler):
                 if not ks.DNS_LABEL.match(ns):
                     raise ApiError(404, "NotFound", "the server could not find the requested resource")
             plural = rest[0]
-            if plural not in RESOURCES or RESOURCES[plural]["group"] != group or len(rest) > 3:
+            if (plural not in RESOURCES or RESOURCES[plural]["group"] != group or len(rest) > 3
+                    or plural in self.api.absent):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             name = rest[1] if len(rest) > 1 else None
             sub = rest[2] if len(rest) > 2 else None
@@ -351,6 +357,11 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             return self._resource(method, group, version, ns, plural, name, sub)
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _served(self, group):
+        """A group is served while one of its CRDs is installed (--no-crd)."""
+        return any(r["group"] == group and p not in self.api.absent
+                   for p, r in RESOURCES.items())
 
     @staticmethod
     def _namespace(name):
@@ -384,6 +395,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         if ns is None and verb not in ("list", "watch"):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        self._seen = (verb, plural, name)
         self._inject(verb, plural, name)
         if verb == "watch":
             self._watch(group, version, ns, plural)

@@ -26,6 +26,10 @@ HOP = {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfe
        "upgrade", "host", "authorization", "content-length"}
 
 
+class CutShort(Exception):
+    """A request body that ended before its declared end."""
+
+
 class RouteError(Exception):
     def __init__(self, code, detail):
         super().__init__(detail)
@@ -228,17 +232,29 @@ class HttpProxy(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _body_iter(self):
+        """The request body as an iterator, and its length (None: chunked).
+        A body cut short (fewer bytes than Content-Length, a chunked stream
+        that ends before its last chunk) raises CutShort: the proxy then
+        aborts the upstream request instead of completing it, as an HTTP
+        reverse proxy does, so sandboxd never takes a partial upload for a
+        whole one."""
         n = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             def chunks():
                 while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    line = self.rfile.readline(1024)
+                    try:
+                        size = int(line.split(b";")[0].strip(), 16)
+                    except ValueError:
+                        raise CutShort("chunked request body ended early or is malformed")
                     if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
                             pass
                         return
-                    yield self.rfile.read(size)
-                    self.rfile.readline()
+                    b = self.rfile.read(size)
+                    if len(b) < size or self.rfile.readline(1024) not in (b"\r\n", b"\n"):
+                        raise CutShort("chunked request body ended early")
+                    yield b
             return chunks(), None
         if n:
             n = int(n)
@@ -248,7 +264,7 @@ class HttpProxy(BaseHTTPRequestHandler):
                 while left > 0:
                     b = self.rfile.read(min(65536, left))
                     if not b:
-                        return
+                        raise CutShort("request body shorter than its Content-Length")
                     left -= len(b)
                     yield b
             return fixed(), n
@@ -263,8 +279,11 @@ class HttpProxy(BaseHTTPRequestHandler):
             target = r.resolve(*r.validate(lambda k: self.headers.get(k)))
         except RouteError as e:
             body, _ = self._body_iter()
-            for _ in body or ():
-                pass
+            try:
+                for _ in body or ():
+                    pass
+            except CutShort:
+                self.close_connection = True
             return self._detail(e.code, e.detail)
         body, n = self._body_iter()
         hdrs = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
@@ -287,6 +306,15 @@ class HttpProxy(BaseHTTPRequestHandler):
             if n is None:
                 up.send(b"0\r\n\r\n")
             resp = up.getresponse()
+        except CutShort:
+            # Abort: sandboxd sees the upload end early, never a whole body.
+            try:
+                up.sock.shutdown(socket.SHUT_WR)
+            except (OSError, AttributeError):
+                pass
+            up.close()
+            self.close_connection = True
+            return self._detail(400, "Request body ended early")
         except OSError:
             up.close()
             return self._detail(502, "Could not connect to the backend sandbox: %s"
