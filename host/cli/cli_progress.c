@@ -13,6 +13,7 @@
  * helper thread of the call: the mutex keeps lines whole.
  */
 #include "cli.h"
+#include "cmd_proc.h"
 
 #include <json-c/json.h>
 
@@ -113,7 +114,9 @@ static void json_line(const struct sbx_progress *p)
     json_object_object_add(o, "done", json_object_new_int64((int64_t)p->done));
     json_object_object_add(o, "total", json_object_new_int64((int64_t)p->total));
     if (p->detail)
-        json_object_object_add(o, "detail", json_object_new_string(p->detail));
+        /* the detail may be a package manager's output: bytes that are
+         * not UTF-8 become U+FFFD, so each line stays valid JSON */
+        json_object_object_add(o, "detail", cli_json_text(p->detail, strlen(p->detail)));
     json_object_object_add(o, "finished", json_object_new_boolean(p->finished));
     fprintf(stderr, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                              JSON_C_TO_STRING_NOSLASHESCAPE));
