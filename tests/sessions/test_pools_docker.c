@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RUN(e, r, ...)                                        \
     do {                                                      \
@@ -21,10 +22,15 @@
         cli_run((e), args_, NULL, 60000, (r));                \
     } while (0)
 
+/* This run's label (labels: in the provider section): other tests on the
+ * same daemon make containers of their own meanwhile. */
+static char run_label[64];
+
 static int containers(void)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "docker -H '%s' ps -aq | wc -l", getenv("SBX_TEST_DOCKER_HOST"));
+    snprintf(cmd, sizeof cmd, "docker -H '%s' ps -aq --filter 'label=sbx-test-run=%s' | wc -l",
+             getenv("SBX_TEST_DOCKER_HOST"), run_label);
     FILE *f = popen(cmd, "r");
     cr_assert_not_null(f);
     int n = -1;
@@ -59,7 +65,11 @@ Test(pools_docker, fill_claim_run_destroy_remove, .timeout = 120)
     cli_env_init(&e);
     char head[PATH_MAX + 64];
     snprintf(head, sizeof head, "store: { driver: sqlite, path: %s/db }\n", e.home);
-    const char *tail = "pools:\n  warm: { provider: docker, size: 2 }\n";
+    snprintf(run_label, sizeof run_label, "pools-%ld-%lld", (long)getpid(), cli_now_ms());
+    char tail[256];
+    snprintf(tail, sizeof tail,
+             "    labels: { sbx-test-run: '%s' }\npools:\n  warm: { provider: docker, size: 2 }\n",
+             run_label);
     cli_env_docker_config(&e, head);
     /* the pools come after the provider section */
     char path[4200];
