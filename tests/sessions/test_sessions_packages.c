@@ -11,6 +11,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +174,52 @@ Test(sessions_packages, progress_names_the_step_and_the_managers_lines)
     RUN(&e.s, &r, "create", "pg2", "--provider", "pkgtest", "--package", "apt:curl");
     cr_assert_eq(r.status, 0, "create: %s", r.err);
     cr_assert_str_eq(r.err, "");
+    cli_result_free(&r);
+    pkg_env_fini(&e);
+}
+
+/* A manager printing bytes that are not UTF-8 (Latin-1, a stray 0xff, and
+ * a line so long that the report's 159 bytes end inside a two-byte
+ * character): every progress line is still valid JSON in valid UTF-8, the
+ * bad bytes become U+FFFD and the good ones are kept. */
+Test(sessions_packages, progress_detail_that_is_not_utf8_stays_valid_json)
+{
+    struct pkg_env e;
+    pkg_env_init(&e, "sqlite");
+    char msg[512] = "caf\xe9 \xff ok \xc3\xa9";
+    size_t n = strlen(msg);
+    while (n < 300) { /* "é" (0xc3 0xa9) again and again: cut mid-character */
+        msg[n++] = '\xc3';
+        msg[n++] = '\xa9';
+    }
+    msg[n] = '\0';
+    stand_in(&e, "apt-get", 0, msg);
+    struct cli_result r;
+    RUN(&e.s, &r, "create", "pu", "--provider", "pkgtest", "--progress=json", "--package",
+        "apt:curl");
+    cr_assert_eq(r.status, 0, "create: %s", r.err);
+    json_tokener *tok = json_tokener_new();
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    int with_detail = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(r.err, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        json_tokener_reset(tok);
+        json_object *o = json_tokener_parse_ex(tok, l, (int)strlen(l)), *d;
+        cr_assert_not_null(o, "not valid JSON in UTF-8 (%s): %s",
+                           json_tokener_error_desc(json_tokener_get_error(tok)), l);
+        if (json_object_object_get_ex(o, "detail", &d)) {
+            const char *s = json_object_get_string(d);
+            cr_assert(strncmp(s, "caf\xef\xbf\xbd \xef\xbf\xbd ok \xc3\xa9\xc3\xa9", 16) == 0,
+                      "the bad bytes as U+FFFD, the good kept: %s", s);
+            size_t sl = strlen(s);
+            cr_assert(sl >= 3 && strcmp(s + sl - 3, "\xef\xbf\xbd") == 0,
+                      "the character cut at the end is U+FFFD: %s", s);
+            with_detail++;
+        }
+        json_object_put(o);
+    }
+    json_tokener_free(tok);
+    cr_assert_geq(with_detail, 1, "the manager's line as detail: %s", r.err);
     cli_result_free(&r);
     pkg_env_fini(&e);
 }
