@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # deb_chroot.sh - the Debian packages as an operator gets them.
 #
-# Builds the packages (scripts/package.sh) into WORK/build, makes a fresh
+# Builds the packages by running the README's packager quick start as
+# written (scripts/package.sh, dpkg-deb, lintian with no error) in a copy of
+# the source tree under WORK, makes a fresh
 # Debian bookworm root with `debootstrap --variant=minbase` (including only
 # the system libraries the packages' Depends name, so missing Depends show
 # up as a failed dpkg -i or a program that cannot start), installs them
@@ -17,7 +19,6 @@
 #     with its own Makefile against the installed header only
 #     (pkg-config sbx-provider of the root) and run through `sbx
 #     conformance` there, with a JUnit report;
-#   - lintian reports no error for any package (warnings are printed).
 #   - with the test suite's Docker daemon (SBX_TEST_DOCKER_HOST and
 #     SBX_TEST_DOCKER_IMAGE), `sbx run` on the installed docker provider
 #     after the operator's edit of its drop-in;
@@ -65,10 +66,23 @@ trap 'exit 1' INT TERM
 t0=$EPOCHREALTIME
 stamp() { awk -v a="$t0" -v b="$EPOCHREALTIME" -v m="$*" 'BEGIN { printf "[%5.1f s] %s\n", b - a, m }'; }
 
-# 1. The packages.
-SBX_JOBS=${SBX_JOBS:-$(nproc)} "$src/scripts/package.sh" "$work/build" >"$work/package.log" 2>&1 ||
-    { tail -50 "$work/package.log"; fail "scripts/package.sh"; }
-debs=$work/build/packages
+# 1. The packages, as the README's packager quick start builds them: its
+# block run as written (tests/support/readme_blocks.sh) in a copy of the
+# source tree without builds, so that every line of it is tried here
+# (scripts/package.sh, dpkg-deb, lintian reporting no error).
+. "$src/tests/support/readme_blocks.sh"
+qs=$work/quickstart
+n=$(readme_block_number "$src/README.md" "$qs" "Packager") ||
+    fail "README Quick start has no Packager block"
+mkdir -p "$work/tree"
+tar -C "$src" --exclude=./build --exclude=./_install --exclude=./.git -cf - . |
+    tar -C "$work/tree" -xf - || fail "copying the source tree"
+readme_run_block "$qs" "$n" "$work/tree" "$qs" >"$work/package.log" 2>&1 ||
+    { tail -80 "$work/package.log"; fail "the README's packager quick start (output above)"; }
+grep -E '^(E|W): ' "$work/package.log" | sed 's/^/lintian: /'
+stamp "packager quick start: packages built, lintian $(grep -c '^E: ' "$work/package.log") errors, $(grep -c '^W: ' "$work/package.log") warnings"
+pkgbuild=$work/tree/build/pkg
+debs=$pkgbuild/packages
 deb() { echo "$debs/$1"_*.deb; }
 for p in sbx libsbx1 libsbx-dev libsbx-conformance0 sbx-provider-dev sbx-provider-docker \
          sbx-provider-e2b sbx-provider-cube sbx-provider-opensandbox sbx-provider-daytona \
@@ -76,9 +90,21 @@ for p in sbx libsbx1 libsbx-dev libsbx-conformance0 sbx-provider-dev sbx-provide
     [ -f "$(deb $p)" ] || fail "no package $p in $debs: $(ls "$debs")"
 done
 stamp "packages built"
+
+# 2. A fresh root with the system libraries the packages depend on, made
+# (it mostly waits on the mirror) while the packages are checked.
+include=$(for d in "$debs"/*.deb; do dpkg-deb -f "$d" Depends; done | tr ',' '\n' |
+          sed 's/(.*)//; s/|.*//; s/ //g' | grep -v '^$' |
+          grep -v -x -e sbx -e 'libsbx1' -e 'libsbx-dev' -e 'libsbx-conformance0' |
+          sort -u | paste -sd, -)
+echo "debootstrap --include=$include"
+debootstrap --variant=minbase --include="$include" bookworm "$root" "$mirror" \
+    >"$work/debootstrap.log" 2>&1 &
+debootstrap_pid=$!
+
 # Every installed file belongs to a packaged component: an install() rule
 # without COMPONENT would land in "Unspecified", which no package holds.
-cmake --install "$work/build" --component Unspecified --prefix "$work/unspecified" \
+cmake --install "$pkgbuild" --component Unspecified --prefix "$work/unspecified" \
     >"$work/unspecified.log" 2>&1 || { cat "$work/unspecified.log"; fail "cmake --install"; }
 if [ -d "$work/unspecified" ] && [ -n "$(find "$work/unspecified" ! -type d)" ]; then
     fail "installed by no package (install() without COMPONENT): $(find "$work/unspecified" ! -type d)"
@@ -95,26 +121,6 @@ unversioned=$(readelf --dyn-syms -W "$lib" | awk '$5 == "GLOBAL" && $7 != "UND" 
 syms=$(readelf --dyn-syms -W "$lib")
 grep -q ' sbx_open@@SBX_1$' <<<"$syms" || fail "sbx_open@@SBX_1 not exported"
 
-# 2. and 3. run side by side: debootstrap mostly waits on the mirror,
-# lintian on the CPU.
-# 3. A fresh root with the system libraries the packages depend on.
-include=$(for d in "$debs"/*.deb; do dpkg-deb -f "$d" Depends; done | tr ',' '\n' |
-          sed 's/(.*)//; s/|.*//; s/ //g' | grep -v '^$' |
-          grep -v -x -e sbx -e 'libsbx1' -e 'libsbx-dev' -e 'libsbx-conformance0' |
-          sort -u | paste -sd, -)
-echo "debootstrap --include=$include"
-debootstrap --variant=minbase --include="$include" bookworm "$root" "$mirror" \
-    >"$work/debootstrap.log" 2>&1 &
-debootstrap_pid=$!
-
-# 2. lintian: no errors.
-lintian --tag-display-limit 0 "$debs"/*.deb >"$work/lintian.log" 2>&1
-grep -v '^running with root' "$work/lintian.log" | sed 's/^/lintian: /'
-if grep -q '^E: ' "$work/lintian.log"; then
-    fail "lintian reports errors"
-fi
-stamp "lintian: $(grep -c '^E: ' "$work/lintian.log") errors, $(grep -c '^W: ' "$work/lintian.log") warnings"
-
 wait "$debootstrap_pid" || { debootstrap_pid=; tail -30 "$work/debootstrap.log"; fail "debootstrap"; }
 debootstrap_pid=
 stamp "debootstrap done"
@@ -127,7 +133,7 @@ dpkg_in() { in_root dpkg "$@" >>"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log";
 rel() { echo "/debs/$(basename "$(deb "$1")")"; }
 names() { in_root sbx providers --json | sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' | sort | paste -sd' ' -; }
 
-# 4. sbx and the docker provider, nothing else.
+# 3. sbx and the docker provider, nothing else.
 dpkg_in -i "$(rel libsbx1)" "$(rel libsbx-conformance0)" "$(rel sbx)" "$(rel sbx-provider-docker)"
 got=$(names)
 [ "$got" = "docker local" ] || fail "sbx providers lists '$got', want 'docker local'"
@@ -168,7 +174,7 @@ else
     echo "docker: no SBX_TEST_DOCKER_HOST/SBX_TEST_DOCKER_IMAGE: not run against a daemon"
 fi
 
-# 5. Removed: the conffile stays and still enables docker.
+# 4. Removed: the conffile stays and still enables docker.
 dpkg_in -r sbx-provider-docker
 [ -f "$root/etc/sbx/conf.d/docker.yaml" ] || fail "dpkg -r removed the conffile"
 [ ! -e "$root/usr/lib/x86_64-linux-gnu/sbx/providers/docker.so" ] || fail "docker.so still there"
@@ -187,7 +193,7 @@ out=$(in_root sbx check 2>&1) || fail "sbx check after the purge: $out"
 grep -q '^ok  local ' <<<"$out" || fail "local is not the fallback after the purge: $out"
 stamp "remove and purge"
 
-# 6. Everything.
+# 5. Everything.
 all=()
 for d in "$debs"/*.deb; do all+=("/debs/$(basename "$d")"); done
 dpkg_in -i "${all[@]}"
@@ -196,7 +202,7 @@ got=$(names)
 out=$(in_root sbx check 2>&1) || fail "sbx check with every package: $out"
 stamp "every package"
 
-# 7. The provider template, from the installed sbx-provider-dev, built
+# 6. The provider template, from the installed sbx-provider-dev, built
 # with the installed header only (the root's pkg-config files).
 tpl=$work/template
 cp -r "$root/usr/share/doc/sbx-provider-dev/examples/provider-template" "$tpl" ||
