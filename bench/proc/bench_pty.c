@@ -10,8 +10,11 @@
  *               is timed where the reader thread gets it (where exec -it
  *               writes it to the terminal) and, for reference, where the
  *               writer thread learns of it through a pipe.
- *   throughput  256 MiB of terminal output (`head -c N /dev/zero` on a
- *               raw terminal) read to the end, sbx / raw bytes per second
+ *   throughput  256 MiB of terminal output (bench_pty_writer, pty_writer.c:
+ *               the same static binary on both sides, copied into the
+ *               sandbox, 128 KiB writes like `cat`; --writer head: each
+ *               side's own `head -c N /dev/zero`) on a raw terminal, read
+ *               to the end, sbx / raw bytes per second
  *               (target >= 0.5x), and this process's peak RSS growth while
  *               sbx streams it (target <= 8 MiB). Bytes the replay buffer
  *               dropped because we read slower than the command wrote are
@@ -20,7 +23,7 @@
  *               supervisor) and this process's CPU time per MiB read.
  *
  * Usage: bench_pty keystroke|throughput [--provider local|docker]
- *                  [--rounds N] [--bytes N]
+ *                  [--rounds N] [--bytes N] [--writer same|head] [--chunk N]
  * docker needs SBX_TEST_DOCKER_HOST (and SBX_TEST_DOCKER_IMAGE, default
  * sbx-test:busybox); without it the docker run prints "skipped" and exits 0.
  * Exits 0 after printing; ratios are for docs/PERFORMANCE.md, not asserted.
@@ -145,11 +148,32 @@ static double raw_keystroke(unsigned rounds)
     return med;
 }
 
+/* The throughput run's writer (--writer): "same", the static pty_writer
+ * (BENCH_PTY_WRITER) run on both sides, copied into the sandbox; "head",
+ * `head -c N /dev/zero` of each side's own system (on docker the
+ * container's busybox head: another program than the host's). */
+static int writer_same;
+static size_t writer_chunk = (size_t)128 << 10;
+#define WRITER_NAME "bench-pty-writer" /* in the sandbox's workspace */
+
+static void writer_script(char *buf, size_t cap, uint64_t bytes, int raw)
+{
+#ifdef BENCH_PTY_WRITER
+    if (writer_same) {
+        snprintf(buf, cap, "%sexec %s %llu %zu", raw ? "" : "stty raw -echo; ",
+                 raw ? BENCH_PTY_WRITER : "./" WRITER_NAME, (unsigned long long)bytes,
+                 writer_chunk);
+        return;
+    }
+#endif
+    snprintf(buf, cap, "%sexec head -c %llu /dev/zero", raw ? "" : "stty raw -echo; ",
+             (unsigned long long)bytes);
+}
+
 static double raw_throughput(uint64_t bytes)
 {
-    char script[128];
-    snprintf(script, sizeof script, "exec head -c %llu /dev/zero",
-             (unsigned long long)bytes);
+    char script[512];
+    writer_script(script, sizeof script, bytes, 1);
     int m;
     double t0 = now();
     pid_t pid = raw_pty_spawn(script, &m);
@@ -443,12 +467,31 @@ static double sbx_keystroke_pending(struct env *e, unsigned rounds)
     return med;
 }
 
+/* Copy the static writer into the sandbox's workspace (executable). */
+static void writer_upload(struct env *e)
+{
+#ifdef BENCH_PTY_WRITER
+    FILE *f = fopen(BENCH_PTY_WRITER, "rb");
+    if (!f)
+        die(BENCH_PTY_WRITER, NULL);
+    static char bin[8 << 20];
+    size_t n = fread(bin, 1, sizeof bin, f);
+    fclose(f);
+    struct sbx_memory_source m = {bin, n, 0};
+    struct sbx_source src = sbx_memory_source(&m);
+    sbx_error err;
+    if (sbx_write(e->h, WRITER_NAME, &src, 0755, NULL, &err) != SBX_OK)
+        die("sbx_write of the writer", err.message);
+#else
+    (void)e;
+#endif
+}
+
 static double sbx_throughput(struct env *e, uint64_t bytes, long *rss_growth_kib,
                              uint64_t *lost_out, double *kib_per_read, double *cpu_ms_per_mib)
 {
-    char script[160];
-    snprintf(script, sizeof script, "stty raw -echo; exec head -c %llu /dev/zero",
-             (unsigned long long)bytes);
+    char script[512];
+    writer_script(script, sizeof script, bytes, 0);
     long hwm0 = status_kib("VmHWM"), rss0 = status_kib("VmRSS");
     char id[SBX_PROC_ID_MAX];
     double t0 = now(), c0 = cpu_s();
@@ -479,6 +522,9 @@ int main(int argc, char **argv)
     const char *provider = "local";
     unsigned rounds = 2000;
     uint64_t bytes = (uint64_t)256 << 20;
+#ifdef BENCH_PTY_WRITER
+    writer_same = 1;
+#endif
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--provider") && i + 1 < argc)
             provider = argv[++i];
@@ -486,14 +532,23 @@ int main(int argc, char **argv)
             rounds = (unsigned)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--bytes") && i + 1 < argc)
             bytes = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--writer") && i + 1 < argc &&
+                 (!strcmp(argv[i + 1], "same") || !strcmp(argv[i + 1], "head")))
+            writer_same = !strcmp(argv[++i], "same");
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc)
+            writer_chunk = strtoul(argv[++i], NULL, 10);
         else
             die("usage", "bench_pty keystroke|throughput [--provider local|docker] "
-                         "[--rounds N] [--bytes N]");
+                         "[--rounds N] [--bytes N] [--writer same|head] [--chunk N]");
     }
-    if (rounds == 0 || bytes == 0 ||
+#ifndef BENCH_PTY_WRITER
+    if (writer_same)
+        die("--writer same", "this build has no static writer (bench/proc/CMakeLists.txt)");
+#endif
+    if (rounds == 0 || bytes == 0 || writer_chunk == 0 || writer_chunk > (1u << 20) ||
         (strcmp(mode, "keystroke") && strcmp(mode, "throughput")))
         die("usage", "bench_pty keystroke|throughput [--provider local|docker] "
-                     "[--rounds N] [--bytes N]");
+                     "[--rounds N] [--bytes N] [--writer same|head] [--chunk N]");
     signal(SIGPIPE, SIG_IGN);
     struct env e;
     if (!env_open(&e, provider)) {
@@ -535,6 +590,8 @@ int main(int argc, char **argv)
         long growth[PAIRS];
         uint64_t lost[PAIRS];
         double kpr[PAIRS], cpu[PAIRS];
+        if (writer_same)
+            writer_upload(&e);
         for (int i = 0; i < PAIRS; i++) {
             raw[i] = raw_throughput(bytes);
             sbx[i] = sbx_throughput(&e, bytes, &growth[i], &lost[i], &kpr[i], &cpu[i]);
@@ -550,9 +607,14 @@ int main(int argc, char **argv)
                    i + 1, raw[i] / 1048576.0, sbx[i] / 1048576.0, ratio[i],
                    (unsigned long long)lost[i], kpr[i], cpu[i]);
         }
-        printf("PTY output %llu MiB, %s, %d interleaved pairs: median ratio %.2f; peak RSS "
-               "growth at most %.1f MiB\n",
-               (unsigned long long)(bytes >> 20), provider, PAIRS, mid,
+        char wdesc[64];
+        if (writer_same)
+            snprintf(wdesc, sizeof wdesc, "pty_writer, %zu-byte writes", writer_chunk);
+        else
+            snprintf(wdesc, sizeof wdesc, "each side's head -c");
+        printf("PTY output %llu MiB (%s), %s, %d interleaved pairs: median ratio %.2f; peak "
+               "RSS growth at most %.1f MiB\n",
+               (unsigned long long)(bytes >> 20), wdesc, provider, PAIRS, mid,
                (double)max_growth / 1024.0);
     }
     env_close(&e);

@@ -3,6 +3,7 @@
 # baselines in the same run (results: docs/PERFORMANCE.md):
 #   bench_pty keystroke    one byte written, its echo read: sbx vs a raw PTY
 #   bench_pty throughput   256 MiB of PTY output: sbx vs a raw PTY, RSS growth
+#                          (one static writer, bench_pty_writer, on both sides)
 #   exec --yield vs exec   whole CLI invocations of a quick command (hyperfine,
 #                          in 5 rounds that alternate which goes first)
 # on local, and on docker too when SBX_TEST_DOCKER_HOST is set. Ratios are
