@@ -1001,9 +1001,9 @@ int docker_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *a
         /* the fork's image, unless another container (a fork of this
          * fork) still uses it: then it goes with that one */
         if (fork_image[0] &&
-            docker_json(st, NULL, "DELETE", NULL, NULL, &err, "/images/%s", fork_image) !=
-                SBX_OK)
-            st->host->log(st->host, SBX_LOG_DEBUG, "docker: image %.19s kept: %s",
+            docker_json_within(st, NULL, 60000, "DELETE", NULL, NULL, &err, "/images/%s",
+                               fork_image) != SBX_OK)
+            st->host->log(st->host, SBX_LOG_WARN, "docker: image %.19s kept: %s",
                           fork_image, err.message);
     }
     if (rc == SBX_E_NOT_FOUND)
