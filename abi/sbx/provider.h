@@ -568,6 +568,31 @@ struct sbx_provider_ops {
      * refused, SBX_E_PROTOCOL a malformed answer). */
     int (*health)(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
 
+    /* --- SBX_CAP_FORK ----------------------------------------------------
+     * Create the sandbox of a new session key (args, exactly as create
+     * gets them: the new key's hash, spec hash, network, memory
+     * attachments, ports) whose workspace starts as a copy of src's,
+     * through the backend's own snapshot: the file modes, symlinks (as
+     * links, never followed) and contents of src's workspace as they were
+     * at the call. Everything else is the new key's, as if create had made
+     * it: its labels and owner record carry args->key_hash only (attach
+     * with the new key finds it, the old key's is SBX_E_DENIED), and
+     * nothing is shared afterwards (a write in either workspace never
+     * shows in the other; destroying either leaves the other whole).
+     * Nothing bound into src from the host (its outputs, uploads, skills,
+     * memory attachments) is carried over. A backend whose snapshot takes
+     * more than the workspace (the whole file system, the memory)
+     * documents it. src keeps running, or stays paused: the call never
+     * changes its state for longer than the snapshot. Writes ref and *out
+     * as create does; whatever the call made is removed again when it
+     * fails (a snapshot it took is deleted once the new sandbox exists or
+     * the call failed). SBX_E_UNSUPPORTED, with the reason, when this
+     * source or configuration cannot be forked natively (the host then
+     * copies the workspace through a streamed snapshot instead); then
+     * nothing was made. */
+    int (*fork)(sbx_sandbox *src, sbx_call *call, const struct sbx_create_args *args,
+                char *ref, sbx_sandbox **out);
+
     /* --- SBX_CAP_POOL (no op) --------------------------------------------
      * The sandbox may be made before the session that will use it: the
      * host creates it for a key of its own (a pool member's) and, when a
@@ -663,6 +688,9 @@ struct sbx_provider_desc {
  * resume). */
 #define SBX_OPS_SIZE_PAUSE_1_2 \
     (offsetof(struct sbx_provider_ops, resume) + sizeof(void (*)(void)))
+/* ABI 1.2: the ops table must reach this far for SBX_CAP_FORK (fork). */
+#define SBX_OPS_SIZE_FORK_1_2 \
+    (offsetof(struct sbx_provider_ops, fork) + sizeof(void (*)(void)))
 
 /* The entry point every provider exports. Side-effect free: it returns
  * static data and may be called any number of times. */

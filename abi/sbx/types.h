@@ -144,10 +144,13 @@ static inline int sbx_status_is_transient(sbx_status s)
  * one (no op: see "SBX_CAP_POOL" in sbx/provider.h). */
 #define SBX_CAP_PAUSE         (UINT64_C(1) << 11)
 #define SBX_CAP_POOL          (UINT64_C(1) << 12)
+/* ABI 1.2: a new sandbox whose workspace starts as a copy of another's,
+ * through the backend's own snapshot (fork). */
+#define SBX_CAP_FORK          (UINT64_C(1) << 13)
 /* Every bit a 1.2 host accepts from a descriptor claiming minor >= 2. */
 #define SBX_CAP_ALL_1_2                                                   \
     (SBX_CAP_ALL_1_1 | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | \
-     SBX_CAP_PORTS | SBX_CAP_PAUSE | SBX_CAP_POOL)
+     SBX_CAP_PORTS | SBX_CAP_PAUSE | SBX_CAP_POOL | SBX_CAP_FORK)
 
 /* ------------------------------------------------------------------------ */
 /* Isolation: what stands between a command and the host                     */

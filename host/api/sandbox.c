@@ -134,9 +134,11 @@ static int hold_key(const sbx_provider *p, const char *hash, sbx_error *err)
     return SBX_OK;
 }
 
-SBX_API int sbx_create(sbx_provider *p, const char *session_key,
-                       const struct sbx_create_options *opts, sbx_cancel *cancel,
-                       sbx_handle **out, sbx_error *err)
+/* create, or (src non-NULL, SBX_CAP_FORK) fork of src: the same arguments,
+ * checks and handle either way. */
+static int create_or_fork(sbx_provider *p, sbx_handle *src, const char *session_key,
+                          const struct sbx_create_options *opts, sbx_cancel *cancel,
+                          sbx_handle **out, sbx_error *err)
 {
     int rc = check_key(session_key, err);
     if (rc != SBX_OK)
@@ -181,8 +183,9 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
         return rc;
     struct sbx_call call;
     sbxh_call_begin(&call, err, cancel);
-    rc = p->plugin.desc->ops->create(p->state, &call, &args, ref, &sb);
-    rc = sbxh_call_end(&call, rc, p->plugin.name, "create");
+    rc = src ? SBX_PROVIDER_OP(p, fork)(src->sb, &call, &args, ref, &sb)
+             : p->plugin.desc->ops->create(p->state, &call, &args, ref, &sb);
+    rc = sbxh_call_end(&call, rc, p->plugin.name, src ? "fork" : "create");
     sbxh_key_unlock(p->plugin.name, hash);
     if (rc != SBX_OK)
         return rc;
@@ -190,10 +193,27 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
         if (sb)
             p->plugin.desc->ops->release(sb);
         return sbx_error_set(err, SBX_E_PROTOCOL,
-                             "provider \"%s\": create returned no handle or a "
-                             "malformed reference", p->plugin.name);
+                             "provider \"%s\": %s returned no handle or a "
+                             "malformed reference", p->plugin.name, src ? "fork" : "create");
     }
     return new_handle(p, sb, ref, out, err);
+}
+
+SBX_API int sbx_create(sbx_provider *p, const char *session_key,
+                       const struct sbx_create_options *opts, sbx_cancel *cancel,
+                       sbx_handle **out, sbx_error *err)
+{
+    return create_or_fork(p, NULL, session_key, opts, cancel, out, err);
+}
+
+SBX_API int sbx_fork(sbx_handle *src, const char *session_key,
+                     const struct sbx_create_options *opts, sbx_cancel *cancel,
+                     sbx_handle **out, sbx_error *err)
+{
+    int rc = sbxh_cap_call_begin(src, SBX_CAP_FORK, cancel, err);
+    if (rc != SBX_OK)
+        return rc;
+    return create_or_fork(src->provider, src, session_key, opts, cancel, out, err);
 }
 
 /* The key hash a sandbox is attached or destroyed by: the session key's

@@ -35,6 +35,7 @@ const struct sbxh_cap sbxh_caps[] = {
     {SBX_CAP_PORTS, "ports", 2, 0, 1, {OP(port_resolve)}},
     {SBX_CAP_PAUSE, "pause", 2, 0, 2, {OP(pause), OP(resume)}},
     {SBX_CAP_POOL, "pool", 2, 0, 0, {{NULL, 0}}},
+    {SBX_CAP_FORK, "fork", 2, 0, 1, {OP(fork)}},
 };
 
 #undef OP

@@ -246,8 +246,8 @@ static int restore_snapshot(sbx_sessions *m, sbx_provider *p, const char *key,
  */
 static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
                      const struct sbx_session_spec *spec, const char *spec_hash,
-                     uint64_t caps, sbx_cancel *cancel, sbx_handle **out,
-                     bool *retry, sbx_error *err)
+                     uint64_t caps, sbx_handle *fork_src, sbx_cancel *cancel,
+                     sbx_handle **out, bool *retry, sbx_error *err)
 {
     sbxh_session_crash_point(m, "after-intent");
     struct sbx_create_options copts;
@@ -290,9 +290,15 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         return rc;
     }
     sbx_handle *h;
-    rc = sbx_create(p, key, &copts, cancel, &h, err);
+    /* a native fork makes the sandbox from fork_src's snapshot; one the
+     * provider declines made nothing: the intent goes, and the caller
+     * copies the workspace through the host instead */
+    rc = fork_src ? sbx_fork(fork_src, key, &copts, cancel, &h, err)
+                  : sbx_create(p, key, &copts, cancel, &h, err);
     if (rc != SBX_OK) {
         sbxh_session_egress_free(&eg);
+        if (fork_src && rc == SBX_E_UNSUPPORTED)
+            sbxh_store_release_intent(m->store, key, m->owner, NULL);
         return rc;
     }
     rc = sbxh_store_update_intent(m->store, key, m->owner, "created", sbx_handle_ref(h),
@@ -409,14 +415,35 @@ int sbxh_session_provision_rest(sbx_sessions *m, sbx_provider *p, const char *ke
 }
 
 static int acquire_turn(sbx_sessions *m, const char *session_key,
-                        const struct sbx_session_spec *spec, sbx_cancel *cancel,
-                        sbx_handle **out, struct sbx_acquire_info *info,
-                        sbx_error *err);
+                        const struct sbx_session_spec *spec, sbx_handle *fork_src,
+                        sbx_cancel *cancel, sbx_handle **out,
+                        struct sbx_acquire_info *info, sbx_error *err);
+
+static int acquire(sbx_sessions *m, const char *session_key,
+                   const struct sbx_session_spec *spec, sbx_handle *fork_src,
+                   sbx_cancel *cancel, sbx_handle **out, struct sbx_acquire_info *info,
+                   sbx_error *err);
 
 SBX_API int sbx_session_acquire(sbx_sessions *m, const char *session_key,
                                 const struct sbx_session_spec *spec,
                                 sbx_cancel *cancel, sbx_handle **out,
                                 struct sbx_acquire_info *info, sbx_error *err)
+{
+    return acquire(m, session_key, spec, NULL, cancel, out, info, err);
+}
+
+int sbxh_session_acquire_fork(sbx_sessions *m, const char *session_key,
+                              const struct sbx_session_spec *spec, sbx_handle *src,
+                              sbx_cancel *cancel, sbx_handle **out,
+                              struct sbx_acquire_info *info, sbx_error *err)
+{
+    return acquire(m, session_key, spec, src, cancel, out, info, err);
+}
+
+static int acquire(sbx_sessions *m, const char *session_key,
+                   const struct sbx_session_spec *spec, sbx_handle *fork_src,
+                   sbx_cancel *cancel, sbx_handle **out, struct sbx_acquire_info *info,
+                   sbx_error *err)
 {
     sbx_error_clear(err);
     if (info && sbx_struct_size(info) < sizeof(uint32_t) + sizeof(bool))
@@ -430,7 +457,8 @@ SBX_API int sbx_session_acquire(sbx_sessions *m, const char *session_key,
     struct sbx_acquire_info full;
     memset(&full, 0, sizeof full);
     full.size = sizeof full;
-    rc = acquire_turn(m, session_key, spec, cancel, out, info ? &full : NULL, err);
+    rc = acquire_turn(m, session_key, spec, fork_src, cancel, out, info ? &full : NULL,
+                      err);
     sbxh_session_key_give(m, session_key);
     if (info)
         sbx_struct_out(info, &full, sizeof full);
@@ -439,9 +467,9 @@ SBX_API int sbx_session_acquire(sbx_sessions *m, const char *session_key,
 
 /* acquire, while this thread has the key's turn in this manager. */
 static int acquire_turn(sbx_sessions *m, const char *session_key,
-                        const struct sbx_session_spec *spec, sbx_cancel *cancel,
-                        sbx_handle **out, struct sbx_acquire_info *info,
-                        sbx_error *err)
+                        const struct sbx_session_spec *spec, sbx_handle *fork_src,
+                        sbx_cancel *cancel, sbx_handle **out,
+                        struct sbx_acquire_info *info, sbx_error *err)
 {
     if (!out)
         return sbx_error_set(err, SBX_E_INVALID, "sessions: no output given");
@@ -514,7 +542,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
         sbxh_session_crash_point(m, "before-intent");
         /* A warm pool's ready member when one matches; an empty pool
          * (or only broken members) falls through to a cold create. */
-        const struct sbxh_pool *pool = sbxh_pool_match(m, p, spec);
+        const struct sbxh_pool *pool = fork_src ? NULL : sbxh_pool_match(m, p, spec);
         struct sbx_claim_request req = {
             .session_key = session_key,
             .provider = sbx_provider_info_name(sbx_provider_get_info(p)),
@@ -566,8 +594,8 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 /* admitted on a member another session took meanwhile */
                 sbxh_store_release_intent(m->store, session_key, m->owner, NULL);
             if (!pooled && rc == SBX_OK)
-                rc = provision(m, p, session_key, spec, spec_hash, caps, cancel, out,
-                               &retry, err);
+                rc = provision(m, p, session_key, spec, spec_hash, caps, fork_src, cancel,
+                               out, &retry, err);
             if (rc == SBX_OK && !retry && info)
                 info->pooled = pooled;
             if (rc == SBX_OK && retry)

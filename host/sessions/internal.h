@@ -178,4 +178,15 @@ int sbxh_session_provision_rest(sbx_sessions *m, sbx_provider *p, const char *ke
                                 const char *member_key, sbx_cancel *cancel,
                                 sbx_handle **out, bool *retry, sbx_error *err);
 
+/*
+ * sbx_session_acquire of a new session whose sandbox the provider makes
+ * from src's (sbx_fork, SBX_CAP_FORK) instead of creating it; never from
+ * a warm pool (acquire.c). SBX_E_UNSUPPORTED when the provider declined
+ * this source: nothing was made and the intent was dropped.
+ */
+int sbxh_session_acquire_fork(sbx_sessions *m, const char *session_key,
+                              const struct sbx_session_spec *spec, sbx_handle *src,
+                              sbx_cancel *cancel, sbx_handle **out,
+                              struct sbx_acquire_info *info, sbx_error *err);
+
 #endif

@@ -75,6 +75,8 @@
 #define DOCKER_LABEL_MOUNTS "sbx.mounts"
 #define DOCKER_LABEL_PORTS "sbx.ports"
 #define DOCKER_LABEL_PREFIX "sbx."
+/* the image a fork's container was made from ("" for a created one) */
+#define DOCKER_LABEL_FORK_IMAGE "sbx.fork.image"
 
 /* Defaults of request_timeout and kill_timeout (docker_config). */
 #define DOCKER_REQUEST_TIMEOUT_MS 30000
@@ -301,6 +303,9 @@ int docker_agent_up(struct docker_state *st, sbx_call *call, sbx_sandbox *sb);
 /* ---- pause.c (SBX_CAP_PAUSE) ------------------------------------------- */
 
 int docker_pause(sbx_sandbox *sb, sbx_call *call, uint32_t flags);
+/* SBX_CAP_FORK (lifecycle.c): a new key's container from a commit of sb's. */
+int docker_fork(sbx_sandbox *src, sbx_call *call, const struct sbx_create_args *args,
+                char *ref, sbx_sandbox **out);
 int docker_resume(sbx_sandbox *sb, sbx_call *call);
 /* Resume the container first when this provider paused it (a local
  * marker file in the session's resource directory, so the check costs no

@@ -179,7 +179,8 @@ static int mounts_spec(struct docker_state *st, sbx_call *call, const char *name
 static json_object *create_body(struct docker_state *st,
                                 const struct sbx_create_args *args,
                                 json_object *mounts, const char *mounts_text,
-                                const char *agent_user, const char *ports_text)
+                                const char *agent_user, const char *ports_text,
+                                const char *fork_image)
 {
     const struct docker_config *c = &st->cfg;
     json_object *b = json_object_new_object();
@@ -205,7 +206,8 @@ static json_object *create_body(struct docker_state *st,
                                        c->user && !c->read_only_rootfs ? "--own-workspace"
                                                                        : NULL,
                                        NULL};
-    json_object_object_add(b, "Image", json_object_new_string(c->image));
+    json_object_object_add(b, "Image",
+                           json_object_new_string(fork_image ? fork_image : c->image));
     json_object_object_add(b, "Entrypoint", str_array(c->agent ? agent_entry : entry));
     json_object_object_add(b, "Cmd", str_array(no_cmd));
     json_object_object_add(b, "WorkingDir", json_object_new_string(DOCKER_WORKSPACE));
@@ -238,6 +240,9 @@ static json_object *create_body(struct docker_state *st,
     if (c->agent)
         json_object_object_add(labels, DOCKER_LABEL_AGENT,
                                json_object_new_string(AP_VERSION_STR));
+    /* a fork's container: its image goes when the container does */
+    json_object_object_add(labels, DOCKER_LABEL_FORK_IMAGE,
+                           json_object_new_string(fork_image ? fork_image : ""));
     json_object_object_add(b, "Labels", labels);
 
     json_object_object_add(hc, "NetworkMode", json_object_new_string(c->network));
@@ -507,13 +512,14 @@ static void discard_fresh(struct docker_state *st, const char *id, const char *n
 /* POST /containers/create, pulling the image once when the Engine API
  * says it is missing (404 is its only 404 for this call). */
 static int post_create(struct docker_state *st, sbx_call *call, const char *name,
-                       json_object *body, json_object **created, sbxp_http_error *err)
+                       json_object *body, int may_pull, json_object **created,
+                       sbxp_http_error *err)
 {
     int rc = SBX_OK;
     for (int attempt = 0; attempt < 2; attempt++) {
         rc = docker_json(st, call, "POST", body, created, err,
                          "/containers/create?name=%s", name);
-        if (rc == SBX_E_NOT_FOUND && attempt == 0 && err->http_status == 404) {
+        if (rc == SBX_E_NOT_FOUND && may_pull && attempt == 0 && err->http_status == 404) {
             if ((rc = docker_image_pull(st, call)) != SBX_OK)
                 return rc;
             continue;
@@ -670,10 +676,112 @@ static int resume_existing(struct docker_state *st, sbx_call *call, json_object 
     return rc;
 }
 
+static int create_from(struct docker_state *st, sbx_call *call,
+                       const struct sbx_create_args *args, const char *fork_image,
+                       char *ref, sbx_sandbox **out);
+
 int docker_create(void *state, sbx_call *call, const struct sbx_create_args *args,
                   char *ref, sbx_sandbox **out)
 {
-    struct docker_state *st = state;
+    return create_from(state, call, args, NULL, ref, out);
+}
+
+/* The tag a fork's commit gets while the new container is made. */
+static void fork_tag(const char *key_hash, char *out, size_t cap)
+{
+    snprintf(out, cap, "sbx-fork:%.*s", NAME_HASH_LEN, key_hash);
+}
+
+/* Drop the fork tag of key_hash (a leftover of a fork killed midway, or
+ * the one just used): with force the tag goes even when a container uses
+ * the image, and the image stays as long as one does. Only logs. */
+static void drop_fork_tag(struct docker_state *st, const char *key_hash)
+{
+    char tag[64];
+    fork_tag(key_hash, tag, sizeof tag);
+    sbxp_http_error err;
+    int rc = docker_json(st, NULL, "DELETE", NULL, NULL, &err, "/images/%s?force=true",
+                         tag);
+    if (rc != SBX_OK && rc != SBX_E_NOT_FOUND)
+        st->host->log(st->host, SBX_LOG_WARN, "docker: could not remove the tag %s: %s",
+                      tag, err.message);
+}
+
+/*
+ * SBX_CAP_FORK: commit src's container (paused for the commit, or as it
+ * is when paused already) to an image tagged after the new key, create
+ * the new key's container from it exactly as create would (the new key's
+ * labels, binds and resource directory: nothing bound into src is in a
+ * commit), then drop the tag.
+ */
+int docker_fork(sbx_sandbox *src, sbx_call *call, const struct sbx_create_args *args,
+                char *ref, sbx_sandbox **out)
+{
+    struct docker_state *st = src->st;
+    *out = NULL;
+    if (!args || !args->key_hash || strlen(args->key_hash) != SBX_KEY_HASH_LEN)
+        return st->host->set_error(st->host, call, SBX_E_INVALID,
+                                   "docker: fork needs a %d-character key hash",
+                                   SBX_KEY_HASH_LEN);
+    if (st->cfg.read_only_rootfs)
+        return st->host->set_error(st->host, call, SBX_E_UNSUPPORTED,
+                                   "docker: with read_only_rootfs the workspace is an "
+                                   "anonymous volume, which a commit does not capture");
+    int rc = docker_negotiate(st, call);
+    if (rc != SBX_OK)
+        return rc;
+    char tag[64];
+    fork_tag(args->key_hash, tag, sizeof tag);
+    json_object *committed = NULL, *img = NULL;
+    sbxp_http_error err;
+    /* the Engine API wants a JSON body (the container's config as it is) */
+    json_object *none = json_object_new_object();
+    if (!none)
+        return st->host->set_error(st->host, call, SBX_E_NOMEM, "out of memory");
+    rc = docker_json(st, call, "POST", none, &committed, &err,
+                     "/commit?container=%s&repo=sbx-fork&tag=%.*s&pause=true", src->id,
+                     NAME_HASH_LEN, args->key_hash);
+    json_object_put(none);
+    if (rc != SBX_OK)
+        return docker_report(st, call, &err, "committing container %.12s", src->id);
+    char image[80];
+    const char *iid = sbxp_json_str(committed, "Id");
+    snprintf(image, sizeof image, "%s", iid ? iid : "");
+    json_object_put(committed);
+    if (strncmp(image, "sha256:", 7) != 0 || strlen(image) != 71) {
+        drop_fork_tag(st, args->key_hash);
+        return st->host->set_error(st->host, call, SBX_E_PROTOCOL,
+                                   "docker: commit answered without a valid image Id");
+    }
+    /* A commit keeps the container's labels, and a container made from it
+     * inherits those it does not set: one of ours the new container would
+     * not get (a published port's) would be the old key's. */
+    rc = docker_json(st, call, "GET", NULL, &img, &err, "/images/%s/json", image);
+    if (rc != SBX_OK) {
+        drop_fork_tag(st, args->key_hash);
+        return docker_report(st, call, &err, "inspecting the commit of %.12s", src->id);
+    }
+    const char *ports = sbxp_json_str(sbxp_json_obj(sbxp_json_obj(img, "Config"), "Labels"),
+                                      DOCKER_LABEL_PORTS);
+    int new_ports = args->size >= SBX_CREATE_ARGS_SIZE_PORTS_1_2 && args->ports &&
+                     args->ports[0];
+    json_object_put(img);
+    if (ports && ports[0] && !new_ports) {
+        drop_fork_tag(st, args->key_hash);
+        return st->host->set_error(st->host, call, SBX_E_UNSUPPORTED,
+                                   "docker: the source publishes ports and the fork "
+                                   "declares none: its image would carry the source's "
+                                   "ports label");
+    }
+    rc = create_from(st, call, args, image, ref, out);
+    drop_fork_tag(st, args->key_hash);
+    return rc;
+}
+
+static int create_from(struct docker_state *st, sbx_call *call,
+                       const struct sbx_create_args *args, const char *fork_image,
+                       char *ref, sbx_sandbox **out)
+{
     *out = NULL;
     if (!args || !args->key_hash || strlen(args->key_hash) != SBX_KEY_HASH_LEN)
         return st->host->set_error(st->host, call, SBX_E_INVALID,
@@ -706,7 +814,8 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     char mounts_text[8192];
     json_object *body = NULL;
     if (!mounts_canon(mounts, 0, mounts_text, sizeof mounts_text))
-        body = create_body(st, args, mounts, mounts_text, agent_user, ports_text);
+        body = create_body(st, args, mounts, mounts_text, agent_user, ports_text,
+                           fork_image);
     free(agent_user);
     if (!body) {
         json_object_put(mounts);
@@ -717,7 +826,7 @@ int docker_create(void *state, sbx_call *call, const struct sbx_create_args *arg
     sbxp_http_error err;
     char id[65] = "";
     int fresh = 0;
-    rc = post_create(st, call, name, body, &created, &err);
+    rc = post_create(st, call, name, body, fork_image == NULL, &created, &err);
     if (rc == SBX_OK) {
         const char *cid = sbxp_json_str(created, "Id");
         if (cid && valid_ref(cid)) {
@@ -880,9 +989,23 @@ int docker_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *a
                                    "session; not removing it",
                                    ref);
     }
+    char fork_image[80];
+    const char *fi = label_of(info, DOCKER_LABEL_FORK_IMAGE);
+    snprintf(fork_image, sizeof fork_image, "%s",
+             fi && !strncmp(fi, "sha256:", 7) && strlen(fi) == 71 ? fi : "");
     json_object_put(info);
     rc = docker_json(st, call, "DELETE", NULL, NULL, &err,
                      "/containers/%s?force=true&v=true", ref);
+    if (rc == SBX_OK || rc == SBX_E_NOT_FOUND) {
+        drop_fork_tag(st, key_hash);
+        /* the fork's image, unless another container (a fork of this
+         * fork) still uses it: then it goes with that one */
+        if (fork_image[0] &&
+            docker_json_within(st, NULL, 60000, "DELETE", NULL, NULL, &err, "/images/%s",
+                               fork_image) != SBX_OK)
+            st->host->log(st->host, SBX_LOG_WARN, "docker: image %.19s kept: %s",
+                          fork_image, err.message);
+    }
     if (rc == SBX_E_NOT_FOUND)
         return remove_resources(st, call, name, ref);
     if (rc == SBX_E_EXISTS) {

@@ -143,6 +143,7 @@ static const struct sbx_provider_ops docker_ops = {
     .pause = docker_pause,
     .resume = docker_resume,
     .health = docker_health,
+    .fork = docker_fork,
 };
 
 SBX_PROVIDER_DEFINE("docker", "0.1.0",
@@ -151,5 +152,5 @@ SBX_PROVIDER_DEFINE("docker", "0.1.0",
                     SBX_CAP_FILE_MOUNTS | SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS |
                         SBX_CAP_PACKAGES | SBX_CAP_MEMORY | SBX_CAP_USERS |
                         SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS | SBX_CAP_PORTS |
-                        SBX_CAP_PAUSE | SBX_CAP_POOL,
+                        SBX_CAP_PAUSE | SBX_CAP_POOL | SBX_CAP_FORK,
                     &docker_ops, docker_keys)

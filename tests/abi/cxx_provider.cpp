@@ -127,6 +127,7 @@ const sbx_provider_ops cxx_ops = {
     .pause = nullptr,
     .resume = nullptr,
     .health = nullptr,
+    .fork = nullptr,
 };
 #else
 // By position, in the order of struct sbx_provider_ops.
@@ -142,6 +143,8 @@ const sbx_provider_ops cxx_ops = {
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
     // file_rename, port_resolve, pause, resume, health
     nullptr,     nullptr,       nullptr,        nullptr,    nullptr,
+    // fork
+    nullptr,
 };
 #endif
 

@@ -23,8 +23,9 @@ static const struct sbx_provider_ops demo_ops = {demo_init, NULL, NULL, NULL, NU
                                                  NULL, NULL, NULL, NULL, NULL,
                                                  /* proc_resize, file_list .. file_rename */
                                                  NULL, NULL, NULL, NULL, NULL, NULL,
-                                                 /* port_resolve, pause, resume, health */
-                                                 NULL, NULL, NULL, NULL};
+                                                 /* port_resolve, pause, resume, health,
+                                                  * fork */
+                                                 NULL, NULL, NULL, NULL, NULL};
 
 static const struct sbx_config_key demo_keys[] = {
     SBX_CONFIG_KEY("root", SBX_CFG_STRING, "a directory"),

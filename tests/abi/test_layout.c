@@ -103,7 +103,8 @@ Test(layout, provider_ops)
     PIN_OFF(sbx_provider_ops, pause, 288);
     PIN_OFF(sbx_provider_ops, resume, 296);
     PIN_OFF(sbx_provider_ops, health, 304);
-    PIN_SIZE(sbx_provider_ops, 312);
+    PIN_OFF(sbx_provider_ops, fork, 312);
+    PIN_SIZE(sbx_provider_ops, 320);
     cr_expect_eq(SBX_OPS_SIZE_PROCESSES_1_2, 232);
     cr_expect_eq(SBX_OPS_SIZE_PTY_1_2, 240);
     cr_expect_eq(SBX_OPS_SIZE_FILE_OPS_1_2, 280);
@@ -417,8 +418,9 @@ Test(abi_numbers, capability_bits)
     cr_expect_eq(SBX_CAP_POOL, UINT64_C(0x1000));
     cr_expect_eq(SBX_CAP_ALL_1_2, SBX_CAP_ALL_1_1 | SBX_CAP_PROCESSES | SBX_CAP_PTY |
                                       SBX_CAP_FILE_OPS | SBX_CAP_PORTS | SBX_CAP_PAUSE |
-                                      SBX_CAP_POOL);
-    cr_expect_eq(SBX_CAP_ALL_1_2, UINT64_C(0x1fff));
+                                      SBX_CAP_POOL | SBX_CAP_FORK);
+    cr_expect_eq(SBX_CAP_FORK, UINT64_C(0x2000));
+    cr_expect_eq(SBX_CAP_ALL_1_2, UINT64_C(0x3fff));
 }
 
 Test(abi_numbers, enums_in_the_descriptor_and_host_table)

@@ -230,7 +230,7 @@ Test(load, unknown_capability_bit)
 {
     sbx_error err;
     expect_refusal("unknowncap", SBX_E_ABI, &err);
-    assert_msg_has(&err, "unknown capability bits 0x10000000000: host knows 0x1fff "
+    assert_msg_has(&err, "unknown capability bits 0x10000000000: host knows 0x3fff "
                          "(ABI 1.2), plugin declares 0x10000000020");
 }
 

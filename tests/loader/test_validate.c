@@ -71,6 +71,8 @@ static int op_port_resolve(sbx_sandbox *b, sbx_call *c, uint16_t p,
                            struct sbx_port_endpoint *o) { return 0; }
 static int op_pause(sbx_sandbox *b, sbx_call *c, uint32_t f) { return 0; }
 static int op_resume(sbx_sandbox *b, sbx_call *c) { return 0; }
+static int op_fork(sbx_sandbox *b, sbx_call *c, const struct sbx_create_args *a, char *r,
+                   sbx_sandbox **o) { return 0; }
 static void op_stray(void) {}
 
 static const struct sbx_provider_ops full_ops = {
@@ -81,7 +83,7 @@ static const struct sbx_provider_ops full_ops = {
     /* ABI 1.2 */
     op_proc_start, op_proc_write, op_proc_read, op_proc_signal, op_proc_list,
     op_proc_resize, op_file_list, op_file_stat, op_file_mkdir, op_file_remove,
-    op_file_rename, op_port_resolve, op_pause, op_resume, NULL,
+    op_file_rename, op_port_resolve, op_pause, op_resume, NULL, op_fork,
 };
 
 /* A valid descriptor named "demo" over `ops`. */
@@ -409,6 +411,7 @@ static const struct {
     {SBX_CAP_PORTS, "ports", "port_resolve", offsetof(struct sbx_provider_ops, port_resolve)},
     {SBX_CAP_PAUSE, "pause", "pause", offsetof(struct sbx_provider_ops, pause)},
     {SBX_CAP_PAUSE, "pause", "resume", offsetof(struct sbx_provider_ops, resume)},
+    {SBX_CAP_FORK, "fork", "fork", offsetof(struct sbx_provider_ops, fork)},
 };
 
 /* The bits a declaration of `bit` comes with: a PTY needs processes. */
@@ -472,7 +475,9 @@ Test(validate, processes_pty_file_ops_and_ports_in_1_2_need_their_ops)
                  offsetof(struct sbx_provider_ops, port_resolve) + sizeof(void *));
     cr_expect_eq(SBX_OPS_SIZE_PAUSE_1_2,
                  offsetof(struct sbx_provider_ops, resume) + sizeof(void *));
-    cr_expect_eq(SBX_OPS_SIZE_HEALTH_1_2, sizeof(struct sbx_provider_ops));
+    cr_expect_eq(SBX_OPS_SIZE_HEALTH_1_2,
+                 offsetof(struct sbx_provider_ops, health) + sizeof(void *));
+    cr_expect_eq(SBX_OPS_SIZE_FORK_1_2, sizeof(struct sbx_provider_ops));
 }
 
 Test(validate, bits_of_1_2_wait_for_1_2)
@@ -480,7 +485,8 @@ Test(validate, bits_of_1_2_wait_for_1_2)
     /* A descriptor claiming 1.1 (or 1.0) may declare none of them, even
      * with every op in place. */
     uint64_t bits[] = {SBX_CAP_PROCESSES, SBX_CAP_PTY,   SBX_CAP_FILE_OPS,
-                       SBX_CAP_PORTS,     SBX_CAP_PAUSE, SBX_CAP_POOL};
+                       SBX_CAP_PORTS,     SBX_CAP_PAUSE, SBX_CAP_POOL,
+                       SBX_CAP_FORK};
     for (unsigned minor = 0; minor < 2; minor++)
         for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
             struct sbx_provider_desc d = demo_desc(&full_ops, with_needs(bits[i]));

@@ -27,7 +27,7 @@ static void ok(struct cli_env *e, const char *const *args, const char *want_out)
     cli_run(e, args, NULL, 60000, &r);
     cr_assert_eq(r.status, 0, "sbx %s: status %d: %s%s", args[0], r.status, r.out, r.err);
     if (want_out)
-        cr_assert_str_eq(r.out, want_out, "sbx %s", args[0]);
+        cr_assert_str_eq(r.out, want_out, "sbx %s: [%s]", args[0], r.out);
     cli_result_free(&r);
 }
 
@@ -114,7 +114,7 @@ Test(lifecycle_docker, pause_resume_by_another_worker_fork, .timeout = 180)
     ok(&e, (const char *const[]){"resume", "s1", NULL}, "resumed\n");
     cr_assert_not(daemon_paused(ref));
     /* fork: a copy, then two independent workspaces */
-    ok(&e, (const char *const[]){"fork", "s1", "s2", NULL}, "forked\n");
+    ok(&e, (const char *const[]){"fork", "s1", "s2", NULL}, "forked (native)\n");
     ok(&e, (const char *const[]){"exec", "s2", "--", "cat", "f", NULL}, "one\n");
     ok(&e, (const char *const[]){"exec", "s2", "--", "sh", "-c", "echo two > f", NULL}, "");
     ok(&e, (const char *const[]){"exec", "s1", "--", "cat", "f", NULL}, "one\n");
@@ -153,5 +153,106 @@ Test(lifecycle_docker, idle_pause_then_max_sandboxes, .timeout = 180)
     ok(&e, (const char *const[]){"exec", "c", "--", "true", NULL}, "");
     ok(&e, (const char *const[]){"destroy", "b", NULL}, NULL);
     ok(&e, (const char *const[]){"destroy", "c", NULL}, NULL);
+    cli_env_fini(&e);
+}
+
+/* The output of a shell command on this machine (trailing newline kept). */
+static void host_out(const char *cmd, char *out, size_t cap)
+{
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    pclose(f);
+}
+
+/* How many images the fork made are left on the daemon (tagged or not). */
+static int fork_images_left(void)
+{
+    char cmd[1024], out[4096];
+    snprintf(cmd, sizeof cmd,
+             "docker -H '%s' images -a --no-trunc --format '{{.Repository}} {{.ID}}' | "
+             "grep -c '^sbx-fork ' ; docker -H '%s' images -a -f dangling=true -q | wc -l",
+             getenv("SBX_TEST_DOCKER_HOST"), getenv("SBX_TEST_DOCKER_HOST"));
+    host_out(cmd, out, sizeof out);
+    int tagged = 0, dangling = 0;
+    sscanf(out, "%d %d", &tagged, &dangling);
+    return tagged + dangling;
+}
+
+/* The native fork (docker commit): modes, symlinks (kept as links, out of
+ * the workspace too), a FIFO, a big file, from a paused source; no write
+ * crosses; each destroy leaves the other; no image is
+ * left once both are gone. */
+Test(lifecycle_docker, native_fork_of_a_hostile_paused_source, .timeout = 240)
+{
+    struct cli_env e;
+    env_with(&e, "");
+    int images0 = fork_images_left();
+    ok(&e, (const char *const[]){"exec", "h1", "--", "sh", "-c",
+                                 "rm -rf esc up run.sh secret pipe d big n; echo x > run.sh && chmod 0751 run.sh && "
+                                 "echo s > secret && chmod 0600 secret && "
+                                 "ln -s /etc/passwd esc && ln -s ../../.. up && "
+                                 "mkfifo pipe && mkdir -p d/e && echo deep > d/e/f && "
+                                 "dd if=/dev/zero of=big bs=1M count=64 2>/dev/null",
+                                 NULL},
+       "");
+    char ref[128];
+    ref_of(&e, "h1", ref);
+    ok(&e, (const char *const[]){"pause", "h1", NULL}, "paused\n");
+    struct cli_result r;
+    RUN(&e, &r, "fork", "--json", "h1", "h2");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "\"native\""), "%s", r.out);
+    cli_result_free(&r);
+    /* the session attach of the source resumed it (as every attach does)
+     * before the commit */
+    ok(&e, (const char *const[]){"exec", "h2", "--", "sh", "-c",
+                                 "stat -c '%a %F %n' run.sh secret pipe big d/e/f; "
+                                 "readlink esc; readlink up; cat d/e/f; wc -c < big",
+                                 NULL},
+       "751 regular file run.sh\n600 regular file secret\n644 fifo pipe\n"
+       "644 regular file big\n644 regular file d/e/f\n/etc/passwd\n../../..\ndeep\n"
+       "67108864\n");
+    ok(&e, (const char *const[]){"exec", "h2", "--", "sh", "-c", "echo two > d/e/f", NULL},
+       "");
+    ok(&e, (const char *const[]){"exec", "h1", "--", "sh", "-c", "cat d/e/f; echo one > n",
+                                 NULL},
+       "deep\n");
+    ok(&e, (const char *const[]){"exec", "h2", "--", "sh", "-c", "test ! -e n && cat d/e/f",
+                                 NULL},
+       "two\n");
+    char ref2[128];
+    ref_of(&e, "h2", ref2);
+    char cmd[1024], out[1024];
+    snprintf(cmd, sizeof cmd, "docker -H '%s' inspect -f '{{index .Config.Labels \"sbx.owner\"}}' '%s' '%s'",
+             getenv("SBX_TEST_DOCKER_HOST"), ref, ref2);
+    host_out(cmd, out, sizeof out);
+    char *nl = strchr(out, '\n');
+    cr_assert(nl && strncmp(out, nl + 1, (size_t)(nl - out)) != 0,
+              "the fork carries the source's owner label: %s", out);
+    ok(&e, (const char *const[]){"destroy", "h1", NULL}, NULL);
+    ok(&e, (const char *const[]){"exec", "h2", "--", "cat", "run.sh", NULL}, "x\n");
+    ok(&e, (const char *const[]){"destroy", "h2", NULL}, NULL);
+    cr_assert_eq(fork_images_left(), images0, "a fork image was left behind");
+    cli_env_fini(&e);
+}
+
+/* read_only_rootfs: the workspace is a volume a commit does not take; the
+ * fork is streamed and says why. */
+Test(lifecycle_docker, fork_with_read_only_rootfs_is_streamed, .timeout = 180)
+{
+    struct cli_env e;
+    env_with(&e, "    read_only_rootfs: true\n");
+    ok(&e, (const char *const[]){"exec", "r1", "--", "sh", "-c", "echo one > f", NULL}, "");
+    struct cli_result r;
+    RUN(&e, &r, "fork", "r1", "r2");
+    cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "forked (streamed: ") && strstr(r.out, "read_only_rootfs"),
+              "%s", r.out);
+    cli_result_free(&r);
+    ok(&e, (const char *const[]){"exec", "r2", "--", "cat", "f", NULL}, "one\n");
+    ok(&e, (const char *const[]){"destroy", "r1", NULL}, NULL);
+    ok(&e, (const char *const[]){"destroy", "r2", NULL}, NULL);
     cli_env_fini(&e);
 }

@@ -445,6 +445,19 @@ SBX_API int sbx_create(sbx_provider *p, const char *session_key,
                const struct sbx_create_options *opts, sbx_cancel *cancel,
                sbx_handle **out, sbx_error *err);
 
+/* SBX_CAP_FORK: create the sandbox of a new session key, with opts as for
+ * sbx_create, whose workspace starts as a copy of src's through the
+ * backend's own snapshot (file modes and symlinks kept; nothing shared
+ * afterwards; owned by session_key alone). src's state is left as it was
+ * (a paused one stays paused). Errors: SBX_E_UNSUPPORTED without the
+ * capability, or when the provider cannot fork this source or
+ * configuration natively (the message says why; nothing was made: copy
+ * the workspace with sbx_snapshot_save and sbx_snapshot_restore instead);
+ * the provider's. */
+SBX_API int sbx_fork(sbx_handle *src, const char *session_key,
+                     const struct sbx_create_options *opts, sbx_cancel *cancel,
+                     sbx_handle **out, sbx_error *err);
+
 /* Attach to a persisted reference; SBX_E_DENIED when it belongs to another
  * key, SBX_E_NOT_FOUND when it is gone. */
 SBX_API int sbx_attach(sbx_provider *p, const char *session_key, const char *ref,

@@ -309,8 +309,10 @@ SBX_API int sbx_session_unpause(sbx_sessions *m, const char *session_key,
 
 /*
  * Fork: a new session `to` whose workspace starts as a copy of the
- * workspace of `from` (a streamed snapshot of it, restored into the new
- * sandbox before its binding is published; checked like any restore).
+ * workspace of `from`: through the provider's own snapshot where it has
+ * one (SBX_CAP_FORK; see sbx_session_fork_info), else a streamed snapshot
+ * of it, restored into the new sandbox before its binding is published
+ * and checked like any restore.
  * The fork has its own key, sandbox and identity; nothing of the source's
  * spec is carried over: spec (NULL: an empty one) says what the fork gets
  * (its provider defaults to the source's; manifest, packages, memory
@@ -327,6 +329,29 @@ SBX_API int sbx_session_unpause(sbx_sessions *m, const char *session_key,
 SBX_API int sbx_session_fork(sbx_sessions *m, const char *from, const char *to,
                              const struct sbx_session_spec *spec, sbx_cancel *cancel,
                              sbx_handle **out, sbx_error *err);
+
+/* How a fork copied the workspace; zero-initialize and set size. */
+struct sbx_fork_info {
+    uint32_t size;
+    /* true: the provider's own snapshot (SBX_CAP_FORK, sbx_fork); false:
+     * a streamed snapshot through the host (sbx_snapshot_save, restore) */
+    bool native;
+    /* when not native: why, one line ("provider local does not declare
+     * fork", the provider's reason for declining this source, ...) */
+    char streamed_why[256];
+};
+
+/*
+ * sbx_session_fork, reporting in info (may be NULL) which copy was made.
+ * The provider's native snapshot is used when the fork stays on the
+ * source's provider and that provider declares SBX_CAP_FORK; a provider
+ * that declines this source (SBX_E_UNSUPPORTED from its fork op, nothing
+ * made) and every other case take the streamed path.
+ */
+SBX_API int sbx_session_fork_info(sbx_sessions *m, const char *from, const char *to,
+                                  const struct sbx_session_spec *spec, sbx_cancel *cancel,
+                                  sbx_handle **out, struct sbx_fork_info *info,
+                                  sbx_error *err);
 
 /* One binding as listed (borrowed for the callback). */
 struct sbx_session_info {
