@@ -233,7 +233,7 @@ static int restore_snapshot(sbx_sessions *m, sbx_provider *p, const char *key,
     char skey_buf[SBX_STORE_KEY_MAX + 1];
     const char *skey;
     if (sbxh_session_sandbox_key(m, key, skey_buf, &skey, &ignored) == SBX_OK &&
-        sbxh_session_destroy_resource(p, skey, ref, NULL, &ignored) == SBX_OK)
+        sbxh_session_destroy_resource(m, p, skey, ref, NULL, &ignored) == SBX_OK)
         sbxh_store_release_intent(m->store, key, m->owner, NULL);
     return rc;
 }
@@ -290,7 +290,7 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
         return rc;
     }
     sbx_handle *h;
-    rc = sbx_create(p, key, &copts, cancel, &h, err);
+    rc = sbxh_session_create(m, p, key, &copts, cancel, &h, err);
     if (rc != SBX_OK) {
         sbxh_session_egress_free(&eg);
         return rc;
@@ -398,7 +398,7 @@ int sbxh_session_provision_rest(sbx_sessions *m, sbx_provider *p, const char *ke
         char skey_buf[SBX_STORE_KEY_MAX + 1];
         const char *skey = key;
         if (fenced && sbxh_session_sandbox_key(m, key, skey_buf, &skey, &ignored) == SBX_OK &&
-            sbxh_session_destroy_resource(p, skey, ref, cancel, &ignored) == SBX_OK)
+            sbxh_session_destroy_resource(m, p, skey, ref, cancel, &ignored) == SBX_OK)
             sbxh_store_release_intent(m->store, key, m->owner, NULL);
         return sbx_error_set(err, SBX_E_DENIED,
                              "session %s: the sandbox was not published: %s", label,

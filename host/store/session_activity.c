@@ -283,6 +283,11 @@ void sbxh_store_lock_close(struct sbx_store_lock *l)
     free(l);
 }
 
+bool sbxh_store_locks_on_server(struct sbx_store *s)
+{
+    return sbx_store_prims_of(s)->lock_conn_open != NULL;
+}
+
 /* ---- use locks -------------------------------------------------------- */
 
 struct sbx_store_use_lock {
