@@ -18,7 +18,9 @@
  *    store's shared connection drops nothing. A lost lock connection
  *    drops the lock; the holder learns it at its next call.
  * Commands hold the use lock shared; the evictor tries it exclusive,
- * without waiting, and skips a session it cannot get.
+ * without waiting, and skips a session it cannot get. The memory lock
+ * (sessions/memory_hooks.c) and the key lock (sessions/key_lock.c, taken
+ * on PostgreSQL only) are the same objects with another kind.
  */
 #include "store/driver.h"
 
