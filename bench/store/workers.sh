@@ -25,11 +25,15 @@
 #   DSN='host=127.0.0.1 port=5432 user=postgres dbname=postgres' \
 #   SBX=build/ci/bin/sbx PLUGINS=build/ci/providers bench/store/workers.sh [ROUNDS]
 #
+# NS (default "1 2 8 32") and PHASES (default "sessions commands spawn
+# psql") choose what runs; the speed-up is against the phase's first N.
+#
 # The DSN names a server the bench may create a database on
 # (sbx_bench_workers_<pid>, dropped at the end).
 set -euo pipefail
 ROUNDS=${1:-20}
 NS=${NS:-1 2 8 32}
+PHASES=${PHASES:-sessions commands spawn psql}
 SBX=$(realpath "${SBX:-build/ci/bin/sbx}")
 PLUGINS=$(realpath "${PLUGINS:-build/ci/providers}")
 : "${DSN:?set DSN to a PostgreSQL server the bench may create a database on}"
@@ -106,7 +110,7 @@ run_phase() {
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 printf '%-9s %4s %7s %9s %9s %8s %8s\n' phase N wall_s ops/s cpu_ms/op speedup vs_lin
 declare -A base
-for phase in sessions commands spawn psql; do
+for phase in $PHASES; do
     for n in $NS; do
         read -r wall cpu < <(run_phase "$phase" "$n")
         ops=$((n * ROUNDS))
