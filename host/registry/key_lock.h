@@ -7,8 +7,10 @@
  * promise here: a process-wide set of (provider name, key hash) pairs
  * currently in such a call; a second thread asking for a held pair waits.
  * Different keys never wait for each other. Across processes nothing is
- * serialized (providers make create idempotent; the session manager fences
- * through the store).
+ * serialized here: with the PostgreSQL store the session manager also
+ * holds the key's advisory lock around its creates and destroys
+ * (sessions/key_lock.c, which states the lock order); otherwise providers
+ * make create idempotent and the session manager fences through the store.
  */
 #ifndef SBX_HOST_KEY_LOCK_H
 #define SBX_HOST_KEY_LOCK_H

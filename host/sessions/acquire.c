@@ -233,7 +233,7 @@ static int restore_snapshot(sbx_sessions *m, sbx_provider *p, const char *key,
     char skey_buf[SBX_STORE_KEY_MAX + 1];
     const char *skey;
     if (sbxh_session_sandbox_key(m, key, skey_buf, &skey, &ignored) == SBX_OK &&
-        sbxh_session_destroy_resource(p, skey, ref, NULL, &ignored) == SBX_OK)
+        sbxh_session_destroy_resource(m, p, skey, ref, NULL, &ignored) == SBX_OK)
         sbxh_store_release_intent(m->store, key, m->owner, NULL);
     return rc;
 }
@@ -293,8 +293,7 @@ static int provision(sbx_sessions *m, sbx_provider *p, const char *key,
     /* a native fork makes the sandbox from fork_src's snapshot; one the
      * provider declines made nothing: the intent goes, and the caller
      * copies the workspace through the host instead */
-    rc = fork_src ? sbx_fork(fork_src, key, &copts, cancel, &h, err)
-                  : sbx_create(p, key, &copts, cancel, &h, err);
+    rc = sbxh_session_create(m, p, fork_src, key, &copts, cancel, &h, err);
     if (rc != SBX_OK) {
         sbxh_session_egress_free(&eg);
         if (fork_src && rc == SBX_E_UNSUPPORTED)
@@ -404,7 +403,7 @@ int sbxh_session_provision_rest(sbx_sessions *m, sbx_provider *p, const char *ke
         char skey_buf[SBX_STORE_KEY_MAX + 1];
         const char *skey = key;
         if (fenced && sbxh_session_sandbox_key(m, key, skey_buf, &skey, &ignored) == SBX_OK &&
-            sbxh_session_destroy_resource(p, skey, ref, cancel, &ignored) == SBX_OK)
+            sbxh_session_destroy_resource(m, p, skey, ref, cancel, &ignored) == SBX_OK)
             sbxh_store_release_intent(m->store, key, m->owner, NULL);
         return sbx_error_set(err, SBX_E_DENIED,
                              "session %s: the sandbox was not published: %s", label,

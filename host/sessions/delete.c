@@ -82,7 +82,7 @@ int sbxh_session_finish_delete(sbx_sessions *m, const char *key, bool wait,
             const char *skey = key;
             rc = sbxh_session_sandbox_key(m, key, skey_buf, &skey, &why);
             if (rc == SBX_OK)
-                rc = sbxh_session_destroy_resource(p, skey, b.external_id, cancel, &why);
+                rc = sbxh_session_destroy_resource(m, p, skey, b.external_id, cancel, &why);
             if (rc != SBX_OK)
                 sbx_error_set(err, rc,
                               "session %s: cannot destroy its sandbox (provider "

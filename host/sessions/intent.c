@@ -191,12 +191,12 @@ int sbxh_session_provider(sbx_sessions *m, const char *key, const char *name,
                          label, name, why.message);
 }
 
-int sbxh_session_destroy_resource(sbx_provider *p, const char *key, const char *ref,
-                                  sbx_cancel *cancel, sbx_error *err)
+int sbxh_session_destroy_resource(sbx_sessions *m, sbx_provider *p, const char *key,
+                                  const char *ref, sbx_cancel *cancel, sbx_error *err)
 {
     int64_t backoff = 100;
     for (int attempt = 1;; attempt++) {
-        int rc = sbx_destroy(p, key, ref, cancel, err);
+        int rc = sbxh_session_destroy(m, p, key, ref, cancel, err);
         if (rc == SBX_OK || !sbx_status_is_transient((sbx_status)rc) ||
             attempt >= SBX_SESSION_DESTROY_ATTEMPTS)
             return rc;
@@ -231,7 +231,7 @@ int sbxh_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
         copts.size = sizeof copts;
         copts.spec_hash = in->spec_hash;
         sbx_handle *h;
-        rc = sbx_create(p, in->session_key, &copts, cancel, &h, err);
+        rc = sbxh_session_create(m, p, NULL, in->session_key, &copts, cancel, &h, err);
         if (rc != SBX_OK)
             return rc;
         snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
@@ -242,7 +242,7 @@ int sbxh_session_clean_intent(sbx_sessions *m, const struct sbx_intent *in,
         if (rc != SBX_OK)
             return rc;
     }
-    rc = sbxh_session_destroy_resource(p, skey, ref, cancel, err);
+    rc = sbxh_session_destroy_resource(m, p, skey, ref, cancel, err);
     if (rc != SBX_OK)
         return rc;
     /* a claimed pool member's key goes with its sandbox */

@@ -27,6 +27,8 @@ struct sbx_sessions {
     int64_t lease_ms;
     int64_t wait_ms;
     char crash_at[64];        /* test hook (SBX_TEST_HOOKS builds): "" when unset */
+    bool no_key_lock;         /* test hook: $SBX_TEST_NO_KEY_LOCK=1 skips the
+                               * store's key lock (sessions/key_lock.c) */
     struct sbxh_pool *pools;  /* warm pools (sessions/pools.c) */
     size_t npools;
 };
@@ -114,8 +116,24 @@ int sbxh_session_provider(sbx_sessions *m, const char *key, const char *name,
                           sbx_provider **out, sbx_error *err);
 
 /* Destroy (key, ref) on p, retrying transient failures with backoff. */
-int sbxh_session_destroy_resource(sbx_provider *p, const char *key, const char *ref,
-                                  sbx_cancel *cancel, sbx_error *err);
+int sbxh_session_destroy_resource(sbx_sessions *m, sbx_provider *p, const char *key,
+                                  const char *ref, sbx_cancel *cancel, sbx_error *err);
+
+/*
+ * sbx_create (sbx_fork of fork_src when it is not NULL) / sbx_destroy of
+ * `key` (the key the provider sees: a pool member's own for a claimed
+ * member) holding the key's lock in the store
+ * when its locks are a server's (sessions/key_lock.c; the lock order is
+ * there), waiting for another worker's create or destroy of the key,
+ * honouring cancel. A lock connection lost before or during the call
+ * fails it with SBX_E_UNAVAILABLE naming the lost lock (a create's handle
+ * is then released).
+ */
+int sbxh_session_create(sbx_sessions *m, sbx_provider *p, sbx_handle *fork_src,
+                        const char *key, const struct sbx_create_options *opts,
+                        sbx_cancel *cancel, sbx_handle **out, sbx_error *err);
+int sbxh_session_destroy(sbx_sessions *m, sbx_provider *p, const char *key,
+                         const char *ref, sbx_cancel *cancel, sbx_error *err);
 
 /*
  * Finish the deletion of a fenced session: destroy its bound resource,

@@ -282,7 +282,7 @@ int sbxh_pool_claim(sbx_sessions *m, sbx_provider *p, const struct sbxh_pool *po
                 return rc;
             }
             sbx_error ignored;
-            if (sbxh_session_destroy_resource(p, pm.member_key, pm.external_id, cancel,
+            if (sbxh_session_destroy_resource(m, p, pm.member_key, pm.external_id, cancel,
                                               &ignored) == SBX_OK)
                 sbxh_store_pool_delete(m->store, pm.member_key, NULL);
             sbxh_pool_member_clear(&pm);
@@ -354,7 +354,8 @@ static int destroy_member(struct pass *ps, const struct sbx_pool_member *pm,
         copts.size = sizeof copts;
         copts.spec_hash = pm->spec_hash;
         sbx_handle *h;
-        if ((rc = sbx_create(p, pm->member_key, &copts, ps->cancel, &h, err)) != SBX_OK)
+        if ((rc = sbxh_session_create(ps->m, p, NULL, pm->member_key, &copts, ps->cancel, &h,
+                                      err)) != SBX_OK)
             return rc;
         snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
         sbx_release(h);
@@ -363,7 +364,7 @@ static int destroy_member(struct pass *ps, const struct sbx_pool_member *pm,
             return rc;
     }
     sbxh_session_crash_point(ps->m, "pool-during-destroy");
-    rc = sbxh_session_destroy_resource(p, pm->member_key, ref, ps->cancel, err);
+    rc = sbxh_session_destroy_resource(ps->m, p, pm->member_key, ref, ps->cancel, err);
     if (rc == SBX_OK)
         rc = sbxh_store_pool_delete(ps->m->store, pm->member_key, err);
     return rc;
@@ -484,7 +485,7 @@ static int refill_one(struct pass *ps, const struct sbxh_pool *pool, sbx_error *
     ports[spec.nports < SBX_SESSION_PORTS_MAX ? spec.nports : SBX_SESSION_PORTS_MAX] = 0;
     copts.ports = spec.nports ? ports : NULL;
     sbx_handle *h = NULL;
-    rc = sbx_create(p, key, &copts, ps->cancel, &h, err);
+    rc = sbxh_session_create(m, p, NULL, key, &copts, ps->cancel, &h, err);
     sbxh_session_egress_free(&eg);
     free(targets);
     sbx_error ignored;
@@ -506,13 +507,13 @@ static int refill_one(struct pass *ps, const struct sbxh_pool *pool, sbx_error *
     rc = check_fresh_ms() > 0 ? health_check(h, ps->cancel, err) : SBX_OK;
     sbx_release(h);
     if (rc != SBX_OK) {
-        sbxh_session_destroy_resource(p, key, ref, ps->cancel, &ignored);
+        sbxh_session_destroy_resource(m, p, key, ref, ps->cancel, &ignored);
         sbxh_store_pool_delete(m->store, key, NULL);
         return rc;
     }
     rc = sbxh_store_pool_set(m->store, key, m->owner, ref, true, err);
     if (rc != SBX_OK) {
-        sbxh_session_destroy_resource(p, key, ref, ps->cancel, &ignored);
+        sbxh_session_destroy_resource(m, p, key, ref, ps->cancel, &ignored);
         sbxh_store_pool_delete(m->store, key, NULL);
         return rc;
     }

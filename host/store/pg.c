@@ -932,8 +932,12 @@ static int lock_conn_open(struct sbx_store *s, void **out, sbx_error *err)
         PQfinish(c);
     /* keepalives: a worker machine that vanishes is noticed by the server
      * (tcp_keepalives_*) within about 30 s instead of hours */
-    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-    const char *vals[] = {"5", "sbx-lock", st->dsn_text, NULL};
+    /* and libpq's own (keepalives_*): a lock call on a connection whose
+     * server vanished fails within about 30 s instead of hanging */
+    const char *keys[] = {"connect_timeout", "application_name", "keepalives",
+                          "keepalives_idle", "keepalives_interval", "keepalives_count",
+                          "dbname", NULL};
+    const char *vals[] = {"5", "sbx-lock", "1", "10", "5", "4", st->dsn_text, NULL};
     c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
         char detail[SBX_ERROR_MAX];

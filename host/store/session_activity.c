@@ -18,7 +18,9 @@
  *    store's shared connection drops nothing. A lost lock connection
  *    drops the lock; the holder learns it at its next call.
  * Commands hold the use lock shared; the evictor tries it exclusive,
- * without waiting, and skips a session it cannot get.
+ * without waiting, and skips a session it cannot get. The memory lock
+ * (sessions/memory_hooks.c) and the key lock (sessions/key_lock.c, taken
+ * on PostgreSQL only) are the same objects with another kind.
  */
 #include "store/driver.h"
 
@@ -281,6 +283,11 @@ void sbxh_store_lock_close(struct sbx_store_lock *l)
         close(l->fd); /* drops the OFD lock */
     }
     free(l);
+}
+
+bool sbxh_store_locks_on_server(struct sbx_store *s)
+{
+    return sbx_store_prims_of(s)->lock_conn_open != NULL;
 }
 
 /* ---- use locks -------------------------------------------------------- */

@@ -424,14 +424,24 @@ int sbxh_store_activity_drop(struct sbx_store *s, const char *key, sbx_error *er
  * two in one process conflict like two processes do. One kind per use:
  *  - USE: commands hold it shared, the idle evictor tries it exclusive;
  *  - MEMORY: the memory stores' steps around commands (exclusive to
- *    refresh or write back, shared while a command runs).
+ *    refresh or write back, shared while a command runs);
+ *  - KEY: a provider create or destroy of the key, exclusive (taken by
+ *    sessions/key_lock.c on PostgreSQL only: on SQLite the workers are
+ *    one machine's processes and libsbx's in-process key lock plus the
+ *    intent suffice).
+ * Each kind has numbers of its own (the kind in the bits above the key's),
+ * so the three locks of one session never conflict with each other.
  * sbxh_store_lock_try changes the mode (UNLOCKED, SHARED, EXCLUSIVE)
  * without waiting: *got false (mode unchanged) when a conflicting holder
  * has it. EXCLUSIVE to SHARED never lets another exclusive holder in
  * between. A failed call (a lost connection) may have lost the lock: the
  * object then holds nothing. Close releases what it holds (NULL ignored).
  */
-enum sbx_store_lock_kind { SBX_STORE_LOCK_USE = 0, SBX_STORE_LOCK_MEMORY = 1 };
+enum sbx_store_lock_kind {
+    SBX_STORE_LOCK_USE = 0,
+    SBX_STORE_LOCK_MEMORY = 1,
+    SBX_STORE_LOCK_KEY = 2
+};
 enum sbx_store_lock_mode {
     SBX_STORE_UNLOCKED = 0,
     SBX_STORE_SHARED = 1,
@@ -442,6 +452,9 @@ int sbxh_store_lock_open(struct sbx_store *s, const char *key, int kind,
                          struct sbx_store_lock **out, sbx_error *err);
 int sbxh_store_lock_try(struct sbx_store_lock *l, int mode, bool *got, sbx_error *err);
 void sbxh_store_lock_close(struct sbx_store_lock *l);
+/* Whether the store's session locks are held by a server (PostgreSQL:
+ * shared by workers on many machines) rather than by file locks. */
+bool sbxh_store_locks_on_server(struct sbx_store *s);
 
 /*
  * A session's use lock (kind USE) taken in one call: never waits,
