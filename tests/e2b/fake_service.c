@@ -48,8 +48,11 @@ int fake_start_script(struct fake_service *f, const char *script_rel, const char
     }
     argv[n] = NULL;
     f->pid = fake_spawn_python(argv);
-    if (f->pid < 0)
+    if (f->pid < 0) {
+        f->pid = 0;
+        fake_stop(f);
         return -1;
+    }
     for (int i = 0; i < 200; i++) {
         FILE *pf = fopen(portfile, "r");
         if (pf) {
@@ -158,4 +161,21 @@ int fake_faults(const struct fake_service *f, const char *json)
     char *r = fake_http(f, "POST", "/_fake/faults", json, NULL, &st);
     free(r);
     return r && st == 200 ? 0 : -1;
+}
+
+char *fake_stats(const struct fake_service *f)
+{
+    long st;
+    char *s = fake_http(f, "GET", "/_fake/stats", NULL, NULL, &st);
+    if (!s) {
+        /* A test cannot go on without it (criterion reports the crash). */
+        fprintf(stderr, "fake_stats: the fake does not answer /_fake/stats\n");
+        abort();
+    }
+    return s;
+}
+
+void fake_reset(const struct fake_service *f)
+{
+    free(fake_http(f, "POST", "/_fake/reset", "", NULL, NULL));
 }
