@@ -87,10 +87,10 @@ import threading
 import time
 import urllib.parse
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b"))
 import fake_e2b  # noqa: E402  (namespaces, path mapping helpers)
+import fake_http  # noqa: E402  (server, serving; fake_e2b put tests/support on sys.path)
 
 EXECD_PORT = 44772
 EGRESS_PORT = 18080
@@ -211,9 +211,7 @@ TRANSITION = threading.Lock()
 
 
 class Handler(fake_e2b.Handler):
-    def setup(self):
-        BaseHTTPRequestHandler.setup(self)
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def count_connection(self):
         with ST.lock:
             ST.connections += 1
 
@@ -1124,24 +1122,9 @@ def main():
     fake_e2b.ST = ST
     if not args.no_namespaces:
         fake_e2b.probe_namespaces()
-    srv = fake_e2b.Server(("127.0.0.1", args.port), Handler)
+    srv = fake_http.Server(("127.0.0.1", args.port), Handler)
     threading.Thread(target=ST.reap, daemon=True).start()
-    port = srv.server_address[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % port)
-        os.rename(tmp, args.port_file)
-    else:
-        print(port, flush=True)
-
-    def stop(*_):
-        for sid in list(ST.sandboxes):
-            ST.delete(sid)
-        os._exit(0)
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    srv.serve_forever()
+    fake_http.serve(srv, ST, args.port_file)
 
 
 if __name__ == "__main__":
