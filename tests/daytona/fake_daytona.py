@@ -386,15 +386,9 @@ def probe_namespaces():
             pass
 
 
-class State:
+class State(fake_http.State):
     def __init__(self, args):
-        self.api_key = args.api_key
-        self.base = args.dir or tempfile.mkdtemp(prefix="sbx-fake-daytona-")
-        self.sandboxes = {}
-        self.lock = threading.Lock()
-        self.faults = []
-        self.requests = []
-        self.connections = 0
+        super().__init__(args, "sbx-fake-daytona-")
 
     def take_fault(self, path, kinds, method=None, query=""):
         with self.lock:
@@ -497,19 +491,7 @@ class Handler(fake_http.Handler):
                 with open(LOG_FILE, "a") as fh:
                     fh.write(json.dumps(r) + "\n")
 
-    # ---- dispatch ------------------------------------------------------
-    def do_GET(self):
-        self.dispatch()
-
-    def do_POST(self):
-        self.dispatch()
-
-    def do_DELETE(self):
-        self.dispatch()
-
-    def do_PUT(self):
-        self.dispatch()
-
+    # ---- dispatch (do_GET, do_POST, do_DELETE, do_PUT: fake_http.Handler) --
     def do_PATCH(self):
         self.dispatch()
 
@@ -562,17 +544,8 @@ class Handler(fake_http.Handler):
                 pass
 
     def control(self, path):
-        if path == "/_fake/faults":
-            faults = json.loads(self.body() or b"[]")
-            with ST.lock:
-                ST.faults.extend(faults)
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/reset":
-            self.body()
-            with ST.lock:
-                ST.faults = []
-                ST.requests = []
-            return self.send_json(200, {"ok": True})
+        if self.common_control(path, ST):
+            return
         if path == "/_fake/state":
             req = json.loads(self.body() or b"{}")
             sb = ST.find(req.get("id", ""))
@@ -581,11 +554,6 @@ class Handler(fake_http.Handler):
             sb.kill_all()
             sb.state = req.get("state", "stopped")
             return self.send_json(200, {"ok": True})
-        if path == "/_fake/stats":
-            with ST.lock:
-                return self.send_json(200, {"connections": ST.connections,
-                                            "sandboxes": len(ST.sandboxes),
-                                            "requests": ST.requests})
         return self.send_error_json(404, "no such control endpoint")
 
     def preview(self, path, url):

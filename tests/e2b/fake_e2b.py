@@ -326,26 +326,11 @@ class Proc:
                          daemon=True).start()
 
 
-class State:
+class State(fake_http.State):
     def __init__(self, args):
+        super().__init__(args, "sbx-fake-e2b-")
         self.mode = args.mode
-        self.api_key = args.api_key
         self.domain = args.domain
-        self.base = args.dir or tempfile.mkdtemp(prefix="sbx-fake-e2b-")
-        self.sandboxes = {}
-        self.lock = threading.Lock()
-        self.faults = []
-        self.requests = []
-        self.connections = 0
-
-    def take_fault(self, path, kinds):
-        with self.lock:
-            for f in self.faults:
-                if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
-                        and f.get("times", 1) > 0:
-                    f["times"] = f.get("times", 1) - 1
-                    return f
-        return None
 
     def reap(self):
         while True:
@@ -448,19 +433,7 @@ class Handler(fake_http.Handler):
                                                              "connect-timeout-ms")},
                                 "body": body})
 
-    # ---- dispatch ------------------------------------------------------
-    def do_GET(self):
-        self.dispatch()
-
-    def do_POST(self):
-        self.dispatch()
-
-    def do_DELETE(self):
-        self.dispatch()
-
-    def do_PUT(self):
-        self.dispatch()
-
+    # ---- dispatch (do_GET, do_POST, do_DELETE, do_PUT: fake_http.Handler) --
     def dispatch(self):
         try:
             url = urllib.parse.urlsplit(self.path)
@@ -525,23 +498,8 @@ class Handler(fake_http.Handler):
         return None
 
     def control(self, path):
-        if path == "/_fake/faults":
-            faults = json.loads(self.body() or b"[]")
-            with ST.lock:
-                ST.faults.extend(faults)
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/reset":
-            self.body()
-            with ST.lock:
-                ST.faults = []
-                ST.requests = []
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/stats":
-            with ST.lock:
-                return self.send_json(200, {"connections": ST.connections,
-                                            "sandboxes": len(ST.sandboxes),
-                                            "requests": ST.requests})
-        return self.api_error(404, "no such control endpoint")
+        if not self.common_control(path, ST):
+            self.api_error(404, "no such control endpoint")
 
     # ---- control plane -------------------------------------------------
     def api(self, url):

@@ -82,7 +82,6 @@ import subprocess
 import fnmatch
 import http.client
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -167,24 +166,9 @@ class Sandbox(fake_e2b.Sandbox):
             self.history.append({"event": event, "policy": copy.deepcopy(self.policy)})
 
 
-class State:
+class State(fake_http.State):
     def __init__(self, args):
-        self.api_key = args.api_key
-        self.base = args.dir or tempfile.mkdtemp(prefix="sbx-fake-os-")
-        self.sandboxes = {}
-        self.lock = threading.Lock()
-        self.faults = []
-        self.requests = []
-        self.connections = 0
-
-    def take_fault(self, path, kinds):
-        with self.lock:
-            for f in self.faults:
-                if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
-                        and f.get("times", 1) > 0:
-                    f["times"] = f.get("times", 1) - 1
-                    return f
-        return None
+        super().__init__(args, "sbx-fake-os-")
 
     def delete(self, sid):
         with self.lock:
@@ -261,20 +245,8 @@ class Handler(fake_e2b.Handler):
                                                                "message": "injected"}))
 
     def control(self, path):
-        if path == "/_fake/faults":
-            with ST.lock:
-                ST.faults.extend(json.loads(self.body() or b"[]"))
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/reset":
-            self.body()
-            with ST.lock:
-                ST.faults, ST.requests = [], []
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/stats":
-            with ST.lock:
-                return self.send_json(200, {"connections": ST.connections,
-                                            "sandboxes": len(ST.sandboxes),
-                                            "requests": ST.requests})
+        if self.common_control(path, ST):
+            return
         m = re.match(r"^/_fake/execd-restart/([^/]+)$", path)
         if m:
             self.body()

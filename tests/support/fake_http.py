@@ -1,19 +1,50 @@
 """fake_http.py - the HTTP plumbing the fake remote services share
 (tests/e2b/fake_e2b.py, tests/daytona/fake_daytona.py,
-tests/opensandbox/fake_opensandbox.py): the request handler's base (TCP
-settings, request bodies, plain or chunked), the threaded server, the
-signal dispositions commands start from, and serving until SIGTERM with the
-port written to a file.
+tests/opensandbox/fake_opensandbox.py): the state every fake keeps (its
+sandboxes, faults, request log, connection count), the request handler's
+base (TCP settings, request bodies, plain or chunked, the control
+endpoints /_fake/faults, /_fake/reset and /_fake/stats), the threaded
+server, the signal dispositions commands start from, and serving until
+SIGTERM with the port written to a file.
 
 A fake imports it with tests/support on sys.path:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                     "..", "support"))
 """
+import json
 import os
 import signal
 import socket
 import sys
+import tempfile
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class State:
+    """What every fake keeps, under one lock: its sandboxes (id -> object),
+    the faults still to fire, the request log and the connection count.
+    A fake adds its own fields and its delete(sid)."""
+
+    def __init__(self, args, prefix):
+        self.api_key = args.api_key
+        self.base = args.dir or tempfile.mkdtemp(prefix=prefix)
+        self.sandboxes = {}
+        self.lock = threading.Lock()
+        self.faults = []
+        self.requests = []
+        self.connections = 0
+
+    def take_fault(self, path, kinds):
+        """The first fault of one of kinds whose "match" prefixes path and
+        that has "times" left (default 1), counted down; or None."""
+        with self.lock:
+            for f in self.faults:
+                if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
+                        and f.get("times", 1) > 0:
+                    f["times"] = f.get("times", 1) - 1
+                    return f
+        return None
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -37,6 +68,20 @@ class Handler(BaseHTTPRequestHandler):
 
     def count_connection(self):
         pass
+
+    # GET, POST, DELETE and PUT go to the fake's dispatch (a fake that
+    # serves PATCH adds do_PATCH).
+    def do_GET(self):
+        self.dispatch()
+
+    def do_POST(self):
+        self.dispatch()
+
+    def do_DELETE(self):
+        self.dispatch()
+
+    def do_PUT(self):
+        self.dispatch()
 
     def body_chunks(self):
         """The request body in pieces of at most 64 KiB; ConnectionError
@@ -71,6 +116,32 @@ class Handler(BaseHTTPRequestHandler):
 
     def body(self):
         return b"".join(self.body_chunks())
+
+    def common_control(self, path, st):
+        """The control endpoints every fake has, on State st: POST
+        /_fake/faults (a JSON array appended to the faults), POST
+        /_fake/reset (faults and request log forgotten), GET /_fake/stats.
+        False for another path (the fake's own endpoints)."""
+        if path == "/_fake/faults":
+            faults = json.loads(self.body() or b"[]")
+            with st.lock:
+                st.faults.extend(faults)
+            self.send_json(200, {"ok": True})
+            return True
+        if path == "/_fake/reset":
+            self.body()
+            with st.lock:
+                st.faults = []
+                st.requests = []
+            self.send_json(200, {"ok": True})
+            return True
+        if path == "/_fake/stats":
+            with st.lock:
+                self.send_json(200, {"connections": st.connections,
+                                     "sandboxes": len(st.sandboxes),
+                                     "requests": st.requests})
+            return True
+        return False
 
 
 class Server(ThreadingHTTPServer):
