@@ -58,7 +58,9 @@ import time
 import urllib.parse
 import uuid
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import fake_http  # noqa: E402  (handler base, server, serving)
 
 try:  # PTY WebSockets: Debian's python3-websockets (sans-I/O, >= 10)
     from websockets.server import ServerConnection as WsServer
@@ -384,15 +386,9 @@ def probe_namespaces():
             pass
 
 
-class State:
+class State(fake_http.State):
     def __init__(self, args):
-        self.api_key = args.api_key
-        self.base = args.dir or tempfile.mkdtemp(prefix="sbx-fake-daytona-")
-        self.sandboxes = {}
-        self.lock = threading.Lock()
-        self.faults = []
-        self.requests = []
-        self.connections = 0
+        super().__init__(args, "sbx-fake-daytona-")
 
     def take_fault(self, path, kinds, method=None, query=""):
         with self.lock:
@@ -447,53 +443,12 @@ def sdk_version(headers):
         return (0, 0, 0)
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        if os.environ.get("SBX_FAKE_VERBOSE"):
-            sys.stderr.write("fake: " + fmt % args + "\n")
-
-    def setup(self):
-        super().setup()
-        # Go and Node servers set TCP_NODELAY.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+class Handler(fake_http.Handler):
+    def count_connection(self):
         with ST.lock:
             ST.connections += 1
 
-    # ---- plumbing ------------------------------------------------------
-    def body_chunks(self):
-        te = self.headers.get("Transfer-Encoding", "")
-        if "chunked" in te.lower():
-            while True:
-                line = self.rfile.readline()
-                if not line:
-                    raise ConnectionError("body cut")
-                n = int(line.split(b";")[0].strip(), 16)
-                if n == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return
-                left = n
-                while left:
-                    b = self.rfile.read(min(left, 1 << 16))
-                    if not b:
-                        raise ConnectionError("body cut")
-                    left -= len(b)
-                    yield b
-                self.rfile.readline()
-        else:
-            left = int(self.headers.get("Content-Length") or 0)
-            while left:
-                b = self.rfile.read(min(left, 1 << 16))
-                if not b:
-                    raise ConnectionError("body cut")
-                left -= len(b)
-                yield b
-
-    def body(self):
-        return b"".join(self.body_chunks())
-
+    # ---- plumbing (body_chunks, body: fake_http.Handler) -----------------
     def send_json(self, code, obj):
         data = b"" if obj is None else json.dumps(obj).encode()
         segs = [p for p in self.path.split("?")[0].split("/") if p]
@@ -536,19 +491,7 @@ class Handler(BaseHTTPRequestHandler):
                 with open(LOG_FILE, "a") as fh:
                     fh.write(json.dumps(r) + "\n")
 
-    # ---- dispatch ------------------------------------------------------
-    def do_GET(self):
-        self.dispatch()
-
-    def do_POST(self):
-        self.dispatch()
-
-    def do_DELETE(self):
-        self.dispatch()
-
-    def do_PUT(self):
-        self.dispatch()
-
+    # ---- dispatch (do_GET, do_POST, do_DELETE, do_PUT: fake_http.Handler) --
     def do_PATCH(self):
         self.dispatch()
 
@@ -601,17 +544,8 @@ class Handler(BaseHTTPRequestHandler):
                 pass
 
     def control(self, path):
-        if path == "/_fake/faults":
-            faults = json.loads(self.body() or b"[]")
-            with ST.lock:
-                ST.faults.extend(faults)
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/reset":
-            self.body()
-            with ST.lock:
-                ST.faults = []
-                ST.requests = []
-            return self.send_json(200, {"ok": True})
+        if self.common_control(path, ST):
+            return
         if path == "/_fake/state":
             req = json.loads(self.body() or b"{}")
             sb = ST.find(req.get("id", ""))
@@ -620,11 +554,6 @@ class Handler(BaseHTTPRequestHandler):
             sb.kill_all()
             sb.state = req.get("state", "stopped")
             return self.send_json(200, {"ok": True})
-        if path == "/_fake/stats":
-            with ST.lock:
-                return self.send_json(200, {"connections": ST.connections,
-                                            "sandboxes": len(ST.sandboxes),
-                                            "requests": ST.requests})
         return self.send_error_json(404, "no such control endpoint")
 
     def preview(self, path, url):
@@ -1406,29 +1335,9 @@ def stream_multipart(chunks, bnd, dest):
             found = True
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
-
-    def handle_error(self, request, client_address):
-        if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
-            super().handle_error(request, client_address)
-
-
 def main():
     global ST
-    # Commands start with every signal at its default (SIGPIPE stays ignored
-    # in the fake itself; subprocess restores it in the commands).
-    for s in range(1, signal.NSIG):
-        if s == signal.SIGPIPE:
-            continue
-        try:
-            if signal.getsignal(s) == signal.SIG_IGN:
-                signal.signal(s, signal.SIG_DFL)
-        except (OSError, ValueError, RuntimeError):
-            pass
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    fake_http.default_signals()
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
@@ -1437,23 +1346,8 @@ def main():
     args = ap.parse_args()
     ST = State(args)
     probe_namespaces()
-    srv = Server(("127.0.0.1", args.port), Handler)
-    port = srv.server_address[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % port)
-        os.rename(tmp, args.port_file)
-    else:
-        print(port, flush=True)
-
-    def stop(*_):
-        for sid in list(ST.sandboxes):
-            ST.delete(sid)
-        os._exit(0)
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    srv.serve_forever()
+    srv = fake_http.Server(("127.0.0.1", args.port), Handler)
+    fake_http.serve(srv, ST, args.port_file)
 
 
 if __name__ == "__main__":

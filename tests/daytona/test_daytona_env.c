@@ -7,6 +7,7 @@
  * set), and the health op (healthy, refused key, API down, 5xx).
  */
 #include "fake_daytona.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -20,7 +21,7 @@
 #define KEY "dt_env_key_0123"
 
 static struct fake_service fake;
-static char cfg[128];
+static char cfg[PH_PATH_MAX];
 static char api[128];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
@@ -39,13 +40,8 @@ static void up(void)
 
 static void close_ctx(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
-    prov = NULL;
-    if (cfg[0])
-        unlink(cfg);
-    cfg[0] = '\0';
+    ph_close(&ctx, &prov);
+    ph_remove_config(cfg);
 }
 
 static void down(void)
@@ -57,63 +53,19 @@ static void down(void)
 static int open_ctx(const char *section, int ready, sbx_error *err)
 {
     close_ctx();
-    snprintf(cfg, sizeof cfg, "/tmp/sbx-dt-env-XXXXXX.yaml");
-    int fd = mkstemps(cfg, 5);
-    cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "providers:\n  daytona:\n    retries: 2\n%s", section);
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = cfg;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(ctx, "daytona", &prov, err);
-    if (rc == SBX_OK && ready)
-        rc = sbx_provider_ready(prov, NULL, err);
-    return rc;
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
+    ph_write_config(cfg, "/tmp/sbx-dt-env-XXXXXX.yaml", "providers:\n  daytona:\n    retries: 2\n%s",
+                    section);
+    return ph_open(cfg, "daytona", ready, &ctx, &prov, err);
 }
 
 static void create_destroy(const char *key)
 {
-    sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
-    cr_assert_eq(sbx_create(prov, key, &co, NULL, &h, &err), SBX_OK, "create: %s",
-                 err.message);
-    cr_expect_eq(sbx_destroy(prov, key, sbx_handle_ref(h), NULL, &err), SBX_OK, "%s",
-                 err.message);
-    sbx_release(h);
+    ph_destroy(prov, key, ph_create(prov, key));
 }
 
 static int origin_of(const char *key, const char **value, bool *secret)
 {
-    const char *k, *env;
-    int o;
-    for (size_t i = 0; sbx_provider_config_origin(prov, i, &k, &env, &o, value, secret); i++)
-        if (!strcmp(k, key))
-            return o;
-    cr_assert_fail("no key %s", key);
-    return -1;
-}
-
-static int health(struct sbx_health *h, sbx_error *err)
-{
-    memset(h, 0, sizeof *h);
-    h->size = sizeof *h;
-    return sbx_provider_health(prov, NULL, h, err);
+    return ph_origin(prov, key, NULL, value, secret);
 }
 
 TestSuite(daytona_env, .init = up, .fini = down, .timeout = 60);
@@ -128,7 +80,7 @@ Test(daytona_env, the_variables_reach_the_api)
     sbx_error err;
     cr_assert_eq(open_ctx("", 1, &err), SBX_OK, "%s", err.message);
     create_destroy("k-dt-env");
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"target\": \"eu-env\""), "%.3000s", s);
     cr_expect(strstr(s, "\"snapshot\": \"snap-env\""), "%.3000s", s);
     cr_expect(strstr(s, "\"autoStopInterval\": 9"), "%.3000s", s);
@@ -148,7 +100,7 @@ Test(daytona_env, the_variables_reach_the_api)
     free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
     cr_assert_eq(open_ctx("", 1, &err), SBX_OK, "%s", err.message);
     create_destroy("k-dt-img");
-    s = stats();
+    s = fake_stats(&fake);
     cr_expect(strstr(s, "FROM debian:env-slim"), "%.3000s", s);
     free(s);
 }
@@ -168,7 +120,7 @@ Test(daytona_env, the_configuration_wins_over_the_variables)
     sbx_error err;
     cr_assert_eq(open_ctx(sec, 1, &err), SBX_OK, "%s", err.message);
     create_destroy("k-dt-cfg");
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"target\": \"us-cfg\""), "%.3000s", s);
     cr_expect(strstr(s, "\"snapshot\": \"snap-cfg\""), "%.3000s", s);
     cr_expect(strstr(s, "\"autoStopInterval\": 3"), "%.3000s", s);
@@ -219,11 +171,11 @@ Test(daytona_env, health_checks_the_api)
     sbx_error err;
     cr_assert_eq(open_ctx(sec, 0, &err), SBX_OK, "%s", err.message);
     struct sbx_health h;
-    cr_assert_eq(health(&h, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_health(prov, &h, &err), SBX_OK, "%s", err.message);
     cr_expect(h.checked);
     cr_expect(strstr(h.detail, "Daytona API at http://127.0.0.1:"), "%s", h.detail);
     cr_expect(strstr(h.detail, "/sandbox?limit=1"), "%s", h.detail);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "/api/sandbox?limit=1"), "%.3000s", s);
     cr_expect_null(strstr(s, "\"method\": \"POST\""), "%.3000s", s);
     free(s);
@@ -231,13 +183,13 @@ Test(daytona_env, health_checks_the_api)
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/api/sandbox\",\"kind\":\"status\","
                                     "\"status\":500,\"times\":1}]"),
                  0);
-    int rc = health(&h, &err);
+    int rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "is failing (HTTP 500)"), "%s", err.message);
 
     setenv("DAYTONA_API_KEY", "wrong_dt_secret", 1);
     cr_assert_eq(open_ctx(sec, 0, &err), SBX_OK, "%s", err.message);
-    rc = health(&h, &err);
+    rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_DENIED, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "the API key was refused (HTTP 401)"), "%s", err.message);
     cr_expect(strstr(err.message, "DAYTONA_API_KEY"), "%s", err.message);
@@ -246,7 +198,7 @@ Test(daytona_env, health_checks_the_api)
     fake_stop(&fake);
     setenv("DAYTONA_API_KEY", KEY, 1);
     cr_assert_eq(open_ctx(sec, 0, &err), SBX_OK, "%s", err.message);
-    rc = health(&h, &err);
+    rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "cannot reach the Daytona API"), "%s", err.message);
 }

@@ -8,12 +8,12 @@
  * configured deadline), resume of a sandbox the service deleted.
  */
 #include "fake_daytona.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
 #include <criterion/criterion.h>
 
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,34 +25,16 @@
 #define AUTH "Authorization: Bearer " KEY
 
 static struct fake_service fake;
-static char cfgpath[128];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
 static void open_with(const char *extra, int retries)
 {
-    snprintf(cfgpath, sizeof cfgpath, "/tmp/sbx-dt-pause-XXXXXX.yaml");
-    int fd = mkstemps(cfgpath, 5);
-    cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "providers:\n  daytona:\n    api_url: \"%s/api\"\n    retries: %d\n%s", fake.url,
-            retries, extra ? extra : "");
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = cfgpath;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error err;
-    sbx_error_clear(&err);
-    int rc = sbx_open(&o, &ctx, &err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(ctx, "daytona", &prov, &err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_ready(prov, NULL, &err);
-    cr_assert_eq(rc, SBX_OK, "%s", err.message);
+    ph_write_config(cfgpath, "/tmp/sbx-dt-pause-XXXXXX.yaml",
+                    "providers:\n  daytona:\n    api_url: \"%s/api\"\n    retries: %d\n%s",
+                    fake.url, retries, extra ? extra : "");
+    ph_open_ok(cfgpath, "daytona", &ctx, &prov);
 }
 
 static void up(void)
@@ -63,78 +45,12 @@ static void up(void)
 
 static void down(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
+    ph_close(&ctx, &prov);
     fake_stop(&fake);
-    if (cfgpath[0])
-        unlink(cfgpath);
-    cfgpath[0] = '\0';
+    ph_remove_config(cfgpath);
 }
 
 TestSuite(daytona_pause, .init = up, .fini = down, .timeout = 60);
-
-static sbx_handle *make(const char *key)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co;
-    memset(&co, 0, sizeof co);
-    co.size = sizeof co;
-    cr_assert_eq(sbx_create(prov, key, &co, NULL, &h, &err), SBX_OK, "create: %s",
-                 err.message);
-    return h;
-}
-
-static int run(sbx_handle *h, const char *script, sbx_error *err)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = 20000;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    int rc = sbx_exec(h, &a, &res, NULL, err);
-    if (rc == SBX_OK && res.exit_code != 0)
-        return -res.exit_code;
-    return rc;
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
-}
-
-static void reset(void)
-{
-    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
-}
-
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
-static void nap(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
-static const char *sid(sbx_handle *h)
-{
-    return strchr(sbx_handle_ref(h), ':') + 1;
-}
 
 /* Size of a workspace file as the fake keeps it (one sandbox per test),
  * read beside the provider so that looking does not start it; -1 when
@@ -144,21 +60,13 @@ static long host_size(const char *name)
     char pat[512];
     snprintf(pat, sizeof pat, "%s/sbx-fake-daytona-*/home/daytona/workspace/%s", fake.dir,
              name);
-    glob_t g;
-    long n = -1;
-    if (glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1) {
-        struct stat sst;
-        if (stat(g.gl_pathv[0], &sst) == 0)
-            n = (long)sst.st_size;
-    }
-    globfree(&g);
-    return n;
+    return ph_glob_size(pat);
 }
 
 static int state_is(sbx_handle *h, const char *want)
 {
     char path[256];
-    snprintf(path, sizeof path, "/api/sandbox/%s", sid(h));
+    snprintf(path, sizeof path, "/api/sandbox/%s", ph_sid(h));
     long st = 0;
     char *doc = fake_http(&fake, "GET", path, NULL, AUTH, &st);
     char needle[64];
@@ -171,9 +79,9 @@ static int state_is(sbx_handle *h, const char *want)
 Test(daytona_pause, stop_ends_processes_and_keeps_the_workspace)
 {
     open_with(NULL, 2);
-    sbx_handle *h = make("k-stop");
+    sbx_handle *h = ph_create(prov, "k-stop");
     sbx_error err;
-    cr_assert_eq(run(h, "echo kept > kept.txt", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_sh(h, "echo kept > kept.txt", &err), SBX_OK, "%s", err.message);
     const char *argv[] = {"sh", "-c", "while :; do echo x >> ticks; sleep 0.02; done", NULL};
     struct sbx_proc_spec spec;
     memset(&spec, 0, sizeof spec);
@@ -182,20 +90,20 @@ Test(daytona_pause, stop_ends_processes_and_keeps_the_workspace)
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(sbx_proc_start(h, &spec, id, NULL, &err), SBX_OK, "%s", err.message);
     for (int i = 0; i < 200 && host_size("ticks") <= 0; i++)
-        nap(0.02);
+        ph_nap(0.02);
     cr_assert_gt(host_size("ticks"), 0, "the ticker never wrote");
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_expect(state_is(h, "stopped"));
-    nap(0.1);
+    ph_nap(0.1);
     long a = host_size("ticks");
-    nap(0.3);
+    ph_nap(0.3);
     cr_expect_eq(host_size("ticks"), a, "the ticker ran while stopped");
     cr_assert_eq(sbx_resume(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_expect(state_is(h, "started"));
-    nap(0.3);
+    ph_nap(0.3);
     /* Stop semantics: the process ended with the stop. */
     cr_expect_eq(host_size("ticks"), a, "the ticker survived a stop");
-    cr_expect_eq(run(h, "test \"$(cat kept.txt)\" = kept", &err), SBX_OK,
+    cr_expect_eq(ph_sh(h, "test \"$(cat kept.txt)\" = kept", &err), SBX_OK,
                  "the workspace did not survive: %s", err.message);
     sbx_destroy(prov, "k-stop", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
@@ -204,7 +112,7 @@ Test(daytona_pause, stop_ends_processes_and_keeps_the_workspace)
 Test(daytona_pause, pause_and_resume_are_idempotent_from_any_handle)
 {
     open_with(NULL, 2);
-    sbx_handle *h = make("k-idem");
+    sbx_handle *h = ph_create(prov, "k-idem");
     sbx_handle *h2 = NULL;
     sbx_error err;
     cr_assert_eq(sbx_attach(prov, "k-idem", sbx_handle_ref(h), NULL, &h2, &err), SBX_OK, "%s",
@@ -225,22 +133,22 @@ Test(daytona_pause, pause_and_resume_are_idempotent_from_any_handle)
 Test(daytona_pause, ops_start_a_stopped_sandbox_and_the_hot_path_pays_nothing)
 {
     open_with(NULL, 2);
-    sbx_handle *h = make("k-trans");
+    sbx_handle *h = ph_create(prov, "k-trans");
     sbx_error err;
-    cr_assert_eq(run(h, "echo kept > kept.txt", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_sh(h, "echo kept > kept.txt", &err), SBX_OK, "%s", err.message);
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
-    reset();
-    cr_expect_eq(run(h, "test \"$(cat kept.txt)\" = kept", &err), SBX_OK, "exec: %s",
+    fake_reset(&fake);
+    cr_expect_eq(ph_sh(h, "test \"$(cat kept.txt)\" = kept", &err), SBX_OK, "exec: %s",
                  err.message);
-    char *s = stats();
-    cr_expect_eq(count(s, "/start\""), 1, "one start: %s", s);
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "/start\""), 1, "one start: %s", s);
     free(s);
     cr_expect(state_is(h, "started"));
 
-    reset();
-    cr_expect_eq(run(h, "true", &err), SBX_OK, "%s", err.message);
-    s = stats();
-    cr_expect_eq(count(s, "\"path\": \"/api/"), 0, "the API on the hot path: %s", s);
+    fake_reset(&fake);
+    cr_expect_eq(ph_sh(h, "true", &err), SBX_OK, "%s", err.message);
+    s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "\"path\": \"/api/"), 0, "the API on the hot path: %s", s);
     free(s);
 
     /* Stopped through another handle (another process, or auto-stop). */
@@ -263,7 +171,7 @@ Test(daytona_pause, ops_start_a_stopped_sandbox_and_the_hot_path_pays_nothing)
     cr_expect_eq(sbx_file_stat(h, "kept.txt", &fi, NULL, &err), SBX_OK, "stat: %s",
                  err.message);
     cr_assert_eq(sbx_pause(h2, NULL, &err), SBX_OK, "%s", err.message);
-    cr_expect_eq(run(h, "true", &err), SBX_OK, "exec: %s", err.message);
+    cr_expect_eq(ph_sh(h, "true", &err), SBX_OK, "exec: %s", err.message);
     cr_expect(state_is(h, "started"));
     sbx_release(h2);
     sbx_destroy(prov, "k-trans", sbx_handle_ref(h), NULL, &err);
@@ -273,7 +181,7 @@ Test(daytona_pause, ops_start_a_stopped_sandbox_and_the_hot_path_pays_nothing)
 Test(daytona_pause, service_errors_are_reported_naming_the_step)
 {
     open_with(NULL, 2);
-    sbx_handle *h = make("k-5xx");
+    sbx_handle *h = ph_create(prov, "k-5xx");
     sbx_error err;
     /* One 503 on stop: the idempotent call is repeated. */
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/api/sandbox/\",\"kind\":\"status\","
@@ -287,7 +195,7 @@ Test(daytona_pause, service_errors_are_reported_naming_the_step)
     int rc = sbx_resume(h, NULL, &err);
     cr_expect_neq(rc, SBX_OK, "a truncated answer was accepted");
     cr_expect(strstr(err.message, "starting sandbox"), "%s", err.message);
-    reset();
+    fake_reset(&fake);
     cr_expect_eq(sbx_resume(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/api/sandbox/\",\"kind\":\"status\","
                                     "\"status\":500,\"method\":\"POST\",\"times\":10}]"),
@@ -296,7 +204,7 @@ Test(daytona_pause, service_errors_are_reported_naming_the_step)
     cr_expect_neq(rc, SBX_OK);
     cr_expect(strstr(err.message, "stopping sandbox") && strstr(err.message, "500"), "%s",
               err.message);
-    reset();
+    fake_reset(&fake);
     sbx_destroy(prov, "k-5xx", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
@@ -304,7 +212,7 @@ Test(daytona_pause, service_errors_are_reported_naming_the_step)
 Test(daytona_pause, sandbox_that_stays_stopping_times_out)
 {
     open_with("    start_timeout_ms: 500\n", 2);
-    sbx_handle *h = make("k-stuck");
+    sbx_handle *h = ph_create(prov, "k-stuck");
     sbx_error err;
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/api/sandbox/\",\"kind\":\"stuck_stop\"}]"),
                  0);
@@ -324,21 +232,21 @@ Test(daytona_pause, sandbox_that_stays_stopping_times_out)
 Test(daytona_pause, resume_of_a_deleted_sandbox_is_not_found)
 {
     open_with(NULL, 2);
-    sbx_handle *h = make("k-gone");
+    sbx_handle *h = ph_create(prov, "k-gone");
     sbx_error err;
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     char path[256];
-    snprintf(path, sizeof path, "/api/sandbox/%s", sid(h));
+    snprintf(path, sizeof path, "/api/sandbox/%s", ph_sid(h));
     long st = 0;
     free(fake_http(&fake, "DELETE", path, NULL, AUTH, &st));
     cr_assert_eq(st, 200);
-    nap(0.3);
+    ph_nap(0.3);
     int rc = sbx_resume(h, NULL, &err);
     cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "no longer exists"), "%s", err.message);
     rc = sbx_pause(h, NULL, &err);
     cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
-    rc = run(h, "true", &err);
+    rc = ph_sh(h, "true", &err);
     cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
     sbx_release(h);
 }
@@ -349,13 +257,13 @@ Test(daytona_pause, pooled_sandbox_carries_only_the_key_hash)
 {
     open_with(NULL, 2);
     const char *secret = "pool-member-key-0123456789";
-    sbx_handle *h = make(secret);
+    sbx_handle *h = ph_create(prov, secret);
     sbx_error err;
     char cmd[256];
     snprintf(cmd, sizeof cmd, "! env | grep -q %s", secret);
-    cr_expect_eq(run(h, cmd, &err), SBX_OK, "the key reached the sandbox: %s", err.message);
+    cr_expect_eq(ph_sh(h, cmd, &err), SBX_OK, "the key reached the sandbox: %s", err.message);
     char path[256];
-    snprintf(path, sizeof path, "/api/sandbox/%s", sid(h));
+    snprintf(path, sizeof path, "/api/sandbox/%s", ph_sid(h));
     long st = 0;
     char *doc = fake_http(&fake, "GET", path, NULL, AUTH, &st);
     cr_expect(doc && !strstr(doc, secret), "the key is in the sandbox's record: %s", doc);

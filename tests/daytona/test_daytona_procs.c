@@ -11,6 +11,7 @@
  * undeclared ports refused, the link reaching a server in the sandbox).
  */
 #include "fake_daytona.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -43,8 +44,7 @@
 #endif
 
 static struct fake_service fake;
-static char cfgdir[64];
-static char cfgpath[128];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
@@ -56,74 +56,29 @@ static void up(void)
 
 static void close_ctx(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
-    prov = NULL;
+    ph_close(&ctx, &prov);
 }
 
 static void down(void)
 {
     close_ctx();
-    if (cfgdir[0]) {
-        unlink(cfgpath);
-        rmdir(cfgdir);
-    }
-    cfgdir[0] = '\0';
+    ph_remove_config(cfgpath);
     fake_stop(&fake);
 }
 
 static int open_ctx(const char *extra, sbx_error *err)
 {
-    if (!cfgdir[0]) {
-        snprintf(cfgdir, sizeof cfgdir, "/tmp/sbx-dtp-test-XXXXXX");
-        cr_assert_not_null(mkdtemp(cfgdir));
-        snprintf(cfgpath, sizeof cfgpath, "%s/sbx.yaml", cfgdir);
-    }
-    FILE *f = fopen(cfgpath, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "providers:\n  daytona:\n    api_url: \"%s/api\"\n    retries: 2\n%s", fake.url,
-            extra ? extra : "");
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = cfgpath;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = sbx_provider_lookup(ctx, "daytona", &prov, err);
-    if (rc != SBX_OK)
-        return rc;
-    return sbx_provider_ready(prov, NULL, err);
-}
-
-static sbx_handle *make_ports(const char *key, const uint16_t *ports)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co;
-    memset(&co, 0, sizeof co);
-    co.size = sizeof co;
-    co.ports = ports;
-    int rc = sbx_create(prov, key, &co, NULL, &h, &err);
-    cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
-    return h;
-}
-
-static sbx_handle *make(const char *key)
-{
-    return make_ports(key, NULL);
+    ph_write_config(cfgpath, "/tmp/sbx-dtp-test-XXXXXX",
+                    "providers:\n  daytona:\n    api_url: \"%s/api\"\n    retries: 2\n%s",
+                    fake.url, extra ? extra : "");
+    return ph_open(cfgpath, "daytona", true, &ctx, &prov, err);
 }
 
 static sbx_handle *setup(const char *key)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    return make(key);
+    return ph_create(prov, key);
 }
 
 /* ---- process helpers ----------------------------------------------------- */
@@ -375,7 +330,7 @@ Test(daytona_procs, thirty_two_at_once_and_listed_in_order)
 Test(daytona_procs, ids_of_another_session_or_made_up_are_not_found)
 {
     sbx_handle *h = setup("procs-mine");
-    sbx_handle *o = make("procs-other");
+    sbx_handle *o = ph_create(prov, "procs-other");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(o, 0, "sleep 5", 0, 0, id, &err), SBX_OK, "%s", err.message);
@@ -449,7 +404,7 @@ Test(daytona_procs, reattach_after_sigkill)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("procs-reattach");
+    sbx_handle *h = ph_create(prov, "procs-reattach");
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     sbx_release(h);
@@ -549,7 +504,7 @@ Test(daytona_procs, toolbox_failures_under_a_running_process)
     close_ctx();
     cr_assert_eq(open_ctx("    request_timeout_ms: 1000\n", &err), SBX_OK, "%s",
                  err.message);
-    sbx_handle *h2 = make("procs-faults");
+    sbx_handle *h2 = ph_create(prov, "procs-faults");
     rc = sbx_proc_read(h2, id, &a, &r, NULL, &err);
     cr_expect_neq(rc, SBX_OK, "a frozen toolbox answered?");
     free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
@@ -769,7 +724,7 @@ Test(daytona_procs, ports_preview_link_and_token)
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
     int port = 20000 + (int)(getpid() % 20000);
     uint16_t ports[] = {(uint16_t)port, 0};
-    sbx_handle *h = make_ports("ports-one", ports);
+    sbx_handle *h = ph_create_ports(prov, "ports-one", ports);
     struct sbx_port_endpoint ep = {.size = sizeof ep};
     cr_expect_eq(sbx_port_resolve(h, 3001, &ep, NULL, &err), SBX_E_NOT_FOUND);
     cr_assert_eq(sbx_port_resolve(h, (unsigned)port, &ep, NULL, &err), SBX_OK, "%s",

@@ -9,6 +9,7 @@
  * connection reuse.
  */
 #include "fake_daytona.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -24,7 +25,7 @@
 #define KEY "dt_test_key_0123"
 
 static struct fake_service fake;
-static char cfgdir[64];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
@@ -36,17 +37,8 @@ static void up(void)
 
 static void close_ctx(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
-    prov = NULL;
-    if (cfgdir[0]) {
-        char p[128];
-        snprintf(p, sizeof p, "%s/sbx.yaml", cfgdir);
-        unlink(p);
-        rmdir(cfgdir);
-    }
-    cfgdir[0] = '\0';
+    ph_close(&ctx, &prov);
+    ph_remove_config(cfgpath);
 }
 
 static void down(void)
@@ -59,82 +51,10 @@ static void down(void)
  * lines. */
 static int open_ctx(const char *extra, sbx_error *err)
 {
-    snprintf(cfgdir, sizeof cfgdir, "/tmp/sbx-dt-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(cfgdir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/sbx.yaml", cfgdir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "providers:\n  daytona:\n    api_url: \"%s/api\"\n    retries: 3\n%s", fake.url,
-            extra ? extra : "");
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = path;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = sbx_provider_lookup(ctx, "daytona", &prov, err);
-    if (rc != SBX_OK)
-        return rc;
-    return sbx_provider_ready(prov, NULL, err);
-}
-
-static int try_make(const char *key, sbx_handle **h, sbx_error *err)
-{
-    *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
-    return sbx_create(prov, key, &co, NULL, h, err);
-}
-
-static sbx_handle *make(const char *key)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    int rc = try_make(key, &h, &err);
-    cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
-    return h;
-}
-
-static int run(sbx_handle *h, const char *script, struct sbx_exec_result *res,
-               sbx_capture *out, sbx_error *err)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct sbx_sink so = sbx_capture_sink(out);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.out = &so;
-    a.timeout_ms = 20000;
-    memset(res, 0, sizeof *res);
-    res->size = sizeof *res;
-    return sbx_exec(h, &a, res, NULL, err);
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
-}
-
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
-static void reset(void)
-{
-    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    ph_write_config(cfgpath, "/tmp/sbx-dt-test-XXXXXX",
+                    "providers:\n  daytona:\n    api_url: \"%s/api\"\n    retries: 3\n%s",
+                    fake.url, extra ? extra : "");
+    return ph_open(cfgpath, "daytona", true, &ctx, &prov, err);
 }
 
 /* The sandbox id of a reference "daytona:<id>". */
@@ -160,7 +80,7 @@ Test(daytona_provider, rejected_key_names_the_variable_not_the_value)
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
     sbx_handle *h = NULL;
-    int rc = try_make("k1", &h, &err);
+    int rc = ph_try_create(prov, "k1", &h, &err);
     cr_expect_eq(rc, SBX_E_CONFIG, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "DAYTONA_API_KEY"), "%s", err.message);
     cr_expect_null(strstr(err.message, "wrong_secret_value"), "%s", err.message);
@@ -171,11 +91,11 @@ Test(daytona_provider, create_request_name_labels_network_and_autostop)
     sbx_error err;
     cr_assert_eq(open_ctx("    snapshot: snap-1\n    auto_stop_minutes: 7\n    target: eu\n", &err),
                  SBX_OK, "%s", err.message);
-    sbx_handle *h = make("session-key-secret");
+    sbx_handle *h = ph_create(prov, "session-key-secret");
     char hash[SBX_KEY_HASH_LEN + 1], name[64];
     cr_assert_eq(sbx_key_hash("session-key-secret", hash), SBX_OK);
     snprintf(name, sizeof name, "\"name\": \"sbx-%.32s\"", hash);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, name), "no deterministic name %s in %.2000s", name, s);
     char owner[128];
     snprintf(owner, sizeof owner, "\"sbx.owner\": \"%s\"", hash);
@@ -192,23 +112,23 @@ Test(daytona_provider, create_request_name_labels_network_and_autostop)
      * first "crashed" (handle dropped, no destroy), adopt the same one */
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
-    sbx_handle *h2 = make("session-key-secret");
+    sbx_handle *h2 = ph_create(prov, "session-key-secret");
     cr_expect_str_eq(sbx_handle_ref(h2), ref);
     sbx_release(h2);
     sbx_release(h);
     close_ctx();
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    reset();
-    h = make("session-key-secret");
+    fake_reset(&fake);
+    h = ph_create(prov, "session-key-secret");
     cr_expect_str_eq(sbx_handle_ref(h), ref);
-    s = stats();
-    cr_expect_eq(count(s, "\"method\": \"POST\", \"path\": \"/api/sandbox\""), 0,
+    s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "\"method\": \"POST\", \"path\": \"/api/sandbox\""), 0,
                  "a second sandbox was requested: %.2000s", s);
     free(s);
     cr_expect_eq(sbx_destroy(prov, "session-key-secret", ref, NULL, &err), SBX_OK, "%s",
                  err.message);
     /* destroy waited for the deletion: the sandbox is gone now */
-    s = stats();
+    s = fake_stats(&fake);
     cr_expect(strstr(s, "\"sandboxes\": 0"), "sandbox still there after destroy");
     free(s);
     sbx_release(h);
@@ -219,8 +139,8 @@ Test(daytona_provider, network_and_image_settings)
     sbx_error err;
     cr_assert_eq(open_ctx("    network: true\n    image: \"debian:bookworm-slim\"\n", &err),
                  SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-img");
-    char *s = stats();
+    sbx_handle *h = ph_create(prov, "k-img");
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"networkBlockAll\": false"), "network blocked although asked for");
     cr_expect(strstr(s, "\"dockerfileContent\": \"FROM debian:bookworm-slim\\n\""),
               "no build from the image: %.2000s", s);
@@ -249,7 +169,7 @@ Test(daytona_provider, a_foreign_sandbox_with_the_name_is_denied)
     free(fake_http(&fake, "POST", "/api/sandbox", body, auth, &st));
     cr_assert_eq(st, 200);
     sbx_handle *h = NULL;
-    int rc = try_make("k-foreign", &h, &err);
+    int rc = ph_try_create(prov, "k-foreign", &h, &err);
     cr_expect_eq(rc, SBX_E_DENIED, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "labels"), "%s", err.message);
 }
@@ -260,23 +180,23 @@ Test(daytona_provider, attach_starts_a_stopped_or_paused_sandbox)
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
     const char *states[] = {"stopped", "paused"};
     for (int i = 0; i < 2; i++) {
-        sbx_handle *h = make("k-stop");
+        sbx_handle *h = ph_create(prov, "k-stop");
         char ref[SBX_REF_MAX], body[256];
         snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
         sbx_release(h);
         snprintf(body, sizeof body, "{\"id\":\"%s\",\"state\":\"%s\"}", ref_id(ref), states[i]);
         free(fake_http(&fake, "POST", "/_fake/state", body, NULL, NULL));
-        reset();
+        fake_reset(&fake);
         h = NULL;
         cr_assert_eq(sbx_attach(prov, "k-stop", ref, NULL, &h, &err), SBX_OK, "%s: %s",
                      states[i], err.message);
-        char *s = stats();
-        cr_expect_eq(count(s, "/start\""), 1, "%s: not started once: %.1500s", states[i], s);
+        char *s = fake_stats(&fake);
+        cr_expect_eq(ph_count(s, "/start\""), 1, "%s: not started once: %.1500s", states[i], s);
         free(s);
         struct sbx_exec_result res;
         sbx_capture out;
         sbx_capture_init(&out, 64, 0);
-        cr_expect_eq(run(h, "echo up", &res, &out, &err), SBX_OK, "%s", err.message);
+        cr_expect_eq(ph_exec_sh(h, "echo up", &res, &out, &err), SBX_OK, "%s", err.message);
         char *t = sbx_capture_text(&out);
         cr_expect_str_eq(t, "up\n");
         free(t);
@@ -296,7 +216,7 @@ Test(daytona_provider, a_sandbox_stuck_pending_times_out_naming_its_state)
     cr_assert_eq(open_ctx("    start_timeout_ms: 800\n", &err), SBX_OK, "%s", err.message);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/sandbox\",\"kind\":\"stuck\"}]"), 0);
     sbx_handle *h = NULL;
-    int rc = try_make("k-stuck", &h, &err);
+    int rc = ph_try_create(prov, "k-stuck", &h, &err);
     cr_expect_eq(rc, SBX_E_TIMEOUT, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "pending_build"), "%s", err.message);
 }
@@ -309,7 +229,7 @@ Test(daytona_provider, transient_failures_are_retried_for_idempotent_calls_only)
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/api/sandbox/\",\"kind\":\"status\","
                                     "\"status\":503,\"times\":2}]"),
                  0);
-    sbx_handle *h = make("k-retry");
+    sbx_handle *h = ph_create(prov, "k-retry");
     /* an idempotent toolbox call (permissions) is repeated too */
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/toolbox/files/permissions\",\"kind\":"
                                     "\"status\",\"status\":502,\"times\":2}]"),
@@ -318,19 +238,19 @@ Test(daytona_provider, transient_failures_are_retried_for_idempotent_calls_only)
     struct sbx_source src = sbx_memory_source(&m);
     cr_expect_eq(sbx_write(h, "f.txt", &src, 0644, NULL, &err), SBX_OK, "%s", err.message);
     /* running a command is not: one 502 on the session exec fails it */
-    reset();
+    fake_reset(&fake);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/toolbox/process/session/\",\"kind\":"
                                     "\"status\",\"status\":502}]"),
                  0);
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 64, 0);
-    int rc = run(h, "echo once >> ran.txt", &res, &out, &err);
+    int rc = ph_exec_sh(h, "echo once >> ran.txt", &res, &out, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "502"), "%s", err.message);
     sbx_capture_free(&out);
     sbx_capture_init(&out, 64, 0);
-    cr_expect_eq(run(h, "cat ran.txt 2>/dev/null; true", &res, &out, &err), SBX_OK, "%s",
+    cr_expect_eq(ph_exec_sh(h, "cat ran.txt 2>/dev/null; true", &res, &out, &err), SBX_OK, "%s",
                  err.message);
     char *t = sbx_capture_text(&out);
     cr_expect_str_eq(t, "", "the failed command ran anyway: %s", t);
@@ -342,7 +262,7 @@ Test(daytona_provider, transient_failures_are_retried_for_idempotent_calls_only)
                                     "\"bad gateway\"}}]"),
                  0);
     sbx_handle *h2 = NULL;
-    rc = try_make("k-post", &h2, &err);
+    rc = ph_try_create(prov, "k-post", &h2, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "502"), "%s", err.message);
     sbx_destroy(prov, "k-retry", sbx_handle_ref(h), NULL, &err);
@@ -353,18 +273,18 @@ Test(daytona_provider, cut_streams_are_protocol_errors)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-cut");
+    sbx_handle *h = ph_create(prov, "k-cut");
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/toolbox/files/download\",\"kind\":\"cut\","
                                     "\"min_size\":100000}]"),
                  0);
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    int rc = run(h, "head -c 1000000 /dev/zero", &res, &out, &err);
+    int rc = ph_exec_sh(h, "head -c 1000000 /dev/zero", &res, &out, &err);
     cr_expect_eq(rc, SBX_E_PROTOCOL, "exec: %d %s", rc, err.message);
     sbx_capture_free(&out);
     sbx_capture_init(&out, 64, 0);
-    cr_expect_eq(run(h, "head -c 1000000 /dev/zero > big.bin", &res, &out, &err), SBX_OK, "%s",
+    cr_expect_eq(ph_exec_sh(h, "head -c 1000000 /dev/zero > big.bin", &res, &out, &err), SBX_OK, "%s",
                  err.message);
     sbx_capture_free(&out);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/toolbox/files/download\",\"kind\":\"cut\","
@@ -377,7 +297,7 @@ Test(daytona_provider, cut_streams_are_protocol_errors)
     sbx_capture_free(&out);
     /* and the next command works again */
     sbx_capture_init(&out, 64, 0);
-    cr_expect_eq(run(h, "exit 0", &res, &out, &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_exec_sh(h, "exit 0", &res, &out, &err), SBX_OK, "%s", err.message);
     sbx_capture_free(&out);
     sbx_destroy(prov, "k-cut", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
@@ -387,7 +307,7 @@ Test(daytona_provider, vanished_sandbox_is_not_found)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-vanish");
+    sbx_handle *h = ph_create(prov, "k-vanish");
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/toolbox/process/session\",\"kind\":"
@@ -411,7 +331,7 @@ Test(daytona_provider, slow_answers_time_out)
 {
     sbx_error err;
     cr_assert_eq(open_ctx("    request_timeout_ms: 300\n", &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-slow");
+    sbx_handle *h = ph_create(prov, "k-slow");
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/toolbox/process/session\","
                                     "\"kind\":\"slow\",\"delay_ms\":1500}]"),
                  0);
@@ -429,18 +349,18 @@ Test(daytona_provider, connections_are_reused)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-reuse");
-    char *s = stats();
+    sbx_handle *h = ph_create(prov, "k-reuse");
+    char *s = fake_stats(&fake);
     int before = atoi(strstr(s, "\"connections\": ") + strlen("\"connections\": "));
     free(s);
     for (int i = 0; i < 20; i++) {
         struct sbx_exec_result res;
         sbx_capture out;
         sbx_capture_init(&out, 64, 0);
-        cr_assert_eq(run(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
+        cr_assert_eq(ph_exec_sh(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
         sbx_capture_free(&out);
     }
-    s = stats();
+    s = fake_stats(&fake);
     int after = atoi(strstr(s, "\"connections\": ") + strlen("\"connections\": "));
     free(s);
     cr_expect_leq(after - before, 3, "20 execs (120 requests) opened %d connections",
@@ -455,7 +375,7 @@ Test(daytona_provider, a_stopped_sandbox_under_a_held_handle_is_started_by_the_n
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-idle");
+    sbx_handle *h = ph_create(prov, "k-idle");
     char ref[SBX_REF_MAX], body[256];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     /* it stopped on its own (auto-stop after idling) */
@@ -464,7 +384,7 @@ Test(daytona_provider, a_stopped_sandbox_under_a_held_handle_is_started_by_the_n
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 64, 0);
-    int rc = run(h, "echo x", &res, &out, &err);
+    int rc = ph_exec_sh(h, "echo x", &res, &out, &err);
     cr_expect_eq(rc, SBX_OK, "%d %s", rc, err.message);
     cr_expect_eq(res.exit_code, 0);
     sbx_capture_free(&out);
@@ -475,7 +395,7 @@ Test(daytona_provider, a_stopped_sandbox_under_a_held_handle_is_started_by_the_n
     h = NULL;
     cr_assert_eq(sbx_attach(prov, "k-idle", ref, NULL, &h, &err), SBX_OK, "%s", err.message);
     sbx_capture_init(&out, 64, 0);
-    cr_expect_eq(run(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_exec_sh(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
     sbx_capture_free(&out);
     cr_expect_eq(sbx_destroy(prov, "k-idle", ref, NULL, &err), SBX_OK, "%s", err.message);
     sbx_release(h);
@@ -493,11 +413,11 @@ Test(daytona_provider, shared_directories_fall_back_to_the_sandbox_user)
                                     "\"message\":\"mkdir /mnt/session: permission denied\"}}]"),
                  0);
     sbx_handle *h = NULL;
-    int rc = try_make("k-norights", &h, &err);
+    int rc = ph_try_create(prov, "k-norights", &h, &err);
     cr_expect_eq(rc, SBX_E_IO, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "/mnt/session/outputs"), "%s", err.message);
     cr_expect(strstr(err.message, "permission denied"), "%s", err.message);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "sudo -n mkdir"), "no attempt as the sandbox user");
     free(s);
 }
@@ -531,7 +451,7 @@ Test(daytona_provider, racing_creates_end_with_one_sandbox)
     sbx_ctx *ctx2 = NULL;
     sbx_provider *p2 = NULL;
     char path[128];
-    snprintf(path, sizeof path, "%s/sbx.yaml", cfgdir);
+    snprintf(path, sizeof path, "%s", cfgpath);
     struct sbx_options o;
     memset(&o, 0, sizeof o);
     o.size = sizeof o;
@@ -549,7 +469,7 @@ Test(daytona_provider, racing_creates_end_with_one_sandbox)
     cr_expect_eq(a.rc, SBX_OK, "%s", a.msg);
     cr_expect_eq(b.rc, SBX_OK, "%s", b.msg);
     cr_expect_str_eq(a.ref, b.ref);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"sandboxes\": 1"), "not exactly one sandbox: %.300s", s);
     free(s);
     cr_expect_eq(sbx_destroy(prov, "k-race", a.ref, NULL, &err), SBX_OK, "%s", err.message);
@@ -560,7 +480,7 @@ Test(daytona_provider, text_that_is_not_utf8_is_refused_up_front)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-latin1");
+    sbx_handle *h = ph_create(prov, "k-latin1");
     /* commands and names travel as JSON text: Latin-1 cannot */
     struct sbx_memory_source m = {(const unsigned char *)"latin", 5, 0};
     struct sbx_source src = sbx_memory_source(&m);
@@ -570,7 +490,7 @@ Test(daytona_provider, text_that_is_not_utf8_is_refused_up_front)
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 64, 0);
-    rc = run(h, "echo caf\xe9", &res, &out, &err);
+    rc = ph_exec_sh(h, "echo caf\xe9", &res, &out, &err);
     cr_expect_eq(rc, SBX_E_INVALID, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "argument 2"), "%s", err.message);
     sbx_capture_free(&out);
@@ -579,7 +499,7 @@ Test(daytona_provider, text_that_is_not_utf8_is_refused_up_front)
     cr_expect_eq(sbx_write(h, "caf\xc3\xa9.txt", &src, 0644, NULL, &err), SBX_OK, "%s",
                  err.message);
     sbx_capture_init(&out, 64, 0);
-    cr_expect_eq(run(h, "cat caf\xc3\xa9.txt", &res, &out, &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_exec_sh(h, "cat caf\xc3\xa9.txt", &res, &out, &err), SBX_OK, "%s", err.message);
     char *t = sbx_capture_text(&out);
     cr_expect_str_eq(t, "latin");
     free(t);

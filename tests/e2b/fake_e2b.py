@@ -56,7 +56,6 @@ import queue
 import secrets
 import shutil
 import signal
-import socket
 import socketserver
 import stat as pystat
 import struct
@@ -68,7 +67,9 @@ import threading
 import time
 import urllib.parse
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import fake_http  # noqa: E402  (handler base, server, serving)
 
 ENVD_PORT = 49983
 ENVD_VERSION = "0.5.7"
@@ -325,26 +326,11 @@ class Proc:
                          daemon=True).start()
 
 
-class State:
+class State(fake_http.State):
     def __init__(self, args):
+        super().__init__(args, "sbx-fake-e2b-")
         self.mode = args.mode
-        self.api_key = args.api_key
         self.domain = args.domain
-        self.base = args.dir or tempfile.mkdtemp(prefix="sbx-fake-e2b-")
-        self.sandboxes = {}
-        self.lock = threading.Lock()
-        self.faults = []
-        self.requests = []
-        self.connections = 0
-
-    def take_fault(self, path, kinds):
-        with self.lock:
-            for f in self.faults:
-                if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
-                        and f.get("times", 1) > 0:
-                    f["times"] = f.get("times", 1) - 1
-                    return f
-        return None
 
     def reap(self):
         while True:
@@ -410,54 +396,12 @@ class ConnectError(Exception):
         self.message = message
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        if os.environ.get("SBX_FAKE_VERBOSE"):
-            sys.stderr.write("fake: " + fmt % args + "\n")
-
-    def setup(self):
-        super().setup()
-        # Go servers (envd, the API) set TCP_NODELAY: without it Nagle holds
-        # each small stream envelope until the client's delayed ACK.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+class Handler(fake_http.Handler):
+    def count_connection(self):
         with ST.lock:
             ST.connections += 1
 
-    # ---- plumbing ------------------------------------------------------
-    def body_chunks(self):
-        te = self.headers.get("Transfer-Encoding", "")
-        if "chunked" in te.lower():
-            while True:
-                line = self.rfile.readline()
-                if not line:
-                    raise ConnectionError("body cut")
-                n = int(line.split(b";")[0].strip(), 16)
-                if n == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return
-                left = n
-                while left:
-                    b = self.rfile.read(min(left, 1 << 16))
-                    if not b:
-                        raise ConnectionError("body cut")
-                    left -= len(b)
-                    yield b
-                self.rfile.readline()
-        else:
-            left = int(self.headers.get("Content-Length") or 0)
-            while left:
-                b = self.rfile.read(min(left, 1 << 16))
-                if not b:
-                    raise ConnectionError("body cut")
-                left -= len(b)
-                yield b
-
-    def body(self):
-        return b"".join(self.body_chunks())
-
+    # ---- plumbing (body_chunks, body: fake_http.Handler) -----------------
     def send_json(self, code, obj, headers=None):
         data = b"" if obj is None else json.dumps(obj).encode()
         self.send_response(code)
@@ -489,19 +433,7 @@ class Handler(BaseHTTPRequestHandler):
                                                              "connect-timeout-ms")},
                                 "body": body})
 
-    # ---- dispatch ------------------------------------------------------
-    def do_GET(self):
-        self.dispatch()
-
-    def do_POST(self):
-        self.dispatch()
-
-    def do_DELETE(self):
-        self.dispatch()
-
-    def do_PUT(self):
-        self.dispatch()
-
+    # ---- dispatch (do_GET, do_POST, do_DELETE, do_PUT: fake_http.Handler) --
     def dispatch(self):
         try:
             url = urllib.parse.urlsplit(self.path)
@@ -566,23 +498,8 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
     def control(self, path):
-        if path == "/_fake/faults":
-            faults = json.loads(self.body() or b"[]")
-            with ST.lock:
-                ST.faults.extend(faults)
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/reset":
-            self.body()
-            with ST.lock:
-                ST.faults = []
-                ST.requests = []
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/stats":
-            with ST.lock:
-                return self.send_json(200, {"connections": ST.connections,
-                                            "sandboxes": len(ST.sandboxes),
-                                            "requests": ST.requests})
-        return self.api_error(404, "no such control endpoint")
+        if not self.common_control(path, ST):
+            self.api_error(404, "no such control endpoint")
 
     # ---- control plane -------------------------------------------------
     def api(self, url):
@@ -1325,32 +1242,9 @@ RPCS = {
 }
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        # Clients that hang up (a cancelled exec) are normal here.
-        if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
-            super().handle_error(request, client_address)
-    allow_reuse_address = True
-    request_queue_size = 128
-
-
 def main():
     global ST, SWITCH_USERS
-    # Commands inherit ignored signals: start them from defaults. SIGPIPE
-    # stays ignored in the fake itself (Python's own setting: a command that
-    # stops reading its stdin must not kill the fake); subprocess restores
-    # it to the default in the commands.
-    for s in range(1, signal.NSIG):
-        if s == signal.SIGPIPE:
-            continue
-        try:
-            if signal.getsignal(s) == signal.SIG_IGN:
-                signal.signal(s, signal.SIG_DFL)
-        except (OSError, ValueError, RuntimeError):
-            pass
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    fake_http.default_signals()
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
@@ -1364,24 +1258,9 @@ def main():
     if not args.no_namespaces:
         probe_namespaces()
     SWITCH_USERS = os.geteuid() == 0 and NS_WRAP is not None and "--user" not in NS_WRAP
-    srv = Server(("127.0.0.1", args.port), Handler)
+    srv = fake_http.Server(("127.0.0.1", args.port), Handler)
     threading.Thread(target=ST.reap, daemon=True).start()
-    port = srv.server_address[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % port)
-        os.rename(tmp, args.port_file)
-    else:
-        print(port, flush=True)
-
-    def stop(*_):
-        for sid in list(ST.sandboxes):
-            ST.delete(sid)
-        os._exit(0)
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    srv.serve_forever()
+    fake_http.serve(srv, ST, args.port_file)
 
 
 if __name__ == "__main__":

@@ -39,4 +39,11 @@ char *fake_http(const struct fake_service *f, const char *method, const char *pa
 /* Install faults: a JSON array as described in fake_e2b.py. 0 or -1. */
 int fake_faults(const struct fake_service *f, const char *json);
 
+/* GET /_fake/stats (the connection count and the request log), malloc'd;
+ * aborts the test when the fake does not answer. */
+char *fake_stats(const struct fake_service *f);
+
+/* POST /_fake/reset: forget faults and the request log. */
+void fake_reset(const struct fake_service *f);
+
 #endif

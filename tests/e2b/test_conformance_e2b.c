@@ -2,6 +2,11 @@
  * test_conformance_e2b.c - the conformance suite against the e2b provider
  * talking to the fake E2B control plane and envd on loopback: every case
  * its capabilities cover passes, the others are skipped.
+ *
+ * Built again with SBX_TEST_CUBE (test_cube_conformance): the cube
+ * provider talking to the fake in CubeSandbox mode (CubeAPI without auth,
+ * no envd token, CubeProxy routing by Host only, 500 for unknown
+ * sandboxes), reached through proxy_address/proxy_port.
  */
 #include "../conformance/suite_runner.h"
 #include "fake_service.h"
@@ -13,24 +18,45 @@
 #include <string.h>
 #include <unistd.h>
 
-Test(conformance_e2b, every_case_passes, .timeout = 600)
+#ifdef SBX_TEST_CUBE
+#define PROV "cube"
+#define SUITE conformance_cube
+#else
+#define PROV "e2b"
+#define SUITE conformance_e2b
+#endif
+
+Test(SUITE, every_case_passes, .timeout = 600)
 {
     struct fake_service f;
     sr_save_requests(NULL); /* no log of an older run is left for the contract test */
+#ifdef SBX_TEST_CUBE
+    cr_assert_eq(fake_start(&f, "cube", NULL), 0, "cannot start the fake (python3?)");
+    unsetenv("CUBE_API_KEY");
+#else
     cr_assert_eq(fake_start(&f, "e2b", "e2b_test_key"), 0, "cannot start the fake (python3?)");
     setenv("E2B_API_KEY", "e2b_test_key", 1);
+#endif
     /* Per-sandbox state (memory baselines) in a directory of its own. */
     char state[256];
-    snprintf(state, sizeof state, "%s/sbx-cf-e2b-state-XXXXXX",
+    snprintf(state, sizeof state, "%s/sbx-cf-" PROV "-state-XXXXXX",
              getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 200 ? getenv("TMPDIR") : "/tmp");
     cr_assert(mkdtemp(state), "mkdtemp");
     char yaml[1024];
+#ifdef SBX_TEST_CUBE
+    snprintf(yaml, sizeof yaml,
+             "  cube:\n    api_url: \"%s\"\n    template: tpl-cube-test\n"
+             "    domain: cube.local\n    proxy_address: 127.0.0.1\n    proxy_port: %d\n"
+             "    retries: 2\n    state_dir: \"%s\"\n",
+             f.url, f.port, state);
+#else
     snprintf(yaml, sizeof yaml,
              "  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n    domain: e2b.local\n"
              "    template: base\n    retries: 2\n    state_dir: \"%s\"\n",
              f.url, f.url, state);
+#endif
     struct sr_run r;
-    cr_assert_eq(sr_run_suite(&r, "e2b", yaml, SBX_TEST_PROVIDER_DIR, SBX_CONFORMANCE_HUMAN,
+    cr_assert_eq(sr_run_suite(&r, PROV, yaml, SBX_TEST_PROVIDER_DIR, SBX_CONFORMANCE_HUMAN,
                               getenv("SBX_CF_FILTER")),
                  0);
     cr_assert_eq(r.status, SBX_OK, "suite did not run: %s", r.err.message);

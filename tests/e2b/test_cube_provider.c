@@ -4,6 +4,7 @@
  * given, CubeProxy's 500 for a vanished sandbox mapped to not-found.
  */
 #include "fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -15,42 +16,21 @@
 #include <unistd.h>
 
 static struct fake_service fake;
-static char cfg[128];
+static char cfg[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
 static void down(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
+    ph_close(&ctx, &prov);
     fake_stop(&fake);
-    if (cfg[0])
-        unlink(cfg);
-    cfg[0] = '\0';
+    ph_remove_config(cfg);
 }
 
 static int open_ctx(const char *section, sbx_error *err)
 {
-    snprintf(cfg, sizeof cfg, "/tmp/sbx-cube-test-XXXXXX.yaml");
-    int fd = mkstemps(cfg, 5);
-    cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "providers:\n  cube:\n%s", section);
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = cfg;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(ctx, "cube", &prov, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_ready(prov, NULL, err);
-    return rc;
+    ph_write_config(cfg, "/tmp/sbx-cube-test-XXXXXX.yaml", "providers:\n  cube:\n%s", section);
+    return ph_open(cfg, "cube", true, &ctx, &prov, err);
 }
 
 TestSuite(cube_provider, .fini = down, .timeout = 60);
@@ -60,9 +40,8 @@ Test(cube_provider, template_and_api_url_are_required)
     sbx_error err;
     cr_expect_eq(open_ctx("    api_url: http://127.0.0.1:1\n", &err), SBX_E_CONFIG);
     cr_expect(strstr(err.message, "template"), "%s", err.message);
-    sbx_close(ctx);
-    ctx = NULL;
-    unlink(cfg);
+    ph_close(&ctx, &prov);
+    ph_remove_config(cfg);
     cr_expect_eq(open_ctx("    template: t\n", &err), SBX_E_CONFIG);
     cr_expect(strstr(err.message, "api_url"), "%s", err.message);
 }
@@ -84,9 +63,8 @@ Test(cube_provider, key_is_optional_and_sent_when_set)
     int rc = sbx_create(prov, "k", &co, NULL, &h, &err);
     cr_expect_eq(rc, SBX_E_CONFIG, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "CUBE_API_KEY"), "%s", err.message);
-    sbx_close(ctx);
-    ctx = NULL;
-    unlink(cfg);
+    ph_close(&ctx, &prov);
+    ph_remove_config(cfg);
     setenv("CUBE_API_KEY", "cube_secret", 1);
     cr_assert_eq(open_ctx(sec, &err), SBX_OK, "%s", err.message);
     rc = sbx_create(prov, "k", &co, NULL, &h, &err);

@@ -9,6 +9,7 @@
  * service down, 5xx).
  */
 #include "fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -23,7 +24,7 @@
 #define CUBE_KEY "cube_env_key_0123"
 
 static struct fake_service fake;
-static char cfg[128];
+static char cfg[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
@@ -40,13 +41,8 @@ static void up(void)
 
 static void close_ctx(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
-    prov = NULL;
-    if (cfg[0])
-        unlink(cfg);
-    cfg[0] = '\0';
+    ph_close(&ctx, &prov);
+    ph_remove_config(cfg);
 }
 
 static void down(void)
@@ -60,57 +56,20 @@ static void down(void)
 static int open_ctx(const char *name, const char *section, int ready, sbx_error *err)
 {
     close_ctx();
-    snprintf(cfg, sizeof cfg, "/tmp/sbx-e2b-env-XXXXXX.yaml");
-    int fd = mkstemps(cfg, 5);
-    cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "providers:\n  %s:\n%s", name, section);
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = cfg;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(ctx, name, &prov, err);
-    if (rc == SBX_OK && ready)
-        rc = sbx_provider_ready(prov, NULL, err);
-    return rc;
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
+    ph_write_config(cfg, "/tmp/sbx-e2b-env-XXXXXX.yaml", "providers:\n  %s:\n%s", name, section);
+    return ph_open(cfg, name, ready, &ctx, &prov, err);
 }
 
 /* Create a sandbox for key, run `true` in it, destroy it. */
 static void create_run_destroy(const char *key)
 {
     sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
-    cr_assert_eq(sbx_create(prov, key, &co, NULL, &h, &err), SBX_OK, "create: %s",
-                 err.message);
+    sbx_handle *h = ph_create(prov, key);
     const char *argv[] = {"true", NULL};
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = 20000;
     struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    cr_assert_eq(sbx_exec(h, &a, &res, NULL, &err), SBX_OK, "exec: %s", err.message);
+    cr_assert_eq(ph_exec_argv(h, argv, &res, NULL, NULL, &err), SBX_OK, "exec: %s", err.message);
     cr_expect_eq(res.exit_code, 0);
-    cr_expect_eq(sbx_destroy(prov, key, sbx_handle_ref(h), NULL, &err), SBX_OK, "%s",
-                 err.message);
-    sbx_release(h);
+    ph_destroy(prov, key, h);
 }
 
 /* Where key's value came from, as sbx check shows it. */
@@ -122,22 +81,9 @@ struct origin {
 
 static struct origin origin_of(const char *key)
 {
-    const char *k;
     struct origin o = {0};
-    for (size_t i = 0; sbx_provider_config_origin(prov, i, &k, &o.env, &o.origin, &o.value,
-                                                  &o.secret);
-         i++)
-        if (!strcmp(k, key))
-            return o;
-    cr_assert_fail("no key %s", key);
+    o.origin = ph_origin(prov, key, &o.env, &o.value, &o.secret);
     return o;
-}
-
-static int health(struct sbx_health *h, sbx_error *err)
-{
-    memset(h, 0, sizeof *h);
-    h->size = sizeof *h;
-    return sbx_provider_health(prov, NULL, h, err);
 }
 
 TestSuite(e2b_env, .init = up, .fini = down, .timeout = 60);
@@ -156,7 +102,7 @@ Test(e2b_env, the_variables_reach_the_service)
     sbx_error err;
     cr_assert_eq(open_ctx("e2b", sec, 1, &err), SBX_OK, "%s", err.message);
     create_run_destroy("k-env");
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"templateID\": \"tpl-from-env\""), "%s", s);
     cr_expect(strstr(s, "\"timeout\": 300"), "E2B_IDLE_TIMEOUT=5m is not 300 s: %s", s);
     free(s);
@@ -193,7 +139,7 @@ Test(e2b_env, the_configuration_wins_over_the_variables)
     sbx_error err;
     cr_assert_eq(open_ctx("e2b", sec, 1, &err), SBX_OK, "%s", err.message);
     create_run_destroy("k-cfg");
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"templateID\": \"tpl-from-config\""), "%s", s);
     cr_expect_null(strstr(s, "tpl-from-env"), "%s", s);
     cr_expect(strstr(s, "\"timeout\": 120"), "%s", s);
@@ -216,7 +162,7 @@ Test(e2b_env, e2b_domain_makes_the_default_api_url)
     cr_expect_eq(origin_of("domain").origin, SBX_ORIGIN_ENV);
     cr_expect_eq(origin_of("api_url").origin, SBX_ORIGIN_DEFAULT);
     struct sbx_health h;
-    int rc = health(&h, &err);
+    int rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "https://api.e2b-env-test.invalid"), "%s", err.message);
     cr_expect_null(strstr(err.message, KEY), "%s", err.message);
@@ -226,7 +172,7 @@ Test(e2b_env, e2b_domain_makes_the_default_api_url)
                           "    connect_timeout_ms: 500\n",
                           1, &err),
                  SBX_OK, "%s", err.message);
-    rc = health(&h, &err);
+    rc = ph_health(prov, &h, &err);
     cr_expect(strstr(err.message, "https://api.e2b-cfg-test.invalid"), "%s", err.message);
 }
 
@@ -297,12 +243,12 @@ Test(e2b_env, health_lists_one_sandbox_with_the_key)
     e2b_open_fake();
     struct sbx_health h;
     sbx_error err;
-    cr_assert_eq(health(&h, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_health(prov, &h, &err), SBX_OK, "%s", err.message);
     cr_expect(h.checked);
     cr_expect(strstr(h.detail, "E2B API at http://127.0.0.1:"), "%s", h.detail);
     cr_expect(strstr(h.detail, "/v2/sandboxes"), "%s", h.detail);
     cr_expect_null(strstr(h.detail, KEY), "%s", h.detail);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"path\": \"/v2/sandboxes?limit=1\"") ||
                   strstr(s, "/v2/sandboxes"),
               "%s", s);
@@ -317,7 +263,7 @@ Test(e2b_env, health_says_the_key_was_refused)
     e2b_open_fake();
     struct sbx_health h;
     sbx_error err;
-    int rc = health(&h, &err);
+    int rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_DENIED, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "the API key was refused (HTTP 401)"), "%s", err.message);
     cr_expect(strstr(err.message, "E2B_API_KEY"), "%s", err.message);
@@ -332,7 +278,7 @@ Test(e2b_env, health_says_the_service_is_down)
                           &err),
                  SBX_OK, "%s", err.message);
     struct sbx_health h;
-    int rc = health(&h, &err);
+    int rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "cannot reach the E2B API at http://127.0.0.1:1"), "%s",
               err.message);
@@ -350,11 +296,11 @@ Test(e2b_env, health_says_the_service_is_failing)
                  0);
     struct sbx_health h;
     sbx_error err;
-    int rc = health(&h, &err);
+    int rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "is failing (HTTP 503)"), "%s", err.message);
     /* sent once: the next check (the fault used up) passes */
-    cr_expect_eq(health(&h, &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_health(prov, &h, &err), SBX_OK, "%s", err.message);
 }
 
 /* ---- cube ---------------------------------------------------------------- */
@@ -375,7 +321,7 @@ Test(e2b_env, cube_runs_on_the_variables_alone)
     /* a section of its own keys only: everything else from the variables */
     cr_assert_eq(open_ctx("cube", "    retries: 2\n", 1, &err), SBX_OK, "%s", err.message);
     create_run_destroy("k-cube-env");
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"templateID\": \"cube-tpl-env\""), "%s", s);
     cr_expect(strstr(s, "\"timeout\": 90"), "%s", s);
     free(s);
@@ -386,7 +332,7 @@ Test(e2b_env, cube_runs_on_the_variables_alone)
     cr_expect_str_eq(origin_of("domain").value, "cube.local");
     cr_expect_null(origin_of("api_key").value);
     struct sbx_health h;
-    cr_expect_eq(health(&h, &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_health(prov, &h, &err), SBX_OK, "%s", err.message);
     cr_expect(strstr(h.detail, "CubeAPI at http://127.0.0.1:"), "%s", h.detail);
 }
 
@@ -407,7 +353,7 @@ Test(e2b_env, cube_configuration_wins_and_bad_values_are_named)
     sbx_error err;
     cr_assert_eq(open_ctx("cube", sec, 1, &err), SBX_OK, "%s", err.message);
     create_run_destroy("k-cube-cfg");
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"templateID\": \"cube-tpl-cfg\""), "%s", s);
     cr_expect(strstr(s, "\"timeout\": 45"), "%s", s);
     free(s);
@@ -445,7 +391,7 @@ Test(e2b_env, cube_health_refused_key_and_down)
     sbx_error err;
     cr_assert_eq(open_ctx("cube", sec, 0, &err), SBX_OK, "%s", err.message);
     struct sbx_health h;
-    int rc = health(&h, &err);
+    int rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_DENIED, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "the API key was refused"), "%s", err.message);
     cr_expect(strstr(err.message, "CUBE_API_KEY"), "%s", err.message);
@@ -453,7 +399,7 @@ Test(e2b_env, cube_health_refused_key_and_down)
     /* no key at all, against a CubeAPI that wants one */
     unsetenv("CUBE_API_KEY");
     cr_assert_eq(open_ctx("cube", sec, 0, &err), SBX_OK, "%s", err.message);
-    rc = health(&h, &err);
+    rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_DENIED, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "no API key is set"), "%s", err.message);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/v2/sandboxes\",\"kind\":\"status\","
@@ -461,12 +407,12 @@ Test(e2b_env, cube_health_refused_key_and_down)
                  0);
     setenv("CUBE_API_KEY", CUBE_KEY, 1);
     cr_assert_eq(open_ctx("cube", sec, 0, &err), SBX_OK, "%s", err.message);
-    rc = health(&h, &err);
+    rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "is failing (HTTP 500)"), "%s", err.message);
     fake_stop(&fake);
     cr_assert_eq(open_ctx("cube", sec, 0, &err), SBX_OK, "%s", err.message);
-    rc = health(&h, &err);
+    rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "cannot reach the CubeAPI"), "%s", err.message);
 }

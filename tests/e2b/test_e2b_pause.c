@@ -9,12 +9,12 @@
  * configured deadline), resume of a sandbox the service deleted.
  */
 #include "fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
 #include <criterion/criterion.h>
 
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,41 +37,24 @@
 #endif
 
 static struct fake_service fake;
-static char cfgpath[128];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
 static void open_with_retries(const char *extra, int retries)
 {
-    snprintf(cfgpath, sizeof cfgpath, "/tmp/sbx-e2b-pause-XXXXXX.yaml");
-    int fd = mkstemps(cfgpath, 5);
-    cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    cr_assert_not_null(f);
 #ifdef SBX_TEST_CUBE
-    fprintf(f, "providers:\n  cube:\n    api_url: \"%s\"\n    template: tpl\n"
-               "    proxy_address: 127.0.0.1\n    proxy_port: %d\n    retries: %d\n%s",
-            fake.url, fake.port, retries, extra ? extra : "");
+    ph_write_config(cfgpath, "/tmp/sbx-e2b-pause-XXXXXX.yaml",
+                    "providers:\n  cube:\n    api_url: \"%s\"\n    template: tpl\n"
+                    "    proxy_address: 127.0.0.1\n    proxy_port: %d\n    retries: %d\n%s",
+                    fake.url, fake.port, retries, extra ? extra : "");
 #else
-    fprintf(f, "providers:\n  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n"
-               "    domain: e2b.local\n    retries: %d\n%s",
-            fake.url, fake.url, retries, extra ? extra : "");
+    ph_write_config(cfgpath, "/tmp/sbx-e2b-pause-XXXXXX.yaml",
+                    "providers:\n  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n"
+                    "    domain: e2b.local\n    retries: %d\n%s",
+                    fake.url, fake.url, retries, extra ? extra : "");
 #endif
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = cfgpath;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error err;
-    sbx_error_clear(&err);
-    int rc = sbx_open(&o, &ctx, &err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(ctx, PROV, &prov, &err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_ready(prov, NULL, &err);
-    cr_assert_eq(rc, SBX_OK, "%s", err.message);
+    ph_open_ok(cfgpath, PROV, &ctx, &prov);
 }
 
 static void open_with(const char *extra)
@@ -89,73 +72,12 @@ static void up(void)
 
 static void down(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
+    ph_close(&ctx, &prov);
     fake_stop(&fake);
-    if (cfgpath[0])
-        unlink(cfgpath);
-    cfgpath[0] = '\0';
+    ph_remove_config(cfgpath);
 }
 
 TestSuite(SUITE, .init = up, .fini = down, .timeout = 60);
-
-static sbx_handle *make(const char *key)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co;
-    memset(&co, 0, sizeof co);
-    co.size = sizeof co;
-    cr_assert_eq(sbx_create(prov, key, &co, NULL, &h, &err), SBX_OK, "create: %s",
-                 err.message);
-    return h;
-}
-
-static int run(sbx_handle *h, const char *script, sbx_error *err)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = 20000;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    int rc = sbx_exec(h, &a, &res, NULL, err);
-    if (rc == SBX_OK && res.exit_code != 0)
-        return -res.exit_code;
-    return rc;
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
-}
-
-static void reset(void)
-{
-    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
-}
-
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
-static void nap(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
 
 /* The header the fake's control plane wants ("" without a key). */
 static void api_key_header(char *buf, size_t cap)
@@ -164,35 +86,22 @@ static void api_key_header(char *buf, size_t cap)
     snprintf(buf, cap, "%s%s", key ? "X-API-Key: " : "", key ? key : "");
 }
 
-static const char *sid(sbx_handle *h)
-{
-    return strchr(sbx_handle_ref(h), ':') + 1;
-}
-
 /* Size of a workspace file as the fake keeps it on this machine (read
  * beside the provider, so that looking does not resume the sandbox);
  * -1 when absent. */
 static long host_size(sbx_handle *h, const char *name)
 {
     char pat[512];
-    snprintf(pat, sizeof pat, "%s/sbx-fake-%s-*/home/user/workspace/%s", fake.dir, sid(h),
+    snprintf(pat, sizeof pat, "%s/sbx-fake-%s-*/home/user/workspace/%s", fake.dir, ph_sid(h),
              name);
-    glob_t g;
-    long n = -1;
-    if (glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1) {
-        struct stat sst;
-        if (stat(g.gl_pathv[0], &sst) == 0)
-            n = (long)sst.st_size;
-    }
-    globfree(&g);
-    return n;
+    return ph_glob_size(pat);
 }
 
 /* The control plane's state of the sandbox ("running", "paused"). */
 static int fake_state_is(sbx_handle *h, const char *want)
 {
     char path[256];
-    snprintf(path, sizeof path, "/sandboxes/%s", sid(h));
+    snprintf(path, sizeof path, "/sandboxes/%s", ph_sid(h));
     long st = 0;
     char hdr[128] = "";
     api_key_header(hdr, sizeof hdr);
@@ -215,27 +124,27 @@ static void start_ticker(sbx_handle *h, char id[SBX_PROC_ID_MAX])
     sbx_error err;
     cr_assert_eq(sbx_proc_start(h, &spec, id, NULL, &err), SBX_OK, "%s", err.message);
     for (int i = 0; i < 200 && host_size(h, "ticks") <= 0; i++)
-        nap(0.02);
+        ph_nap(0.02);
     cr_assert_gt(host_size(h, "ticks"), 0, "the ticker never wrote");
 }
 
 Test(SUITE, paused_processes_stop_and_continue_after_resume)
 {
     open_with(NULL);
-    sbx_handle *h = make("k-freeze");
+    sbx_handle *h = ph_create(prov, "k-freeze");
     char id[SBX_PROC_ID_MAX];
     start_ticker(h, id);
     sbx_error err;
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_expect(fake_state_is(h, "paused"));
-    nap(0.1);
+    ph_nap(0.1);
     long a = host_size(h, "ticks");
-    nap(0.4);
+    ph_nap(0.4);
     long b = host_size(h, "ticks");
     cr_expect_eq(a, b, "the ticker ran while paused: %ld then %ld bytes", a, b);
     cr_assert_eq(sbx_resume(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_expect(fake_state_is(h, "running"));
-    nap(0.4);
+    ph_nap(0.4);
     long c = host_size(h, "ticks");
     cr_expect_gt(c, b, "the ticker did not continue after resume (%ld bytes)", c);
     /* The same process, not a new one: it is still known and signalled. */
@@ -247,7 +156,7 @@ Test(SUITE, paused_processes_stop_and_continue_after_resume)
 Test(SUITE, pause_and_resume_are_idempotent_and_act_on_the_sandbox)
 {
     open_with(NULL);
-    sbx_handle *h = make("k-idem");
+    sbx_handle *h = ph_create(prov, "k-idem");
     sbx_handle *h2 = NULL;
     sbx_error err;
     cr_assert_eq(sbx_attach(prov, "k-idem", sbx_handle_ref(h), NULL, &h2, &err), SBX_OK, "%s",
@@ -275,25 +184,25 @@ Test(SUITE, pause_and_resume_are_idempotent_and_act_on_the_sandbox)
 Test(SUITE, ops_resume_a_paused_sandbox_and_the_hot_path_pays_nothing)
 {
     open_with(NULL);
-    sbx_handle *h = make("k-trans");
+    sbx_handle *h = ph_create(prov, "k-trans");
     sbx_error err;
-    cr_assert_eq(run(h, "echo kept > kept.txt", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_sh(h, "echo kept > kept.txt", &err), SBX_OK, "%s", err.message);
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
-    reset();
-    cr_expect_eq(run(h, "test \"$(cat kept.txt)\" = kept", &err), SBX_OK, "exec: %s",
+    fake_reset(&fake);
+    cr_expect_eq(ph_sh(h, "test \"$(cat kept.txt)\" = kept", &err), SBX_OK, "exec: %s",
                  err.message);
-    char *s = stats();
-    cr_expect_eq(count(s, RESUME_PATH), 1, "one resume: %s", s);
-    cr_expect_eq(count(s, "\"GET\", \"path\": \"/sandboxes/"), 0,
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, RESUME_PATH), 1, "one resume: %s", s);
+    cr_expect_eq(ph_count(s, "\"GET\", \"path\": \"/sandboxes/"), 0,
                  "no lookup: this handle knew it paused it: %s", s);
     free(s);
     cr_expect(fake_state_is(h, "running"));
 
     /* Running: exec goes to envd alone. */
-    reset();
-    cr_expect_eq(run(h, "true", &err), SBX_OK, "%s", err.message);
-    s = stats();
-    cr_expect_eq(count(s, "\"path\": \"/sandboxes"), 0, "control plane on the hot path: %s", s);
+    fake_reset(&fake);
+    cr_expect_eq(ph_sh(h, "true", &err), SBX_OK, "%s", err.message);
+    s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "\"path\": \"/sandboxes"), 0, "control plane on the hot path: %s", s);
     free(s);
 
     /* Paused through another handle (another process): a file read, a
@@ -302,7 +211,7 @@ Test(SUITE, ops_resume_a_paused_sandbox_and_the_hot_path_pays_nothing)
     cr_assert_eq(sbx_attach(prov, "k-trans", sbx_handle_ref(h), NULL, &h2, &err), SBX_OK, "%s",
                  err.message);
     cr_assert_eq(sbx_pause(h2, NULL, &err), SBX_OK, "%s", err.message);
-    reset();
+    fake_reset(&fake);
     sbx_capture out;
     sbx_capture_init(&out, 64, 0);
     struct sbx_sink sink = sbx_capture_sink(&out);
@@ -311,8 +220,8 @@ Test(SUITE, ops_resume_a_paused_sandbox_and_the_hot_path_pays_nothing)
     cr_expect_str_eq(t, "kept\n");
     free(t);
     sbx_capture_free(&out);
-    s = stats();
-    cr_expect_eq(count(s, RESUME_PATH), 1, "one resume: %s", s);
+    s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, RESUME_PATH), 1, "one resume: %s", s);
     free(s);
     cr_assert_eq(sbx_pause(h2, NULL, &err), SBX_OK, "%s", err.message);
     struct sbx_file_info fi;
@@ -339,13 +248,13 @@ Test(SUITE, ops_resume_a_paused_sandbox_and_the_hot_path_pays_nothing)
 Test(SUITE, attach_resumes_a_paused_sandbox)
 {
     open_with(NULL);
-    sbx_handle *h = make("k-attach");
+    sbx_handle *h = ph_create(prov, "k-attach");
     sbx_error err;
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     sbx_handle *h2 = NULL;
     cr_assert_eq(sbx_attach(prov, "k-attach", sbx_handle_ref(h), NULL, &h2, &err), SBX_OK,
                  "%s", err.message);
-    cr_expect_eq(run(h2, "true", &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_sh(h2, "true", &err), SBX_OK, "%s", err.message);
     cr_expect(fake_state_is(h, "running"));
     sbx_release(h2);
     sbx_destroy(prov, "k-attach", sbx_handle_ref(h), NULL, &err);
@@ -355,7 +264,7 @@ Test(SUITE, attach_resumes_a_paused_sandbox)
 Test(SUITE, service_errors_are_retried_then_reported)
 {
     open_with(NULL);
-    sbx_handle *h = make("k-5xx");
+    sbx_handle *h = ph_create(prov, "k-5xx");
     sbx_error err;
     /* One 503: the idempotent pause is repeated and succeeds. */
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/sandboxes/\",\"kind\":\"status\","
@@ -379,7 +288,7 @@ Test(SUITE, service_errors_are_retried_then_reported)
     cr_expect_neq(rc, SBX_OK);
     cr_expect(strstr(err.message, "pausing sandbox") && strstr(err.message, "500"), "%s",
               err.message);
-    reset();
+    fake_reset(&fake);
     sbx_destroy(prov, "k-5xx", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
 }
@@ -388,7 +297,7 @@ Test(SUITE, service_errors_are_retried_then_reported)
 Test(SUITE, pause_that_never_finishes_times_out)
 {
     open_with_retries("    pause_timeout_ms: 400\n", 0);
-    sbx_handle *h = make("k-stuck");
+    sbx_handle *h = ph_create(prov, "k-stuck");
     sbx_error err;
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/sandboxes/\",\"kind\":\"stuck\"}]"), 0);
     struct timespec t0, t1;
@@ -406,11 +315,11 @@ Test(SUITE, pause_that_never_finishes_times_out)
 Test(SUITE, resume_of_a_deleted_sandbox_is_not_found)
 {
     open_with(NULL);
-    sbx_handle *h = make("k-gone");
+    sbx_handle *h = ph_create(prov, "k-gone");
     sbx_error err;
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     char path[256], hdr[128] = "";
-    snprintf(path, sizeof path, "/sandboxes/%s", sid(h));
+    snprintf(path, sizeof path, "/sandboxes/%s", ph_sid(h));
     api_key_header(hdr, sizeof hdr);
     long st = 0;
     free(fake_http(&fake, "DELETE", path, NULL, hdr[0] ? hdr : NULL, &st));
@@ -422,7 +331,7 @@ Test(SUITE, resume_of_a_deleted_sandbox_is_not_found)
     cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "no longer exists"), "%s", err.message);
     /* The next op also says so (its transparent resume found it gone). */
-    rc = run(h, "true", &err);
+    rc = ph_sh(h, "true", &err);
     cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
     sbx_release(h);
 }
@@ -433,13 +342,13 @@ Test(SUITE, pooled_sandbox_carries_only_the_key_hash)
 {
     open_with(NULL);
     const char *secret = "pool-member-key-0123456789";
-    sbx_handle *h = make(secret);
+    sbx_handle *h = ph_create(prov, secret);
     sbx_error err;
     char cmd[256];
     snprintf(cmd, sizeof cmd, "! env | grep -q %s", secret);
-    cr_expect_eq(run(h, cmd, &err), SBX_OK, "the key reached the sandbox: %s", err.message);
+    cr_expect_eq(ph_sh(h, cmd, &err), SBX_OK, "the key reached the sandbox: %s", err.message);
     char path[256], hdr[128] = "";
-    snprintf(path, sizeof path, "/sandboxes/%s", sid(h));
+    snprintf(path, sizeof path, "/sandboxes/%s", ph_sid(h));
     api_key_header(hdr, sizeof hdr);
     long st = 0;
     char *doc = fake_http(&fake, "GET", path, NULL, hdr[0] ? hdr : NULL, &st);

@@ -9,6 +9,7 @@
  * workspace never followed out of it.
  */
 #include "fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -35,44 +36,28 @@
 #endif
 
 static struct fake_service fake;
-static char cfgdir[64], cfgpath[128];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
 static void write_config(const char *extra)
 {
-    snprintf(cfgdir, sizeof cfgdir, "/tmp/sbx-e2bp-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(cfgdir));
-    snprintf(cfgpath, sizeof cfgpath, "%s/sbx.yaml", cfgdir);
-    FILE *f = fopen(cfgpath, "w");
-    cr_assert_not_null(f);
 #ifdef SBX_TEST_CUBE
-    fprintf(f, "providers:\n  cube:\n    api_url: \"%s\"\n    template: tpl\n"
-               "    proxy_address: 127.0.0.1\n    proxy_port: %d\n    retries: 1\n%s",
-            fake.url, fake.port, extra ? extra : "");
+    ph_write_config(cfgpath, "/tmp/sbx-e2bp-test-XXXXXX",
+                    "providers:\n  cube:\n    api_url: \"%s\"\n    template: tpl\n"
+                    "    proxy_address: 127.0.0.1\n    proxy_port: %d\n    retries: 1\n%s",
+                    fake.url, fake.port, extra ? extra : "");
 #else
-    fprintf(f, "providers:\n  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n"
-               "    domain: e2b.local\n    retries: 1\n%s",
-            fake.url, fake.url, extra ? extra : "");
+    ph_write_config(cfgpath, "/tmp/sbx-e2bp-test-XXXXXX",
+                    "providers:\n  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n"
+                    "    domain: e2b.local\n    retries: 1\n%s",
+                    fake.url, fake.url, extra ? extra : "");
 #endif
-    fclose(f);
 }
 
 static int open_ctx(sbx_ctx **c, sbx_provider **p, sbx_error *err)
 {
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = cfgpath;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, c, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(*c, PROV, p, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_ready(*p, NULL, err);
-    return rc;
+    return ph_open(cfgpath, PROV, true, c, p, err);
 }
 
 static void up_with(const char *extra)
@@ -93,33 +78,9 @@ static void up(void)
 
 static void down(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
+    ph_close(&ctx, &prov);
     fake_stop(&fake);
-    if (cfgpath[0])
-        unlink(cfgpath);
-    if (cfgdir[0])
-        rmdir(cfgdir);
-    cfgdir[0] = cfgpath[0] = '\0';
-}
-
-static sbx_handle *make_ports(const char *key, const uint16_t *ports)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co;
-    memset(&co, 0, sizeof co);
-    co.size = sizeof co;
-    co.ports = ports;
-    int rc = sbx_create(prov, key, &co, NULL, &h, &err);
-    cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
-    return h;
-}
-
-static sbx_handle *make(const char *key)
-{
-    return make_ports(key, NULL);
+    ph_remove_config(cfgpath);
 }
 
 /* A growing buffer sink. */
@@ -215,7 +176,7 @@ TestSuite(procs, .init = up, .fini = down, .timeout = 120);
 
 Test(procs, start_read_exit_code_and_both_streams)
 {
-    sbx_handle *h = make("p1");
+    sbx_handle *h = ph_create(prov, "p1");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "echo out; echo err >&2; sleep 0.3; echo more; exit 3", 0, 0, id,
@@ -252,7 +213,7 @@ Test(procs, start_read_exit_code_and_both_streams)
 
 Test(procs, missing_program_and_bad_cwd)
 {
-    sbx_handle *h = make("p2");
+    sbx_handle *h = ph_create(prov, "p2");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     const char *argv[] = {"no-such-program-sbx", NULL};
@@ -270,7 +231,7 @@ Test(procs, missing_program_and_bad_cwd)
 
 Test(procs, stdin_written_then_closed)
 {
-    sbx_handle *h = make("p3");
+    sbx_handle *h = ph_create(prov, "p3");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "cat; echo done", 0, 0, id, &err), SBX_OK, "%s", err.message);
@@ -302,7 +263,7 @@ Test(procs, stdin_written_then_closed)
 
 Test(procs, signal_and_timeout)
 {
-    sbx_handle *h = make("p4");
+    sbx_handle *h = ph_create(prov, "p4");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "sleep 30", 0, 0, id, &err), SBX_OK, "%s", err.message);
@@ -356,7 +317,7 @@ static int on_proc(void *c, const struct sbx_proc_info *info)
 
 Test(procs, list_in_start_order_with_states)
 {
-    sbx_handle *h = make("p5");
+    sbx_handle *h = ph_create(prov, "p5");
     sbx_error err;
     char a[SBX_PROC_ID_MAX], b[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "exit 4", 0, 0, a, &err), SBX_OK, "%s", err.message);
@@ -384,7 +345,7 @@ Test(procs, list_in_start_order_with_states)
  * the foreground group, Ctrl-D as EOF. */
 Test(procs, pty_size_tty_resize_ctrl_c_and_eof)
 {
-    sbx_handle *h = make("p6");
+    sbx_handle *h = ph_create(prov, "p6");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h,
@@ -444,7 +405,7 @@ static char *seq_text(int n, size_t *len)
 
 Test(procs, output_larger_than_the_buffer_lost_exactly_nothing_repeated)
 {
-    sbx_handle *h = make("p7");
+    sbx_handle *h = ph_create(prov, "p7");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     /* 4 KiB of buffer (1 KiB chunks, 5 kept) for ~108 KiB of output. */
@@ -484,7 +445,7 @@ Test(procs, output_larger_than_the_buffer_lost_exactly_nothing_repeated)
 
 Test(procs, thirty_two_at_once)
 {
-    sbx_handle *h = make("p8");
+    sbx_handle *h = ph_create(prov, "p8");
     sbx_error err;
     char ids[32][SBX_PROC_ID_MAX];
     for (int i = 0; i < 32; i++) {
@@ -515,8 +476,8 @@ Test(procs, thirty_two_at_once)
 
 Test(procs, another_sandboxs_id_is_not_found)
 {
-    sbx_handle *a = make("p9a");
-    sbx_handle *b = make("p9b");
+    sbx_handle *a = ph_create(prov, "p9a");
+    sbx_handle *b = ph_create(prov, "p9b");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(a, "sleep 5", 0, 0, id, &err), SBX_OK, "%s", err.message);
@@ -571,7 +532,7 @@ static int discard(void *c, const void *b, size_t n)
 
 Test(procs, flooding_process_keeps_host_memory_bounded)
 {
-    sbx_handle *h = make("p10");
+    sbx_handle *h = ph_create(prov, "p10");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "yes flood-flood-flood-flood", 0, 256 << 10, id, &err), SBX_OK, "%s",
@@ -626,7 +587,7 @@ Test(procs, flooding_process_keeps_host_memory_bounded)
  * with SIGKILL; a second one attaches and continues from the cursor. */
 Test(procs, reattach_from_a_second_process_after_sigkill)
 {
-    sbx_handle *h = make("p11");
+    sbx_handle *h = ph_create(prov, "p11");
     char ref[256];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     sbx_release(h);
@@ -710,7 +671,7 @@ Test(procs, reattach_from_a_second_process_after_sigkill)
 
 Test(procs, destroy_kills_every_process)
 {
-    sbx_handle *h = make("p12");
+    sbx_handle *h = ph_create(prov, "p12");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "exec sleep 300", 0, 0, id, &err), SBX_OK, "%s", err.message);
@@ -733,7 +694,7 @@ TestSuite(procs_faults, .init = up, .fini = down, .timeout = 120);
 
 Test(procs_faults, envd_failing_under_a_running_process_is_a_clear_error)
 {
-    sbx_handle *h = make("f1");
+    sbx_handle *h = ph_create(prov, "f1");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "sleep 30", 0, 0, id, &err), SBX_OK, "%s", err.message);
@@ -761,7 +722,7 @@ Test(procs_faults, envd_failing_under_a_running_process_is_a_clear_error)
 
 Test(procs_faults, envd_killed_mid_wait_ends_without_a_hang)
 {
-    sbx_handle *h = make("f2");
+    sbx_handle *h = ph_create(prov, "f2");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "sleep 30", 0, 0, id, &err), SBX_OK, "%s", err.message);
@@ -792,7 +753,7 @@ Test(procs_faults, envd_killed_mid_wait_ends_without_a_hang)
  * what the caller got before them is never repeated afterwards. */
 Test(procs_faults, cut_chunk_answers_deliver_nothing_twice)
 {
-    sbx_handle *h = make("f3");
+    sbx_handle *h = ph_create(prov, "f3");
     sbx_error err;
     char id[SBX_PROC_ID_MAX];
     cr_assert_eq(start(h, "seq 1 30000; seq 1 5000 >&2", 0, 0, id, &err), SBX_OK, "%s",
@@ -908,7 +869,7 @@ TestSuite(fileops, .init = up, .fini = down, .timeout = 120);
 
 Test(fileops, list_stat_mkdir_remove_rename)
 {
-    sbx_handle *h = make("fo1");
+    sbx_handle *h = ph_create(prov, "fo1");
     sbx_error err;
     cr_assert_eq(sh(h, "mkdir -p d/sub && printf 12345 > d/f && chmod 640 d/f && "
                        "ln -s f d/l && touch -d @1700000000.5 d/f"), 0);
@@ -987,7 +948,7 @@ Test(fileops, list_stat_mkdir_remove_rename)
 
 Test(fileops, symlinks_out_of_the_workspace_are_never_followed)
 {
-    sbx_handle *h = make("fo2");
+    sbx_handle *h = ph_create(prov, "fo2");
     sbx_error err;
     /* Outside the workspace but inside the sandbox: a tree to protect. */
     cr_assert_eq(sh(h, "mkdir -p /tmp/outside/keep && echo secret > /tmp/outside/keep/s && "
@@ -1040,7 +1001,7 @@ static int count_only(void *c, const struct sbx_file_info *fi)
 
 Test(fileops, wide_directory_listed_in_bounded_memory)
 {
-    sbx_handle *h = make("fo3");
+    sbx_handle *h = ph_create(prov, "fo3");
     sbx_error err;
     cr_assert_eq(sh(h, "mkdir wide && cd wide && seq -f 'entry-with-a-long-name-%06g' 1 20000 "
                        "| xargs touch"), 0);
@@ -1069,7 +1030,7 @@ Test(ports, declared_port_resolves_to_the_service_url_and_is_reachable)
     /* A port free on this machine for the sandbox's server. */
     int port = 20000 + (int)(getpid() % 20000);
     uint16_t ports[] = {(uint16_t)port, 0};
-    sbx_handle *h = make_ports("pt1", ports);
+    sbx_handle *h = ph_create_ports(prov, "pt1", ports);
     sbx_error err;
     struct sbx_port_endpoint ep;
     memset(&ep, 0, sizeof ep);

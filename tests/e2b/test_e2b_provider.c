@@ -6,6 +6,7 @@
  * connection reuse.
  */
 #include "fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -20,7 +21,7 @@
 #define KEY "e2b_test_key_0123"
 
 static struct fake_service fake;
-static char cfgdir[64];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
@@ -32,88 +33,19 @@ static void up(void)
 
 static void down(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
+    ph_close(&ctx, &prov);
     fake_stop(&fake);
-    if (cfgdir[0]) {
-        char p[128];
-        snprintf(p, sizeof p, "%s/sbx.yaml", cfgdir);
-        unlink(p);
-        rmdir(cfgdir);
-    }
-    cfgdir[0] = '\0';
+    ph_remove_config(cfgpath);
 }
 
 /* Open a context whose e2b section points at the fake, plus extra lines. */
 static int open_ctx(const char *extra, sbx_error *err)
 {
-    snprintf(cfgdir, sizeof cfgdir, "/tmp/sbx-e2b-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(cfgdir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/sbx.yaml", cfgdir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "providers:\n  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n"
-               "    domain: e2b.local\n    retries: 3\n%s",
-            fake.url, fake.url, extra ? extra : "");
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = path;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = sbx_provider_lookup(ctx, "e2b", &prov, err);
-    if (rc != SBX_OK)
-        return rc;
-    return sbx_provider_ready(prov, NULL, err);
-}
-
-static sbx_handle *make(const char *key)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
-    int rc = sbx_create(prov, key, &co, NULL, &h, &err);
-    cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
-    return h;
-}
-
-static int run(sbx_handle *h, const char *script, struct sbx_exec_result *res,
-               sbx_capture *out, sbx_error *err)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct sbx_sink so = sbx_capture_sink(out);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.out = &so;
-    a.timeout_ms = 20000;
-    memset(res, 0, sizeof *res);
-    res->size = sizeof *res;
-    return sbx_exec(h, &a, res, NULL, err);
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
-}
-
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
+    ph_write_config(cfgpath, "/tmp/sbx-e2b-test-XXXXXX",
+                    "providers:\n  e2b:\n    api_url: \"%s\"\n    envd_url: \"%s\"\n"
+                    "    domain: e2b.local\n    retries: 3\n%s",
+                    fake.url, fake.url, extra ? extra : "");
+    return ph_open(cfgpath, "e2b", true, &ctx, &prov, err);
 }
 
 TestSuite(e2b_provider, .init = up, .fini = down, .timeout = 120);
@@ -144,17 +76,17 @@ Test(e2b_provider, create_sends_owner_hash_and_no_internet)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("session-key-secret");
+    sbx_handle *h = ph_create(prov, "session-key-secret");
     char hash[SBX_KEY_HASH_LEN + 1];
     cr_assert_eq(sbx_key_hash("session-key-secret", hash), SBX_OK);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, hash), "owner hash not sent");
     cr_expect_null(strstr(s, "session-key-secret"), "the session key was sent");
     cr_expect(strstr(s, "\"allow_internet_access\": false"), "%s", s);
     cr_expect_null(strstr(s, KEY), "the API key landed in a request body");
     free(s);
     /* idempotent: a second create adopts the same sandbox */
-    sbx_handle *h2 = make("session-key-secret");
+    sbx_handle *h2 = ph_create(prov, "session-key-secret");
     cr_expect_str_eq(sbx_handle_ref(h), sbx_handle_ref(h2));
     cr_expect_eq(sbx_destroy(prov, "session-key-secret", sbx_handle_ref(h), NULL, &err), SBX_OK);
     sbx_release(h);
@@ -169,7 +101,7 @@ Test(e2b_provider, transient_failures_are_retried_for_idempotent_calls_only)
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/v2/sandboxes\",\"kind\":\"status\","
                                     "\"status\":503,\"times\":2}]"),
                  0);
-    sbx_handle *h = make("k-retry");
+    sbx_handle *h = ph_create(prov, "k-retry");
     cr_expect_eq(sbx_destroy(prov, "k-retry", sbx_handle_ref(h), NULL, &err), SBX_OK);
     sbx_release(h);
     /* POST /sandboxes is not idempotent: one 502 fails the create */
@@ -187,8 +119,8 @@ Test(e2b_provider, transient_failures_are_retried_for_idempotent_calls_only)
     int rc = sbx_create(prov, "k-post", &co, NULL, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "502"), "%s", err.message);
-    char *s = stats();
-    cr_expect_eq(count(s, "\"method\": \"POST\", \"path\": \"/sandboxes\""), 0,
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "\"method\": \"POST\", \"path\": \"/sandboxes\""), 0,
                  "the failed POST reached the handler: %s", s);
     free(s);
 }
@@ -197,11 +129,11 @@ Test(e2b_provider, output_streams_as_frames_arrive)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-stream");
+    sbx_handle *h = ph_create(prov, "k-stream");
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    int rc = run(h, "echo first; sleep 1; echo second; echo err >&2; exit 7", &res, &out, &err);
+    int rc = ph_exec_sh(h, "echo first; sleep 1; echo second; echo err >&2; exit 7", &res, &out, &err);
     cr_expect_eq(rc, SBX_OK, "%s", err.message);
     cr_expect_eq(res.exit_code, 7);
     cr_expect_eq(res.err_bytes, 4);
@@ -217,22 +149,22 @@ Test(e2b_provider, cut_and_truncated_streams_are_protocol_errors)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-cut");
+    sbx_handle *h = ph_create(prov, "k-cut");
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/process.Process/Start\",\"kind\":\"cut\"}]"),
                  0);
-    int rc = run(h, "echo hello", &res, &out, &err);
+    int rc = ph_exec_sh(h, "echo hello", &res, &out, &err);
     cr_expect_eq(rc, SBX_E_PROTOCOL, "cut: %d %s", rc, err.message);
     cr_assert_eq(fake_faults(&fake,
                              "[{\"match\":\"/process.Process/Start\",\"kind\":\"truncate\"}]"),
                  0);
-    rc = run(h, "echo hello", &res, &out, &err);
+    rc = ph_exec_sh(h, "echo hello", &res, &out, &err);
     cr_expect_eq(rc, SBX_E_PROTOCOL, "truncated: %d %s", rc, err.message);
     cr_expect(strstr(err.message, "envelope"), "%s", err.message);
     /* and the next command works again */
-    rc = run(h, "exit 0", &res, &out, &err);
+    rc = ph_exec_sh(h, "exit 0", &res, &out, &err);
     cr_expect_eq(rc, SBX_OK, "%s", err.message);
     sbx_capture_free(&out);
     sbx_destroy(prov, "k-cut", sbx_handle_ref(h), NULL, &err);
@@ -243,7 +175,7 @@ Test(e2b_provider, vanished_sandbox_is_not_found)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-vanish");
+    sbx_handle *h = ph_create(prov, "k-vanish");
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     cr_assert_eq(fake_faults(&fake,
@@ -266,7 +198,7 @@ Test(e2b_provider, slow_answers_time_out)
 {
     sbx_error err;
     cr_assert_eq(open_ctx("    request_timeout_ms: 300\n", &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-slow");
+    sbx_handle *h = ph_create(prov, "k-slow");
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/filesystem.Filesystem/Stat\","
                                     "\"kind\":\"slow\",\"delay_ms\":1500}]"),
                  0);
@@ -284,18 +216,18 @@ Test(e2b_provider, connections_are_reused)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-reuse");
-    char *s = stats();
+    sbx_handle *h = ph_create(prov, "k-reuse");
+    char *s = fake_stats(&fake);
     int before = atoi(strstr(s, "\"connections\": ") + strlen("\"connections\": "));
     free(s);
     for (int i = 0; i < 30; i++) {
         struct sbx_exec_result res;
         sbx_capture out;
         sbx_capture_init(&out, 64, 0);
-        cr_assert_eq(run(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
+        cr_assert_eq(ph_exec_sh(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
         sbx_capture_free(&out);
     }
-    s = stats();
+    s = fake_stats(&fake);
     int after = atoi(strstr(s, "\"connections\": ") + strlen("\"connections\": "));
     free(s);
     cr_expect_leq(after - before, 3, "30 execs opened %d connections", after - before);
@@ -326,13 +258,13 @@ Test(e2b_provider, skills_are_roots_and_the_sandbox_user_is_not)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-skill-owner");
+    sbx_handle *h = ph_create(prov, "k-skill-owner");
     cr_assert_str_eq(sbx_handle_root(h), "/home/user/workspace");
     cr_assert_eq(install_hello(h, &err), SBX_OK, "%s", err.message);
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    cr_assert_eq(run(h, "id -u; cd /home/user/workspace/skills; stat -c '%u %a' . "
+    cr_assert_eq(ph_exec_sh(h, "id -u; cd /home/user/workspace/skills; stat -c '%u %a' . "
                         "hello/SKILL.md hello/bin hello/bin/run.sh; readlink hello",
                      &res, &out, &err),
                  SBX_OK, "%s", err.message);
@@ -352,11 +284,11 @@ Test(e2b_provider, skills_symlink_planted_by_the_user_is_refused)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-skill-link");
+    sbx_handle *h = ph_create(prov, "k-skill-link");
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    cr_assert_eq(run(h, "mkdir -p ../elsewhere && ln -s ../elsewhere skills", &res, &out,
+    cr_assert_eq(ph_exec_sh(h, "mkdir -p ../elsewhere && ln -s ../elsewhere skills", &res, &out,
                      &err),
                  SBX_OK, "%s", err.message);
     cr_assert_eq(res.exit_code, 0);
@@ -365,7 +297,7 @@ Test(e2b_provider, skills_symlink_planted_by_the_user_is_refused)
     cr_expect(strstr(err.message, "symlink"), "%s", err.message);
     sbx_capture_free(&out);
     sbx_capture_init(&out, 4096, 0);
-    cr_assert_eq(run(h, "ls -A ../elsewhere; stat -c %u ../elsewhere", &res, &out, &err),
+    cr_assert_eq(ph_exec_sh(h, "ls -A ../elsewhere; stat -c %u ../elsewhere", &res, &out, &err),
                  SBX_OK, "%s", err.message);
     char *t = sbx_capture_text(&out);
     if (geteuid() == 0)
@@ -383,7 +315,7 @@ Test(e2b_provider, paused_sandbox_is_resumed_by_file_ops_and_exec)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-pause");
+    sbx_handle *h = ph_create(prov, "k-pause");
     struct sbx_memory_source m = {"kept\n", 5, 0};
     struct sbx_source src = sbx_memory_source(&m);
     cr_assert_eq(sbx_write(h, "kept.txt", &src, 0, NULL, &err), SBX_OK, "%s", err.message);
@@ -400,8 +332,8 @@ Test(e2b_provider, paused_sandbox_is_resumed_by_file_ops_and_exec)
     cr_expect_str_eq(t, "kept\n");
     free(t);
     sbx_capture_free(&out);
-    char *s = stats();
-    cr_expect_eq(count(s, "/connect\""), 1, "one connect resumed it: %s", s);
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "/connect\""), 1, "one connect resumed it: %s", s);
     free(s);
     /* exec straight into a paused sandbox (no cwd: Start comes first) */
     free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
@@ -410,17 +342,17 @@ Test(e2b_provider, paused_sandbox_is_resumed_by_file_ops_and_exec)
                  0);
     struct sbx_exec_result res;
     sbx_capture_init(&out, 64, 0);
-    rc = run(h, "cat kept.txt", &res, &out, &err);
+    rc = ph_exec_sh(h, "cat kept.txt", &res, &out, &err);
     cr_expect_eq(rc, SBX_OK, "exec in a paused sandbox: %d %s", rc, err.message);
     cr_expect_eq(res.exit_code, 0);
     t = sbx_capture_text(&out);
     cr_expect_str_eq(t, "kept\n");
     free(t);
     sbx_capture_free(&out);
-    s = stats();
-    cr_expect_eq(count(s, "/connect\""), 1, "one connect resumed it: %s", s);
+    s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "/connect\""), 1, "one connect resumed it: %s", s);
     /* (the other Start is the scan for what the command left behind) */
-    cr_expect_eq(count(s, "\"args\": [\"-c\", \"cat kept.txt\"]"), 1,
+    cr_expect_eq(ph_count(s, "\"args\": [\"-c\", \"cat kept.txt\"]"), 1,
                  "the command ran once: %s", s);
     free(s);
     sbx_destroy(prov, "k-pause", sbx_handle_ref(h), NULL, &err);
@@ -450,13 +382,6 @@ static double end_at(sbx_handle *h)
     return (double)timegm(&tm) + frac;
 }
 
-static void nap(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 /* The TTL (lifetime 4 s here) is extended as the sandbox is used, by file
  * ops and execs, and during a command that runs longer than the TTL; an
  * idle sandbox's TTL is left alone. */
@@ -464,12 +389,12 @@ Test(e2b_provider, lifetime_is_extended_with_use_only, .timeout = 60)
 {
     sbx_error err;
     cr_assert_eq(open_ctx("    lifetime: 4\n", &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-ttl");
+    sbx_handle *h = ph_create(prov, "k-ttl");
     double e0 = end_at(h);
-    nap(1.0);
+    ph_nap(1.0);
     cr_expect_float_eq(end_at(h), e0, 0.01, "idle: the TTL moved");
     /* past half the lifetime: a read extends it */
-    nap(1.5);
+    ph_nap(1.5);
     sbx_capture out;
     sbx_capture_init(&out, 64, 0);
     struct sbx_sink sink = sbx_capture_sink(&out);
@@ -481,7 +406,7 @@ Test(e2b_provider, lifetime_is_extended_with_use_only, .timeout = 60)
     /* a command longer than the TTL keeps the sandbox alive while it runs */
     struct sbx_exec_result res;
     sbx_capture_init(&out, 64, 0);
-    int rc = run(h, "sleep 6; echo done", &res, &out, &err);
+    int rc = ph_exec_sh(h, "sleep 6; echo done", &res, &out, &err);
     cr_expect_eq(rc, SBX_OK, "a 6 s command with a 4 s TTL: %d %s", rc, err.message);
     cr_expect_eq(res.exit_code, 0, "exit %d signal %d", res.exit_code, res.term_signal);
     char *t = sbx_capture_text(&out);
@@ -491,7 +416,7 @@ Test(e2b_provider, lifetime_is_extended_with_use_only, .timeout = 60)
     double e2 = end_at(h);
     cr_expect_gt(e2, e1 + 3.0, "the TTL did not move during the long command");
     /* idle again: left alone */
-    nap(1.0);
+    ph_nap(1.0);
     cr_expect_float_eq(end_at(h), e2, 0.01, "idle: the TTL moved");
     sbx_destroy(prov, "k-ttl", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
@@ -504,7 +429,7 @@ Test(e2b_provider, timeout_kills_descendants_that_left_the_group, .timeout = 60)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-tree");
+    sbx_handle *h = ph_create(prov, "k-tree");
     const char *argv[] = {"sh", "-c",
                           "setsid sh -c 'sleep 30 & echo $! > gc; wait' & echo $! > child; "
                           "echo $$ > pid; wait",
@@ -522,7 +447,7 @@ Test(e2b_provider, timeout_kills_descendants_that_left_the_group, .timeout = 60)
     cr_expect(res.timed_out, "not timed out");
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    cr_assert_eq(run(h,
+    cr_assert_eq(ph_exec_sh(h,
                      "alive() { kill -0 \"$1\" 2>/dev/null || return 1; read -r s < "
                      "/proc/$1/stat || return 1; case \"$s\" in *\") Z \"*) return 1;; "
                      "esac; }; for i in 1 2 3; do left=; for f in pid child gc; do "
@@ -545,7 +470,7 @@ Test(e2b_provider, skill_zip_bundle_is_refused)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-skill-zip");
+    sbx_handle *h = ph_create(prov, "k-skill-zip");
     struct sbx_memory_source m = {BUNDLE_V1, sizeof BUNDLE_V1, 0};
     struct sbx_source src = sbx_memory_source(&m);
     struct sbx_blob b;
@@ -559,8 +484,8 @@ Test(e2b_provider, skill_zip_bundle_is_refused)
     int rc = sbx_skill_install(h, "zipped", &b, NULL, &err);
     cr_expect_eq(rc, SBX_E_INVALID, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "zip"), "%s", err.message);
-    char *s = stats();
-    cr_expect_eq(count(s, "\"path\": \"/files"), 0, "the bundle was uploaded: %s", s);
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "\"path\": \"/files"), 0, "the bundle was uploaded: %s", s);
     free(s);
     sbx_destroy(prov, "k-skill-zip", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
@@ -572,7 +497,7 @@ Test(e2b_provider, write_file_into_a_published_skill_is_refused)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-skill-write");
+    sbx_handle *h = ph_create(prov, "k-skill-write");
     cr_assert_eq(install_hello(h, &err), SBX_OK, "%s", err.message);
     const char *paths[] = {"skills/hello/SKILL.md", "skills/hello/new.txt",
                            "skills/hello/bin/run.sh", NULL};
@@ -586,7 +511,7 @@ Test(e2b_provider, write_file_into_a_published_skill_is_refused)
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    cr_assert_eq(run(h, "cat skills/hello/SKILL.md; ls skills/hello", &res, &out, &err),
+    cr_assert_eq(ph_exec_sh(h, "cat skills/hello/SKILL.md; ls skills/hello", &res, &out, &err),
                  SBX_OK, "%s", err.message);
     char *t = sbx_capture_text(&out);
     cr_expect_str_eq(t, "# hello skill\nSKILL.md\nbin\n");

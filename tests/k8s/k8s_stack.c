@@ -1,5 +1,6 @@
 /* k8s_stack.c - see k8s_stack.h. */
 #include "k8s_stack.h"
+#include "../support/fake_request.h"
 #include "../support/fake_spawn.h"
 
 #include <curl/curl.h>
@@ -68,22 +69,7 @@ int k8s_stack_start(struct k8s_stack *k, const char *const *extra)
 
 void k8s_stack_stop(struct k8s_stack *k)
 {
-    if (k->pid > 0) {
-        kill(k->pid, SIGTERM);
-        for (int i = 0; i < 100; i++) {
-            if (waitpid(k->pid, NULL, WNOHANG) == k->pid) {
-                k->pid = 0;
-                break;
-            }
-            struct timespec ts = {0, 50 * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-        if (k->pid > 0) {
-            kill(k->pid, SIGKILL);
-            waitpid(k->pid, NULL, 0);
-        }
-        k->pid = 0;
-    }
+    fake_reap(&k->pid, 5000);
     if (k->dir[0]) {
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", k->dir);
@@ -94,57 +80,12 @@ void k8s_stack_stop(struct k8s_stack *k)
     }
 }
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t on_data(char *d, size_t s, size_t n, void *ud)
-{
-    struct buf *b = ud;
-    char *q = realloc(b->p, b->n + s * n + 1);
-    if (!q)
-        return 0;
-    memcpy(q + b->n, d, s * n);
-    b->p = q;
-    b->n += s * n;
-    b->p[b->n] = '\0';
-    return s * n;
-}
-
 char *k8s_stack_http(const struct k8s_stack *k, const char *method, const char *path,
                      const char *body, int auth, long *status)
 {
-    CURL *c = curl_easy_init();
-    if (!c)
-        return NULL;
-    char url[1024], hdr[400];
-    snprintf(url, sizeof url, "%s%s", k->api, path);
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    if (auth) {
-        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", k->token);
-        h = curl_slist_append(h, hdr);
-    }
-    struct buf b = {calloc(1, 1), 0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_CAINFO, k->ca);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    if (body)
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    CURLcode rc = curl_easy_perform(c);
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    if (rc != CURLE_OK) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    char hdr[400];
+    snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", k->token);
+    return fake_request(k->api, method, path, body, auth ? hdr : NULL, k->ca, 20, status);
 }
 
 int k8s_stack_faults(const struct k8s_stack *k, const char *json)

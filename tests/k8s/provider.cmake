@@ -8,6 +8,6 @@ sbx_add_test(test_k8s_conformance ${CMAKE_CURRENT_LIST_DIR}/test_k8s_conformance
 add_dependencies(test_k8s_conformance sbx_provider_k8s)
 set_tests_properties(test_k8s_conformance PROPERTIES TIMEOUT 900)
 
-sbx_add_test(test_k8s_provider ${CMAKE_CURRENT_LIST_DIR}/test_k8s_provider.c ${K8S_STACK}
+sbx_add_test(test_k8s_provider ${CMAKE_CURRENT_LIST_DIR}/test_k8s_provider.c ${K8S_STACK} ${SBX_PROVIDER_HARNESS}
   LIBS sbx PkgConfig::CURL PkgConfig::JSONC)
 add_dependencies(test_k8s_provider sbx_provider_k8s)

@@ -9,6 +9,7 @@
  * file read again), configuration errors that never show a credential.
  */
 #include "k8s_stack.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -23,7 +24,7 @@
 #include <unistd.h>
 
 static struct k8s_stack k;
-static char cfgdir[64];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
@@ -55,17 +56,8 @@ static void up(void)
 
 static void close_ctx(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
-    prov = NULL;
-    if (cfgdir[0]) {
-        char p[128];
-        snprintf(p, sizeof p, "%s/sbx.yaml", cfgdir);
-        unlink(p);
-        rmdir(cfgdir);
-    }
-    cfgdir[0] = '\0';
+    ph_close(&ctx, &prov);
+    ph_remove_config(cfgpath);
 }
 
 static void down(void)
@@ -78,28 +70,8 @@ static void down(void)
  * whole section instead when section is given. */
 static int open_ctx_section(const char *section, sbx_error *err)
 {
-    snprintf(cfgdir, sizeof cfgdir, "/tmp/sbx-k8s-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(cfgdir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/sbx.yaml", cfgdir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "providers:\n%s", section);
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = path;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = sbx_provider_lookup(ctx, "k8s", &prov, err);
-    if (rc != SBX_OK)
-        return rc;
-    return sbx_provider_ready(prov, NULL, err);
+    ph_write_config(cfgpath, "/tmp/sbx-k8s-test-XXXXXX", "providers:\n%s", section);
+    return ph_open(cfgpath, "k8s", true, &ctx, &prov, err);
 }
 
 static int open_ctx(const char *extra, sbx_error *err)
@@ -107,38 +79,6 @@ static int open_ctx(const char *extra, sbx_error *err)
     char yaml[4096];
     k8s_stack_yaml(&k, extra, yaml, sizeof yaml);
     return open_ctx_section(yaml, err);
-}
-
-static int try_make(const char *key, sbx_handle **h, sbx_error *err)
-{
-    *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
-    return sbx_create(prov, key, &co, NULL, h, err);
-}
-
-static sbx_handle *make(const char *key)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    int rc = try_make(key, &h, &err);
-    cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
-    return h;
-}
-
-static int run(sbx_handle *h, const char *script, struct sbx_exec_result *res,
-               sbx_capture *out, sbx_error *err)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct sbx_sink so = sbx_capture_sink(out);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.out = &so;
-    a.timeout_ms = 20000;
-    memset(res, 0, sizeof *res);
-    res->size = sizeof *res;
-    return sbx_exec(h, &a, res, NULL, err);
 }
 
 /* The claim a reference "claim:<name>" names, as the API server has it. */
@@ -187,7 +127,7 @@ static void echo_ok(sbx_handle *h, const char *want)
     sbx_error err;
     char script[256];
     snprintf(script, sizeof script, "echo %s", want);
-    cr_assert_eq(run(h, script, &res, &out, &err), SBX_OK, "exec: %s", err.message);
+    cr_assert_eq(ph_exec_sh(h, script, &res, &out, &err), SBX_OK, "exec: %s", err.message);
     char *text = sbx_capture_text(&out);
     cr_expect(text && strstr(text, want), "output %s", text ? text : "(none)");
     free(text);
@@ -202,7 +142,7 @@ Test(k8s, claim_attach_destroy)
 {
     sbx_error err;
     cr_assert_eq(open_ctx("    shutdown_after: 3600\n", &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k8s-session-key-1");
+    sbx_handle *h = ph_create(prov, "k8s-session-key-1");
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     cr_expect(strncmp(ref, "claim:sbx-", 10) == 0 && strlen(ref) == 6 + 4 + 40, "ref %s", ref);
@@ -230,7 +170,7 @@ Test(k8s, claim_attach_destroy)
     sbx_release(h);
 
     /* idempotent create: the same key gives the same claim */
-    sbx_handle *h2 = make("k8s-session-key-1");
+    sbx_handle *h2 = ph_create(prov, "k8s-session-key-1");
     cr_expect_str_eq(sbx_handle_ref(h2), ref);
     sbx_release(h2);
 
@@ -262,7 +202,7 @@ Test(k8s, conflict_on_create)
     cr_assert_eq(k8s_stack_faults(&k, "[{\"kind\": \"conflict\", \"verb\": \"create\", "
                                       "\"resource\": \"sandboxclaims\"}]"),
                  0);
-    sbx_handle *h = make("k8s-conflict");
+    sbx_handle *h = ph_create(prov, "k8s-conflict");
     echo_ok(h, "after-409");
     cr_expect_eq(requests("create", "sandboxclaims"), 2, "one 409, then the create");
     cr_expect_geq(requests("get", "sandboxclaims"), 1, "the 409 is read back");
@@ -279,7 +219,7 @@ Test(k8s, foreign_claim_holds_the_name)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k8s-foreign");
+    sbx_handle *h = ph_create(prov, "k8s-foreign");
     char ref[SBX_REF_MAX], path[1024];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     sbx_release(h);
@@ -294,7 +234,7 @@ Test(k8s, foreign_claim_holds_the_name)
     if (st == 415) {
         cr_skip_test("the fake wants a merge-patch content type");
     }
-    cr_assert_eq(try_make("k8s-foreign", &h, &err), SBX_E_EXISTS, "%s", err.message);
+    cr_assert_eq(ph_try_create(prov, "k8s-foreign", &h, &err), SBX_E_EXISTS, "%s", err.message);
     cr_expect(strstr(err.message, "not this session's"), "%s", err.message);
     cr_expect_eq(sbx_destroy(prov, "k8s-foreign", ref, NULL, &err), SBX_E_DENIED, "%s",
                  err.message);
@@ -314,7 +254,7 @@ Test(k8s, burst_429_5xx)
                          "{\"kind\": \"status\", \"verb\": \"get\", \"resource\": "
                          "\"sandboxclaims\", \"status\": 500, \"times\": 2}]"),
                  0);
-    sbx_handle *h = make("k8s-burst");
+    sbx_handle *h = ph_create(prov, "k8s-burst");
     echo_ok(h, "after-burst");
     cr_expect_geq(requests("create", "sandboxclaims"), 5, "four failures and the create");
     char ref[SBX_REF_MAX];
@@ -336,7 +276,7 @@ Test(k8s, final_error_not_retried)
                                       "\"message\": \"bad claim\"}]"),
                  0);
     sbx_handle *h;
-    cr_expect_eq(try_make("k8s-400", &h, &err), SBX_E_INVALID, "%s", err.message);
+    cr_expect_eq(ph_try_create(prov, "k8s-400", &h, &err), SBX_E_INVALID, "%s", err.message);
     cr_expect(strstr(err.message, "bad claim"), "%s", err.message);
     cr_expect_eq(requests("create", "sandboxclaims"), 1);
 }
@@ -356,7 +296,7 @@ Test(k8s, watch_dropped_mid_wait)
                                       "\"sandboxclaims\", \"after_ms\": 150, \"times\": 2}]"),
                  0);
     int64_t t0 = now_ms();
-    sbx_handle *h = make("k8s-drop-c");
+    sbx_handle *h = ph_create(prov, "k8s-drop-c");
     int64_t took = now_ms() - t0;
     /* (the fake logs a watch when it ends: the last one may not be yet) */
     cr_expect_geq(requests("watch", "sandboxclaims"), 2,
@@ -389,7 +329,7 @@ Test(k8s, watch_expired_relists)
         free(k8s_stack_http(&k, "POST", "/_fake/compact", "{}", 0, &st));
         _exit(0);
     }
-    sbx_handle *h = make("k8s-410-c");
+    sbx_handle *h = ph_create(prov, "k8s-410-c");
     waitpid(pid, NULL, 0);
     cr_expect_geq(requests("get", "sandboxclaims"), 1, "no re-list after 410");
     echo_ok(h, "after-410");
@@ -407,7 +347,7 @@ Test(k8s, never_ready)
     cr_assert_eq(k8s_stack_faults(&k, "[{\"kind\": \"never_ready\"}]"), 0);
     int64_t t0 = now_ms();
     sbx_handle *h;
-    cr_assert_eq(try_make("k8s-never", &h, &err), SBX_E_TIMEOUT, "%s", err.message);
+    cr_assert_eq(ph_try_create(prov, "k8s-never", &h, &err), SBX_E_TIMEOUT, "%s", err.message);
     int64_t took = now_ms() - t0;
     cr_expect_geq(took, ready_ms() - 100);
     cr_expect_lt(took, ready_ms() + 5000, "took %lld ms", (long long)took);
@@ -430,7 +370,7 @@ Test(k8s, missing_pool_is_terminal)
     cr_assert_eq(open_ctx_section(yaml, &err), SBX_OK, "%s", err.message);
     int64_t t0 = now_ms();
     sbx_handle *h;
-    cr_assert_eq(try_make("k8s-nopool", &h, &err), SBX_E_CONFIG, "%s", err.message);
+    cr_assert_eq(ph_try_create(prov, "k8s-nopool", &h, &err), SBX_E_CONFIG, "%s", err.message);
     cr_expect_lt(now_ms() - t0, 5000, "a terminal reason waited for the deadline");
     cr_expect(strstr(err.message, "WarmPoolNotFound") && strstr(err.message, "warm_pool"), "%s",
               err.message);
@@ -443,7 +383,7 @@ Test(k8s, router_reset_mid_output)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k8s-reset");
+    sbx_handle *h = ph_create(prov, "k8s-reset");
     cr_assert_eq(k8s_stack_faults(&k, "[{\"kind\": \"reset\", \"verb\": \"Start\", "
                                       "\"resource\": \"router\", \"after_messages\": 3}]"),
                  0);
@@ -451,7 +391,7 @@ Test(k8s, router_reset_mid_output)
     sbx_capture_init(&out, 1 << 20, 0);
     struct sbx_exec_result res;
     int64_t t0 = now_ms();
-    int rc = run(h, "i=0; while [ $i -lt 200 ]; do echo line$i; i=$((i+1)); sleep 0.02; done; "
+    int rc = ph_exec_sh(h, "i=0; while [ $i -lt 200 ]; do echo line$i; i=$((i+1)); sleep 0.02; done; "
                     "touch finished",
                  &res, &out, &err);
     cr_expect_eq(rc, SBX_E_PROTOCOL, "%s", err.message);
@@ -460,7 +400,7 @@ Test(k8s, router_reset_mid_output)
     /* killed: it never reaches its end */
     sleep(4);
     sbx_capture_init(&out, 4096, 0);
-    cr_assert_eq(run(h, "test -e finished && echo ran-on || echo killed", &res, &out, &err),
+    cr_assert_eq(ph_exec_sh(h, "test -e finished && echo ran-on || echo killed", &res, &out, &err),
                  SBX_OK, "%s", err.message);
     char *text = sbx_capture_text(&out);
     cr_expect(text && strstr(text, "killed"), "the command ran on after the reset: %s", text);
@@ -479,7 +419,7 @@ Test(k8s, expired_token)
     free(k8s_stack_http(&k, "POST", "/_fake/token", "{\"expire\": true}", 0, &st));
     cr_assert_eq(st, 200);
     sbx_handle *h;
-    cr_assert_eq(try_make("k8s-expired", &h, &err), SBX_E_CONFIG, "%s", err.message);
+    cr_assert_eq(ph_try_create(prov, "k8s-expired", &h, &err), SBX_E_CONFIG, "%s", err.message);
     cr_expect(strstr(err.message, "refused") && strstr(err.message, k.kubeconfig), "%s",
               err.message);
     cr_expect(!strstr(err.message, k.token), "the token is in the message: %s", err.message);
@@ -519,7 +459,7 @@ Test(k8s, rotated_token_file)
     cr_assert_not_null(f);
     fprintf(f, "rotated-token-2\n");
     fclose(f);
-    sbx_handle *h = make("k8s-rotated");
+    sbx_handle *h = ph_create(prov, "k8s-rotated");
     echo_ok(h, "rotated");
     sbx_release(h);
 }
@@ -567,7 +507,7 @@ Test(k8s, template_mode)
              "    router_url: \"%s\"\n    ready_timeout_ms: 20000\n",
              k.kubeconfig, k.router);
     cr_assert_eq(open_ctx_section(yaml, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k8s-template");
+    sbx_handle *h = ph_create(prov, "k8s-template");
     char ref[SBX_REF_MAX], path[1024];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     cr_expect(!strncmp(ref, "sandbox:sbx-", 12), "ref %s", ref);
@@ -603,7 +543,7 @@ Test(k8s, in_cluster_rotation)
              k.api, k.dir, k.dir, k.router);
     sbx_error err;
     cr_assert_eq(open_ctx_section(yaml, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k8s-in-cluster");
+    sbx_handle *h = ph_create(prov, "k8s-in-cluster");
     echo_ok(h, "in-cluster");
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));

@@ -82,15 +82,14 @@ import subprocess
 import fnmatch
 import http.client
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2b"))
 import fake_e2b  # noqa: E402  (namespaces, path mapping helpers)
+import fake_http  # noqa: E402  (server, serving; fake_e2b put tests/support on sys.path)
 
 EXECD_PORT = 44772
 EGRESS_PORT = 18080
@@ -167,24 +166,9 @@ class Sandbox(fake_e2b.Sandbox):
             self.history.append({"event": event, "policy": copy.deepcopy(self.policy)})
 
 
-class State:
+class State(fake_http.State):
     def __init__(self, args):
-        self.api_key = args.api_key
-        self.base = args.dir or tempfile.mkdtemp(prefix="sbx-fake-os-")
-        self.sandboxes = {}
-        self.lock = threading.Lock()
-        self.faults = []
-        self.requests = []
-        self.connections = 0
-
-    def take_fault(self, path, kinds):
-        with self.lock:
-            for f in self.faults:
-                if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
-                        and f.get("times", 1) > 0:
-                    f["times"] = f.get("times", 1) - 1
-                    return f
-        return None
+        super().__init__(args, "sbx-fake-os-")
 
     def delete(self, sid):
         with self.lock:
@@ -211,9 +195,7 @@ TRANSITION = threading.Lock()
 
 
 class Handler(fake_e2b.Handler):
-    def setup(self):
-        BaseHTTPRequestHandler.setup(self)
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def count_connection(self):
         with ST.lock:
             ST.connections += 1
 
@@ -263,20 +245,8 @@ class Handler(fake_e2b.Handler):
                                                                "message": "injected"}))
 
     def control(self, path):
-        if path == "/_fake/faults":
-            with ST.lock:
-                ST.faults.extend(json.loads(self.body() or b"[]"))
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/reset":
-            self.body()
-            with ST.lock:
-                ST.faults, ST.requests = [], []
-            return self.send_json(200, {"ok": True})
-        if path == "/_fake/stats":
-            with ST.lock:
-                return self.send_json(200, {"connections": ST.connections,
-                                            "sandboxes": len(ST.sandboxes),
-                                            "requests": ST.requests})
+        if self.common_control(path, ST):
+            return
         m = re.match(r"^/_fake/execd-restart/([^/]+)$", path)
         if m:
             self.body()
@@ -1124,24 +1094,9 @@ def main():
     fake_e2b.ST = ST
     if not args.no_namespaces:
         fake_e2b.probe_namespaces()
-    srv = fake_e2b.Server(("127.0.0.1", args.port), Handler)
+    srv = fake_http.Server(("127.0.0.1", args.port), Handler)
     threading.Thread(target=ST.reap, daemon=True).start()
-    port = srv.server_address[1]
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % port)
-        os.rename(tmp, args.port_file)
-    else:
-        print(port, flush=True)
-
-    def stop(*_):
-        for sid in list(ST.sandboxes):
-            ST.delete(sid)
-        os._exit(0)
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    srv.serve_forever()
+    fake_http.serve(srv, ST, args.port_file)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
  * refused key, server down, 5xx).
  */
 #include "../e2b/fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -20,7 +21,7 @@
 #define KEY "os_env_key_0123"
 
 static struct fake_service fake;
-static char cfg[128];
+static char cfg[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
@@ -37,13 +38,8 @@ static void up(void)
 
 static void close_ctx(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
-    prov = NULL;
-    if (cfg[0])
-        unlink(cfg);
-    cfg[0] = '\0';
+    ph_close(&ctx, &prov);
+    ph_remove_config(cfg);
 }
 
 static void down(void)
@@ -55,73 +51,24 @@ static void down(void)
 static int open_ctx(const char *section, int ready, sbx_error *err)
 {
     close_ctx();
-    snprintf(cfg, sizeof cfg, "/tmp/sbx-os-env-XXXXXX.yaml");
-    int fd = mkstemps(cfg, 5);
-    cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "providers:\n  opensandbox:\n    workspace: /home/user/workspace\n%s", section);
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = cfg;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(ctx, "opensandbox", &prov, err);
-    if (rc == SBX_OK && ready)
-        rc = sbx_provider_ready(prov, NULL, err);
-    return rc;
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
+    ph_write_config(cfg, "/tmp/sbx-os-env-XXXXXX.yaml",
+                    "providers:\n  opensandbox:\n    workspace: /home/user/workspace\n%s", section);
+    return ph_open(cfg, "opensandbox", ready, &ctx, &prov, err);
 }
 
 static void create_run_destroy(const char *key)
 {
     sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
-    cr_assert_eq(sbx_create(prov, key, &co, NULL, &h, &err), SBX_OK, "create: %s",
-                 err.message);
+    sbx_handle *h = ph_create(prov, key);
     const char *argv[] = {"true", NULL};
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = 20000;
     struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    cr_assert_eq(sbx_exec(h, &a, &res, NULL, &err), SBX_OK, "exec: %s", err.message);
-    cr_expect_eq(sbx_destroy(prov, key, sbx_handle_ref(h), NULL, &err), SBX_OK, "%s",
-                 err.message);
-    sbx_release(h);
+    cr_assert_eq(ph_exec_argv(h, argv, &res, NULL, NULL, &err), SBX_OK, "exec: %s", err.message);
+    ph_destroy(prov, key, h);
 }
 
 static int origin_of(const char *key, const char **value, bool *secret)
 {
-    const char *k, *env;
-    int o;
-    for (size_t i = 0; sbx_provider_config_origin(prov, i, &k, &env, &o, value, secret); i++)
-        if (!strcmp(k, key))
-            return o;
-    cr_assert_fail("no key %s", key);
-    return -1;
-}
-
-static int health(struct sbx_health *h, sbx_error *err)
-{
-    memset(h, 0, sizeof *h);
-    h->size = sizeof *h;
-    return sbx_provider_health(prov, NULL, h, err);
+    return ph_origin(prov, key, NULL, value, secret);
 }
 
 TestSuite(opensandbox_env, .init = up, .fini = down, .timeout = 60);
@@ -136,7 +83,7 @@ Test(opensandbox_env, the_variables_reach_the_server)
     sbx_error err;
     cr_assert_eq(open_ctx("", 1, &err), SBX_OK, "%s", err.message);
     create_run_destroy("k-os-env");
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"uri\": \"python:3.12-env\""), "%s", s);
     cr_expect(strstr(s, "use_server_proxy=true"), "the endpoint was not asked for the proxy: %s",
               s);
@@ -165,7 +112,7 @@ Test(opensandbox_env, the_configuration_wins_over_the_variables)
     sbx_error err;
     cr_assert_eq(open_ctx(sec, 1, &err), SBX_OK, "%s", err.message);
     create_run_destroy("k-os-cfg");
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"uri\": \"alpine:cfg\""), "%s", s);
     cr_expect_null(strstr(s, "python:3.12-env"), "%s", s);
     cr_expect_null(strstr(s, "use_server_proxy=true"), "%s", s);
@@ -210,11 +157,11 @@ Test(opensandbox_env, health_checks_the_server)
     sbx_error err;
     cr_assert_eq(open_ctx(sec, 0, &err), SBX_OK, "%s", err.message);
     struct sbx_health h;
-    cr_assert_eq(health(&h, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_health(prov, &h, &err), SBX_OK, "%s", err.message);
     cr_expect(h.checked);
     cr_expect(strstr(h.detail, "OpenSandbox server at http://127.0.0.1:"), "%s", h.detail);
     cr_expect(strstr(h.detail, "/sandboxes?pageSize=1"), "%s", h.detail);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "/v1/sandboxes?pageSize=1"), "%s", s);
     cr_expect_null(strstr(s, "\"method\": \"POST\""), "%s", s);
     free(s);
@@ -223,14 +170,14 @@ Test(opensandbox_env, health_checks_the_server)
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/v1/sandboxes\",\"kind\":\"status\","
                                     "\"status\":502,\"times\":1}]"),
                  0);
-    int rc = health(&h, &err);
+    int rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "is failing (HTTP 502)"), "%s", err.message);
 
     /* a wrong key */
     setenv("OPEN_SANDBOX_API_KEY", "wrong_os_secret", 1);
     cr_assert_eq(open_ctx(sec, 0, &err), SBX_OK, "%s", err.message);
-    rc = health(&h, &err);
+    rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_DENIED, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "the API key was refused (HTTP 401)"), "%s", err.message);
     cr_expect(strstr(err.message, "OPEN_SANDBOX_API_KEY"), "%s", err.message);
@@ -239,7 +186,7 @@ Test(opensandbox_env, health_checks_the_server)
     /* the server down */
     fake_stop(&fake);
     cr_assert_eq(open_ctx(sec, 0, &err), SBX_OK, "%s", err.message);
-    rc = health(&h, &err);
+    rc = ph_health(prov, &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "cannot reach the OpenSandbox server"), "%s", err.message);
 }

@@ -13,12 +13,12 @@
  * a sandbox stuck in Pausing past a short ready_timeout_ms.
  */
 #include "../e2b/fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
 #include <criterion/criterion.h>
 
-#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +31,7 @@
 
 static struct fake_service fake;
 static char statedir[64];
-static char cfgpaths[4][128];
+static char cfgpaths[4][PH_PATH_MAX];
 static int ncfg;
 
 static void up(void)
@@ -55,7 +55,7 @@ static void down(void)
 {
     fake_stop(&fake);
     for (int i = 0; i < ncfg; i++)
-        unlink(cfgpaths[i]);
+        ph_remove_config(cfgpaths[i]);
     ncfg = 0;
     if (statedir[0])
         (void)rm_tree(statedir);
@@ -70,89 +70,14 @@ static sbx_provider *open_prov(sbx_ctx **ctx, const char *state, const char *ext
 {
     cr_assert_lt(ncfg, 4);
     char *path = cfgpaths[ncfg++];
-    snprintf(path, 128, "/tmp/sbx-osp-XXXXXX.yaml");
-    int fd = mkstemps(path, 5);
-    cr_assert_geq(fd, 0);
-    FILE *f = fdopen(fd, "w");
-    cr_assert_not_null(f);
-    fprintf(f,
-            "providers:\n  opensandbox:\n    api_url: \"%s\"\n"
-            "    workspace: /home/user/workspace\n    proc_dir: /home/user/.sbx-procs\n"
-            "    retries: 2\n    state_dir: \"%s\"\n%s",
-            fake.url, state ? state : statedir, extra ? extra : "");
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = path;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error err;
-    sbx_error_clear(&err);
+    ph_write_config(path, "/tmp/sbx-osp-XXXXXX.yaml",
+                    "providers:\n  opensandbox:\n    api_url: \"%s\"\n"
+                    "    workspace: /home/user/workspace\n    proc_dir: /home/user/.sbx-procs\n"
+                    "    retries: 2\n    state_dir: \"%s\"\n%s",
+                    fake.url, state ? state : statedir, extra ? extra : "");
     sbx_provider *p = NULL;
-    int rc = sbx_open(&o, ctx, &err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(*ctx, "opensandbox", &p, &err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_ready(p, NULL, &err);
-    cr_assert_eq(rc, SBX_OK, "%s", err.message);
+    ph_open_ok(path, "opensandbox", ctx, &p);
     return p;
-}
-
-static sbx_handle *make(sbx_provider *p, const char *key)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    struct sbx_create_options co;
-    memset(&co, 0, sizeof co);
-    co.size = sizeof co;
-    cr_assert_eq(sbx_create(p, key, &co, NULL, &h, &err), SBX_OK, "create: %s", err.message);
-    return h;
-}
-
-static int run(sbx_handle *h, const char *script, sbx_error *err)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.timeout_ms = 20000;
-    struct sbx_exec_result res;
-    memset(&res, 0, sizeof res);
-    res.size = sizeof res;
-    int rc = sbx_exec(h, &a, &res, NULL, err);
-    if (rc == SBX_OK && res.exit_code != 0)
-        return -res.exit_code;
-    return rc;
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
-}
-
-static void reset(void)
-{
-    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
-}
-
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
-static void nap(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
 }
 
 static double now_s(void)
@@ -162,16 +87,11 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static const char *sid(sbx_handle *h)
-{
-    return strchr(sbx_handle_ref(h), ':') + 1;
-}
-
 /* A lifecycle call to the fake as another client (the SDK, a console). */
 static long lifecycle(const char *method, sbx_handle *h, const char *suffix, char **body)
 {
     char path[256];
-    snprintf(path, sizeof path, "/v1/sandboxes/%s%s", sid(h), suffix);
+    snprintf(path, sizeof path, "/v1/sandboxes/%s%s", ph_sid(h), suffix);
     long st = 0;
     char *doc = fake_http(&fake, method, path, NULL, "OPEN-SANDBOX-API-KEY: " KEY, &st);
     if (body)
@@ -195,7 +115,7 @@ static int fake_state_is(sbx_handle *h, const char *want)
 static void wait_state(sbx_handle *h, const char *want)
 {
     for (int i = 0; i < 200 && !fake_state_is(h, want); i++)
-        nap(0.02);
+        ph_nap(0.02);
     cr_assert(fake_state_is(h, want), "the sandbox never became %s", want);
 }
 
@@ -206,21 +126,13 @@ static long host_size(const char *name)
 {
     char pat[512];
     snprintf(pat, sizeof pat, "%s/sbx-fake-*/home/user/workspace/%s", fake.dir, name);
-    glob_t g;
-    long n = -1;
-    if (glob(pat, 0, NULL, &g) == 0 && g.gl_pathc == 1) {
-        struct stat s;
-        if (stat(g.gl_pathv[0], &s) == 0)
-            n = (long)s.st_size;
-    }
-    globfree(&g);
-    return n;
+    return ph_glob_size(pat);
 }
 
 static int marker(sbx_handle *h)
 {
     char p[256];
-    snprintf(p, sizeof p, "%s/%s/paused", statedir, sid(h));
+    snprintf(p, sizeof p, "%s/%s/paused", statedir, ph_sid(h));
     struct stat s;
     return lstat(p, &s) == 0;
 }
@@ -235,7 +147,7 @@ static void start_ticker(sbx_handle *h, char id[SBX_PROC_ID_MAX])
     sbx_error err;
     cr_assert_eq(sbx_proc_start(h, &spec, id, NULL, &err), SBX_OK, "%s", err.message);
     for (int i = 0; i < 200 && host_size("ticks") <= 0; i++)
-        nap(0.02);
+        ph_nap(0.02);
     cr_assert_gt(host_size("ticks"), 0, "the ticker never wrote");
 }
 
@@ -243,22 +155,22 @@ Test(opensandbox_pause, processes_stop_while_paused_and_continue_after_resume)
 {
     sbx_ctx *ctx;
     sbx_provider *p = open_prov(&ctx, NULL, NULL);
-    sbx_handle *h = make(p, "k-freeze");
+    sbx_handle *h = ph_create(p, "k-freeze");
     char id[SBX_PROC_ID_MAX];
     start_ticker(h, id);
     sbx_error err;
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_expect(fake_state_is(h, "Paused"));
     cr_expect(marker(h), "no marker after pause");
-    nap(0.1);
+    ph_nap(0.1);
     long a = host_size("ticks");
-    nap(0.5);
+    ph_nap(0.5);
     long b = host_size("ticks");
     cr_expect_eq(a, b, "the ticker ran while paused: %ld then %ld bytes", a, b);
     cr_assert_eq(sbx_resume(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_expect(fake_state_is(h, "Running"));
     cr_expect(!marker(h), "the marker outlived the resume");
-    nap(0.4);
+    ph_nap(0.4);
     long c = host_size("ticks");
     cr_expect_gt(c, b, "the ticker did not continue after resume (%ld bytes)", c);
     /* the same process, still known */
@@ -273,19 +185,19 @@ Test(opensandbox_pause, pause_and_resume_are_idempotent_from_any_handle)
     sbx_ctx *c1, *c2;
     sbx_provider *p1 = open_prov(&c1, NULL, NULL);
     sbx_provider *p2 = open_prov(&c2, NULL, NULL);
-    sbx_handle *h = make(p1, "k-idem");
+    sbx_handle *h = ph_create(p1, "k-idem");
     sbx_handle *h2 = NULL;
     sbx_error err;
     cr_assert_eq(sbx_attach(p2, "k-idem", sbx_handle_ref(h), NULL, &h2, &err), SBX_OK, "%s",
                  err.message);
     cr_expect_eq(sbx_resume(h, NULL, &err), SBX_OK, "resume of a running one: %s", err.message);
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
-    reset();
+    fake_reset(&fake);
     /* paused already: the server answers 409, which is what was asked */
     cr_expect_eq(sbx_pause(h2, NULL, &err), SBX_OK, "second pause: %s", err.message);
     cr_expect_eq(sbx_pause(h, NULL, &err), SBX_OK, "third pause: %s", err.message);
-    char *s = stats();
-    cr_expect_geq(count(s, "/pause\""), 2, "%s", s);
+    char *s = fake_stats(&fake);
+    cr_expect_geq(ph_count(s, "/pause\""), 2, "%s", s);
     free(s);
     cr_expect(fake_state_is(h, "Paused"));
     cr_expect_eq(sbx_resume(h2, NULL, &err), SBX_OK, "%s", err.message);
@@ -307,22 +219,22 @@ Test(opensandbox_pause, ops_resume_first_and_the_hot_path_pays_nothing)
     sbx_ctx *c1, *c2;
     sbx_provider *p1 = open_prov(&c1, NULL, NULL);
     sbx_provider *p2 = open_prov(&c2, NULL, NULL);
-    sbx_handle *h = make(p1, "k-trans");
+    sbx_handle *h = ph_create(p1, "k-trans");
     sbx_error err;
-    cr_assert_eq(run(h, "echo kept > kept.txt", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_sh(h, "echo kept > kept.txt", &err), SBX_OK, "%s", err.message);
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
-    reset();
-    cr_expect_eq(run(h, "test \"$(cat kept.txt)\" = kept", &err), SBX_OK, "exec: %s",
+    fake_reset(&fake);
+    cr_expect_eq(ph_sh(h, "test \"$(cat kept.txt)\" = kept", &err), SBX_OK, "exec: %s",
                  err.message);
-    char *s = stats();
-    cr_expect_eq(count(s, "/resume\""), 1, "one resume: %s", s);
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "/resume\""), 1, "one resume: %s", s);
     free(s);
     cr_expect(fake_state_is(h, "Running"));
 
-    reset();
-    cr_expect_eq(run(h, "true", &err), SBX_OK, "%s", err.message);
-    s = stats();
-    cr_expect_eq(count(s, "\"service\": \"lifecycle\""), 0, "lifecycle on the hot path: %s", s);
+    fake_reset(&fake);
+    cr_expect_eq(ph_sh(h, "true", &err), SBX_OK, "%s", err.message);
+    s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "\"service\": \"lifecycle\""), 0, "lifecycle on the hot path: %s", s);
     free(s);
 
     /* Paused by another process of this machine: read, stat, proc_start
@@ -372,9 +284,9 @@ Test(opensandbox_pause, paused_elsewhere_is_resumed_when_a_request_times_out)
 {
     sbx_ctx *ctx;
     sbx_provider *p = open_prov(&ctx, NULL, "    request_timeout_ms: 1000\n");
-    sbx_handle *h = make(p, "k-foreign");
+    sbx_handle *h = ph_create(p, "k-foreign");
     sbx_error err;
-    cr_assert_eq(run(h, "echo x > f.txt", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_sh(h, "echo x > f.txt", &err), SBX_OK, "%s", err.message);
     cr_assert_eq(lifecycle("POST", h, "/pause", NULL), 202);
     wait_state(h, "Paused");
     struct sbx_file_info fi;
@@ -395,7 +307,7 @@ Test(opensandbox_pause, paused_elsewhere_is_resumed_when_a_request_times_out)
     if (rc != SBX_OK)
         cr_expect(strstr(err.message, "paused elsewhere: resumed"), "%s", err.message);
     cr_expect(fake_state_is(h, "Running"));
-    cr_expect_eq(run(h, "true", &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_sh(h, "true", &err), SBX_OK, "%s", err.message);
     sbx_capture_free(&out);
     sbx_destroy(p, "k-foreign", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
@@ -406,7 +318,7 @@ Test(opensandbox_pause, a_sandbox_deleted_by_another_process_is_not_found)
 {
     sbx_ctx *ctx;
     sbx_provider *p = open_prov(&ctx, NULL, NULL);
-    sbx_handle *h = make(p, "k-gone");
+    sbx_handle *h = ph_create(p, "k-gone");
     sbx_error err;
     /* deleted while running: pause says so */
     cr_assert_eq(lifecycle("DELETE", h, "", NULL), 204);
@@ -419,7 +331,7 @@ Test(opensandbox_pause, a_sandbox_deleted_by_another_process_is_not_found)
     sbx_release(h);
 
     /* deleted while paused: resume, pause and the next op say so */
-    h = make(p, "k-gone2");
+    h = ph_create(p, "k-gone2");
     cr_assert_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_assert_eq(lifecycle("DELETE", h, "", NULL), 204);
     rc = sbx_resume(h, NULL, &err);
@@ -427,7 +339,7 @@ Test(opensandbox_pause, a_sandbox_deleted_by_another_process_is_not_found)
     cr_expect(strstr(err.message, "no longer exists"), "%s", err.message);
     rc = sbx_pause(h, NULL, &err);
     cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
-    rc = run(h, "true", &err);
+    rc = ph_sh(h, "true", &err);
     cr_expect_eq(rc, SBX_E_NOT_FOUND, "%d %s", rc, err.message);
     cr_expect_eq(sbx_destroy(p, "k-gone2", sbx_handle_ref(h), NULL, &err), SBX_OK, "%s",
                  err.message);
@@ -439,12 +351,12 @@ Test(opensandbox_pause, a_5xx_during_pause_is_retried_or_reported)
 {
     sbx_ctx *ctx;
     sbx_provider *p = open_prov(&ctx, NULL, NULL);
-    sbx_handle *h = make(p, "k-5xx");
+    sbx_handle *h = ph_create(p, "k-5xx");
     sbx_error err;
     char f[256];
     /* one 503: the idempotent pause is sent again and succeeds */
     snprintf(f, sizeof f, "[{\"match\":\"/v1/sandboxes/%s/pause\",\"kind\":\"status\","
-                          "\"status\":503}]", sid(h));
+                          "\"status\":503}]", ph_sid(h));
     cr_assert_eq(fake_faults(&fake, f), 0);
     cr_expect_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     cr_expect(fake_state_is(h, "Paused"));
@@ -452,7 +364,7 @@ Test(opensandbox_pause, a_5xx_during_pause_is_retried_or_reported)
     /* 500 every time on a running sandbox: reported, naming the step; not
      * paused, so no marker and no resume before the next exec */
     snprintf(f, sizeof f, "[{\"match\":\"/v1/sandboxes/%s/pause\",\"kind\":\"status\","
-                          "\"status\":500,\"times\":20}]", sid(h));
+                          "\"status\":500,\"times\":20}]", ph_sid(h));
     cr_assert_eq(fake_faults(&fake, f), 0);
     int rc = sbx_pause(h, NULL, &err);
     cr_expect_neq(rc, SBX_OK);
@@ -460,10 +372,10 @@ Test(opensandbox_pause, a_5xx_during_pause_is_retried_or_reported)
               err.message);
     cr_expect(fake_state_is(h, "Running"));
     cr_expect(!marker(h), "a refused pause left the marker");
-    reset();
-    cr_expect_eq(run(h, "true", &err), SBX_OK, "%s", err.message);
-    char *s = stats();
-    cr_expect_eq(count(s, "/resume\""), 0, "%s", s);
+    fake_reset(&fake);
+    cr_expect_eq(ph_sh(h, "true", &err), SBX_OK, "%s", err.message);
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "/resume\""), 0, "%s", s);
     free(s);
     /* paused already and the server answers 500 (the docker runtime:
      * `docker pause` of a paused container fails): what was asked */
@@ -473,16 +385,16 @@ Test(opensandbox_pause, a_5xx_during_pause_is_retried_or_reported)
     cr_expect_eq(sbx_pause(h, NULL, &err), SBX_OK, "%s", err.message);
     /* a 500 on resume: reported; the sandbox stays paused, the marker too */
     snprintf(f, sizeof f, "[{\"match\":\"/v1/sandboxes/%s/resume\",\"kind\":\"status\","
-                          "\"status\":500,\"times\":20}]", sid(h));
-    reset();
+                          "\"status\":500,\"times\":20}]", ph_sid(h));
+    fake_reset(&fake);
     cr_assert_eq(fake_faults(&fake, f), 0);
     rc = sbx_resume(h, NULL, &err);
     cr_expect_neq(rc, SBX_OK);
     cr_expect(strstr(err.message, "resuming sandbox") && strstr(err.message, "500"), "%s",
               err.message);
     cr_expect(marker(h), "the marker went although the sandbox is paused");
-    reset();
-    cr_expect_eq(run(h, "true", &err), SBX_OK, "after the faults: %s", err.message);
+    fake_reset(&fake);
+    cr_expect_eq(ph_sh(h, "true", &err), SBX_OK, "after the faults: %s", err.message);
     cr_expect(!marker(h));
     sbx_destroy(p, "k-5xx", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
@@ -522,7 +434,7 @@ Test(opensandbox_pause, resume_racing_from_two_instances)
     sbx_ctx *c1, *c2;
     sbx_provider *p1 = open_prov(&c1, NULL, NULL);
     sbx_provider *p2 = open_prov(&c2, other, NULL);
-    sbx_handle *h = make(p1, "k-race");
+    sbx_handle *h = ph_create(p1, "k-race");
     sbx_handle *h2 = NULL;
     sbx_error err;
     cr_assert_eq(sbx_attach(p2, "k-race", sbx_handle_ref(h), NULL, &h2, &err), SBX_OK, "%s",
@@ -542,7 +454,7 @@ Test(opensandbox_pause, resume_racing_from_two_instances)
         cr_expect(!marker(h), "round %d: the marker outlived the resumes", round);
     }
     long t1 = host_size("ticks");
-    nap(0.3);
+    ph_nap(0.3);
     cr_expect_gt(host_size("ticks"), t1, "the ticker does not run after the racing resumes");
     sbx_release(h2);
     sbx_destroy(p1, "k-race", sbx_handle_ref(h), NULL, &err);
@@ -560,7 +472,7 @@ Test(opensandbox_pause, pause_racing_resume_leaves_the_marker_true)
     sbx_ctx *c1, *c2;
     sbx_provider *p1 = open_prov(&c1, NULL, NULL);
     sbx_provider *p2 = open_prov(&c2, NULL, NULL);
-    sbx_handle *h = make(p1, "k-pr");
+    sbx_handle *h = ph_create(p1, "k-pr");
     sbx_handle *h2 = NULL;
     sbx_error err;
     cr_assert_eq(sbx_attach(p2, "k-pr", sbx_handle_ref(h), NULL, &h2, &err), SBX_OK, "%s",
@@ -576,7 +488,7 @@ Test(opensandbox_pause, pause_racing_resume_leaves_the_marker_true)
         cr_expect_eq(fake_state_is(h, "Paused"), marker(h), "round %d: marker %d", round,
                      marker(h));
     }
-    cr_expect_eq(run(h2, "echo ok", &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_sh(h2, "echo ok", &err), SBX_OK, "%s", err.message);
     cr_expect(fake_state_is(h, "Running") && !marker(h));
     sbx_release(h2);
     sbx_destroy(p1, "k-pr", sbx_handle_ref(h), NULL, &err);
@@ -591,7 +503,7 @@ Test(opensandbox_pause, stuck_in_pausing_past_the_deadline)
 {
     sbx_ctx *ctx;
     sbx_provider *p = open_prov(&ctx, NULL, "    ready_timeout_ms: 500\n");
-    sbx_handle *h = make(p, "k-stuck");
+    sbx_handle *h = ph_create(p, "k-stuck");
     sbx_error err;
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/v1/sandboxes\",\"kind\":\"stuck_pause\"}]"),
                  0);
@@ -612,7 +524,7 @@ Test(opensandbox_pause, stuck_in_pausing_past_the_deadline)
     cr_expect_lt(now_s() - t0, 3.0);
     cr_expect_eq(sbx_destroy(p, "k-stuck", sbx_handle_ref(h), NULL, &err), SBX_OK, "%s",
                  err.message);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"sandboxes\": 0"), "%s", s);
     free(s);
     sbx_release(h);
@@ -627,7 +539,7 @@ Test(opensandbox_pause, pooled_sandbox_is_handed_over_by_key_hash)
     sbx_ctx *ctx;
     sbx_provider *p = open_prov(&ctx, NULL, NULL);
     const char *member = "pool-member-key-0123456789";
-    sbx_handle *h = make(p, member);
+    sbx_handle *h = ph_create(p, member);
     sbx_error err;
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
@@ -645,7 +557,7 @@ Test(opensandbox_pause, pooled_sandbox_is_handed_over_by_key_hash)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "! (env; hostname; cat /proc/1/environ) 2>/dev/null | grep -q %s",
              member);
-    cr_expect_eq(run(hb, cmd, &err), SBX_OK, "the key reached the sandbox: %s", err.message);
+    cr_expect_eq(ph_sh(hb, cmd, &err), SBX_OK, "the key reached the sandbox: %s", err.message);
     sbx_release(hb);
     hb = NULL;
     char wrong[SBX_KEY_HASH_LEN + 1];

@@ -12,6 +12,7 @@
  * a waiting read cancelled.
  */
 #include "../e2b/fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -39,7 +40,7 @@
 #define PROC_DIR "/home/user/.sbx-procs"
 
 static struct fake_service fake;
-static char cfgdir[64];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
@@ -54,16 +55,8 @@ static void up(void)
 
 static void close_ctx(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
-    if (cfgdir[0]) {
-        char p[128];
-        snprintf(p, sizeof p, "%s/sbx.yaml", cfgdir);
-        unlink(p);
-        rmdir(cfgdir);
-    }
-    cfgdir[0] = '\0';
+    ph_close(&ctx, NULL);
+    ph_remove_config(cfgpath);
 }
 
 /* With SBX_OS_REQUEST_LOG=DIR, every test leaves the requests the fake
@@ -94,31 +87,12 @@ static void down(void)
 
 static int open_ctx(const char *extra, sbx_error *err)
 {
-    snprintf(cfgdir, sizeof cfgdir, "/tmp/sbx-os-procs-XXXXXX");
-    cr_assert_not_null(mkdtemp(cfgdir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/sbx.yaml", cfgdir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f,
-            "providers:\n  opensandbox:\n    api_url: \"%s\"\n"
-            "    workspace: /home/user/workspace\n    proc_dir: " PROC_DIR "\n%s%s",
-            fake.url, extra && strstr(extra, "retries:") ? "" : "    retries: 2\n",
-            extra ? extra : "");
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = path;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_lookup(ctx, "opensandbox", &prov, err);
-    if (rc == SBX_OK)
-        rc = sbx_provider_ready(prov, NULL, err);
-    return rc;
+    ph_write_config(cfgpath, "/tmp/sbx-os-procs-XXXXXX",
+                    "providers:\n  opensandbox:\n    api_url: \"%s\"\n"
+                    "    workspace: /home/user/workspace\n    proc_dir: " PROC_DIR "\n%s%s",
+                    fake.url, extra && strstr(extra, "retries:") ? "" : "    retries: 2\n",
+                    extra ? extra : "");
+    return ph_open(cfgpath, "opensandbox", true, &ctx, &prov, err);
 }
 
 static void open_or_die(const char *extra)
@@ -127,30 +101,9 @@ static void open_or_die(const char *extra)
     cr_assert_eq(open_ctx(extra, &err), SBX_OK, "%s", err.message);
 }
 
-static sbx_handle *make_ports(const char *key, const uint16_t *ports)
-{
-    struct sbx_create_options co;
-    memset(&co, 0, sizeof co);
-    co.size = sizeof co;
-    co.ports = ports;
-    sbx_error err;
-    sbx_handle *h = NULL;
-    int rc = sbx_create(prov, key, &co, NULL, &h, &err);
-    cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
-    return h;
-}
-
-static sbx_handle *make(const char *key)
-{
-    return make_ports(key, NULL);
-}
-
 static void destroy(sbx_handle *h, const char *key)
 {
-    sbx_error err;
-    cr_expect_eq(sbx_destroy(prov, key, sbx_handle_ref(h), NULL, &err), SBX_OK, "%s",
-                 err.message);
-    sbx_release(h);
+    ph_destroy(prov, key, h);
 }
 
 static int sh(sbx_handle *h, const char *script, char *out, size_t cap)
@@ -300,7 +253,7 @@ TestSuite(opensandbox_procs, .init = up, .fini = down, .timeout = 120);
 Test(opensandbox_procs, output_apart_exit_code_and_eof)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-basic");
+    sbx_handle *h = ph_create(prov, "procs-basic");
     char id[SBX_PROC_ID_MAX];
     start(h, "echo out; echo err >&2; printf 'no newline'; exit 3", 0, id);
     struct reader r = {0};
@@ -323,7 +276,7 @@ Test(opensandbox_procs, output_apart_exit_code_and_eof)
 Test(opensandbox_procs, binary_output_is_byte_exact)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-binary");
+    sbx_handle *h = ph_create(prov, "procs-binary");
     char id[SBX_PROC_ID_MAX];
     start(h, "printf '\\000\\377\\200abc\\376'", 0, id);
     struct reader r = {0};
@@ -337,7 +290,7 @@ Test(opensandbox_procs, binary_output_is_byte_exact)
 Test(opensandbox_procs, stdin_paste_then_eof)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-stdin");
+    sbx_handle *h = ph_create(prov, "procs-stdin");
     char id[SBX_PROC_ID_MAX];
     start(h, "cat; echo done >&2", 0, id);
     size_t n = 1 << 20; /* a 1 MiB paste, every byte value */
@@ -364,7 +317,7 @@ Test(opensandbox_procs, stdin_paste_then_eof)
 Test(opensandbox_procs, signal_list_and_timeout)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-signal");
+    sbx_handle *h = ph_create(prov, "procs-signal");
     char a[SBX_PROC_ID_MAX], b[SBX_PROC_ID_MAX], c[SBX_PROC_ID_MAX];
     start(h, "sleep 30", 0, a);
     start(h, "echo second", 0, b);
@@ -443,7 +396,7 @@ static void read_checked(sbx_handle *h, const char *id, const struct buf *want, 
 Test(opensandbox_procs, output_beyond_the_buffer_loses_an_exact_count)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-overflow");
+    sbx_handle *h = ph_create(prov, "procs-overflow");
     char id[SBX_PROC_ID_MAX];
     /* 8 KiB asked: chunks of 4 KiB (the least), 16..20 KiB kept */
     start(h, "seq 1 40000", 8192, id);
@@ -483,7 +436,7 @@ Test(opensandbox_procs, output_beyond_the_buffer_loses_an_exact_count)
 Test(opensandbox_procs, small_reads_never_repeat_or_skip)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-small");
+    sbx_handle *h = ph_create(prov, "procs-small");
     char id[SBX_PROC_ID_MAX];
     start(h, "seq 1 3000; seq 1 500 >&2", 1 << 20, id);
     struct reader r = {0};
@@ -503,8 +456,8 @@ Test(opensandbox_procs, small_reads_never_repeat_or_skip)
 Test(opensandbox_procs, a_foreign_or_malformed_id_is_not_found)
 {
     open_or_die(NULL);
-    sbx_handle *a = make("procs-foreign-a");
-    sbx_handle *b = make("procs-foreign-b");
+    sbx_handle *a = ph_create(prov, "procs-foreign-a");
+    sbx_handle *b = ph_create(prov, "procs-foreign-b");
     char id[SBX_PROC_ID_MAX];
     start(a, "sleep 5", 0, id);
     struct reader r = {0};
@@ -526,7 +479,7 @@ Test(opensandbox_procs, a_foreign_or_malformed_id_is_not_found)
 Test(opensandbox_procs, thirty_two_at_once)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-32");
+    sbx_handle *h = ph_create(prov, "procs-32");
     char ids[32][SBX_PROC_ID_MAX];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -571,7 +524,7 @@ static long rss_kb(void)
 Test(opensandbox_procs, a_flood_stays_bounded)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-flood");
+    sbx_handle *h = ph_create(prov, "procs-flood");
     char id[SBX_PROC_ID_MAX];
     start(h, "yes 0123456789abcdef0123456789abcdef", 1 << 16, id);
     struct reader r = {0};
@@ -611,7 +564,7 @@ static const char *sid(sbx_handle *h)
 Test(opensandbox_procs, execd_restarted_is_a_clear_error)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-restart");
+    sbx_handle *h = ph_create(prov, "procs-restart");
     char id[SBX_PROC_ID_MAX];
     start(h, "sleep 20", 0, id);
     char path[128];
@@ -640,7 +593,7 @@ static int count_entry(void *arg, const struct sbx_file_info *i)
 Test(opensandbox_procs, faults_under_a_running_process)
 {
     open_or_die("    request_timeout_ms: 1500\n    retries: 1\n");
-    sbx_handle *h = make("procs-faults");
+    sbx_handle *h = ph_create(prov, "procs-faults");
     char id[SBX_PROC_ID_MAX];
     start(h, "seq 1 20000; sleep 20", 0, id);
     struct reader r = {0};
@@ -690,7 +643,7 @@ Test(opensandbox_procs, faults_under_a_running_process)
 static void child_reader(int fd)
 {
     sbx_error err;
-    cfgdir[0] = '\0';
+    cfgpath[0] = '\0';
     ctx = NULL;
     if (open_ctx(NULL, &err) != SBX_OK)
         _exit(2);
@@ -744,7 +697,7 @@ Test(opensandbox_procs, reattach_after_the_reader_was_killed)
     close(p[0]);
     /* a new process attaches and continues from the cursor it had */
     open_or_die(NULL);
-    sbx_handle *h = make("procs-reattach");
+    sbx_handle *h = ph_create(prov, "procs-reattach");
     struct reader r = {0};
     r.out = got.n;
     read_all(h, id, &r, 0, 30);
@@ -767,7 +720,7 @@ Test(opensandbox_procs, reattach_after_the_reader_was_killed)
 Test(opensandbox_procs, destroy_ends_the_processes)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-destroy");
+    sbx_handle *h = ph_create(prov, "procs-destroy");
     char id[SBX_PROC_ID_MAX];
     start(h, "sleep 300", 0, id);
     char name[32], cmd[256], out[64];
@@ -828,7 +781,7 @@ static int has(const struct names *s, const char *name, uint32_t type)
 Test(opensandbox_procs, file_ops)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("files-ops");
+    sbx_handle *h = ph_create(prov, "files-ops");
     sbx_error err;
     cr_assert_eq(sbx_file_mkdir(h, "a/b/c", 0, 0, NULL, &err), SBX_E_NOT_FOUND);
     cr_assert_eq(sbx_file_mkdir(h, "a/b/c", 0700, SBX_MKDIR_PARENTS, NULL, &err), SBX_OK, "%s",
@@ -895,7 +848,7 @@ Test(opensandbox_procs, file_ops)
 Test(opensandbox_procs, symlinks_never_lead_out)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("files-links");
+    sbx_handle *h = ph_create(prov, "files-links");
     sbx_error err;
     sh(h, "mkdir -p /home/user/outside/d && echo secret > /home/user/outside/s && "
           "cd /home/user/workspace && ln -s /home/user/outside out && ln -s ../outside/s s",
@@ -933,7 +886,7 @@ Test(opensandbox_procs, symlinks_never_lead_out)
 Test(opensandbox_procs, a_wide_directory_in_bounded_memory)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("files-wide");
+    sbx_handle *h = ph_create(prov, "files-wide");
     sh(h, "mkdir -p /home/user/workspace/w && cd /home/user/workspace/w && "
           "seq -f 'entry-with-a-longish-name-%06g' 1 30000 | xargs touch",
        NULL, 0);
@@ -982,7 +935,7 @@ static void serve_and_reach(const char *extra, const char *key, int proxied)
     open_or_die(extra);
     uint16_t port = (uint16_t)(20000 + getpid() % 20000);
     uint16_t ports[] = {port, 0};
-    sbx_handle *h = make_ports(key, ports);
+    sbx_handle *h = ph_create_ports(prov, key, ports);
     sh(h, "echo served-from-the-sandbox > /home/user/workspace/hello.txt", NULL, 0);
     char script[160];
     snprintf(script, sizeof script,
@@ -1058,7 +1011,7 @@ static void *fire_soon(void *arg)
 Test(opensandbox_procs, a_waiting_read_is_cancelled)
 {
     open_or_die(NULL);
-    sbx_handle *h = make("procs-cancel");
+    sbx_handle *h = ph_create(prov, "procs-cancel");
     char id[SBX_PROC_ID_MAX];
     start(h, "sleep 20", 0, id);
     sbx_cancel *c = NULL;

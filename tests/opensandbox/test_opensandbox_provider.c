@@ -7,6 +7,7 @@
  * event framings, resume on attach, connection reuse.
  */
 #include "../e2b/fake_service.h"
+#include "../support/provider_harness.h"
 
 #include <sbx/sbx.h>
 
@@ -22,7 +23,7 @@
 #define KEY "os_test_key_0123"
 
 static struct fake_service fake;
-static char cfgdir[64];
+static char cfgpath[PH_PATH_MAX];
 static sbx_ctx *ctx;
 static sbx_provider *prov;
 
@@ -42,108 +43,27 @@ static void up(void)
 
 static void down(void)
 {
-    if (ctx)
-        sbx_close(ctx);
-    ctx = NULL;
+    ph_close(&ctx, &prov);
     fake_stop(&fake);
-    if (cfgdir[0]) {
-        char p[128];
-        snprintf(p, sizeof p, "%s/sbx.yaml", cfgdir);
-        unlink(p);
-        rmdir(cfgdir);
-    }
-    cfgdir[0] = '\0';
+    ph_remove_config(cfgpath);
 }
 
 /* A context whose opensandbox section points at the fake (api_url NULL:
  * none), plus extra lines. */
 static int open_ctx_url(const char *url, const char *extra, sbx_error *err)
 {
-    snprintf(cfgdir, sizeof cfgdir, "/tmp/sbx-os-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(cfgdir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/sbx.yaml", cfgdir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f, "providers:\n  opensandbox:\n");
+    char api[128] = "";
     if (url)
-        fprintf(f, "    api_url: \"%s\"\n", url);
-    fprintf(f, "    workspace: /home/user/workspace\n%s%s",
-            extra && strstr(extra, "retries:") ? "" : "    retries: 3\n", extra ? extra : "");
-    fclose(f);
-    struct sbx_options o;
-    memset(&o, 0, sizeof o);
-    o.size = sizeof o;
-    o.config_path = path;
-    o.plugin_path = SBX_TEST_PROVIDER_DIR;
-    o.ignore_environment = true;
-    sbx_error_clear(err);
-    int rc = sbx_open(&o, &ctx, err);
-    if (rc != SBX_OK)
-        return rc;
-    rc = sbx_provider_lookup(ctx, "opensandbox", &prov, err);
-    if (rc != SBX_OK)
-        return rc;
-    return sbx_provider_ready(prov, NULL, err);
+        snprintf(api, sizeof api, "    api_url: \"%s\"\n", url);
+    ph_write_config(cfgpath, "/tmp/sbx-os-test-XXXXXX",
+                    "providers:\n  opensandbox:\n%s    workspace: /home/user/workspace\n%s%s", api,
+                    extra && strstr(extra, "retries:") ? "" : "    retries: 3\n", extra ? extra : "");
+    return ph_open(cfgpath, "opensandbox", true, &ctx, &prov, err);
 }
 
 static int open_ctx(const char *extra, sbx_error *err)
 {
     return open_ctx_url(fake.url, extra, err);
-}
-
-static int try_make(const char *key, sbx_handle **h, sbx_error *err)
-{
-    struct sbx_create_options co = {sizeof co, NULL, 0, NULL, NULL, NULL};
-    *h = NULL;
-    return sbx_create(prov, key, &co, NULL, h, err);
-}
-
-static sbx_handle *make(const char *key)
-{
-    sbx_error err;
-    sbx_handle *h = NULL;
-    int rc = try_make(key, &h, &err);
-    cr_assert_eq(rc, SBX_OK, "create: %s", err.message);
-    return h;
-}
-
-static int run_c(sbx_handle *h, const char *script, struct sbx_exec_result *res,
-                 sbx_capture *out, sbx_cancel *cancel, sbx_error *err)
-{
-    const char *argv[] = {"sh", "-c", script, NULL};
-    struct sbx_sink so = sbx_capture_sink(out);
-    struct sbx_exec_args a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.argv = argv;
-    a.out = &so;
-    a.timeout_ms = 20000;
-    memset(res, 0, sizeof *res);
-    res->size = sizeof *res;
-    return sbx_exec(h, &a, res, cancel, err);
-}
-
-static int run(sbx_handle *h, const char *script, struct sbx_exec_result *res, sbx_capture *out,
-               sbx_error *err)
-{
-    return run_c(h, script, res, out, NULL, err);
-}
-
-static char *stats(void)
-{
-    long st;
-    char *s = fake_http(&fake, "GET", "/_fake/stats", NULL, NULL, &st);
-    cr_assert_not_null(s);
-    return s;
-}
-
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
 }
 
 static void destroy(sbx_handle *h, const char *key)
@@ -170,7 +90,7 @@ Test(opensandbox_provider, domain_from_the_environment)
     setenv("OPEN_SANDBOX_DOMAIN", strstr(fake.url, "127.0.0.1"), 1);
     sbx_error err;
     cr_assert_eq(open_ctx_url(NULL, NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-domain");
+    sbx_handle *h = ph_create(prov, "k-domain");
     destroy(h, "k-domain");
 }
 
@@ -180,7 +100,7 @@ Test(opensandbox_provider, rejected_key_names_the_variable_not_the_value)
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
     sbx_handle *h = NULL;
-    int rc = try_make("k1", &h, &err);
+    int rc = ph_try_create(prov, "k1", &h, &err);
     cr_expect_eq(rc, SBX_E_CONFIG, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "OPEN_SANDBOX_API_KEY"), "%s", err.message);
     cr_expect_null(strstr(err.message, "wrong_secret_value"), "%s", err.message);
@@ -192,11 +112,11 @@ Test(opensandbox_provider, create_sends_image_limits_owner_and_deny_policy)
     cr_assert_eq(open_ctx("    image: python:3.12-slim\n    cpu: 250m\n    memory: 256Mi\n",
                           &err),
                  SBX_OK, "%s", err.message);
-    sbx_handle *h = make("session-key-secret");
+    sbx_handle *h = ph_create(prov, "session-key-secret");
     char hash[SBX_KEY_HASH_LEN + 1];
     cr_assert_eq(sbx_key_hash("session-key-secret", hash), SBX_OK);
     hash[63] = '\0'; /* label values hold 63 characters */
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, hash), "owner hash not sent");
     cr_expect_null(strstr(s, "session-key-secret"), "the session key was sent");
     cr_expect(strstr(s, "\"uri\": \"python:3.12-slim\""), "%s", s);
@@ -207,7 +127,7 @@ Test(opensandbox_provider, create_sends_image_limits_owner_and_deny_policy)
     cr_expect_null(strstr(s, KEY), "the API key landed in a request body");
     free(s);
     /* idempotent: a second create adopts the same sandbox */
-    sbx_handle *h2 = make("session-key-secret");
+    sbx_handle *h2 = ph_create(prov, "session-key-secret");
     cr_expect_str_eq(sbx_handle_ref(h), sbx_handle_ref(h2));
     sbx_release(h2);
     destroy(h, "session-key-secret");
@@ -219,7 +139,7 @@ Test(opensandbox_provider, stuck_in_pending_times_out_naming_the_state)
     cr_assert_eq(open_ctx("    ready_timeout_ms: 600\n", &err), SBX_OK, "%s", err.message);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/v1/sandboxes\",\"kind\":\"stuck\"}]"), 0);
     sbx_handle *h = NULL;
-    int rc = try_make("k-stuck", &h, &err);
+    int rc = ph_try_create(prov, "k-stuck", &h, &err);
     cr_expect_eq(rc, SBX_E_TIMEOUT, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "last state Pending"), "%s", err.message);
 }
@@ -231,7 +151,7 @@ Test(opensandbox_provider, transient_failures_are_retried_for_idempotent_calls_o
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/v1/sandboxes\",\"kind\":\"status\","
                                     "\"status\":503,\"times\":2}]"),
                  0);
-    sbx_handle *h = make("k-retry");
+    sbx_handle *h = ph_create(prov, "k-retry");
     destroy(h, "k-retry");
     free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
     /* GET /sandboxes (the owner lookup) works, then POST meets a 502 */
@@ -243,11 +163,11 @@ Test(opensandbox_provider, transient_failures_are_retried_for_idempotent_calls_o
                                     "\"status\":502,\"body\":{\"code\":\"BAD_GATEWAY\","
                                     "\"message\":\"bad gateway\"}}]"),
                  0);
-    int rc = try_make("k-post", &h, &err);
+    int rc = ph_try_create(prov, "k-post", &h, &err);
     cr_expect_eq(rc, SBX_E_UNAVAILABLE, "%d %s", rc, err.message);
     cr_expect(strstr(err.message, "502"), "%s", err.message);
-    char *s = stats();
-    cr_expect_eq(count(s, "\"method\": \"POST\", \"path\": \"/v1/sandboxes\""), 0,
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "\"method\": \"POST\", \"path\": \"/v1/sandboxes\""), 0,
                  "the failed POST was repeated: %s", s);
     free(s);
 }
@@ -256,11 +176,11 @@ Test(opensandbox_provider, output_streams_and_exit_codes)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-stream");
+    sbx_handle *h = ph_create(prov, "k-stream");
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    int rc = run(h, "echo first; sleep 1; echo second; echo err >&2; exit 7", &res, &out, &err);
+    int rc = ph_exec_sh(h, "echo first; sleep 1; echo second; echo err >&2; exit 7", &res, &out, &err);
     cr_expect_eq(rc, SBX_OK, "%s", err.message);
     cr_expect_eq(res.exit_code, 7);
     cr_expect_eq(res.err_bytes, 4);
@@ -279,11 +199,11 @@ Test(opensandbox_provider, data_framing_is_read_too)
     unsetenv("FAKE_OS_SSE_DATA");
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-data");
+    sbx_handle *h = ph_create(prov, "k-data");
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    int rc = run(h, "printf 'a\\n\\nb'; exit 3", &res, &out, &err);
+    int rc = ph_exec_sh(h, "printf 'a\\n\\nb'; exit 3", &res, &out, &err);
     cr_expect_eq(rc, SBX_OK, "%s", err.message);
     cr_expect_eq(res.exit_code, 3);
     char *t = sbx_capture_text(&out);
@@ -297,18 +217,18 @@ Test(opensandbox_provider, cut_stream_is_a_protocol_error)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-cut");
+    sbx_handle *h = ph_create(prov, "k-cut");
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/command\",\"kind\":\"cut\"}]"), 0);
-    int rc = run(h, "echo hello; sleep 1; echo more", &res, &out, &err);
+    int rc = ph_exec_sh(h, "echo hello; sleep 1; echo more", &res, &out, &err);
     cr_expect_eq(rc, SBX_E_PROTOCOL, "cut: %d %s", rc, err.message);
-    rc = run(h, "exit 0", &res, &out, &err);
+    rc = ph_exec_sh(h, "exit 0", &res, &out, &err);
     cr_expect_eq(rc, SBX_OK, "%s", err.message);
     /* a download cut halfway */
     const char *big = "head -c 300000 /dev/zero > big.bin";
-    cr_assert_eq(run(h, big, &res, &out, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(ph_exec_sh(h, big, &res, &out, &err), SBX_OK, "%s", err.message);
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/files/download\",\"kind\":\"cut\"}]"), 0);
     sbx_capture f;
     sbx_capture_init(&f, 16, 0);
@@ -324,7 +244,7 @@ Test(opensandbox_provider, vanished_sandbox_is_not_found)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-vanish");
+    sbx_handle *h = ph_create(prov, "k-vanish");
     char ref[SBX_REF_MAX];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/files/info\",\"kind\":\"vanish\"}]"), 0);
@@ -347,7 +267,7 @@ Test(opensandbox_provider, slow_answers_time_out)
     sbx_error err;
     cr_assert_eq(open_ctx("    request_timeout_ms: 300\n    retries: 0\n", &err), SBX_OK, "%s",
                  err.message);
-    sbx_handle *h = make("k-slow");
+    sbx_handle *h = ph_create(prov, "k-slow");
     cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/files/info\",\"kind\":\"slow\","
                                     "\"delay_ms\":1500}]"),
                  0);
@@ -372,7 +292,7 @@ Test(opensandbox_provider, cancel_interrupts_the_command)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-cancel");
+    sbx_handle *h = ph_create(prov, "k-cancel");
     sbx_cancel *c = NULL;
     cr_assert_eq(sbx_cancel_new(&c), SBX_OK);
     pthread_t th;
@@ -380,10 +300,10 @@ Test(opensandbox_provider, cancel_interrupts_the_command)
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 64, 0);
-    int rc = run_c(h, "sleep 30", &res, &out, c, &err);
+    int rc = ph_exec_sh_cancel(h, "sleep 30", &res, &out, c, &err);
     pthread_join(th, NULL);
     cr_expect_eq(rc, SBX_E_CANCELLED, "%d %s", rc, err.message);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"method\": \"DELETE\", \"path\": \"/sandboxes/"), "%s", s);
     cr_expect(strstr(s, "/command?id="), "no DELETE /command?id=: %s", s);
     free(s);
@@ -396,7 +316,7 @@ Test(opensandbox_provider, paused_sandbox_is_resumed_on_attach)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-pause");
+    sbx_handle *h = ph_create(prov, "k-pause");
     char ref[SBX_REF_MAX], path[256];
     snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
     sbx_release(h);
@@ -409,9 +329,9 @@ Test(opensandbox_provider, paused_sandbox_is_resumed_on_attach)
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 64, 0);
-    cr_expect_eq(run(h, "exit 4", &res, &out, &err), SBX_OK, "%s", err.message);
+    cr_expect_eq(ph_exec_sh(h, "exit 4", &res, &out, &err), SBX_OK, "%s", err.message);
     cr_expect_eq(res.exit_code, 4);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "/resume"), "not resumed: %s", s);
     cr_expect(strstr(s, "/renew-expiration"), "expiration not renewed on attach: %s", s);
     free(s);
@@ -423,18 +343,18 @@ Test(opensandbox_provider, connections_are_reused)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-reuse");
-    char *s = stats();
+    sbx_handle *h = ph_create(prov, "k-reuse");
+    char *s = fake_stats(&fake);
     int before = atoi(strstr(s, "\"connections\": ") + strlen("\"connections\": "));
     free(s);
     for (int i = 0; i < 30; i++) {
         struct sbx_exec_result res;
         sbx_capture out;
         sbx_capture_init(&out, 64, 0);
-        cr_assert_eq(run(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
+        cr_assert_eq(ph_exec_sh(h, "echo x", &res, &out, &err), SBX_OK, "%s", err.message);
         sbx_capture_free(&out);
     }
-    s = stats();
+    s = fake_stats(&fake);
     int after = atoi(strstr(s, "\"connections\": ") + strlen("\"connections\": "));
     free(s);
     cr_expect_leq(after - before, 3, "30 execs opened %d connections", after - before);
@@ -448,11 +368,11 @@ Test(opensandbox_provider, output_text_is_byte_exact)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    sbx_handle *h = make("k-text");
+    sbx_handle *h = ph_create(prov, "k-text");
     struct sbx_exec_result res;
     sbx_capture out;
     sbx_capture_init(&out, 4096, 0);
-    int rc = run(h, "printf 'a\"b\\\\c\\t\\001\\000z \\303\\251 \\360\\237\\230\\200/'", &res, &out,
+    int rc = ph_exec_sh(h, "printf 'a\"b\\\\c\\t\\001\\000z \\303\\251 \\360\\237\\230\\200/'", &res, &out,
                  &err);
     cr_expect_eq(rc, SBX_OK, "%s", err.message);
     static const char want[] = "a\"b\\c\t\001\000z \303\251 \360\237\230\200/";
@@ -485,9 +405,9 @@ Test(opensandbox_provider, create_adopts_the_sandbox_a_crashed_worker_made)
     const char *p = made ? strstr(made, "\"id\": \"") : NULL;
     cr_assert(p && sscanf(p + 7, "%63[^\"]", id) == 1, "%s", made);
     free(made);
-    sbx_handle *h = make("k-adopt");
+    sbx_handle *h = ph_create(prov, "k-adopt");
     cr_expect(strstr(sbx_handle_ref(h), id), "adopted %s, not %s", sbx_handle_ref(h), id);
-    char *s = stats();
+    char *s = fake_stats(&fake);
     cr_expect(strstr(s, "\"sandboxes\": 1"), "a second sandbox was made: %.300s", s);
     free(s);
     destroy(h, "k-adopt");

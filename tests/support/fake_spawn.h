@@ -16,6 +16,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* fork and exec `python3 argv[1]...` (argv[0] is "python3"); the pid, or
@@ -42,6 +44,27 @@ static inline pid_t fake_spawn_python(const char *const *argv)
         _exit(127); /* the parent is already gone */
     execvp("python3", (char *const *)argv);
     _exit(127);
+}
+
+/* Stop a fake started so: SIGTERM, up to wait_ms for it to exit (it
+ * deletes its sandboxes first), then SIGKILL; *pid 0 after. Nothing when
+ * *pid is not positive. */
+static inline void fake_reap(pid_t *pid, int wait_ms)
+{
+    if (*pid <= 0)
+        return;
+    kill(*pid, SIGTERM);
+    for (int waited = 0; waited < wait_ms; waited += 20) {
+        if (waitpid(*pid, NULL, WNOHANG) == *pid) {
+            *pid = 0;
+            return;
+        }
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(*pid, SIGKILL);
+    waitpid(*pid, NULL, 0);
+    *pid = 0;
 }
 
 #endif

@@ -8,6 +8,7 @@
 // multipart/form-data, and a body is sent where one is required.
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
+import { deref, findOperation, valueChecker } from './openapi_walk.mjs'
 
 const [specDir, logFile, ...lineFiles] = process.argv.slice(2)
 const api = parse(readFileSync(`${specDir}/openapi.yaml`, 'utf8'))
@@ -19,62 +20,7 @@ for (const f of lineFiles) {
 }
 const errors = []
 const fail = (req, msg) => errors.push(`${req.method} ${req.path.split('?')[0]}: ${msg}`)
-
-function deref (doc, node) {
-  while (node && node.$ref) {
-    node = node.$ref.replace(/^#\//, '').split('/').reduce((o, k) => o[k], doc)
-  }
-  return node
-}
-
-function findOperation (doc, method, path) {
-  const segs = path.split('/')
-  for (const [tmpl, item] of Object.entries(doc.paths)) {
-    const ts = tmpl.split('/')
-    if (ts.length !== segs.length) continue
-    if (ts.every((t, i) => (t.startsWith('{') && segs[i] !== '') || t === segs[i])) {
-      const op = item[method.toLowerCase()]
-      if (op) return { op, item }
-    }
-  }
-  return null
-}
-
-function checkValue (doc, req, schema, value, where) {
-  schema = deref(doc, schema)
-  if (!schema) return
-  if (schema.allOf) return schema.allOf.forEach((s) => checkValue(doc, req, s, value, where))
-  if (value === null) {
-    if (!schema.nullable && !schema['x-nullable']) fail(req, `${where}: null is not allowed`)
-    return
-  }
-  const t = schema.type
-  const actual = Array.isArray(value) ? 'array' : typeof value
-  if (t === 'integer') {
-    if (!Number.isInteger(value)) fail(req, `${where}: want an integer, got ${JSON.stringify(value)}`)
-    else if (schema.minimum !== undefined && value < schema.minimum) fail(req, `${where}: below ${schema.minimum}`)
-  } else if (t === 'number') {
-    if (typeof value !== 'number') fail(req, `${where}: want a number`)
-  } else if (t === 'string' || t === 'boolean' || t === 'array') {
-    if (actual !== t) fail(req, `${where}: want ${t}, got ${actual}`)
-    if (t === 'array' && schema.items) value.forEach((v, i) => checkValue(doc, req, schema.items, v, `${where}[${i}]`))
-    if (schema.enum && !schema.enum.includes(value)) fail(req, `${where}: ${value} is not one of ${schema.enum}`)
-  } else if (t === 'object' || schema.properties || schema.additionalProperties) {
-    if (actual !== 'object') return fail(req, `${where}: want an object, got ${actual}`)
-    for (const r of schema.required || []) {
-      if (!(r in value)) fail(req, `${where}: required field ${r} is missing`)
-    }
-    for (const [k, v] of Object.entries(value)) {
-      if (schema.properties && k in schema.properties) {
-        checkValue(doc, req, schema.properties[k], v, `${where}.${k}`)
-      } else if (schema.additionalProperties) {
-        checkValue(doc, req, schema.additionalProperties === true ? {} : schema.additionalProperties, v, `${where}.${k}`)
-      } else {
-        fail(req, `${where}: field ${k} is not in the schema`)
-      }
-    }
-  }
-}
+const checkValue = valueChecker(fail, { xNullable: true, numbers: true })
 
 // A query or path parameter's text against its declared type.
 function checkParam (doc, req, p, text) {

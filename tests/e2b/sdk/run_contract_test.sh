@@ -15,7 +15,7 @@ command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
 [ -f "$specs/openapi.yml" ] || { echo "skipped: no specs at $specs (set SBX_SPECS_DIR)"; exit 77; }
 # The pinned packages, installed once per lockfile (tests/support/npm_ci.sh).
 bash "$src/tests/support/npm_ci.sh" "$here" "$build" "$work"
-cp "$here/contract.mjs" "$work/"
+cp "$here/contract.mjs" "$src/tests/support/openapi_walk.mjs" "$work/"
 node=node
 if ! command -v node >/dev/null ||
    ! node -e 'process.exit(Number(process.versions.node.split(".")[0])>=20?0:1)'; then

@@ -44,7 +44,8 @@ stream; a PTY is closed at once, as upstream).
 Start: fake_sandboxd.py --root-dir D [--grpc-port 0] [--rest-port 0]
        [--port-file F]   (F gets '{"grpc": P, "rest": Q}' once both listen)
 Needs python3-grpcio and python3-protobuf (Debian) and protoc
-(protobuf-compiler) to compile process.proto at start.
+(protobuf-compiler) to compile process.proto at start (the copy the k8s
+provider is built from, plugins/k8s/proto/process/v1).
 """
 import os
 import sys
@@ -82,6 +83,13 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The service's definition, read from its one copy in the tree: the
+# verbatim upstream file the k8s provider is built from
+# (plugins/k8s/proto/SOURCE.txt says where it comes from; the same text as
+# shared/specs/agent-sandbox/sandboxd/process.proto). Only the .proto is
+# read, no code of the provider.
+PROTO_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "plugins", "k8s", "proto",
+                                          "process", "v1"))
 
 
 def load_proto():
@@ -89,7 +97,7 @@ def load_proto():
     the generated process_pb2 (the service's stubs are built by hand below
     with grpc's generic handlers: no grpc_tools needed)."""
     out = tempfile.mkdtemp(prefix="fake-sandboxd-pb-")
-    inc = ["-I", HERE]
+    inc = ["-I", PROTO_DIR]
     if not os.path.exists("/usr/include/google/protobuf/empty.proto"):
         # protobuf-compiler without libprotobuf-dev lacks the well-known
         # types; Empty is all process.proto imports (the generated code
@@ -99,7 +107,7 @@ def load_proto():
             f.write('syntax = "proto3";\npackage google.protobuf;\nmessage Empty {}\n')
         inc += ["-I", os.path.join(out, "inc")]
     subprocess.run(["protoc"] + inc + ["--python_out=" + out,
-                    os.path.join(HERE, "process.proto")], check=True)
+                    os.path.join(PROTO_DIR, "process.proto")], check=True)
     sys.path.insert(0, out)
     import process_pb2  # noqa: E402
     return process_pb2

