@@ -4,17 +4,18 @@
 # services the tests need (dockerd on a private socket, a throwaway
 # PostgreSQL) and stops them on exit.
 #
-# By default the phases run one after another: gcc build and tests, ASan
-# build and tests, fuzzing. With SBX_TEST_SERIAL=0 the test passes overlap
-# (most tests wait on daemons, fakes and child processes rather than use
-# the CPU; docs/TESTING.md), but on 2 cores the suites' time bounds (a
-# cancel answered within 1 s) were missed that way:
-#   1. the builds (gcc, ASan + UBSan, the fuzzers), one after another, with
-#      the services starting beside them; no test runs while a compiler
-#      does, so the tests' time bounds do not compete with it;
-#   2. the gcc tests and the ASan tests side by side (ctest -j$SBX_TEST_JOBS
-#      each); the fuzzers start when the first of them has ended, beside
-#      the other's last tests.
+# By default the work overlaps (most tests wait on daemons, fakes and
+# child processes rather than use the CPU; docs/TESTING.md):
+#   1. the gcc build, with the services starting beside it;
+#   2. the gcc tests (ctest -j$SBX_TEST_JOBS), and beside them the ASan +
+#      UBSan build and the fuzzers' build at niceness $SBX_BUILD_NICE, on
+#      the CPU the waiting tests leave idle;
+#   3. the ASan tests once their build has ended; the fuzzers when the
+#      first test pass has ended, beside the other's last tests.
+# Sharing the CPU, the time bounds are scaled in both passes
+# (SBX_CONFORMANCE_TIME_SCALE 2 and 3), never dropped. SBX_TEST_SERIAL=1
+# runs the phases one after another: gcc build and tests, ASan build and
+# tests, fuzzing.
 # Each pass writes its own log, printed whole when the pass ends (so the
 # CI log reads pass by pass). In each pass the longest tests start first
 # (COST, tests/costs.txt). The slowest ten of each build are listed at the
@@ -23,8 +24,8 @@
 #
 # env: SBX_TEST_JOBS     tests at a time per pass (default twice the cores)
 #      SBX_FUZZ_SECONDS  seconds per fuzz harness (default 20)
-#      SBX_TEST_SERIAL=0 overlap the two test passes (default 1: one after
-#                        another)
+#      SBX_TEST_SERIAL=1 one phase after another (default 0: overlapped)
+#      SBX_BUILD_NICE    niceness of the builds beside the tests (default 10)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -34,7 +35,7 @@ scripts/deps.sh test
 jobs=$(nproc)
 test_jobs=${SBX_TEST_JOBS:-$((jobs * 2))}
 fuzz_seconds=${SBX_FUZZ_SECONDS:-20}
-serial=${SBX_TEST_SERIAL:-1}
+serial=${SBX_TEST_SERIAL:-0}
 start=$(date +%s)
 logs=$(mktemp -d /tmp/sbx-test-logs.XXXXXX)
 svc=$(mktemp -d /tmp/sbx-test.XXXXXX)
