@@ -408,6 +408,16 @@ double dh_now(void)
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+double dh_slack(double ms)
+{
+    const char *v = getenv("SBX_CONFORMANCE_TIME_SCALE");
+    char *end = NULL;
+    double scale = v && *v ? strtod(v, &end) : 1.0;
+    if (!v || !*v || !end || *end || !(scale >= 1.0 && scale <= 10.0))
+        scale = 1.0;
+    return ms * scale;
+}
+
 int dh_system(const char *fmt, ...)
 {
     char cmd[4096];

@@ -111,6 +111,13 @@ char *dh_procs(struct dh *h, sbx_sandbox *sb, const char *ere);
 /* Milliseconds on the monotonic clock. */
 double dh_now(void);
 
+/* A time bound's slack (what a test allows beyond a deadline it set, or
+ * for a cancel to be answered), in milliseconds, times
+ * SBX_CONFORMANCE_TIME_SCALE (1 to 10, default 1), as the conformance
+ * suite's bounds: a loaded machine or a sanitizer build stretches it,
+ * never shrinks it. */
+double dh_slack(double ms);
+
 /* Run a shell command on the test host; returns its exit status. */
 int dh_system(const char *fmt, ...) SBX_PRINTF_LIKE(1, 2);
 

@@ -274,6 +274,10 @@ class Proc:
         self.stdin_open = stdin_open
         self.master = master  # PTY master fd, or None
         self.lock = threading.Lock()
+        # stdin's own lock: a write blocks while the command does not read,
+        # and the output readers (emit) must go on meanwhile, or a command
+        # blocked on a full stdout never reads its stdin again.
+        self.stdin_lock = threading.Lock()
         self.subs = []
         self.done = False
         self.tag = None
@@ -1085,7 +1089,7 @@ def write_input(p, inp):
     data = base64.b64decode(inp.get("stdin") or "")
     if p.master is not None:
         raise ConnectError("failed_precondition", "the process has a pty: send pty input")
-    with p.lock:
+    with p.stdin_lock:
         if not p.stdin_open or p.popen.stdin is None or p.popen.stdin.closed:
             raise ConnectError("failed_precondition", "stdin is closed")
         try:
@@ -1105,7 +1109,7 @@ def rpc_close_stdin(sb, req, user):
     if p.master is not None:
         raise ConnectError("failed_precondition",
                            "the process has a pty: send Ctrl+D (0x04) instead")
-    with p.lock:
+    with p.stdin_lock:
         if p.popen.stdin and not p.popen.stdin.closed:
             try:
                 p.popen.stdin.close()
