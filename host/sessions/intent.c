@@ -105,26 +105,6 @@ void sbxh_session_key_give(sbx_sessions *m, const char *key)
     pthread_mutex_unlock(&m->busy_lock);
 }
 
-void sbxh_session_label(const char *key, char out[13])
-{
-    sbxh_store_key_label(key, out);
-}
-
-int sbxh_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err)
-{
-    int64_t end = sbxs_now_ms() + ms;
-    for (;;) {
-        if (sbx_cancel_fired(cancel))
-            return sbx_error_set(err, SBX_E_CANCELLED, "cancelled");
-        int64_t left = end - sbxs_now_ms();
-        if (left <= 0)
-            return SBX_OK;
-        struct pollfd pfd = {cancel ? cancel->fd : -1, POLLIN, 0};
-        if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
-            return sbx_error_set(err, SBX_E_IO, "poll: %s", strerror(errno));
-    }
-}
-
 /* Whether `owner` ("realm:pid:start:random", see sbxh_store_owner_token)
  * names a process of this realm (this boot, this pid namespace) that no
  * longer exists. Processes of other machines or namespaces cannot be

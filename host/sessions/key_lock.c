@@ -20,9 +20,36 @@
  * provider call itself.
  */
 #include "sessions/internal.h"
+#include <poll.h>
+#include <errno.h>
+#include "clock.h"
+#include "base/cancel.h"
 
 #include <stdio.h>
 #include <string.h>
+
+/* (Here rather than in intent.c, which calls this file: the session label
+ * of a key and a sleep that honours cancel, used by the whole manager.) */
+void sbxh_session_label(const char *key, char out[13])
+{
+    sbxh_store_key_label(key, out);
+}
+
+int sbxh_session_sleep(int64_t ms, sbx_cancel *cancel, sbx_error *err)
+{
+    int64_t end = sbxs_now_ms() + ms;
+    for (;;) {
+        if (sbx_cancel_fired(cancel))
+            return sbx_error_set(err, SBX_E_CANCELLED, "cancelled");
+        int64_t left = end - sbxs_now_ms();
+        if (left <= 0)
+            return SBX_OK;
+        struct pollfd pfd = {cancel ? cancel->fd : -1, POLLIN, 0};
+        if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+            return sbx_error_set(err, SBX_E_IO, "poll: %s", strerror(errno));
+    }
+}
+
 
 /* The longest sleep between two tries of a held key: a waiter notices a
  * released (or dead) holder within this much. */
