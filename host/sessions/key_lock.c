@@ -96,7 +96,7 @@ static int key_lock(sbx_sessions *m, const char *key, sbx_cancel *cancel,
 /* Drop the lock after the provider call. SBX_E_UNAVAILABLE (err set) when
  * its connection was lost meanwhile: another worker may have called the
  * provider for the key at the same time. */
-static int key_unlock(sbx_sessions *m, const char *key, struct sbx_store_lock *l,
+static int key_unlock(const char *key, struct sbx_store_lock *l,
                       const char *op, sbx_error *err)
 {
     if (!l)
@@ -107,7 +107,6 @@ static int key_unlock(sbx_sessions *m, const char *key, struct sbx_store_lock *l
     sbxh_store_lock_close(l);
     if (rc == SBX_OK)
         return SBX_OK;
-    (void)m;
     char label[13];
     sbxh_session_label(key, label);
     return sbx_error_set(err, SBX_E_UNAVAILABLE,
@@ -129,7 +128,7 @@ int sbxh_session_create(sbx_sessions *m, sbx_provider *p, sbx_handle *fork_src,
     rc = fork_src ? sbx_fork(fork_src, key, opts, cancel, &h, err)
                   : sbx_create(p, key, opts, cancel, &h, err);
     sbx_error lost;
-    int urc = key_unlock(m, key, l, "create", &lost);
+    int urc = key_unlock(key, l, "create", &lost);
     if (rc != SBX_OK)
         return rc;
     if (urc != SBX_OK) {
@@ -152,7 +151,7 @@ int sbxh_session_destroy(sbx_sessions *m, sbx_provider *p, const char *key,
         return rc;
     rc = sbx_destroy(p, key, ref, cancel, err);
     sbx_error lost;
-    int urc = key_unlock(m, key, l, "destroy", &lost);
+    int urc = key_unlock(key, l, "destroy", &lost);
     if (rc == SBX_OK && urc != SBX_OK) {
         *err = lost;
         rc = urc;

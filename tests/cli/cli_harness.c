@@ -232,6 +232,23 @@ void cli_spawn(const struct cli_env *e, const char *const *args, enum cli_stdin 
     fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
 }
 
+void cli_read_err(struct cli_proc *p, char *buf, size_t cap, int timeout_ms)
+{
+    size_t len = 0;
+    for (long long end = cli_now_ms() + timeout_ms; cli_now_ms() < end;) {
+        struct pollfd pf = {.fd = p->err_fd, .events = POLLIN};
+        poll(&pf, 1, 200);
+        ssize_t n = read(p->err_fd, buf + len, cap - 1 - len);
+        if (n == 0)
+            break;
+        if (n > 0)
+            len += (size_t)n;
+        if (len == cap - 1)
+            break;
+    }
+    buf[len] = '\0';
+}
+
 bool cli_read_line(struct cli_proc *p, char *buf, size_t len, int timeout_ms)
 {
     long long deadline = cli_now_ms() + timeout_ms;

@@ -83,6 +83,10 @@ void cli_spawn(const struct cli_env *e, const char *const *args,
  * timeout_ms. Returns false on timeout or EOF. */
 bool cli_read_line(struct cli_proc *p, char *buf, size_t len, int timeout_ms);
 
+/* Read the child's stderr until its end, at most cap - 1 bytes or
+ * timeout_ms, into buf (NUL-terminated). */
+void cli_read_err(struct cli_proc *p, char *buf, size_t cap, int timeout_ms);
+
 /* Status of an sbx killed by signal N: CLI_KILLED_BY + N, so that it cannot
  * be mistaken for sbx exiting 128+N by itself. */
 #define CLI_KILLED_BY 256

@@ -122,24 +122,6 @@ static void start_cmd(struct world *x, int i, const char *key, const char *scrip
     cr_assert_str_eq(line, "started");
 }
 
-/* The child's stderr up to its end (at most cap - 1 bytes, 60 s). */
-static void read_err(struct cli_proc *p, char *buf, size_t cap)
-{
-    size_t len = 0;
-    for (long long end = cli_now_ms() + 60000; cli_now_ms() < end;) {
-        struct pollfd pf = {.fd = p->err_fd, .events = POLLIN};
-        poll(&pf, 1, 200);
-        ssize_t n = read(p->err_fd, buf + len, cap - 1 - len);
-        if (n == 0)
-            break;
-        if (n > 0)
-            len += (size_t)n;
-        if (len == cap - 1)
-            break;
-    }
-    buf[len] = '\0';
-}
-
 static void setup_session(struct world *x, const char *key)
 {
     run_ok(x, 0, (const char *[]){"create", key, "--memory", "notes:rw", NULL}, NULL);
@@ -218,7 +200,7 @@ Test(sessions_machines, a_conflict_is_reported_to_the_writer)
     /* someone else commits the same path meanwhile (worker 1, directly) */
     run_ok(&x, 1, (const char *[]){"memory", "put", "notes", "plan.md", NULL}, "theirs\n");
     char err[4096] = "";
-    read_err(&p, err, sizeof err);
+    cli_read_err(&p, err, sizeof err, 60000);
     int status = cli_wait(&p, 60000);
     cr_assert_neq(status, 0, "the conflicting writeback was not reported");
     cr_assert(strstr(err, "conflict"), "no conflict in: %s", err);

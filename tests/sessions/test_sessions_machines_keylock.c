@@ -140,24 +140,6 @@ static void await_log(struct world *x, const char *what, int n)
     cr_assert_fail("no \"%s\" in the call log", what);
 }
 
-/* The child's stderr up to its end (at most cap - 1 bytes, 60 s). */
-static void read_err(struct cli_proc *p, char *buf, size_t cap)
-{
-    size_t len = 0;
-    for (long long end = cli_now_ms() + 60000; cli_now_ms() < end;) {
-        struct pollfd pf = {.fd = p->err_fd, .events = POLLIN};
-        poll(&pf, 1, 200);
-        ssize_t n = read(p->err_fd, buf + len, cap - 1 - len);
-        if (n == 0)
-            break;
-        if (n > 0)
-            len += (size_t)n;
-        if (len == cap - 1)
-            break;
-    }
-    buf[len] = '\0';
-}
-
 static bool still_running(const struct cli_proc *p)
 {
     int st;
@@ -298,7 +280,7 @@ Test(sessions_machines_keylock, a_lost_lock_connection_fails_the_create)
                             "datname = current_database()"),
                   1, "no lock connection held during the create");
     char err[4096] = "";
-    read_err(&a, err, sizeof err);
+    cli_read_err(&a, err, sizeof err, 60000);
     cr_assert_neq(cli_wait(&a, 60000), 0, "the create succeeded without its lock");
     cr_assert(strstr(err, "key lock was lost during create"), "stderr: %s", err);
     /* what it made is cleaned up by the next reconcile */

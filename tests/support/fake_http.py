@@ -83,6 +83,15 @@ class Handler(BaseHTTPRequestHandler):
     def do_PUT(self):
         self.dispatch()
 
+    def read_exactly(self, left):
+        """The next `left` bytes of the body, in chunks of at most 64 KiB."""
+        while left:
+            b = self.rfile.read(min(left, 1 << 16))
+            if not b:
+                raise ConnectionError("body cut")
+            left -= len(b)
+            yield b
+
     def body_chunks(self):
         """The request body in pieces of at most 64 KiB; ConnectionError
         when the client hangs up before its end."""
@@ -97,22 +106,10 @@ class Handler(BaseHTTPRequestHandler):
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
                     return
-                left = n
-                while left:
-                    b = self.rfile.read(min(left, 1 << 16))
-                    if not b:
-                        raise ConnectionError("body cut")
-                    left -= len(b)
-                    yield b
+                yield from self.read_exactly(n)
                 self.rfile.readline()
         else:
-            left = int(self.headers.get("Content-Length") or 0)
-            while left:
-                b = self.rfile.read(min(left, 1 << 16))
-                if not b:
-                    raise ConnectionError("body cut")
-                left -= len(b)
-                yield b
+            yield from self.read_exactly(int(self.headers.get("Content-Length") or 0))
 
     def body(self):
         return b"".join(self.body_chunks())
