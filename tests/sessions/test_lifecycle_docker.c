@@ -11,9 +11,12 @@
 #include <criterion/criterion.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RUN(e, r, ...)                                        \
     do {                                                      \
@@ -235,6 +238,60 @@ Test(lifecycle_docker, native_fork_of_a_hostile_paused_source, .timeout = 240)
     ok(&e, (const char *const[]){"exec", "h2", "--", "cat", "run.sh", NULL}, "x\n");
     ok(&e, (const char *const[]){"destroy", "h2", NULL}, NULL);
     cr_assert_eq(fork_images_left(), images0, "a fork image was left behind");
+    cli_env_fini(&e);
+}
+
+/* Containers the native fork made that are still on the daemon. */
+static int fork_containers_left(void)
+{
+    char cmd[1024], out[64];
+    /* every container carries the label; a fork's has the image as value */
+    snprintf(cmd, sizeof cmd,
+             "docker -H '%s' ps -a --format '{{index .Labels \"sbx.fork.image\"}}' | grep -c .",
+             getenv("SBX_TEST_DOCKER_HOST"));
+    host_out(cmd, out, sizeof out);
+    return atoi(out);
+}
+
+/* `sbx fork` killed with SIGKILL at several points of a native fork (the
+ * commit of a 64 MiB workspace, the tag, the new container): after `sbx
+ * reconcile` the new session either works with the source's files or is
+ * gone, the source still works, and once both are destroyed no fork image
+ * and no fork container is left on the daemon. */
+Test(lifecycle_docker, native_fork_killed_midway_leaves_nothing, .timeout = 300)
+{
+    struct cli_env e;
+    env_with(&e, "");
+    int images0 = fork_images_left(), containers0 = fork_containers_left();
+    ok(&e, (const char *const[]){"exec", "k1", "--", "sh", "-c",
+                                 "echo kept > f && dd if=/dev/zero of=big bs=1M count=64 2>/dev/null",
+                                 NULL},
+       "");
+    static const int delays_ms[] = {50, 250, 600, 1200, 2500};
+    for (size_t i = 0; i < sizeof delays_ms / sizeof delays_ms[0]; i++) {
+        struct cli_proc p;
+        cli_spawn(&e, (const char *const[]){"fork", "k1", "k2", NULL}, CLI_STDIN_NULL, &p);
+        usleep((useconds_t)delays_ms[i] * 1000);
+        kill(p.pid, SIGKILL);
+        cli_wait(&p, 10000);
+        ok(&e, (const char *const[]){"reconcile", NULL}, NULL);
+        /* a session k2 that exists (its state is recorded) is a whole
+         * copy; `exec` alone would create an empty k2 when there is none */
+        struct cli_result r;
+        RUN(&e, &r, "state", "k2");
+        bool exists = r.status == 0;
+        cli_result_free(&r);
+        if (exists)
+            ok(&e, (const char *const[]){"exec", "k2", "--", "cat", "f", NULL}, "kept\n");
+        ok(&e, (const char *const[]){"exec", "k1", "--", "cat", "f", NULL}, "kept\n");
+        RUN(&e, &r, "destroy", "k2");
+        cli_result_free(&r);
+        cr_assert_eq(fork_containers_left(), containers0,
+                     "kill after %d ms: a fork container was left", delays_ms[i]);
+        cr_assert_eq(fork_images_left(), images0, "kill after %d ms: a fork image was left",
+                     delays_ms[i]);
+    }
+    ok(&e, (const char *const[]){"destroy", "k1", NULL}, NULL);
     cli_env_fini(&e);
 }
 
