@@ -331,6 +331,31 @@ const struct cf_case cf_cases[] = {
      "a sandbox made for key A is attached, used and destroyed under key B with "
      "A's key hash; nothing of A's text is in its environment or hostname",
      SBX_CAP_POOL, cf_case_pool_handover},
+    {"fork_copies_workspace",
+     "a fork's workspace has the source's directories, files and symlinks with "
+     "their modes, link targets (never followed) and contents; the source is "
+     "unchanged",
+     SBX_CAP_FORK, cf_case_fork_copies_workspace},
+    {"fork_own_identity",
+     "a fork is attached and destroyed with its own key only (the source's key is "
+     "SBX_E_DENIED, and the fork's key on the source), from a new instance; "
+     "create with its key finds it",
+     SBX_CAP_FORK, cf_case_fork_own_identity},
+    {"fork_shares_nothing",
+     "appends and new files on either side after a fork never show on the other; "
+     "destroying the fork or the source leaves the other whole",
+     SBX_CAP_FORK, cf_case_fork_shares_nothing},
+    {"fork_source_keeps_running",
+     "a process of the source runs on through a fork and is not listed in the fork",
+     SBX_CAP_FORK | SBX_CAP_PROCESSES, cf_case_fork_source_keeps_running},
+    {"fork_paused_source_stays_paused",
+     "a fork of a paused sandbox leaves it paused: its tick loop adds nothing until "
+     "the next command",
+     SBX_CAP_FORK | SBX_CAP_PAUSE | SBX_CAP_PROCESSES,
+     cf_case_fork_paused_source_stays_paused},
+    {"fork_gone",
+     "fork of a destroyed sandbox is SBX_E_NOT_FOUND with a message",
+     SBX_CAP_FORK, cf_case_fork_gone},
 #undef PROC
 #undef PTY
 };

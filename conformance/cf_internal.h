@@ -128,6 +128,12 @@ void cf_case_attach_resumes_paused(struct cf_test *t);
 void cf_case_destroy_paused(struct cf_test *t);
 void cf_case_pause_gone(struct cf_test *t);
 void cf_case_pool_handover(struct cf_test *t);
+void cf_case_fork_copies_workspace(struct cf_test *t);
+void cf_case_fork_own_identity(struct cf_test *t);
+void cf_case_fork_shares_nothing(struct cf_test *t);
+void cf_case_fork_source_keeps_running(struct cf_test *t);
+void cf_case_fork_paused_source_stays_paused(struct cf_test *t);
+void cf_case_fork_gone(struct cf_test *t);
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: per-case state and cleanup (fixture.c)                            */

@@ -95,6 +95,16 @@
  *   pause_not_idempotent  pausing a paused sandbox is SBX_E_INVALID
  *   pool_checks_session_key attach refuses a session key other than the one
  *                         create got (ownership by key, not key hash)
+ * and FORK (fixture_fork.c: the new sandbox made as create makes it, the
+ * source's workspace tree copied into it; the source is left as it was),
+ * with
+ *   fork_follows_symlinks a symlink to a file becomes a copy of the file
+ *   fork_drops_modes      files become 0644 and directories 0755
+ *   fork_hardlinks        regular files are hard-linked, not copied
+ *   fork_keeps_old_key    the source's key may attach the fork too
+ *   fork_stops_source     the source's processes are killed by the fork
+ *   fork_resumes_source   a paused source is resumed by the fork
+ *   fork_gone_unchecked   a fork of a destroyed sandbox makes an empty one
  * and three that break what libsbx itself checks (test_libsbx_1_2.c):
  *   cursor_skips          proc_read's new cursor is one past the bytes
  *   list_name_slash       file_list names every entry "../escape"
@@ -109,6 +119,7 @@
 
 #include "confine.h"
 #ifdef FX_PROCS
+#include "fixture_fork.h"
 #include "fixture_procs.h"
 #endif
 
@@ -173,7 +184,14 @@ enum fx_break {
     FX_PAUSE_LOSES_WORKSPACE,
     FX_RESUME_NOT_TRANSPARENT,
     FX_PAUSE_NOT_IDEMPOTENT,
-    FX_POOL_CHECKS_SESSION_KEY
+    FX_POOL_CHECKS_SESSION_KEY,
+    FX_FORK_FOLLOWS_SYMLINKS,
+    FX_FORK_DROPS_MODES,
+    FX_FORK_HARDLINKS,
+    FX_FORK_KEEPS_OLD_KEY,
+    FX_FORK_STOPS_SOURCE,
+    FX_FORK_RESUMES_SOURCE,
+    FX_FORK_GONE_UNCHECKED
 };
 
 static const struct {
@@ -221,6 +239,13 @@ static const struct {
     {"resume_not_transparent", FX_RESUME_NOT_TRANSPARENT},
     {"pause_not_idempotent", FX_PAUSE_NOT_IDEMPOTENT},
     {"pool_checks_session_key", FX_POOL_CHECKS_SESSION_KEY},
+    {"fork_follows_symlinks", FX_FORK_FOLLOWS_SYMLINKS},
+    {"fork_drops_modes", FX_FORK_DROPS_MODES},
+    {"fork_hardlinks", FX_FORK_HARDLINKS},
+    {"fork_keeps_old_key", FX_FORK_KEEPS_OLD_KEY},
+    {"fork_stops_source", FX_FORK_STOPS_SOURCE},
+    {"fork_resumes_source", FX_FORK_RESUMES_SOURCE},
+    {"fork_gone_unchecked", FX_FORK_GONE_UNCHECKED},
 };
 
 #ifdef FX_PROCS
@@ -610,6 +635,12 @@ static int fx_attach(void *state, sbx_call *call, const struct sbx_attach_args *
     /* The deliberate defect: the caller's key is not checked. */
     if (st->mode == FX_ATTACH_IGNORES_OWNER)
         inner_args.key_hash = owner;
+#ifdef FX_PROCS
+    /* The deliberate defect of fork_keeps_old_key: the source's key opens
+     * the fork as well, as labels copied over with the snapshot would. */
+    if (st->mode == FX_FORK_KEEPS_OLD_KEY && fxf_is_parent(owner, args->key_hash))
+        inner_args.key_hash = owner;
+#endif
     sbx_sandbox *inner = NULL;
     rc = st->inner->attach(st->inner_state, call, &inner_args, &inner);
     if (rc != SBX_OK)
@@ -1479,6 +1510,61 @@ static int fx_resume(sbx_sandbox *sb, sbx_call *call)
         lose_workspace(sb);
     return SBX_OK;
 }
+
+static int fork_copy_mode(enum fx_break m)
+{
+    switch (m) {
+    case FX_FORK_FOLLOWS_SYMLINKS: return FXF_FOLLOWS_SYMLINKS;
+    case FX_FORK_DROPS_MODES: return FXF_DROPS_MODES;
+    case FX_FORK_HARDLINKS: return FXF_HARDLINKS;
+    default: return FXF_EXACT;
+    }
+}
+
+static int fx_fork(sbx_sandbox *src, sbx_call *call, const struct sbx_create_args *args,
+                   char *ref, sbx_sandbox **out)
+{
+    struct fx_state *st = src->st;
+    const struct sbx_host *host = st->host;
+    bool unchecked = st->mode == FX_FORK_GONE_UNCHECKED;
+    int rc = unchecked ? SBX_OK : gone(src, call, "fork");
+    if (rc != SBX_OK)
+        return rc;
+    if (!strcmp(args->key_hash, src->owner))
+        return host->set_error(host, call, SBX_E_INVALID,
+                               "cfproc: fork: the new key is the source's");
+    /* The deliberate defect of fork_resumes_source. */
+    if (st->mode == FX_FORK_RESUMES_SOURCE && (rc = fx_resume(src, call)) != SBX_OK)
+        return rc;
+    if ((rc = fx_create(st, call, args, ref, out)) != SBX_OK)
+        return rc;
+    if (!fxf_empty(fx_root(*out))) {
+        fx_release(*out);
+        *out = NULL;
+        return host->set_error(host, call, SBX_E_EXISTS,
+                               "cfproc: fork: the new key already has a sandbox");
+    }
+    char why[512] = "";
+    struct stat sst;
+    bool missing = unchecked && lstat(fx_root(src), &sst) != 0;
+    if (!missing &&
+        fxf_copy_tree(fx_root(src), fx_root(*out), fork_copy_mode(st->mode), why,
+                      sizeof why) != 0) {
+        /* whatever the call made goes again */
+        struct sbx_destroy_args d = {
+            .size = sizeof d, .session_key = args->session_key, .key_hash = args->key_hash,
+            .ref = ref,
+        };
+        fx_release(*out);
+        *out = NULL;
+        fx_destroy(st, call, &d);
+        return host->set_error(host, call, SBX_E_IO, "cfproc: fork: %s", why);
+    }
+    fxf_parent_record(args->key_hash, src->owner);
+    if (st->mode == FX_FORK_STOPS_SOURCE) /* the deliberate defect */
+        fxp_procs_destroy(src->owner, FXP_NONE);
+    return SBX_OK;
+}
 #endif
 
 static const struct sbx_provider_ops fx_ops = {
@@ -1519,6 +1605,7 @@ static const struct sbx_provider_ops fx_ops = {
     .port_resolve = fx_port_resolve,
     .pause = fx_pause,
     .resume = fx_resume,
+    .fork = fx_fork,
 #endif
 };
 
@@ -1541,7 +1628,7 @@ SBX_PROVIDER_DEFINE("cfproc", "0.0.1",
                     "contract broken on purpose",
                     SBX_ISOLATION_NONE,
                     SBX_CAP_EGRESS | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS |
-                        SBX_CAP_PORTS | SBX_CAP_PAUSE | SBX_CAP_POOL,
+                        SBX_CAP_PORTS | SBX_CAP_PAUSE | SBX_CAP_POOL | SBX_CAP_FORK,
                     &fx_ops, fx_keys)
 #elif defined(FX_USERS)
 SBX_PROVIDER_DEFINE("cfusers", "0.0.1",

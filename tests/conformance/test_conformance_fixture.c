@@ -417,7 +417,9 @@ static const char cases_1_2[] =
     "fileops_remove,fileops_remove_symlink_out,fileops_rename,fileops_escape,ports_resolve,"
     "ports_reachable,exec_exit_codes,pause_idempotent_resume_idempotent,"
     "pause_freezes_processes,pause_keeps_workspace,exec_resumes_paused,"
-    "attach_resumes_paused,destroy_paused,pause_gone,pool_handover";
+    "attach_resumes_paused,destroy_paused,pause_gone,pool_handover,fork_copies_workspace,"
+    "fork_own_identity,fork_shares_nothing,fork_source_keeps_running,"
+    "fork_paused_source_stays_paused,fork_gone";
 
 static void run_cfproc(const char *mode, const char *filter)
 {
@@ -489,12 +491,15 @@ static const char pause_cases[] =
     "pause_idempotent_resume_idempotent,pause_freezes_processes,pause_keeps_workspace,"
     "exec_resumes_paused,attach_resumes_paused,destroy_paused,pause_gone,pool_handover,"
     "exec_exit_codes";
+static const char fork_cases[] =
+    "fork_copies_workspace,fork_own_identity,fork_shares_nothing,fork_source_keeps_running,"
+    "fork_paused_source_stays_paused,fork_gone,exec_exit_codes";
 
 Test(conformance_fixture, cfproc_intact_passes_every_1_2_case, .fini = cleanup, .timeout = 600)
 {
     const char *failing[] = {NULL};
     expect_cfproc("none", NULL, failing, NULL);
-    cr_assert_eq(run.nresults, 38);
+    cr_assert_eq(run.nresults, 44);
 }
 
 Test(conformance_fixture, pty_not_a_terminal_fails_pty_cases, .fini = cleanup, .timeout = 600)
@@ -618,4 +623,59 @@ Test(conformance_fixture, ownership_by_session_key_fails_the_handover, .fini = c
     const char *failing[] = {"pool_handover", NULL};
     expect_cfproc("pool_checks_session_key", pause_cases, failing,
                   "attach under another session key");
+}
+
+Test(conformance_fixture, fork_following_symlinks_fails_the_copy_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fork_copies_workspace", NULL};
+    expect_cfproc("fork_follows_symlinks", fork_cases, failing,
+                  "the fork's workspace is not the source's");
+}
+
+Test(conformance_fixture, fork_dropping_modes_fails_the_copy_case, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fork_copies_workspace", NULL};
+    expect_cfproc("fork_drops_modes", fork_cases, failing, "source \"d 750 directory");
+}
+
+Test(conformance_fixture, fork_sharing_inodes_fails_shares_nothing, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fork_shares_nothing", NULL};
+    expect_cfproc("fork_hardlinks", fork_cases, failing, "after writes on both sides");
+}
+
+Test(conformance_fixture, fork_open_to_the_old_key_fails_identity, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fork_own_identity", NULL};
+    expect_cfproc("fork_keeps_old_key", fork_cases, failing,
+                  "attach of the fork with the source's key returned SBX_OK");
+}
+
+Test(conformance_fixture, fork_killing_the_source_fails_keeps_running, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fork_source_keeps_running", NULL};
+    /* the paused case's tick loop dies too, so it never ticks on */
+    const char *may[] = {"fork_paused_source_stays_paused", NULL};
+    expect_cfproc_may("fork_stops_source", fork_cases, failing, may,
+                      "the source's process");
+}
+
+Test(conformance_fixture, fork_resuming_the_source_fails_stays_paused, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fork_paused_source_stays_paused", NULL};
+    expect_cfproc("fork_resumes_source", fork_cases, failing,
+                  "the paused source ran on after the fork");
+}
+
+Test(conformance_fixture, fork_of_a_destroyed_sandbox_fails_fork_gone, .fini = cleanup,
+     .timeout = 600)
+{
+    const char *failing[] = {"fork_gone", NULL};
+    expect_cfproc("fork_gone_unchecked", fork_cases, failing, "returned SBX_OK");
 }
