@@ -23,6 +23,10 @@
  * Nothing is shared: the fork has its own key, sandbox and spec; the
  * source's manifest, memory attachments, packages and ports are not
  * carried over (the caller's spec says what the fork gets).
+ *
+ * A paused source is paused again once the copy is made: attaching to it
+ * resumes it on providers that wake a sandbox at attach (docker), and the
+ * streamed copy runs tar in it, so it runs for the copy and no longer.
  */
 #include "sessions/internal.h"
 #include "store/store.h"
@@ -134,6 +138,18 @@ static void info_out(struct sbx_fork_info *info, bool native, const char *why)
     sbx_struct_out(info, &full, sizeof full);
 }
 
+/* Put a source that was paused before the fork back to sleep. A failure
+ * leaves it running and unmarked, as any use of a paused session does
+ * (the reconciler's idle_pause pauses it again); the fork's own outcome
+ * is what the caller gets. */
+static void repause(sbx_sessions *m, const char *from, bool was_paused)
+{
+    if (!was_paused)
+        return;
+    sbx_error err;
+    (void)sbx_session_pause(m, from, NULL, &err);
+}
+
 /* The new session was created meanwhile by someone else: theirs. */
 static int made_meanwhile(const char *to, sbx_handle *h, sbx_error *err)
 {
@@ -207,6 +223,7 @@ SBX_API int sbx_session_fork_info(sbx_sessions *m, const char *from, const char 
         rc = sbxh_session_acquire_fork(m, to, &copy, src, cancel, &h, &ainfo, err);
         if (rc != SBX_E_UNSUPPORTED) {
             sbx_release(src);
+            repause(m, from, st.paused);
             if (rc != SBX_OK)
                 return rc;
             if (!ainfo.created)
@@ -226,6 +243,7 @@ SBX_API int sbx_session_fork_info(sbx_sessions *m, const char *from, const char 
     int fd = -1;
     rc = save_unlinked(src, cancel, &fd, err);
     sbx_release(src);
+    repause(m, from, st.paused);
     if (rc != SBX_OK)
         return rc;
     sbxh_session_crash_point(m, "fork-after-save");

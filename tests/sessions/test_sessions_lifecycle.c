@@ -445,6 +445,33 @@ BOTH(lifecycle, a_fork_copies_the_workspace_and_shares_nothing)
     env_close(&e);
 }
 
+BOTH(lifecycle, a_paused_source_is_paused_again_after_a_fork)
+{
+    struct env e;
+    env_open(&e, driver, NULL, NULL);
+    acquire(&e, "ps", "pausetest");
+    cr_assert_eq(sh(e.m, "ps", "echo kept > f", NULL), 0);
+    sbx_error err;
+    cr_assert_eq(sbx_session_pause(e.m, "ps", NULL, &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(sbx_session_fork(e.m, "ps", "pf", NULL, NULL, NULL, &err), SBX_OK, "%s",
+                 err.message);
+    /* the copy needed the source awake; it sleeps again afterwards */
+    cr_expect(state_of(&e, "ps").paused, "the source lost its paused mark to the fork");
+    const char *log = pause_log(&e);
+    size_t n = strlen(log);
+    cr_expect(n >= 6 && !strcmp(log + n - 6, "pause\n"),
+              "the provider's last call was not a pause: %s", log);
+    struct buf out;
+    cr_assert_eq(sh(e.m, "pf", "cat f", &out), 0);
+    cr_expect_str_eq(out.data, "kept\n");
+    cr_expect_not(state_of(&e, "pf").paused, "the fork is a new, running session");
+    /* a running source stays running */
+    cr_assert_eq(sbx_session_fork(e.m, "pf", "pf2", NULL, NULL, NULL, &err), SBX_OK, "%s",
+                 err.message);
+    cr_expect_not(state_of(&e, "pf").paused);
+    env_close(&e);
+}
+
 BOTH(lifecycle, a_hostile_workspace_forks_safely)
 {
     struct env e;
