@@ -44,8 +44,12 @@
  * keep it in nghttp2's buffers; curl_multi_poll then waits on a socket that
  * has nothing more to say, and the transfer's end was noticed only when the
  * slice ran out (every gRPC call of the k8s provider took ~200 ms longer;
- * docs/PERFORMANCE.md "k8s provider"). A short slice bounds that delay. */
+ * docs/PERFORMANCE.md "k8s provider"). A short slice bounds that delay,
+ * and drive performs again at once, without polling, after a perform
+ * that moved bytes (what nghttp2 kept is then handed over without a wait),
+ * at most H2_SPINS_MAX times in a row. */
 #define POLL_SLICE_H2_MS 5
+#define H2_SPINS_MAX 32
 
 struct slot {
     CURL *easy;
@@ -78,6 +82,7 @@ struct sbxp_http_xfer {
 
     int64_t deadline; /* monotonic ms, 0: none */
     int64_t last_progress; /* monotonic ms of the last byte moved */
+    uint64_t moves;        /* callbacks that moved bytes, for drive's h2 spin */
     int headers_done;
     long http_status;
     int done;
@@ -403,6 +408,7 @@ static size_t on_header(char *data, size_t size, size_t n, void *ud)
     struct sbxp_http_xfer *x = ud;
     size_t len = size * n;
     x->last_progress = sbxs_now_ms();
+    x->moves++;
     if (len <= 2 && (len == 0 || data[0] == '\r' || data[0] == '\n')) {
         long code = 0;
         curl_easy_getinfo(x->s->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -443,6 +449,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
     struct sbxp_http_xfer *x = ud;
     size_t len = size * n;
     x->last_progress = sbxs_now_ms();
+    x->moves++;
     if (x->errmode) {
         size_t room = ERROR_BODY_MAX - x->errbody_len;
         size_t take = len < room ? len : room;
@@ -492,6 +499,7 @@ static size_t on_upload(char *buf, size_t size, size_t n, void *ud)
     const struct sbx_source *src = x->req->body_src;
     long got = src->read(src->ctx, buf, size * n);
     x->last_progress = sbxs_now_ms(); /* curl asked for more: the last part went */
+    x->moves++;
     if (got < 0) {
         x->cb_status = SBX_E_IO;
         x->cb_is_source = 1;
@@ -678,8 +686,10 @@ static int drive(struct sbxp_http_xfer *x, enum until u, sbxp_http_error *err)
 {
     /* the stall clock runs only while we wait here */
     int64_t entered = sbxs_now_ms();
+    unsigned spins = 0;
     for (;;) {
         int running = 0;
+        uint64_t moves = x->moves;
         CURLMcode mc = curl_multi_perform(x->s->multi, &running);
         if (mc != CURLM_OK)
             return sbxp_http_fail(err, SBX_E_INTERNAL, "curl_multi_perform: %s",
@@ -687,6 +697,8 @@ static int drive(struct sbxp_http_xfer *x, enum until u, sbxp_http_error *err)
         collect_done(x);
         if (reached(x, u))
             return SBX_OK;
+        int spin = x->h->http2 && x->moves != moves && spins < H2_SPINS_MAX;
+        spins = spin ? spins + 1 : 0;
         if (cancelled(x)) {
             char what[256];
             describe(x, what, sizeof what);
@@ -724,7 +736,8 @@ static int drive(struct sbxp_http_xfer *x, enum until u, sbxp_http_error *err)
             extra.events = CURL_WAIT_POLLIN;
             nextra = 1;
         }
-        mc = curl_multi_poll(x->s->multi, nextra ? &extra : NULL, nextra, wait, NULL);
+        mc = curl_multi_poll(x->s->multi, nextra ? &extra : NULL, nextra, spin ? 0 : wait,
+                             NULL);
         if (mc != CURLM_OK)
             return sbxp_http_fail(err, SBX_E_INTERNAL, "curl_multi_poll: %s",
                                   curl_multi_strerror(mc));
