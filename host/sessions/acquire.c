@@ -577,6 +577,7 @@ static int acquire_turn(sbx_sessions *m, const char *session_key,
                 continue;
             }
             sbxh_claim_clear(&claim);
+            sbxh_session_crash_point(m, "after-admission");
             bool retry = false, pooled = false;
             sbx_handle *ph = NULL;
             struct sbx_session_egress eg;

@@ -26,6 +26,9 @@ void sbxh_session_crash_point(const sbx_sessions *m, const char *step)
 #ifdef SBX_TEST_HOOKS
     if (m->crash_at[0] && !strcmp(m->crash_at, step))
         raise(SIGKILL);
+    /* a race set up by the test: it acts while this worker is stopped */
+    if (m->stop_at[0] && !strcmp(m->stop_at, step))
+        raise(SIGSTOP);
 #else
     (void)m;
     (void)step;

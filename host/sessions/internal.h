@@ -27,6 +27,7 @@ struct sbx_sessions {
     int64_t lease_ms;
     int64_t wait_ms;
     char crash_at[64];        /* test hook (SBX_TEST_HOOKS builds): "" when unset */
+    char stop_at[64];         /* test hook: SIGSTOP there, "" when unset */
     bool no_key_lock;         /* test hook: $SBX_TEST_NO_KEY_LOCK=1 skips the
                                * store's key lock (sessions/key_lock.c) */
     struct sbxh_pool *pools;  /* warm pools (sessions/pools.c) */
@@ -42,8 +43,10 @@ struct sbx_sessions {
 /*
  * Test hook: when $SBX_TEST_CRASH_AT (read at open) names `step`, the
  * process kills itself with SIGKILL right there, as a crash would. Steps:
- * before-intent, after-intent, after-create, during-packages,
- * before-publish, during-destroy, after-destroy.
+ * before-intent, after-admission, after-intent, after-create,
+ * during-packages, before-publish, during-destroy, after-destroy. When
+ * $SBX_TEST_STOP_AT names it, the process stops itself (SIGSTOP) there
+ * instead, for a test that acts in between and then sends SIGCONT.
  */
 void sbxh_session_crash_point(const sbx_sessions *m, const char *step);
 

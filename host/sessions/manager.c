@@ -116,6 +116,9 @@ SBX_API int sbx_sessions_open(sbx_ctx *ctx, const struct sbx_sessions_options *o
     const char *crash = o.ignore_environment ? NULL : getenv("SBX_TEST_CRASH_AT");
     if (crash)
         snprintf(m->crash_at, sizeof m->crash_at, "%s", crash);
+    const char *stop = o.ignore_environment ? NULL : getenv("SBX_TEST_STOP_AT");
+    if (stop)
+        snprintf(m->stop_at, sizeof m->stop_at, "%s", stop);
     const char *nolock = o.ignore_environment ? NULL : getenv("SBX_TEST_NO_KEY_LOCK");
     m->no_key_lock = nolock && !strcmp(nolock, "1");
 #endif

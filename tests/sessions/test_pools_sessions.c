@@ -275,6 +275,72 @@ static void max_sandboxes_counts_members(const char *driver)
     sess_env_fini(&s);
 }
 
+/* Wait until process pid is stopped (state T in /proc/PID/stat). */
+static void wait_stopped(pid_t pid)
+{
+    for (int i = 0; i < 3000; i++) {
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "r");
+        cr_assert_not_null(f, "worker %d is gone", (int)pid);
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *paren = strrchr(buf, ')');
+        if (paren && paren[1] == ' ' && paren[2] == 'T')
+            return;
+        usleep(10 * 1000);
+    }
+    cr_assert_fail("worker %d never stopped at its stop point", (int)pid);
+}
+
+/* The recheck before a cold create: a worker admitted at the limit on a
+ * ready member (so it counted no sandbox of its own) finds the member
+ * taken and the limit reached meanwhile by a worker whose configuration
+ * has no max_sandboxes (a rollout of the limit in progress). It must be
+ * refused, not go past the limit, and leave no intent and no sandbox. */
+static void max_sandboxes_rechecked_after_a_lost_member(const char *driver)
+{
+    sess_require_crash_hooks();
+    struct sess_env s;
+    pooltest_keys = "    max_sandboxes: 2\n";
+    pool_env(&s, driver, "  warm: { provider: pooltest, size: 1 }\n");
+    reconcile(&s);
+    cr_assert_eq(members(&s, "ready", NULL, 0), 1);
+    ok(&s, (const char *const[]){"create", "k1", NULL});
+    reconcile(&s);
+    /* k1 + 1 member = the limit: k2 is admitted to take the member */
+    cli_env_setenv(&s.cli, "SBX_TEST_STOP_AT", "after-admission");
+    struct cli_proc a;
+    cli_spawn(&s.cli, (const char *const[]){"create", "k2", NULL}, CLI_STDIN_NULL, &a);
+    cli_env_setenv(&s.cli, "SBX_TEST_STOP_AT", "");
+    wait_stopped(a.pid);
+    /* meanwhile, a worker without the limit takes the member */
+    pooltest_keys = "";
+    write_cfg(&s, "  warm: { provider: pooltest, size: 1 }\n");
+    ok(&s, (const char *const[]){"create", "k3", NULL});
+    cr_assert_eq(members(&s, NULL, NULL, 0), 0, "k3 did not take the member");
+    kill(a.pid, SIGCONT);
+    char err[4096];
+    cli_read_err(&a, err, sizeof err, 30000);
+    int status = cli_wait(&a, 30000);
+    cr_assert_neq(status, 0, "k2 was created past max_sandboxes 2: %s", err);
+    cr_assert(strstr(err, "max_sandboxes (2)") && strstr(err, "pooltest"), "%s", err);
+    cr_assert_eq(sess_count(&s, "SELECT count(*) FROM intents"), 0, "the refusal left an intent");
+    cr_assert_eq(sess_count(&s, "SELECT count(*) FROM bindings"), 2);
+    cr_assert_eq(sess_workspaces(&s), 2, "a sandbox was made for the refused session");
+    sess_env_fini(&s);
+}
+
+Test(pools_sessions, max_sandboxes_rechecked_after_a_lost_member_sqlite, .timeout = 90)
+{
+    max_sandboxes_rechecked_after_a_lost_member("sqlite");
+}
+Test(pools_sessions, max_sandboxes_rechecked_after_a_lost_member_postgres, .timeout = 90)
+{
+    max_sandboxes_rechecked_after_a_lost_member("postgres");
+}
+
 Test(pools_sessions, max_sandboxes_counts_members_sqlite, .timeout = 60)
 {
     max_sandboxes_counts_members("sqlite");

@@ -21,7 +21,7 @@
     } while (0)
 
 static const char *const provisioning_steps[] = {
-    "before-intent", "after-intent", "after-create", "before-publish"};
+    "before-intent", "after-admission", "after-intent", "after-create", "before-publish"};
 #define NPROV (sizeof provisioning_steps / sizeof provisioning_steps[0])
 
 /* Kill a worker at `step` of `sbx exec KEY -- true`. */
