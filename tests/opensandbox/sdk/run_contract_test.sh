@@ -48,8 +48,8 @@ if [ -x "$procs" ]; then
   for t in output_apart_exit_code_and_eof stdin_paste_then_eof signal_list_and_timeout \
            file_ops symlinks_never_lead_out a_declared_port_is_reachable \
            a_declared_port_through_the_server_proxy; do
-    SBX_OS_REQUEST_LOG="$dir/procs" "$procs" --filter "opensandbox_procs/$t" >/dev/null 2>&1 ||
-      { echo "test_opensandbox_procs $t failed"; exit 1; }
+    SBX_OS_REQUEST_LOG="$dir/procs" "$procs" --filter "opensandbox_procs/$t" >"$dir/procs.log" 2>&1 ||
+      { cat "$dir/procs.log"; echo "test_opensandbox_procs $t failed"; exit 1; }
   done
   python3 - "$dir/requests.json" "$dir"/procs/*.json <<'PY'
 import json, sys
