@@ -40,6 +40,8 @@ or without team and tag) starts a sandbox from a copy of it; GET
 /snapshots lists them (sandboxID, name filters); DELETE
 /templates/{templateID} deletes one (404 when there is none). A paused
 sandbox is refused (409): the spec documents snapshots of running ones.
+The official SDK's createSnapshot, Sandbox.create(snapshotId),
+listSnapshots and deleteSnapshot accept these (sdk/sdk_fidelity.mjs).
 
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/process.Process/Start", "kind": ...}]
