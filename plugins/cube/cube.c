@@ -103,7 +103,7 @@ static int cube_init(const struct sbx_host *host, sbx_call *call, void **state)
     return rc;
 }
 
-static const struct sbx_provider_ops cube_ops = E2B_PROVIDER_OPS(cube_init);
+static const struct sbx_provider_ops cube_ops = E2B_PROVIDER_OPS(cube_init, NULL);
 
 SBX_PROVIDER_DEFINE("cube", "0.1.0",
                     "Tencent CubeSandbox microVMs over CubeAPI and CubeProxy (E2B-compatible)",

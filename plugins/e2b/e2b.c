@@ -47,6 +47,7 @@ static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
         .domain_var = "E2B_DOMAIN",
         .template_var = "E2B_TEMPLATE_ID",
         .lifetime_var = "E2B_IDLE_TIMEOUT",
+        .snapshots = 1,
     };
     struct e2b_conf cfg;
     int rc = e2b_conf_load(host, call, &d, &cfg);
@@ -69,7 +70,7 @@ static int e2b_init(const struct sbx_host *host, sbx_call *call, void **state)
     return rc;
 }
 
-static const struct sbx_provider_ops e2b_ops = E2B_PROVIDER_OPS(e2b_init);
+static const struct sbx_provider_ops e2b_ops = E2B_PROVIDER_OPS(e2b_init, e2b_fork);
 
 SBX_PROVIDER_DEFINE("e2b", "0.1.0", "E2B sandboxes (Firecracker microVMs) over the E2B API and envd",
-                    SBX_ISOLATION_VM, E2B_PROVIDER_CAPS, &e2b_ops, e2b_keys)
+                    SBX_ISOLATION_VM, E2B_PROVIDER_CAPS_E2B, &e2b_ops, e2b_keys)

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                   const char *spec_hash, const char *ports, json_object **out,
-                   sbxp_http_error *err)
+int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *template_id,
+                   const char *key_hash, const char *spec_hash, const char *ports,
+                   json_object **out, sbxp_http_error *err)
 {
     json_object *body = json_object_new_object();
     json_object *meta = sbxp_api_owner_labels(E2B_META_MANAGED, E2B_META_OWNER, E2B_META_SPEC,
@@ -17,7 +17,7 @@ int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
         json_object_put(meta);
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     }
-    json_object_object_add(body, "templateID", json_object_new_string(st->cfg.template_id));
+    json_object_object_add(body, "templateID", json_object_new_string(template_id ? template_id : st->cfg.template_id));
     json_object_object_add(body, "timeout", json_object_new_int64(st->cfg.lifetime_s));
     json_object_object_add(body, "autoPause", json_object_new_boolean(st->cfg.auto_pause));
     json_object_object_add(body, "allow_internet_access",
@@ -138,4 +138,50 @@ int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
                    sbxp_http_error *err)
 {
     return sbxp_api_sandbox(&st->ctl, call, "DELETE", "/sandboxes/", id, "", NULL, NULL, err);
+}
+
+int e2b_api_snapshot(struct e2b_state *st, sbx_call *call, const char *id, const char *name,
+                     json_object **out, sbxp_http_error *err)
+{
+    json_object *body = json_object_new_object();
+    if (!body)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    json_object_object_add(body, "name", json_object_new_string(name));
+    /* Within the pause timeout: the service pauses the sandbox for the
+     * snapshot. Repeating it is safe: the same name gives the same
+     * template a new build (SandboxSnapshotRequest.name). */
+    struct sbxp_api api = st->ctl;
+    api.timeout_ms = st->cfg.pause_timeout_ms;
+    int rc = sbxp_api_sandbox(&api, call, "POST", "/sandboxes/", id, "/snapshots", body, out,
+                              err);
+    json_object_put(body);
+    return rc;
+}
+
+int e2b_api_snapshots_named(struct e2b_state *st, sbx_call *call, const char *name,
+                            json_object **out, sbxp_http_error *err)
+{
+    char *e = sbxp_http_escape(name);
+    if (!e)
+        return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
+    char path[512];
+    snprintf(path, sizeof path, "/snapshots?name=%s", e);
+    free(e);
+    json_object *doc = NULL;
+    int rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
+    if (rc != SBX_OK)
+        return rc;
+    if (!doc || !json_object_is_type(doc, json_type_array)) {
+        json_object_put(doc);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /snapshots: the answer is not an array");
+    }
+    *out = doc;
+    return SBX_OK;
+}
+
+int e2b_api_template_delete(struct e2b_state *st, sbx_call *call, const char *template_id,
+                            sbxp_http_error *err)
+{
+    return sbxp_api_sandbox(&st->ctl, call, "DELETE", "/templates/", template_id, "", NULL,
+                            NULL, err);
 }

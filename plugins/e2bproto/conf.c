@@ -78,6 +78,7 @@ int e2b_conf_load(const struct sbx_host *host, sbx_call *call,
     cfg->key_source = d->key_var;
     cfg->missing_http = d->missing_http;
     cfg->resume_endpoint = d->resume_endpoint;
+    cfg->snapshots = d->snapshots;
     int rc;
     /* Configuration first: a key_file wins over the variable. */
     const char *kf = sbxp_config_get(host, "key_file");

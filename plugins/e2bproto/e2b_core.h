@@ -29,6 +29,8 @@
  *                supervisor in the sandbox records each stream in chunks
  *   fileops.c    file_list/stat/mkdir/remove/rename (FILE_OPS)
  *   ports.c      declared ports and their proxy URLs (PORTS)
+ *   fork.c       fork through a snapshot template (FORK, e2b only) and the
+ *                removal of a fork's leftover snapshot at destroy
  */
 #ifndef SBX_E2B_CORE_H
 #define SBX_E2B_CORE_H
@@ -96,6 +98,8 @@ struct e2b_conf {
     int64_t proc_buffer;    /* default replay buffer per stream (processes) */
     int missing_http;       /* status envd's proxy gives for a gone sandbox */
     int resume_endpoint;    /* resume through POST /resume (Cube), not /connect */
+    int snapshots;          /* the service has snapshots (E2B): fork, and
+                               destroy looks for a fork's leftover */
     int64_t pause_timeout_ms; /* one pause or resume request */
     struct sbxp_http_retry retry;
 };
@@ -151,6 +155,8 @@ struct e2b_conf_defaults {
     int envd_tls;           /* default of envd_tls */
     int resume_endpoint;    /* resume through /resume (Cube's documented
                                route) rather than /connect (E2B's) */
+    int snapshots;          /* POST /sandboxes/{id}/snapshots exists (E2B;
+                               Cube's spec has no snapshots) */
     /* The service's own environment variables, fallbacks of the keys of
      * the same meaning (configuration first; NULL: none). */
     const char *api_url_var;  /* E2B_API_URL, CUBE_API_URL */
@@ -190,10 +196,11 @@ void e2b_state_free(struct e2b_state *st);
 
 /* ---- api.c ------------------------------------------------------------- */
 
-/* POST /sandboxes with ownership metadata; *out is the Sandbox answer. */
-int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *key_hash,
-                   const char *spec_hash, const char *ports, json_object **out,
-                   sbxp_http_error *err);
+/* POST /sandboxes of template_id (NULL: the configured template) with
+ * ownership metadata; *out is the Sandbox answer. */
+int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *template_id,
+                   const char *key_hash, const char *spec_hash, const char *ports,
+                   json_object **out, sbxp_http_error *err);
 
 /* GET /v2/sandboxes?metadata=sbx.owner=<hash>&state=running,paused:
  * *out is the array of ListedSandbox. */
@@ -227,6 +234,20 @@ int e2b_api_resume(struct e2b_state *st, sbx_call *call, const char *id,
 /* DELETE /sandboxes/{id}; 404 is SBX_OK. */
 int e2b_api_delete(struct e2b_state *st, sbx_call *call, const char *id,
                    sbxp_http_error *err);
+
+/* POST /sandboxes/{id}/snapshots {name} within the pause timeout: *out
+ * is the SnapshotInfo answer (snapshotID, names). */
+int e2b_api_snapshot(struct e2b_state *st, sbx_call *call, const char *id, const char *name,
+                     json_object **out, sbxp_http_error *err);
+
+/* GET /snapshots?name=<name>: *out is the array of SnapshotInfo. */
+int e2b_api_snapshots_named(struct e2b_state *st, sbx_call *call, const char *name,
+                            json_object **out, sbxp_http_error *err);
+
+/* DELETE /templates/{templateID} (a snapshot is a template: its
+ * snapshotID); 404 is SBX_OK. */
+int e2b_api_template_delete(struct e2b_state *st, sbx_call *call, const char *template_id,
+                            sbxp_http_error *err);
 
 /* ---- envd.c ------------------------------------------------------------ */
 
@@ -282,6 +303,16 @@ int e2b_resume_quiet(sbx_sandbox *sb, sbx_call *call, sbxp_http_error *err);
 
 int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args,
                char *ref, sbx_sandbox **out);
+
+/* create of a new sandbox from template_id (a fork's snapshot): the same
+ * body, metadata and steps as create's, without adopting an existing one
+ * (the caller made sure there is none); what the fork carried over that
+ * is the source's, not the new key's, is removed first (e2b_fork_scrub).
+ * made[cap] receives the id of the sandbox this call made and kept (""
+ * when none), which the caller deletes when this fails. */
+int e2b_create_from(struct e2b_state *st, sbx_call *call, const struct sbx_create_args *args,
+                    const char *template_id, char *ref, sbx_sandbox **out, char *made,
+                    size_t cap);
 int e2b_attach(void *state, sbx_call *call, const struct sbx_attach_args *args,
                sbx_sandbox **out);
 int e2b_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args);
@@ -468,6 +499,25 @@ void e2b_ports_load(sbx_sandbox *sb, json_object *sandbox);
 int e2b_port_resolve(sbx_sandbox *sb, sbx_call *call, uint16_t port,
                      struct sbx_port_endpoint *out);
 
+/* ---- fork.c ------------------------------------------------------------ */
+
+/* Where procs.c keeps each process's records (a fork drops the source's). */
+#define E2B_PROC_BASE "/tmp/.sbx-proc"
+
+/* The op (SBX_CAP_FORK, e2b only): see fork.c. */
+int e2b_fork(sbx_sandbox *src, sbx_call *call, const struct sbx_create_args *args,
+             char *ref, sbx_sandbox **out);
+
+/* In a sandbox made from a fork's snapshot: remove what was bound into the
+ * source from the host (outputs, uploads, skills, memory attachments) and
+ * the source's process records, before create's steps make the new
+ * key's. */
+int e2b_fork_scrub(sbx_sandbox *sb, sbx_call *call);
+
+/* At destroy of key_hash: delete the snapshot a fork into that key left
+ * when it was killed between taking and deleting it (none: SBX_OK). */
+int e2b_fork_leftovers(struct e2b_state *st, sbx_call *call, const char *key_hash);
+
 /* ---- the providers' ops table ------------------------------------------ */
 
 /* fini of both providers: the instance e2b_state_new made (state.c). */
@@ -476,8 +526,9 @@ void e2b_fini(void *state);
 /* The health op of both providers (health.c). */
 int e2b_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
 
-/* The ops of a provider built on this core; only init differs. */
-#define E2B_PROVIDER_OPS(init_)                                                \
+/* The ops of a provider built on this core; init and fork (NULL: none)
+ * differ. */
+#define E2B_PROVIDER_OPS(init_, fork_)                                         \
     {                                                                          \
         .init = (init_), .fini = e2b_fini, .create = e2b_create,               \
         .attach = e2b_attach, .exec = e2b_exec, .read_file = e2b_read_file,    \
@@ -495,6 +546,7 @@ int e2b_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
         .file_mkdir = e2b_file_mkdir, .file_remove = e2b_file_remove,          \
         .file_rename = e2b_file_rename, .port_resolve = e2b_port_resolve,      \
         .pause = e2b_pause, .resume = e2b_resume, .health = e2b_health,        \
+        .fork = (fork_),                                                       \
     }
 
 /* The capabilities both providers declare. */
@@ -502,5 +554,9 @@ int e2b_health(void *state, sbx_call *call, char detail[SBX_HEALTH_DETAIL_MAX]);
     (SBX_CAP_OUTPUT_EXPORT | SBX_CAP_SKILLS | SBX_CAP_FILE_MOUNTS |         \
      SBX_CAP_MEMORY | SBX_CAP_PROCESSES | SBX_CAP_PTY | SBX_CAP_FILE_OPS |   \
      SBX_CAP_PORTS | SBX_CAP_PAUSE | SBX_CAP_POOL)
+
+/* The e2b provider's: the shared ones and FORK, through E2B's snapshots
+ * (Cube's API has none: the host streams the workspace for its forks). */
+#define E2B_PROVIDER_CAPS_E2B (E2B_PROVIDER_CAPS | SBX_CAP_FORK)
 
 #endif /* SBX_E2B_CORE_H */

@@ -3,7 +3,8 @@
  * metadata (sbx.owner = the session key's hash, never the key). Create is
  * idempotent across processes: it adopts the sandbox that carries the
  * owner, and when two processes raced to create, each keeps the oldest and
- * deletes its own younger one. See e2b_core.h.
+ * deletes its own younger one. A fork's sandbox is made by the same steps
+ * from its snapshot's template (fork.c). See e2b_core.h.
  */
 #include "clock.h"
 #include "e2b_core.h"
@@ -105,68 +106,92 @@ static int open_handle(struct e2b_state *st, sbx_call *call, const char *id,
 int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, char *ref,
                sbx_sandbox **out)
 {
-    struct e2b_state *st = state;
-    *out = NULL;
-    json_object *list = NULL;
+    char made[128];
+    return e2b_create_from(state, call, args, NULL, ref, out, made, sizeof made);
+}
+
+/* POST /sandboxes for the key of args from template_id, then the lookup
+ * that settles a race: id becomes the oldest sandbox of the key (*meta_doc
+ * that one's listing when it is another process's: this call's is deleted
+ * again), made the id of this call's own when it is kept. */
+static int post_sandbox(struct e2b_state *st, sbx_call *call,
+                        const struct sbx_create_args *args, const char *template_id,
+                        const char *ports, char *id, size_t cap, json_object **meta_doc,
+                        char *made, size_t made_cap)
+{
+    json_object *made_doc = NULL, *list = NULL;
     sbxp_http_error err;
-    int rc = e2b_api_find(st, call, args->key_hash, &list, &err);
+    int rc = e2b_api_create(st, call, template_id, args->key_hash, args->spec_hash, ports,
+                            &made_doc, &err);
     if (rc != SBX_OK)
-        return e2b_report(st, call, &err, "looking for the session's sandbox");
+        return e2b_report(st, call, &err, "creating a sandbox of template %s",
+                          template_id ? template_id : st->cfg.template_id);
+    const char *mid = sbxp_json_str(made_doc, "sandboxID");
+    if (!mid || strlen(mid) >= cap || strlen(mid) >= made_cap) {
+        json_object_put(made_doc);
+        return e2b_error(st, call, SBX_E_PROTOCOL,
+                         "%s: POST /sandboxes answered without a sandboxID", st->cfg.provider);
+    }
+    snprintf(id, cap, "%s", mid);
+    snprintf(made, made_cap, "%s", mid);
+    json_object_put(made_doc);
+    /* Another process may have created one for the same key meanwhile:
+     * the oldest wins everywhere, the younger is deleted by its maker. */
+    if (e2b_api_find(st, call, args->key_hash, &list, &err) == SBX_OK) {
+        json_object *first = oldest_owned(list, args->key_hash);
+        const char *fid = first ? sbxp_json_str(first, "sandboxID") : NULL;
+        if (fid && strcmp(fid, id) != 0) {
+            *meta_doc = json_object_get(first);
+            char mine[128];
+            snprintf(mine, sizeof mine, "%s", id);
+            snprintf(id, cap, "%s", fid);
+            made[0] = '\0';
+            if (e2b_api_delete(st, NULL, mine, &err) != SBX_OK)
+                st->host->log(st->host, SBX_LOG_WARN, "%s: deleting duplicate sandbox %s: %s",
+                              st->cfg.provider, mine, err.message);
+        }
+        json_object_put(list);
+    }
+    return SBX_OK;
+}
+
+int e2b_create_from(struct e2b_state *st, sbx_call *call, const struct sbx_create_args *args,
+                    const char *template_id, char *ref, sbx_sandbox **out, char *made,
+                    size_t made_cap)
+{
+    *out = NULL;
+    made[0] = '\0';
+    sbxp_http_error err;
+    int rc;
     char id[128] = "";
     const uint16_t *want_ports =
         args->size >= SBX_CREATE_ARGS_SIZE_PORTS_1_2 ? args->ports : NULL;
     char ports[256];
-    if (e2b_ports_record(want_ports, ports, sizeof ports) != SBX_OK) {
-        json_object_put(list);
+    if (e2b_ports_record(want_ports, ports, sizeof ports) != SBX_OK)
         return e2b_error(st, call, SBX_E_INVALID, "%s: at most %d ports can be declared",
                          st->cfg.provider, E2B_PORTS_MAX);
-    }
     /* The ports the sandbox was made with (an adopted one keeps its own). */
     json_object *meta_doc = NULL;
-    json_object *found = oldest_owned(list, args->key_hash);
-    if (found) {
-        snprintf(id, sizeof id, "%s", sbxp_json_str(found, "sandboxID"));
-        meta_doc = json_object_get(found);
-    }
-    json_object_put(list);
-    list = NULL;
-
-    if (!id[0]) {
-        json_object *made = NULL;
-        rc = e2b_api_create(st, call, args->key_hash, args->spec_hash, ports, &made, &err);
+    if (!template_id) {
+        json_object *list = NULL;
+        rc = e2b_api_find(st, call, args->key_hash, &list, &err);
         if (rc != SBX_OK)
-            return e2b_report(st, call, &err, "creating a sandbox of template %s",
-                              st->cfg.template_id);
-        const char *mid = sbxp_json_str(made, "sandboxID");
-        if (!mid || strlen(mid) >= sizeof id) {
-            json_object_put(made);
-            return e2b_error(st, call, SBX_E_PROTOCOL,
-                             "%s: POST /sandboxes answered without a sandboxID",
-                             st->cfg.provider);
+            return e2b_report(st, call, &err, "looking for the session's sandbox");
+        json_object *found = oldest_owned(list, args->key_hash);
+        if (found) {
+            snprintf(id, sizeof id, "%s", sbxp_json_str(found, "sandboxID"));
+            meta_doc = json_object_get(found);
         }
-        snprintf(id, sizeof id, "%s", mid);
-        json_object_put(made);
-        /* Another process may have created one for the same key meanwhile:
-         * the oldest wins everywhere, the younger is deleted by its maker. */
-        if (e2b_api_find(st, call, args->key_hash, &list, &err) == SBX_OK) {
-            json_object *first = oldest_owned(list, args->key_hash);
-            const char *fid = first ? sbxp_json_str(first, "sandboxID") : NULL;
-            if (fid && strcmp(fid, id) != 0) {
-                meta_doc = json_object_get(first);
-                char mine[128];
-                snprintf(mine, sizeof mine, "%s", id);
-                snprintf(id, sizeof id, "%s", fid);
-                if (e2b_api_delete(st, NULL, mine, &err) != SBX_OK)
-                    st->host->log(st->host, SBX_LOG_WARN,
-                                  "%s: deleting duplicate sandbox %s: %s",
-                                  st->cfg.provider, mine, err.message);
-            }
-            json_object_put(list);
-        }
+        json_object_put(list);
     }
-    if (snprintf(ref, SBX_REF_MAX, "%s:%s", st->cfg.provider, id) >= SBX_REF_MAX)
+    if (!id[0] && (rc = post_sandbox(st, call, args, template_id, ports, id, sizeof id,
+                                     &meta_doc, made, made_cap)) != SBX_OK)
+        return rc;
+    if (snprintf(ref, SBX_REF_MAX, "%s:%s", st->cfg.provider, id) >= SBX_REF_MAX) {
+        json_object_put(meta_doc);
         return e2b_error(st, call, SBX_E_PROTOCOL, "%s: sandbox id too long",
                          st->cfg.provider);
+    }
     sbx_sandbox *sb = NULL;
     rc = open_handle(st, call, id, args->key_hash, &sb);
     if (rc != SBX_OK) {
@@ -182,6 +207,12 @@ int e2b_create(void *state, sbx_call *call, const struct sbx_create_args *args, 
         json_object_object_add(doc, "metadata", m);
         e2b_ports_load(sb, doc);
         json_object_put(doc);
+    }
+    /* a fork's sandbox: the source's outputs, uploads, skills and memory
+     * trees go before the new key's are made */
+    if (template_id && made[0] && (rc = e2b_fork_scrub(sb, call)) != SBX_OK) {
+        e2b_release(sb);
+        return rc;
     }
     rc = e2b_mkdir(sb, call, st->cfg.workspace, &err);
     if (rc != SBX_OK) {
@@ -258,7 +289,7 @@ int e2b_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args
     int rc = check_owner(st, call, args->ref, args->key_hash, id, sizeof id, NULL);
     if (rc == SBX_E_NOT_FOUND) {
         e2b_memory_forget(st, id);
-        return SBX_OK;
+        return e2b_fork_leftovers(st, call, args->key_hash);
     }
     if (rc != SBX_OK)
         return rc;
@@ -267,7 +298,9 @@ int e2b_destroy(void *state, sbx_call *call, const struct sbx_destroy_args *args
     if (rc != SBX_OK)
         return e2b_report(st, call, &err, "deleting sandbox %s", id);
     e2b_memory_forget(st, id);
-    return SBX_OK;
+    /* after the sandbox: a failure here is retried by the next destroy,
+     * which finds the sandbox gone and looks again */
+    return e2b_fork_leftovers(st, call, args->key_hash);
 }
 
 const char *e2b_root(sbx_sandbox *sb)

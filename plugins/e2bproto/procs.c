@@ -42,7 +42,7 @@
 #include <string.h>
 #include <time.h>
 
-#define PROC_BASE "/tmp/.sbx-proc"
+#define PROC_BASE E2B_PROC_BASE
 #define POLL_FIRST_MS 20
 #define POLL_MAX_MS 250
 

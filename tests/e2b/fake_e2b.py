@@ -30,6 +30,18 @@ snapshot; resume (connect; /resume, the route CubeAPI documents) continues
 them with SIGCONT. While paused, envd is unreachable: the proxy's answer
 for a sandbox it cannot reach (E2B 502, CubeProxy 500). A Host "<port>-<id>.<domain>" other than envd's port is the service's
 port proxy: the request is forwarded to 127.0.0.1:<port>.
+Snapshots (E2B mode; CubeAPI has none): POST /sandboxes/{id}/snapshots
+copies the sandbox's whole directory (files with their modes, owners and
+times, symlinks as links, FIFOs made anew; not its processes: the fake
+keeps no memory) as a template, "fake-team/<name>:default" when named
+(the same name again replaces the template's copy, as a new build) or
+"<id>:default"; POST /sandboxes with that templateID (or the name, with
+or without team and tag) starts a sandbox from a copy of it; GET
+/snapshots lists them (sandboxID, name filters); DELETE
+/templates/{templateID} deletes one (404 when there is none). A paused
+sandbox is refused (409): the spec documents snapshots of running ones.
+The official SDK's createSnapshot, Sandbox.create(snapshotId),
+listSnapshots and deleteSnapshot accept these (sdk/sdk_fidelity.mjs).
 
 Control endpoints (not part of any spec) under /_fake/:
   POST /_fake/faults  [{"match": "/process.Process/Start", "kind": ...}]
@@ -41,7 +53,8 @@ Control endpoints (not part of any spec) under /_fake/:
       then the connection closes), "vanish" (the sandbox disappears before the
       request is served), "pause" (the sandbox is paused), "stuck" (POST
       /sandboxes/{id}/pause never finishes: 30 s, then 500). "times"
-      (default 1) bounds how often a fault fires.
+      (default 1) bounds how often a fault fires; "method" limits it to
+      requests of that method, "exact": true to the path "match" itself.
   GET  /_fake/stats   {"connections": n, "requests": [{method, path, body}]}
   POST /_fake/reset   forget faults and the request log
 Start: fake_e2b.py --port-file F [--mode e2b|cube] [--api-key K] [--dir D]
@@ -118,11 +131,67 @@ def now_iso(t=None):
                                   timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def copy_into(src, dst):
+    """Copy the entries of directory src into the existing dst: regular
+    files, directories (mode set once filled: a read-only one stays so),
+    symlinks as links (never followed), FIFOs made anew; owners when the
+    fake is root, and times. Sockets and devices are left out."""
+    for name in os.listdir(src):
+        s, d = os.path.join(src, name), os.path.join(dst, name)
+        st = os.lstat(s)
+        m = st.st_mode
+        if pystat.S_ISLNK(m):
+            os.symlink(os.readlink(s), d)
+        elif pystat.S_ISDIR(m):
+            os.mkdir(d, 0o700)
+            copy_into(s, d)
+        elif pystat.S_ISREG(m):
+            shutil.copyfile(s, d, follow_symlinks=False)
+        elif pystat.S_ISFIFO(m):
+            os.mkfifo(d)
+        else:
+            continue
+        if not pystat.S_ISLNK(m):
+            os.chmod(d, pystat.S_IMODE(m))
+        if os.geteuid() == 0:
+            os.lchown(d, st.st_uid, st.st_gid)
+        os.utime(d, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+class Snapshot:
+    """A snapshot template: a copy of a sandbox's directory."""
+
+    def __init__(self, base, sb, name):
+        raw = "s" + secrets.token_hex(10)
+        self.alias = name or raw
+        self.snapshot_id = ("fake-team/%s:default" % name) if name else raw + ":default"
+        self.sandbox_id = sb.id
+        self.dir = None
+        self.take(base, sb)
+
+    def take(self, base, sb):
+        d = tempfile.mkdtemp(prefix="sbx-fake-snap-", dir=base)
+        copy_into(sb.dir, d)
+        old, self.dir, self.sandbox_id = self.dir, d, sb.id
+        if old:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def matches(self, ref):
+        """ref names it: its snapshotID, or that without the tag, the team
+        or both (name or ID, "optionally tag-qualified")."""
+        bare = self.snapshot_id.split(":", 1)[0]
+        return ref in (self.snapshot_id, bare, self.alias, self.alias + ":default")
+
+    def info(self):
+        return {"snapshotID": self.snapshot_id, "names": [self.snapshot_id]}
+
+
 class Sandbox:
     # The variable every command carries, naming its sandbox (signal_all).
     MARK_VAR = "E2B_SANDBOX_ID"
 
-    def __init__(self, base, template, metadata, timeout, auto_pause, envs, mode):
+    def __init__(self, base, template, metadata, timeout, auto_pause, envs, mode,
+                 from_dir=None):
         self.id = "i" + secrets.token_hex(10)
         self.template = template
         self.metadata = dict(metadata or {})
@@ -136,6 +205,9 @@ class Sandbox:
         self.envd_version = ENVD_VERSION if mode == "e2b" else "0.2.0"
         self.dir = tempfile.mkdtemp(prefix="sbx-fake-%s-" % self.id, dir=base)
         self.envs = dict(envs or {})
+        if from_dir:
+            # A snapshot's template: its files, then what every sandbox has.
+            copy_into(from_dir, self.dir)
         os.makedirs(os.path.join(self.dir, "home", USER), exist_ok=True)
         os.makedirs(os.path.join(self.dir, "mnt"), exist_ok=True)
         # The sandbox's own /tmp (bound over /tmp for its commands).
@@ -333,6 +405,7 @@ class Proc:
 class State(fake_http.State):
     def __init__(self, args):
         super().__init__(args, "sbx-fake-e2b-")
+        self.snapshots = []
         self.mode = args.mode
         self.domain = args.domain
 
@@ -447,7 +520,7 @@ class Handler(fake_http.Handler):
             f = ST.take_fault(path, ("slow",))
             if f:
                 time.sleep(f.get("delay_ms", 1000) / 1000.0)
-            f = ST.take_fault(path, ("status",))
+            f = ST.take_fault(path, ("status",), self.command)
             if f:
                 self.body()
                 return self.send_json(f.get("status", 503),
@@ -519,7 +592,7 @@ class Handler(fake_http.Handler):
             auth = self.headers.get("Authorization", "")
             if key != ST.api_key and auth != "Bearer " + ST.api_key:
                 return self.api_error(401, "Invalid API key")
-        parts = [p for p in url.path.split("/") if p]
+        parts = [urllib.parse.unquote(p) for p in url.path.split("/") if p]
         q = urllib.parse.parse_qs(url.query)
         if parts and parts[0] == "v2":
             parts = parts[1:]
@@ -532,6 +605,11 @@ class Handler(fake_http.Handler):
             return self.create(body or {})
         if parts == ["sandboxes"] and self.command == "GET":
             return self.list(q, v2)
+        if ST.mode == "e2b" and not v2:
+            if parts == ["snapshots"] and self.command == "GET":
+                return self.list_snapshots(q)
+            if len(parts) == 2 and parts[0] == "templates" and self.command == "DELETE":
+                return self.delete_template(parts[1])
         if len(parts) >= 2 and parts[0] == "sandboxes":
             with ST.lock:
                 sb = ST.sandboxes.get(parts[1])
@@ -594,6 +672,9 @@ class Handler(fake_http.Handler):
                     return self.api_error(409, "sandbox %s is already paused" % sb.id)
                 sb.pause((body or {}).get("memory", True))
                 return self.send_json(204, None)
+            if rest == ["snapshots"] and self.command == "POST" and ST.mode == "e2b" \
+                    and not v2:
+                return self.snapshot(sb, body)
         return self.api_error(404, "no route %s %s" % (self.command, url.path))
 
     def create(self, body):
@@ -605,11 +686,59 @@ class Handler(fake_http.Handler):
         if not isinstance(timeout, int) or not isinstance(meta, dict) or \
                 not all(isinstance(v, str) for v in meta.values()):
             return self.api_error(400, "bad field types")
+        snap = self.find_snapshot(tmpl)
         sb = Sandbox(ST.base, tmpl, meta, timeout, bool(body.get("autoPause")),
-                     body.get("envVars"), ST.mode)
+                     body.get("envVars"), ST.mode, snap.dir if snap else None)
         with ST.lock:
             ST.sandboxes[sb.id] = sb
         return self.send_json(201, sb.created(ST.domain))
+
+    # ---- snapshots (E2B) ------------------------------------------------
+    def find_snapshot(self, ref):
+        if ST.mode != "e2b":
+            return None
+        with ST.lock:
+            return next((s for s in ST.snapshots if s.matches(ref)), None)
+
+    def snapshot(self, sb, body):
+        # SandboxSnapshotRequest (required): name, optional.
+        if not isinstance(body, dict):
+            return self.api_error(400, "body is required")
+        name = body.get("name")
+        if name is not None and (not isinstance(name, str) or not name or
+                                 any(c in name for c in "/: ")):
+            return self.api_error(400, "name: want a template name")
+        if sb.state != "running":
+            return self.api_error(409, "sandbox %s is %s: snapshots are of running "
+                                       "sandboxes" % (sb.id, sb.state))
+        old = self.find_snapshot(name) if name else None
+        if old:
+            # "a new build will be assigned to the existing template"
+            old.take(ST.base, sb)
+            snap = old
+        else:
+            snap = Snapshot(ST.base, sb, name)
+            with ST.lock:
+                ST.snapshots.append(snap)
+        return self.send_json(201, snap.info())
+
+    def list_snapshots(self, q):
+        sid = (q.get("sandboxID") or [None])[0]
+        name = (q.get("name") or [None])[0]
+        with ST.lock:
+            out = [s.info() for s in ST.snapshots
+                   if (sid is None or s.sandbox_id == sid) and
+                   (name is None or s.matches(name))]
+        return self.send_json(200, out)
+
+    def delete_template(self, ref):
+        snap = self.find_snapshot(ref)
+        if not snap:
+            return self.api_error(404, "template %s not found" % ref)
+        with ST.lock:
+            ST.snapshots.remove(snap)
+        shutil.rmtree(snap.dir, ignore_errors=True)
+        return self.send_json(204, None)
 
     def list(self, q, v2):
         want = {}

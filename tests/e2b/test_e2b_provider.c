@@ -3,7 +3,8 @@
  * (fake_e2b.py): credentials and their errors, ownership metadata, retries
  * of idempotent calls only, faults (5xx, slow answers, streams cut or
  * truncated, sandboxes that vanish), streaming as frames arrive and
- * connection reuse.
+ * connection reuse, and fork: the new key's owner, its snapshot deleted
+ * after success and failure, a leftover removed by destroy.
  */
 #include "fake_service.h"
 #include "../support/provider_harness.h"
@@ -523,4 +524,182 @@ Test(e2b_provider, write_file_into_a_published_skill_is_refused)
     cr_expect_eq(sbx_write(h, "notes.txt", &src, 0, NULL, &err), SBX_OK, "%s", err.message);
     sbx_destroy(prov, "k-skill-write", sbx_handle_ref(h), NULL, &err);
     sbx_release(h);
+}
+
+/* ---- fork (SBX_CAP_FORK) ------------------------------------------------ */
+
+/* GET /snapshots of the fake's E2B API (the snapshot templates left). */
+static char *snapshots(void)
+{
+    long st = 0;
+    char *doc = fake_http(&fake, "GET", "/snapshots", NULL, "X-API-Key: " KEY, &st);
+    cr_assert(doc && st == 200, "GET /snapshots: %ld", st);
+    return doc;
+}
+
+/* The fake's count of sandboxes. */
+static int sandboxes(void)
+{
+    char *s = fake_stats(&fake);
+    const char *p = strstr(s, "\"sandboxes\": ");
+    cr_assert_not_null(p, "%s", s);
+    int n = atoi(p + strlen("\"sandboxes\": "));
+    free(s);
+    return n;
+}
+
+static int try_fork(sbx_handle *src, const char *key, sbx_handle **out, sbx_error *err)
+{
+    struct sbx_create_options co;
+    memset(&co, 0, sizeof co);
+    co.size = sizeof co;
+    *out = NULL;
+    sbx_error_clear(err);
+    return sbx_fork(src, key, &co, NULL, out, err);
+}
+
+/* The fork is the new key's alone: its metadata names the new key's hash
+ * (never the old key's), attach with the old key is denied; the snapshot
+ * it was made from, named after the new key, is deleted afterwards. */
+Test(e2b_provider, fork_is_the_new_keys_and_its_snapshot_goes)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *src = ph_create(prov, "k-fork-old");
+    struct sbx_memory_source m = {"copied\n", 7, 0};
+    struct sbx_source in = sbx_memory_source(&m);
+    cr_assert_eq(sbx_write(src, "mark.txt", &in, 0, NULL, &err), SBX_OK, "%s", err.message);
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    sbx_handle *fk = NULL;
+    cr_assert_eq(try_fork(src, "k-fork-new", &fk, &err), SBX_OK, "%s", err.message);
+    char ref[SBX_REF_MAX], old_hash[SBX_KEY_HASH_LEN + 1], new_hash[SBX_KEY_HASH_LEN + 1];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(fk));
+    cr_assert_eq(sbx_key_hash("k-fork-old", old_hash), SBX_OK);
+    cr_assert_eq(sbx_key_hash("k-fork-new", new_hash), SBX_OK);
+    /* the snapshot's name, the new sandbox's template and metadata */
+    char *s = fake_stats(&fake);
+    char want[128];
+    snprintf(want, sizeof want, "\"name\": \"sbx-fork-%.16s\"", new_hash);
+    cr_expect_eq(ph_count(s, want), 1, "no snapshot named after the new key: %s", s);
+    cr_expect_eq(ph_count(s, "\"templateID\": \"fake-team/sbx-fork-"), 1,
+                 "the sandbox was not made from the snapshot: %s", s);
+    cr_expect_eq(ph_count(s, "/fork\""), 0, "POST /sandboxes/{id}/fork was used: %s", s);
+    cr_expect_eq(ph_count(s, "\"method\": \"DELETE\", \"path\": \"/templates/"), 1,
+                 "the snapshot template was not deleted: %s", s);
+    free(s);
+    long st = 0;
+    char path[256];
+    snprintf(path, sizeof path, "/sandboxes/%s", strchr(ref, ':') + 1);
+    char *doc = fake_http(&fake, "GET", path, NULL, "X-API-Key: " KEY, &st);
+    cr_assert(doc && st == 200, "GET %s: %ld", path, st);
+    cr_expect(strstr(doc, new_hash), "the fork's metadata lacks the new key's hash: %s", doc);
+    cr_expect_null(strstr(doc, old_hash), "the fork's metadata names the old key: %s", doc);
+    free(doc);
+    char *left = snapshots();
+    cr_expect_str_eq(left, "[]", "snapshots left after the fork: %s", left);
+    free(left);
+    /* the old key is denied, the new one attaches and reads the copy */
+    sbx_handle *h = NULL;
+    int rc = sbx_attach(prov, "k-fork-old", ref, NULL, &h, &err);
+    cr_expect_eq(rc, SBX_E_DENIED, "attach of the fork with the old key: %d %s", rc,
+                 err.message);
+    sbx_release(h);
+    h = NULL;
+    cr_assert_eq(sbx_attach(prov, "k-fork-new", ref, NULL, &h, &err), SBX_OK, "%s",
+                 err.message);
+    sbx_capture out;
+    sbx_capture_init(&out, 64, 0);
+    struct sbx_sink sink = sbx_capture_sink(&out);
+    cr_expect_eq(sbx_read(h, "mark.txt", &sink, NULL, &err), SBX_OK, "%s", err.message);
+    char *t = sbx_capture_text(&out);
+    cr_expect_str_eq(t, "copied\n");
+    free(t);
+    sbx_capture_free(&out);
+    sbx_release(h);
+    cr_expect_eq(sbx_destroy(prov, "k-fork-new", ref, NULL, &err), SBX_OK, "%s", err.message);
+    sbx_release(fk);
+    cr_expect_eq(sbx_destroy(prov, "k-fork-old", sbx_handle_ref(src), NULL, &err), SBX_OK,
+                 "%s", err.message);
+    sbx_release(src);
+}
+
+/* POST /sandboxes fails (500) after the snapshot was taken: the fork
+ * fails saying so, and leaves neither the snapshot nor a sandbox. */
+Test(e2b_provider, fork_failing_after_the_snapshot_leaves_nothing)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *src = ph_create(prov, "k-fork-src");
+    free(fake_http(&fake, "POST", "/_fake/reset", "", NULL, NULL));
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/sandboxes\",\"exact\":true,"
+                                    "\"method\":\"POST\",\"kind\":\"status\",\"status\":500}]"),
+                 0);
+    sbx_handle *fk = NULL;
+    int rc = try_fork(src, "k-fork-fail", &fk, &err);
+    cr_expect_neq(rc, SBX_OK, "the fork succeeded although POST /sandboxes failed");
+    cr_expect(strstr(err.message, "creating a sandbox of template") &&
+                  strstr(err.message, "500"),
+              "%s", err.message);
+    char *s = fake_stats(&fake);
+    cr_expect_eq(ph_count(s, "/snapshots\""), 1, "no snapshot was taken: %s", s);
+    free(s);
+    char *left = snapshots();
+    cr_expect_str_eq(left, "[]", "the snapshot was left: %s", left);
+    free(left);
+    cr_expect_eq(sandboxes(), 1, "a sandbox besides the source was left");
+    /* a failure once the sandbox exists (its first command, which clears
+     * what the snapshot carried over): that sandbox goes too */
+    cr_assert_eq(fake_faults(&fake, "[{\"match\":\"/process.Process/Start\","
+                                    "\"kind\":\"status\",\"status\":500}]"),
+                 0);
+    rc = try_fork(src, "k-fork-fail", &fk, &err);
+    cr_expect_neq(rc, SBX_OK, "the fork succeeded although its first command failed");
+    cr_expect(err.message[0], "no message");
+    left = snapshots();
+    cr_expect_str_eq(left, "[]", "the snapshot was left: %s", left);
+    free(left);
+    cr_expect_eq(sandboxes(), 1, "the fork's sandbox was left");
+    /* and the source works on, and forks once the service does */
+    cr_expect_eq(ph_sh(src, "true", &err), SBX_OK, "%s", err.message);
+    cr_assert_eq(try_fork(src, "k-fork-fail", &fk, &err), SBX_OK, "%s", err.message);
+    ph_destroy(prov, "k-fork-fail", fk);
+    ph_destroy(prov, "k-fork-src", src);
+}
+
+/* A fork killed between its snapshot and the snapshot's deletion leaves a
+ * snapshot named after the new key: destroy of that key removes it (and
+ * again finds nothing: idempotent), another key's stays. */
+Test(e2b_provider, destroy_removes_a_forks_leftover_snapshot)
+{
+    sbx_error err;
+    cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
+    sbx_handle *src = ph_create(prov, "k-left-src");
+    char hash[SBX_KEY_HASH_LEN + 1], other[SBX_KEY_HASH_LEN + 1];
+    cr_assert_eq(sbx_key_hash("k-left-new", hash), SBX_OK);
+    cr_assert_eq(sbx_key_hash("k-left-other", other), SBX_OK);
+    char path[256], body[128];
+    snprintf(path, sizeof path, "/sandboxes/%s/snapshots", ph_sid(src));
+    const char *names[] = {hash, other};
+    for (int i = 0; i < 2; i++) {
+        long st = 0;
+        snprintf(body, sizeof body, "{\"name\":\"sbx-fork-%.16s\"}", names[i]);
+        free(fake_http(&fake, "POST", path, body, "X-API-Key: " KEY, &st));
+        cr_assert_eq(st, 201, "POST %s: %ld", path, st);
+    }
+    /* what reconcile does with the intent's key: create, then destroy */
+    sbx_handle *h = ph_create(prov, "k-left-new");
+    char ref[SBX_REF_MAX];
+    snprintf(ref, sizeof ref, "%s", sbx_handle_ref(h));
+    sbx_release(h);
+    cr_expect_eq(sbx_destroy(prov, "k-left-new", ref, NULL, &err), SBX_OK, "%s", err.message);
+    char *left = snapshots();
+    char want[64];
+    snprintf(want, sizeof want, "sbx-fork-%.16s", hash);
+    cr_expect_null(strstr(left, want), "the leftover snapshot is still there: %s", left);
+    snprintf(want, sizeof want, "sbx-fork-%.16s", other);
+    cr_expect(strstr(left, want), "another key's snapshot was removed: %s", left);
+    free(left);
+    /* again, the sandbox gone: fine */
+    cr_expect_eq(sbx_destroy(prov, "k-left-new", ref, NULL, &err), SBX_OK, "%s", err.message);
+    ph_destroy(prov, "k-left-src", src);
 }

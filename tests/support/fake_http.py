@@ -35,12 +35,17 @@ class State:
         self.requests = []
         self.connections = 0
 
-    def take_fault(self, path, kinds):
-        """The first fault of one of kinds whose "match" prefixes path and
-        that has "times" left (default 1), counted down; or None."""
+    def take_fault(self, path, kinds, method=None):
+        """The first fault of one of kinds whose "match" prefixes path (is
+        path, with "exact": true), of the request's "method" when the
+        fault names one, and that has "times" left (default 1), counted
+        down; or None."""
         with self.lock:
             for f in self.faults:
-                if f.get("kind") in kinds and path.startswith(f.get("match", "")) \
+                m = f.get("match", "")
+                if f.get("kind") in kinds and \
+                        (path == m if f.get("exact") else path.startswith(m)) \
+                        and f.get("method", method) == method \
                         and f.get("times", 1) > 0:
                     f["times"] = f.get("times", 1) - 1
                     return f
