@@ -5,6 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* GET path (retried: a read), whose answer must be a JSON array; *out
+ * the caller's. what names the route in the error. */
+static int get_array(struct e2b_state *st, sbx_call *call, const char *path, const char *what,
+                     json_object **out, sbxp_http_error *err)
+{
+    json_object *doc = NULL;
+    int rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
+    if (rc != SBX_OK)
+        return rc;
+    if (!doc || !json_object_is_type(doc, json_type_array)) {
+        json_object_put(doc);
+        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET %s: the answer is not an array", what);
+    }
+    *out = doc;
+    return SBX_OK;
+}
+
 int e2b_api_create(struct e2b_state *st, sbx_call *call, const char *template_id,
                    const char *key_hash, const char *spec_hash, const char *ports,
                    json_object **out, sbxp_http_error *err)
@@ -43,17 +60,7 @@ int e2b_api_find(struct e2b_state *st, sbx_call *call, const char *key_hash,
         return sbxp_http_fail(err, SBX_E_NOMEM, "out of memory");
     snprintf(path, sizeof path, "/v2/sandboxes?metadata=%s&state=running,paused", e);
     free(e);
-    json_object *doc = NULL;
-    int rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
-    if (rc != SBX_OK)
-        return rc;
-    if (!doc || !json_object_is_type(doc, json_type_array)) {
-        json_object_put(doc);
-        return sbxp_http_fail(err, SBX_E_PROTOCOL,
-                              "GET /v2/sandboxes: the answer is not an array");
-    }
-    *out = doc;
-    return SBX_OK;
+    return get_array(st, call, path, "/v2/sandboxes", out, err);
 }
 
 int e2b_api_get(struct e2b_state *st, sbx_call *call, const char *id, json_object **out,
@@ -167,16 +174,7 @@ int e2b_api_snapshots_named(struct e2b_state *st, sbx_call *call, const char *na
     char path[512];
     snprintf(path, sizeof path, "/snapshots?name=%s", e);
     free(e);
-    json_object *doc = NULL;
-    int rc = sbxp_api_json(&st->ctl, call, "GET", path, NULL, &doc, 1, err);
-    if (rc != SBX_OK)
-        return rc;
-    if (!doc || !json_object_is_type(doc, json_type_array)) {
-        json_object_put(doc);
-        return sbxp_http_fail(err, SBX_E_PROTOCOL, "GET /snapshots: the answer is not an array");
-    }
-    *out = doc;
-    return SBX_OK;
+    return get_array(st, call, path, "/snapshots", out, err);
 }
 
 int e2b_api_template_delete(struct e2b_state *st, sbx_call *call, const char *template_id,
