@@ -590,6 +590,11 @@ static char *wrapper(const char *dir, uint64_t chunk, const char *const *argv, c
         "</dev/null >/dev/null 2>&1 & done\n"
         SAFE_PATH " setsid sh -c 'exec 4<>\"$0/in\"; echo $$ >\"$0/keeper\"; "
         "exec tail --pid=\"$1\" -s 1 -f /dev/null' \"$d\" \"$$\" </dev/null >/dev/null 2>&1 &\n"
+        /* the pipes are opened by the shell before its pid is written: a
+         * signal sent once the pid is there (proc_signal waits for it)
+         * ends a writer the readers already have, so they see end of file
+         * (killed inside the opens, the readers would wait for ever) */
+        "exec <\"$d/in\" >\"$d/op\" 2>\"$d/ep\"\n"
         /* pid: the readers run (a command killed before this wrote nothing) */
         "echo $$ >\"$d/pid\"\n"
         "exec",
@@ -603,7 +608,7 @@ static char *wrapper(const char *dir, uint64_t chunk, const char *const *argv, c
         o += (size_t)snprintf(s + o, len - o, " %s", q);
         free(q);
     }
-    snprintf(s + o, len - o, " <\"$d/in\" >\"$d/op\" 2>\"$d/ep\"\n");
+    snprintf(s + o, len - o, "\n");
     return s;
 }
 

@@ -754,7 +754,8 @@ Test(daytona_procs, ports_preview_link_and_token)
     snprintf(url, sizeof url, "%s/i.txt", ep.url);
     long code = 0;
     struct buf b = {0};
-    for (int i = 0; i < 50 && code != 200; i++) {
+    /* the server is starting (up to 30 s: python3 under load) */
+    for (time_t until = time(NULL) + 30; code != 200 && time(NULL) < until;) {
         usleep(100 * 1000);
         CURL *c = curl_easy_init();
         struct curl_slist *hd = curl_slist_append(NULL, ep.header);

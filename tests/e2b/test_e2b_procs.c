@@ -1066,7 +1066,8 @@ Test(ports, declared_port_resolves_to_the_service_url_and_is_reachable)
                  err.message);
     struct buf body = {0};
     long code = 0;
-    for (int i = 0; i < 50 && code != 200; i++) {
+    /* the server is starting (up to 30 s: python3 under load) */
+    for (time_t until = time(NULL) + 30; code != 200 && time(NULL) < until;) {
         CURL *c = curl_easy_init();
         char target[1200];
         struct curl_slist *hs = NULL;

@@ -957,7 +957,9 @@ static void serve_and_reach(const char *extra, const char *key, int proxied)
     cr_expect_eq(ep.header[0] == '\0', proxied, "header \"%s\"", ep.header);
     struct buf body = {0};
     long code = 0;
-    for (int i = 0; i < 50 && code != 200; i++) { /* the server is starting */
+    /* the server is starting: python3's http.server took over 5 s under
+     * a load of 15 */
+    for (time_t until = time(NULL) + 30; code != 200 && time(NULL) < until;) {
         body.n = 0;
         code = http_get(&ep, "/hello.txt", &body);
         if (code != 200)
