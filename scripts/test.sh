@@ -23,7 +23,7 @@
 # more.
 #
 # env: SBX_TEST_JOBS     tests at a time per pass (default twice the cores)
-#      SBX_FUZZ_SECONDS  seconds per fuzz harness (default 20)
+#      SBX_FUZZ_SECONDS  seconds per fuzz harness (default 10)
 #      SBX_TEST_SERIAL=1 one phase after another (default 0: overlapped)
 #      SBX_BUILD_NICE    niceness of the builds beside the tests (default 10)
 set -euo pipefail
@@ -34,7 +34,7 @@ scripts/deps.sh test
 
 jobs=$(nproc)
 test_jobs=${SBX_TEST_JOBS:-$((jobs * 2))}
-fuzz_seconds=${SBX_FUZZ_SECONDS:-20}
+fuzz_seconds=${SBX_FUZZ_SECONDS:-10}
 serial=${SBX_TEST_SERIAL:-0}
 start=$(date +%s)
 logs=$(mktemp -d /tmp/sbx-test-logs.XXXXXX)
