@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,6 +167,27 @@ static int api_minor(const char *v)
     return (end == v + 2 || *end || m < 0 || m > 1000) ? -1 : (int)m;
 }
 
+/* The Api-Version header of /_ping, into a buffer of the caller's. */
+struct ping_version {
+    char api[32];
+};
+
+static int ping_header(void *ctx, const char *name, const char *value)
+{
+    struct ping_version *pv = ctx;
+    if (!strcasecmp(name, "Api-Version"))
+        snprintf(pv->api, sizeof pv->api, "%s", value);
+    return 0;
+}
+
+/*
+ * The API version from GET /_ping's Api-Version header, as the docker CLI
+ * negotiates: /version answers the same ApiVersion but costs the daemon
+ * 6 ms (it asks containerd and runc for theirs) against 0.3 ms, on every
+ * process's first op. A daemon whose minimum API is above the one used
+ * refuses the first versioned request with its own message ("client
+ * version 1.41 is too old. Minimum supported API version is ...").
+ */
 int docker_negotiate(struct docker_state *st, sbx_call *call)
 {
     pthread_mutex_lock(&st->lock);
@@ -175,48 +197,42 @@ int docker_negotiate(struct docker_state *st, sbx_call *call)
     }
     struct sbxp_call_cancel dc;
     sbxp_call_cancel_init(&dc, st->host, call);
+    struct ping_version pv = {{0}};
     struct sbxp_http_request req = {0};
     req.method = "GET";
-    req.path = "/version";
+    req.path = "/_ping";
     req.cancel = &dc.c;
     req.timeout_ms = st->cfg.request_timeout_ms;
-    json_object *ver = NULL;
+    req.on_header = ping_header;
+    req.header_ctx = &pv;
     sbxp_http_error err;
-    int rc = sbxp_http_json(st->http, &req, &ver, NULL, &err);
+    int rc = sbxp_http_request(st->http, &req, NULL, NULL, &err);
     if (rc != SBX_OK) {
         pthread_mutex_unlock(&st->lock);
         return docker_report(st, call, &err, "contacting the daemon at %s",
                              st->cfg.host);
     }
-    const char *api = sbxp_json_str(ver, "ApiVersion");
-    const char *min_api = sbxp_json_str(ver, "MinAPIVersion");
-    int have = api_minor(api);
-    int floor_minor = min_api ? api_minor(min_api) : 0;
+    int have = api_minor(pv.api);
     if (have < 0) {
-        json_object_put(ver);
         pthread_mutex_unlock(&st->lock);
         return st->host->set_error(st->host, call, SBX_E_PROTOCOL,
-                                   "docker: %s answered /version without a usable "
-                                   "ApiVersion",
-                                   st->cfg.host);
+                                   "docker: %s answered /_ping without a usable "
+                                   "Api-Version header (\"%s\"); is it a Docker daemon?",
+                                   st->cfg.host, pv.api);
     }
     int use = have < DOCKER_API_MAX_MINOR ? have : DOCKER_API_MAX_MINOR;
-    if (use < DOCKER_API_MIN_MINOR || (floor_minor > use)) {
-        json_object_put(ver);
+    if (use < DOCKER_API_MIN_MINOR) {
         pthread_mutex_unlock(&st->lock);
         return st->host->set_error(
             st->host, call, SBX_E_UNSUPPORTED,
-            "docker: the daemon at %s speaks Engine API %s (minimum %s); this "
-            "provider needs 1.%d to 1.%d",
-            st->cfg.host, api, min_api ? min_api : "?", DOCKER_API_MIN_MINOR,
-            DOCKER_API_MAX_MINOR);
+            "docker: the daemon at %s speaks Engine API %s; this provider needs 1.%d to "
+            "1.%d",
+            st->cfg.host, pv.api, DOCKER_API_MIN_MINOR, DOCKER_API_MAX_MINOR);
     }
     snprintf(st->api_prefix, sizeof st->api_prefix, "/v1.%d", use);
     st->negotiated = 1;
     st->host->log(st->host, SBX_LOG_DEBUG, "docker: daemon %s, API %s, using %s",
-                  sbxp_json_str(ver, "Version") ? sbxp_json_str(ver, "Version") : "?",
-                  api, st->api_prefix + 1);
-    json_object_put(ver);
+                  st->cfg.host, pv.api, st->api_prefix + 1);
     pthread_mutex_unlock(&st->lock);
     return SBX_OK;
 }

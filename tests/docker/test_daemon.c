@@ -15,6 +15,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -406,4 +408,90 @@ Test(docker_daemon, daemon_killed_mid_write_keeps_the_old_file)
     dh_close(&h);
     dh_call_free(&c);
     fault_stop();
+}
+
+/* A one-route daemon on a unix socket: every request gets `answer` (a
+ * whole HTTP response), until the test closes the socket. */
+struct ping_daemon {
+    int fd;
+    const char *answer;
+    pthread_t th;
+    char path[108];
+};
+
+static void *ping_serve(void *arg)
+{
+    struct ping_daemon *d = arg;
+    for (;;) {
+        int c = accept(d->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        char req[4096];
+        ssize_t n = read(c, req, sizeof req); /* one small request per connection */
+        if (n > 0 && write(c, d->answer, strlen(d->answer)) < 0)
+            n = -1;
+        close(c);
+    }
+}
+
+static void ping_daemon_start(struct ping_daemon *d, const char *answer)
+{
+    d->answer = answer;
+    snprintf(d->path, sizeof d->path, "/tmp/sbx-test-ping-%d.sock", (int)getpid());
+    unlink(d->path);
+    d->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", d->path);
+    cr_assert(d->fd >= 0 && bind(d->fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+              listen(d->fd, 8) == 0);
+    pthread_create(&d->th, NULL, ping_serve, d);
+}
+
+static void ping_daemon_stop(struct ping_daemon *d)
+{
+    shutdown(d->fd, SHUT_RDWR);
+    close(d->fd);
+    pthread_join(d->th, NULL);
+    unlink(d->path);
+}
+
+/* create against a daemon whose /_ping answers `answer`: the status and
+ * message of the failure. */
+static int create_against(const char *answer, char *msg, size_t cap)
+{
+    struct ping_daemon d;
+    ping_daemon_start(&d, answer);
+    char host[128];
+    snprintf(host, sizeof host, "unix://%s", d.path);
+    struct dh h;
+    dh_open(&h, host, NULL);
+    char key[64], hash[65], ref[SBX_REF_MAX];
+    dh_new_key(key, hash);
+    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
+    struct sbx_call c;
+    dh_call_init(&c);
+    sbx_sandbox *sb = NULL;
+    int rc = h.ops->create(h.state, &c, &a, ref, &sb);
+    snprintf(msg, cap, "%.1000s", c.message);
+    dh_call_free(&c);
+    dh_close(&h);
+    ping_daemon_stop(&d);
+    return rc;
+}
+
+/* The API version comes from /_ping's Api-Version header (as the docker
+ * CLI negotiates; /version costs the daemon 6 ms): a daemon below 1.40 is
+ * refused naming its version, one without the header is a protocol error. */
+Test(docker_daemon, the_api_version_is_read_from_ping)
+{
+    char msg[1024];
+    int rc = create_against("HTTP/1.1 200 OK\r\nApi-Version: 1.39\r\nContent-Length: 2\r\n"
+                            "Connection: close\r\n\r\nOK",
+                            msg, sizeof msg);
+    cr_expect_eq(rc, SBX_E_UNSUPPORTED, "%d: %s", rc, msg);
+    cr_expect(strstr(msg, "1.39") && strstr(msg, "1.40 to 1.41"), "%s", msg);
+    rc = create_against("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK",
+                        msg, sizeof msg);
+    cr_expect_eq(rc, SBX_E_PROTOCOL, "%d: %s", rc, msg);
+    cr_expect(strstr(msg, "Api-Version"), "%s", msg);
 }
