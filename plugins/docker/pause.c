@@ -159,9 +159,13 @@ int docker_pause(sbx_sandbox *sb, sbx_call *call, uint32_t flags)
             rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/pause",
                              sb->id);
             /* 409: already paused (idempotent), or not running: then
-             * nothing of it runs either, and resume starts it */
-            if (rc != SBX_OK && err.http_status == 409 &&
-                (strstr(err.message, "already paused") || strstr(err.message, "not running")))
+             * nothing of it runs either, and resume starts it. "already
+             * paused" from containerd comes as a 500: the daemon's own
+             * Paused flag also follows containerd's events, which can
+             * arrive after a racing unpause has answered */
+            if (rc != SBX_OK &&
+                ((err.http_status == 409 && strstr(err.message, "not running")) ||
+                 strstr(err.message, "already paused")))
                 rc = SBX_OK;
         }
         if (rc == SBX_E_NOT_FOUND || (rc != SBX_OK && err.http_status == 404))
@@ -202,7 +206,9 @@ int docker_wake_container(struct docker_state *st, sbx_call *call, const char *i
         if (sbxp_json_bool(state, "Paused", 0)) {
             rc = docker_json(st, call, "POST", NULL, NULL, &err, "/containers/%s/unpause",
                              id);
-            if (rc != SBX_OK && err.http_status == 409 && strstr(err.message, "not paused"))
+            /* not paused: 409 from the daemon's flag, or a 500 from
+             * containerd when that flag was stale (see docker_pause) */
+            if (rc != SBX_OK && strstr(err.message, "not paused"))
                 rc = SBX_OK;
             if (rc != SBX_OK) {
                 rc = err.http_status == 404

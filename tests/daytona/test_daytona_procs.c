@@ -12,6 +12,7 @@
  */
 #include "fake_daytona.h"
 #include "../support/provider_harness.h"
+#include "../support/quiet_port.h"
 
 #include <sbx/sbx.h>
 
@@ -722,7 +723,8 @@ Test(daytona_procs, ports_preview_link_and_token)
 {
     sbx_error err;
     cr_assert_eq(open_ctx(NULL, &err), SBX_OK, "%s", err.message);
-    int port = 20000 + (int)(getpid() % 20000);
+    int port = quiet_port();
+    cr_assert(port > 0, "no free loopback port below the ephemeral range");
     uint16_t ports[] = {(uint16_t)port, 0};
     sbx_handle *h = ph_create_ports(prov, "ports-one", ports);
     struct sbx_port_endpoint ep = {.size = sizeof ep};

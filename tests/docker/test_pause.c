@@ -118,6 +118,7 @@ struct racer {
     sbx_sandbox *sb;
     int pause;
     int failures;
+    char first[512]; /* the first failure's status and message */
 };
 
 static void *race(void *arg)
@@ -127,7 +128,9 @@ static void *race(void *arg)
     dh_call_init(&c);
     for (int i = 0; i < 10; i++) {
         int rc = r->pause ? r->h->ops->pause(r->sb, &c, 0) : r->h->ops->resume(r->sb, &c);
-        r->failures += rc != SBX_OK;
+        if (rc != SBX_OK && !r->failures++)
+            snprintf(r->first, sizeof r->first, "%s %d: %.480s", r->pause ? "pause" : "resume",
+                     rc, c.message);
     }
     dh_call_free(&c);
     return NULL;
@@ -142,13 +145,13 @@ Test(docker_pause, pause_and_resume_racing_from_two_instances)
     dh_open(&h2, getenv("SBX_TEST_DOCKER_HOST"), NULL);
     char msg[512];
     cr_assert_eq(dh_attach(&h2, key, ref, &sb2, msg, sizeof msg), SBX_OK, "%s", msg);
-    struct racer a = {&h, sb, 1, 0}, b = {&h2, sb2, 0, 0};
+    struct racer a = {&h, sb, 1, 0, ""}, b = {&h2, sb2, 0, 0, ""};
     pthread_t ta, tb;
     pthread_create(&ta, NULL, race, &a);
     pthread_create(&tb, NULL, race, &b);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    cr_assert_eq(a.failures + b.failures, 0);
+    cr_assert_eq(a.failures + b.failures, 0, "%s %s", a.first, b.first);
     /* whatever the order, the marker says what the daemon says. The
      * daemon's State.Paused also follows containerd's pause and resume
      * events, which can arrive after a burst of calls has returned (this

@@ -10,6 +10,7 @@
  */
 #include "fake_service.h"
 #include "../support/provider_harness.h"
+#include "../support/quiet_port.h"
 
 #include <sbx/sbx.h>
 
@@ -1030,7 +1031,8 @@ TestSuite(ports, .init = up, .fini = down, .timeout = 120);
 Test(ports, declared_port_resolves_to_the_service_url_and_is_reachable)
 {
     /* A port free on this machine for the sandbox's server. */
-    int port = 20000 + (int)(getpid() % 20000);
+    int port = quiet_port();
+    cr_assert(port > 0, "no free loopback port below the ephemeral range");
     uint16_t ports[] = {(uint16_t)port, 0};
     sbx_handle *h = ph_create_ports(prov, "pt1", ports);
     sbx_error err;

@@ -13,6 +13,7 @@
  */
 #include "../e2b/fake_service.h"
 #include "../support/provider_harness.h"
+#include "../support/quiet_port.h"
 
 #include <sbx/sbx.h>
 
@@ -933,7 +934,9 @@ static long http_get(const struct sbx_port_endpoint *ep, const char *path, struc
 static void serve_and_reach(const char *extra, const char *key, int proxied)
 {
     open_or_die(extra);
-    uint16_t port = (uint16_t)(20000 + getpid() % 20000);
+    int qp = quiet_port();
+    cr_assert(qp > 0, "no free loopback port below the ephemeral range");
+    uint16_t port = (uint16_t)qp;
     uint16_t ports[] = {port, 0};
     sbx_handle *h = ph_create_ports(prov, key, ports);
     sh(h, "echo served-from-the-sandbox > /home/user/workspace/hello.txt", NULL, 0);

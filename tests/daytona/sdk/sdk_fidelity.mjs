@@ -8,6 +8,7 @@
 // expects of the real service.
 import { Daytona } from '@daytonaio/sdk'
 import assert from 'node:assert/strict'
+import { quietPort } from './quiet_port.mjs'
 
 const daytona = new Daytona({
   apiKey: process.env.DAYTONA_API_KEY,
@@ -104,7 +105,7 @@ await sb.fs.deleteFile('tree', true)
 await assert.rejects(sb.fs.listFiles('tree'))
 
 step('preview link: url and token reach a server in the sandbox')
-const port = 20000 + (process.pid % 20000)
+const port = await quietPort()
 await sb.process.createSession('web')
 await sb.process.executeSessionCommand('web', {
   command: `mkdir -p site && echo previewed > site/index.html && cd site && exec python3 -m http.server ${port} --bind 127.0.0.1`,
@@ -114,7 +115,8 @@ const link = await sb.getPreviewLink(port)
 assert.ok(link.url.startsWith('http'), link.url)
 assert.ok(link.token, 'no preview token')
 let page
-for (let i = 0; i < 50; i++) {
+// the server is starting (up to 30 s: python3 under load)
+for (const until = Date.now() + 30000; Date.now() < until;) {
   page = await fetch(`${link.url}/index.html`, { headers: { 'x-daytona-preview-token': link.token } })
   if (page.status === 200) break
   await sleep(100)

@@ -4,6 +4,7 @@
 // Environment: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY, E2B_DOMAIN.
 import { Sandbox, CommandExitError } from 'e2b'
 import assert from 'node:assert/strict'
+import { quietPort } from './quiet_port.mjs'
 
 const step = (name) => console.log(`# ${name}`)
 
@@ -117,7 +118,7 @@ await sbx.files.remove('/home/user/tree')
 assert.equal(await sbx.files.exists('/home/user/tree'), false)
 
 step('getHost: a port served in the sandbox through the proxy form')
-const port = 20000 + (process.pid % 20000)
+const port = await quietPort()
 const server = await sbx.commands.run(`cd /home/user && echo served > hello.txt && exec python3 -m http.server ${port} --bind 127.0.0.1`, { background: true })
 const host = sbx.getHost(port)
 assert.equal(host, `${port}-${sbx.sandboxId}.${process.env.E2B_DOMAIN}`)
@@ -126,7 +127,8 @@ assert.equal(host, `${port}-${sbx.sandboxId}.${process.env.E2B_DOMAIN}`)
 const http = await import('node:http')
 const api = new URL(process.env.E2B_API_URL)
 let body = ''
-for (let i = 0; i < 50 && !body.includes('served'); i++) {
+// the server is starting (up to 30 s: python3 under load)
+for (const until = Date.now() + 30000; Date.now() < until && !body.includes('served');) {
   body = await new Promise((resolve) => {
     const req = http.request({ host: api.hostname, port: api.port, path: '/hello.txt', headers: { Host: host } },
       (res) => { let b = ''; res.on('data', (d) => { b += d }); res.on('end', () => resolve(res.statusCode === 200 ? b : '')) })
