@@ -3,8 +3,7 @@
  * (conformance/, sbx/conformance.h) against one provider.
  */
 #include "cli.h"
-
-#include <sbx/conformance.h>
+#include "conformance_lazy.h"
 
 #include <getopt.h>
 #include <string.h>
@@ -33,13 +32,13 @@ static void usage(FILE *f)
           "could not run.\n", f);
 }
 
-static void list_cases(void)
+static void list_cases(const struct cli_conformance *cf)
 {
     char caps[256];
-    for (size_t i = 0; i < sbx_conformance_case_count(); i++) {
-        uint64_t need = sbx_conformance_case_caps(i);
-        printf("%-36s %s%s%s%s\n", sbx_conformance_case_name(i),
-               sbx_conformance_case_description(i), need ? " [needs " : "",
+    for (size_t i = 0; i < cf->case_count(); i++) {
+        uint64_t need = cf->case_caps(i);
+        printf("%-36s %s%s%s%s\n", cf->case_name(i),
+               cf->case_description(i), need ? " [needs " : "",
                need ? cli_caps_text(need, caps, sizeof caps) : "", need ? "]" : "");
     }
 }
@@ -95,8 +94,11 @@ int cmd_conformance(const struct cli_globals *g, int argc, char **argv)
     int status = cli_parse_options(&cmd, argc, argv);
     if (status != CLI_EXIT_OK)
         return status == CLI_HELP_SHOWN ? CLI_EXIT_OK : status;
+    const struct cli_conformance *cf = cli_conformance_load();
+    if (!cf)
+        return CLI_EXIT_SBX;
     if (a.list) {
-        list_cases();
+        list_cases(cf);
         return CLI_EXIT_OK;
     }
     if (optind < argc)
@@ -115,9 +117,9 @@ int cmd_conformance(const struct cli_globals *g, int argc, char **argv)
     summary.size = sizeof summary;
     sbx_error err;
     sbx_error_clear(&err);
-    int rc = sbx_conformance_run(&open_opts, copts, &summary, &err);
+    int rc = cf->run(&open_opts, copts, &summary, &err);
     fflush(stdout);
     if (rc != SBX_OK)
         cli_error("%s", err.message[0] ? err.message : sbx_strerror(rc));
-    return sbx_conformance_exit_code(rc, &summary);
+    return cf->exit_code(rc, &summary);
 }
