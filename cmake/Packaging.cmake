@@ -107,6 +107,9 @@ sbx_package(sbx sbx admin "sandbox host for agent runtimes (CLI and local provid
  sbx-provider-NAME package for each other backend."
   DEPENDS libsbx conformance_lib
   CONFFILES ${etc}/sbx.yaml.example ${etc}/conf.d/README)
+# dlopened by `sbx reconcile --metrics` (host/cli/mhd_lazy.h), so
+# dpkg-shlibdeps does not see it; CPack adds the computed ones to this.
+set(CPACK_DEBIAN_SBX_PACKAGE_DEPENDS "libmicrohttpd12")
 sbx_package(libsbx libsbx1 libs "sandbox host library (libsbx)"
 " libsbx is the library behind the sbx command: host contexts, provider
  loading and validation, sandboxes and durable sessions with SQLite or

@@ -9,10 +9,10 @@
  */
 #include "cli.h"
 #include "metrics.h"
+#include "mhd_lazy.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -104,18 +104,21 @@ bool cli_metrics_parse_addr(const char *addr, struct sockaddr_storage *sa, sockl
     return true;
 }
 
+/* libmicrohttpd, loaded by cli_http_start (mhd_lazy.h) */
+static const struct cli_mhd *mhd;
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *type,
                                char *body, size_t len, enum MHD_ResponseMemoryMode mode)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+    struct MHD_Response *r = mhd->create_response_from_buffer(len, body, mode);
     if (!r) {
         if (mode == MHD_RESPMEM_MUST_FREE)
             free(body);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+    mhd->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result ret = mhd->queue_response(c, status, r);
+    mhd->destroy_response(r);
     return ret;
 }
 
@@ -171,6 +174,8 @@ struct cli_http *cli_http_start(struct cli_metrics *mx, const char *addr)
         cli_error("%s", msg);
         return NULL;
     }
+    if (!mhd && !(mhd = cli_mhd_load()))
+        return NULL;
     int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
@@ -218,7 +223,7 @@ struct cli_http *cli_http_start(struct cli_metrics *mx, const char *addr)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     if (sa.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, mx,
+    h->daemon = mhd->start_daemon(flags, 0, NULL, NULL, on_request, mx,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                                  MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTION_LIMIT,
@@ -243,6 +248,6 @@ void cli_http_stop(struct cli_http *h)
 {
     if (!h)
         return;
-    MHD_stop_daemon(h->daemon); /* closes the listening socket too */
+    mhd->stop_daemon(h->daemon); /* closes the listening socket too */
     free(h);
 }

@@ -2,22 +2,9 @@
  * conformance_lazy.h. */
 #include "conformance_lazy.h"
 
-#include "cli.h"
+#include "lazy_open.h"
 
-#include <dlfcn.h>
-#include <string.h>
-
-/* dlsym into a function pointer (POSIX guarantees the conversion). */
-static int resolve(void *lib, const char *name, void *slot, size_t size)
-{
-    void *sym = dlsym(lib, name);
-    if (!sym) {
-        cli_error("%s: no symbol %s: %s", CLI_CONFORMANCE_SONAME, name, dlerror());
-        return -1;
-    }
-    memcpy(slot, &sym, size);
-    return 0;
-}
+#define SYM(field, name) {name, &c.field, sizeof c.field}
 
 const struct cli_conformance *cli_conformance_load(void)
 {
@@ -25,23 +12,17 @@ const struct cli_conformance *cli_conformance_load(void)
     static int loaded;
     if (loaded)
         return &c;
-    void *lib = dlopen(CLI_CONFORMANCE_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        cli_error("cannot load the conformance suite (%s): %s; install the package "
-                  "libsbx-conformance0",
-                  CLI_CONFORMANCE_SONAME, dlerror());
+    const struct cli_lazy_sym syms[] = {
+        SYM(run, "sbx_conformance_run"),
+        SYM(exit_code, "sbx_conformance_exit_code"),
+        SYM(case_count, "sbx_conformance_case_count"),
+        SYM(case_name, "sbx_conformance_case_name"),
+        SYM(case_description, "sbx_conformance_case_description"),
+        SYM(case_caps, "sbx_conformance_case_caps"),
+    };
+    if (cli_lazy_open("sbx conformance", CLI_CONFORMANCE_SONAME, "libsbx-conformance0", syms,
+                      sizeof syms / sizeof syms[0]) != 0)
         return NULL;
-    }
-#define RESOLVE(field, name) resolve(lib, name, &c.field, sizeof c.field)
-    if (RESOLVE(run, "sbx_conformance_run") || RESOLVE(exit_code, "sbx_conformance_exit_code") ||
-        RESOLVE(case_count, "sbx_conformance_case_count") ||
-        RESOLVE(case_name, "sbx_conformance_case_name") ||
-        RESOLVE(case_description, "sbx_conformance_case_description") ||
-        RESOLVE(case_caps, "sbx_conformance_case_caps")) {
-        dlclose(lib);
-        return NULL;
-    }
-#undef RESOLVE
     loaded = 1;
     return &c;
 }
