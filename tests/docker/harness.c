@@ -213,17 +213,28 @@ void dh_new_key(char key[64], char hash[SBX_KEY_HASH_LEN + 1])
     dh_hash(key, hash);
 }
 
-sbx_sandbox *dh_create(struct dh *h, const char *key, char ref[SBX_REF_MAX])
+int dh_create_status(struct dh *h, const char *key, const char *spec_hash,
+                     char ref[SBX_REF_MAX], sbx_sandbox **sb, char *msg, size_t cap)
 {
     char hash[SBX_KEY_HASH_LEN + 1];
     dh_hash(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "spec-hash-1", 0, NULL, NULL, NULL};
+    struct sbx_create_args a = {sizeof a, key, hash, spec_hash, 0, NULL, NULL, NULL};
     struct sbx_call c;
     dh_call_init(&c);
-    sbx_sandbox *sb = NULL;
-    int rc = h->ops->create(h->state, &c, &a, ref, &sb);
-    cr_assert_eq(rc, SBX_OK, "create: %s: %s", sbx_strerror(rc), c.message);
+    *sb = NULL;
+    int rc = h->ops->create(h->state, &c, &a, ref, sb);
+    if (msg && cap)
+        snprintf(msg, cap, "%s", c.message);
     dh_call_free(&c);
+    return rc;
+}
+
+sbx_sandbox *dh_create(struct dh *h, const char *key, char ref[SBX_REF_MAX])
+{
+    sbx_sandbox *sb;
+    char msg[1024];
+    int rc = dh_create_status(h, key, "spec-hash-1", ref, &sb, msg, sizeof msg);
+    cr_assert_eq(rc, SBX_OK, "create: %s: %s", sbx_strerror(rc), msg);
     return sb;
 }
 

@@ -52,6 +52,10 @@ void dh_call_cancel(struct sbx_call *c);
 void dh_new_key(char key[64], char hash[SBX_KEY_HASH_LEN + 1]);
 void dh_hash(const char *key, char hash[SBX_KEY_HASH_LEN + 1]);
 
+/* create with a key and spec hash, asserting nothing: the status, *sb
+ * (NULL on failure) and the call's message in msg[cap] (may be NULL). */
+int dh_create_status(struct dh *h, const char *key, const char *spec_hash,
+                     char ref[SBX_REF_MAX], sbx_sandbox **sb, char *msg, size_t cap);
 /* create with a key; asserts success; ref receives the reference. */
 sbx_sandbox *dh_create(struct dh *h, const char *key, char ref[SBX_REF_MAX]);
 /* destroy, asserting success. */

@@ -29,15 +29,12 @@ Test(docker_daemon, no_daemon_is_a_clear_transient_error)
     dh_open(&h, "unix:///tmp/sbx-test-no-daemon-here.sock", NULL);
     char key[64], hash[65], ref[SBX_REF_MAX];
     dh_new_key(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
-    struct sbx_call c;
-    dh_call_init(&c);
-    sbx_sandbox *sb = NULL;
-    cr_expect_eq(h.ops->create(h.state, &c, &a, ref, &sb), SBX_E_UNAVAILABLE, "%s",
-                 c.message);
-    cr_expect(strstr(c.message, "sbx-test-no-daemon-here.sock"), "%s", c.message);
-    cr_expect(strstr(c.message, "daemon running"), "%s", c.message);
-    dh_call_free(&c);
+    sbx_sandbox *sb;
+    char msg[1024];
+    cr_expect_eq(dh_create_status(&h, key, "", ref, &sb, msg, sizeof msg), SBX_E_UNAVAILABLE,
+                 "%s", msg);
+    cr_expect(strstr(msg, "sbx-test-no-daemon-here.sock"), "%s", msg);
+    cr_expect(strstr(msg, "daemon running"), "%s", msg);
     dh_close(&h);
 }
 
@@ -467,13 +464,8 @@ static int create_against(const char *answer, char *msg, size_t cap)
     dh_open(&h, host, NULL);
     char key[64], hash[65], ref[SBX_REF_MAX];
     dh_new_key(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
-    struct sbx_call c;
-    dh_call_init(&c);
-    sbx_sandbox *sb = NULL;
-    int rc = h.ops->create(h.state, &c, &a, ref, &sb);
-    snprintf(msg, cap, "%.1000s", c.message);
-    dh_call_free(&c);
+    sbx_sandbox *sb;
+    int rc = dh_create_status(&h, key, "", ref, &sb, msg, cap);
     dh_close(&h);
     ping_daemon_stop(&d);
     return rc;

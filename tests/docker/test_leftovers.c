@@ -25,14 +25,10 @@ static void failed_create_leaves_nothing(const char *user)
     dh_open(&h, NULL, extra);
     char key[64], hash[SBX_KEY_HASH_LEN + 1], ref[SBX_REF_MAX];
     dh_new_key(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
-    struct sbx_call c;
-    dh_call_init(&c);
-    sbx_sandbox *sb = NULL;
-    int rc = h.ops->create(h.state, &c, &a, ref, &sb);
+    sbx_sandbox *sb;
+    int rc = dh_create_status(&h, key, "", ref, &sb, NULL, 0);
     cr_expect_neq(rc, SBX_OK, "user %s: create succeeded", user);
     cr_expect_null(sb);
-    dh_call_free(&c);
     char path[256];
     snprintf(path, sizeof path, "/v1.41/containers/sbx-%.32s/json", hash);
     cr_expect_eq(dh_api(h.host_uri, "GET", path, NULL, NULL), 404,

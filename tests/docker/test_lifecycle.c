@@ -294,16 +294,13 @@ Test(docker_lifecycle, missing_image_is_explained)
     dh_open(&x, NULL, extra);
     char key[64], hash[65], ref[SBX_REF_MAX];
     dh_new_key(key, hash);
-    struct sbx_create_args a = {sizeof a, key, hash, "", 0, NULL, NULL, NULL};
-    struct sbx_call c;
-    dh_call_init(&c);
-    sbx_sandbox *sb = NULL;
-    int rc = x.ops->create(x.state, &c, &a, ref, &sb);
+    sbx_sandbox *sb;
+    char msg[1024];
+    int rc = dh_create_status(&x, key, "", ref, &sb, msg, sizeof msg);
     cr_expect(rc == SBX_E_NOT_FOUND || rc == SBX_E_UNAVAILABLE, "%s: %s",
-              sbx_strerror(rc), c.message);
-    cr_expect(strstr(c.message, "sbx-test/does-not-exist:never"), "%s", c.message);
-    cr_expect(strstr(c.message, "pulling it failed"), "%s", c.message);
-    dh_call_free(&c);
+              sbx_strerror(rc), msg);
+    cr_expect(strstr(msg, "sbx-test/does-not-exist:never"), "%s", msg);
+    cr_expect(strstr(msg, "pulling it failed"), "%s", msg);
     dh_close(&x);
 }
 
